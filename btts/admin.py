@@ -1,0 +1,260 @@
+"""Table administration driven by the declarations: create, check, list, and read back.
+
+Works against the emulator (``BIGTABLE_EMULATOR_HOST``) or a real instance.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from google.api_core import exceptions as gexc
+from google.cloud import bigtable
+from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
+from google.cloud.bigtable_admin_v2 import types as admin_types
+from google.protobuf import duration_pb2
+
+from btts.emulator import EMULATOR_INSTANCE, EMULATOR_PROJECT, ENV_HOST
+from transforms.schema import Family, TableDecl
+
+MAX_TABLES_PER_INSTANCE = 1000
+
+
+class ConfigError(RuntimeError):
+    """A wrong or missing setting, reported before any work is done."""
+
+
+@dataclass(frozen=True)
+class Target:
+    project: str
+    instance: str
+
+    @property
+    def emulator(self) -> str | None:
+        return os.environ.get(ENV_HOST)
+
+    @property
+    def instance_path(self) -> str:
+        return f"projects/{self.project}/instances/{self.instance}"
+
+    def table_path(self, table: str) -> str:
+        return f"{self.instance_path}/tables/{table}"
+
+    def describe(self) -> str:
+        where = f"emulator {self.emulator}" if self.emulator else "Cloud Bigtable"
+        return f"{self.instance_path} ({where})"
+
+
+def resolve_target(project: str | None, instance: str | None) -> Target:
+    """Fill defaults for the emulator; on a real instance both must be given."""
+    if os.environ.get(ENV_HOST):
+        return Target(project or EMULATOR_PROJECT, instance or EMULATOR_INSTANCE)
+    if not project or not instance:
+        raise ConfigError(
+            "no Bigtable instance: pass --project and --instance for Cloud Bigtable, or set "
+            f"{ENV_HOST} (e.g. by `btts emulator start`) to use the emulator"
+        )
+    return Target(project, instance)
+
+
+def gc_rule(family: Family) -> admin_types.GcRule | None:
+    rules = []
+    if family.max_versions:
+        rules.append(admin_types.GcRule(max_num_versions=family.max_versions))
+    if family.max_age:
+        seconds = int(family.max_age.total_seconds())
+        rules.append(admin_types.GcRule(max_age=duration_pb2.Duration(seconds=seconds)))
+    if not rules:
+        return None
+    if len(rules) == 1:
+        return rules[0]
+    return admin_types.GcRule(union=admin_types.GcRule.Union(rules=rules))
+
+
+def column_family(family: Family) -> admin_types.ColumnFamily:
+    kwargs = {}
+    rule = gc_rule(family)
+    if rule is not None:
+        kwargs["gc_rule"] = rule
+    if family.aggregate:
+        if family.aggregate != "sum":
+            raise ValueError(f"family {family.name}: only 'sum' aggregates are supported")
+        kwargs["value_type"] = admin_types.Type(
+            aggregate_type=admin_types.Type.Aggregate(
+                input_type=admin_types.Type(int64_type=admin_types.Type.Int64()),
+                sum=admin_types.Type.Aggregate.Sum(),
+            )
+        )
+    return admin_types.ColumnFamily(**kwargs)
+
+
+class Admin:
+    """A thin wrapper over the table admin client (reached through ``bigtable.Client(admin=
+    True)``, which is what honours the emulator)."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._client = bigtable.Client(project=target.project, admin=True)
+        self.api = self._client.table_admin_client
+
+    def close(self) -> None:
+        self.api.transport.close()
+
+    def __enter__(self) -> Admin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def list_tables(self) -> list[str]:
+        return sorted(
+            t.name.rsplit("/", 1)[-1]
+            for t in self.api.list_tables(parent=self.target.instance_path)
+        )
+
+    def get_families(self, table: str) -> dict[str, admin_types.ColumnFamily] | None:
+        try:
+            got = self.api.get_table(
+                request={"name": self.target.table_path(table), "view": admin_types.Table.View.FULL}
+            )
+        except gexc.NotFound:
+            return None
+        return dict(got.column_families)
+
+    def ensure(self, decl: TableDecl) -> list[str]:
+        """Create the table or its missing families. Returns what was done, one line each; a
+        family whose GC rule or type differs from the declaration is reported, never changed."""
+        existing = self.get_families(decl.name)
+        if existing is None:
+            table = admin_types.Table(
+                column_families={f.name: column_family(f) for f in decl.families}
+            )
+            try:
+                self.api.create_table(
+                    parent=self.target.instance_path, table_id=decl.name, table=table
+                )
+            except gexc.AlreadyExists:  # created meanwhile by another run: check it instead
+                return self.ensure(decl)
+            families = ", ".join(f"{f.name} ({f.gc_description()})" for f in decl.families)
+            return [f"created table {decl.name} with families {families}"]
+        done = []
+        missing = [f for f in decl.families if f.name not in existing]
+        if missing:
+            mods = [
+                admin_types.ModifyColumnFamiliesRequest.Modification(
+                    id=f.name, create=column_family(f)
+                )
+                for f in missing
+            ]
+            self.api.modify_column_families(
+                name=self.target.table_path(decl.name), modifications=mods
+            )
+            done += [
+                f"added family {f.name} to {decl.name} ({f.gc_description()})" for f in missing
+            ]
+        for f in decl.families:
+            if f.name in existing and not _same_family(existing[f.name], column_family(f)):
+                done.append(
+                    f"WARNING: {decl.name} family {f.name} differs from its declaration "
+                    f"({f.gc_description()}); left unchanged"
+                )
+        return done
+
+    def problems(self, decls: Iterable[TableDecl]) -> list[str]:
+        """What is missing for these declarations (empty when ready to write)."""
+        out = []
+        for decl in decls:
+            existing = self.get_families(decl.name)
+            if existing is None:
+                out.append(f"table {decl.name} does not exist")
+                continue
+            out += [
+                f"table {decl.name} has no column family {f.name}"
+                for f in decl.families
+                if f.name not in existing
+            ]
+        return out
+
+    def drop(self, table: str) -> None:
+        self.api.delete_table(name=self.target.table_path(table))
+
+
+def _same_family(a: admin_types.ColumnFamily, b: admin_types.ColumnFamily) -> bool:
+    return a.gc_rule == b.gc_rule and a.value_type == b.value_type
+
+
+def preflight(target: Target, decls: Sequence[TableDecl], create: bool = False) -> list[str]:
+    """Check (or, with ``create``, make) every table a job writes, before any data moves.
+    Raises :class:`ConfigError` naming what is missing and how to create it."""
+    with Admin(target) as admin:
+        if create:
+            return [line for decl in decls for line in admin.ensure(decl)]
+        problems = admin.problems(decls)
+    if problems:
+        names = " ".join(f"--table {d.name}" for d in decls)
+        raise ConfigError(
+            "; ".join(problems)
+            + f" in {target.describe()}. Create them with `btts tables create {names}` "
+            "or run the job with --create_tables."
+        )
+    return []
+
+
+# -- reading back -----------------------------------------------------------------------------
+
+
+class ReadCell(NamedTuple):
+    family: str
+    qualifier: bytes
+    value: bytes
+    timestamp_us: int
+
+
+class ReadRow(NamedTuple):
+    key: bytes
+    cells: tuple[ReadCell, ...]
+
+    def latest(self) -> dict[tuple[str, bytes], bytes]:
+        """The newest value of each column (cells come newest first per column)."""
+        out: dict[tuple[str, bytes], bytes] = {}
+        for cell in self.cells:
+            out.setdefault((cell.family, cell.qualifier), cell.value)
+        return out
+
+
+def read_rows(
+    target: Target,
+    table: str,
+    start: bytes | None = None,
+    end: bytes | None = None,
+    latest_only: bool = False,
+    limit: int | None = None,
+) -> list[ReadRow]:
+    """Rows of ``[start, end)`` (the whole table by default), cells as stored."""
+    query = ReadRowsQuery(
+        row_ranges=RowRange(start_key=start, end_key=end) if (start or end) else None,
+        row_filter=row_filters.CellsColumnLimitFilter(1) if latest_only else None,
+        limit=limit,
+    )
+    with BigtableDataClient(project=target.project) as client:
+        handle = client.get_table(target.instance, table)
+        return [
+            ReadRow(
+                bytes(row.row_key),
+                tuple(
+                    ReadCell(c.family, bytes(c.qualifier), bytes(c.value), c.timestamp_micros)
+                    for c in row.cells
+                ),
+            )
+            for row in handle.read_rows(query)
+        ]
+
+
+def cell_time(timestamp_us: int) -> str:
+    moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(
+        microseconds=timestamp_us
+    )
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")

@@ -1,0 +1,214 @@
+"""Start and stop the official Bigtable emulator (``cbtemulator``) on a free loopback port.
+
+Used by the test fixtures, the demo and ``btts emulator start|stop``. The process is stopped by
+its PID; nothing is left running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ENV_BINARY = "BTTS_CBTEMULATOR"
+ENV_HOST = "BIGTABLE_EMULATOR_HOST"
+DEFAULT_BINARY = "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator"
+INSTALL_HINT = (
+    "The Bigtable emulator (cbtemulator) was not found. Install it with one of:\n"
+    "  sudo apt-get install google-cloud-cli-bigtable-emulator\n"
+    "  gcloud components install bigtable\n"
+    f"or point {ENV_BINARY} at the cbtemulator binary."
+)
+# Project and instance used against the emulator, which accepts any names.
+EMULATOR_PROJECT = "test-project"
+EMULATOR_INSTANCE = "test-instance"
+
+
+class EmulatorError(RuntimeError):
+    pass
+
+
+def find_binary() -> str:
+    """The emulator binary: $BTTS_CBTEMULATOR, then PATH, then gcloud's SDK root, then the
+    Debian package's path. Raises :class:`EmulatorError` with an install hint."""
+    explicit = os.environ.get(ENV_BINARY)
+    if explicit:
+        if os.access(explicit, os.X_OK):
+            return explicit
+        raise EmulatorError(f"{ENV_BINARY}={explicit} is not an executable file.\n{INSTALL_HINT}")
+    on_path = shutil.which("cbtemulator")
+    if on_path:
+        return on_path
+    candidates = []
+    gcloud = shutil.which("gcloud")
+    if gcloud:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            root = subprocess.run(
+                [gcloud, "info", "--format=value(installation.sdk_root)"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            ).stdout.strip()
+            if root:
+                candidates.append(
+                    os.path.join(root, "platform", "bigtable-emulator", "cbtemulator")
+                )
+    candidates.append(DEFAULT_BINARY)
+    for path in candidates:
+        if os.access(path, os.X_OK):
+            return path
+    raise EmulatorError(INSTALL_HINT)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(
+    host: str, port: int, timeout: float, proc: subprocess.Popen | None = None
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise EmulatorError(f"the emulator exited with code {proc.returncode} before answering")
+        try:
+            socket.create_connection((host, port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise EmulatorError(f"the emulator did not answer on {host}:{port} within {timeout:.0f}s")
+
+
+@dataclass
+class Emulator:
+    """A running emulator. Use as a context manager, which also sets BIGTABLE_EMULATOR_HOST for
+    the duration and restores the previous value after."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    binary: str | None = None
+    startup_timeout: float = 30.0
+    process: subprocess.Popen | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def start(self) -> Emulator:
+        binary = self.binary or find_binary()
+        if not self.port:
+            self.port = free_port(self.host)
+        self.process = subprocess.Popen(
+            [binary, "-host", self.host, "-port", str(self.port)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C in the terminal must not kill it mid-cleanup
+        )
+        try:
+            wait_for_port(self.host, self.port, self.startup_timeout, self.process)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_pid(self.process.pid, self.process)
+            self.process = None
+
+    def __enter__(self) -> Emulator:
+        if self.process is None:
+            self.start()
+        self._previous = os.environ.get(ENV_HOST)
+        os.environ[ENV_HOST] = self.endpoint
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is None:
+            os.environ.pop(ENV_HOST, None)
+        else:
+            os.environ[ENV_HOST] = self._previous
+        self.stop()
+
+
+def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 5.0) -> None:
+    """SIGTERM, wait, then SIGKILL: the emulator never outlives its owner."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc is not None:
+            if proc.poll() is not None:
+                return
+        elif not _alive(pid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    if proc is not None:
+        proc.wait(timeout=5)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie child of ours still answers kill(0); reap it if it is ours.
+    with contextlib.suppress(ChildProcessError):
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == pid:
+            return False
+    return True
+
+
+@contextlib.contextmanager
+def running(reuse_existing: bool = True) -> Iterator[str]:
+    """An emulator endpoint for the duration: the one BIGTABLE_EMULATOR_HOST names, if any and
+    ``reuse_existing``, or a fresh one that is stopped afterwards."""
+    existing = os.environ.get(ENV_HOST)
+    if existing and reuse_existing:
+        yield existing
+        return
+    with Emulator() as emu:
+        yield emu.endpoint
+
+
+# -- a detached emulator for `btts emulator start|stop` ------------------------------------------
+
+STATE_FILE = Path(".btts") / "emulator.json"
+
+
+def start_detached(state_file: Path = STATE_FILE, port: int = 0) -> dict:
+    if state_file.exists():
+        state = json.loads(state_file.read_text())
+        if _alive(state["pid"]):
+            return state
+    emu = Emulator(port=port).start()
+    state = {"pid": emu.process.pid, "host": emu.host, "port": emu.port, "endpoint": emu.endpoint}
+    state_file.parent.mkdir(parents=True, exist_ok=True)
+    state_file.write_text(json.dumps(state))
+    return state
+
+
+def stop_detached(state_file: Path = STATE_FILE) -> dict | None:
+    if not state_file.exists():
+        return None
+    state = json.loads(state_file.read_text())
+    stop_pid(state["pid"])
+    state_file.unlink()
+    return state

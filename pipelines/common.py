@@ -1,0 +1,241 @@
+"""What every ingest job shares: options, validation, preflight, the file-ingest graph, and the
+end-of-run summary."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import apache_beam as beam
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
+from apache_beam.runners.runner import PipelineResult
+
+from btts import admin
+from transforms import tables as table_decls
+from transforms.bigtable_write import WriteRows
+from transforms.ingest import (
+    DEAD_LETTER,
+    NAMESPACE,
+    ROWS,
+    Builder,
+    BuildRows,
+    ReadLines,
+    WriteDeadLetters,
+)
+
+_LOG = logging.getLogger(__name__)
+
+
+class BigtableOptions(PipelineOptions):
+    """Where rows go. Shared by every job (Beam registers each flag once across all jobs)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Bigtable")
+        group.add_argument(
+            "--bigtable_project",
+            type=str,
+            default=None,
+            help="Project of the Bigtable instance. Default: --project, or 'test-project' on the "
+            "emulator (when BIGTABLE_EMULATOR_HOST is set).",
+        )
+        group.add_argument(
+            "--bigtable_instance",
+            type=str,
+            default=None,
+            help="Bigtable instance ID. Default on the emulator: 'test-instance'.",
+        )
+        group.add_argument(
+            "--create_tables",
+            action="store_true",
+            default=False,
+            help="Create missing tables and column families (from the declarations) before "
+            "writing. Without it, a missing table stops the job before any data is read.",
+        )
+        group.add_argument(
+            "--skip_preflight",
+            action="store_true",
+            default=False,
+            help="Do not check that the tables exist before running (the launcher then needs no "
+            "Bigtable admin permission).",
+        )
+
+
+class FileInputOptions(PipelineOptions):
+    """Batch input from files and where bad lines go."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Input and dead letters")
+        group.add_argument(
+            "--input",
+            type=str,
+            action="append",
+            default=None,
+            help="JSON-lines file(s): a local path, gs:// path or glob. Repeat the flag or "
+            "separate patterns with commas for several.",
+        )
+        group.add_argument(
+            "--dead_letter",
+            type=str,
+            default=None,
+            help="Path prefix of the dead-letter files (JSON lines: pipeline, source file, reason, "
+            "raw line). Default: dead-letters/<job> in the working directory.",
+        )
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What distinguishes one file-ingest job from another."""
+
+    name: str
+    description: str
+    builder: Builder
+    tables: Sequence[str]
+
+
+def option_classes_help(
+    prog: str, description: str, classes: Sequence[type[PipelineOptions]]
+) -> argparse.ArgumentParser:
+    """A parser holding only this job's flags, for a ``--help`` a person can read (Beam's own
+    parser would list every runner flag of every SDK component)."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=description,
+        epilog="Any Beam pipeline option is also accepted (e.g. --runner, --project, --region, "
+        "--temp_location, --direct_num_workers).",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    for cls in classes:
+        cls._add_argparse_args(parser)
+    return parser
+
+
+def parse_args(
+    argv: Sequence[str] | None,
+    prog: str,
+    description: str,
+    classes: Sequence[type[PipelineOptions]],
+) -> PipelineOptions:
+    """Pipeline options from ``argv``; ``--help`` prints this job's flags; an unknown flag (a typo
+    Beam would only warn about and ignore) is an error."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "-h" in argv or "--help" in argv:
+        option_classes_help(prog, description, classes).print_help()
+        raise SystemExit(0)
+    known = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for cls in PipelineOptions.__subclasses__():
+        try:
+            cls._add_argparse_args(known)
+        except argparse.ArgumentError:
+            continue  # some SDK components define overlapping flags; theirs, not ours
+    _, unknown = known.parse_known_args(argv)
+    flags = [a for a in unknown if a.startswith("--")]
+    if flags:
+        raise admin.ConfigError(f"unknown option(s): {' '.join(flags)} (see {prog} --help)")
+    return PipelineOptions(argv)
+
+
+def resolve_target(options: PipelineOptions) -> admin.Target:
+    bt = options.view_as(BigtableOptions)
+    project = bt.bigtable_project or options.view_as(GoogleCloudOptions).project
+    return admin.resolve_target(project, bt.bigtable_instance)
+
+
+def input_patterns(options: PipelineOptions) -> list[str]:
+    raw = options.view_as(FileInputOptions).input or []
+    patterns = [p.strip() for item in raw for p in item.split(",") if p.strip()]
+    if not patterns:
+        raise admin.ConfigError("no input: pass --input with a file, gs:// path or glob")
+    return patterns
+
+
+def dead_letter_prefix(options: PipelineOptions, job: str) -> str:
+    return options.view_as(FileInputOptions).dead_letter or f"dead-letters/{job}"
+
+
+def build_file_ingest(
+    pipeline: beam.Pipeline, options: PipelineOptions, job: JobSpec
+) -> dict[str, beam.PCollection]:
+    """Read lines → build rows (bad lines to dead letters) → write each table."""
+    target = resolve_target(options)
+    lines = pipeline | "ReadLines" >> ReadLines(input_patterns(options))
+    built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name)
+    built[ROWS] | "WriteBigtable" >> WriteRows(target.project, target.instance, job.tables)
+    built[DEAD_LETTER] | "WriteDeadLetters" >> WriteDeadLetters(
+        dead_letter_prefix(options, job.name)
+    )
+    return {"rows": built[ROWS], "dead_letter": built[DEAD_LETTER]}
+
+
+def prepare(options: PipelineOptions, tables: Sequence[str]) -> admin.Target:
+    """Validate and preflight before any data moves: fail early, with the fix in the message."""
+    target = resolve_target(options)
+    bt = options.view_as(BigtableOptions)
+    if not bt.skip_preflight:
+        decls = [table_decls.get(t) for t in tables]
+        for line in admin.preflight(target, decls, create=bt.create_tables):
+            _LOG.info("%s", line)
+    return target
+
+
+def counters(result: PipelineResult) -> dict[str, int]:
+    """This run's btts counters (committed where the runner has them, else attempted)."""
+    out: dict[str, int] = {}
+    for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        try:
+            value = counter.committed
+        except Exception:  # runners without committed metrics raise here
+            value = None
+        if value is None:
+            value = counter.attempted
+        out[counter.key.metric.name] = out.get(counter.key.metric.name, 0) + int(value or 0)
+    return out
+
+
+def summary(job: str, totals: dict[str, int], seconds: float, target: admin.Target) -> str:
+    events = totals.get("events_valid", 0)
+    lines = [
+        f"{job}: done in {seconds:.1f}s into {target.describe()}",
+        f"  lines read      {totals.get('lines_read', 0):>12,}",
+        f"  valid events    {events:>12,}   ({events / max(seconds, 1e-9):,.0f} events/s)",
+        f"  dead letters    {totals.get('dead_letters', 0):>12,}",
+    ]
+    if totals.get("blank_lines"):
+        lines.append(f"  blank lines     {totals['blank_lines']:>12,}")
+    for name in sorted(totals):
+        if name.startswith("rows_"):
+            table = name[5:]
+            lines.append(
+                f"  rows {table:<15}{totals[name]:>8,}   cells {totals.get('cells_' + table, 0):,}"
+            )
+    return "\n".join(lines)
+
+
+def run_file_ingest(
+    argv: Sequence[str] | None,
+    job: JobSpec,
+    build: Callable[[beam.Pipeline, PipelineOptions], dict],
+    classes: Sequence[type[PipelineOptions]],
+) -> PipelineResult:
+    """The body of every batch job's ``run``."""
+    try:
+        options = parse_args(argv, f"python -m pipelines.{job.name}", job.description, classes)
+        input_patterns(options)
+        target = prepare(options, job.tables)
+    except admin.ConfigError as err:
+        raise SystemExit(f"{job.name}: error: {err}") from None
+    started = time.monotonic()
+    pipeline = beam.Pipeline(options=options)
+    build(pipeline, options)
+    result = pipeline.run()
+    result.wait_until_finish()
+    seconds = time.monotonic() - started
+    result.btts_counters = counters(result)
+    print(summary(job.name, result.btts_counters, seconds, target), flush=True)
+    return result

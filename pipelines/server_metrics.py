@@ -1,0 +1,46 @@
+"""Server metrics → METRIC and CURRENT_METRIC (SPEC §5.2), batch from JSON-lines files.
+
+Every event fans out to both tables from the same cells: METRIC keyed ``HOSTNAME#TS`` for a
+host's history, CURRENT_METRIC keyed ``HOSTNAME`` for the fleet's latest values. Cell timestamps
+are event times and CURRENT_METRIC keeps one version, so a late reading never wins.
+
+    python -m pipelines.server_metrics --input 'metrics/*.jsonl' --create_tables
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineResult
+
+from pipelines import common
+from transforms import server_metrics
+
+JOB = common.JobSpec(
+    name="server_metrics",
+    description=__doc__,
+    builder=server_metrics.build,
+    tables=server_metrics.TABLES,
+)
+
+
+class ServerMetricsOptions(common.FileInputOptions, common.BigtableOptions):
+    """The flags of this job: input files, dead letters and the Bigtable target."""
+
+
+def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+    return common.build_file_ingest(pipeline, options, JOB)
+
+
+def run(argv: Sequence[str] | None = None) -> PipelineResult:
+    return common.run_file_ingest(
+        argv, JOB, build, (common.FileInputOptions, common.BigtableOptions)
+    )
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()

@@ -1,0 +1,56 @@
+"""Running a job against the test emulator and reading what it wrote."""
+
+from __future__ import annotations
+
+import glob
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from btts import admin
+from pipelines import load
+
+
+def write_lines(path: Path, lines: Sequence[str | bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as out:
+        for line in lines:
+            out.write((line.encode("utf-8") if isinstance(line, str) else line) + b"\n")
+    return path
+
+
+def run_job(
+    job: str,
+    target: admin.Target,
+    input_path: Path,
+    dead_prefix: Path,
+    extra: Sequence[str] = (),
+    create: bool = True,
+):
+    """Run an ingest job's ``run()`` exactly as a user would, returning its result."""
+    argv = [
+        f"--input={input_path}",
+        f"--dead_letter={dead_prefix}",
+        f"--bigtable_project={target.project}",
+        f"--bigtable_instance={target.instance}",
+        *(["--create_tables"] if create else []),
+        *extra,
+    ]
+    return load(job).run(argv)
+
+
+def read_dead_letters(prefix: Path) -> list[dict]:
+    records = []
+    for name in sorted(glob.glob(f"{prefix}*")):
+        with open(name, encoding="utf-8") as f:
+            records += [json.loads(line) for line in f if line.strip()]
+    return records
+
+
+def dump(target: admin.Target, table: str) -> list[tuple]:
+    """Every cell of a table, timestamps included: equal dumps mean identical tables."""
+    return [
+        (row.key, cell.family, cell.qualifier, cell.value, cell.timestamp_us)
+        for row in admin.read_rows(target, table)
+        for cell in row.cells
+    ]

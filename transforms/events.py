@@ -1,0 +1,113 @@
+"""Parsing source lines into field dicts while keeping every number's decimal text.
+
+The guidance stores values as the source wrote them (``600.60``, ``0.00``): a float round trip
+would turn those into ``600.6`` and ``0.0``. Numbers therefore parse to :class:`Num`, a ``str``
+that remembers it was a JSON number.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+
+from transforms.errors import InvalidEvent
+
+
+class Num(str):
+    """A JSON number, kept as its source text."""
+
+    __slots__ = ()
+
+
+def _reject_constant(name: str) -> None:
+    raise InvalidEvent(f"{name} is not a number Bigtable rows can hold")
+
+
+_decoder = json.JSONDecoder(parse_float=Num, parse_int=Num, parse_constant=_reject_constant)
+_decode = _decoder.decode
+
+
+def parse_json_object(raw: bytes | str) -> dict:
+    """One JSON object per line. Raises :class:`InvalidEvent` with a precise reason."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InvalidEvent(f"not UTF-8: byte {err.start} is {raw[err.start]:#04x}") from None
+    try:
+        obj = _decode(raw)
+    except json.JSONDecodeError as err:
+        raise InvalidEvent(f"invalid JSON: {err.msg} at column {err.colno}") from None
+    except RecursionError:
+        raise InvalidEvent("invalid JSON: nested too deeply") from None
+    if type(obj) is not dict:
+        raise InvalidEvent(f"expected a JSON object, got {_json_type(obj)}")
+    return obj
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, Num):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if value is None:
+        return "null"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def check_fields(obj: Mapping, required: Iterable[str], optional: Iterable[str] = ()) -> None:
+    """Missing and unexpected fields are both errors: a typo must not silently drop data."""
+    missing = [f for f in required if f not in obj]
+    if missing:
+        raise InvalidEvent(f"missing field(s): {', '.join(missing)}")
+    allowed = set(required) | set(optional)
+    extra = sorted(k for k in obj if k not in allowed)
+    if extra:
+        raise InvalidEvent(f"unexpected field(s): {', '.join(extra)}")
+
+
+def text_field(obj: Mapping, field: str, max_len: int = 1024) -> str:
+    value = obj[field]
+    if type(value) is not str:
+        raise InvalidEvent(f"field {field!r}: expected a string, got {_json_type(value)}")
+    if not value:
+        raise InvalidEvent(f"field {field!r}: empty")
+    if len(value) > max_len:
+        raise InvalidEvent(f"field {field!r}: longer than {max_len} characters")
+    return value
+
+
+def number_field(obj: Mapping, field: str) -> Num:
+    value = obj[field]
+    if type(value) is not Num:
+        raise InvalidEvent(f"field {field!r}: expected a number, got {_json_type(value)}")
+    return value
+
+
+def int_field(obj: Mapping, field: str, minimum: int = 0, maximum: int = 2**63 - 1) -> int:
+    value = obj[field]
+    if type(value) is not Num or not value.lstrip("-").isdigit():
+        raise InvalidEvent(
+            f"field {field!r}: expected an integer, got {_json_type(value)} {value!r}"
+        )
+    number = int(value)
+    if not minimum <= number <= maximum:
+        raise InvalidEvent(f"field {field!r}: {number} is outside {minimum}..{maximum}")
+    return number
+
+
+def bool_field(obj: Mapping, field: str) -> bool:
+    value = obj[field]
+    if type(value) is not bool:
+        raise InvalidEvent(f"field {field!r}: expected true or false, got {_json_type(value)}")
+    return value
+
+
+def describe(value: object) -> str:
+    return _json_type(value)

@@ -1,0 +1,142 @@
+"""Row-key builders (SPEC §3, rule 10 and §5): pure functions, no I/O.
+
+Every builder returns ``str`` segments; :func:`join_key` assembles them and is the only place a
+delimiter is inserted, so no field value can forge one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+
+from transforms.errors import InvalidEvent
+
+DELIMITER = "#"
+MAX_ROW_KEY_BYTES = 4096
+LONG_MAX = 9223372036854775807  # Java's Long.MAX_VALUE, used by the guidance for reversed times
+_LONG_DIGITS = 19
+EPOCH_MS_DIGITS = 13
+
+
+def check_segment(segment: str, name: str = "segment", delimiter: str = DELIMITER) -> str:
+    """Reject a segment that is empty, holds the delimiter, or holds a control character."""
+    if not isinstance(segment, str):
+        raise InvalidEvent(f"{name}: expected text, got {type(segment).__name__}")
+    if not segment:
+        raise InvalidEvent(f"{name}: empty")
+    if delimiter in segment:
+        raise InvalidEvent(f"{name}: contains the key delimiter {delimiter!r}")
+    if not segment.isprintable():
+        raise InvalidEvent(f"{name}: contains a control or unprintable character")
+    return segment
+
+
+def join_key(
+    segments: Sequence[str], delimiter: str = DELIMITER, names: Sequence[str] = ()
+) -> bytes:
+    """Join checked segments into a UTF-8 row key no larger than Bigtable's 4 KiB limit."""
+    for i, segment in enumerate(segments):
+        check_segment(segment, names[i] if i < len(names) else f"key segment {i}", delimiter)
+    return check_key_size(delimiter.join(segments).encode("utf-8"))
+
+
+def check_key_size(key: bytes) -> bytes:
+    if len(key) > MAX_ROW_KEY_BYTES:
+        raise InvalidEvent(f"row key is {len(key)} bytes; Bigtable's limit is {MAX_ROW_KEY_BYTES}")
+    return key
+
+
+def zero_pad(number: int, width: int) -> str:
+    """Left-pad a non-negative integer with zeros so that text order equals numeric order."""
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise InvalidEvent(f"expected an integer, got {number!r}")
+    if number < 0:
+        raise InvalidEvent(f"{number} is negative: zero padding only orders non-negative numbers")
+    text = str(number)
+    if len(text) > width:
+        raise InvalidEvent(f"{number} has more than {width} digits")
+    return text.zfill(width)
+
+
+def space_pad(text: str, width: int) -> str:
+    """Right-pad with spaces to a fixed width (the market-data key: ``NYSE  #IBM  #…``)."""
+    if len(text) > width:
+        raise InvalidEvent(f"{text!r} is longer than its fixed width {width}")
+    return text.ljust(width)
+
+
+def epoch_ms(ms: int) -> str:
+    """13-digit epoch milliseconds; zero-padded so that keys sort in time order."""
+    return zero_pad(ms, EPOCH_MS_DIGITS)
+
+
+def reverse_timestamp(ms: int) -> str:
+    """``Long.MAX_VALUE - ts``, zero-padded to 19 digits: the newest row sorts first."""
+    if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= LONG_MAX:
+        raise InvalidEvent(f"timestamp {ms!r} is outside 0..{LONG_MAX}")
+    return str(LONG_MAX - ms).zfill(_LONG_DIGITS)
+
+
+def unreverse_timestamp(text: str) -> int:
+    return LONG_MAX - int(text)
+
+
+def reverse_numeric_id(text: str) -> str:
+    """Reverse the digits of a sequential numeric ID (``12345`` → ``54321``) to spread writes."""
+    if not text.isascii() or not text.isdigit():
+        raise InvalidEvent(f"numeric id {text!r} is not all digits")
+    return text[::-1]
+
+
+def reverse_domain(domain: str) -> str:
+    """``maps.google.com`` → ``com.google.maps``: rows of one site sort together."""
+    labels = domain.split(".")
+    if not domain or any(not label for label in labels):
+        raise InvalidEvent(f"domain {domain!r} has an empty label")
+    return ".".join(reversed(labels))
+
+
+def tenant_key(tenant: str, *segments: str, delimiter: str = DELIMITER) -> str:
+    """Tenant-prefixed key; the tenant is checked like any segment so it cannot forge another's."""
+    parts = (tenant, *segments)
+    for i, part in enumerate(parts):
+        check_segment(part, "tenant" if i == 0 else f"key segment {i}", delimiter)
+    return delimiter.join(parts)
+
+
+def tenant_prefix(tenant: str, delimiter: str = DELIMITER) -> bytes:
+    """The row-key prefix that holds exactly one tenant's rows (delimiter included, so that
+    ``acme`` never matches ``acme2``)."""
+    return (check_segment(tenant, "tenant", delimiter) + delimiter).encode("utf-8")
+
+
+def salt_width(buckets: int) -> int:
+    return len(str(buckets))
+
+
+def salt(material: str | bytes, buckets: int) -> str:
+    """A stable salt bucket: the same in every process and every run (unlike ``hash()``)."""
+    if buckets < 1:
+        raise ValueError("salt bucket count must be at least 1")
+    data = material.encode("utf-8") if isinstance(material, str) else material
+    digest = hashlib.blake2b(data, digest_size=8).digest()
+    return str(int.from_bytes(digest, "big") % buckets).zfill(salt_width(buckets))
+
+
+def salt_buckets(buckets: int) -> list[str]:
+    """Every salt label, in key order: a time-range read scans one range per label."""
+    width = salt_width(buckets)
+    return [str(i).zfill(width) for i in range(buckets)]
+
+
+def prefix_end(prefix: bytes) -> bytes:
+    """The smallest key greater than every key that starts with ``prefix`` ('' = end of table)."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return b""
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def key_ranges_for_prefixes(prefixes: Iterable[bytes]) -> list[tuple[bytes, bytes]]:
+    """``[start, end)`` ranges covering each prefix."""
+    return [(p, prefix_end(p)) for p in prefixes]

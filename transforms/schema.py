@@ -1,0 +1,252 @@
+"""Table declarations as data (SPEC §2).
+
+One declaration per table says its name, its column families with their GC rules, its row-key
+recipe and its column pattern. From it the code builds keys, creates the table, computes query
+ranges, and the advisor checks it: nothing about a table is written down twice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from transforms import keys, timefmt
+from transforms.errors import InvalidEvent
+
+PATTERNS = {
+    "TS-COLS": "single timestamp per row, one column per measurement",
+    "TS-BLOB": "single timestamp per row, the event serialized as one protobuf cell",
+    "TB-COL": "time bucket per row, a new column per event (qualifier is the value)",
+    "TB-CELL": "time bucket per row, a new timestamped cell per event in fixed columns",
+    "SHORT-WIDE": "bounded short-wide row (one row per period, one column per sub-period)",
+    "LATEST": "one row per entity overwritten in place; the family keeps one version",
+    "VERSIONED": "one row per entity and period; corrections are newer versions of a cell",
+    "QUALIFIER-DATA": "qualifiers are data (one column per related entity)",
+    "AGGREGATE": "aggregate cells updated with AddToCell",
+}
+
+
+@dataclass(frozen=True)
+class Family:
+    """A column family. GC rules: ``max_versions`` and ``max_age`` (both set = keep a cell only
+    while it satisfies both, i.e. Bigtable's union of the two deletion rules). ``aggregate`` makes
+    the family an aggregate (``"sum"`` over int64) written with AddToCell."""
+
+    name: str
+    max_versions: int | None = None
+    max_age: dt.timedelta | None = None
+    aggregate: str | None = None
+    doc: str = ""
+
+    def gc_description(self) -> str:
+        parts = []
+        if self.max_versions:
+            parts.append(f"max {self.max_versions} version(s)")
+        if self.max_age:
+            parts.append(f"max age {self.max_age}")
+        if self.aggregate:
+            parts.append(f"aggregate {self.aggregate}(int64)")
+        return " or ".join(parts) if parts else "keep everything"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One row-key segment. ``kind`` names a builder in :data:`SEGMENT_KINDS`; ``field`` names
+    the event field it reads (unused for ``const``); ``width``/``arg`` parameterise it."""
+
+    kind: str
+    field: str | None = None
+    width: int | None = None
+    arg: str | None = None
+    of: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        if self.kind == "const":
+            return self.arg or ""
+        return (self.field or self.kind).upper()
+
+
+def const(text: str) -> Segment:
+    return Segment("const", arg=text)
+
+
+def text(name: str) -> Segment:
+    return Segment("text", field=name)
+
+
+def tenant(name: str = "tenant") -> Segment:
+    return Segment("tenant", field=name)
+
+
+def epoch_ms(name: str) -> Segment:
+    return Segment("epoch_ms", field=name)
+
+
+def reverse_ts(name: str) -> Segment:
+    return Segment("reverse_ts", field=name)
+
+
+def zero_padded(name: str, width: int) -> Segment:
+    return Segment("zero_pad", field=name, width=width)
+
+
+def space_padded(name: str, width: int) -> Segment:
+    return Segment("space_pad", field=name, width=width)
+
+
+def time_label(name: str, fmt: str) -> Segment:
+    """``fmt``: hour, day, week, month, minute, yyyymmdd, yyyymm, yyyymmddhhmmssmmm."""
+    if fmt not in TIME_FORMATS:
+        raise ValueError(f"unknown time format {fmt!r}; use one of {sorted(TIME_FORMATS)}")
+    return Segment("time", field=name, arg=fmt)
+
+
+def salted(buckets: int, *of: str) -> Segment:
+    """A salt bucket from a stable hash of the named fields' key text."""
+    return Segment("salt", width=buckets, of=tuple(of))
+
+
+def reverse_id(name: str) -> Segment:
+    return Segment("reverse_id", field=name)
+
+
+def reverse_domain(name: str) -> Segment:
+    return Segment("reverse_domain", field=name)
+
+
+TIME_FORMATS: dict[str, Callable[[int], str]] = {
+    "hour": timefmt.hour_label,
+    "day": timefmt.day_label,
+    "week": timefmt.iso_week_label,
+    "month": timefmt.month_label,
+    "minute": timefmt.minute_label,
+    "yyyymmdd": timefmt.compact_day,
+    "yyyymm": timefmt.compact_month,
+    "yyyymmddhhmmssmmm": timefmt.compact_millis,
+}
+
+
+def _segment_builder(seg: Segment) -> Callable[[Mapping[str, object]], str]:
+    """Compile one segment to a function of the event's values (done once per declaration)."""
+    name = seg.field
+    if seg.kind == "const":
+        value = keys.check_segment(seg.arg or "", "constant segment")
+        return lambda values: value
+    if seg.kind in ("text", "tenant"):
+        return lambda values: values[name]
+    if seg.kind == "epoch_ms":
+        return lambda values: keys.epoch_ms(values[name])
+    if seg.kind == "reverse_ts":
+        return lambda values: keys.reverse_timestamp(values[name])
+    if seg.kind == "zero_pad":
+        width = seg.width
+        return lambda values: keys.zero_pad(values[name], width)
+    if seg.kind == "space_pad":
+        width = seg.width
+        return lambda values: keys.space_pad(values[name], width)
+    if seg.kind == "time":
+        fmt = TIME_FORMATS[seg.arg]
+        return lambda values: fmt(values[name])
+    if seg.kind == "reverse_id":
+        return lambda values: keys.reverse_numeric_id(str(values[name]))
+    if seg.kind == "reverse_domain":
+        return lambda values: keys.reverse_domain(values[name])
+    raise ValueError(f"unknown key segment kind {seg.kind!r}")
+
+
+@dataclass(frozen=True)
+class KeyRecipe:
+    """An ordered list of segments joined by the delimiter."""
+
+    segments: tuple[Segment, ...]
+    delimiter: str = keys.DELIMITER
+    _compiled: tuple = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        builders = []
+        for index, seg in enumerate(self.segments):
+            if seg.kind == "salt":
+                builders.append(None)  # filled from the other segments' text in build()
+                if not seg.of:
+                    raise ValueError("a salt segment must name the fields it hashes")
+            else:
+                builders.append(_segment_builder(seg))
+            if seg.kind == "tenant" and index != 0:
+                raise ValueError("a tenant segment must come first")
+        object.__setattr__(self, "_compiled", tuple(builders))
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return tuple(s.field for s in self.segments if s.field)
+
+    def build(self, values: Mapping[str, object]) -> bytes:
+        """The row key for one event's values. Raises :class:`InvalidEvent` for bad values."""
+        parts = []
+        salt_at = -1
+        for index, builder in enumerate(self._compiled):
+            if builder is None:
+                salt_at = index
+                parts.append("")
+                continue
+            try:
+                part = builder(values)
+            except KeyError as missing:
+                raise InvalidEvent(f"key field {missing} has no value") from None
+            seg_field = self.segments[index].field
+            keys.check_segment(part, f"field {seg_field!r}" if seg_field else "key", self.delimiter)
+            parts.append(part)
+        if salt_at >= 0:
+            seg = self.segments[salt_at]
+            by_field = {s.field: p for s, p in zip(self.segments, parts, strict=True) if s.field}
+            material = self.delimiter.join(by_field[f] for f in seg.of)
+            parts[salt_at] = keys.salt(material, seg.width or 1)
+        return keys.check_key_size(self.delimiter.join(parts).encode("utf-8"))
+
+    def describe(self) -> str:
+        out = []
+        for seg in self.segments:
+            if seg.kind == "salt":
+                out.append(f"<salt {seg.width} of {'+'.join(f.upper() for f in seg.of)}>")
+            else:
+                out.append(seg.label)
+        return self.delimiter.join(out)
+
+
+@dataclass(frozen=True)
+class TableDecl:
+    name: str
+    families: tuple[Family, ...]
+    key: KeyRecipe
+    pattern: str
+    doc: str = ""
+    spec: str = ""
+
+    def __post_init__(self) -> None:
+        if self.pattern not in PATTERNS:
+            raise ValueError(f"{self.name}: unknown column pattern {self.pattern!r}")
+        names = [f.name for f in self.families]
+        if len(set(names)) != len(names):
+            raise ValueError(f"{self.name}: duplicate family names {names}")
+
+    def family(self, name: str) -> Family:
+        for fam in self.families:
+            if fam.name == name:
+                return fam
+        raise KeyError(f"{self.name} has no family {name!r}")
+
+    def row_key(self, values: Mapping[str, object]) -> bytes:
+        return self.key.build(values)
+
+
+def declare(
+    name: str,
+    key: list[Segment] | tuple[Segment, ...],
+    families: list[Family] | tuple[Family, ...],
+    pattern: str,
+    doc: str = "",
+    spec: str = "",
+    delimiter: str = keys.DELIMITER,
+) -> TableDecl:
+    return TableDecl(name, tuple(families), KeyRecipe(tuple(key), delimiter), pattern, doc, spec)

@@ -1,0 +1,86 @@
+"""Server metrics (SPEC §5.2): one JSON event → a METRIC row and a CURRENT_METRIC row.
+
+``{"hostname": "server1.bbb.com", "timestamp": "2015-03-16T19:53:32.045Z",
+"metrics": {"cpu/cpu1_usr": 0.02}}`` → ``METRIC`` row ``server1.bbb.com#1426535612045`` and
+``CURRENT_METRIC`` row ``server1.bbb.com``, both with ``METRIC:CPU/CPU1_USR = 0.02`` at the event
+time. Both rows share one tuple of cells: they are the same facts, keyed for two queries.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from transforms import events, timefmt
+from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC
+from transforms.errors import InvalidEvent
+from transforms.mutations import Cell, RowMutation
+
+FIELDS = ("hostname", "timestamp", "metrics")
+FAMILY = "METRIC"
+MAX_HOSTNAME = 253  # DNS limit
+MAX_METRICS = 10_000
+MAX_QUALIFIER_BYTES = 16 * 1024
+_METRIC_KEY = METRIC.key.build
+_CURRENT_KEY = CURRENT_METRIC.key.build
+
+
+class MetricEvent(NamedTuple):
+    hostname: str
+    ts_ms: int
+    metrics: tuple[tuple[bytes, bytes], ...]  # (qualifier, value text), in source order
+
+
+def qualifier_for(name: object) -> bytes:
+    """Metric names become upper-case qualifiers. Whitespace and control characters are
+    refused rather than stripped: ``cpu usr`` and ``cpuusr`` must not merge silently."""
+    if type(name) is not str or not name:
+        raise InvalidEvent(f"metric name {name!r}: expected a non-empty string")
+    if not name.isprintable() or any(ch.isspace() for ch in name):
+        raise InvalidEvent(f"metric name {name[:80]!r}: contains whitespace or a control character")
+    qualifier = name.upper().encode("utf-8")
+    if len(qualifier) > MAX_QUALIFIER_BYTES:
+        raise InvalidEvent(f"metric name {name[:40]!r}…: over Bigtable's 16 KiB qualifier limit")
+    return qualifier
+
+
+def parse(raw: bytes | str) -> MetricEvent:
+    obj = events.parse_json_object(raw)
+    events.check_fields(obj, FIELDS)
+    hostname = events.text_field(obj, "hostname", MAX_HOSTNAME)
+    ts_ms = timefmt.parse_event_time(obj["timestamp"])
+    metrics = obj["metrics"]
+    if type(metrics) is not dict:
+        raise InvalidEvent(f"field 'metrics': expected an object, got {events.describe(metrics)}")
+    if not metrics:
+        raise InvalidEvent("field 'metrics': empty; an event needs at least one metric")
+    if len(metrics) > MAX_METRICS:
+        raise InvalidEvent(f"field 'metrics': {len(metrics)} metrics, more than {MAX_METRICS}")
+    cells = []
+    seen = set()
+    for name, value in metrics.items():
+        qualifier = qualifier_for(name)
+        if qualifier in seen:
+            raise InvalidEvent(f"metric name {name!r}: collides with another name once upper-cased")
+        seen.add(qualifier)
+        if type(value) is not events.Num:
+            raise InvalidEvent(f"metric {name!r}: expected a number, got {events.describe(value)}")
+        cells.append((qualifier, value.encode("ascii")))
+    return MetricEvent(hostname, ts_ms, tuple(cells))
+
+
+def rows(event: MetricEvent) -> list[RowMutation]:
+    values = {"hostname": event.hostname, "ts": event.ts_ms}
+    ts_us = timefmt.micros(event.ts_ms)
+    cells = tuple(Cell(FAMILY, q, v, ts_us) for q, v in event.metrics)
+    return [
+        RowMutation("METRIC", _METRIC_KEY(values), cells),
+        RowMutation("CURRENT_METRIC", _CURRENT_KEY(values), cells),
+    ]
+
+
+def build(raw: bytes | str) -> list[RowMutation]:
+    """The pipeline's builder: raw line → rows for both tables, or :class:`InvalidEvent`."""
+    return rows(parse(raw))
+
+
+TABLES = ("METRIC", "CURRENT_METRIC")
