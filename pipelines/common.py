@@ -4,9 +4,11 @@ end-of-run summary."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import logging
 import sys
 import time
+import zoneinfo
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -24,7 +26,8 @@ from transforms.ingest import (
     ROWS,
     Builder,
     BuildRows,
-    ReadLines,
+    CsvAdapter,
+    ReadRecordLines,
     WriteDeadLetters,
 )
 
@@ -77,8 +80,16 @@ class FileInputOptions(PipelineOptions):
             type=str,
             action="append",
             default=None,
-            help="JSON-lines file(s): a local path, gs:// path or glob. Repeat the flag or "
+            help="Input file(s): a local path, gs:// path or glob. Repeat the flag or "
             "separate patterns with commas for several.",
+        )
+        group.add_argument(
+            "--input_format",
+            type=str,
+            default="auto",
+            choices=("auto", "json", "csv"),
+            help="json: one JSON object per line; csv: a header line, then one record per line. "
+            "auto (default): csv for inputs ending in .csv, json otherwise.",
         )
         group.add_argument(
             "--dead_letter",
@@ -89,6 +100,32 @@ class FileInputOptions(PipelineOptions):
         )
 
 
+class TimeOptions(PipelineOptions):
+    """How event times become calendar labels (day rows, HHMM columns, nightly tables)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Time")
+        group.add_argument(
+            "--timezone",
+            type=str,
+            default="UTC",
+            help="IANA time zone of day boundaries and time-of-day labels (e.g. "
+            "Europe/Paris). Cell timestamps stay absolute epoch times. Default: UTC.",
+        )
+
+
+def timezone(options: PipelineOptions) -> dt.tzinfo:
+    """The configured zone; an unknown name is a configuration error."""
+    name = options.view_as(TimeOptions).timezone or "UTC"
+    if name.upper() == "UTC":
+        return dt.timezone.utc
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise admin.ConfigError(f"unknown time zone {name!r} (use an IANA name)") from None
+
+
 @dataclass(frozen=True)
 class JobSpec:
     """What distinguishes one file-ingest job from another."""
@@ -97,6 +134,7 @@ class JobSpec:
     description: str
     builder: Builder
     tables: Sequence[str]
+    csv_adapter: CsvAdapter | None = None
 
 
 def option_classes_help(
@@ -164,8 +202,9 @@ def build_file_ingest(
 ) -> dict[str, beam.PCollection]:
     """Read lines → build rows (bad lines to dead letters) → write each table."""
     target = resolve_target(options)
-    lines = pipeline | "ReadLines" >> ReadLines(input_patterns(options))
-    built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name)
+    input_format = options.view_as(FileInputOptions).input_format
+    lines = pipeline | "ReadLines" >> ReadRecordLines(input_patterns(options), input_format)
+    built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
     built[ROWS] | "WriteBigtable" >> WriteRows(target.project, target.instance, job.tables)
     built[DEAD_LETTER] | "WriteDeadLetters" >> WriteDeadLetters(
         dead_letter_prefix(options, job.name)

@@ -24,6 +24,7 @@ JOB = common.JobSpec(
     description=__doc__,
     builder=server_metrics.build,
     tables=server_metrics.TABLES,
+    csv_adapter=server_metrics.from_csv,
 )
 
 

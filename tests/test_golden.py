@@ -53,7 +53,11 @@ RUNS: dict[str, tuple[str, list[str], dict]] = {
         [],
         {"by player": "GAME_BY_PLAYER", "by date": "GAME_BY_DATE"},
     ),
-    "veggie-tall-and-month": ("garden", [], {"tall": "GARDEN_DAILY", "month": "GARDEN_MONTHLY"}),
+    "veggie-tall-and-month": (
+        "garden",
+        ["--garden_layout=both"],
+        {"tall": "GARDEN_DAILY", "month": "GARDEN_MONTHLY"},
+    ),
 }
 
 PURE = {

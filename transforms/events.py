@@ -7,8 +7,10 @@ that remembers it was a JSON number.
 
 from __future__ import annotations
 
+import csv
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 
 from transforms.errors import InvalidEvent
 
@@ -17,6 +19,15 @@ class Num(str):
     """A JSON number, kept as its source text."""
 
     __slots__ = ()
+
+
+class CsvText(str):
+    """A CSV cell: untyped text that the field validators convert where it fits the type."""
+
+    __slots__ = ()
+
+
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?\Z")
 
 
 def _reject_constant(name: str) -> None:
@@ -45,7 +56,32 @@ def parse_json_object(raw: bytes | str) -> dict:
     return obj
 
 
+def parse_csv_line(raw: bytes | str, header: Sequence[str]) -> dict:
+    """One CSV record (one line) under its file's header. Empty cells are absent fields."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InvalidEvent(f"not UTF-8: byte {err.start} is {raw[err.start]:#04x}") from None
+    try:
+        (cells,) = csv.reader([raw], strict=True)
+    except (csv.Error, ValueError) as err:
+        raise InvalidEvent(f"invalid CSV: {err}") from None
+    if len(cells) != len(header):
+        raise InvalidEvent(f"CSV line has {len(cells)} cells; the header has {len(header)}")
+    return {name: CsvText(cell) for name, cell in zip(header, cells, strict=True) if cell != ""}
+
+
+def parse_csv_header(raw: bytes | str) -> tuple[str, ...]:
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", errors="replace")
+    (names,) = csv.reader([raw])
+    return tuple(name.strip() for name in names)
+
+
 def _json_type(value: object) -> str:
+    if isinstance(value, CsvText):
+        return "CSV text"
     if isinstance(value, Num):
         return "number"
     if isinstance(value, str):
@@ -74,7 +110,9 @@ def check_fields(obj: Mapping, required: Iterable[str], optional: Iterable[str] 
 
 def text_field(obj: Mapping, field: str, max_len: int = 1024) -> str:
     value = obj[field]
-    if type(value) is not str:
+    if type(value) is CsvText:
+        value = str(value)
+    elif type(value) is not str:
         raise InvalidEvent(f"field {field!r}: expected a string, got {_json_type(value)}")
     if not value:
         raise InvalidEvent(f"field {field!r}: empty")
@@ -83,15 +121,22 @@ def text_field(obj: Mapping, field: str, max_len: int = 1024) -> str:
     return value
 
 
+def as_number(value: object) -> object:
+    """A CSV cell that is a number becomes :class:`Num`; anything else is returned unchanged."""
+    if type(value) is CsvText and _NUMBER.match(value):
+        return Num(value)
+    return value
+
+
 def number_field(obj: Mapping, field: str) -> Num:
-    value = obj[field]
+    value = as_number(obj[field])
     if type(value) is not Num:
         raise InvalidEvent(f"field {field!r}: expected a number, got {_json_type(value)}")
     return value
 
 
 def int_field(obj: Mapping, field: str, minimum: int = 0, maximum: int = 2**63 - 1) -> int:
-    value = obj[field]
+    value = as_number(obj[field])
     if type(value) is not Num or not value.lstrip("-").isdigit():
         raise InvalidEvent(
             f"field {field!r}: expected an integer, got {_json_type(value)} {value!r}"
@@ -104,6 +149,8 @@ def int_field(obj: Mapping, field: str, minimum: int = 0, maximum: int = 2**63 -
 
 def bool_field(obj: Mapping, field: str) -> bool:
     value = obj[field]
+    if type(value) is CsvText and value in ("true", "false"):
+        return value == "true"
     if type(value) is not bool:
         raise InvalidEvent(f"field {field!r}: expected true or false, got {_json_type(value)}")
     return value

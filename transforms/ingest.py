@@ -1,8 +1,10 @@
 """Beam transforms that turn source lines into row mutations, with a dead-letter output.
 
-A dataset is just a *builder*: a pure function ``raw line -> list[RowMutation]`` that raises
-:class:`InvalidEvent` for bad input. :class:`BuildRows` runs any builder, counts what happens, and
-routes every bad line, with its reason and raw text, to the ``dead_letter`` output.
+A dataset is just a *builder*: a pure function ``record (dict) -> list[RowMutation]`` that raises
+:class:`InvalidEvent` for bad input. Lines arrive as ``(source, raw)`` from JSON-lines files or
+``(source, raw, header)`` from CSV files; :class:`BuildRows` decodes either into a record, runs the
+builder, counts what happens, and routes every bad line, with its reason and raw text, to the
+``dead_letter`` output.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from collections.abc import Callable, Iterable, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.io import textio
+from apache_beam.io import fileio, textio
 from apache_beam.metrics import Metrics
 
+from transforms import events
 from transforms.errors import InvalidEvent
 from transforms.mutations import RowMutation
 
@@ -27,7 +30,16 @@ PROGRESS_SECONDS = 10.0
 NAMESPACE = "btts"
 _LOG = logging.getLogger(__name__)
 
-Builder = Callable[[bytes], Sequence[RowMutation]]
+Builder = Callable[[dict], Sequence[RowMutation]]
+CsvAdapter = Callable[[dict], dict]
+
+
+def decode(element: tuple, csv_adapter: CsvAdapter | None = None) -> dict:
+    """The record of a JSON line ``(source, raw)`` or a CSV line ``(source, raw, header)``."""
+    if len(element) == 2:
+        return events.parse_json_object(element[1])
+    record = events.parse_csv_line(element[1], element[2])
+    return csv_adapter(record) if csv_adapter else record
 
 
 def dead_letter_record(pipeline: str, source: str, raw: bytes | str, reason: str) -> dict:
@@ -45,9 +57,10 @@ def dead_letter_record(pipeline: str, source: str, raw: bytes | str, reason: str
 
 
 class _BuildRowsFn(beam.DoFn):
-    def __init__(self, builder: Builder, pipeline: str) -> None:
+    def __init__(self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None) -> None:
         self._builder = builder
         self._pipeline = pipeline
+        self._csv_adapter = csv_adapter
 
     def setup(self) -> None:
         self._lines = Metrics.counter(NAMESPACE, "lines_read")
@@ -71,8 +84,8 @@ class _BuildRowsFn(beam.DoFn):
                 rate,
             )
 
-    def process(self, element: tuple[str, bytes]) -> Iterable:
-        source, raw = element
+    def process(self, element: tuple) -> Iterable:
+        source, raw = element[0], element[1]
         self._lines.inc()
         self._seen += 1
         if not self._seen & 0x3FF:
@@ -81,7 +94,7 @@ class _BuildRowsFn(beam.DoFn):
             self._blank.inc()
             return
         try:
-            rows = self._builder(raw)
+            rows = self._builder(decode(element, self._csv_adapter))
         except InvalidEvent as err:
             reason = str(err)
         except Exception as err:  # a builder bug must not lose the line or stop the stream
@@ -99,17 +112,21 @@ class _BuildRowsFn(beam.DoFn):
 
 
 class BuildRows(beam.PTransform):
-    """``(source, raw line)`` → row mutations (main output ``rows``) and dead letters
-    (output ``dead_letter``: dicts with pipeline, source, reason, raw)."""
+    """Lines → row mutations (main output ``rows``) and dead letters (output ``dead_letter``:
+    dicts with pipeline, source, reason, raw). ``csv_adapter`` reshapes a flat CSV record into
+    the builder's record where the two differ (e.g. metric columns into a ``metrics`` object)."""
 
-    def __init__(self, builder: Builder, pipeline: str) -> None:
+    def __init__(
+        self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None = None
+    ) -> None:
         super().__init__()
         self._builder = builder
         self._pipeline = pipeline
+        self._csv_adapter = csv_adapter
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         return lines | "BuildRows" >> beam.ParDo(
-            _BuildRowsFn(self._builder, self._pipeline)
+            _BuildRowsFn(self._builder, self._pipeline, self._csv_adapter)
         ).with_outputs(DEAD_LETTER, main=ROWS)
 
 
@@ -135,6 +152,73 @@ class ReadLines(beam.PTransform):
         if len(reads) == 1:
             return reads[0]
         return reads | "FlattenInputs" >> beam.Flatten()
+
+
+class _CsvLinesFn(beam.DoFn):
+    """Every record line of one CSV file with that file's header (files may order columns
+    differently). One record per line: quoted fields must not span lines."""
+
+    def process(self, readable: fileio.ReadableFile) -> Iterable[tuple[str, bytes, tuple]]:
+        path = readable.metadata.path
+        header = None
+        with readable.open() as handle:
+            for line in handle:
+                line = line.rstrip(b"\r\n")
+                if header is None:
+                    header = events.parse_csv_header(line)
+                    continue
+                yield path, line, header
+
+
+class ReadCsvLines(beam.PTransform):
+    """``(file, raw line, header)`` for every record of the CSV files matching the patterns."""
+
+    def __init__(self, patterns: Sequence[str]) -> None:
+        super().__init__()
+        if not patterns:
+            raise ValueError("no input pattern given")
+        self._patterns = list(patterns)
+
+    def expand(self, pbegin: pvalue.PBegin) -> beam.PCollection:
+        matches = [
+            pbegin | f"Match[{i}]" >> fileio.MatchFiles(pattern, empty_match_treatment="DISALLOW")
+            for i, pattern in enumerate(self._patterns)
+        ]
+        return (
+            matches
+            | "FlattenMatches" >> beam.Flatten()
+            | "ReadMatches" >> fileio.ReadMatches()
+            | "CsvLines" >> beam.ParDo(_CsvLinesFn())
+        )
+
+
+def is_csv(pattern: str) -> bool:
+    return pattern.lower().endswith((".csv", ".csv.gz", ".csv.bz2"))
+
+
+class ReadRecordLines(beam.PTransform):
+    """JSON-lines and CSV inputs together: CSV for patterns ending in ``.csv`` (or when
+    ``input_format`` is ``csv``), JSON lines otherwise."""
+
+    def __init__(self, patterns: Sequence[str], input_format: str = "auto") -> None:
+        super().__init__()
+        if input_format not in ("auto", "json", "csv"):
+            raise ValueError(f"input format {input_format!r}: use auto, json or csv")
+        csv_wanted = [
+            p for p in patterns if input_format == "csv" or (input_format == "auto" and is_csv(p))
+        ]
+        self._csv = csv_wanted
+        self._json = [p for p in patterns if p not in csv_wanted]
+
+    def expand(self, pbegin: pvalue.PBegin) -> beam.PCollection:
+        parts = []
+        if self._json:
+            parts.append(pbegin | "JsonLines" >> ReadLines(self._json))
+        if self._csv:
+            parts.append(pbegin | "CsvLines" >> ReadCsvLines(self._csv))
+        if len(parts) == 1:
+            return parts[0]
+        return parts | "FlattenFormats" >> beam.Flatten()
 
 
 class WriteDeadLetters(beam.PTransform):

@@ -43,8 +43,7 @@ def qualifier_for(name: object) -> bytes:
     return qualifier
 
 
-def parse(raw: bytes | str) -> MetricEvent:
-    obj = events.parse_json_object(raw)
+def parse(obj: dict) -> MetricEvent:
     events.check_fields(obj, FIELDS)
     hostname = events.text_field(obj, "hostname", MAX_HOSTNAME)
     ts_ms = timefmt.parse_event_time(obj["timestamp"])
@@ -62,6 +61,7 @@ def parse(raw: bytes | str) -> MetricEvent:
         if qualifier in seen:
             raise InvalidEvent(f"metric name {name!r}: collides with another name once upper-cased")
         seen.add(qualifier)
+        value = events.as_number(value)
         if type(value) is not events.Num:
             raise InvalidEvent(f"metric {name!r}: expected a number, got {events.describe(value)}")
         cells.append((qualifier, value.encode("ascii")))
@@ -78,9 +78,17 @@ def rows(event: MetricEvent) -> list[RowMutation]:
     ]
 
 
-def build(raw: bytes | str) -> list[RowMutation]:
-    """The pipeline's builder: raw line → rows for both tables, or :class:`InvalidEvent`."""
-    return rows(parse(raw))
+def build(record: dict) -> list[RowMutation]:
+    """The pipeline's builder: record → rows for both tables, or :class:`InvalidEvent`."""
+    return rows(parse(record))
+
+
+def from_csv(record: dict) -> dict:
+    """CSV is flat: ``hostname,timestamp,<metric>,<metric>…``; every other column is a metric."""
+    metrics = {k: v for k, v in record.items() if k not in ("hostname", "timestamp")}
+    out = {k: record[k] for k in ("hostname", "timestamp") if k in record}
+    out["metrics"] = metrics
+    return out
 
 
 TABLES = ("METRIC", "CURRENT_METRIC")
