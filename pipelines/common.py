@@ -258,17 +258,22 @@ def summary(job: str, totals: dict[str, int], seconds: float, target: admin.Targ
 
 def run_file_ingest(
     argv: Sequence[str] | None,
-    job: JobSpec,
-    build: Callable[[beam.Pipeline, PipelineOptions], dict],
+    *,
+    name: str,
+    description: str,
     classes: Sequence[type[PipelineOptions]],
+    build: Callable[[beam.Pipeline, PipelineOptions], dict],
+    job_for: JobSpec | Callable[[PipelineOptions], JobSpec],
 ) -> PipelineResult:
-    """The body of every batch job's ``run``."""
+    """The body of every batch job's ``run``. ``job_for`` is the job's :class:`JobSpec`, or a
+    function of the options for jobs whose flags choose the tables (it may raise ConfigError)."""
     try:
-        options = parse_args(argv, f"python -m pipelines.{job.name}", job.description, classes)
+        options = parse_args(argv, f"python -m pipelines.{name}", description, classes)
+        job = job_for(options) if callable(job_for) else job_for
         input_patterns(options)
         target = prepare(options, job.tables)
     except admin.ConfigError as err:
-        raise SystemExit(f"{job.name}: error: {err}") from None
+        raise SystemExit(f"{name}: error: {err}") from None
     started = time.monotonic()
     pipeline = beam.Pipeline(options=options)
     build(pipeline, options)
@@ -276,5 +281,5 @@ def run_file_ingest(
     result.wait_until_finish()
     seconds = time.monotonic() - started
     result.btts_counters = counters(result)
-    print(summary(job.name, result.btts_counters, seconds, target), flush=True)
+    print(summary(name, result.btts_counters, seconds, target), flush=True)
     return result

@@ -38,7 +38,12 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
     return common.run_file_ingest(
-        argv, JOB, build, (common.FileInputOptions, common.BigtableOptions)
+        argv,
+        name=JOB.name,
+        description=JOB.description,
+        classes=(common.FileInputOptions, common.BigtableOptions),
+        build=build,
+        job_for=JOB,
     )
 
 
