@@ -1,0 +1,99 @@
+"""The btts command line: help that explains itself, idempotent table creation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from btts import admin, cli
+from transforms import tables
+
+
+def _btts(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "btts.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env or dict(os.environ),
+    )
+
+
+def test_help_explains_itself():
+    top = _btts("--help")
+    assert top.returncode == 0
+    for command in ("tables", "emulator", "ingest", "demo"):
+        assert command in top.stdout
+    assert "BIGTABLE_EMULATOR_HOST" in top.stdout
+    create = _btts("tables", "create", "--help")
+    assert create.returncode == 0
+    assert "Idempotent" in create.stdout
+    assert "--project" in create.stdout and "--instance" in create.stdout
+
+
+def test_ingest_help_is_the_jobs_help(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["ingest", "server_metrics", "--help"])
+    assert "--dead_letter" in capsys.readouterr().out
+
+
+def test_tables_create_is_idempotent_and_sets_gc_rules(target, capsys):
+    argv = ["tables", "create", "--project", target.project, "--instance", target.instance]
+    assert cli.main(argv) == 0
+    first = capsys.readouterr().out
+    assert "created table METRIC" in first and "created table CURRENT_METRIC" in first
+    assert cli.main(argv) == 0
+    second = capsys.readouterr().out
+    assert "created" not in second and "already as declared" in second
+
+    with admin.Admin(target) as api:
+        assert set(tables.all_tables()) <= set(api.list_tables())
+        families = api.get_families("CURRENT_METRIC")
+    assert families["METRIC"].gc_rule.max_num_versions == 1
+
+
+def test_tables_create_adds_a_missing_family_and_reports_a_differing_one(target, capsys):
+    from google.cloud.bigtable_admin_v2 import types
+
+    with admin.Admin(target) as api:
+        api.api.create_table(
+            parent=target.instance_path,
+            table_id="METRIC",
+            table=types.Table(
+                column_families={
+                    "OLD": types.ColumnFamily(gc_rule=types.GcRule(max_num_versions=3))
+                }
+            ),
+        )
+    cli.main(["tables", "create", "--table", "METRIC", "--instance", target.instance])
+    assert "added family METRIC to METRIC" in capsys.readouterr().out
+    with admin.Admin(target) as api:
+        api.api.modify_column_families(
+            name=target.table_path("METRIC"),
+            modifications=[
+                types.ModifyColumnFamiliesRequest.Modification(
+                    id="METRIC",
+                    update=types.ColumnFamily(gc_rule=types.GcRule(max_num_versions=9)),
+                )
+            ],
+        )
+    cli.main(["tables", "create", "--table", "METRIC", "--instance", target.instance])
+    assert "differs from its declaration" in capsys.readouterr().out
+    with admin.Admin(target) as api:
+        assert api.get_families("METRIC")["METRIC"].gc_rule.max_num_versions == 9
+
+
+def test_unknown_table_is_a_clear_error(target):
+    with pytest.raises(KeyError, match="no table declaration named 'NOPE'"):
+        cli.main(["tables", "create", "--table", "NOPE", "--instance", target.instance])
+
+
+def test_without_emulator_or_instance_the_error_says_what_to_do():
+    env = {k: v for k, v in os.environ.items() if k != "BIGTABLE_EMULATOR_HOST"}
+    done = _btts("tables", "create", env=env)
+    assert done.returncode == 2
+    assert "pass --project and --instance" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,78 @@
+"""BuildRows and the readers as Beam transforms (TestPipeline + assert_that)."""
+
+from __future__ import annotations
+
+import apache_beam as beam
+from apache_beam.testing.test_pipeline import TestPipeline
+from apache_beam.testing.util import assert_that, equal_to
+
+from tests.helpers import write_lines
+from transforms import server_metrics
+from transforms.ingest import DEAD_LETTER, ROWS, BuildRows, ReadRecordLines
+
+GOOD = b'{"hostname": "h1", "timestamp": "2015-03-16T19:53:32.045Z", "metrics": {"a": 0.50}}'
+
+
+def test_build_rows_routes_good_and_bad_lines():
+    lines = [
+        ("f.jsonl", GOOD),
+        ("f.jsonl", b"{oops"),
+        ("f.jsonl", b"   "),
+        ("f.jsonl", b"\xff\xfe"),
+    ]
+    with TestPipeline() as p:
+        out = p | beam.Create(lines) | BuildRows(server_metrics.build, "server_metrics")
+        keys = out[ROWS] | "Keys" >> beam.Map(lambda r: (r.table, r.key, r.cells[0].value))
+        assert_that(
+            keys,
+            equal_to(
+                [("METRIC", b"h1#1426535612045", b"0.50"), ("CURRENT_METRIC", b"h1", b"0.50")]
+            ),
+        )
+        reasons = out[DEAD_LETTER] | "Reasons" >> beam.Map(
+            lambda d: (d["source"], d["raw"], d["reason"][:20], d.get("raw_base64"))
+        )
+        assert_that(
+            reasons,
+            equal_to(
+                [
+                    ("f.jsonl", "{oops", "invalid JSON: Expect", None),
+                    ("f.jsonl", "\\xff\\xfe", "not UTF-8: byte 0 is", "//4="),
+                ]
+            ),
+            label="DeadLetters",
+        )
+
+
+def _explode(record: dict):
+    raise RuntimeError("bug in a builder")
+
+
+def test_a_builder_bug_dead_letters_the_line_instead_of_losing_it():
+    with TestPipeline() as p:
+        out = p | beam.Create([("f", GOOD)]) | BuildRows(_explode, "x")
+        assert_that(out[ROWS], equal_to([]))
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: d["reason"]),
+            equal_to(["unexpected error: RuntimeError: bug in a builder"]),
+            label="Reason",
+        )
+
+
+def test_read_record_lines_mixes_json_and_csv_with_per_file_headers(tmp_path):
+    write_lines(tmp_path / "a.jsonl", [GOOD])
+    write_lines(tmp_path / "b.csv", ["timestamp,hostname,a", "2015-03-16T19:53:32.045Z,h2,0.70"])
+    write_lines(tmp_path / "c.csv", ["hostname,a,timestamp", "h3,0.90,2015-03-16T19:53:32.045Z"])
+    patterns = [str(tmp_path / "*.jsonl"), str(tmp_path / "*.csv")]
+    with TestPipeline() as p:
+        out = (
+            p
+            | ReadRecordLines(patterns)
+            | BuildRows(server_metrics.build, "server_metrics", server_metrics.from_csv)
+        )
+        current = out[ROWS] | beam.Filter(lambda r: r.table == "CURRENT_METRIC")
+        assert_that(
+            current | beam.Map(lambda r: (r.key, r.cells[0].qualifier, r.cells[0].value)),
+            equal_to([(b"h1", b"A", b"0.50"), (b"h2", b"A", b"0.70"), (b"h3", b"A", b"0.90")]),
+        )
+        assert_that(out[DEAD_LETTER], equal_to([]), label="NoDeadLetters")
