@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-_NOT_JOBS = {"common", "demo"}
+_NOT_JOBS = {"common", "demo", "nightly"}
 
 
 def job_modules() -> dict[str, str]:
