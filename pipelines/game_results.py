@@ -1,0 +1,51 @@
+"""Game results → GAME_BY_PLAYER and GAME_BY_DATE (SPEC §5.5), batch from JSON-lines or CSV.
+
+Two queries need two keys, so every result is written to both tables with the same cells:
+``GAME#PLAYER#YYYYMMDD`` (one player's games over a period) and ``GAME#YYYYMMDD#PLAYER`` (every
+game over a period). Cell timestamps are midnight UTC of the result's date.
+
+    python -m pipelines.game_results --input 'results/*.jsonl' --create_tables
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineResult
+
+from pipelines import common
+from transforms import game_results
+
+JOB = common.JobSpec(
+    name="game_results",
+    description=__doc__,
+    builder=game_results.build,
+    tables=game_results.TABLES,
+)
+
+
+class GameResultsOptions(common.FileInputOptions, common.BigtableOptions):
+    """The flags of this job: input files, dead letters and the Bigtable target."""
+
+
+def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+    return common.build_file_ingest(pipeline, options, JOB)
+
+
+def run(argv: Sequence[str] | None = None) -> PipelineResult:
+    return common.run_file_ingest(
+        argv,
+        name=JOB.name,
+        description=JOB.description,
+        classes=(common.FileInputOptions, common.BigtableOptions),
+        build=build,
+        job_for=JOB,
+    )
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()

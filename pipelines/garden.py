@@ -1,0 +1,91 @@
+"""Garden temperatures → GARDEN_DAILY and/or GARDEN_MONTHLY (SPEC §5.6), batch from JSON lines
+or CSV.
+
+--garden_layout picks the documented shape: ``tall`` (default) writes one row per garden per day
+``GARDEN#YYYYMMDD`` with ``DAILY:TEMP``; ``month`` writes the bounded short-wide alternative, one
+row per garden per month ``GARDEN#YYYYMM`` with one column per day ``TEMP:1`` … ``TEMP:31``;
+``both`` writes both tables. Cell timestamps are midnight UTC of each date.
+
+    python -m pipelines.garden --input 'temps/*.csv' --garden_layout both --create_tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import logging
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineResult
+
+from btts import admin
+from pipelines import common
+from transforms import garden
+
+DEFAULT_LAYOUT = "tall"
+
+# The job with its default flags (tall layout); job_for picks the tables of --garden_layout.
+JOB = common.JobSpec(
+    name="garden",
+    description=__doc__,
+    builder=garden.build,
+    tables=garden.tables(DEFAULT_LAYOUT),
+)
+
+
+class GardenLayoutOptions(PipelineOptions):
+    """Which table(s) the garden job writes."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Garden")
+        group.add_argument(
+            "--garden_layout",
+            type=str,
+            default=DEFAULT_LAYOUT,
+            choices=sorted(garden.LAYOUTS),
+            help="tall: one row per garden per day (GARDEN_DAILY); month: one row per garden per "
+            "month, one column per day (GARDEN_MONTHLY); both: write both tables. "
+            f"Default: {DEFAULT_LAYOUT}.",
+        )
+
+
+class GardenOptions(common.FileInputOptions, common.BigtableOptions, GardenLayoutOptions):
+    """The flags of this job: input files, dead letters, the Bigtable target, the layout."""
+
+
+def job_for(options: PipelineOptions) -> common.JobSpec:
+    """The job for these options: --garden_layout chooses the tables and the rows built."""
+    layout = options.view_as(GardenLayoutOptions).garden_layout or DEFAULT_LAYOUT
+    if layout not in garden.LAYOUTS:
+        raise admin.ConfigError(
+            f"--garden_layout {layout!r}: use one of {', '.join(sorted(garden.LAYOUTS))}"
+        )
+    return dataclasses.replace(
+        JOB,
+        builder=functools.partial(garden.build, layout=layout),
+        tables=garden.tables(layout),
+    )
+
+
+def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+    return common.build_file_ingest(pipeline, options, job_for(options))
+
+
+def run(argv: Sequence[str] | None = None) -> PipelineResult:
+    return common.run_file_ingest(
+        argv,
+        name=JOB.name,
+        description=JOB.description,
+        classes=(common.FileInputOptions, common.BigtableOptions, GardenLayoutOptions),
+        build=build,
+        job_for=job_for,
+    )
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()

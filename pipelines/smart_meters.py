@@ -1,0 +1,61 @@
+"""Smart-meter readings → SENSOR (SPEC §5.3), batch from JSON-lines or CSV files.
+
+Each reading lands in its meter's day row ``METER#YYYYMMDD`` (meter id zero-padded to 10 digits)
+as a column named by its time of day ``HHMM``, beside ``ID`` (the meter id). The day boundary and
+the ``HHMM`` names follow --timezone (default UTC); cell timestamps are the event times.
+
+    python -m pipelines.smart_meters --input 'readings/*.jsonl' --timezone Europe/Paris
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineResult
+
+from pipelines import common
+from transforms import smart_meters
+
+# The job with its default flags (UTC days); job_for binds the configured zone.
+JOB = common.JobSpec(
+    name="smart_meters",
+    description=__doc__,
+    builder=smart_meters.build,
+    tables=smart_meters.TABLES,
+)
+
+
+class SmartMetersOptions(common.FileInputOptions, common.BigtableOptions, common.TimeOptions):
+    """The flags of this job: input files, dead letters, the Bigtable target, the time zone."""
+
+
+def job_for(options: PipelineOptions) -> common.JobSpec:
+    """The job for these options: the builder labels days and times in --timezone (an unknown
+    zone raises ConfigError before anything runs)."""
+    tz = common.timezone(options)
+    return dataclasses.replace(JOB, builder=functools.partial(smart_meters.build, tz=tz))
+
+
+def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+    return common.build_file_ingest(pipeline, options, job_for(options))
+
+
+def run(argv: Sequence[str] | None = None) -> PipelineResult:
+    return common.run_file_ingest(
+        argv,
+        name=JOB.name,
+        description=JOB.description,
+        classes=(common.FileInputOptions, common.BigtableOptions, common.TimeOptions),
+        build=build,
+        job_for=job_for,
+    )
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()

@@ -1,0 +1,25 @@
+"""Smart-meter readings (SPEC §5.3)."""
+
+from __future__ import annotations
+
+from transforms.schema import Family, declare, time_label, zero_padded
+
+METER_DIGITS = 10
+
+SENSOR = declare(
+    "SENSOR",
+    key=[zero_padded("meter", METER_DIGITS), time_label("date", "yyyymmdd")],
+    families=[
+        Family(
+            "METER",
+            max_versions=1,
+            doc="ID = the meter id; one column per reading named by its time of day (HHMM); "
+            "the newest event time wins a column",
+        )
+    ],
+    pattern="SHORT-WIDE",
+    doc="One row per meter per day (METER#YYYYMMDD, day in the configured zone): one meter's day "
+    "is a single-row read; meter first so midnight does not send every meter to one node. "
+    "All meters of one day come from the nightly SENSOR_YYYYMMDD copy.",
+    spec="5.3",
+)
