@@ -4,15 +4,24 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv demo test test-fast lint fmt clean
+PROTOS := $(wildcard protos/*.proto)
+
+.PHONY: venv protos demo test test-fast lint fmt clean
 
 venv: $(STAMP)
 
-$(STAMP): setup.py pyproject.toml
+# The editable install generates protos/*_pb2.py (setup.py build_py); `protos` runs again after it
+# so that a generation failure stops here, loudly (setuptools only warns about it in editable mode).
+$(STAMP): setup.py pyproject.toml $(PROTOS)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]'
+	$(MAKE) --no-print-directory protos
 	touch $(STAMP)
+
+# (Re)generate protos/*_pb2.py from protos/*.proto with grpc_tools (from the test extra).
+protos:
+	$(BIN)/python -c 'import protos; print(*protos.generate(protos.PACKAGE_DIR.parent), sep="\n")'
 
 demo: venv
 	$(BIN)/btts demo
@@ -29,4 +38,5 @@ fmt: venv
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache dead-letters demo-output .btts
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache dead-letters demo-output .btts \
+		protos/*_pb2.py protos/*_pb2.pyi

@@ -1,22 +1,58 @@
 """bigtable-timeseries: Beam pipelines that land time series in Cloud Bigtable."""
 
+import importlib.util
 from pathlib import Path
 
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+
+ROOT = Path(__file__).resolve().parent
 
 # The same ranges the templates' images install; the native WriteToBigTable path is verified
 # against these.
 INSTALL_REQUIRES = [
     "apache-beam[gcp]>=2.77.0,<2.78",
     "google-cloud-bigtable>=2.50.0,<3",
-    "protobuf>=4.25,<7",
+    # protos/*_pb2.py embed a check that the runtime is at least the protoc that made them
+    # (6.31.1 for the grpcio-tools pinned below and in pyproject.toml [build-system]).
+    "protobuf>=6.31.1,<7",
 ]
+
+# The code generator: the same pin as pyproject.toml's [build-system].requires (a test checks
+# the two agree). grpcio-tools 1.80.x bundles protoc 6.31.1; 1.82+ needs protobuf 7.
+GRPCIO_TOOLS = "grpcio-tools==1.80.1"
+
+
+def _protos_codegen():
+    """protos/__init__.py loaded on its own (stdlib only; the package is not importable from
+    an isolated build), for its ``generate`` function."""
+    path = ROOT / "protos" / "__init__.py"
+    spec = importlib.util.spec_from_file_location("_btts_protos_codegen", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class BuildPyWithProtos(build_py):
+    """``build_py`` that also generates ``protos/*_pb2.py`` from ``protos/*.proto``: into the
+    source tree for an editable install (the package is imported from there), into ``build_lib``
+    otherwise (so wheels carry it). Generated code is never committed."""
+
+    def run(self) -> None:
+        editable = getattr(self, "editable_mode", False)
+        codegen = _protos_codegen()
+        if editable:
+            codegen.generate(ROOT)
+        super().run()
+        if not editable:
+            codegen.generate(Path(self.build_lib))
+
 
 setup(
     name="bigtable-timeseries",
     version="0.1.0",
     description="Apache Beam pipelines for every Bigtable time-series schema pattern",
-    long_description=Path(__file__).with_name("README.md").read_text(encoding="utf-8"),
+    long_description=(ROOT / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(
@@ -31,13 +67,17 @@ setup(
             "protos.*",
         ]
     ),
+    package_data={"protos": ["*.proto"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={
         "test": [
             "pytest>=8",
             "hypothesis>=6.100",
             "ruff>=0.6",
+            # regenerates protos/*_pb2.py in a checkout (protos/__init__.py, `make protos`)
+            GRPCIO_TOOLS,
         ],
     },
     entry_points={"console_scripts": ["btts = btts.cli:main"]},
+    cmdclass={"build_py": BuildPyWithProtos},
 )

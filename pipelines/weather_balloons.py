@@ -1,0 +1,86 @@
+"""Weather balloons → one of the four column patterns of SPEC §4, batch from files.
+
+--balloon_pattern picks the table:
+  TS-COLS (default; tall and narrow): BALLOON_TS_COLS, row LOCATION#BALLOON#YYYY-MM-DD-HHMM,
+          one column per measurement;
+  TS-BLOB: BALLOON_TS_BLOB, the same key, the event as one protobuf cell (measurements_blob);
+  TB-CELL: BALLOON_TB_CELL, row LOCATION#BALLOON#<ISO week>, a new timestamped cell per event in
+          the pressure/temperature/humidity/altitude columns;
+  TB-COL:  BALLOON_TB_COL, row LOCATION#BALLOON#METRIC#<ISO week>, a new column per event named
+          by the measured value.
+Time labels are UTC; cell timestamps are event times.
+
+    python -m pipelines.weather_balloons --input 'balloons/*.jsonl' --balloon_pattern TB-CELL \\
+        --create_tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineResult
+
+from btts import admin
+from pipelines import common
+from transforms import weather_balloons
+
+NAME = "weather_balloons"
+DEFAULT_PATTERN = "TS-COLS"
+
+
+class BalloonPatternOptions(PipelineOptions):
+    """The balloon job's own flag (prefixed: Beam registers each flag once across all jobs)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Weather-balloon column pattern")
+        group.add_argument(
+            "--balloon_pattern",
+            type=str,
+            default=DEFAULT_PATTERN,
+            choices=tuple(weather_balloons.PATTERNS),
+            help="TS-COLS (default): one row per balloon and minute, a column per measurement "
+            "(table BALLOON_TS_COLS); TS-BLOB: the same rows, the event as one protobuf cell "
+            "(BALLOON_TS_BLOB); TB-CELL: one row per balloon and ISO week, a new cell per event "
+            "in each measurement column (BALLOON_TB_CELL); TB-COL: one row per balloon, metric "
+            "and ISO week, a new column per event named by its value (BALLOON_TB_COL).",
+        )
+
+
+class WeatherBalloonOptions(common.FileInputOptions, common.BigtableOptions, BalloonPatternOptions):
+    """The flags of this job: input files, dead letters, the Bigtable target and the pattern."""
+
+
+def job_for(options: PipelineOptions) -> common.JobSpec:
+    """The job writing the table of the chosen column pattern."""
+    pattern = options.view_as(BalloonPatternOptions).balloon_pattern or DEFAULT_PATTERN
+    if pattern not in weather_balloons.PATTERNS:
+        raise admin.ConfigError(
+            f"--balloon_pattern={pattern!r}: use one of {', '.join(weather_balloons.PATTERNS)}"
+        )
+    table, builder = weather_balloons.PATTERNS[pattern]
+    return common.JobSpec(name=NAME, description=__doc__, builder=builder, tables=(table,))
+
+
+def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+    return common.build_file_ingest(pipeline, options, job_for(options))
+
+
+def run(argv: Sequence[str] | None = None) -> PipelineResult:
+    return common.run_file_ingest(
+        argv,
+        name=NAME,
+        description=__doc__,
+        classes=(common.FileInputOptions, common.BigtableOptions, BalloonPatternOptions),
+        build=build,
+        job_for=job_for,
+    )
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()
