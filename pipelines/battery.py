@@ -1,0 +1,130 @@
+"""Battery levels → BATTERY, BATTERY_SALTED or BATTERY_TS_FIRST (SPEC §5.4), batch from files.
+
+--battery_layout picks the table: ``promoted`` (default; ``BATTERY#USER#YYYYMMDDHHMMSSmmm``),
+``salted`` (``BATTERY#<salt>#YYYYMMDDHHMMSSmmm``) or ``timestamp_first`` (the documented
+anti-pattern, kept for the schema advisor's demo). Keys use UTC times.
+
+The salt bucket count belongs to the table declaration: changing it after data exists splits
+rows of one time between old and new buckets and reads over the new count miss the old ones.
+--salt_buckets must therefore equal the count a declared salted table holds (3 for
+BATTERY_SALTED); another count needs its own declared table.
+
+    python -m pipelines.battery --input 'battery/*.jsonl' --battery_layout salted --create_tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineResult
+
+from btts import admin
+from pipelines import common
+from transforms import battery
+from transforms.declarations.battery import SALT_BUCKETS
+
+NAME = "battery"
+
+
+# The default layout's job (field promotion); job_for() gives the one the flags choose.
+JOB = common.JobSpec(
+    name=NAME,
+    description=__doc__,
+    builder=battery.Builder(battery.LAYOUTS["promoted"]),
+    tables=(battery.LAYOUTS["promoted"],),
+)
+
+
+class BatteryLayoutOptions(PipelineOptions):
+    """The battery job's own flags (names prefixed: Beam registers each flag once)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Battery layout")
+        group.add_argument(
+            "--battery_layout",
+            type=str,
+            default="promoted",
+            choices=tuple(battery.LAYOUTS),
+            help="promoted (default): user before the time, table BATTERY; salted: a stable "
+            "salt before the time, table BATTERY_SALTED; timestamp_first: the hotspotting "
+            "anti-pattern, table BATTERY_TS_FIRST (for demonstrations only).",
+        )
+        group.add_argument(
+            "--salt_buckets",
+            type=int,
+            default=None,
+            help="Salt bucket count of --battery_layout=salted. It must equal the count the "
+            f"salted table declares ({SALT_BUCKETS} for BATTERY_SALTED, the default): changing "
+            "it after data exists loses rows from reads, so another count needs another "
+            "declared table.",
+        )
+
+
+class BatteryOptions(common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions):
+    """The flags of this job: input files, dead letters, the Bigtable target and the layout."""
+
+
+def job_for(options: PipelineOptions) -> common.JobSpec:
+    """The job for the chosen layout; a --salt_buckets no declaration holds is refused."""
+    opts = options.view_as(BatteryLayoutOptions)
+    layout = opts.battery_layout
+    if layout not in battery.LAYOUTS:
+        raise admin.ConfigError(
+            f"--battery_layout={layout!r}: use one of {', '.join(battery.LAYOUTS)}"
+        )
+    buckets = opts.salt_buckets
+    if layout != "salted":
+        if buckets is not None:
+            raise admin.ConfigError(
+                f"--salt_buckets only applies to --battery_layout=salted (got layout {layout})"
+            )
+        if layout == "promoted":
+            return JOB
+        table = battery.LAYOUTS[layout]
+    else:
+        salted = battery.salted_declarations()
+        if buckets is None:
+            buckets = SALT_BUCKETS
+        if buckets not in salted:
+            declared = ", ".join(f"{d.name} ({n} buckets)" for n, d in sorted(salted.items()))
+            raise admin.ConfigError(
+                f"--salt_buckets={buckets} matches no declared salted battery table "
+                f"(declared: {declared}). The bucket count is part of a table's declaration: "
+                "changing it after data exists puts new rows of a time in other buckets than "
+                "the old ones and reads fanning out over the new count miss rows. To use "
+                f"{buckets} buckets, declare a new table in transforms/declarations/battery.py, "
+                f'e.g. BATTERY_SALTED_{buckets} = salted_table("BATTERY_SALTED_{buckets}", '
+                f"{buckets}), and write to it."
+            )
+        table = salted[buckets].name
+    return common.JobSpec(
+        name=NAME,
+        description=__doc__,
+        builder=battery.Builder(table),
+        tables=(table,),
+    )
+
+
+def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+    return common.build_file_ingest(pipeline, options, job_for(options))
+
+
+def run(argv: Sequence[str] | None = None) -> PipelineResult:
+    return common.run_file_ingest(
+        argv,
+        name=NAME,
+        description=__doc__,
+        classes=(common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions),
+        build=build,
+        job_for=job_for,
+    )
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()

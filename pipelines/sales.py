@@ -1,0 +1,83 @@
+"""Sales → SALES_MONTHLY aggregate cells (SPEC §3 rule 13, §5.6), batch from files.
+
+Each sale adds its amount (integer cents) to ``sum:AMOUNT`` and 1 to ``sum:COUNT`` of the row
+``EMPLOYEE#YYYYMM`` with ``AddToCell``, at the month's start as cell timestamp, so Bigtable keeps
+one running sum per employee and month instead of one row per sale. Months follow --timezone
+(default UTC).
+
+NOT IDEMPOTENT: AddToCell adds, so running the same input twice doubles the sums (and a bundle
+retried after a partial write failure re-adds what had succeeded). Run each input once; to
+rebuild, drop the table (or its rows) and re-run everything.
+
+    python -m pipelines.sales --input 'sales/*.jsonl' --create_tables
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.runners.runner import PipelineResult
+
+from pipelines import common
+from transforms import sales
+from transforms.aggregate_write import WriteAggregates
+from transforms.ingest import DEAD_LETTER, ROWS, BuildRows, ReadRecordLines, WriteDeadLetters
+
+NAME = "sales"
+OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, common.TimeOptions)
+
+
+# Months in UTC; job_for() gives the job for the configured --timezone.
+JOB = common.JobSpec(name=NAME, description=__doc__, builder=sales.build, tables=sales.TABLES)
+
+
+class SalesOptions(common.FileInputOptions, common.BigtableOptions, common.TimeOptions):
+    """The flags of this job: input files, dead letters, the Bigtable target and the zone."""
+
+
+def job_for(options: PipelineOptions) -> common.JobSpec:
+    """The job with months in the configured zone (an unknown zone is a ConfigError)."""
+    tz = common.timezone(options)
+    if tz is dt.timezone.utc:
+        return JOB
+    return common.JobSpec(
+        name=NAME,
+        description=__doc__,
+        builder=sales.Builder(tz),
+        tables=sales.TABLES,
+    )
+
+
+def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+    """Read lines → build AddCell rows (bad lines to dead letters) → AddToCell."""
+    job = job_for(options)
+    target = common.resolve_target(options)
+    input_format = options.view_as(common.FileInputOptions).input_format
+    lines = pipeline | "ReadLines" >> ReadRecordLines(common.input_patterns(options), input_format)
+    built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
+    (table,) = job.tables
+    built[ROWS] | "WriteAggregates" >> WriteAggregates(target.project, target.instance, table)
+    built[DEAD_LETTER] | "WriteDeadLetters" >> WriteDeadLetters(
+        common.dead_letter_prefix(options, job.name)
+    )
+    return {"rows": built[ROWS], "dead_letter": built[DEAD_LETTER]}
+
+
+def run(argv: Sequence[str] | None = None) -> PipelineResult:
+    return common.run_file_ingest(
+        argv,
+        name=NAME,
+        description=__doc__,
+        classes=OPTION_CLASSES,
+        build=build,
+        job_for=job_for,
+    )
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()

@@ -1,0 +1,195 @@
+"""Writing aggregate cells (``AddToCell``) with the Bigtable data client (SPEC §3 rule 13).
+
+Beam's ``WriteToBigTable`` takes legacy ``DirectRow`` s, which cannot carry ``AddToCell``; this
+sink sends :class:`~transforms.mutations.AddCell` rows through
+``google.cloud.bigtable.data.BigtableDataClient.bulk_mutate_rows`` in batches.
+
+Every entry's result is checked: ``bulk_mutate_rows`` raises ``MutationsExceptionGroup`` with one
+``FailedMutationEntryError`` per failed entry, and this sink turns that into
+:class:`AggregateWriteError` (failing the bundle, naming the keys and causes) after counting the
+failures in ``write_failures_<TABLE>``. Nothing is dropped silently.
+
+Not idempotent — say it plainly: ``AddToCell`` adds. Re-running a job over the same input adds
+the same amounts again, and a bundle the runner retries after a partial failure re-adds the
+entries that had succeeded. The client does not retry ``AddToCell`` itself (non-idempotent
+mutations are never retried), so a transient error fails the batch rather than risking a double
+add inside one attempt. Re-run only input that was not written, or rebuild the table.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from google.cloud.bigtable.data import (
+    AddToCell,
+    BigtableDataClient,
+    FailedMutationEntryError,
+    MutationsExceptionGroup,
+    RowMutationEntry,
+)
+
+from transforms.ingest import NAMESPACE
+from transforms.mutations import AddCell, RowMutation
+
+MAX_MUTATIONS_PER_REQUEST = 100_000  # Bigtable's limit for one MutateRows request
+_LOG = logging.getLogger(__name__)
+
+
+class AggregateWriteError(RuntimeError):
+    """Some AddToCell entries were not applied. ``failed`` lists ``(row key, cause)``."""
+
+    def __init__(self, message: str, failed: list[tuple[bytes | None, str]]) -> None:
+        super().__init__(message)
+        self.failed = failed
+
+
+def to_entry(row: RowMutation) -> RowMutationEntry:
+    """The data client's entry for one row of :class:`AddCell` s."""
+    mutations = []
+    for cell in row.cells:
+        if type(cell) is not AddCell:
+            raise TypeError(
+                f"{row.table} {row.key!r}: WriteAggregates writes AddCell only, got "
+                f"{type(cell).__name__}"
+            )
+        mutations.append(AddToCell(cell.family, cell.qualifier, cell.amount, cell.timestamp_us))
+    if not mutations:
+        raise ValueError(f"{row.table} {row.key!r}: a row with no cells")
+    return RowMutationEntry(row.key, mutations)
+
+
+def describe_failures(
+    group: MutationsExceptionGroup, entries: list[RowMutationEntry]
+) -> list[tuple[bytes | None, str]]:
+    """``(row key, cause)`` for every failed entry of a ``bulk_mutate_rows`` call."""
+    out = []
+    for exc in group.exceptions:
+        if isinstance(exc, FailedMutationEntryError):
+            entry = exc.entry
+            if entry is None and exc.index is not None and exc.index < len(entries):
+                entry = entries[exc.index]
+            cause = exc.__cause__ or exc
+            out.append(
+                (bytes(entry.row_key) if entry else None, f"{type(cause).__name__}: {cause}")
+            )
+        else:
+            out.append((None, f"{type(exc).__name__}: {exc}"))
+    return out
+
+
+class _WriteAggregatesFn(beam.DoFn):
+    def __init__(
+        self,
+        project: str,
+        instance: str,
+        table: str,
+        batch_entries: int,
+        operation_timeout: float,
+    ) -> None:
+        self._project = project
+        self._instance = instance
+        self._table_id = table
+        self._batch_entries = batch_entries
+        self._operation_timeout = operation_timeout
+        self._client: BigtableDataClient | None = None
+
+    def setup(self) -> None:
+        self._rows = Metrics.counter(NAMESPACE, f"rows_{self._table_id}")
+        self._cells = Metrics.counter(NAMESPACE, f"cells_{self._table_id}")
+        self._failures = Metrics.counter(NAMESPACE, f"write_failures_{self._table_id}")
+
+    def start_bundle(self) -> None:
+        # One client per bundle, closed in finish_bundle: no channel outlives its bundle even on
+        # runners that never call teardown.
+        self._client = BigtableDataClient(project=self._project)
+        self._table = self._client.get_table(self._instance, self._table_id)
+        self._batch: list[RowMutationEntry] = []
+        self._batch_cells = 0
+
+    def process(self, row: RowMutation) -> Iterable[None]:
+        if row.table != self._table_id:
+            raise ValueError(f"row for table {row.table!r} reached the {self._table_id} writer")
+        entry = to_entry(row)
+        if self._batch_cells + len(entry.mutations) > MAX_MUTATIONS_PER_REQUEST:
+            self._flush()
+        self._batch.append(entry)
+        self._batch_cells += len(entry.mutations)
+        if len(self._batch) >= self._batch_entries:
+            self._flush()
+        return ()
+
+    def _flush(self) -> None:
+        entries, cells = self._batch, self._batch_cells
+        self._batch, self._batch_cells = [], 0
+        if not entries:
+            return
+        try:
+            self._table.bulk_mutate_rows(entries, operation_timeout=self._operation_timeout)
+        except MutationsExceptionGroup as group:
+            failed = describe_failures(group, entries)
+            indices = {
+                exc.index
+                for exc in group.exceptions
+                if isinstance(exc, FailedMutationEntryError) and exc.index is not None
+            }
+            if len(indices) == len(failed):  # every failure names its entry: count the rest
+                ok = [e for i, e in enumerate(entries) if i not in indices]
+                self._rows.inc(len(ok))
+                self._cells.inc(sum(len(e.mutations) for e in ok))
+            self._failures.inc(len(failed))
+            shown = "; ".join(f"{key!r}: {cause}" for key, cause in failed[:5])
+            more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
+            applied = len(entries) - len(failed)
+            note = (
+                f" The other {applied} were applied; AddToCell is not idempotent, so a retry of "
+                "this bundle adds them again."
+                if applied > 0
+                else ""
+            )
+            raise AggregateWriteError(
+                f"{len(failed)} of {len(entries)} AddToCell entries to {self._table_id} failed: "
+                f"{shown}{more}.{note}",
+                failed,
+            ) from group
+        self._rows.inc(len(entries))
+        self._cells.inc(cells)
+
+    def finish_bundle(self) -> None:
+        try:
+            self._flush()
+        finally:
+            self._close()
+
+    def teardown(self) -> None:
+        self._close()
+
+    def _close(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            client.close()
+
+
+class WriteAggregates(beam.PTransform):
+    """Write rows of :class:`AddCell` s to one aggregate table with ``AddToCell``.
+
+    ``batch_entries`` rows go in one ``MutateRows`` request (also capped at Bigtable's 100,000
+    mutations); ``operation_timeout`` bounds each request's wait, in seconds."""
+
+    def __init__(
+        self,
+        project: str,
+        instance: str,
+        table: str,
+        batch_entries: int = 1000,
+        operation_timeout: float = 300.0,
+    ) -> None:
+        super().__init__()
+        if batch_entries < 1:
+            raise ValueError("batch_entries must be at least 1")
+        self._fn = _WriteAggregatesFn(project, instance, table, batch_entries, operation_timeout)
+
+    def expand(self, rows: beam.PCollection) -> beam.PCollection:
+        return rows | "AddToCell" >> beam.ParDo(self._fn)
