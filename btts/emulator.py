@@ -1,6 +1,7 @@
-"""Start and stop the official Bigtable emulator (``cbtemulator``) on a free loopback port.
+"""Start and stop the official emulators on a free loopback port: Bigtable (``cbtemulator``)
+and Pub/Sub (``cloud-pubsub-emulator``, for the streaming jobs).
 
-Used by the test fixtures, the demo and ``btts emulator start|stop``. The process is stopped by
+Used by the test fixtures, the demo and ``btts emulator start|stop``. A process is stopped by
 its PID; nothing is left running.
 """
 
@@ -27,6 +28,17 @@ INSTALL_HINT = (
     "  gcloud components install bigtable\n"
     f"or point {ENV_BINARY} at the cbtemulator binary."
 )
+PUBSUB_ENV_BINARY = "BTTS_PUBSUB_EMULATOR"
+PUBSUB_ENV_HOST = "PUBSUB_EMULATOR_HOST"
+PUBSUB_DEFAULT_BINARY = (
+    "/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator"
+)
+PUBSUB_INSTALL_HINT = (
+    "The Pub/Sub emulator was not found. Install it (it needs Java 11+) with one of:\n"
+    "  sudo apt-get install google-cloud-cli-pubsub-emulator\n"
+    "  gcloud components install pubsub-emulator\n"
+    f"or point {PUBSUB_ENV_BINARY} at the cloud-pubsub-emulator script."
+)
 # Project and instance used against the emulator, which accepts any names.
 EMULATOR_PROJECT = "test-project"
 EMULATOR_INSTANCE = "test-instance"
@@ -36,17 +48,26 @@ class EmulatorError(RuntimeError):
     pass
 
 
-def find_binary() -> str:
-    """The emulator binary: $BTTS_CBTEMULATOR, then PATH, then gcloud's SDK root, then the
-    Debian package's path. Raises :class:`EmulatorError` with an install hint."""
-    explicit = os.environ.get(ENV_BINARY)
+def find_binary(
+    env_var: str = ENV_BINARY,
+    name: str = "cbtemulator",
+    sdk_path: tuple[str, ...] = ("bigtable-emulator", "cbtemulator"),
+    default: str = DEFAULT_BINARY,
+    hint: str = INSTALL_HINT,
+) -> str:
+    """An emulator binary: $env_var, then PATH, then the Debian package's path, then gcloud's
+    SDK root (asking gcloud takes seconds). Raises :class:`EmulatorError` with an install
+    hint."""
+    explicit = os.environ.get(env_var)
     if explicit:
         if os.access(explicit, os.X_OK):
             return explicit
-        raise EmulatorError(f"{ENV_BINARY}={explicit} is not an executable file.\n{INSTALL_HINT}")
-    on_path = shutil.which("cbtemulator")
+        raise EmulatorError(f"{env_var}={explicit} is not an executable file.\n{hint}")
+    on_path = shutil.which(name)
     if on_path:
         return on_path
+    if os.access(default, os.X_OK):
+        return default
     candidates = []
     gcloud = shutil.which("gcloud")
     if gcloud:
@@ -59,14 +80,21 @@ def find_binary() -> str:
                 check=False,
             ).stdout.strip()
             if root:
-                candidates.append(
-                    os.path.join(root, "platform", "bigtable-emulator", "cbtemulator")
-                )
-    candidates.append(DEFAULT_BINARY)
+                candidates.append(os.path.join(root, "platform", *sdk_path))
     for path in candidates:
         if os.access(path, os.X_OK):
             return path
-    raise EmulatorError(INSTALL_HINT)
+    raise EmulatorError(hint)
+
+
+def find_pubsub_binary() -> str:
+    return find_binary(
+        PUBSUB_ENV_BINARY,
+        "cloud-pubsub-emulator",
+        ("pubsub-emulator", "bin", "cloud-pubsub-emulator"),
+        PUBSUB_DEFAULT_BINARY,
+        PUBSUB_INSTALL_HINT,
+    )
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -100,17 +128,20 @@ class Emulator:
     binary: str | None = None
     startup_timeout: float = 30.0
     process: subprocess.Popen | None = None
+    env_var = ENV_HOST
 
     @property
     def endpoint(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def command(self) -> list[str]:
+        return [self.binary or find_binary(), "-host", self.host, "-port", str(self.port)]
+
     def start(self) -> Emulator:
-        binary = self.binary or find_binary()
         if not self.port:
             self.port = free_port(self.host)
         self.process = subprocess.Popen(
-            [binary, "-host", self.host, "-port", str(self.port)],
+            self.command(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -131,16 +162,34 @@ class Emulator:
     def __enter__(self) -> Emulator:
         if self.process is None:
             self.start()
-        self._previous = os.environ.get(ENV_HOST)
-        os.environ[ENV_HOST] = self.endpoint
+        self._previous = os.environ.get(self.env_var)
+        os.environ[self.env_var] = self.endpoint
         return self
 
     def __exit__(self, *exc: object) -> None:
         if self._previous is None:
-            os.environ.pop(ENV_HOST, None)
+            os.environ.pop(self.env_var, None)
         else:
-            os.environ[ENV_HOST] = self._previous
+            os.environ[self.env_var] = self._previous
         self.stop()
+
+
+@dataclass
+class PubSubEmulator(Emulator):
+    """The Pub/Sub emulator (a Java program: slower to start, hence the longer timeout)."""
+
+    startup_timeout: float = 90.0
+    env_var = PUBSUB_ENV_HOST
+
+    def command(self) -> list[str]:
+        return [self.binary or find_pubsub_binary(), f"--host={self.host}", f"--port={self.port}"]
+
+    def stop(self) -> None:
+        # The launcher script starts java as a child: stop the whole process group.
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+        super().stop()
 
 
 def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 5.0) -> None:

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 
 import apache_beam as beam
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
+from apache_beam.options.pipeline_options import (
+    GoogleCloudOptions,
+    PipelineOptions,
+    StandardOptions,
+)
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
@@ -27,9 +31,12 @@ from transforms.ingest import (
     Builder,
     BuildRows,
     CsvAdapter,
+    ReadPubSubLines,
     ReadRecordLines,
     WriteDeadLetters,
+    WriteDeadLettersToPubSub,
 )
+from transforms.rollup import TOO_LATE, Rollup, RollupSpec
 
 _LOG = logging.getLogger(__name__)
 
@@ -100,6 +107,42 @@ class FileInputOptions(PipelineOptions):
         )
 
 
+class StreamingInputOptions(PipelineOptions):
+    """Continuous ingest from Pub/Sub, and the hourly rollup."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Streaming and rollup")
+        group.add_argument(
+            "--input_subscription",
+            type=str,
+            default=None,
+            help="Read messages (one event each, JSON) from this Pub/Sub subscription "
+            "(projects/P/subscriptions/S) instead of files; implies --streaming.",
+        )
+        group.add_argument(
+            "--dead_letter_topic",
+            type=str,
+            default=None,
+            help="Publish dead letters (JSON) to this Pub/Sub topic (projects/P/topics/T). "
+            "Required when streaming; with files, dead letters go to --dead_letter.",
+        )
+        group.add_argument(
+            "--hourly_rollup",
+            action="store_true",
+            default=False,
+            help="Also write hourly sums and counts per entity into the job's rollup table with "
+            "AddToCell (not idempotent: a batch re-run adds again).",
+        )
+        group.add_argument(
+            "--allowed_lateness_minutes",
+            type=int,
+            default=120,
+            help="How late (event time behind the watermark) a point may arrive and still be "
+            "added to its hour; later points go to the dead letters. Default: 120.",
+        )
+
+
 class TimeOptions(PipelineOptions):
     """How event times become calendar labels (day rows, HHMM columns, nightly tables)."""
 
@@ -135,6 +178,7 @@ class JobSpec:
     builder: Builder
     tables: Sequence[str]
     csv_adapter: CsvAdapter | None = None
+    rollup: RollupSpec | None = None
 
 
 def option_classes_help(
@@ -189,7 +233,9 @@ def input_patterns(options: PipelineOptions) -> list[str]:
     raw = options.view_as(FileInputOptions).input or []
     patterns = [p.strip() for item in raw for p in item.split(",") if p.strip()]
     if not patterns:
-        raise admin.ConfigError("no input: pass --input with a file, gs:// path or glob")
+        raise admin.ConfigError(
+            "no input: pass --input with a file, gs:// path or glob (or --input_subscription)"
+        )
     return patterns
 
 
@@ -197,19 +243,75 @@ def dead_letter_prefix(options: PipelineOptions, job: str) -> str:
     return options.view_as(FileInputOptions).dead_letter or f"dead-letters/{job}"
 
 
-def build_file_ingest(
+def is_streaming(options: PipelineOptions) -> bool:
+    return bool(options.view_as(StreamingInputOptions).input_subscription)
+
+
+def validate_input(options: PipelineOptions, job: JobSpec) -> None:
+    """Exactly one source; streaming has somewhere to put dead letters; a rollup exists."""
+    stream = options.view_as(StreamingInputOptions)
+    files = options.view_as(FileInputOptions).input
+    if stream.input_subscription:
+        if files:
+            raise admin.ConfigError("pass --input or --input_subscription, not both")
+        if not stream.dead_letter_topic:
+            raise admin.ConfigError(
+                "streaming needs --dead_letter_topic: bad messages must go somewhere"
+            )
+        options.view_as(StandardOptions).streaming = True
+    else:
+        input_patterns(options)
+    if stream.hourly_rollup and job.rollup is None:
+        raise admin.ConfigError(f"{job.name} has no hourly rollup")
+    if stream.allowed_lateness_minutes < 0:
+        raise admin.ConfigError("--allowed_lateness_minutes cannot be negative")
+
+
+def job_tables(options: PipelineOptions, job: JobSpec) -> list[str]:
+    tables = list(job.tables)
+    if options.view_as(StreamingInputOptions).hourly_rollup and job.rollup:
+        tables.append(job.rollup.table)
+    return tables
+
+
+def build_ingest(
     pipeline: beam.Pipeline, options: PipelineOptions, job: JobSpec
 ) -> dict[str, beam.PCollection]:
-    """Read lines → build rows (bad lines to dead letters) → write each table."""
+    """Read (files or Pub/Sub) → build rows (bad input to dead letters) → write each table,
+    and, with --hourly_rollup, the hourly aggregates."""
+    from transforms.aggregate_write import WriteAggregates
+
     target = resolve_target(options)
-    input_format = options.view_as(FileInputOptions).input_format
-    lines = pipeline | "ReadLines" >> ReadRecordLines(input_patterns(options), input_format)
+    stream = options.view_as(StreamingInputOptions)
+    if stream.input_subscription:
+        lines = pipeline | "ReadMessages" >> ReadPubSubLines(stream.input_subscription)
+    else:
+        input_format = options.view_as(FileInputOptions).input_format
+        lines = pipeline | "ReadLines" >> ReadRecordLines(input_patterns(options), input_format)
     built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
-    built[ROWS] | "WriteBigtable" >> WriteRows(target.project, target.instance, job.tables)
-    built[DEAD_LETTER] | "WriteDeadLetters" >> WriteDeadLetters(
-        dead_letter_prefix(options, job.name)
-    )
-    return {"rows": built[ROWS], "dead_letter": built[DEAD_LETTER]}
+    rows = built[ROWS]
+    rows | "WriteBigtable" >> WriteRows(target.project, target.instance, job.tables)
+    dead = [built[DEAD_LETTER]]
+    out = {"rows": rows}
+    if stream.hourly_rollup and job.rollup:
+        rolled = rows | "HourlyRollup" >> Rollup(
+            job.rollup, stream.allowed_lateness_minutes * 60_000, job.name
+        )
+        rolled["rows"] | "WriteRollup" >> WriteAggregates(
+            target.project, target.instance, job.rollup.table
+        )
+        dead.append(rolled[TOO_LATE])
+        out["rollup"] = rolled["rows"]
+    letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
+    if stream.dead_letter_topic:
+        letters | "DeadLettersToPubSub" >> WriteDeadLettersToPubSub(stream.dead_letter_topic)
+    else:
+        letters | "WriteDeadLetters" >> WriteDeadLetters(dead_letter_prefix(options, job.name))
+    out["dead_letter"] = letters
+    return out
+
+
+build_file_ingest = build_ingest
 
 
 def prepare(options: PipelineOptions, tables: Sequence[str]) -> admin.Target:
@@ -270,14 +372,20 @@ def run_file_ingest(
     try:
         options = parse_args(argv, f"python -m pipelines.{name}", description, classes)
         job = job_for(options) if callable(job_for) else job_for
-        input_patterns(options)
-        target = prepare(options, job.tables)
+        validate_input(options, job)
+        target = prepare(options, job_tables(options, job))
     except admin.ConfigError as err:
         raise SystemExit(f"{name}: error: {err}") from None
     started = time.monotonic()
     pipeline = beam.Pipeline(options=options)
     build(pipeline, options)
     result = pipeline.run()
+    if is_streaming(options):
+        _LOG.info(
+            "%s: streaming from %s; stop it with Ctrl-C or by cancelling the job",
+            name,
+            options.view_as(StreamingInputOptions).input_subscription,
+        )
     result.wait_until_finish()
     seconds = time.monotonic() - started
     result.btts_counters = counters(result)

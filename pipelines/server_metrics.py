@@ -5,6 +5,8 @@ host's history, CURRENT_METRIC keyed ``HOSTNAME`` for the fleet's latest values.
 are event times and CURRENT_METRIC keeps one version, so a late reading never wins.
 
     python -m pipelines.server_metrics --input 'metrics/*.jsonl' --create_tables
+    python -m pipelines.server_metrics --input_subscription projects/P/subscriptions/S \
+        --dead_letter_topic projects/P/topics/T --hourly_rollup   # streaming, with METRIC_HOURLY
 """
 
 from __future__ import annotations
@@ -25,15 +27,19 @@ JOB = common.JobSpec(
     builder=server_metrics.build,
     tables=server_metrics.TABLES,
     csv_adapter=server_metrics.from_csv,
+    rollup=server_metrics.ROLLUP,
 )
+OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
 
 
-class ServerMetricsOptions(common.FileInputOptions, common.BigtableOptions):
-    """The flags of this job: input files, dead letters and the Bigtable target."""
+class ServerMetricsOptions(
+    common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions
+):
+    """The flags of this job: input (files or Pub/Sub), dead letters, rollup, Bigtable target."""
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.build_file_ingest(pipeline, options, JOB)
+    return common.build_ingest(pipeline, options, JOB)
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
@@ -41,7 +47,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         argv,
         name=JOB.name,
         description=JOB.description,
-        classes=(common.FileInputOptions, common.BigtableOptions),
+        classes=OPTION_CLASSES,
         build=build,
         job_for=JOB,
     )

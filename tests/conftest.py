@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from btts import admin
-from btts.emulator import ENV_HOST, Emulator
+from btts.emulator import ENV_HOST, Emulator, PubSubEmulator
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("BTTS_SHARED", REPO.parent / "shared"))
@@ -20,6 +20,13 @@ SHARED = Path(os.environ.get("BTTS_SHARED", REPO.parent / "shared"))
 def bigtable_emulator():
     """A real cbtemulator on a free loopback port; BIGTABLE_EMULATOR_HOST points at it."""
     with Emulator() as emu:
+        yield emu
+
+
+@pytest.fixture(scope="session")
+def pubsub_emulator():
+    """A real Pub/Sub emulator; PUBSUB_EMULATOR_HOST points at it."""
+    with PubSubEmulator() as emu:
         yield emu
 
 

@@ -47,10 +47,13 @@ def read_dead_letters(prefix: Path) -> list[dict]:
     return records
 
 
-def dump(target: admin.Target, table: str) -> list[tuple]:
-    """Every cell of a table, timestamps included: equal dumps mean identical tables."""
+def dump(target: admin.Target, table: str, latest_only: bool = False) -> list[tuple]:
+    """Every cell of a table, timestamps included: equal dumps mean identical tables.
+
+    Use ``latest_only`` for families that keep one version: the emulator, like Bigtable,
+    garbage-collects superseded versions lazily, so a full dump of them changes over time."""
     return [
         (row.key, cell.family, cell.qualifier, cell.value, cell.timestamp_us)
-        for row in admin.read_rows(target, table)
+        for row in admin.read_rows(target, table, latest_only=latest_only)
         for cell in row.cells
     ]

@@ -234,3 +234,40 @@ class WriteDeadLetters(beam.PTransform):
             | "ToJson" >> beam.Map(lambda r: json.dumps(r, ensure_ascii=False, sort_keys=True))
             | "WriteJsonl" >> textio.WriteToText(self._prefix, file_name_suffix=".jsonl")
         )
+
+
+class ReadPubSubLines(beam.PTransform):
+    """Messages of a Pub/Sub subscription as ``(subscription, payload bytes)``: the same shape
+    as a file's lines, so batch and streaming share every step after the read."""
+
+    def __init__(self, subscription: str) -> None:
+        super().__init__()
+        self._subscription = subscription
+
+    def expand(self, pbegin: pvalue.PBegin) -> beam.PCollection:
+        from apache_beam.io.gcp.pubsub import ReadFromPubSub
+
+        source = self._subscription
+        return (
+            pbegin
+            | "ReadPubSub" >> ReadFromPubSub(subscription=source)
+            | "WithSource" >> beam.Map(lambda payload: (source, payload))
+        )
+
+
+class WriteDeadLettersToPubSub(beam.PTransform):
+    """Dead letters as JSON messages on a topic (the streaming counterpart of the files)."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__()
+        self._topic = topic
+
+    def expand(self, records: beam.PCollection) -> beam.PCollection:
+        from apache_beam.io.gcp.pubsub import WriteToPubSub
+
+        return (
+            records
+            | "ToJson"
+            >> beam.Map(lambda r: json.dumps(r, ensure_ascii=False, sort_keys=True).encode("utf-8"))
+            | "Publish" >> WriteToPubSub(self._topic)
+        )

@@ -21,9 +21,7 @@ more are rounded half-even), because Bigtable's aggregate sum is over int64.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
-from typing import NamedTuple
+from collections.abc import Iterable
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -35,62 +33,56 @@ from apache_beam.utils.timestamp import Timestamp
 
 from transforms.errors import InvalidEvent
 from transforms.ingest import NAMESPACE
-from transforms.mutations import AddCell, RowMutation
+from transforms.mutations import RowMutation
+from transforms.rollup_core import (
+    HOUR_MS,
+    KeyFn,
+    RollupPoint,
+    RollupSpec,
+    point,
+    rollup_row,
+    scale,
+    unscale,
+    window_start,
+)
 
-SCALE_DIGITS = 6
-SUM_FAMILY = "sum"
-COUNT_FAMILY = "count"
-HOUR_MS = 3_600_000
+__all__ = [
+    "HOUR_MS",
+    "TOO_LATE",
+    "HourlyRollup",
+    "Rollup",
+    "RollupPoint",
+    "RollupSpec",
+    "point",
+    "rollup_row",
+    "scale",
+    "unscale",
+    "window_start",
+]
+
 TOO_LATE = "too_late"
-_INT64_MAX = 2**63 - 1
-_QUANTUM = Decimal(1)
 
 
-class RollupPoint(NamedTuple):
-    entity: str
-    metric: bytes
-    ts_ms: int
-    scaled: int  # value × 10**SCALE_DIGITS
-    text: str  # the value as the source wrote it, for the too-late output
+class _PointsFn(beam.DoFn):
+    def __init__(self, spec: RollupSpec, pipeline: str) -> None:
+        self._spec = spec
+        self._pipeline = pipeline
 
-
-def point(entity: str, metric: bytes, ts_ms: int, text: str) -> RollupPoint:
-    return RollupPoint(entity, metric, ts_ms, scale(text), text)
-
-
-def scale(text: str, digits: int = SCALE_DIGITS) -> int:
-    """Decimal text → integer of ``digits`` implied decimals, exactly (no float)."""
-    try:
-        scaled = Decimal(text).scaleb(digits).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN)
-    except InvalidOperation:
-        raise InvalidEvent(f"value {text!r} is not a decimal number") from None
-    if not scaled.is_finite() or abs(scaled) > _INT64_MAX:
-        raise InvalidEvent(
-            f"value {text!r} does not fit the int64 rollup once scaled by 1e{digits}"
-        )
-    return int(scaled)
-
-
-def unscale(number: int, digits: int = SCALE_DIGITS) -> Decimal:
-    return Decimal(number).scaleb(-digits)
-
-
-def window_start(ts_ms: int, size_ms: int = HOUR_MS) -> int:
-    return ts_ms - ts_ms % size_ms
-
-
-def rollup_row(table: str, key: bytes, start_ms: int, acc: dict[bytes, list[int]]) -> RowMutation:
-    """AddToCell cells for one window: ``sum:<metric>`` and ``count:<metric>``, all stamped with
-    the window start so every delta of the window adds into the same cell."""
-    ts_us = start_ms * 1000
-    cells = []
-    for metric, (total, count) in sorted(acc.items()):
-        cells.append(AddCell(SUM_FAMILY, metric, total, ts_us))
-        cells.append(AddCell(COUNT_FAMILY, metric, count, ts_us))
-    return RowMutation(table, key, tuple(cells))
-
-
-KeyFn = Callable[[str, int], bytes]  # (entity, window start ms) → row key
+    def process(self, row: RowMutation) -> Iterable:
+        if row.table != self._spec.source_table:
+            return
+        try:
+            yield from list(self._spec.points(row))
+        except InvalidEvent as err:
+            yield pvalue.TaggedOutput(
+                TOO_LATE,
+                {
+                    "pipeline": f"rollup:{self._spec.table}",
+                    "source": row.table,
+                    "reason": str(err),
+                    "raw": row.key.decode("utf-8", "backslashreplace"),
+                },
+            )
 
 
 class _RollupFn(beam.DoFn):
@@ -198,6 +190,28 @@ class _RollupFn(beam.DoFn):
             f"window starting {start} ms",
             "raw": raw,
         }
+
+
+class Rollup(beam.PTransform):
+    """Rows → AddToCell rows of the spec's table (output ``rows``) and everything not rolled up
+    (output ``too_late``: points past the allowed lateness and values the int64 sum cannot
+    hold), as dead-letter records."""
+
+    def __init__(self, spec: RollupSpec, allowed_lateness_ms: int, pipeline: str = "") -> None:
+        super().__init__()
+        self._spec = spec
+        self._lateness = allowed_lateness_ms
+        self._pipeline = pipeline
+
+    def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
+        points = rows | "Points" >> beam.ParDo(_PointsFn(self._spec, self._pipeline)).with_outputs(
+            TOO_LATE, main="points"
+        )
+        rolled = points["points"] | "Hourly" >> HourlyRollup(
+            self._spec.table, self._spec.key_fn, self._lateness
+        )
+        rejected = (points[TOO_LATE], rolled[TOO_LATE]) | "Rejected" >> beam.Flatten()
+        return {"rows": rolled["rows"], TOO_LATE: rejected}
 
 
 class HourlyRollup(beam.PTransform):

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from transforms import events, timefmt
-from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC
+from transforms import rollup_core as rollup
+from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC, METRIC_HOURLY
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 
@@ -92,3 +93,19 @@ def from_csv(record: dict) -> dict:
 
 
 TABLES = ("METRIC", "CURRENT_METRIC")
+
+
+def rollup_points(row: RowMutation) -> list[rollup.RollupPoint]:
+    """A METRIC row's values as rollup points (entity = host)."""
+    host = row.key.rsplit(b"#", 1)[0].decode("utf-8")
+    return [
+        rollup.point(host, c.qualifier, c.timestamp_us // 1000, c.value.decode("ascii"))
+        for c in row.cells
+    ]
+
+
+def rollup_key(host: str, start_ms: int) -> bytes:
+    return METRIC_HOURLY.key.build({"hostname": host, "hour": start_ms})
+
+
+ROLLUP = rollup.RollupSpec("METRIC", "METRIC_HOURLY", rollup_points, rollup_key)

@@ -1,0 +1,159 @@
+"""Streaming ingest on the real emulators: Pub/Sub in, Bigtable out, bounded in time.
+
+The DirectRunner's Pub/Sub watermark is the wall clock, so events are stamped in recent past
+hours: their windows are closed (the on-time pane is written at once) but within the allowed
+lateness, except the one meant to be too late.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from decimal import Decimal
+
+import apache_beam as beam
+import pytest
+
+from btts import admin
+from btts.samples import iso_ms
+from pipelines import server_metrics
+from pipelines.common import parse_args, prepare, validate_input
+from transforms import rollup_core
+
+HOUR = 3_600_000
+PROJECT = "test-project"
+
+
+def _wait_for(check: Callable[[], bool], what: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+@pytest.fixture
+def pubsub(pubsub_emulator):
+    from google.cloud import pubsub_v1
+
+    publisher = pubsub_v1.PublisherClient()
+    subscriber = pubsub_v1.SubscriberClient()
+    suffix = uuid.uuid4().hex[:8]
+    topics = {}
+    for name in ("events", "dead"):
+        topic = publisher.topic_path(PROJECT, f"{name}-{suffix}")
+        sub = subscriber.subscription_path(PROJECT, f"{name}-sub-{suffix}")
+        publisher.create_topic(name=topic)
+        subscriber.create_subscription(name=sub, topic=topic)
+        topics[name] = (topic, sub)
+    yield publisher, subscriber, topics
+    subscriber.close()
+
+
+def _pull_all(subscriber, subscription: str) -> list[dict]:
+    response = subscriber.pull(subscription=subscription, max_messages=100, timeout=5)
+    if response.received_messages:
+        subscriber.acknowledge(
+            subscription=subscription, ack_ids=[m.ack_id for m in response.received_messages]
+        )
+    return [json.loads(m.message.data) for m in response.received_messages]
+
+
+def _event(host: str, ms: int, **metrics: str) -> bytes:
+    body = ", ".join(f'"{k}": {v}' for k, v in metrics.items())  # numbers as source text
+    return f'{{"hostname": "{host}", "timestamp": "{iso_ms(ms)}", "metrics": {{{body}}}}}'.encode()
+
+
+def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
+    bigtable_emulator, pubsub, target
+):
+    publisher, subscriber, topics = pubsub
+    events_topic, events_sub = topics["events"]
+    dead_topic, dead_sub = topics["dead"]
+    options = parse_args(
+        [
+            f"--input_subscription={events_sub}",
+            f"--dead_letter_topic={dead_topic}",
+            f"--bigtable_project={target.project}",
+            f"--bigtable_instance={target.instance}",
+            "--create_tables",
+            "--hourly_rollup",
+            "--allowed_lateness_minutes=180",
+        ],
+        "test",
+        "",
+        server_metrics.OPTION_CLASSES,
+    )
+    validate_input(options, server_metrics.JOB)
+    prepare(options, ["METRIC", "CURRENT_METRIC", "METRIC_HOURLY"])
+    pipeline = beam.Pipeline(options=options)
+    server_metrics.build(pipeline, options)
+    result = pipeline.run()
+    try:
+        now = int(time.time() * 1000)
+        hour = now - now % HOUR - 2 * HOUR  # closed, but within the 3 h allowed lateness
+        first = [
+            _event("web1", hour + 60_000, cpu="0.25", io="100"),
+            _event("web1", hour + 120_000, cpu="0.50", io="200"),
+            _event("web2", hour + 60_000, cpu="1.00"),
+        ]
+        for message in first:
+            publisher.publish(events_topic, message).result()
+        # The newer reading of web1 arrives before an older one: CURRENT_METRIC must keep it.
+        publisher.publish(events_topic, _event("web1", hour + 300_000, cpu="0.75")).result()
+        publisher.publish(events_topic, _event("web1", hour + 180_000, cpu="0.10")).result()
+        publisher.publish(events_topic, b'{"hostname": "web#3", "oops": 1}').result()
+
+        _wait_for(lambda: len(admin.read_rows(target, "METRIC")) == 5, "5 METRIC rows")
+        _wait_for(
+            lambda: len(admin.read_rows(target, "METRIC_HOURLY")) == 2, "the on-time rollup rows"
+        )
+        # A late point, within the allowed lateness, and one far behind it.
+        publisher.publish(events_topic, _event("web1", hour + 240_000, cpu="2.00")).result()
+        publisher.publish(events_topic, _event("web1", hour - 5 * HOUR, cpu="9.99")).result()
+
+        def web1_count() -> int:
+            key = rollup_core_key("web1", hour)
+            rows = admin.read_rows(target, "METRIC_HOURLY", key, key + b"\x00")
+            return int.from_bytes(rows[0].latest()[("count", b"CPU")], "big") if rows else 0
+
+        _wait_for(lambda: web1_count() == 5, "the late point added to its hour")
+        dead: list[dict] = []
+        _wait_for(
+            lambda: dead.extend(_pull_all(subscriber, dead_sub)) or len(dead) >= 2,
+            "the malformed message and the too-late point on the dead-letter topic",
+        )
+    finally:
+        result.cancel()
+
+    (current,) = [
+        r for r in admin.read_rows(target, "CURRENT_METRIC", latest_only=True) if r.key == b"web1"
+    ]
+    assert current.latest()[("METRIC", b"CPU")] == b"0.75"
+
+    # Hourly cells equal sums computed from the published events, not from the key logic.
+    cpu = [Decimal(v) for v in ("0.25", "0.50", "0.75", "0.10", "2.00")]
+    key = rollup_core_key("web1", hour)
+    (row,) = admin.read_rows(target, "METRIC_HOURLY", key, key + b"\x00")
+    cells = row.latest()
+    assert int.from_bytes(cells[("sum", b"CPU")], "big", signed=True) == int(sum(cpu) * 10**6)
+    assert int.from_bytes(cells[("count", b"CPU")], "big") == len(cpu)
+    assert int.from_bytes(cells[("sum", b"IO")], "big", signed=True) == 300 * 10**6
+    assert row.cells[0].timestamp_us == hour * 1000
+    (web2,) = admin.read_rows(target, "METRIC_HOURLY", b"web2#", b"web2$")
+    assert int.from_bytes(web2.latest()[("sum", b"CPU")], "big") == 10**6
+
+    reasons = sorted(d["reason"] for d in dead)
+    assert any("later than the allowed lateness" in r for r in reasons), reasons
+    assert any("missing field" in r or "unexpected field" in r for r in reasons), reasons
+    assert len(dead) == 2
+
+
+def rollup_core_key(host: str, start: int) -> bytes:
+    from transforms.server_metrics import rollup_key
+
+    assert start == rollup_core.window_start(start)
+    return rollup_key(host, start)
