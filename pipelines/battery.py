@@ -111,7 +111,7 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.build_file_ingest(pipeline, options, job_for(options))
+    return common.build_ingest(pipeline, options, job_for(options))
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:

@@ -311,8 +311,6 @@ def build_ingest(
     return out
 
 
-build_file_ingest = build_ingest
-
 
 def prepare(options: PipelineOptions, tables: Sequence[str]) -> admin.Target:
     """Validate and preflight before any data moves: fail early, with the fix in the message."""

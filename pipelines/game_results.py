@@ -32,7 +32,7 @@ class GameResultsOptions(common.FileInputOptions, common.BigtableOptions):
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.build_file_ingest(pipeline, options, JOB)
+    return common.build_ingest(pipeline, options, JOB)
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:

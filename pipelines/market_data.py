@@ -27,12 +27,17 @@ JOB = common.JobSpec(
 )
 
 
-class MarketDataOptions(common.FileInputOptions, common.BigtableOptions):
+OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
+
+
+class MarketDataOptions(
+    common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions
+):
     """The flags of this job: input files, dead letters and the Bigtable target."""
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.build_file_ingest(pipeline, options, JOB)
+    return common.build_ingest(pipeline, options, JOB)
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
@@ -40,7 +45,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         argv,
         name=JOB.name,
         description=JOB.description,
-        classes=(common.FileInputOptions, common.BigtableOptions),
+        classes=OPTION_CLASSES,
         build=build,
         job_for=JOB,
     )

@@ -5,6 +5,8 @@ as a column named by its time of day ``HHMM``, beside ``ID`` (the meter id). The
 the ``HHMM`` names follow --timezone (default UTC); cell timestamps are the event times.
 
     python -m pipelines.smart_meters --input 'readings/*.jsonl' --timezone Europe/Paris
+    python -m pipelines.smart_meters --input_subscription projects/P/subscriptions/S \
+        --dead_letter_topic projects/P/topics/T --hourly_rollup   # streaming, with SENSOR_HOURLY
 """
 
 from __future__ import annotations
@@ -27,11 +29,23 @@ JOB = common.JobSpec(
     description=__doc__,
     builder=smart_meters.build,
     tables=smart_meters.TABLES,
+    rollup=smart_meters.ROLLUP,
+)
+OPTION_CLASSES = (
+    common.FileInputOptions,
+    common.StreamingInputOptions,
+    common.BigtableOptions,
+    common.TimeOptions,
 )
 
 
-class SmartMetersOptions(common.FileInputOptions, common.BigtableOptions, common.TimeOptions):
-    """The flags of this job: input files, dead letters, the Bigtable target, the time zone."""
+class SmartMetersOptions(
+    common.FileInputOptions,
+    common.StreamingInputOptions,
+    common.BigtableOptions,
+    common.TimeOptions,
+):
+    """The flags of this job: input (files or Pub/Sub), dead letters, rollup, Bigtable, zone."""
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
@@ -42,7 +56,7 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.build_file_ingest(pipeline, options, job_for(options))
+    return common.build_ingest(pipeline, options, job_for(options))
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
@@ -50,7 +64,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         argv,
         name=JOB.name,
         description=JOB.description,
-        classes=(common.FileInputOptions, common.BigtableOptions, common.TimeOptions),
+        classes=OPTION_CLASSES,
         build=build,
         job_for=job_for,
     )

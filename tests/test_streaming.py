@@ -8,6 +8,7 @@ lateness, except the one meant to be too late.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -18,8 +19,8 @@ import pytest
 
 from btts import admin
 from btts.samples import iso_ms
-from pipelines import server_metrics
-from pipelines.common import parse_args, prepare, validate_input
+from pipelines import market_data, server_metrics, smart_meters
+from pipelines.common import job_tables, parse_args, prepare, validate_input
 from transforms import rollup_core
 
 HOUR = 3_600_000
@@ -43,7 +44,7 @@ def pubsub(pubsub_emulator):
     subscriber = pubsub_v1.SubscriberClient()
     suffix = uuid.uuid4().hex[:8]
     topics = {}
-    for name in ("events", "dead"):
+    for name in ("events", "dead", "meters", "ticks"):
         topic = publisher.topic_path(PROJECT, f"{name}-{suffix}")
         sub = subscriber.subscription_path(PROJECT, f"{name}-sub-{suffix}")
         publisher.create_topic(name=topic)
@@ -67,31 +68,52 @@ def _event(host: str, ms: int, **metrics: str) -> bytes:
     return f'{{"hostname": "{host}", "timestamp": "{iso_ms(ms)}", "metrics": {{{body}}}}}'.encode()
 
 
+def _cancel_all(*results) -> None:
+    """Cancel in parallel: each waits out its reader's pending Pub/Sub pull."""
+    threads = [threading.Thread(target=r.cancel) for r in results]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+
+def _start(module, job, subscription: str, dead_topic: str, target: admin.Target, *flags: str):
+    """Start a streaming job as `run` would, but return its result so the test can cancel it."""
+    options = parse_args(
+        [
+            f"--input_subscription={subscription}",
+            f"--dead_letter_topic={dead_topic}",
+            f"--bigtable_project={target.project}",
+            f"--bigtable_instance={target.instance}",
+            "--create_tables",
+            *flags,
+        ],
+        "test",
+        "",
+        module.OPTION_CLASSES,
+    )
+    validate_input(options, job)
+    prepare(options, job_tables(options, job))
+    pipeline = beam.Pipeline(options=options)
+    module.build(pipeline, options)
+    return pipeline.run()
+
+
 def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
     bigtable_emulator, pubsub, target
 ):
     publisher, subscriber, topics = pubsub
     events_topic, events_sub = topics["events"]
     dead_topic, dead_sub = topics["dead"]
-    options = parse_args(
-        [
-            f"--input_subscription={events_sub}",
-            f"--dead_letter_topic={dead_topic}",
-            f"--bigtable_project={target.project}",
-            f"--bigtable_instance={target.instance}",
-            "--create_tables",
-            "--hourly_rollup",
-            "--allowed_lateness_minutes=180",
-        ],
-        "test",
-        "",
-        server_metrics.OPTION_CLASSES,
+    result = _start(
+        server_metrics,
+        server_metrics.JOB,
+        events_sub,
+        dead_topic,
+        target,
+        "--hourly_rollup",
+        "--allowed_lateness_minutes=180",
     )
-    validate_input(options, server_metrics.JOB)
-    prepare(options, ["METRIC", "CURRENT_METRIC", "METRIC_HOURLY"])
-    pipeline = beam.Pipeline(options=options)
-    server_metrics.build(pipeline, options)
-    result = pipeline.run()
     try:
         now = int(time.time() * 1000)
         hour = now - now % HOUR - 2 * HOUR  # closed, but within the 3 h allowed lateness
@@ -157,3 +179,74 @@ def rollup_core_key(host: str, start: int) -> bytes:
 
     assert start == rollup_core.window_start(start)
     return rollup_key(host, start)
+
+
+def test_meter_and_market_streams_land_with_the_batch_key_logic(bigtable_emulator, pubsub, target):
+    """Both jobs at once (one wait for both): SENSOR day rows and their hourly rollup, QUOTE and
+    TRADE rows, exactly as the batch jobs would write them."""
+    publisher, subscriber, topics = pubsub
+    meters_topic, meters_sub = topics["meters"]
+    ticks_topic, ticks_sub = topics["ticks"]
+    dead_topic, dead_sub = topics["dead"]
+    meters = _start(
+        smart_meters, smart_meters.JOB, meters_sub, dead_topic, target, "--hourly_rollup"
+    )
+    ticks = _start(market_data, market_data.JOB, ticks_sub, dead_topic, target)
+    try:
+        now = int(time.time() * 1000)
+        hour = now - now % HOUR - HOUR
+        readings = [("0.25", 0), ("1.50", 15), ("2.00", 30)]
+        for value, minute in readings:
+            message = (
+                f'{{"meter_id": 987654, "timestamp": "{iso_ms(hour + minute * 60_000)}", '
+                f'"reading": {value}}}'
+            )
+            publisher.publish(meters_topic, message.encode()).result()
+        tick = (
+            '{"exchange": "NASDAQ", "symbol": "ZXZZT", "bid": 600.55, "ask": 600.60, '
+            '"bid_size": 500, "ask_size": 1500, "last_sale": 600.58, "last_size": 300, '
+            '"quote_time": "2015-03-16T19:53:32.156Z", "trade_time": "2015-03-16T19:53:32.045Z", '
+            '"volume": 89000}'
+        )
+        publisher.publish(ticks_topic, tick.encode()).result()
+        publisher.publish(meters_topic, b'{"meter_id": -1}').result()
+
+        day_key = smart_meters_key(987654, hour)
+
+        def day_columns() -> int:
+            rows = admin.read_rows(target, "SENSOR", day_key, day_key + b"\x00")
+            return len(rows[0].latest()) if rows else 0
+
+        _wait_for(lambda: day_columns() == 1 + len(readings), "the SENSOR day row's readings")
+        _wait_for(lambda: len(admin.read_rows(target, "SENSOR_HOURLY")) == 1, "the meter rollup")
+        _wait_for(
+            lambda: (
+                len(admin.read_rows(target, "QUOTE")) == len(admin.read_rows(target, "TRADE")) == 1
+            ),
+            "the QUOTE and TRADE rows",
+        )
+        dead: list[dict] = []
+        _wait_for(
+            lambda: dead.extend(_pull_all(subscriber, dead_sub)) or len(dead) >= 1,
+            "the bad reading on the dead-letter topic",
+        )
+    finally:
+        _cancel_all(meters, ticks)
+
+    (quote,) = admin.read_rows(target, "QUOTE")
+    assert quote.key == b"NASDAQ#ZXZZT#1426535612156"
+    assert quote.latest()[("MD", b"ASK")] == b"600.60"
+    (trade,) = admin.read_rows(target, "TRADE")
+    assert trade.key == b"NASDAQ#ZXZZT#1426535612045"
+    (rolled,) = admin.read_rows(target, "SENSOR_HOURLY")
+    total = sum(Decimal(v) for v, _ in readings)
+    assert int.from_bytes(rolled.latest()[("sum", b"READING")], "big") == int(total * 10**6)
+    assert int.from_bytes(rolled.latest()[("count", b"READING")], "big") == len(readings)
+    assert [d["pipeline"] for d in dead] == ["smart_meters"]
+    assert dead[0]["reason"] == "missing field(s): timestamp, reading"
+
+
+def smart_meters_key(meter: int, ms: int) -> bytes:
+    from transforms.declarations.smart_meters import SENSOR
+
+    return SENSOR.key.build({"meter": meter, "date": ms})

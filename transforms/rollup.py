@@ -235,6 +235,7 @@ class HourlyRollup(beam.PTransform):
             points
             | "EventTime"
             >> beam.Map(lambda p: beam.window.TimestampedValue(p, Timestamp(micros=p.ts_ms * 1000)))
-            | "ByEntity" >> beam.Map(lambda p: (p.entity, p))
+            | "ByEntity"
+            >> beam.Map(lambda p: (p.entity, p)).with_output_types(tuple[str, RollupPoint])
             | "Rollup" >> beam.ParDo(self._fn).with_outputs(TOO_LATE, main="rows")
         )

@@ -15,7 +15,8 @@ import datetime as dt
 from typing import NamedTuple
 
 from transforms import events, timefmt
-from transforms.declarations.smart_meters import METER_DIGITS, SENSOR
+from transforms import rollup_core as rollup
+from transforms.declarations.smart_meters import METER_DIGITS, SENSOR, SENSOR_HOURLY
 from transforms.mutations import Cell, RowMutation
 
 FIELDS = ("meter_id", "timestamp", "reading")
@@ -63,3 +64,20 @@ def build(record: dict, tz: dt.tzinfo = timefmt.UTC) -> list[RowMutation]:
     """The pipeline's builder (bind ``tz`` with :func:`functools.partial`): record → the cells of
     one reading in its meter's day row, or :class:`InvalidEvent`. CSV has the same flat columns."""
     return rows(parse(record), tz)
+
+
+def rollup_points(row: RowMutation) -> list[rollup.RollupPoint]:
+    """A SENSOR row's readings (not its ID cell) as rollup points of its meter."""
+    meter = row.key.split(b"#", 1)[0].decode("ascii")
+    return [
+        rollup.point(meter, b"READING", c.timestamp_us // 1000, c.value.decode("ascii"))
+        for c in row.cells
+        if c.qualifier != b"ID"
+    ]
+
+
+def rollup_key(meter: str, start_ms: int) -> bytes:
+    return SENSOR_HOURLY.key.build({"meter": meter, "hour": start_ms})
+
+
+ROLLUP = rollup.RollupSpec("SENSOR", "SENSOR_HOURLY", rollup_points, rollup_key)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from transforms.schema import Family, declare, time_label, zero_padded
+from transforms.schema import Family, declare, text, time_label, zero_padded
 
 METER_DIGITS = 10
 
@@ -22,4 +22,17 @@ SENSOR = declare(
     "is a single-row read; meter first so midnight does not send every meter to one node. "
     "All meters of one day come from the nightly SENSOR_YYYYMMDD copy.",
     spec="5.3",
+)
+
+SENSOR_HOURLY = declare(
+    "SENSOR_HOURLY",
+    key=[text("meter"), time_label("hour", "hour")],
+    families=[
+        Family("sum", aggregate="sum", doc="READING: sum of the hour's readings x 10^6"),
+        Family("count", aggregate="sum", doc="READING: number of readings in the hour"),
+    ],
+    pattern="AGGREGATE",
+    doc="Hourly sum and count of readings per meter (AddToCell, fed by the rollup; UTC hours). "
+    "The meter stays zero-padded, as in SENSOR.",
+    spec="3.13",
 )
