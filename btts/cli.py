@@ -80,8 +80,44 @@ def _emulator_stop(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    load(args.job).run(args.args)
+    load(args.job).run(_instance_flag(args.args))
     return 0
+
+
+def _nightly(args: argparse.Namespace) -> int:
+    from pipelines import nightly
+
+    nightly.run(_instance_flag(args.args))
+    return 0
+
+
+def _instance_flag(argv: Sequence[str]) -> list[str]:
+    """The CLI's ``--instance X``/``--project X`` → the pipelines' ``--bigtable_instance=X`` and
+    ``--bigtable_project=X``, so every command takes the same spelling."""
+    names = {"--instance": "--bigtable_instance", "--project": "--bigtable_project"}
+    out, rest = [], list(argv)
+    while rest:
+        arg = rest.pop(0)
+        flag, eq, value = arg.partition("=")
+        if flag in names and (eq or rest):
+            out.append(f"{names[flag]}={value if eq else rest.pop(0)}")
+        else:
+            out.append(arg)
+    return out
+
+
+# Commands whose every argument goes to a job untouched (argparse's REMAINDER cannot take a
+# leading --flag when it is the subcommand's only positional).
+PASSTHROUGH = ("nightly", "demo")
+
+
+def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
+    for index, token in enumerate(argv):
+        if not token.startswith("-"):
+            if token in PASSTHROUGH:
+                return argv[: index + 1], argv[index + 1 :]
+            break
+    return argv, None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -152,13 +188,26 @@ def parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("args", nargs=argparse.REMAINDER, help="flags for the demo job")
     demo.set_defaults(func=_demo)
+
+    nightly = sub.add_parser(
+        "nightly",
+        add_help=False,  # --help goes to the job, which lists its own flags
+        help="copy one day of SENSOR into SENSOR_YYYYMMDD, with retention and verification "
+        "(flags go to the job: `btts nightly --help`)",
+        description="Run the nightly job (SPEC 5.3). Everything after `nightly` is passed to it.",
+    )
+    nightly.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
+    nightly.set_defaults(func=_nightly)
     return top
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     top = parser()
-    args = top.parse_args(argv)
+    head, passthrough = _split_passthrough(argv)
+    args = top.parse_args(head)
+    if passthrough is not None:
+        args.args = passthrough
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

@@ -97,3 +97,23 @@ def test_without_emulator_or_instance_the_error_says_what_to_do():
     assert done.returncode == 2
     assert "pass --project and --instance" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_cli_spelling_of_the_target_reaches_the_jobs():
+    assert cli._instance_flag(["--instance", "i1", "--project=p1", "--date", "20170726"]) == [
+        "--bigtable_instance=i1",
+        "--bigtable_project=p1",
+        "--date",
+        "20170726",
+    ]
+
+
+def test_nightly_and_demo_take_their_own_flags(capsys):
+    with pytest.raises(SystemExit) as done:
+        cli.main(["nightly", "--help"])
+    assert done.value.code == 0
+    assert "--keep_days" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        cli.main(["demo", "--help"])
+    assert done.value.code == 0
+    assert "--hosts" in capsys.readouterr().out
