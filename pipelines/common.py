@@ -311,7 +311,6 @@ def build_ingest(
     return out
 
 
-
 def prepare(options: PipelineOptions, tables: Sequence[str]) -> admin.Target:
     """Validate and preflight before any data moves: fail early, with the fix in the message."""
     target = resolve_target(options)
