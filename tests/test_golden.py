@@ -130,6 +130,21 @@ def test_golden_case(case_id, golden_cases, target, tmp_path):
         (row,) = admin.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
         qualifier = expected["qualifier"].encode("utf-8")
         assert row.latest()[(expected["family"], qualifier)] == expected["value"].encode("utf-8")
+    if "nightly" in case:  # the day's rows copied by the nightly job into their own table
+        from pipelines import nightly
+
+        spec = case["nightly"]
+        nightly.run(
+            [
+                f"--date={spec['date']}",
+                f"--bigtable_project={target.project}",
+                f"--bigtable_instance={target.instance}",
+            ]
+        )
+        copied = admin.read_rows(target, spec["expected_table"])
+        assert [r.key.decode() for r in copied] == spec["expected_row_keys"]
+        source = {r.key: r.cells for r in admin.read_rows(target, "SENSOR", latest_only=True)}
+        assert all(r.cells == source[r.key] for r in copied)
     if "expected_row_key_regex" in case:
         table = table_map[None]
         found = [r.key.decode() for r in admin.read_rows(target, table)]
