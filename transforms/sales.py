@@ -49,16 +49,8 @@ def month_start_ms(ms: int, tz: dt.tzinfo = dt.timezone.utc) -> int:
     return (first - _EPOCH) // dt.timedelta(milliseconds=1)
 
 
-def wall_clock_ms(ms: int, tz: dt.tzinfo) -> int:
-    """``ms`` shifted by ``tz``'s offset at that instant: its UTC labels are ``tz``'s local ones
-    (the declaration's time labels are UTC)."""
-    offset = timefmt.to_datetime(ms, tz).utcoffset() or dt.timedelta(0)
-    return ms + offset // dt.timedelta(milliseconds=1)
-
-
 def rows(sale: Sale, tz: dt.tzinfo = dt.timezone.utc) -> list[RowMutation]:
-    key_ms = sale.ts_ms if tz is dt.timezone.utc else wall_clock_ms(sale.ts_ms, tz)
-    key = _KEY({"employee": sale.employee, "ts": key_ms})
+    key = _KEY({"employee": sale.employee, "ts": sale.ts_ms}, tz)
     ts_us = timefmt.micros(month_start_ms(sale.ts_ms, tz))
     cells = (AddCell(FAMILY, AMOUNT, sale.amount_cents, ts_us), AddCell(FAMILY, COUNT, 1, ts_us))
     return [RowMutation(SALES_MONTHLY.name, key, cells)]

@@ -128,31 +128,35 @@ TIME_FORMATS: dict[str, Callable[[int], str]] = {
 }
 
 
-def _segment_builder(seg: Segment) -> Callable[[Mapping[str, object]], str]:
-    """Compile one segment to a function of the event's values (done once per declaration)."""
+SegmentBuilder = Callable[[Mapping[str, object], dt.tzinfo], str]
+
+
+def _segment_builder(seg: Segment) -> SegmentBuilder:
+    """Compile one segment to a function of the event's values and the zone of its calendar
+    labels (done once per declaration)."""
     name = seg.field
     if seg.kind == "const":
         value = keys.check_segment(seg.arg or "", "constant segment")
-        return lambda values: value
+        return lambda values, tz: value
     if seg.kind in ("text", "tenant"):
-        return lambda values: values[name]
+        return lambda values, tz: values[name]
     if seg.kind == "epoch_ms":
-        return lambda values: keys.epoch_ms(values[name])
+        return lambda values, tz: keys.epoch_ms(values[name])
     if seg.kind == "reverse_ts":
-        return lambda values: keys.reverse_timestamp(values[name])
+        return lambda values, tz: keys.reverse_timestamp(values[name])
     if seg.kind == "zero_pad":
         width = seg.width
-        return lambda values: keys.zero_pad(values[name], width)
+        return lambda values, tz: keys.zero_pad(values[name], width)
     if seg.kind == "space_pad":
         width = seg.width
-        return lambda values: keys.space_pad(values[name], width)
+        return lambda values, tz: keys.space_pad(values[name], width)
     if seg.kind == "time":
         fmt = TIME_FORMATS[seg.arg]
-        return lambda values: fmt(values[name])
+        return lambda values, tz: fmt(values[name], tz)
     if seg.kind == "reverse_id":
-        return lambda values: keys.reverse_numeric_id(str(values[name]))
+        return lambda values, tz: keys.reverse_numeric_id(str(values[name]))
     if seg.kind == "reverse_domain":
-        return lambda values: keys.reverse_domain(values[name])
+        return lambda values, tz: keys.reverse_domain(values[name])
     raise ValueError(f"unknown key segment kind {seg.kind!r}")
 
 
@@ -181,8 +185,9 @@ class KeyRecipe:
     def fields(self) -> tuple[str, ...]:
         return tuple(s.field for s in self.segments if s.field)
 
-    def build(self, values: Mapping[str, object]) -> bytes:
-        """The row key for one event's values. Raises :class:`InvalidEvent` for bad values."""
+    def build(self, values: Mapping[str, object], tz: dt.tzinfo = timefmt.UTC) -> bytes:
+        """The row key for one event's values; calendar labels (days, hours…) are in ``tz``.
+        Raises :class:`InvalidEvent` for bad values."""
         parts = []
         salt_at = -1
         for index, builder in enumerate(self._compiled):
@@ -191,7 +196,7 @@ class KeyRecipe:
                 parts.append("")
                 continue
             try:
-                part = builder(values)
+                part = builder(values, tz)
             except KeyError as missing:
                 raise InvalidEvent(f"key field {missing} has no value") from None
             seg_field = self.segments[index].field
@@ -236,8 +241,8 @@ class TableDecl:
                 return fam
         raise KeyError(f"{self.name} has no family {name!r}")
 
-    def row_key(self, values: Mapping[str, object]) -> bytes:
-        return self.key.build(values)
+    def row_key(self, values: Mapping[str, object], tz: dt.tzinfo = timefmt.UTC) -> bytes:
+        return self.key.build(values, tz)
 
 
 def declare(

@@ -24,7 +24,6 @@ FAMILY = "METER"
 TABLES = ("SENSOR",)
 MAX_METER_ID = 10**METER_DIGITS - 1
 _SENSOR_KEY = SENSOR.key.build
-_MS = dt.timedelta(milliseconds=1)
 
 
 class Reading(NamedTuple):
@@ -42,15 +41,8 @@ def parse(obj: dict) -> Reading:
     )
 
 
-def wall_clock_ms(ms: int, tz: dt.tzinfo) -> int:
-    """The local wall-clock time of ``ms`` in ``tz``, counted as if it were UTC: the key's
-    ``yyyymmdd`` label (a UTC label) then names the local calendar day."""
-    offset = timefmt.to_datetime(ms, tz).utcoffset() or dt.timedelta(0)
-    return ms + offset // _MS
-
-
 def rows(event: Reading, tz: dt.tzinfo = timefmt.UTC) -> list[RowMutation]:
-    key = _SENSOR_KEY({"meter": event.meter_id, "date": wall_clock_ms(event.ts_ms, tz)})
+    key = _SENSOR_KEY({"meter": event.meter_id, "date": event.ts_ms}, tz)
     ts_us = timefmt.micros(event.ts_ms)
     column = timefmt.time_of_day(event.ts_ms, tz).encode("ascii")  # HHMM
     cells = (
