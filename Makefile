@@ -40,3 +40,11 @@ fmt: venv
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache dead-letters demo-output .btts \
 		protos/*_pb2.py protos/*_pb2.pyi
+
+# Benchmarks (benchmarks/run.py): ours vs the raw-client ceiling and the naive pipeline, one run.
+.PHONY: bench bench-quick
+bench: venv
+	$(BIN)/python -m benchmarks.run
+
+bench-quick: venv
+	$(BIN)/python -m benchmarks.run --quick

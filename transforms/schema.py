@@ -160,6 +160,9 @@ def _segment_builder(seg: Segment) -> SegmentBuilder:
     raise ValueError(f"unknown key segment kind {seg.kind!r}")
 
 
+_FREE_TEXT = frozenset({"text", "tenant", "space_pad", "reverse_id", "reverse_domain"})
+
+
 @dataclass(frozen=True)
 class KeyRecipe:
     """An ordered list of segments joined by the delimiter."""
@@ -167,6 +170,7 @@ class KeyRecipe:
     segments: tuple[Segment, ...]
     delimiter: str = keys.DELIMITER
     _compiled: tuple = field(default=(), init=False, repr=False, compare=False)
+    _names: tuple = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         builders = []
@@ -180,6 +184,13 @@ class KeyRecipe:
             if seg.kind == "tenant" and index != 0:
                 raise ValueError("a tenant segment must come first")
         object.__setattr__(self, "_compiled", tuple(builders))
+        # Segments whose text comes from the event need checking; built ones (digits, labels,
+        # constants checked above) cannot hold a delimiter or a control character.
+        names = tuple(
+            (f"field {seg.field!r}" if seg.field else "key") if seg.kind in _FREE_TEXT else ""
+            for seg in self.segments
+        )
+        object.__setattr__(self, "_names", names)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -187,27 +198,32 @@ class KeyRecipe:
 
     def build(self, values: Mapping[str, object], tz: dt.tzinfo = timefmt.UTC) -> bytes:
         """The row key for one event's values; calendar labels (days, hours…) are in ``tz``.
-        Raises :class:`InvalidEvent` for bad values."""
+        Raises :class:`InvalidEvent` for bad values. (The hot path: one call per row.)"""
+        delimiter = self.delimiter
         parts = []
         salt_at = -1
-        for index, builder in enumerate(self._compiled):
-            if builder is None:
-                salt_at = index
-                parts.append("")
-                continue
-            try:
-                part = builder(values, tz)
-            except KeyError as missing:
-                raise InvalidEvent(f"key field {missing} has no value") from None
-            seg_field = self.segments[index].field
-            keys.check_segment(part, f"field {seg_field!r}" if seg_field else "key", self.delimiter)
-            parts.append(part)
+        try:
+            for builder in self._compiled:
+                if builder is None:
+                    salt_at = len(parts)
+                    parts.append("")
+                else:
+                    parts.append(builder(values, tz))
+        except KeyError as missing:
+            raise InvalidEvent(f"key field {missing} has no value") from None
+        for part, name in zip(parts, self._names, strict=True):
+            # Cheap test first; check_segment says precisely what is wrong.
+            if name and (not part or delimiter in part or not part.isprintable()):
+                keys.check_segment(part, name, delimiter)
         if salt_at >= 0:
             seg = self.segments[salt_at]
             by_field = {s.field: p for s, p in zip(self.segments, parts, strict=True) if s.field}
-            material = self.delimiter.join(by_field[f] for f in seg.of)
+            material = delimiter.join(by_field[f] for f in seg.of)
             parts[salt_at] = keys.salt(material, seg.width or 1)
-        return keys.check_key_size(self.delimiter.join(parts).encode("utf-8"))
+        key = delimiter.join(parts).encode("utf-8")
+        if len(key) > keys.MAX_ROW_KEY_BYTES:
+            keys.check_key_size(key)
+        return key
 
     def describe(self) -> str:
         out = []

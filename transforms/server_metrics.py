@@ -8,19 +8,22 @@ time. Both rows share one tuple of cells: they are the same facts, keyed for two
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from transforms import events, timefmt
 from transforms import rollup_core as rollup
 from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC, METRIC_HOURLY
 from transforms.errors import InvalidEvent
-from transforms.mutations import Cell, RowMutation
+from transforms.events import Num
+from transforms.mutations import RowMutation, cells_at
 
 FIELDS = ("hostname", "timestamp", "metrics")
 FAMILY = "METRIC"
 MAX_HOSTNAME = 253  # DNS limit
 MAX_METRICS = 10_000
 MAX_QUALIFIER_BYTES = 16 * 1024
+_new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (hot path)
 _METRIC_KEY = METRIC.key.build
 _CURRENT_KEY = CURRENT_METRIC.key.build
 
@@ -31,6 +34,7 @@ class MetricEvent(NamedTuple):
     metrics: tuple[tuple[bytes, bytes], ...]  # (qualifier, value text), in source order
 
 
+@lru_cache(maxsize=65536)  # a fleet reports the same few hundred names over and over
 def qualifier_for(name: object) -> bytes:
     """Metric names become upper-case qualifiers. Whitespace and control characters are
     refused rather than stripped: ``cpu usr`` and ``cpuusr`` must not merge silently."""
@@ -55,27 +59,35 @@ def parse(obj: dict) -> MetricEvent:
         raise InvalidEvent("field 'metrics': empty; an event needs at least one metric")
     if len(metrics) > MAX_METRICS:
         raise InvalidEvent(f"field 'metrics': {len(metrics)} metrics, more than {MAX_METRICS}")
-    cells = []
-    seen = set()
+    qualifiers = [qualifier_for(name) for name in metrics]
+    values = []
     for name, value in metrics.items():
-        qualifier = qualifier_for(name)
-        if qualifier in seen:
-            raise InvalidEvent(f"metric name {name!r}: collides with another name once upper-cased")
-        seen.add(qualifier)
-        value = events.as_number(value)
-        if type(value) is not events.Num:
-            raise InvalidEvent(f"metric {name!r}: expected a number, got {events.describe(value)}")
-        cells.append((qualifier, value.encode("ascii")))
+        if type(value) is not Num:
+            value = events.as_number(value)
+            if type(value) is not Num:
+                raise InvalidEvent(
+                    f"metric {name!r}: expected a number, got {events.describe(value)}"
+                )
+        values.append(value.encode("ascii"))
+    if len(set(qualifiers)) != len(qualifiers):
+        seen: dict[bytes, str] = {}
+        for name, qualifier in zip(metrics, qualifiers, strict=True):
+            if qualifier in seen:
+                raise InvalidEvent(
+                    f"metric name {name!r}: collides with {seen[qualifier]!r} once upper-cased"
+                )
+            seen[qualifier] = name
+    cells = zip(qualifiers, values, strict=True)
     return MetricEvent(hostname, ts_ms, tuple(cells))
 
 
 def rows(event: MetricEvent) -> list[RowMutation]:
     values = {"hostname": event.hostname, "ts": event.ts_ms}
     ts_us = timefmt.micros(event.ts_ms)
-    cells = tuple(Cell(FAMILY, q, v, ts_us) for q, v in event.metrics)
+    cells = cells_at(FAMILY, event.metrics, ts_us)
     return [
-        RowMutation("METRIC", _METRIC_KEY(values), cells),
-        RowMutation("CURRENT_METRIC", _CURRENT_KEY(values), cells),
+        _new(RowMutation, ("METRIC", _METRIC_KEY(values), cells)),
+        _new(RowMutation, ("CURRENT_METRIC", _CURRENT_KEY(values), cells)),
     ]
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks: our pipelines against the raw-client ceiling and the naive Beam pipeline."""

@@ -1,0 +1,270 @@
+"""One measurement per process (clean memory, comparable peak RSS). The orchestrator
+(``benchmarks.run``) calls ``python -m benchmarks.cases MODE ...`` and reads the ``RESULT`` line.
+
+Modes:
+  ours DATASET INPUT INSTANCE [mp]   the real job's run(), as a user runs it
+  naive DATASET INPUT INSTANCE       json.loads -> one DirectRow per event -> WriteToBigTable
+  ceiling DATASET INPUT INSTANCE N   our rows, pre-built, through the data client's batcher
+                                     in N processes (nothing else timed)
+  core DATASET INPUT                 parse + validate + key + cells, no I/O, one core
+  nightly_ours INSTANCE DATE         the nightly job for one day
+  nightly_ceiling INSTANCE DATE      the same day read (server-side filter) and written with
+                                     the data client directly
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import multiprocessing
+import os
+import resource
+import sys
+import time
+import warnings
+
+warnings.filterwarnings("ignore")
+
+PROJECT = "test-project"
+JOBS = {"metrics": "server_metrics", "meters": "smart_meters", "market": "market_data"}
+
+
+def _peak_rss_mb() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) / 1024
+
+
+def _emit(**fields) -> None:
+    fields["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    print("RESULT " + json.dumps(fields), flush=True)
+
+
+def _builder(dataset: str):
+    from transforms import events, market_data, server_metrics, smart_meters
+
+    build = {
+        "metrics": server_metrics.build,
+        "meters": smart_meters.build,
+        "market": market_data.build,
+    }[dataset]
+    decode = events.parse_json_object
+    return lambda line: build(decode(line))
+
+
+def ours(dataset: str, path: str, instance: str, mode: str = "") -> None:
+    import logging
+
+    logging.disable(logging.WARNING)
+    from pipelines import load
+
+    argv = [
+        f"--input={path}",
+        f"--bigtable_project={PROJECT}",
+        f"--bigtable_instance={instance}",
+        f"--dead_letter={path}.dead",
+    ]
+    if mode == "mp":
+        argv += ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+    job = load(JOBS[dataset])
+    started = time.perf_counter()
+    result = job.run(argv)
+    seconds = time.perf_counter() - started
+    counters = result.btts_counters
+    _emit(
+        seconds=seconds,
+        events=counters.get("events_valid", 0),
+        rows=sum(v for k, v in counters.items() if k.startswith("rows_")),
+        cells=sum(v for k, v in counters.items() if k.startswith("cells_")),
+    )
+
+
+def _naive_row(dataset: str, line: str):
+    """What public samples do: one DirectRow per event, set_cell with a datetime."""
+    from google.cloud.bigtable.row import DirectRow
+
+    event = json.loads(line)
+    if dataset == "metrics":
+        moment = dt.datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
+        ms = int(moment.timestamp() * 1000)
+        row = DirectRow(row_key=f"{event['hostname']}#{ms:013d}".encode())
+        for name, value in event["metrics"].items():
+            row.set_cell("METRIC", name.upper().encode(), str(value).encode(), timestamp=moment)
+    elif dataset == "meters":
+        moment = dt.datetime.fromisoformat(event["timestamp"].replace("Z", "+00:00"))
+        row = DirectRow(row_key=f"{event['meter_id']:010d}#{moment:%Y%m%d}".encode())
+        row.set_cell(
+            "METER", f"{moment:%H%M}".encode(), str(event["reading"]).encode(), timestamp=moment
+        )
+    else:
+        moment = dt.datetime.fromisoformat(event["quote_time"].replace("Z", "+00:00"))
+        ms = int(moment.timestamp() * 1000)
+        key = f"{event['exchange']:<6}#{event['symbol']:<5}#{ms}"
+        row = DirectRow(row_key=key.encode())
+        for name in ("bid", "ask", "bid_size", "ask_size"):
+            row.set_cell("MD", name.upper().encode(), str(event[name]).encode(), timestamp=moment)
+    return row
+
+
+def naive(dataset: str, path: str, instance: str) -> None:
+    import apache_beam as beam
+    from apache_beam.io.gcp.bigtableio import WriteToBigTable
+
+    table = {"metrics": "METRIC", "meters": "SENSOR", "market": "QUOTE"}[dataset]
+    started = time.perf_counter()
+    with beam.Pipeline() as pipeline:
+        (
+            pipeline
+            | beam.io.ReadFromText(path)
+            | beam.Map(lambda line: _naive_row(dataset, line))
+            | WriteToBigTable(PROJECT, instance, table)
+        )
+    seconds = time.perf_counter() - started
+    with open(path, encoding="utf-8") as f:
+        events = sum(1 for _ in f)
+    _emit(seconds=seconds, events=events, rows=events, cells=None)
+
+
+def _entries(dataset: str, path: str):
+    from google.cloud.bigtable.data import RowMutationEntry, SetCell
+
+    build = _builder(dataset)
+    by_table: dict[str, list] = {}
+    cells = 0
+    with open(path, "rb") as f:
+        for line in f:
+            for row in build(line):
+                mutations = [
+                    SetCell(c.family, c.qualifier, c.value, c.timestamp_us) for c in row.cells
+                ]
+                cells += len(mutations)
+                by_table.setdefault(row.table, []).append(RowMutationEntry(row.key, mutations))
+    return by_table, cells
+
+
+def _write_entries(instance: str, by_table: dict, start: int, step: int) -> None:
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    with BigtableDataClient(project=PROJECT) as client:
+        for name, entries in by_table.items():
+            table = client.get_table(instance, name)
+            with table.mutations_batcher() as batcher:
+                for entry in entries[start::step]:
+                    batcher.append(entry)
+
+
+def ceiling(dataset: str, path: str, instance: str, processes: str = "1") -> None:
+    procs = int(processes)
+    by_table, cells = _entries(dataset, path)  # pre-built: not timed
+    rows = sum(len(v) for v in by_table.values())
+    started = time.perf_counter()
+    if procs == 1:
+        _write_entries(instance, by_table, 0, 1)
+    else:
+        context = multiprocessing.get_context("fork")
+        workers = [
+            context.Process(target=_write_entries, args=(instance, by_table, i, procs))
+            for i in range(procs)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+            if worker.exitcode:
+                raise SystemExit(f"ceiling writer exited with {worker.exitcode}")
+    seconds = time.perf_counter() - started
+    _emit(seconds=seconds, events=None, rows=rows, cells=cells)
+
+
+def core(dataset: str, path: str) -> None:
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as the target says
+    build = _builder(dataset)
+    with open(path, "rb") as f:
+        lines = f.readlines()
+    best = None
+    rows = 0
+    for _ in range(5):
+        started = time.perf_counter()
+        rows = 0
+        for line in lines:
+            rows += len(build(line))
+        seconds = time.perf_counter() - started
+        best = seconds if best is None else min(best, seconds)
+    _emit(seconds=best, events=len(lines), rows=rows, cells=None)
+
+
+def nightly_ours(instance: str, date: str) -> None:
+    import logging
+
+    logging.disable(logging.WARNING)
+    from pipelines import nightly
+
+    started = time.perf_counter()
+    result = nightly.run(
+        [f"--date={date}", f"--bigtable_project={PROJECT}", f"--bigtable_instance={instance}"]
+    )
+    seconds = time.perf_counter() - started
+    counters = result.btts_counters
+    read = sum(v for k, v in counters.items() if k.startswith("read_rows_"))
+    written = counters.get(f"rows_SENSOR_{date}", 0)
+    _emit(
+        seconds=seconds,
+        events=None,
+        rows=written,
+        cells=None,
+        rows_read_from_server=read,
+        counters=counters,
+    )
+
+
+def nightly_ceiling(instance: str, date: str) -> None:
+    from google.cloud.bigtable.data import (
+        BigtableDataClient,
+        ReadRowsQuery,
+        RowMutationEntry,
+        SetCell,
+        row_filters,
+    )
+
+    from btts import admin
+    from transforms import tables
+
+    destination = f"SENSOR_CEIL_{date}"
+    decl = tables.get("SENSOR")
+    import dataclasses
+
+    with admin.Admin(admin.Target(PROJECT, instance)) as api:
+        api.ensure(dataclasses.replace(decl, name=destination))
+    started = time.perf_counter()
+    rows = 0
+    with BigtableDataClient(project=PROJECT) as client:
+        source = client.get_table(instance, "SENSOR")
+        sink = client.get_table(instance, destination)
+        query = ReadRowsQuery(row_filter=row_filters.RowKeyRegexFilter(f".*#{date}".encode()))
+        with sink.mutations_batcher() as batcher:
+            for row in source.read_rows_stream(query):
+                batcher.append(
+                    RowMutationEntry(
+                        row.row_key,
+                        [
+                            SetCell(c.family, c.qualifier, c.value, c.timestamp_micros)
+                            for c in row.cells
+                        ],
+                    )
+                )
+                rows += 1
+    seconds = time.perf_counter() - started
+    _emit(seconds=seconds, events=None, rows=rows, cells=None, rows_read_from_server=rows)
+
+
+MODES = {
+    "ours": ours,
+    "naive": naive,
+    "ceiling": ceiling,
+    "core": core,
+    "nightly_ours": nightly_ours,
+    "nightly_ceiling": nightly_ceiling,
+}
+
+if __name__ == "__main__":
+    MODES[sys.argv[1]](*sys.argv[2:])

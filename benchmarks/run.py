@@ -1,0 +1,235 @@
+"""Benchmark our pipelines against the raw-client ceiling and the naive Beam pipeline, in one
+run against one emulator, and write a JSON report.
+
+    python -m benchmarks.run            # make bench        (a few minutes)
+    python -m benchmarks.run --quick    # make bench-quick  (under a minute)
+
+Every figure comes from its own process (see ``benchmarks.cases``); ratios compare figures of
+this one run, on this machine, so noise between machines cancels out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from benchmarks import data
+from btts import admin, emulator
+from transforms import tables
+
+ROOT = Path(__file__).resolve().parent
+SIZES = {
+    # dataset: (events in quick run, events in full run)
+    "metrics": (2_000, 40_000),
+    "meters": (4_000, 60_000),
+    "market": (2_000, 40_000),
+}
+TABLES = {
+    "metrics": ["METRIC", "CURRENT_METRIC"],
+    "meters": ["SENSOR"],
+    "market": ["QUOTE", "TRADE"],
+}
+TARGETS = {
+    "ours_vs_ceiling": 0.8,
+    "ours_vs_naive": 1.0,
+    "core_events_per_s": 100_000,
+    "scaling_time_ratio": 11.0,
+    "scaling_rss_ratio": 1.5,
+    "nightly_vs_ceiling": 0.7,
+}
+
+
+def measure(*args: str, timeout: float = 1800) -> dict:
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.cases", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT.parent,
+        env=dict(os.environ),
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise SystemExit(
+            f"benchmark step {' '.join(args[:2])} failed ({done.returncode}):\n"
+            f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+        )
+    result = json.loads(lines[-1][len("RESULT ") :])
+    result["wall_s"] = round(time.monotonic() - started, 2)
+    for unit in ("events", "rows", "cells"):
+        if result.get(unit):
+            result[f"{unit}_per_s"] = round(result[unit] / result["seconds"], 1)
+    result["seconds"] = round(result["seconds"], 3)
+    return result
+
+
+def fresh_instance(table_names: list[str]) -> str:
+    instance = f"bench{uuid.uuid4().hex[:8]}"
+    admin.preflight(
+        admin.Target("test-project", instance),
+        [tables.get(t) for t in table_names],
+        create=True,
+    )
+    return instance
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def run_dataset(dataset: str, path: Path) -> dict:
+    out = {}
+    names = TABLES[dataset]
+    log(f"[{dataset}] core")
+    out["core"] = measure("core", dataset, str(path))
+    for mode in ("ours", "ours_mp", "naive"):
+        log(f"[{dataset}] {mode}")
+        instance = fresh_instance(names)
+        args = ["ours", dataset, str(path), instance] + (["mp"] if mode == "ours_mp" else [])
+        out[mode] = measure(*(args if mode != "naive" else ["naive", dataset, str(path), instance]))
+    for procs in (1, 2):
+        log(f"[{dataset}] ceiling x{procs}")
+        out[f"ceiling_{procs}p"] = measure(
+            "ceiling", dataset, str(path), fresh_instance(names), str(procs)
+        )
+    best_ours = max(out["ours"]["rows_per_s"], out["ours_mp"]["rows_per_s"])
+    ceiling = max(out["ceiling_1p"]["rows_per_s"], out["ceiling_2p"]["rows_per_s"])
+    out["summary"] = {
+        "ours_rows_per_s": best_ours,
+        "ours_mode": "multi_processing"
+        if out["ours_mp"]["rows_per_s"] > out["ours"]["rows_per_s"]
+        else "in_process",
+        "ceiling_rows_per_s": ceiling,
+        "naive_rows_per_s": out["naive"]["rows_per_s"],
+        "ours_vs_ceiling": ratio(best_ours, ceiling),
+        "ours_vs_naive": ratio(best_ours, out["naive"]["rows_per_s"]),
+        "core_events_per_s": out["core"]["events_per_s"],
+    }
+    return out
+
+
+def run_scaling(work: Path, small: int) -> dict:
+    results = {}
+    for n in (small, small * 10):
+        path = work / f"scaling-{n}.jsonl"
+        data.metrics(path, n)
+        log(f"[scaling] metrics x{n}")
+        results[n] = measure("ours", "metrics", str(path), fresh_instance(TABLES["metrics"]))
+    a, b = results[small], results[small * 10]
+    return {
+        "small": a,
+        "large": b,
+        "events_ratio": 10,
+        "time_ratio": ratio(b["seconds"], a["seconds"]),
+        "rss_ratio": ratio(b["peak_rss_mb"], a["peak_rss_mb"]),
+    }
+
+
+def run_nightly(work: Path, readings: int) -> dict:
+    path = work / "nightly-sensor.jsonl"
+    data.meters(path, readings, days=4)
+    instance = fresh_instance(["SENSOR"])
+    log("[nightly] loading SENSOR (4 days)")
+    measure("ceiling", "meters", str(path), instance, "2")  # the load itself is not a result
+    date = "20170726"
+    log("[nightly] ours")
+    ours = measure("nightly_ours", instance, date)
+    log("[nightly] ceiling")
+    ceiling = measure("nightly_ceiling", instance, date)
+    day_rows = ceiling["rows"]
+    return {
+        "ours": ours,
+        "ceiling": ceiling,
+        "day_rows": day_rows,
+        "sensor_rows": -(-readings // 96),  # one row per meter per day
+        "ours_vs_ceiling": ratio(ours["rows_per_s"], ceiling["rows_per_s"]),
+        "rows_read_from_server": ours.get("rows_read_from_server"),
+    }
+
+
+def table(report: dict) -> str:
+    lines = [
+        f"{'dataset':<9}{'core ev/s':>11}{'ours rows/s':>13}{'(mode)':>10}{'ceiling':>10}"
+        f"{'naive':>9}{'ours/ceil':>11}{'ours/naive':>11}{'RSS MB':>8}"
+    ]
+    for dataset in SIZES:
+        if dataset not in report["datasets"]:
+            continue
+        d = report["datasets"][dataset]
+        s = d["summary"]
+        lines.append(
+            f"{dataset:<9}{s['core_events_per_s']:>11,.0f}{s['ours_rows_per_s']:>13,.0f}"
+            f"{'mp' if s['ours_mode'] == 'multi_processing' else 'in-proc':>10}"
+            f"{s['ceiling_rows_per_s']:>10,.0f}{s['naive_rows_per_s']:>9,.0f}"
+            f"{s['ours_vs_ceiling']:>11.2f}{s['ours_vs_naive']:>11.2f}"
+            f"{d['ours']['peak_rss_mb']:>8.0f}"
+        )
+    sc = report["scaling"]
+    lines.append(
+        f"scaling: 10x events -> {sc['time_ratio']:.2f}x time, {sc['rss_ratio']:.2f}x peak RSS"
+    )
+    n = report["nightly"]
+    lines.append(
+        f"nightly: ours {n['ours']['rows_per_s']:,.0f} rows/s, ceiling "
+        f"{n['ceiling']['rows_per_s']:,.0f} rows/s ({n['ours_vs_ceiling']:.2f}); rows read from "
+        f"the server {n['rows_read_from_server']:,} for a day of {n['day_rows']:,} "
+        f"(SENSOR holds {4 * n['day_rows']:,})"
+    )
+    lines.append("targets: " + ", ".join(f"{k} {v}" for k, v in TARGETS.items()))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="small sizes (under a minute)")
+    parser.add_argument("--name", help="report name (default: quick or full)")
+    parser.add_argument(
+        "--datasets", default=",".join(SIZES), help="comma-separated subset of %(default)s"
+    )
+    args = parser.parse_args(argv)
+    name = args.name or ("quick" if args.quick else "full")
+    pick = 0 if args.quick else 1
+    started = time.monotonic()
+    report = {
+        "name": name,
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "sizes": {k: v[pick] for k, v in SIZES.items()},
+        "targets": TARGETS,
+        "datasets": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="btts-bench-") as tmp, emulator.Emulator():
+        work = Path(tmp)
+        for dataset in args.datasets.split(","):
+            path = work / f"{dataset}.jsonl"
+            getattr(data, dataset)(path, SIZES[dataset][pick])
+            report["datasets"][dataset] = run_dataset(dataset, path)
+        report["scaling"] = run_scaling(work, SIZES["metrics"][pick] // 4)
+        report["nightly"] = run_nightly(work, SIZES["meters"][pick])
+    report["seconds"] = round(time.monotonic() - started, 1)
+    out = ROOT / "results" / f"{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, sort_keys=True))
+    print(table(report))
+    print(f"report: {out} ({report['seconds']}s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
