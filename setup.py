@@ -16,6 +16,8 @@ INSTALL_REQUIRES = [
     # protos/*_pb2.py embed a check that the runtime is at least the protoc that made them
     # (6.31.1 for the grpcio-tools pinned below and in pyproject.toml [build-system]).
     "protobuf>=6.31.1,<7",
+    # the schema advisor's heatmaps (Agg backend, no display needed)
+    "matplotlib>=3.8,<4",
 ]
 
 # The code generator: the same pin as pyproject.toml's [build-system].requires (a test checks

@@ -43,7 +43,14 @@ FRIENDS = declare(
 DEVICE = declare(
     "DEVICE",
     key=[tenant("tenant"), text("kind"), text("device"), time_label("ts", "yyyymmdd")],
-    families=[Family("STATS", doc="one column per reading name, a timestamped cell per reading")],
+    families=[
+        Family(
+            "STATS",
+            max_versions=24 * 60,
+            doc="one column per reading name, a timestamped cell per reading; keeps the day "
+            "bucket's cells at one reading a minute",
+        )
+    ],
     pattern="TB-CELL",
     doc="Multi-tenant device data in one table: TENANT#KIND#DEVICE#YYYYMMDD "
     "(altostrat#phone#4c410523#20190501). A tenant's rows share its prefix, so offboarding drops "
