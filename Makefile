@@ -48,3 +48,16 @@ bench: venv
 
 bench-quick: venv
 	$(BIN)/python -m benchmarks.run --quick
+
+# Dataflow flex templates: regenerate templates/<pipeline>/ (metadata.json from the pipelines'
+# option classes, Dockerfile, main.py) and print the gcloud commands that build each image and
+# template spec. PROJECT, REGION and BUCKET (optionally REPOSITORY, TAG) come from the
+# environment, else stay ${...} placeholders; `python -m btts.templates build --run` runs them.
+.PHONY: templates wheel-check
+templates: venv
+	$(BIN)/python -m btts.templates build
+
+# The project wheel and sdist carry what Dataflow workers need, and the wheel installed into a
+# fresh virtualenv runs `btts --help` and the nightly job's --help (also part of `make test`).
+wheel-check: venv
+	$(BIN)/python -m pytest -q -rA tests/test_templates.py -k wheel

@@ -1,0 +1,646 @@
+"""Dataflow flex templates, one per pipeline, generated from the pipelines' own option classes.
+
+``templates/<pipeline>/`` holds three generated files:
+
+* ``metadata.json``: the template's name, description and one parameter per flag of the
+  pipeline's option classes (label, help text, regexes where the format is fixed, and
+  ``isOptional``), so Dataflow and the console validate a launch before any VM starts;
+* ``Dockerfile``: one image that is both the Flex Template launcher image and the workers' SDK
+  container (``sdk_container_image``), built ``FROM`` Beam's Python SDK image of the Beam version
+  ``setup.py`` pins, with the project wheel installed;
+* ``main.py``: the launcher's entry point (``FLEX_TEMPLATE_PYTHON_PY_FILE``), which calls
+  :func:`launch`.
+
+The option classes are the one source of truth: ``btts templates build`` (``make templates``)
+regenerates the files and prints the ``gcloud`` commands that build the images and the template
+specs; ``btts templates check`` (and the test suite) fails when a committed file differs from
+what the pipelines declare, e.g. after a pipeline gains a flag.
+
+    python -m btts.templates build            # write the files, print the gcloud commands
+    python -m btts.templates check            # exit 1 when a template drifted from its pipeline
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import importlib
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+from btts import __version__
+
+if TYPE_CHECKING:  # Beam is imported only by the pipelines themselves
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+NIGHTLY = "nightly"
+MANAGED_FILES = ("metadata.json", "Dockerfile", "main.py")
+
+SDK_IMAGE = "apache/beam_python3.11_sdk"
+LAUNCHER_IMAGE = "gcr.io/dataflow-templates-base/python311-template-launcher-base:latest"
+LAUNCHER_BINARY = "/opt/google/dataflow/python_template_launcher"
+ENTRY_POINT = "/template/main.py"
+IMAGE_ENV = "BTTS_SDK_CONTAINER_IMAGE"
+# What the images copy from a checkout to build the wheel (setup.py's packages and its inputs).
+WHEEL_SOURCES = ("setup.py", "pyproject.toml", "README.md")
+WHEEL_PACKAGES = ("btts", "pipelines", "transforms", "protos")
+
+# Human labels for the console's launch form; a flag missing here gets one made from its name.
+LABELS = {
+    "input": "Input files",
+    "input_format": "Input format",
+    "dead_letter": "Dead-letter path prefix",
+    "bigtable_project": "Bigtable project",
+    "bigtable_instance": "Bigtable instance",
+    "create_tables": "Create missing tables",
+    "skip_preflight": "Skip the table check",
+    "input_subscription": "Pub/Sub input subscription",
+    "dead_letter_topic": "Pub/Sub dead-letter topic",
+    "hourly_rollup": "Hourly rollup",
+    "allowed_lateness_minutes": "Allowed lateness (minutes)",
+    "timezone": "Time zone",
+    "balloon_pattern": "Column pattern",
+    "battery_layout": "Battery key layout",
+    "salt_buckets": "Salt buckets",
+    "garden_layout": "Garden layout",
+    "date": "Day to copy",
+    "dates": "Days to backfill",
+    "keep_days": "Days of daily tables to keep",
+    "layout": "Daily copy layout",
+    "source_table": "Source table",
+    "verify": "Verify the copy",
+    "no_verify": "Skip the verification",
+}
+
+_DAY = r"[0-9]{4}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])"
+_GCS = r"gs://[^,\n\r]+"
+# Flags whose values have a fixed format: (regex, Dataflow parameter type).
+FORMATS = {
+    "input": (rf"^{_GCS}(,\s*{_GCS})*$", "TEXT"),
+    "dead_letter": (r"^gs://[^\n\r]+$", "TEXT"),
+    "input_subscription": (r"^projects/[^/\s]+/subscriptions/[^/\s]+$", "PUBSUB_SUBSCRIPTION"),
+    "dead_letter_topic": (r"^projects/[^/\s]+/topics/[^/\s]+$", "PUBSUB_TOPIC"),
+    "bigtable_project": (r"^([a-z][-a-z0-9.]*:)?[a-z][-a-z0-9]{4,28}[a-z0-9]$", "TEXT"),
+    "bigtable_instance": (r"^[a-z][-a-z0-9]{4,31}[a-z0-9]$", "TEXT"),
+    # IANA zone names: UTC, Europe/Paris, America/Argentina/Buenos_Aires, Etc/GMT+5
+    "timezone": (r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$", "TEXT"),
+    "date": (rf"^{_DAY}$", "TEXT"),
+    "dates": (rf"^{_DAY}\.\.{_DAY}$", "TEXT"),
+    "source_table": (r"^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}$", "TEXT"),
+    "salt_buckets": (r"^[1-9][0-9]*$", "TEXT"),
+}
+_INTEGER = r"^[0-9]+$"
+_BOOLEAN = r"^(true|false)$"
+
+# Flags a local run may leave out (the emulator fills them in) but a Dataflow job may not.
+DATAFLOW_REQUIRED = {
+    "bigtable_instance": "Required on Dataflow (the emulator default does not apply).",
+}
+# What the template launcher (:func:`launch`) adds to a flag's behaviour on Dataflow.
+DATAFLOW_NOTES = {
+    "dead_letter": "On Dataflow the default is <temp_location>/dead-letters/<pipeline>.",
+}
+
+
+# -- the pipelines and their flags ------------------------------------------------------------
+
+
+def pipeline_names() -> list[str]:
+    """Every pipeline that gets a template: each ingest job and the nightly job."""
+    from pipelines import job_modules
+
+    return [*sorted(job_modules()), NIGHTLY]
+
+
+def pipeline_module(name: str) -> ModuleType:
+    if name not in pipeline_names():
+        raise KeyError(f"no pipeline {name!r} (pipelines: {', '.join(pipeline_names())})")
+    return importlib.import_module(f"pipelines.{name}")
+
+
+class _Parsed(Exception):
+    """Raised by the stand-in parser to stop a run right after it declared its options."""
+
+    def __init__(self, description: str, classes: Sequence[type[PipelineOptions]]) -> None:
+        super().__init__(description)
+        self.description = description
+        self.classes = tuple(classes)
+
+
+@contextlib.contextmanager
+def _capture_parse() -> Iterator[None]:
+    from pipelines import common
+
+    def stand_in(argv, prog, description, classes):  # common.parse_args's signature
+        raise _Parsed(description, classes)
+
+    original = common.parse_args
+    common.parse_args = stand_in
+    try:
+        yield
+    finally:
+        common.parse_args = original
+
+
+def declared_options(name: str) -> tuple[str, tuple[type[PipelineOptions], ...]]:
+    """The description and option classes a pipeline's ``run`` parses (and ``--help`` shows):
+    ``run`` is called with the parser replaced, so nothing else of it executes."""
+    module = pipeline_module(name)
+    with _capture_parse():
+        try:
+            module.run(["--help"])
+        except _Parsed as parsed:
+            return parsed.description, parsed.classes
+    raise RuntimeError(f"pipelines.{name}.run() did not parse its options with common.parse_args")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag of a pipeline, as argparse declares it."""
+
+    name: str
+    help: str
+    kind: str  # "bool", "enum", "int" or "text"
+    choices: tuple[str, ...]
+    required: bool
+    store_flag: bool  # store_true/store_false: given bare, never as --flag=value
+
+
+def _help_text(action: argparse.Action) -> str:
+    text = action.help or ""
+    if "%(" in text:
+        text = text % {**vars(action), "prog": "pipeline"}
+    return " ".join(text.split())
+
+
+def _kind(action: argparse.Action) -> str:
+    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+        return "bool"
+    if action.nargs == "?" and isinstance(action.const, bool):
+        return "bool"  # e.g. --verify[=true|false]
+    if action.choices:
+        return "enum"
+    if action.type is int:
+        return "int"
+    return "text"
+
+
+def flags(classes: Sequence[type[PipelineOptions]]) -> list[Flag]:
+    """Every flag the option classes add, in declaration order."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for cls in classes:
+        cls._add_argparse_args(parser)
+    out = []
+    for action in parser._actions:
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        if not longs:
+            continue
+        out.append(
+            Flag(
+                name=longs[0][2:],
+                help=_help_text(action),
+                kind=_kind(action),
+                choices=tuple(str(c) for c in action.choices or ()),
+                required=bool(action.required),
+                store_flag=isinstance(
+                    action, (argparse._StoreTrueAction, argparse._StoreFalseAction)
+                ),
+            )
+        )
+    return out
+
+
+def pipeline_flags(name: str) -> list[Flag]:
+    return flags(declared_options(name)[1])
+
+
+def required_on_dataflow(flag: Flag, names: set[str]) -> bool:
+    """Whether a Dataflow launch must give the flag: argparse requires it, it has no default
+    outside the emulator, or it is the only input of a batch-only job."""
+    if flag.required or flag.name in DATAFLOW_REQUIRED:
+        return True
+    return flag.name == "input" and "input_subscription" not in names
+
+
+# -- metadata.json ----------------------------------------------------------------------------
+
+
+def _label(name: str) -> str:
+    return LABELS.get(name) or name.replace("_", " ").capitalize()
+
+
+def parameter(flag: Flag, names: set[str]) -> dict:
+    """One template parameter: the flag's name, a label, its help, whether it is optional, and
+    the regexes and input type Dataflow validates a launch with."""
+    required = required_on_dataflow(flag, names)
+    notes = [flag.help]
+    if flag.name in DATAFLOW_REQUIRED:
+        notes.append(DATAFLOW_REQUIRED[flag.name])
+    elif required:
+        notes.append("Required: this pipeline reads files only.")
+    if flag.name in DATAFLOW_NOTES:
+        notes.append(DATAFLOW_NOTES[flag.name])
+    param = {
+        "name": flag.name,
+        "label": _label(flag.name),
+        "helpText": " ".join(n for n in notes if n),
+        "isOptional": not required,
+    }
+    if flag.kind == "bool":
+        param["paramType"] = "BOOLEAN"
+        param["regexes"] = [_BOOLEAN]
+    elif flag.kind == "enum":
+        param["paramType"] = "ENUM"
+        param["regexes"] = ["^(" + "|".join(re.escape(c) for c in flag.choices) + ")$"]
+        param["enumOptions"] = [{"value": c, "label": c} for c in flag.choices]
+    elif flag.name in FORMATS:
+        regex, param_type = FORMATS[flag.name]
+        param["paramType"] = param_type
+        param["regexes"] = [regex]
+    elif flag.kind == "int":
+        param["paramType"] = "TEXT"
+        param["regexes"] = [_INTEGER]
+    else:
+        param["paramType"] = "TEXT"
+    return param
+
+
+def _summary(description: str) -> str:
+    """The first paragraph of a module docstring, on one line."""
+    first = description.strip().split("\n\n")[0]
+    return " ".join(first.split())
+
+
+def metadata(name: str) -> dict:
+    """The template metadata of one pipeline, from the option classes its ``run`` parses."""
+    description, classes = declared_options(name)
+    job_flags = flags(classes)
+    names = {f.name for f in job_flags}
+    meta: dict = {
+        "name": f"bigtable-timeseries {name}",
+        "description": _summary(description),
+    }
+    if "input_subscription" in names:
+        meta["streaming"] = True
+    meta["parameters"] = [parameter(f, names) for f in job_flags]
+    return meta
+
+
+# -- Dockerfile and entry point ---------------------------------------------------------------
+
+
+def setup_requirements(root: Path = PACKAGE_ROOT) -> list[str]:
+    """``INSTALL_REQUIRES`` of ``setup.py``, read without running it."""
+    tree = ast.parse((root / "setup.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "INSTALL_REQUIRES" for t in node.targets
+        ):
+            return list(ast.literal_eval(node.value))
+    raise RuntimeError(f"no INSTALL_REQUIRES list in {root / 'setup.py'}")
+
+
+def beam_version(root: Path = PACKAGE_ROOT) -> str:
+    """The Beam version ``setup.py`` pins: its ``==`` version or its ``>=`` lower bound."""
+    for requirement in setup_requirements(root):
+        match = re.match(r"apache-beam(\[[^\]]*\])?\s*(?P<spec>.*)$", requirement)
+        if not match:
+            continue
+        for clause in match.group("spec").split(","):
+            pinned = re.fullmatch(r"\s*(==|>=|~=)\s*([0-9][0-9.]*)\s*", clause)
+            if pinned:
+                return pinned.group(2)
+        raise RuntimeError(f"setup.py: {requirement!r} has no lower bound to build the image on")
+    raise RuntimeError("setup.py does not require apache-beam")
+
+
+def dockerfile(name: str, root: Path = PACKAGE_ROOT) -> str:
+    sdk = f"{SDK_IMAGE}:{beam_version(root)}"
+    sources = " ".join(WHEEL_SOURCES)
+    packages = "\n".join(f"COPY {p} {p}" for p in WHEEL_PACKAGES)
+    return f"""\
+# Flex template image of the `{name}` pipeline.
+# Generated by `btts templates build` from setup.py (do not edit; run `make templates`).
+#
+# One image for both roles: Dataflow's Flex Template launcher runs {ENTRY_POINT} in it to
+# build and submit the job, and the workers run it as their SDK container
+# (sdk_container_image), so launch and workers use the same code and the same dependencies.
+# Build it from the repository root (see templates/cloudbuild.yaml and the README):
+#   docker build -f templates/{name}/Dockerfile --build-arg IMAGE=$IMAGE -t $IMAGE .
+
+# 1. The project wheel; setup.py's build_py generates protos/*_pb2.py into it.
+FROM {sdk} AS wheel
+WORKDIR /src
+COPY {sources} ./
+{packages}
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
+# 2. Beam's SDK image of the Beam version setup.py pins (its /opt/apache/beam/boot is the
+#    worker entry point), plus the Flex Template launcher and the project with its dependencies.
+FROM {sdk}
+COPY --from={LAUNCHER_IMAGE} {LAUNCHER_BINARY} {LAUNCHER_BINARY}
+COPY --from=wheel /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && pip check
+WORKDIR /template
+COPY templates/{name}/main.py {ENTRY_POINT}
+ENV FLEX_TEMPLATE_PYTHON_PY_FILE={ENTRY_POINT}
+# No FLEX_TEMPLATE_PYTHON_SETUP_FILE or _REQUIREMENTS_FILE: the package and its dependencies are
+# installed above and the workers run this image, so a launch stages nothing. The image's own
+# name (the build argument IMAGE) becomes the workers' default sdk_container_image.
+ARG IMAGE=""
+ENV {IMAGE_ENV}=${{IMAGE}}
+ENTRYPOINT ["/opt/apache/beam/boot"]
+"""
+
+
+def entry_point(name: str) -> str:
+    return f'''\
+"""Flex template entry point of the `{name}` pipeline (FLEX_TEMPLATE_PYTHON_PY_FILE).
+
+Generated by `btts templates build`. The pipeline is the installed ``pipelines.{name}``;
+:func:`btts.templates.launch` adapts the launcher's ``--name=value`` parameters to its flags.
+"""
+
+from btts.templates import launch
+
+if __name__ == "__main__":
+    launch("{name}")
+'''
+
+
+def rendered(name: str, root: Path = PACKAGE_ROOT) -> dict[str, str]:
+    """The generated files of one template, by file name."""
+    return {
+        "metadata.json": json.dumps(metadata(name), indent=2, ensure_ascii=False) + "\n",
+        "Dockerfile": dockerfile(name, root),
+        "main.py": entry_point(name),
+    }
+
+
+# -- build and check --------------------------------------------------------------------------
+
+
+def write(root: Path = PACKAGE_ROOT, names: Sequence[str] | None = None) -> list[Path]:
+    """Write every template's generated files under ``root/templates``; returns those that
+    changed."""
+    changed = []
+    for name in names or pipeline_names():
+        folder = root / "templates" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        for file_name, text in rendered(name, root).items():
+            path = folder / file_name
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.write_text(text, encoding="utf-8")
+                changed.append(path)
+    return changed
+
+
+def mismatches(name: str, meta: dict) -> list[str]:
+    """How a template's parameters disagree with its pipeline's flags: a flag without a
+    parameter, a parameter that is no flag, or a parameter optional when the job needs it (or
+    the reverse)."""
+    job_flags = {f.name: f for f in pipeline_flags(name)}
+    params = {p.get("name"): p for p in meta.get("parameters", [])}
+    out = [f"--{flag} has no template parameter" for flag in job_flags if flag not in params]
+    out += [f"parameter {p!r} is no flag of the pipeline" for p in params if p not in job_flags]
+    for flag_name, param in params.items():
+        if flag_name in job_flags:
+            required = required_on_dataflow(job_flags[flag_name], set(job_flags))
+            if bool(param.get("isOptional", False)) == required:
+                out.append(f"parameter {flag_name!r}: isOptional must be {not required}")
+    return out
+
+
+def drift(root: Path = PACKAGE_ROOT) -> list[str]:
+    """Every way ``root/templates`` differs from what the pipelines declare (empty: in step)."""
+    problems = []
+    expected = pipeline_names()
+    folder = root / "templates"
+    for name in expected:
+        for file_name, text in rendered(name, root).items():
+            path = folder / name / file_name
+            where = path.relative_to(root)
+            if not path.is_file():
+                problems.append(f"{where}: missing")
+                continue
+            committed = path.read_text(encoding="utf-8")
+            if committed == text:
+                continue
+            reasons = []
+            if file_name == "metadata.json":
+                try:
+                    reasons = mismatches(name, json.loads(committed))
+                except (ValueError, AttributeError):
+                    reasons = ["not a JSON object"]
+            problems += [f"{where}: {r}" for r in reasons] or [
+                f"{where}: differs from the pipeline"
+            ]
+    if folder.is_dir():
+        for meta in sorted(folder.glob("*/metadata.json")):
+            if meta.parent.name not in expected:
+                problems.append(f"{meta.relative_to(root)}: no pipeline {meta.parent.name!r}")
+    return problems
+
+
+# -- gcloud commands --------------------------------------------------------------------------
+
+
+def _setting(name: str, default: str | None = None) -> str:
+    """An environment variable's value, else its default, else a ``${NAME}`` placeholder the
+    shell fills in when the printed commands run."""
+    return os.environ.get(name) or default or f"${{{name}}}"
+
+
+def image(name: str) -> str:
+    registry = f"{_setting('REGION')}-docker.pkg.dev/{_setting('PROJECT')}"
+    return f"{registry}/{_setting('REPOSITORY', 'btts')}/{name}:{_setting('TAG', __version__)}"
+
+
+def template_spec(name: str) -> str:
+    return f"gs://{_setting('BUCKET')}/templates/{name}.json"
+
+
+def commands(names: Sequence[str] | None = None) -> list[str]:
+    """Per template: build and push its image with Cloud Build, then write its template spec
+    (image + metadata) to Cloud Storage. Run from the repository root."""
+    out = []
+    for name in names or pipeline_names():
+        img = image(name)
+        out.append(
+            f'gcloud builds submit . --project="{_setting("PROJECT")}" '
+            f"--config=templates/cloudbuild.yaml "
+            f'--substitutions="_TEMPLATE={name},_IMAGE={img}"'
+        )
+        out.append(
+            f'gcloud dataflow flex-template build "{template_spec(name)}" '
+            f'--project="{_setting("PROJECT")}" --image="{img}" --sdk-language=PYTHON '
+            f"--metadata-file=templates/{name}/metadata.json"
+        )
+    return out
+
+
+# -- the launcher -----------------------------------------------------------------------------
+
+
+def _value(arg: str) -> tuple[str, str | None]:
+    flag, eq, value = arg.partition("=")
+    return flag, (value if eq else None)
+
+
+def template_argv(name: str, argv: Sequence[str], environ: dict | None = None) -> list[str]:
+    """The launcher's arguments as the pipeline's flags.
+
+    * Dataflow passes every parameter as ``--name=value``; a store_true/store_false flag (e.g.
+      ``--create_tables``) takes no value, so ``=true`` becomes the bare flag and ``=false``
+      drops it.
+    * Without ``--dead_letter``, a file-reading job writes dead letters under
+      ``<temp_location>/dead-letters/<pipeline>``, not to a worker's local disk.
+    * Without an ``--sdk_container_image``, the workers run this image (``$IMAGE_ENV``).
+    """
+    environ = os.environ if environ is None else environ
+    job_flags = {f.name: f for f in pipeline_flags(name)}
+    out: list[str] = []
+    given: dict[str, str | None] = {}
+    for arg in argv:
+        flag, value = _value(arg)
+        given[flag.lstrip("-")] = value
+        spec = job_flags.get(flag[2:]) if flag.startswith("--") else None
+        if spec is None or not spec.store_flag or value is None:
+            out.append(arg)
+        elif value.strip().lower() == "true":
+            out.append(flag)
+        elif value.strip().lower() != "false":
+            raise SystemExit(f"{name}: error: {flag} takes true or false, got {value!r}")
+    temp = given.get("temp_location")
+    if (
+        "dead_letter" in job_flags
+        and "dead_letter" not in given
+        and "input_subscription" not in given
+        and temp
+    ):
+        out.append(f"--dead_letter={temp.rstrip('/')}/dead-letters/{name}")
+    own_image = environ.get(IMAGE_ENV)
+    if own_image and not {"sdk_container_image", "worker_harness_container_image"} & set(given):
+        out.append(f"--sdk_container_image={own_image}")
+    return out
+
+
+def launch(name: str, argv: Sequence[str] | None = None):
+    """Run pipeline ``name`` with the flex-template launcher's arguments (see
+    :func:`template_argv`)."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    args = template_argv(name, list(sys.argv[1:] if argv is None else argv))
+    logging.getLogger(__name__).info("pipelines.%s %s", name, " ".join(args))
+    return pipeline_module(name).run(args)
+
+
+# -- command line -----------------------------------------------------------------------------
+
+
+def _root(args: argparse.Namespace) -> Path:
+    """The checkout the templates live in: --root, this package's checkout (an editable
+    install), or the current directory. Templates are built from a checkout, not a wheel."""
+    if args.root:
+        root = Path(args.root).resolve()
+    elif (PACKAGE_ROOT / "setup.py").is_file():
+        root = PACKAGE_ROOT
+    else:
+        root = Path.cwd()
+    if not (root / "setup.py").is_file():
+        raise SystemExit(
+            f"btts templates: {root} is not a bigtable-timeseries checkout (no setup.py)"
+        )
+    return root
+
+
+def _build(args: argparse.Namespace) -> int:
+    root = _root(args)
+    names = args.pipeline or None
+    for path in write(root, names):
+        print(f"# wrote {path.relative_to(root)}", file=sys.stderr)
+    lines = commands(names)
+    if not args.run:
+        print("# From the repository root; PROJECT, REGION and BUCKET (and optionally")
+        print("# REPOSITORY, default btts, and TAG) come from the environment.")
+        print("\n".join(lines))
+        return 0
+    missing = [v for v in ("PROJECT", "REGION", "BUCKET") if not os.environ.get(v)]
+    if missing:
+        print(f"btts templates: set {', '.join(missing)} to run the commands", file=sys.stderr)
+        return 2
+    if not shutil.which("gcloud"):
+        print("btts templates: gcloud not found; run without --run to print", file=sys.stderr)
+        return 2
+    for line in lines:
+        print(f"+ {line}", flush=True)
+        subprocess.run(["bash", "-c", line], cwd=root, check=True)
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    problems = drift(_root(args))
+    for problem in problems:
+        print(problem)
+    if problems:
+        print("templates are out of date: run `make templates` (btts templates build)")
+        return 1
+    print(f"templates up to date: {', '.join(pipeline_names())}")
+    return 0
+
+
+def add_actions(parser: argparse.ArgumentParser) -> None:
+    """``build`` and ``check``, for ``btts templates`` and ``python -m btts.templates``."""
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    build = actions.add_parser(
+        "build",
+        help="regenerate templates/<pipeline>/ and print (or --run) the gcloud build commands",
+        description="Write metadata.json, Dockerfile and main.py of every pipeline's flex "
+        "template from its option classes, then print the commands that build each image "
+        "(Cloud Build) and template spec (gcloud dataflow flex-template build).",
+    )
+    build.add_argument(
+        "--pipeline", action="append", choices=pipeline_names(), help="only this one"
+    )
+    build.add_argument("--run", action="store_true", help="run the gcloud commands too")
+    build.add_argument("--root", help="repository root (default: this checkout)")
+    build.set_defaults(func=_build)
+    check = actions.add_parser(
+        "check",
+        help="fail when a committed template differs from its pipeline's options",
+    )
+    check.add_argument("--root", help="repository root (default: this checkout)")
+    check.set_defaults(func=_check)
+
+
+def register(subparsers) -> None:
+    """Add ``templates build|check`` to the ``btts`` command line (``btts.cli.parser``)."""
+    templates = subparsers.add_parser(
+        "templates",
+        help="Dataflow flex templates: regenerate, check, print the gcloud build commands",
+        description=__doc__.split("\n\n")[0],
+    )
+    add_actions(templates)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m btts.templates", description=__doc__)
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    add_actions(parser)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
