@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from btts import __version__, admin, emulator
 from pipelines import job_modules, load
@@ -127,19 +130,7 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
-        prog="btts",
-        description="Land time-series events in Cloud Bigtable with the schema patterns of "
-        "Google's time-series guidance: create the tables, run the ingest pipelines, and try "
-        "it all locally on the Bigtable emulator.",
-        epilog="Against the emulator set BIGTABLE_EMULATOR_HOST (`btts emulator start` prints "
-        "it); against Cloud Bigtable pass --project and --instance.",
-    )
-    top.add_argument("--version", action="version", version=f"btts {__version__}")
-    top.add_argument("-v", "--verbose", action="store_true", help="log more (INFO level)")
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
+def _add_tables(sub: argparse._SubParsersAction) -> None:
     tables = sub.add_parser("tables", help="create, list or show the declared tables")
     tsub = tables.add_subparsers(dest="action", metavar="ACTION", required=True)
     create = tsub.add_parser(
@@ -162,33 +153,37 @@ def parser() -> argparse.ArgumentParser:
     show.add_argument("--table", action="append", metavar="NAME", help="only this table")
     show.set_defaults(func=_tables_show)
 
+
+def _add_emulator(sub: argparse._SubParsersAction) -> None:
     emu = sub.add_parser("emulator", help="start or stop a local Bigtable emulator")
     esub = emu.add_subparsers(dest="action", metavar="ACTION", required=True)
-    start = esub.add_parser("start", help="start cbtemulator in the background on a free port")
+    start = esub.add_parser(
+        "start",
+        help="start cbtemulator in the background on a free port",
+        description="Start cbtemulator in the background. Until `btts emulator stop`, btts "
+        "commands run in this directory use it without BIGTABLE_EMULATOR_HOST (unless given "
+        "--project/--instance).",
+    )
     start.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     start.set_defaults(func=_emulator_start)
     stop = esub.add_parser("stop", help="stop the emulator `btts emulator start` started")
     stop.set_defaults(func=_emulator_stop)
 
+
+def _add_ingest(sub: argparse._SubParsersAction) -> None:
     ingest = sub.add_parser(
         "ingest",
         help="run an ingest pipeline (flags after the job name go to the pipeline)",
         description="Run an ingest job. Everything after the job name is passed to it: see "
-        "`btts ingest JOB --help`.",
+        "`btts ingest JOB --help`. It logs its progress (lines processed, rate) while it runs "
+        "and prints a summary at the end.",
     )
     ingest.add_argument("job", choices=sorted(job_modules()), help="which dataset")
     ingest.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
     ingest.set_defaults(func=_ingest)
 
-    demo = sub.add_parser(
-        "demo",
-        help="the main job: emulator, sample data, pipeline, what landed",
-        description="Start an emulator, generate sample data, run the pipelines, print what "
-        "landed, and stop the emulator.",
-    )
-    demo.add_argument("args", nargs=argparse.REMAINDER, help="flags for the demo job")
-    demo.set_defaults(func=_demo)
 
+def _add_nightly(sub: argparse._SubParsersAction) -> None:
     nightly = sub.add_parser(
         "nightly",
         add_help=False,  # --help goes to the job, which lists its own flags
@@ -198,7 +193,122 @@ def parser() -> argparse.ArgumentParser:
     )
     nightly.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
     nightly.set_defaults(func=_nightly)
+
+
+def _add_query(sub: argparse._SubParsersAction) -> None:
+    from btts import query_cli
+
+    query_cli.add_query_commands(sub, _target_args)
+    query_cli.add_tenant_commands(sub, _target_args)
+
+
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    demo = sub.add_parser(
+        "demo",
+        help="the main job: emulator, sample data for every dataset, every pipeline, the "
+        "nightly job, every query's answer",
+        description="Start an emulator, generate sample data for every dataset, run every "
+        "batch pipeline and the nightly job, print each documented query's answer and a "
+        "summary, and stop the emulator. Flags: `btts demo --help`.",
+    )
+    demo.add_argument("args", nargs=argparse.REMAINDER, help="flags for the demo job")
+    demo.set_defaults(func=_demo)
+
+
+# One function per command group, in --help order: a new group is one more entry.
+def _add_advise(sub: argparse._SubParsersAction) -> None:
+    from btts.advisor import cli as advisor_cli
+
+    advisor_cli.register(sub)
+
+
+def _add_templates(sub: argparse._SubParsersAction) -> None:
+    from btts import templates
+
+    templates.register(sub)
+
+
+COMMAND_GROUPS = [
+    _add_tables,
+    _add_emulator,
+    _add_ingest,
+    _add_nightly,
+    _add_query,
+    _add_advise,
+    _add_templates,
+    _add_demo,
+]
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(
+        prog="btts",
+        description="Land time-series events in Cloud Bigtable with the schema patterns of "
+        "Google's time-series guidance: create the tables, run the ingest pipelines, query "
+        "them, and try it all locally on the Bigtable emulator.",
+        epilog="Against the emulator set BIGTABLE_EMULATOR_HOST (`btts emulator start` prints "
+        "it, and btts commands in the same directory find it by themselves); against Cloud "
+        "Bigtable pass --project and --instance.",
+    )
+    top.add_argument("--version", action="version", version=f"btts {__version__}")
+    top.add_argument(
+        "-v", "--verbose", action="store_true", help="log more (INFO level, Beam's too)"
+    )
+    top.add_argument(
+        "-q", "--quiet", action="store_true", help="warnings and errors only (no job progress)"
+    )
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in COMMAND_GROUPS:
+        add(sub)
     return top
+
+
+# Loggers of our own code: their INFO lines (job progress, preflight actions) show by default,
+# while Beam's and the clients' INFO chatter stays hidden unless --verbose.
+OWN_LOGGERS = ("btts", "pipelines", "transforms")
+
+
+def _configure_logging(verbose: bool, quiet: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING if quiet else logging.INFO)
+
+
+def _explicit_target(args: argparse.Namespace) -> bool:
+    if getattr(args, "project", None) or getattr(args, "instance", None):
+        return True
+    passed = getattr(args, "args", None) or []
+    prefixes = ("--project", "--bigtable_project", "--instance", "--bigtable_instance")
+    return any(a.startswith(prefixes) for a in passed)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def use_started_emulator(args: argparse.Namespace, state_file: Path | None = None) -> str | None:
+    """The emulator of `btts emulator start` (this directory), when no other target is given:
+    sets BIGTABLE_EMULATOR_HOST for this command and returns its endpoint."""
+    if os.environ.get(emulator.ENV_HOST) or _explicit_target(args):
+        return None
+    state_file = state_file or emulator.STATE_FILE
+    try:
+        state = json.loads(state_file.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or not _pid_alive(int(state.get("pid", 0)) or -1):
+        return None
+    os.environ[emulator.ENV_HOST] = state["endpoint"]
+    return state["endpoint"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -208,10 +318,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = top.parse_args(head)
     if passthrough is not None:
         args.args = passthrough
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    _configure_logging(args.verbose, args.quiet)
+    if args.command != "emulator" and args.command != "demo":
+        use_started_emulator(args)
     try:
         return args.func(args)
     except (admin.ConfigError, emulator.EmulatorError) as err:

@@ -1,131 +1,784 @@
-"""The main job: start an emulator, generate sample data, run the pipelines, show what landed.
+"""The main job: the whole system on a local emulator, from sample events to query answers.
 
-make demo          # or: btts demo [--hosts 20 --minutes 10 --output_dir demo-output]
+    make demo          # or: btts demo [--meters 1000 --meter_days 2 --hosts 100 --minutes 10]
+
+1. generates a deterministic sample for every dataset (with bad lines in each) under
+   --output_dir/input;
+2. starts a Bigtable emulator;
+3. runs every batch pipeline on the DirectRunner (server metrics and their latest-first copy,
+   smart meters, market data, weather balloons in the four column patterns, battery promoted
+   and salted, game results, garden, sales, multi-tenant device data), then the nightly job;
+4. prints the answer to each documented query, each checked against the generated events (an
+   answer that differs fails the demo), and a summary: rows per table, dead letters,
+   throughput, and the time of each phase;
+5. stops the emulator.
+
+Any failure stops the demo with a message and a non-zero exit code.
 """
 
 from __future__ import annotations
 
 import argparse
-import glob
+import contextlib
+import datetime as dt
+import io
 import json
 import logging
 import os
 import shutil
 import subprocess
-from collections import Counter
-from collections.abc import Sequence
+import sys
+import time
+import traceback
+import warnings
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from btts import admin, emulator, samples
-from pipelines import server_metrics
+from btts import admin, emulator, render, samples
+from btts import query as q
+from btts.samples import Sizes
+from pipelines import common
+from transforms import metric_recent, other_shapes, queries, server_metrics
+
+_LOG = logging.getLogger(__name__)
+SHOW_ROWS = 5
+BUDGET_SECONDS = 300
+
+# Two jobs without a module of their own: the latest-first copy of the server metrics
+# (METRIC_RECENT, for the reversed-timestamp query) and the multi-tenant device readings.
+RECENT_JOB = common.JobSpec(
+    name="metric_recent",
+    description="Server metrics → METRIC_RECENT (HOSTNAME#reversed timestamp), latest first.",
+    builder=metric_recent.build,
+    tables=metric_recent.TABLES,
+    csv_adapter=server_metrics.from_csv,
+)
+DEVICE_JOB = common.JobSpec(
+    name="device",
+    description="Device readings → DEVICE (TENANT#KIND#DEVICE#YYYYMMDD), tenant-prefixed.",
+    builder=other_shapes.device_reading,
+    tables=("DEVICE",),
+)
+
+
+def run_job_spec(job: common.JobSpec, argv: Sequence[str]):
+    """Run a :class:`common.JobSpec` exactly like an ingest module's ``run``."""
+    return common.run_file_ingest(
+        argv,
+        name=job.name,
+        description=job.description,
+        classes=(common.FileInputOptions, common.BigtableOptions),
+        build=lambda pipeline, options: common.build_ingest(pipeline, options, job),
+        job_for=job,
+    )
+
+
+# -- options ----------------------------------------------------------------------------------
 
 
 def _options(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="btts demo", description=__doc__.split("\n")[0])
+    defaults = Sizes()
+    parser = argparse.ArgumentParser(
+        prog="btts demo",
+        description=__doc__.split("\n\n")[0],
+        epilog="Sizes default to the issue's minimums; the demo's phases are timed.",
+    )
     parser.add_argument(
         "--output_dir",
         default="demo-output",
-        help="where inputs and dead letters are written (default: %(default)s)",
+        help="inputs, dead letters and each job's log (default: %(default)s)",
     )
-    parser.add_argument("--hosts", type=int, default=20, help="servers (default: %(default)s)")
+    parser.add_argument("--meters", type=int, default=defaults.meters, help="smart meters")
+    parser.add_argument(
+        "--meter_days", type=int, default=defaults.meter_days, help="days of 15-min readings"
+    )
+    parser.add_argument("--hosts", type=int, default=defaults.hosts, help="servers")
     parser.add_argument(
         "--minutes",
         type=int,
-        default=10,
-        help="minutes of metrics at one reading per 5 s (default: %(default)s)",
+        default=defaults.metric_minutes,
+        help="minutes of server metrics at one reading per 5 s",
     )
-    return parser.parse_args(argv)
-
-
-def _write_metrics_input(path: Path, hosts: int, minutes: int) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    count = 0
-    with path.open("w", encoding="utf-8") as out:
-        for line in samples.metric_events(hosts, minutes * 60):
-            out.write(line + "\n")
-            count += 1
-        for line in samples.BAD_METRIC_LINES:
-            out.write(line + "\n")
-            count += 1
-    return count
-
-
-def _show_rows(title: str, rows: list[admin.ReadRow], limit: int) -> None:
-    print(f"\n{title}")
-    for row in rows[:limit]:
-        cells = ", ".join(
-            f"{c.family}:{c.qualifier.decode()}={c.value.decode()}" for c in row.cells
+    parser.add_argument(
+        "--symbols", type=int, default=defaults.symbols, help="exchange symbols (at most 8)"
+    )
+    parser.add_argument(
+        "--tiny", action="store_true", help="tiny sizes (the test of the demo); overrides others"
+    )
+    opts = parser.parse_args(argv)
+    if opts.tiny:
+        opts.sizes = Sizes.tiny()
+    else:
+        if opts.meter_days < 2:
+            parser.error("--meter_days must be at least 2 (the nightly job copies a past day)")
+        if not 1 <= opts.symbols <= len(samples.SYMBOLS):
+            parser.error(f"--symbols must be 1..{len(samples.SYMBOLS)}")
+        opts.sizes = Sizes(
+            meters=opts.meters,
+            meter_days=opts.meter_days,
+            hosts=opts.hosts,
+            metric_minutes=opts.minutes,
+            symbols=opts.symbols,
         )
-        stamp = admin.cell_time(row.cells[0].timestamp_us) if row.cells else "-"
-        print(f"  {row.key.decode():<40} @{stamp}  {cells}")
-    if len(rows) > limit:
-        print(f"  … {len(rows) - limit:,} more rows")
+    return opts
 
 
-def _dead_letters(prefix: str) -> list[dict]:
-    records = []
-    for name in sorted(glob.glob(prefix + "*")):
-        with open(name, encoding="utf-8") as f:
-            records += [json.loads(line) for line in f if line.strip()]
-    return records
+# -- phase 1: sample data ---------------------------------------------------------------------
+
+
+class Dataset(NamedTuple):
+    name: str
+    path: Path
+    good: int
+    bad: int
+
+
+def _records(name: str, sizes: Sizes) -> Iterable[dict]:
+    """The generated records of one dataset (regenerated on demand: they are deterministic)."""
+    s = sizes
+    return {
+        "server_metrics": lambda: samples.metric_records(s.hosts, s.metric_minutes * 60),
+        "smart_meters": lambda: samples.meter_records(s.meters, s.meter_days),
+        "market_data": lambda: samples.tick_records(s.symbols, s.tick_seconds),
+        "weather_balloons": lambda: samples.balloon_records(s.balloons, s.balloon_minutes),
+        "battery": lambda: samples.battery_records(
+            s.battery_users, s.battery_minutes, s.battery_every_minutes
+        ),
+        "game_results": lambda: samples.game_records(s.players),
+        "garden": lambda: samples.garden_records(),
+        "sales": lambda: samples.sales_records(s.employees),
+        "device": lambda: samples.device_records(s.devices, s.device_days),
+    }[name]()
+
+
+BAD_LINES = {
+    "server_metrics": samples.BAD_METRIC_LINES,
+    "smart_meters": samples.BAD_METER_LINES,
+    "market_data": samples.BAD_TICK_LINES,
+    "weather_balloons": samples.BAD_BALLOON_LINES,
+    "battery": samples.BAD_BATTERY_LINES,
+    "game_results": samples.BAD_GAME_LINES,
+    "garden": samples.BAD_GARDEN_LINES,
+    "sales": samples.BAD_SALES_LINES,
+    "device": (
+        '{"tenant": "acme#evil", "kind": "phone", "device": "1", '
+        '"timestamp": "2019-05-01T00:00:00Z", "readings": {"memusage": 1}}',
+        '{"tenant": "acme", "kind": "phone", "device": "1", '
+        '"timestamp": "2019-05-01T00:00:00Z", "readings": {}}',
+    ),
+}
+
+
+def generate(out: Path, sizes: Sizes) -> dict[str, Dataset]:
+    datasets = {}
+    for name, bad in BAD_LINES.items():
+        path = out / f"{name}.jsonl"
+        lines = samples.write_jsonl(path, _records(name, sizes), bad)
+        datasets[name] = Dataset(name, path, lines - len(bad), len(bad))
+    return datasets
+
+
+# -- phase 3: the pipelines -------------------------------------------------------------------
+
+
+@dataclass
+class JobRun:
+    label: str
+    dataset: str
+    seconds: float
+    counters: dict[str, int]
+
+    @property
+    def events(self) -> int:
+        return self.counters.get("events_valid", 0)
+
+
+def _run_step(label: str, run: Callable[[], Any], log_path: Path) -> tuple[Any, float]:
+    """Run one job with its own printout captured to ``log_path``; failures stop the demo."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    buffer = io.StringIO()
+    started = time.monotonic()
+    try:
+        with contextlib.redirect_stdout(buffer):
+            result = run()
+    except SystemExit as stop:  # a job's configuration error
+        log_path.write_text(buffer.getvalue())
+        raise SystemExit(f"demo: {label} failed: {stop.code}") from None
+    except Exception as err:
+        log_path.write_text(buffer.getvalue())
+        raise SystemExit(f"demo: {label} failed: {type(err).__name__}: {err}") from err
+    log_path.write_text(buffer.getvalue())
+    return result, time.monotonic() - started
+
+
+def _check_counts(label: str, data: Dataset, counters: dict[str, int]) -> None:
+    """Every line is accounted for: the good ones landed, the bad ones are dead letters."""
+    lines = counters.get("lines_read", 0)
+    valid = counters.get("events_valid", 0)
+    dead = counters.get("dead_letters", 0)
+    blank = counters.get("blank_lines", 0)
+    if lines != valid + dead + blank or valid != data.good or dead != data.bad:
+        raise SystemExit(
+            f"demo: {label}: counts do not reconcile: {lines} lines read, {valid} valid "
+            f"(expected {data.good}), {dead} dead letters (expected {data.bad})"
+        )
+
+
+def run_pipelines(out: Path, datasets: dict[str, Dataset]) -> list[JobRun]:
+    from pipelines import load
+
+    steps: list[tuple[str, str, Callable[[list[str]], Any], list[str]]] = [
+        ("server_metrics", "server_metrics", load("server_metrics").run, []),
+        ("metric_recent", "server_metrics", lambda a: run_job_spec(RECENT_JOB, a), []),
+        ("smart_meters", "smart_meters", load("smart_meters").run, []),
+        ("market_data", "market_data", load("market_data").run, []),
+    ]
+    for pattern in ("TS-COLS", "TS-BLOB", "TB-CELL", "TB-COL"):
+        steps.append(
+            (
+                f"weather_balloons {pattern}",
+                "weather_balloons",
+                load("weather_balloons").run,
+                [f"--balloon_pattern={pattern}"],
+            )
+        )
+    steps += [
+        ("battery promoted", "battery", load("battery").run, ["--battery_layout=promoted"]),
+        ("battery salted", "battery", load("battery").run, ["--battery_layout=salted"]),
+        ("game_results", "game_results", load("game_results").run, []),
+        ("garden", "garden", load("garden").run, ["--garden_layout=both"]),
+        ("sales", "sales", load("sales").run, []),
+        ("device", "device", lambda a: run_job_spec(DEVICE_JOB, a), []),
+    ]
+    runs = []
+    print(f"  {'job':<26}{'lines':>10}{'events':>10}{'dead':>6}{'seconds':>9}{'events/s':>10}")
+    for label, name, run, extra in steps:
+        if name not in datasets:
+            continue
+        data = datasets[name]
+        slug = label.replace(" ", "_")
+        argv = [
+            f"--input={data.path}",
+            f"--dead_letter={out / 'dead-letters' / slug}",
+            "--create_tables",
+            *extra,
+        ]
+        result, seconds = _run_step(label, lambda r=run, a=argv: r(a), out / "logs" / slug)
+        counters = result.btts_counters
+        _check_counts(label, data, counters)
+        job = JobRun(label, name, seconds, counters)
+        runs.append(job)
+        print(
+            f"  {label:<26}{counters.get('lines_read', 0):>10,}{job.events:>10,}"
+            f"{counters.get('dead_letters', 0):>6,}{seconds:>9.1f}"
+            f"{job.events / max(seconds, 1e-9):>10,.0f}",
+            flush=True,
+        )
+    return runs
+
+
+def run_nightly(out: Path, sizes: Sizes) -> tuple[list[str], float]:
+    from pipelines import nightly
+
+    first = dt.datetime.fromtimestamp(samples.METERS_START_MS / 1000, dt.timezone.utc).date()
+    last = first + dt.timedelta(days=sizes.meter_days - 1)
+    argv = [f"--dates={first:%Y%m%d}..{last:%Y%m%d}"]
+    result, seconds = _run_step("nightly", lambda: nightly.run(argv), out / "logs" / "nightly")
+    plan = result.nightly_plan
+    counters = result.btts_counters
+    copied = sum(counters.get(f"rows_{t}", 0) for t in plan.destinations)
+    print(
+        f"  nightly: SENSOR → {', '.join(plan.destinations)}: {copied:,} rows copied and "
+        f"verified (row counts and checksums) in {seconds:.1f}s"
+    )
+    return list(plan.destinations), seconds
+
+
+# -- phase 4: the queries, checked against the generated events -------------------------------
+
+
+@dataclass
+class DemoQuery:
+    title: str
+    command: str
+    query: q.Query
+    expected: list
+    note: str = ""
+    after: Callable[[admin.Target], str] | None = field(default=None)
+
+
+def _ms(text: str) -> int:
+    return int(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _dec(value: object) -> Decimal:
+    return Decimal(str(value))
+
+
+def _no_key(records: Sequence) -> list:
+    return [r._replace(key="") if "key" in r._fields else r for r in records]
+
+
+def _in(ms: int, start: int, end: int) -> bool:
+    return start <= ms < end
+
+
+def _iso(ms: int) -> str:
+    return render.iso(ms)
+
+
+def build_queries(sizes: Sizes) -> list[DemoQuery]:
+    """Each documented query with its answer computed from the generated records alone."""
+    out: list[DemoQuery] = []
+
+    # Server metrics: one host's range, the fleet's latest, the latest N.
+    metrics = list(_records("server_metrics", sizes))
+    host = samples.host_name(min(42, sizes.hosts - 1))
+    span = sizes.metric_minutes * 60_000
+    start = samples.METRICS_START_MS + span // 4
+    end = start + max(span // 4, 10_000)
+
+    def reading(r: dict) -> q.MetricReading:
+        values = {k.upper(): _dec(v) for k, v in r["metrics"].items()}
+        return q.MetricReading(r["hostname"], _ms(r["timestamp"]), values)
+
+    mine = [reading(r) for r in metrics if r["hostname"] == host]
+    out.append(
+        DemoQuery(
+            "Metrics of one host between two times (METRIC range)",
+            f"btts query metrics --host {host} --start {_iso(start)} --end {_iso(end)}",
+            q.host_metrics_query(host, start, end),
+            [r for r in mine if _in(r.ts_ms, start, end)],
+        )
+    )
+    latest: dict[str, q.MetricReading] = {}
+    for r in map(reading, metrics):
+        if r.host not in latest or r.ts_ms > latest[r.host].ts_ms:
+            latest[r.host] = r
+    fleet = [q.CurrentMetrics(*latest[h][:3]) for h in sorted(latest)]
+    out.append(
+        DemoQuery(
+            "Latest metrics of the whole fleet (CURRENT_METRIC)",
+            "btts query current",
+            q.latest_metrics_query(),
+            fleet,
+        )
+    )
+    chosen = [samples.host_name(0), host]
+    out.append(
+        DemoQuery(
+            "Latest metrics of chosen hosts (CURRENT_METRIC rows)",
+            "btts query current " + " ".join(f"--host {h}" for h in chosen),
+            q.latest_metrics_query(chosen),
+            [c for c in fleet if c.host in chosen],
+        )
+    )
+    out.append(
+        DemoQuery(
+            "Latest 5 readings of one host, newest first (METRIC_RECENT, reversed timestamps)",
+            f"btts query recent --host {host} -n 5",
+            q.recent_metrics_query(host, 5),
+            sorted(mine, key=lambda r: -r.ts_ms)[:5],
+        )
+    )
+    del metrics
+
+    # Smart meters: one meter's day (single row), every meter's day (nightly table).
+    last_day = dt.date(2017, 7, 25) + dt.timedelta(days=sizes.meter_days - 1)
+    days: dict[int, dict[str, Decimal]] = defaultdict(dict)
+    for r in _records("smart_meters", sizes):
+        moment = dt.datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00"))
+        if moment.date() == last_day:
+            days[r["meter_id"]][f"{moment:%H%M}"] = _dec(r["reading"])
+    label = f"{last_day:%Y%m%d}"
+    every = [q.MeterDay(m, label, dict(sorted(days[m].items()))) for m in sorted(days)]
+    out.append(
+        DemoQuery(
+            "One meter for one day (a single SENSOR row)",
+            f"btts query meter --meter 987654 --date {last_day}",
+            q.meter_day_query(987654, last_day),
+            [m for m in every if m.meter_id == 987654],
+        )
+    )
+    out.append(
+        DemoQuery(
+            "All meters for one day (scan of the nightly table SENSOR_YYYYMMDD)",
+            f"btts query meters-of-day --date {last_day}",
+            q.meters_of_day_query(last_day),
+            every,
+        )
+    )
+    del days
+
+    # Market data: quotes and trades of one exchange + symbol between two times.
+    exchange, symbol, _ = samples.SYMBOLS[0]
+    start, end = samples.TICKS_START_MS + 10 * 3_600_000, samples.TICKS_START_MS + 12 * 3_600_000
+    ticks = [
+        r
+        for r in _records("market_data", sizes)
+        if (r["exchange"], r["symbol"]) == (exchange, symbol)
+    ]
+    expect_quotes = sorted(
+        (
+            q.Quote(
+                exchange,
+                symbol,
+                _ms(r["quote_time"]),
+                _dec(r["bid"]),
+                _dec(r["ask"]),
+                r["bid_size"],
+                r["ask_size"],
+            )
+            for r in ticks
+            if _in(_ms(r["quote_time"]), start, end)
+        ),
+        key=lambda x: x.ts_ms,
+    )
+    expect_trades = sorted(
+        (
+            q.Trade(
+                exchange,
+                symbol,
+                _ms(r["trade_time"]),
+                _dec(r["last_sale"]),
+                r["last_size"],
+                r["volume"],
+            )
+            for r in ticks
+            if _in(_ms(r["trade_time"]), start, end)
+        ),
+        key=lambda x: x.ts_ms,
+    )
+    window = f"--exchange {exchange} --symbol {symbol} --start {_iso(start)} --end {_iso(end)}"
+    out.append(
+        DemoQuery(
+            "Quotes of one exchange + symbol between two times (QUOTE range)",
+            f"btts query quotes {window}",
+            q.quotes_query(exchange, symbol, start, end),
+            expect_quotes,
+        )
+    )
+    out.append(
+        DemoQuery(
+            "Trades of one exchange + symbol between two times (TRADE range)",
+            f"btts query trades {window}",
+            q.trades_query(exchange, symbol, start, end),
+            expect_trades,
+        )
+    )
+
+    # Game results: a player's month, all games of a month.
+    games = [
+        q.GameResult(r["game"], r["player"], r["date"], r["win"], _dec(r["kda"]))
+        for r in _records("game_results", sizes)
+        if r["game"] == "LoL" and r["date"].startswith("2015-03")
+    ]
+    out.append(
+        DemoQuery(
+            "A player's games in a month (GAME_BY_PLAYER range)",
+            "btts query player-games --game LoL --player Corrie --month 2015-03",
+            q.player_games_query("LoL", "Corrie", 2015, 3),
+            sorted((g for g in games if g.player == "Corrie"), key=lambda g: g.date),
+        )
+    )
+    out.append(
+        DemoQuery(
+            "All games of a month (GAME_BY_DATE range)",
+            "btts query games --game LoL --month 2015-03",
+            q.games_of_month_query("LoL", 2015, 3),
+            sorted(games, key=lambda g: (g.date, g.player)),
+        )
+    )
+
+    # Weather balloons: one time range, the same answer from each of the four layouts.
+    minutes = sizes.balloon_minutes
+    start = samples.BALLOONS_START_MS + (minutes // 2) * 60_000
+    end = start + min(30, max(1, minutes // 4)) * 60_000
+    measured = [
+        q.BalloonMeasurement(
+            r["location"],
+            str(r["balloon_id"]),
+            _ms(r["timestamp"]),
+            *(_dec(r[m]) for m in ("pressure", "temperature", "humidity", "altitude")),
+        )
+        for r in _records("weather_balloons", sizes)
+        if r["balloon_id"] == 3698 and _in(_ms(r["timestamp"]), start, end)
+    ]
+    for pattern in ("TS-COLS", "TS-BLOB", "TB-CELL", "TB-COL"):
+        out.append(
+            DemoQuery(
+                f"Balloon measurements for a time range, layout {pattern} "
+                f"({q.BALLOON_TABLES[pattern].name})",
+                f"btts query balloon --pattern {pattern} --location us-west2 --balloon 3698 "
+                f"--start {_iso(start)} --end {_iso(end)}",
+                q.balloon_measurements_query(pattern, "us-west2", 3698, start, end),
+                measured,
+                note="protobuf blobs decoded" if pattern == "TS-BLOB" else "",
+            )
+        )
+
+    # Battery: salted reads merged in time order, and the promoted table for one user.
+    start = samples.BATTERY_START_MS + (sizes.battery_minutes // 4) * 60_000
+    end = start + (sizes.battery_minutes // 2) * 60_000
+    levels = [
+        q.BatteryLevel(r["user"], _ms(r["timestamp"]), _dec(r["percentage"]))
+        for r in _records("battery", sizes)
+        if _in(_ms(r["timestamp"]), start, end)
+    ]
+    levels.sort(key=lambda b: b.ts_ms)
+    out.append(
+        DemoQuery(
+            "Battery levels of every user between two times (BATTERY_SALTED: one scan per "
+            "salt bucket, merged in time order)",
+            f"btts query battery --start {_iso(start)} --end {_iso(end)}",
+            q.battery_levels_query(start, end),
+            levels,
+        )
+    )
+    out.append(
+        DemoQuery(
+            "One user's battery levels between two times (BATTERY, user promoted)",
+            f"btts query battery --user Corrie --start {_iso(start)} --end {_iso(end)}",
+            q.battery_levels_query(start, end, "Corrie"),
+            [b for b in levels if b.user == "Corrie"],
+        )
+    )
+
+    # Garden and sales (short-wide month row; aggregate cells).
+    temps = [r for r in _records("garden", sizes) if r["garden"] == "VEGGIEGARDEN"]
+    march = {int(r["date"][8:]): _dec(r["temp"]) for r in temps if r["date"].startswith("2015-03")}
+    out.append(
+        DemoQuery(
+            "A garden's month as one short-wide row (GARDEN_MONTHLY)",
+            "btts query garden --garden VEGGIEGARDEN --month 2015-03",
+            q.garden_month_query("VEGGIEGARDEN", 2015, 3),
+            [q.GardenMonth("VEGGIEGARDEN", "2015-03", march)],
+        )
+    )
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in _records("sales", sizes):
+        if r["employee"] == "Corrie":
+            month = r["timestamp"][:7]
+            totals[month][0] += r["amount_cents"]
+            totals[month][1] += 1
+    out.append(
+        DemoQuery(
+            "An employee's monthly sales totals (SALES_MONTHLY, AddToCell sums)",
+            "btts query sales --employee Corrie --from 2015-01 --to 2015-03",
+            q.monthly_sales_query("Corrie", (2015, 1), (2015, 3)),
+            [q.MonthlySales("Corrie", m, *totals[m]) for m in sorted(totals)],
+        )
+    )
+
+    # Tenants: one tenant's rows; then offboarding another by dropping its prefix.
+    devices = list(_records("device", sizes))
+
+    def tenant_readings(tenant: str) -> list[q.DeviceReading]:
+        found = []
+        for r in devices:
+            if r["tenant"] == tenant:
+                for name, value in r["readings"].items():
+                    found.append(
+                        q.DeviceReading(
+                            tenant, r["kind"], r["device"], _ms(r["timestamp"]), name.upper(),
+                            _dec(value),
+                        )
+                    )  # fmt: skip
+        return sorted(found, key=lambda d: (d.device, d.ts_ms, d.reading))
+
+    out.append(
+        DemoQuery(
+            "A tenant's rows (DEVICE prefix TENANT#)",
+            "btts query tenant --tenant altostrat",
+            q.tenant_rows_query("altostrat"),
+            tenant_readings("altostrat"),
+        )
+    )
+    acme_rows = len({(r["device"], r["timestamp"][:10]) for r in devices if r["tenant"] == "acme"})
+    survivors = tenant_readings("acme2")
+
+    def drop_acme(target: admin.Target) -> str:
+        dropped = q.drop_tenant(target, "acme")
+        gone = q.tenant_rows(target, "acme")
+        kept = _no_key(q.tenant_rows(target, "acme2"))
+        if dropped != acme_rows or gone or kept != survivors:
+            raise SystemExit(
+                f"demo: dropping tenant acme: {dropped} rows dropped (expected {acme_rows}), "
+                f"{len(gone)} left; acme2 {'intact' if kept == survivors else 'CHANGED'}"
+            )
+        return (
+            f"btts tenant drop --tenant acme --yes → dropped {dropped} row(s); acme has 0 left, "
+            f"acme2 keeps its {len(kept)} readings ✓"
+        )
+
+    out.append(
+        DemoQuery(
+            "Dropping a tenant (one admin call on the row range acme#; acme2# untouched)",
+            "btts query tenant --tenant acme",
+            q.tenant_rows_query("acme"),
+            tenant_readings("acme"),
+            after=drop_acme,
+        )
+    )
+    return out
+
+
+def cbt_row_keys(text: str) -> list[str]:
+    """The row keys of ``cbt read`` output: each row follows a line of 40 dashes."""
+    lines = text.splitlines()
+    return [lines[i + 1] for i, line in enumerate(lines[:-1]) if line == "-" * 40]
+
+
+def _cbt_check(target: admin.Target, scan: queries.Scan, keys: list[str]) -> str | None:
+    """``cbt read`` of the same range sees the same rows (when cbt is installed)."""
+    cbt = shutil.which("cbt")
+    args = scan.cbt_args()
+    if not cbt or not args:
+        return None
+    command = [cbt, "-project", target.project, "-instance", target.instance, *args]
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=60, env=dict(os.environ), check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"demo: cbt failed: {done.stderr.strip()}")
+    seen = cbt_row_keys(done.stdout)
+    shown = " ".join(f"'{a}'" if " " in a else a for a in ["cbt", *command[1:]])
+    if seen != keys:
+        raise SystemExit(f"demo: {shown} shows {len(seen)} rows, the query {len(keys)}")
+    return f"{shown}\n    → the same {len(seen)} rows ✓"
+
+
+def run_queries(target: admin.Target, sizes: Sizes) -> float:
+    started = time.monotonic()
+    for number, item in enumerate(build_queries(sizes), 1):
+        print(f"\nQ{number}. {item.title}")
+        print(f"    $ {item.command}")
+        for scan in item.query.scans:
+            print(f"    read {scan.describe()}")
+        got = q.run(target, item.query)
+        shown = render.to_table(got[:SHOW_ROWS]).replace("\n", "\n    ")
+        print(f"    {shown}")
+        if len(got) == 1:  # one wide row (a meter's day, a garden's month): every column
+            for value in got[0]:
+                if isinstance(value, dict) and len(value) > render.MAX_DICT_COLUMNS:
+                    print("    " + render.dict_grid(value).replace("\n", "\n    "))
+        more = f"; first {SHOW_ROWS} shown" if len(got) > SHOW_ROWS else ""
+        if _no_key(got) != item.expected:
+            raise SystemExit(
+                f"demo: Q{number} ({item.title}): {len(got)} records read, "
+                f"{len(item.expected)} expected from the generated events; they differ"
+            )
+        if not got:
+            raise SystemExit(f"demo: Q{number} ({item.title}): the answer is empty")
+        note = f"; {item.note}" if item.note else ""
+        print(f"    {len(got):,} record(s){more}{note} — equal to the generated events ✓")
+        if number == 1:
+            line = _cbt_check(target, item.query.scans[0], [r.key for r in got])
+            if line:
+                print(f"    {line}")
+        if item.after:
+            print(f"    {item.after(target)}")
+    return time.monotonic() - started
+
+
+# -- the summary ------------------------------------------------------------------------------
+
+
+def count_rows(target: admin.Target) -> dict[str, int]:
+    with admin.Admin(target) as api:
+        names = api.list_tables()
+    return {name: q.count_rows(target, name) for name in names}
+
+
+def print_summary(
+    target: admin.Target, runs: list[JobRun], phases: dict[str, float], out: Path
+) -> None:
+    counts = count_rows(target)
+    print("\nRows per table")
+    for name, rows in counts.items():
+        print(f"  {name:<22}{rows:>10,}")
+    letters = sorted((out / "dead-letters").glob("server_metrics-*"))
+    if letters:
+        print(f"\nDead letters of server_metrics ({letters[0]}), by reason:")
+        for line in letters[0].read_text(encoding="utf-8").splitlines():
+            print(f"  {json.loads(line)['reason']}")
+    dead = sum(r.counters.get("dead_letters", 0) for r in runs)
+    events = sum(r.events for r in runs)
+    seconds = sum(r.seconds for r in runs)
+    print(
+        f"\nPipelines: {len(runs)} jobs, {events:,} events landed, {dead:,} dead letters "
+        f"(every bad line, with its reason), {events / max(seconds, 1e-9):,.0f} events/s overall"
+    )
+    print("Phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in phases.items()))
 
 
 def run(argv: Sequence[str] | None = None) -> None:
+    """The demo; any failure raises SystemExit with a message (a non-zero exit code)."""
     opts = _options(argv)
+    with contextlib.suppress(AttributeError, ValueError):
+        sys.stdout.reconfigure(line_buffering=True)  # progress in order, even through a pipe
+    # Show the jobs' progress lines, not their table-creation chatter.
+    for name, level in (
+        ("pipelines.common", logging.WARNING),
+        ("pipelines.nightly", logging.WARNING),
+    ):
+        logging.getLogger(name).setLevel(level)
+    try:
+        _demo(opts)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as err:
+        traceback.print_exc()
+        raise SystemExit(f"demo: failed: {type(err).__name__}: {err}") from None
+
+
+def _demo(opts: argparse.Namespace) -> None:
+    sizes: Sizes = opts.sizes
     out = Path(opts.output_dir)
-    shutil.rmtree(out / "dead-letters", ignore_errors=True)
-    metrics_input = out / "input" / "server_metrics.jsonl"
-    n = _write_metrics_input(metrics_input, opts.hosts, opts.minutes)
-    print(
-        f"Generated {n:,} server-metric lines ({len(samples.BAD_METRIC_LINES)} of them bad) "
-        f"in {metrics_input}"
-    )
+    for sub in ("dead-letters", "logs"):
+        shutil.rmtree(out / sub, ignore_errors=True)
+    warnings.filterwarnings("ignore", message="Connecting to Bigtable emulator")
+    phases: dict[str, float] = {}
+    began = time.monotonic()
 
-    with emulator.Emulator() as emu:
-        print(f"Started the Bigtable emulator on {emu.endpoint} (pid {emu.process.pid})\n")
+    print("bigtable-timeseries demo: sample events → Beam pipelines → Bigtable emulator → queries")
+    print(f"\n[1/5] Sample data (deterministic) in {out / 'input'}")
+    started = time.monotonic()
+    datasets = generate(out / "input", sizes)
+    for d in datasets.values():
+        print(f"  {d.name:<18}{d.good:>10,} events + {d.bad} bad lines")
+    phases["sample data"] = time.monotonic() - started
+
+    started = time.monotonic()
+    try:
+        emu = emulator.Emulator().start()
+    except emulator.EmulatorError as err:
+        raise SystemExit(f"demo: cannot start the Bigtable emulator: {err}") from None
+    with emu:
+        phases["emulator start"] = time.monotonic() - started
+        print(f"\n[2/5] Bigtable emulator on {emu.endpoint} (pid {emu.process.pid})")
         target = admin.resolve_target(None, None)
-        dead_prefix = str(out / "dead-letters" / "server_metrics")
-        server_metrics.run(
-            [
-                f"--input={metrics_input}",
-                f"--dead_letter={dead_prefix}",
-                "--create_tables",
-            ]
-        )
 
-        metric_rows = admin.read_rows(target, "METRIC")
-        host = metric_rows[0].key.split(b"#")[0]
-        one_host = admin.read_rows(target, "METRIC", host + b"#", host + b"$")
-        _show_rows(
-            f"METRIC ({len(metric_rows):,} rows) — one host's range {host.decode()}#…", one_host, 3
-        )
-        current = admin.read_rows(target, "CURRENT_METRIC", latest_only=True)
-        _show_rows(f"CURRENT_METRIC ({len(current):,} rows) — latest per host", current, 5)
+        print("\n[3/5] Batch pipelines on the DirectRunner (each job's own report: logs/)")
+        started = time.monotonic()
+        runs = run_pipelines(out, datasets)
+        phases["pipelines"] = time.monotonic() - started
 
-        dead = _dead_letters(dead_prefix)
-        print(f"\nDead letters ({len(dead)}) in {dead_prefix}-*.jsonl, by reason:")
-        for reason, count in Counter(d["reason"] for d in dead).most_common():
-            print(f"  {count:>4}  {reason}")
+        print("\n[4/5] Nightly job")
+        _, phases["nightly"] = run_nightly(out, sizes)
 
-        cbt = shutil.which("cbt")
-        if cbt:
-            command = [
-                cbt,
-                "-project",
-                target.project,
-                "-instance",
-                target.instance,
-                "read",
-                "CURRENT_METRIC",
-                "count=1",
-                "cells-per-column=1",
-            ]
-            print(f"\nGoogle's cbt sees the same data: {' '.join(['cbt', *command[1:]])}")
-            shown = subprocess.run(
-                command, capture_output=True, text=True, timeout=60, env=dict(os.environ)
-            )
-            print("  " + (shown.stdout or shown.stderr).strip().replace("\n", "\n  "))
-    print("\nStopped the emulator. Done.")
+        print("\n[5/5] The documented queries, each answer checked against the generated events")
+        phases["queries"] = run_queries(target, sizes)
+
+        print_summary(target, runs, phases, out)
+    total = time.monotonic() - began
+    print(f"\nStopped the emulator. Done in {total:.0f}s.")
+    if total > BUDGET_SECONDS:
+        print(f"WARNING: over the {BUDGET_SECONDS}s budget", flush=True)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,117 @@
+"""Query records as a text table or as JSON (``btts query --format table|json``, the demo).
+
+Records are named tuples. In both formats ``ts_ms`` gains a readable ``time`` (UTC, ISO 8601);
+decimals keep their exact text (JSON strings, since a JSON number would go through a float in
+most readers); the row key is shown in JSON, and in tables with ``show_keys``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import NamedTuple
+
+from transforms import timefmt
+
+MAX_WIDTH = 60
+MAX_DICT_COLUMNS = 8  # a dict field with more keys is summarised in one column
+
+
+def iso(ms: int) -> str:
+    return timefmt.to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "-"
+    return str(value)
+
+
+def _json_value(value: object) -> object:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_value(v) for v in value]
+    return value
+
+
+def as_json_object(record: NamedTuple) -> dict:
+    """One record as a JSON-ready dict (``time`` added after ``ts_ms``)."""
+    out: dict[str, object] = {}
+    for name, value in record._asdict().items():
+        out[name] = _json_value(value)
+        if name == "ts_ms":
+            out["time"] = iso(value)
+    return out
+
+
+def to_json(records: Sequence[NamedTuple]) -> str:
+    return json.dumps([as_json_object(r) for r in records], indent=2, ensure_ascii=False)
+
+
+def _summary(values: dict) -> str:
+    """``96 values: 0000=12.34, 0015=13.45 … 2345=28.90``."""
+    items = [f"{k}={_text(v)}" for k, v in values.items()]
+    if len(items) <= 3:
+        return f"{len(items)} values: {', '.join(items)}"
+    return f"{len(items)} values: {items[0]}, {items[1]} … {items[-1]}"
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_WIDTH else text[: MAX_WIDTH - 1] + "…"
+
+
+def to_table(records: Sequence[NamedTuple], show_keys: bool = False) -> str:
+    """A fixed-width table, one line per record; dict fields become columns (or a summary)."""
+    if not records:
+        return "(no rows)"
+    fields = [f for f in records[0]._fields if show_keys or f != "key"]
+    columns: list[tuple[str, object]] = []  # (header, how to get the cell text)
+    for name in fields:
+        sample = getattr(records[0], name)
+        if isinstance(sample, dict):
+            keys = list(dict.fromkeys(k for r in records for k in getattr(r, name)))
+            if len(keys) <= MAX_DICT_COLUMNS:
+                columns += [(str(k), (name, k)) for k in keys]
+            else:
+                columns.append((name, (name, None)))
+        elif name == "ts_ms":
+            columns.append(("time", (name, "iso")))
+        else:
+            columns.append((name, (name, "")))
+    lines = []
+    for record in records:
+        cells = []
+        for _, (name, part) in columns:
+            value = getattr(record, name)
+            if part == "iso":
+                cells.append(iso(value))
+            elif part == "":
+                cells.append(_clip(_text(value)))
+            elif part is None:
+                cells.append(_clip(_summary(value)))
+            else:
+                cells.append(_text(value.get(part)))
+        lines.append(cells)
+    headers = [h for h, _ in columns]
+    widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(headers)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    out.append("  ".join("-" * w for w in widths))
+    for row in lines:
+        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(out)
+
+
+def dict_grid(values: dict, per_line: int = 6) -> str:
+    """All entries of a wide dict (a meter's 96 readings), several per line."""
+    items = [f"{k}={_text(v)}" for k, v in values.items()]
+    width = max((len(i) for i in items), default=0)
+    return "\n".join(
+        "  ".join(i.ljust(width) for i in items[n : n + per_line]).rstrip()
+        for n in range(0, len(items), per_line)
+    )

@@ -1,0 +1,607 @@
+"""The query layer: ranges planned from the declarations (pure), every query function against
+the emulator with answers computed from the generated events alone (never by building keys),
+the ``btts query`` command, and ``cbt read`` agreeing with it."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from collections import defaultdict
+from decimal import Decimal
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from btts import admin, cli, render, samples
+from btts import query as q
+from pipelines import demo, nightly
+from tests.helpers import run_job, write_lines
+from transforms import keys, metric_recent, queries, tables
+from transforms.declarations.battery import BATTERY, BATTERY_SALTED
+from transforms.declarations.game_results import GAME_BY_DATE, GAME_BY_PLAYER
+from transforms.declarations.market_data import QUOTE
+from transforms.declarations.other_shapes import DEVICE
+from transforms.declarations.queries import METRIC_RECENT
+from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC
+from transforms.declarations.smart_meters import SENSOR
+from transforms.errors import InvalidEvent
+from transforms.events import parse_json_object
+from transforms.schema import TIME_FORMATS
+
+T0 = 1426535612045  # 2015-03-16T19:53:32.045Z
+
+
+def ms(text: str) -> int:
+    return int(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def dec(value: object) -> Decimal:
+    return Decimal(str(value))
+
+
+def no_key(records):
+    return [r._replace(key="") if "key" in r._fields else r for r in records]
+
+
+# -- pure: keys, prefixes and ranges from the declarations -------------------------------------
+
+
+def test_a_host_time_range_is_the_documented_metric_range():
+    assert queries.time_range(METRIC, {"hostname": "server1.bbb.com"}, T0, T0 + 60_000) == (
+        b"server1.bbb.com#1426535612045",
+        b"server1.bbb.com#1426535672045",
+    )
+
+
+def test_fixed_width_segments_are_padded_in_ranges_too():
+    start, end = queries.time_range(QUOTE, {"exchange": "NYSE", "symbol": "IBM"}, T0, T0 + 1)
+    assert (start, end) == (b"NYSE  #IBM  #1426535612045", b"NYSE  #IBM  #1426535612046")
+
+
+def test_a_month_of_day_labels_ends_at_the_next_months_first_day():
+    march = queries.month_bounds(2015, 3)
+    assert queries.time_range(GAME_BY_PLAYER, {"game": "LoL", "player": "Corrie"}, *march) == (
+        b"LoL#Corrie#20150301",
+        b"LoL#Corrie#20150401",
+    )
+    assert queries.time_range(GAME_BY_DATE, {"game": "LoL"}, *march) == (
+        b"LoL#20150301",
+        b"LoL#20150401",
+    )
+
+
+def test_an_end_inside_a_bucket_keeps_that_bucket():
+    # 2015-03-15T12:00Z is inside the day 20150315: its row must be read
+    start, end = queries.time_range(GAME_BY_DATE, {"game": "LoL"}, ms("2015-03-01T00:00:00Z"),
+                                    ms("2015-03-15T12:00:00Z"))  # fmt: skip
+    assert start <= b"LoL#20150315#Zoe" < end
+    assert not start <= b"LoL#20150316#Ana" < end
+
+
+def test_reversed_timestamps_swap_the_bounds_and_the_newest_sorts_first():
+    span = queries.time_range(METRIC_RECENT, {"hostname": "h"}, T0, T0 + 10)
+    newer, older = (METRIC_RECENT.key.build({"hostname": "h", "ts": t}) for t in (T0 + 9, T0))
+    assert newer < older
+    assert span[0] == newer and span[0] <= older < span[1]
+    assert span[1] == METRIC_RECENT.key.build({"hostname": "h", "ts": T0 - 1})
+
+
+def test_prefixes_end_with_the_delimiter():
+    assert queries.key_prefix(DEVICE, {"tenant": "acme"}) == keys.tenant_prefix("acme")
+    assert queries.prefix_scan(DEVICE, {"tenant": "acme"}).ranges == ((b"acme#", b"acme$"),)
+    assert queries.key_prefix(BATTERY, {"user": "Corrie"}) == b"BATTERY#Corrie#"
+    assert queries.prefix_scan(CURRENT_METRIC, {}).ranges == (queries.WHOLE_TABLE,)
+
+
+def test_a_field_that_cannot_narrow_a_range_is_refused():
+    with pytest.raises(ValueError, match="cannot narrow the read without PLAYER"):
+        queries.key_prefix(GAME_BY_PLAYER, {"game": "LoL", "date": T0})
+    with pytest.raises(ValueError, match="colour not in the key"):
+        queries.key_prefix(GAME_BY_PLAYER, {"colour": "red"})
+    with pytest.raises(ValueError, match="not a time"):
+        queries.time_range(GAME_BY_PLAYER, {"game": "LoL"}, T0, T0 + 1)
+    with pytest.raises(ValueError, match="ends"):
+        queries.time_range(METRIC, {"hostname": "h"}, T0, T0)
+    with pytest.raises(InvalidEvent, match="delimiter"):
+        queries.key_prefix(DEVICE, {"tenant": "ac#me"})
+
+
+def test_single_rows_are_the_writers_keys():
+    scan = queries.row_scan(SENSOR, [{"meter": 987654, "date": ms("2017-07-26T10:00:00Z")}])
+    assert scan.row_keys == (b"0000987654#20170726",)
+    assert scan.cbt_args() == ["read", "SENSOR", "prefix=0000987654#20170726"]
+
+
+def _values_for(decl) -> dict:
+    sample = {
+        "text": "abc",
+        "tenant": "acme",
+        "epoch_ms": T0,
+        "reverse_ts": T0,
+        "zero_pad": 42,
+        "space_pad": "AB",
+        "time": T0,
+        "reverse_id": "12345",
+        "reverse_domain": "maps.google.com",
+    }
+    return {s.field: sample[s.kind] for s in decl.key.segments if s.field}
+
+
+@pytest.mark.parametrize("name", sorted(tables.all_tables()))
+def test_split_key_inverts_every_declared_key(name):
+    decl = tables.get(name)
+    values = _values_for(decl)
+    parts = queries.split_key(decl, decl.key.build(values))
+    for seg in decl.key.segments:
+        if seg.kind == "time":  # calendar labels stay text
+            assert parts[seg.field] == TIME_FORMATS[seg.arg](T0)
+        elif seg.field:
+            assert parts[seg.field] == values[seg.field], seg
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    t=st.integers(0, 10**12),
+    start=st.integers(0, 10**12),
+    width=st.integers(1, 10**10),
+)
+def test_a_key_is_in_the_range_exactly_when_its_time_is(t, start, width):
+    end = start + width
+    for decl in (METRIC, METRIC_RECENT):
+        low, high = queries.time_range(decl, {"hostname": "h"}, start, end)
+        key = decl.key.build({"hostname": "h", "ts": t})
+        assert (low <= key < high) == (start <= t < end), decl.name
+
+
+@settings(max_examples=200, deadline=None)
+@given(t=st.integers(0, 4 * 10**12), start=st.integers(0, 4 * 10**12), width=st.integers(1, 10**11))
+def test_a_bucket_row_is_read_when_its_bucket_meets_the_range(t, start, width):
+    end = start + width
+    low, high = queries.time_range(GAME_BY_PLAYER, {"game": "g", "player": "p"}, start, end)
+    key = GAME_BY_PLAYER.key.build({"game": "g", "player": "p", "date": t})
+    day = t - t % 86_400_000
+    meets = day < end and start < day + 86_400_000
+    assert (low <= key < high) == meets
+
+
+def test_salted_ranges_come_one_per_bucket():
+    plan = q.battery_levels_query(ms("2015-03-01T12:00:00Z"), ms("2015-03-01T13:00:00Z"))
+    assert [s.ranges for s in plan.scans] == [
+        ((f"BATTERY#{b}#20150301120000000".encode(), f"BATTERY#{b}#20150301130000000".encode()),)
+        for b in ("0", "1", "2")
+    ]
+    assert {s.table for s in plan.scans} == {BATTERY_SALTED.name}
+
+
+def test_the_latest_first_table_is_declared_and_built():
+    assert tables.get("METRIC_RECENT") is METRIC_RECENT
+    record = parse_json_object(
+        '{"hostname": "server1.bbb.com", "timestamp": "2015-03-16T19:53:32.045Z", '
+        '"metrics": {"cpu/cpu1_usr": 0.02}}'
+    )
+    (row,) = metric_recent.build(record)
+    assert row.key == b"server1.bbb.com#9223370610319163762"
+    assert [(c.family, c.qualifier, c.value, c.timestamp_us) for c in row.cells] == [
+        ("METRIC", b"CPU/CPU1_USR", b"0.02", T0 * 1000)
+    ]
+
+
+def test_scans_become_client_queries():
+    assert q.read_query(queries.Scan("T")) is None  # selects nothing: no read at all
+    whole = q.read_query(queries.Scan("T", ranges=(queries.WHOLE_TABLE,), latest_only=True))
+    assert whole.row_ranges == [] and whole.row_keys == [] and whole.filter is not None
+    timed = q.read_query(queries.time_scan(METRIC, {"hostname": "h"}, T0, T0 + 1000))
+    (span,) = timed.row_ranges
+    assert (span.start_key, span.end_key) == (b"h#1426535612045", b"h#1426535613045")
+    assert (span.start_is_inclusive, span.end_is_inclusive) == (True, False)
+    assert timed.filter._to_dict() == {
+        "timestamp_range_filter": {
+            "start_timestamp_micros": T0 * 1000,
+            "end_timestamp_micros": (T0 + 1000) * 1000,
+        }
+    }
+
+
+def test_calendar_helpers():
+    assert queries.month_bounds(2015, 12) == (
+        ms("2015-12-01T00:00:00Z"),
+        ms("2016-01-01T00:00:00Z"),
+    )
+    assert queries.day_bounds(dt.date(2017, 7, 26)) == (1501027200000, 1501113600000)
+    assert queries.parse_day("20170726") == queries.parse_day("2017-07-26") == dt.date(2017, 7, 26)
+    assert queries.parse_month("2015-03") == queries.parse_month("201503") == (2015, 3)
+    with pytest.raises(ValueError):
+        queries.parse_month("2015-13")
+
+
+def test_records_render_as_a_table_and_as_exact_json():
+    rows = [q.Quote("NASDAQ", "ZXZZT", T0, Decimal("600.55"), Decimal("600.60"), 500, 1500, "k")]
+    table = render.to_table(rows)
+    assert "2015-03-16T19:53:32.045Z" in table and "600.60" in table and "k" not in table.split()
+    assert "key" in render.to_table(rows, show_keys=True)
+    (obj,) = json.loads(render.to_json(rows))
+    assert obj["ask"] == "600.60" and obj["ts_ms"] == T0 and obj["time"].endswith(".045Z")
+
+
+# -- on the emulator: every query against answers from the generated events ---------------------
+
+
+@pytest.fixture(scope="module")
+def loaded(bigtable_emulator, tmp_path_factory):
+    """One instance holding a small sample of every dataset, written by the real jobs."""
+    target = admin.Target("test-project", f"q{uuid.uuid4().hex[:12]}")
+    work = tmp_path_factory.mktemp("queries")
+    runs = iter(range(100))
+
+    def ingest(job, records, extra=()):
+        n = next(runs)
+        path = write_lines(work / f"in{n}.jsonl", [json.dumps(r) for r in records])
+        if isinstance(job, str):
+            result = run_job(job, target, path, work / f"dead{n}", extra)
+        else:
+            argv = [f"--input={path}", f"--dead_letter={work / f'dead{n}'}", "--create_tables"]
+            argv += [f"--bigtable_instance={target.instance}"]
+            result = demo.run_job_spec(job, argv)
+        assert result.btts_counters.get("dead_letters", 0) == 0
+
+    data = SimpleNamespace(target=target)
+    data.metrics = list(samples.metric_records(hosts=4, seconds=120))
+    ingest("server_metrics", data.metrics)
+    ingest(demo.RECENT_JOB, data.metrics)
+    data.meters = list(samples.meter_records(5, 2))
+    ingest("smart_meters", data.meters)
+    nightly.run(["--dates=20170725..20170726", f"--bigtable_instance={target.instance}"])
+    data.ticks = list(samples.tick_records(2, every_s=900))
+    ingest("market_data", data.ticks)
+    data.balloons = list(samples.balloon_records(2, 90))
+    for pattern in q.BALLOON_TABLES:
+        ingest("weather_balloons", data.balloons, [f"--balloon_pattern={pattern}"])
+    data.battery = list(samples.battery_records(4, 240, 15))
+    for layout in ("promoted", "salted"):
+        ingest("battery", data.battery, [f"--battery_layout={layout}"])
+    data.games = list(samples.game_records(4))
+    ingest("game_results", data.games)
+    data.garden = list(samples.garden_records())
+    ingest("garden", data.garden, ["--garden_layout=both"])
+    data.sales = list(samples.sales_records(3))
+    ingest("sales", data.sales)
+    data.devices = list(samples.device_records(2, 2))
+    ingest(demo.DEVICE_JOB, data.devices)
+    return data
+
+
+def _reading(r: dict) -> q.MetricReading:
+    return q.MetricReading(
+        r["hostname"], ms(r["timestamp"]), {k.upper(): dec(v) for k, v in r["metrics"].items()}
+    )
+
+
+def test_host_metrics_between_two_times(loaded):
+    host = samples.host_name(2)
+    start, end = samples.METRICS_START_MS + 20_000, samples.METRICS_START_MS + 45_000
+    expected = [
+        _reading(r)
+        for r in loaded.metrics
+        if r["hostname"] == host and start <= ms(r["timestamp"]) < end
+    ]
+    got = q.host_metrics(loaded.target, host, start, end)
+    assert len(expected) == 5  # 20 s … 40 s: start included, end excluded
+    assert no_key(got) == expected
+    assert got[0].key == f"{host}#{start}"
+
+
+def test_latest_metrics_of_the_fleet_and_of_chosen_hosts(loaded):
+    newest: dict[str, dict] = {}
+    for r in loaded.metrics:
+        if r["hostname"] not in newest or ms(r["timestamp"]) > ms(
+            newest[r["hostname"]]["timestamp"]
+        ):
+            newest[r["hostname"]] = r
+    fleet = [q.CurrentMetrics(*_reading(newest[h])[:3]) for h in sorted(newest)]
+    assert no_key(q.latest_metrics(loaded.target)) == fleet
+    chosen = [samples.host_name(3), samples.host_name(1)]
+    assert no_key(q.latest_metrics(loaded.target, chosen)) == [fleet[1], fleet[3]]
+
+
+def test_latest_n_readings_newest_first(loaded):
+    host = samples.host_name(0)
+    mine = sorted((_reading(r) for r in loaded.metrics if r["hostname"] == host),
+                  key=lambda r: -r.ts_ms)  # fmt: skip
+    assert no_key(q.recent_metrics(loaded.target, host, 3)) == mine[:3]
+    before = mine[5].ts_ms
+    assert no_key(q.recent_metrics(loaded.target, host, 4, before_ms=before)) == mine[6:10]
+
+
+def _meter_days(records) -> dict[tuple[int, str], dict[str, Decimal]]:
+    days: dict = defaultdict(dict)
+    for r in records:
+        moment = dt.datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00"))
+        days[(r["meter_id"], f"{moment:%Y%m%d}")][f"{moment:%H%M}"] = dec(r["reading"])
+    return days
+
+
+def test_one_meter_for_one_day(loaded):
+    days = _meter_days(loaded.meters)
+    got = q.meter_day(loaded.target, 987654, "2017-07-26")
+    assert got is not None and len(got.readings) == 96
+    assert got._replace(key="") == q.MeterDay(987654, "20170726", days[(987654, "20170726")])
+    assert q.meter_day(loaded.target, 987654, "2017-07-27") is None
+
+
+def test_all_meters_for_one_day_from_the_nightly_table(loaded):
+    days = _meter_days(loaded.meters)
+    for day in ("20170725", "20170726"):
+        expected = [q.MeterDay(m, d, days[(m, d)]) for m, d in sorted(days) if d == day]
+        assert no_key(q.meters_of_day(loaded.target, day)) == expected
+    scan = q.meters_of_day_query("2017-07-26").scans[0]
+    assert scan.table == "SENSOR_20170726" and scan.ranges == (queries.WHOLE_TABLE,)
+
+
+def test_quotes_and_trades_of_one_symbol_between_two_times(loaded):
+    ex, sym, _ = samples.SYMBOLS[1]
+    start, end = samples.TICKS_START_MS + 3 * 3_600_000, samples.TICKS_START_MS + 7 * 3_600_000
+    mine = [r for r in loaded.ticks if (r["exchange"], r["symbol"]) == (ex, sym)]
+    quotes = sorted(
+        q.Quote(ex, sym, ms(r["quote_time"]), dec(r["bid"]), dec(r["ask"]), r["bid_size"],
+                r["ask_size"])
+        for r in mine if start <= ms(r["quote_time"]) < end
+    )  # fmt: skip
+    trades = sorted(
+        q.Trade(ex, sym, ms(r["trade_time"]), dec(r["last_sale"]), r["last_size"], r["volume"])
+        for r in mine
+        if start <= ms(r["trade_time"]) < end
+    )
+    assert len(quotes) == 16
+    assert no_key(q.quotes(loaded.target, ex, sym, start, end)) == quotes
+    assert no_key(q.trades(loaded.target, ex, sym, start, end)) == trades
+
+
+def test_a_players_month_and_all_games_of_a_month(loaded):
+    results = [
+        q.GameResult(r["game"], r["player"], r["date"], r["win"], dec(r["kda"]))
+        for r in loaded.games
+    ]
+    april_dota = [g for g in results if g.game == "Dota" and g.date.startswith("2015-04")]
+    assert no_key(q.games_of_month(loaded.target, "Dota", 2015, 4)) == sorted(
+        april_dota, key=lambda g: (g.date, g.player)
+    )
+    corrie = [g for g in results if g.game == "LoL" and g.player == "Corrie"]
+    march = [g for g in corrie if g.date.startswith("2015-03")]
+    assert no_key(q.player_games(loaded.target, "LoL", "Corrie", 2015, 3)) == march
+    assert 0 < len(march) < len(corrie)
+
+
+@pytest.mark.parametrize("pattern", ["TB-COL", "TB-CELL", "TS-BLOB", "TS-COLS"])
+def test_balloon_measurements_are_the_same_in_every_layout(loaded, pattern):
+    # a window starting mid-minute: the 00:20 event is out, whatever the bucket size
+    start = samples.BALLOONS_START_MS + 20 * 60_000 + 30_000
+    end = samples.BALLOONS_START_MS + 75 * 60_000
+    expected = [
+        q.BalloonMeasurement(
+            r["location"], str(r["balloon_id"]), ms(r["timestamp"]),
+            *(dec(r[m]) for m in ("pressure", "temperature", "humidity", "altitude")),
+        )
+        for r in loaded.balloons
+        if r["balloon_id"] == 3699 and start <= ms(r["timestamp"]) < end
+    ]  # fmt: skip
+    assert len(expected) == 54
+    got = q.balloon_measurements(loaded.target, pattern, "us-west2", 3699, start, end)
+    assert got == expected
+
+
+def test_salted_reads_merge_every_bucket_in_time_order(loaded):
+    start, end = ms("2015-03-01T01:00:00Z"), ms("2015-03-01T03:00:00Z")
+    levels = sorted(
+        (
+            q.BatteryLevel(r["user"], ms(r["timestamp"]), dec(r["percentage"]))
+            for r in loaded.battery
+            if start <= ms(r["timestamp"]) < end
+        ),
+        key=lambda b: b.ts_ms,
+    )
+    got = q.battery_levels(loaded.target, start, end)
+    assert no_key(got) == levels
+    assert len({k.key.split("#")[1] for k in got}) == 3  # rows came from every bucket
+    user = levels[0].user
+    assert no_key(q.battery_levels(loaded.target, start, end, user=user)) == [
+        b for b in levels if b.user == user
+    ]
+
+
+def _tenant(records, tenant):
+    found = [
+        q.DeviceReading(tenant, r["kind"], r["device"], ms(r["timestamp"]), name.upper(), dec(v))
+        for r in records
+        if r["tenant"] == tenant
+        for name, v in r["readings"].items()
+    ]
+    return sorted(found, key=lambda d: (d.device, d.ts_ms, d.reading))
+
+
+def test_a_tenants_rows(loaded):
+    expected = _tenant(loaded.devices, "acme")
+    assert len(expected) == 2 * 2 * 24 * 2
+    assert no_key(q.tenant_rows(loaded.target, "acme")) == expected
+
+
+def test_garden_days_and_month(loaded):
+    veggie = [r for r in loaded.garden if r["garden"] == "VEGGIEGARDEN"]
+    march = {int(r["date"][8:]): dec(r["temp"]) for r in veggie if r["date"][:7] == "2015-03"}
+    month = q.garden_month(loaded.target, "VEGGIEGARDEN", 2015, 3)
+    assert month._replace(key="") == q.GardenMonth("VEGGIEGARDEN", "2015-03", march)
+    start, end = ms("2015-04-10T00:00:00Z"), ms("2015-04-13T00:00:00Z")
+    days = q.garden_days(loaded.target, "VEGGIEGARDEN", start, end)
+    assert no_key(days) == [
+        q.GardenDay("VEGGIEGARDEN", r["date"], dec(r["temp"]))
+        for r in veggie
+        if "2015-04-10" <= r["date"] < "2015-04-13"
+    ]
+
+
+def test_monthly_sales_sum_every_sale(loaded):
+    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for r in loaded.sales:
+        if r["employee"] == "Ana":
+            totals[r["timestamp"][:7]][0] += r["amount_cents"]
+            totals[r["timestamp"][:7]][1] += 1
+    got = q.monthly_sales(loaded.target, "Ana", (2015, 2), (2015, 3))
+    assert no_key(got) == [q.MonthlySales("Ana", m, *totals[m]) for m in ("2015-02", "2015-03")]
+
+
+def test_dropping_a_tenant_removes_its_rows_only(target, tmp_path):
+    records = list(samples.device_records(2, 1))
+    path = write_lines(tmp_path / "d.jsonl", [json.dumps(r) for r in records])
+    demo.run_job_spec(
+        demo.DEVICE_JOB,
+        [f"--input={path}", f"--dead_letter={tmp_path / 'dead'}", "--create_tables",
+         f"--bigtable_instance={target.instance}"],
+    )  # fmt: skip
+    assert q.drop_tenant(target, "acme") == 2  # two devices, one day: two rows
+    assert q.tenant_rows(target, "acme") == []
+    assert no_key(q.tenant_rows(target, "acme2")) == _tenant(records, "acme2")
+    assert no_key(q.tenant_rows(target, "altostrat")) == _tenant(records, "altostrat")
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def test_btts_query_prints_what_it_read_and_the_answer(loaded, capsys):
+    host = samples.host_name(1)
+    start = samples.METRICS_START_MS
+    argv = ["query", "metrics", "--host", host, "--start", samples.iso_ms(start),
+            "--end", str(start + 15_000), "--instance", loaded.target.instance]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"read METRIC: [{host}#{start}, {host}#{start + 15_000})" in out
+    assert "3 record(s)" in out
+    assert cli.main([*argv, "--format", "json"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert [r["ts_ms"] for r in records] == [start, start + 5000, start + 10_000]
+
+
+def test_btts_query_meter_prints_every_reading_of_the_day(loaded, capsys):
+    argv = ["query", "meter", "--meter", "987654", "--date", "2017-07-25",
+            "--instance", loaded.target.instance]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    day = _meter_days(loaded.meters)[(987654, "20170725")]
+    assert f"2345={day['2345']}" in out and f"0000={day['0000']}" in out
+
+
+def test_btts_tenant_drop_says_what_it_would_drop_then_drops(target, tmp_path, capsys):
+    records = list(samples.device_records(1, 1))
+    path = write_lines(tmp_path / "d.jsonl", [json.dumps(r) for r in records])
+    demo.run_job_spec(
+        demo.DEVICE_JOB,
+        [f"--input={path}", f"--dead_letter={tmp_path / 'dead'}", "--create_tables",
+         f"--bigtable_instance={target.instance}"],
+    )  # fmt: skip
+    capsys.readouterr()
+    argv = ["tenant", "drop", "--tenant", "acme", "--instance", target.instance]
+    assert cli.main(argv) == 0
+    assert "Would drop 1 row(s) of tenant acme" in capsys.readouterr().out
+    assert len(q.tenant_rows(target, "acme")) == 48
+    assert cli.main([*argv, "--yes"]) == 0
+    assert "Dropped tenant acme: 1 row(s)" in capsys.readouterr().out
+    assert q.tenant_rows(target, "acme") == [] and q.tenant_rows(target, "acme2")
+    assert cli.main(["tenant", "drop", "--tenant", "ac#me", "--instance", target.instance]) == 2
+    assert "contains the key delimiter" in capsys.readouterr().err
+
+
+def test_a_missing_table_is_a_clear_error(target, capsys):
+    argv = ["query", "meters-of-day", "--date", "2017-07-26", "--instance", target.instance]
+    assert cli.main(argv) == 2
+    assert "table SENSOR_20170726 does not exist" in capsys.readouterr().err
+
+
+def test_btts_query_refuses_a_bad_time():
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["query", "metrics", "--host", "h", "--start", "soon", "--end", "1"])
+    assert stop.value.code == 2
+
+
+def _parse_cbt(text: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """``cbt read`` output → {row key: {family:qualifier: (timestamp text, value)}}."""
+    rows: dict[str, dict[str, tuple[str, str]]] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i] == "-" * 40:
+            key = lines[i + 1]
+            rows[key] = {}
+            i += 2
+            while i < len(lines) and lines[i].startswith("  "):
+                column, _, stamp = lines[i].strip().partition(" @ ")
+                value = json.loads(lines[i + 1].strip())
+                rows[key][column.strip()] = (stamp.strip(), value)
+                i += 2
+        else:
+            i += 1
+    return rows
+
+
+@pytest.mark.skipif(shutil.which("cbt") is None, reason="Google's cbt CLI is not installed")
+def test_btts_query_matches_cbt_read_of_the_same_range(loaded, capsys):
+    host = samples.host_name(3)
+    start, end = samples.METRICS_START_MS + 30_000, samples.METRICS_START_MS + 70_000
+    argv = ["query", "metrics", "--host", host, "--start", str(start), "--end", str(end),
+            "--format", "json", "--instance", loaded.target.instance]  # fmt: skip
+    assert cli.main(argv) == 0
+    ours = json.loads(capsys.readouterr().out)
+    shown = subprocess.run(
+        ["cbt", "-project", loaded.target.project, "-instance", loaded.target.instance, "read",
+         "METRIC", f"start={host}#{start}", f"end={host}#{end}"],
+        capture_output=True, text=True, timeout=60, check=True, env=dict(os.environ),
+    ).stdout  # fmt: skip
+    theirs = _parse_cbt(shown)
+    assert len(ours) == len(theirs) == 8
+    assert [r["key"] for r in ours] == list(theirs)
+    for record in ours:
+        cells = theirs[record["key"]]
+        assert {c.split(":", 1)[1]: v for c, (_, v) in cells.items()} == record["metrics"]
+        stamp = dt.datetime.fromtimestamp(record["ts_ms"] / 1000, dt.timezone.utc)
+        assert {s for s, _ in cells.values()} == {f"{stamp:%Y/%m/%d-%H:%M:%S.%f}"}
+
+
+def test_btts_ingest_shows_progress_and_a_summary_by_default(bigtable_emulator, tmp_path):
+    path = write_lines(tmp_path / "m.jsonl", list(samples.metric_events(hosts=11, seconds=500)))
+    code = (
+        "import sys, transforms.ingest as i; i.PROGRESS_SECONDS = 0; from btts import cli; "
+        "sys.exit(cli.main(sys.argv[1:]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "ingest", "server_metrics", "--input", str(path),
+         "--dead_letter", str(tmp_path / "dead"), "--create_tables",
+         "--instance", f"p{uuid.uuid4().hex[:10]}"],
+        capture_output=True, text=True, timeout=180, env=dict(os.environ),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "server_metrics: 1024 lines processed by this worker" in done.stderr
+    assert "valid events           1,100" in done.stdout
+
+
+def test_commands_find_the_emulator_btts_started(tmp_path, monkeypatch):
+    monkeypatch.delenv("BIGTABLE_EMULATOR_HOST", raising=False)
+    state = tmp_path / "emulator.json"
+    state.write_text(json.dumps({"pid": os.getpid(), "endpoint": "127.0.0.1:9"}))
+    args = argparse.Namespace(project=None, instance=None, args=None)
+    assert cli.use_started_emulator(args, state) == "127.0.0.1:9"
+    assert os.environ["BIGTABLE_EMULATOR_HOST"] == "127.0.0.1:9"
+    monkeypatch.delenv("BIGTABLE_EMULATOR_HOST")
+    explicit = argparse.Namespace(project="p", instance="i", args=None)
+    assert cli.use_started_emulator(explicit, state) is None
+    passthrough = argparse.Namespace(args=["--bigtable_instance=i"])
+    assert cli.use_started_emulator(passthrough, state) is None
+    state.write_text(json.dumps({"pid": 2**22 + 12345, "endpoint": "127.0.0.1:9"}))
+    assert cli.use_started_emulator(args, state) is None
+    assert cli.use_started_emulator(args, Path(tmp_path / "missing.json")) is None
+    assert "BIGTABLE_EMULATOR_HOST" not in os.environ
