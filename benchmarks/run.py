@@ -32,6 +32,7 @@ SIZES = {
     "meters": (4_000, 60_000),
     "market": (2_000, 40_000),
 }
+NIGHTLY_METERS = (200, 2_000)  # SENSOR holds 4 days of them
 TABLES = {
     "metrics": ["METRIC", "CURRENT_METRIC"],
     "meters": ["SENSOR"],
@@ -138,23 +139,20 @@ def run_scaling(work: Path, small: int) -> dict:
     }
 
 
-def run_nightly(work: Path, readings: int) -> dict:
-    path = work / "nightly-sensor.jsonl"
-    data.meters(path, readings, days=4)
+def run_nightly(meters: int, days: int = 4) -> dict:
     instance = fresh_instance(["SENSOR"])
-    log("[nightly] loading SENSOR (4 days)")
-    measure("ceiling", "meters", str(path), instance, "2")  # the load itself is not a result
-    date = "20170726"
+    log(f"[nightly] loading SENSOR ({meters} meters x {days} days)")
+    load = measure("load_sensor", instance, str(meters), str(days))
+    date = "20170726"  # the second day
     log("[nightly] ours")
     ours = measure("nightly_ours", instance, date)
     log("[nightly] ceiling")
     ceiling = measure("nightly_ceiling", instance, date)
-    day_rows = ceiling["rows"]
     return {
         "ours": ours,
         "ceiling": ceiling,
-        "day_rows": day_rows,
-        "sensor_rows": -(-readings // 96),  # one row per meter per day
+        "day_rows": ceiling["rows"],
+        "sensor_rows": load["rows"],
         "ours_vs_ceiling": ratio(ours["rows_per_s"], ceiling["rows_per_s"]),
         "rows_read_from_server": ours.get("rows_read_from_server"),
     }
@@ -186,7 +184,7 @@ def table(report: dict) -> str:
         f"nightly: ours {n['ours']['rows_per_s']:,.0f} rows/s, ceiling "
         f"{n['ceiling']['rows_per_s']:,.0f} rows/s ({n['ours_vs_ceiling']:.2f}); rows read from "
         f"the server {n['rows_read_from_server']:,} for a day of {n['day_rows']:,} "
-        f"(SENSOR holds {4 * n['day_rows']:,})"
+        f"(SENSOR holds {n['sensor_rows']:,})"
     )
     lines.append("targets: " + ", ".join(f"{k} {v}" for k, v in TARGETS.items()))
     return "\n".join(lines)
@@ -221,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             getattr(data, dataset)(path, SIZES[dataset][pick])
             report["datasets"][dataset] = run_dataset(dataset, path)
         report["scaling"] = run_scaling(work, SIZES["metrics"][pick] // 4)
-        report["nightly"] = run_nightly(work, SIZES["meters"][pick])
+        report["nightly"] = run_nightly(NIGHTLY_METERS[pick])
     report["seconds"] = round(time.monotonic() - started, 1)
     out = ROOT / "results" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -68,6 +68,13 @@ class BigtableOptions(PipelineOptions):
             "writing. Without it, a missing table stops the job before any data is read.",
         )
         group.add_argument(
+            "--write_timeout_seconds",
+            type=float,
+            default=300.0,
+            help="Give up a write (retries of transient errors included) after this many "
+            "seconds, failing the job with the server's error instead of hanging. Default: 300.",
+        )
+        group.add_argument(
             "--skip_preflight",
             action="store_true",
             default=False,
@@ -263,6 +270,8 @@ def validate_input(options: PipelineOptions, job: JobSpec) -> None:
         input_patterns(options)
     if stream.hourly_rollup and job.rollup is None:
         raise admin.ConfigError(f"{job.name} has no hourly rollup")
+    if options.view_as(BigtableOptions).write_timeout_seconds <= 0:
+        raise admin.ConfigError("--write_timeout_seconds must be positive")
     if stream.allowed_lateness_minutes < 0:
         raise admin.ConfigError("--allowed_lateness_minutes cannot be negative")
 
@@ -290,7 +299,12 @@ def build_ingest(
         lines = pipeline | "ReadLines" >> ReadRecordLines(input_patterns(options), input_format)
     built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
     rows = built[ROWS]
-    rows | "WriteBigtable" >> WriteRows(target.project, target.instance, job.tables)
+    rows | "WriteBigtable" >> WriteRows(
+        target.project,
+        target.instance,
+        job.tables,
+        timeout_s=options.view_as(BigtableOptions).write_timeout_seconds,
+    )
     dead = [built[DEAD_LETTER]]
     out = {"rows": rows}
     if stream.hourly_rollup and job.rollup:
@@ -298,7 +312,10 @@ def build_ingest(
             job.rollup, stream.allowed_lateness_minutes * 60_000, job.name
         )
         rolled["rows"] | "WriteRollup" >> WriteAggregates(
-            target.project, target.instance, job.rollup.table
+            target.project,
+            target.instance,
+            job.rollup.table,
+            operation_timeout=options.view_as(BigtableOptions).write_timeout_seconds,
         )
         dead.append(rolled[TOO_LATE])
         out["rollup"] = rolled["rows"]
@@ -323,7 +340,10 @@ def prepare(options: PipelineOptions, tables: Sequence[str]) -> admin.Target:
 
 
 def counters(result: PipelineResult) -> dict[str, int]:
-    """This run's btts counters (committed where the runner has them, else attempted)."""
+    """This run's btts counters (committed where the runner has them, else attempted). None
+    for a Dataflow flex-template launch, which only writes the job spec: no job to ask yet."""
+    if getattr(result, "has_job", True) is False:
+        return {}
     out: dict[str, int] = {}
     for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
         try:

@@ -412,6 +412,7 @@ class Plan:
     keep_days: int | None
     verify: bool
     check_source: bool
+    write_timeout_s: float = 300.0
 
     @property
     def run_day(self) -> dt.date:
@@ -477,6 +478,7 @@ def make_plan(options: PipelineOptions) -> Plan:
         keep_days=own.keep_days,
         verify=bool(own.verify),
         check_source=not options.view_as(common.BigtableOptions).skip_preflight,
+        write_timeout_s=options.view_as(common.BigtableOptions).write_timeout_seconds,
     )
     if plan.layout == "single_table":
         try:
@@ -631,7 +633,7 @@ def build_plan(pipeline: beam.Pipeline, plan: Plan) -> dict[str, beam.PCollectio
     )
     copies = rows | "Retarget" >> beam.Map(destination_row, source, layout)
     written = copies | "WriteCopies" >> WriteRows(
-        target.project, target.instance, plan.destinations
+        target.project, target.instance, plan.destinations, timeout_s=plan.write_timeout_s
     )
     out = {"rows": rows, "copies": copies}
     if not plan.verify:

@@ -60,7 +60,12 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
     lines = pipeline | "ReadLines" >> ReadRecordLines(common.input_patterns(options), input_format)
     built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
     (table,) = job.tables
-    built[ROWS] | "WriteAggregates" >> WriteAggregates(target.project, target.instance, table)
+    built[ROWS] | "WriteAggregates" >> WriteAggregates(
+        target.project,
+        target.instance,
+        table,
+        operation_timeout=options.view_as(common.BigtableOptions).write_timeout_seconds,
+    )
     built[DEAD_LETTER] | "WriteDeadLetters" >> WriteDeadLetters(
         common.dead_letter_prefix(options, job.name)
     )

@@ -52,8 +52,12 @@ def dump(target: admin.Target, table: str, latest_only: bool = False) -> list[tu
 
     Use ``latest_only`` for families that keep one version: the emulator, like Bigtable,
     garbage-collects superseded versions lazily, so a full dump of them changes over time."""
-    return [
-        (row.key, cell.family, cell.qualifier, cell.value, cell.timestamp_us)
-        for row in admin.read_rows(target, table, latest_only=latest_only)
-        for cell in row.cells
-    ]
+    # Families of a row may come back in any order; cells of a column newest first.
+    return sorted(
+        (
+            (row.key, cell.family, cell.qualifier, cell.value, cell.timestamp_us)
+            for row in admin.read_rows(target, table, latest_only=latest_only)
+            for cell in row.cells
+        ),
+        key=lambda c: (c[0], c[1], c[2], -c[4]),
+    )

@@ -3,16 +3,26 @@
 The pure builders produce client-neutral :class:`RowMutation` tuples; conversion to the client's
 ``DirectRow`` happens here, right before the sink, in the same fused stage (so no ``DirectRow``
 is ever pickled between workers).
+
+Beam's sink leaves the client's default of 600 s per write operation, retried by the runner: a
+dead Bigtable makes a job hang for most of an hour. :class:`BoundedWriteToBigTable` is the same
+sink with every wait bounded (``timeout_s`` per flush, retries of transient errors included)
+and a failure that names the table, how many rows were refused and the server's first errors.
+Failed rows are never dropped: the bundle, and so the job, fails.
 """
 
 from __future__ import annotations
 
+import atexit
 from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.io.gcp import bigtableio
 from apache_beam.io.gcp.bigtableio import WriteToBigTable
 from apache_beam.metrics import Metrics
+from google.cloud.bigtable import Client
+from google.cloud.bigtable.batcher import MutationsBatchError
 from google.cloud.bigtable.data import mutations as data_mutations
 from google.cloud.bigtable.row import DirectRow
 
@@ -56,6 +66,70 @@ class _SplitByTableFn(beam.DoFn):
         yield pvalue.TaggedOutput(row.table, to_direct_row(row))
 
 
+DEFAULT_TIMEOUT_S = 300.0
+MAX_ATTEMPT_S = 60.0
+
+
+class WriteFailed(RuntimeError):
+    """Rows a table did not accept; the message carries the server's errors."""
+
+
+class _BoundedWriteFn(bigtableio._BigTableWriteFn):
+    """Beam's WriteToBigTable DoFn with bounded waits and a failure that says what failed."""
+
+    def __init__(self, project_id, instance_id, table_id, flush_count, max_row_bytes, timeout_s):
+        super().__init__(project_id, instance_id, table_id, flush_count, max_row_bytes)
+        self.beam_options["timeout_s"] = float(timeout_s)  # beam_options is what pickles
+
+    def start_bundle(self) -> None:
+        if self.table is None:
+            options = self.beam_options
+            client = Client(project=options["project_id"])
+            self.table = client.instance(options["instance_id"]).table(options["table_id"])
+            impl = self.table._table_impl
+            impl.default_mutate_rows_operation_timeout = options["timeout_s"]
+            impl.default_mutate_rows_attempt_timeout = min(options["timeout_s"], MAX_ATTEMPT_S)
+        super().start_bundle()
+
+    def finish_bundle(self) -> None:
+        try:
+            super().finish_bundle()
+        except MutationsBatchError as err:
+            errors = list(err.exc or [])
+            shown = "; ".join(f"{type(e).__name__}: {e}" for e in errors[:3])
+            raise WriteFailed(
+                f"{len(errors)} write error(s) on table {self.beam_options['table_id']} (rows not "
+                f"written; the bundle fails, nothing is dropped): {shown}"
+            ) from err
+
+    def teardown(self) -> None:
+        # A bundle that failed before finish_bundle leaves its batcher registered to flush at
+        # interpreter exit; its rows belong to a failed bundle, so forget it instead.
+        if self.batcher is not None:
+            atexit.unregister(self.batcher.close)
+            self.batcher = None
+
+
+class BoundedWriteToBigTable(WriteToBigTable):
+    """``WriteToBigTable`` (native path) whose writes give up after ``timeout_s``."""
+
+    def __init__(self, *args, timeout_s: float = DEFAULT_TIMEOUT_S, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._timeout_s = timeout_s
+
+    def expand(self, rows: beam.PCollection) -> beam.PCollection:
+        return rows | beam.ParDo(
+            _BoundedWriteFn(
+                self._project_id,
+                self._instance_id,
+                self._table_id,
+                self._flush_count,
+                self._max_row_bytes,
+                self._timeout_s,
+            )
+        )
+
+
 class WriteRows(beam.PTransform):
     """Write :class:`RowMutation` s to their tables with ``WriteToBigTable``."""
 
@@ -66,8 +140,11 @@ class WriteRows(beam.PTransform):
         tables: Sequence[str],
         flush_count: int = 1000,
         max_row_bytes: int = 5 * 1024 * 1024,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
     ) -> None:
         super().__init__()
+        if timeout_s <= 0:
+            raise ValueError("the write timeout must be positive")
         if not tables:
             raise ValueError("WriteRows needs at least one table")
         self._project = project
@@ -75,6 +152,7 @@ class WriteRows(beam.PTransform):
         self._tables = list(dict.fromkeys(tables))
         self._flush_count = flush_count
         self._max_row_bytes = max_row_bytes
+        self._timeout_s = timeout_s
 
     def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
         split = rows | "SplitByTable" >> beam.ParDo(_SplitByTableFn(self._tables)).with_outputs(
@@ -83,12 +161,13 @@ class WriteRows(beam.PTransform):
         return {
             table: split[table]
             | f"Write[{table}]"
-            >> WriteToBigTable(
+            >> BoundedWriteToBigTable(
                 project_id=self._project,
                 instance_id=self._instance,
                 table_id=table,
                 flush_count=self._flush_count,
                 max_row_bytes=self._max_row_bytes,
+                timeout_s=self._timeout_s,
             )
             for table in self._tables
         }
