@@ -14,13 +14,15 @@ Failed rows are never dropped: the bundle, and so the job, fails.
 from __future__ import annotations
 
 import atexit
+from collections import Counter
 from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.internal.metrics.metric import Metrics as _ServiceMetrics
 from apache_beam.io.gcp import bigtableio
 from apache_beam.io.gcp.bigtableio import WriteToBigTable
-from apache_beam.metrics import Metrics
+from apache_beam.metrics import Metrics, monitoring_infos
 from google.cloud.bigtable import Client
 from google.cloud.bigtable.batcher import MutationsBatchError
 from google.cloud.bigtable.data import mutations as data_mutations
@@ -80,6 +82,19 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
     def __init__(self, project_id, instance_id, table_id, flush_count, max_row_bytes, timeout_s):
         super().__init__(project_id, instance_id, table_id, flush_count, max_row_bytes)
         self.beam_options["timeout_s"] = float(timeout_s)  # beam_options is what pickles
+
+    def write_mutate_metrics(self, status_list) -> None:
+        """Beam's request-count metric, one increment per status code per batch instead of a
+        labelled counter lookup per row (a tenth of the sink's time at high rates)."""
+        codes = Counter(status.code if status else None for status in status_list)
+        metric = self.service_call_metric
+        for code, count in codes.items():
+            status = metric.bigtable_error_code_to_grpc_status_string(code)
+            labels = {**metric.base_labels, monitoring_infos.STATUS_LABEL: status}
+            counter = _ServiceMetrics.counter(
+                urn=metric.request_count_urn, labels=labels, process_wide=True
+            )
+            counter.inc(count)
 
     def start_bundle(self) -> None:
         if self.table is None:
