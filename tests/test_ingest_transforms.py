@@ -76,3 +76,25 @@ def test_read_record_lines_mixes_json_and_csv_with_per_file_headers(tmp_path):
             equal_to([(b"h1", b"A", b"0.50"), (b"h2", b"A", b"0.70"), (b"h3", b"A", b"0.90")]),
         )
         assert_that(out[DEAD_LETTER], equal_to([]), label="NoDeadLetters")
+
+
+def test_an_oversize_cell_is_dead_lettered_not_written():
+    big = "1" + "0" * (10 * 1024 * 1024)  # a number whose text is over 10 MB
+    line = (
+        '{"hostname": "h1", "timestamp": "2015-03-16T19:53:32.045Z", "metrics": {"a": '
+        + big
+        + ', "b": 1}}'
+    ).encode()
+    with TestPipeline() as p:
+        out = p | beam.Create([("f", line), ("f", GOOD)]) | BuildRows(server_metrics.build, "m")
+        assert_that(out[ROWS] | beam.Map(lambda r: r.key), equal_to([b"h1#1426535612045", b"h1"]))
+        assert_that(
+            out[DEAD_LETTER] | beam.Map(lambda d: d["reason"]),
+            equal_to(
+                [
+                    "METRIC METRIC:b'A': value of 10,485,761 bytes is over Bigtable's 10 MB "
+                    "cell limit"
+                ]
+            ),
+            label="Reason",
+        )

@@ -22,7 +22,7 @@ from apache_beam.metrics import Metrics
 
 from transforms import events
 from transforms.errors import InvalidEvent
-from transforms.mutations import RowMutation
+from transforms.mutations import MAX_QUALIFIER_BYTES, RowMutation, check_limits
 
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"
@@ -95,6 +95,8 @@ class _BuildRowsFn(beam.DoFn):
             return
         try:
             rows = self._builder(decode(element, self._csv_adapter))
+            if len(raw) > MAX_QUALIFIER_BYTES:  # only a line this long can hold an oversize cell
+                check_limits(rows)
         except InvalidEvent as err:
             reason = str(err)
         except Exception as err:  # a builder bug must not lose the line or stop the stream

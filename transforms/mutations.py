@@ -53,3 +53,27 @@ def row_bytes(row: RowMutation) -> int:
         value = cell.value if isinstance(cell, Cell) else b"12345678"
         size += len(cell.family) + len(cell.qualifier) + len(value) + 8
     return size
+
+
+MAX_CELL_BYTES = 10 * 1024 * 1024  # Bigtable's advised cell limit
+MAX_QUALIFIER_BYTES = 16 * 1024  # Bigtable's qualifier limit
+
+
+def check_limits(rows: Iterable[RowMutation]) -> None:
+    """Refuse cells Bigtable would refuse or should not hold (qualifier over 16 KiB, value over
+    10 MB), naming the table and column, before anything is written."""
+    from transforms.errors import InvalidEvent
+
+    for row in rows:
+        for cell in row.cells:
+            if len(cell.qualifier) > MAX_QUALIFIER_BYTES:
+                raise InvalidEvent(
+                    f"{row.table}: qualifier of {len(cell.qualifier):,} bytes is over Bigtable's "
+                    f"16 KiB limit"
+                )
+            value = getattr(cell, "value", b"")
+            if len(value) > MAX_CELL_BYTES:
+                raise InvalidEvent(
+                    f"{row.table} {cell.family}:{cell.qualifier[:40]!r}: value of {len(value):,} "
+                    f"bytes is over Bigtable's 10 MB cell limit"
+                )
