@@ -33,6 +33,7 @@ from transforms.ingest import (
     CsvAdapter,
     ReadPubSubLines,
     ReadRecordLines,
+    WriteDeadLetterFiles,
     WriteDeadLetters,
     WriteDeadLettersToPubSub,
 )
@@ -132,7 +133,8 @@ class StreamingInputOptions(PipelineOptions):
             type=str,
             default=None,
             help="Publish dead letters (JSON) to this Pub/Sub topic (projects/P/topics/T). "
-            "Required when streaming; with files, dead letters go to --dead_letter.",
+            "Otherwise they go to files under --dead_letter (when streaming: one file per "
+            "bundle that has any).",
         )
         group.add_argument(
             "--hourly_rollup",
@@ -261,9 +263,10 @@ def validate_input(options: PipelineOptions, job: JobSpec) -> None:
     if stream.input_subscription:
         if files:
             raise admin.ConfigError("pass --input or --input_subscription, not both")
-        if not stream.dead_letter_topic:
+        if not stream.dead_letter_topic and not options.view_as(FileInputOptions).dead_letter:
             raise admin.ConfigError(
-                "streaming needs --dead_letter_topic: bad messages must go somewhere"
+                "streaming needs --dead_letter_topic or --dead_letter (a path prefix for files): "
+                "bad messages must go somewhere"
             )
         options.view_as(StandardOptions).streaming = True
     else:
@@ -322,6 +325,8 @@ def build_ingest(
     letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
     if stream.dead_letter_topic:
         letters | "DeadLettersToPubSub" >> WriteDeadLettersToPubSub(stream.dead_letter_topic)
+    elif stream.input_subscription:
+        letters | "DeadLetterFiles" >> WriteDeadLetterFiles(dead_letter_prefix(options, job.name))
     else:
         letters | "WriteDeadLetters" >> WriteDeadLetters(dead_letter_prefix(options, job.name))
     out["dead_letter"] = letters

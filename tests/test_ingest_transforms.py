@@ -98,3 +98,31 @@ def test_an_oversize_cell_is_dead_lettered_not_written():
             ),
             label="Reason",
         )
+
+
+def test_streaming_dead_letters_land_in_files(tmp_path):
+    import json
+
+    from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+    from apache_beam.testing.test_stream import TestStream
+    from apache_beam.utils.timestamp import Timestamp
+
+    from transforms.ingest import WriteDeadLetterFiles
+
+    options = PipelineOptions()
+    options.view_as(StandardOptions).streaming = True
+    stream = (
+        TestStream()
+        .add_elements([{"reason": "a", "raw": "1"}])
+        .advance_watermark_to(Timestamp(100))
+        .add_elements([{"reason": "b", "raw": "2"}, {"reason": "c", "raw": "3"}])
+        .advance_watermark_to_infinity()
+    )
+    with TestPipeline(options=options) as p:
+        _ = p | stream | WriteDeadLetterFiles(str(tmp_path / "dead"))
+    records = [
+        json.loads(line)
+        for path in sorted(tmp_path.glob("dead-*.jsonl"))
+        for line in path.read_text().splitlines()
+    ]
+    assert sorted(r["reason"] for r in records) == ["a", "b", "c"]
