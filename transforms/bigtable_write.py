@@ -60,12 +60,22 @@ class _SplitByTableFn(beam.DoFn):
         self._rows = {t: Metrics.counter(NAMESPACE, f"rows_{t}") for t in self._tables}
         self._cells = {t: Metrics.counter(NAMESPACE, f"cells_{t}") for t in self._tables}
 
+    def start_bundle(self) -> None:
+        self._counts = {t: [0, 0] for t in self._tables}  # rows, cells; added once per bundle
+
     def process(self, row: RowMutation):
-        if row.table not in self._tables:
+        counts = self._counts.get(row.table)
+        if counts is None:
             raise ValueError(f"row for table {row.table!r}, which this write does not declare")
-        self._rows[row.table].inc()
-        self._cells[row.table].inc(len(row.cells))
+        counts[0] += 1
+        counts[1] += len(row.cells)
         yield pvalue.TaggedOutput(row.table, to_direct_row(row))
+
+    def finish_bundle(self) -> None:
+        for table, (rows, cells) in self._counts.items():
+            if rows:
+                self._rows[table].inc(rows)
+                self._cells[table].inc(cells)
 
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -105,8 +115,16 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
             impl.default_mutate_rows_operation_timeout = options["timeout_s"]
             impl.default_mutate_rows_attempt_timeout = min(options["timeout_s"], MAX_ATTEMPT_S)
         super().start_bundle()
+        self._written_in_bundle = 0
+
+    def process(self, row: DirectRow) -> None:
+        # Beam's own process, with its "Written Row" counter added once per bundle.
+        self._written_in_bundle += 1
+        self.batcher.mutate(row)
 
     def finish_bundle(self) -> None:
+        self.written.inc(self._written_in_bundle)
+        self._written_in_bundle = 0
         try:
             super().finish_bundle()
         except MutationsBatchError as err:
