@@ -18,6 +18,8 @@ INSTALL_REQUIRES = [
     "protobuf>=6.31.1,<7",
     # the schema advisor's heatmaps (Agg backend, no display needed)
     "matplotlib>=3.8,<4",
+    # schema files (transforms/schema_file.py); Beam installs it too, but we import it directly
+    "PyYAML>=6,<7",
 ]
 
 # The code generator: the same pin as pyproject.toml's [build-system].requires (a test checks
@@ -69,7 +71,7 @@ setup(
             "protos.*",
         ]
     ),
-    package_data={"protos": ["*.proto"]},
+    package_data={"protos": ["*.proto"], "transforms": ["declarations/*.yaml"]},
     install_requires=INSTALL_REQUIRES,
     extras_require={
         "test": [

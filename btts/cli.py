@@ -26,12 +26,34 @@ def _target_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _schema_decls(path: str, names: Sequence[str] | None) -> list:
+    """The declarations of a schema file (all, or those named); a bad file is a ConfigError."""
+    schema = _load_schema(path)
+    try:
+        return [schema.table(n).decl for n in names] if names else list(schema.decls().values())
+    except KeyError as err:
+        raise admin.ConfigError(str(err.args[0])) from None
+
+
+def _load_schema(path: str):
+    from transforms import schema_file
+
+    try:
+        return schema_file.load(path)
+    except schema_file.SchemaError as err:
+        raise admin.ConfigError(str(err)) from None
+    except OSError as err:
+        raise admin.ConfigError(f"cannot read the schema {path}: {err}") from None
+
+
 def _tables_create(args: argparse.Namespace) -> int:
     from transforms import tables
 
     target = admin.resolve_target(args.project, args.instance)
-    names = args.table or sorted(tables.all_tables())
-    decls = [tables.get(n) for n in names]
+    if args.schema:
+        decls = _schema_decls(args.schema, args.table)
+    else:
+        decls = [tables.get(n) for n in args.table or sorted(tables.all_tables())]
     print(f"Tables in {target.describe()}:")
     with admin.Admin(target) as api:
         for decl in decls:
@@ -60,8 +82,11 @@ def _tables_list(args: argparse.Namespace) -> int:
 def _tables_show(args: argparse.Namespace) -> int:
     from transforms import tables
 
-    for name in args.table or sorted(tables.all_tables()):
-        decl = tables.get(name)
+    if args.schema:
+        decls = _schema_decls(args.schema, args.table)
+    else:
+        decls = [tables.get(n) for n in args.table or sorted(tables.all_tables())]
+    for decl in decls:
         print(f"{decl.name}  [{decl.pattern}]  key {decl.key.describe()}  (SPEC §{decl.spec})")
         for fam in decl.families:
             print(f"    family {fam.name}: {fam.gc_description()}")
@@ -114,6 +139,32 @@ def _instance_flag(argv: Sequence[str]) -> list[str]:
 PASSTHROUGH = ("nightly", "demo")
 
 
+def _command_index(argv: Sequence[str]) -> int:
+    for index, token in enumerate(argv):
+        if not token.startswith("-"):
+            return index
+    return -1
+
+
+def _schema_ingest(argv: list[str]) -> list[str]:
+    """``btts ingest --schema FILE ...`` is the generic job: ``btts ingest generic --schema …``
+    (``btts ingest JOB ...`` is unchanged)."""
+    at = _command_index(argv)
+    nxt = argv[at + 1 : at + 2] if at >= 0 else []
+    if argv[at : at + 1] == ["ingest"] and nxt and nxt[0].split("=", 1)[0] == "--schema":
+        return [*argv[: at + 1], "generic", *argv[at + 1 :]]
+    return argv
+
+
+def _schema_query_argv(argv: list[str]) -> list[str] | None:
+    """The arguments of ``btts query --schema FILE ...``, or None for any other command."""
+    at = _command_index(argv)
+    nxt = argv[at + 1 : at + 2] if at >= 0 else []
+    if argv[at : at + 1] == ["query"] and nxt and nxt[0].split("=", 1)[0] == "--schema":
+        return argv[at + 1 :]
+    return None
+
+
 def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
     for index, token in enumerate(argv):
         if not token.startswith("-"):
@@ -145,12 +196,14 @@ def _add_tables(sub: argparse._SubParsersAction) -> None:
     create.add_argument(
         "--table", action="append", metavar="NAME", help="only this table (repeatable)"
     )
+    create.add_argument("--schema", metavar="FILE", help="the tables of this schema file instead")
     create.set_defaults(func=_tables_create)
     listing = tsub.add_parser("list", help="list the tables of the instance")
     _target_args(listing)
     listing.set_defaults(func=_tables_list)
     show = tsub.add_parser("show", help="print the declarations: key recipe, families, GC rules")
     show.add_argument("--table", action="append", metavar="NAME", help="only this table")
+    show.add_argument("--schema", metavar="FILE", help="the tables of this schema file instead")
     show.set_defaults(func=_tables_show)
 
 
@@ -176,7 +229,8 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         help="run an ingest pipeline (flags after the job name go to the pipeline)",
         description="Run an ingest job. Everything after the job name is passed to it: see "
         "`btts ingest JOB --help`. It logs its progress (lines processed, rate) while it runs "
-        "and prints a summary at the end.",
+        "and prints a summary at the end. Your own dataset: `btts ingest --schema FILE "
+        "--input ...` (the generic job; see docs/user-guide.md).",
     )
     ingest.add_argument("job", choices=sorted(job_modules()), help="which dataset")
     ingest.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
@@ -200,6 +254,102 @@ def _add_query(sub: argparse._SubParsersAction) -> None:
 
     query_cli.add_query_commands(sub, _target_args)
     query_cli.add_tenant_commands(sub, _target_args)
+    sub.choices["query"].epilog = (
+        "Your own dataset: `btts query --schema FILE --table T --field NAME=VALUE ... "
+        "[--start T --end T] [--limit N]` reads the key range the schema's key recipe gives "
+        "(`btts query --schema FILE --help`)."
+    )
+
+
+def _schema_query_parser() -> argparse.ArgumentParser:
+    from btts import query_cli
+
+    parser = argparse.ArgumentParser(
+        prog="btts query --schema FILE",
+        description="Read a schema file's table with the key range its key recipe gives: one "
+        "row (every key field given), a time range (--start/--end after the leading fields), or "
+        "the prefix the leading fields fix (with --limit: the first N rows, e.g. the newest "
+        "buckets of a reversed-time key).",
+    )
+    parser.add_argument("--schema", required=True, metavar="FILE", help="the schema file")
+    parser.add_argument("--table", help="which of its tables (default: its only table)")
+    parser.add_argument(
+        "--field", action="append", default=[], metavar="NAME=VALUE",
+        help="a key field's value (repeatable), e.g. --field device=dev-1",
+    )  # fmt: skip
+    parser.add_argument("--start", type=query_cli._time, help="from this time (inclusive)")
+    parser.add_argument("--end", type=query_cli._time, help="to this time (exclusive)")
+    parser.add_argument("--limit", type=int, help="at most N rows (in key order)")
+    parser.add_argument("--latest", action="store_true", help="newest cell per column only")
+    parser.add_argument(
+        "--timezone", type=query_cli._zone, default=None,
+        help="zone of the calendar labels the rows were written with (default: UTC)",
+    )  # fmt: skip
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    _target_args(parser)
+    return parser
+
+
+def _schema_query(argv: list[str]) -> int:
+    import datetime as dt
+
+    from btts import query as q
+    from transforms import generic
+
+    args = _schema_query_parser().parse_args(argv)
+    schema = _load_schema(args.schema)
+    table = args.table or (schema.table_names[0] if len(schema.tables) == 1 else None)
+    if table is None:
+        raise admin.ConfigError(f"pass --table: the schema has {', '.join(schema.table_names)}")
+    given = {}
+    for item in args.field:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise admin.ConfigError(f"--field {item!r}: use NAME=VALUE")
+        given[name] = value
+    try:
+        decl = schema.table(table).decl
+        scan = generic.plan_query(
+            schema, table, given, args.start, args.end, limit=args.limit,
+            latest_only=args.latest, tz=args.timezone or dt.timezone.utc,
+        )  # fmt: skip
+    except (KeyError, ValueError, generic.InvalidEvent) as err:
+        raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
+    target = admin.resolve_target(args.project, args.instance)
+    query = q.Query(f"{table} ({schema.dataset})", (scan,), lambda scans: scans[0])
+    try:
+        rows = q.run(target, query)
+    except q.MissingTable as err:
+        raise admin.ConfigError(str(err)) from None
+    aggregate = {f.name for f in decl.families if f.aggregate}
+    records = [
+        {
+            "key": row.key.decode("utf-8", errors="backslashreplace"),
+            "cells": [
+                {
+                    "family": c.family,
+                    "qualifier": c.qualifier.decode("utf-8", errors="backslashreplace"),
+                    "value": q.int64(c.value) if c.family in aggregate
+                    else c.value.decode("utf-8", errors="backslashreplace"),
+                    "timestamp_ms": c.timestamp_us // 1000,
+                }
+                for c in row.cells
+            ],
+        }
+        for row in rows
+    ]  # fmt: skip
+    if args.format == "json":
+        print(json.dumps(records, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{query.title} — {target.describe()}")
+    print(f"  read {scan.describe()}\n")
+    for record in records:
+        print(record["key"])
+        for cell in record["cells"]:
+            stamp = q._iso(cell["timestamp_ms"])
+            print(f"    {cell['family']}:{cell['qualifier']} = {cell['value']}  @ {stamp}")
+    print(f"\n{len(records):,} row(s)")
+    return 0
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
@@ -219,7 +369,39 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 def _add_advise(sub: argparse._SubParsersAction) -> None:
     from btts.advisor import cli as advisor_cli
 
-    advisor_cli.register(sub)
+    advise = advisor_cli.register(sub)
+    lint = _subcommand(advise, "lint")
+    lint.add_argument(
+        "--schema",
+        metavar="FILE",
+        help="lint the tables of this schema file (with its advisor: workload) instead",
+    )
+    lint.set_defaults(func=_lint_or_schema(lint.get_default("func")))
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]
+    raise KeyError(name)
+
+
+def _lint_or_schema(builtin_lint):
+    def run(args: argparse.Namespace) -> int:
+        if not getattr(args, "schema", None) or args.rules:
+            return builtin_lint(args)
+        from btts.advisor import lint
+
+        schema = _load_schema(args.schema)
+        results = lint.lint_schema(schema, args.table)
+        bad = lint.failing([f for fs in results.values() for f in fs], args.fail_on)
+        if args.json:
+            print(json.dumps({n: [f.as_dict() for f in fs] for n, fs in results.items()}, indent=2))
+        else:
+            print(lint.format_report(results, schema.decls(), args.fail_on))
+        return 1 if bad else 0
+
+    return run
 
 
 def _add_templates(sub: argparse._SubParsersAction) -> None:
@@ -313,15 +495,25 @@ def use_started_emulator(args: argparse.Namespace, state_file: Path | None = Non
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _schema_ingest(argv)
     top = parser()
     head, passthrough = _split_passthrough(argv)
-    args = top.parse_args(head)
+    schema_query_argv = _schema_query_argv(head)
+    if schema_query_argv is not None:  # `btts query --schema FILE ...`: no QUERY subcommand
+        args = argparse.Namespace(
+            command="query", verbose="-v" in head or "--verbose" in head,
+            quiet="-q" in head or "--quiet" in head, args=schema_query_argv,
+        )  # fmt: skip
+    else:
+        args = top.parse_args(head)
     if passthrough is not None:
         args.args = passthrough
     _configure_logging(args.verbose, args.quiet)
     if args.command != "emulator" and args.command != "demo":
         use_started_emulator(args)
     try:
+        if args.command == "query" and schema_query_argv is not None:
+            return _schema_query(schema_query_argv)
         return args.func(args)
     except (admin.ConfigError, emulator.EmulatorError) as err:
         print(f"btts: error: {err}", file=sys.stderr)

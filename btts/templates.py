@@ -59,6 +59,8 @@ WHEEL_PACKAGES = ("btts", "pipelines", "transforms", "protos")
 
 # Human labels for the console's launch form; a flag missing here gets one made from its name.
 LABELS = {
+    "schema": "Schema file",
+    "schema_table": "Only these tables",
     "input": "Input files",
     "input_format": "Input format",
     "dead_letter": "Dead-letter path prefix",
@@ -107,6 +109,7 @@ _BOOLEAN = r"^(true|false)$"
 # Flags a local run may leave out (the emulator fills them in) but a Dataflow job may not.
 DATAFLOW_REQUIRED = {
     "bigtable_instance": "Required on Dataflow (the emulator default does not apply).",
+    "schema": "Required: the schema file (gs://...) read when the job launches.",
 }
 # What the template launcher (:func:`launch`) adds to a flag's behaviour on Dataflow.
 DATAFLOW_NOTES = {

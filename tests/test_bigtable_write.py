@@ -19,9 +19,7 @@ def test_direct_row_mutations_equal_the_clients_own_construction():
     )
     direct = to_direct_row(row)
     assert direct.row_key == row.key
-    expected = [
-        SetCell(c.family, c.qualifier, c.value, c.timestamp_us)._to_pb() for c in row.cells
-    ]
+    expected = [SetCell(c.family, c.qualifier, c.value, c.timestamp_us)._to_pb() for c in row.cells]
     assert direct._get_mutation_pbs() == expected
     assert [m._to_dict() for m in direct._get_mutations()] == [
         SetCell(c.family, c.qualifier, c.value, c.timestamp_us)._to_dict() for c in row.cells

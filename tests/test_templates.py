@@ -58,6 +58,7 @@ def test_every_pipeline_has_a_template_and_nothing_else_does():
         "game_results",
         "garden",
         "sales",
+        "generic",
         "nightly",
     }
     folders = {p.parent.name for p in (REPO / "templates").glob("*/metadata.json")}
@@ -251,7 +252,7 @@ def test_parameter_types_and_defaults_pass_their_own_validation():
 
 def test_streaming_templates_are_the_pubsub_pipelines():
     streaming = {name for name in PIPELINES if _committed(name).get("streaming")}
-    assert streaming == {"server_metrics", "market_data", "smart_meters"}
+    assert streaming == {"server_metrics", "market_data", "smart_meters", "generic"}
     for name in PIPELINES:
         meta = _committed(name)
         assert meta["name"] == f"bigtable-timeseries {name}"

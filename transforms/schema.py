@@ -84,8 +84,13 @@ def epoch_ms(name: str) -> Segment:
     return Segment("epoch_ms", field=name)
 
 
-def reverse_ts(name: str) -> Segment:
-    return Segment("reverse_ts", field=name)
+def reverse_ts(name: str, bucket: str | None = None) -> Segment:
+    """``Long.MAX_VALUE - ts`` (19 digits), newest first. With ``bucket`` (hour, day, week,
+    month) the time is first truncated to the start of its bucket, so one row holds a bucket's
+    cells and the newest bucket sorts first (TB-CELL rows read latest first)."""
+    if bucket is not None and bucket not in BUCKET_UNITS:
+        raise ValueError(f"unknown bucket {bucket!r}; use one of {list(BUCKET_UNITS)}")
+    return Segment("reverse_ts", field=name, arg=bucket)
 
 
 def zero_padded(name: str, width: int) -> Segment:
@@ -128,6 +133,29 @@ TIME_FORMATS: dict[str, Callable[[int], str]] = {
 }
 
 
+BUCKET_UNITS = ("hour", "day", "week", "month")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def bucket_start_ms(ms: int, unit: str, tz: dt.tzinfo = timefmt.UTC) -> int:
+    """Epoch ms of the first instant of the hour, day, ISO week (Monday) or month holding
+    ``ms`` in ``tz``: the row of a reversed bucket key, the stamp of an aggregate cell."""
+    local = timefmt.to_datetime(ms, tz)
+    if unit == "hour":
+        start = local.replace(minute=0, second=0, microsecond=0)
+    elif unit in ("day", "week"):
+        start = dt.datetime(local.year, local.month, local.day, tzinfo=tz)
+        if unit == "week":
+            start = (start.replace(tzinfo=None) - dt.timedelta(days=local.weekday())).replace(
+                tzinfo=tz
+            )
+    elif unit == "month":
+        start = dt.datetime(local.year, local.month, 1, tzinfo=tz)
+    else:
+        raise ValueError(f"unknown bucket {unit!r}; use one of {list(BUCKET_UNITS)}")
+    return (start - _EPOCH) // dt.timedelta(milliseconds=1)
+
+
 SegmentBuilder = Callable[[Mapping[str, object], dt.tzinfo], str]
 
 
@@ -143,6 +171,11 @@ def _segment_builder(seg: Segment) -> SegmentBuilder:
     if seg.kind == "epoch_ms":
         return lambda values, tz: keys.epoch_ms(values[name])
     if seg.kind == "reverse_ts":
+        if seg.arg:
+            unit = seg.arg
+            return lambda values, tz: keys.reverse_timestamp(
+                bucket_start_ms(values[name], unit, tz)
+            )
         return lambda values, tz: keys.reverse_timestamp(values[name])
     if seg.kind == "zero_pad":
         width = seg.width

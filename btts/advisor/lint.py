@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from btts.advisor import hints as hints_mod
@@ -743,3 +743,33 @@ def format_report(
 
 def rules_table() -> Sequence[Rule]:
     return tuple(RULES.values())
+
+
+def schema_hints(advisor: Mapping | None) -> Hints:
+    """The advisor hints a schema file's ``advisor:`` section gives (what the declarations of
+    a schema file cannot say: events per second, key fields' cardinality and kind, the fields
+    every main query knows, and acknowledged findings with their reasons)."""
+    advisor = advisor or {}
+    fields = {
+        name: hints_mod.FieldModel(
+            cardinality=int(model.get("cardinality", 1000)),
+            kind=model.get("kind"),
+            note=model.get("note", ""),
+        )
+        for name, model in (advisor.get("fields") or {}).items()
+    }
+    workload = hints_mod.Workload(
+        events_per_s=float(advisor.get("events_per_second", 1000.0)),
+        fields=fields,
+        query_fields=tuple(advisor.get("query_fields") or ()),
+        source="the schema file's advisor section" if advisor else "assumed: no advisor section",
+    )
+    return Hints(workload=workload, acknowledged=dict(advisor.get("acknowledge") or {}))
+
+
+def lint_schema(schema, tables: Sequence[str] | None = None) -> dict[str, list[Finding]]:
+    """Findings per table of a loaded schema file (:class:`transforms.schema_file.Schema`),
+    judged against its own ``advisor:`` workload."""
+    hints = schema_hints(schema.advisor)
+    chosen = [schema.table(t).decl for t in tables] if tables else list(schema.decls().values())
+    return {d.name: lint(d, hints, declared_tables=len(schema.tables)) for d in chosen}

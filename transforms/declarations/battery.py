@@ -1,6 +1,5 @@
-"""Battery-level tables (SPEC §5.4): one dataset, three keys, to show the hotspot remedies.
-
-Events: a user, a time (``YYYYMMDDHHMMSSmmm`` in keys, UTC) and a charge percentage.
+"""Battery-level tables (SPEC §5.4), declared in ``battery.yaml``: one dataset, three keys, to
+show the hotspot remedies.
 
 * ``BATTERY`` — field promotion, the default: the user goes in front of the time, so writes
   spread over every user's key range and "one user's levels between two times" is one range.
@@ -20,46 +19,29 @@ to prefer promotion.
 
 from __future__ import annotations
 
-from transforms.schema import Family, TableDecl, const, declare, salted, text, time_label
+import dataclasses
 
-SALT_BUCKETS = 3
-TIME_FORMAT = "yyyymmddhhmmssmmm"
+from transforms.schema import KeyRecipe, TableDecl
+from transforms.schema_file import builtin_tables
 
-_FAMILY = Family("METRIC", max_versions=1, doc="one version: a re-run rewrites the same cell")
+_TABLES = builtin_tables("battery")
+BATTERY = _TABLES["BATTERY"]
+BATTERY_SALTED = _TABLES["BATTERY_SALTED"]
+BATTERY_TS_FIRST = _TABLES["BATTERY_TS_FIRST"]
+
+SALT_BUCKETS = BATTERY_SALTED.key.segments[1].width  # 3
+TIME_FORMAT = BATTERY.key.segments[-1].arg  # yyyymmddhhmmssmmm
 
 
 def salted_table(name: str, buckets: int) -> TableDecl:
-    """A salted battery table with its own, fixed bucket count."""
-    return declare(
-        name,
-        key=[const("BATTERY"), salted(buckets, "ts"), time_label("ts", TIME_FORMAT)],
-        families=[_FAMILY],
-        pattern="TS-COLS",
-        doc=f"Salted battery levels ({buckets} buckets of a stable hash of the time): writes of "
-        "one moment spread over the buckets; a time-range read scans one range per bucket and "
-        "merges them. The bucket count is fixed by this declaration.",
-        spec="5.4",
+    """A salted battery table with its own, fixed bucket count (BATTERY_SALTED's design)."""
+    segments = tuple(
+        dataclasses.replace(s, width=buckets) if s.kind == "salt" else s
+        for s in BATTERY_SALTED.key.segments
     )
-
-
-BATTERY = declare(
-    "BATTERY",
-    key=[const("BATTERY"), text("user"), time_label("ts", TIME_FORMAT)],
-    families=[_FAMILY],
-    pattern="TS-COLS",
-    doc="Battery levels with the user promoted in front of the time (the preferred remedy): one "
-    "user's levels between two times is one contiguous range.",
-    spec="5.4",
-)
-
-BATTERY_SALTED = salted_table("BATTERY_SALTED", SALT_BUCKETS)
-
-BATTERY_TS_FIRST = declare(
-    "BATTERY_TS_FIRST",
-    key=[const("BATTERY"), time_label("ts", TIME_FORMAT)],
-    families=[_FAMILY],
-    pattern="TS-COLS",
-    doc="ANTI-PATTERN kept for the schema advisor and its demo: the key starts with the time, "
-    "so every write goes to the one node holding the newest keys.",
-    spec="5.4",
-)
+    return dataclasses.replace(
+        BATTERY_SALTED,
+        name=name,
+        key=KeyRecipe(segments, BATTERY_SALTED.key.delimiter),
+        doc=BATTERY_SALTED.doc.replace(f"({SALT_BUCKETS} buckets", f"({buckets} buckets"),
+    )

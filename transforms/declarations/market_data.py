@@ -1,4 +1,4 @@
-"""Financial market data tables (SPEC §5.1).
+"""Financial market data tables (SPEC §5.1), declared in ``market_data.yaml``.
 
 Queries read quotes or trades, never both, for one exchange + symbol over a time range; so each
 source message is split into a QUOTE row and a TRADE row, each keyed by its own time.
@@ -6,37 +6,10 @@ source message is split into a QUOTE row and a TRADE row, each keyed by its own 
 
 from __future__ import annotations
 
-from transforms.schema import Family, declare, epoch_ms, space_padded
+from transforms.schema_file import builtin_tables
 
-EXCHANGE_WIDTH = 6
-SYMBOL_WIDTH = 5
-
-_MD = Family("MD", max_versions=1, doc="one event per row; a re-run rewrites the same cells")
-
-QUOTE = declare(
-    "QUOTE",
-    key=[
-        space_padded("exchange", EXCHANGE_WIDTH),
-        space_padded("symbol", SYMBOL_WIDTH),
-        epoch_ms("quote_time"),
-    ],
-    families=[_MD],
-    pattern="TS-COLS",
-    doc="Quotes of one exchange + symbol between two times: the range "
-    "EXCHANGE#SYMBOL#start..EXCHANGE#SYMBOL#end (fixed-width segments keep symbols apart).",
-    spec="5.1",
-)
-
-TRADE = declare(
-    "TRADE",
-    key=[
-        space_padded("exchange", EXCHANGE_WIDTH),
-        space_padded("symbol", SYMBOL_WIDTH),
-        epoch_ms("trade_time"),
-    ],
-    families=[_MD],
-    pattern="TS-COLS",
-    doc="Trades of one exchange + symbol between two times: the range "
-    "EXCHANGE#SYMBOL#start..EXCHANGE#SYMBOL#end.",
-    spec="5.1",
-)
+_TABLES = builtin_tables("market_data")
+QUOTE = _TABLES["QUOTE"]
+TRADE = _TABLES["TRADE"]
+EXCHANGE_WIDTH = QUOTE.key.segments[0].width  # 6
+SYMBOL_WIDTH = QUOTE.key.segments[1].width  # 5

@@ -1,0 +1,299 @@
+"""The generic builder and pipeline: schema files in, the same rows as the hand-written jobs out;
+a dataset written only from the user guide ingests, queries and lints (pipelines/generic.py)."""
+
+from __future__ import annotations
+
+import json
+import pickle
+
+import pytest
+
+from btts import admin, cli
+from pipelines import generic as generic_job
+from tests.conftest import REPO, load_golden_ids
+from tests.helpers import read_dead_letters, run_job, write_lines
+from tests.test_golden import _check_row, _table_of
+from transforms import (
+    battery,
+    game_results,
+    garden,
+    generic,
+    market_data,
+    server_metrics,
+    smart_meters,
+    weather_balloons,
+)
+from transforms import schema_file as sf
+from transforms.events import parse_json_object
+
+IOT = REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
+LONG_MAX = 9223372036854775807
+
+# Golden case → the built-in dataset whose schema file describes its events, and the
+# hand-written builders the generic builder must match byte for byte.
+DATASETS = {
+    "market": ("market_data", [market_data.build]),
+    "server": ("server_metrics", [server_metrics.build]),
+    "current": ("server_metrics", [server_metrics.build]),
+    "smart": ("smart_meters", [smart_meters.build]),
+    "balloon": ("weather_balloons", [b for _, b in weather_balloons.PATTERNS.values()]),
+    "battery": ("battery", [battery.Builder(t) for t in battery.declarations()]),
+    "game": ("game_results", [game_results.build]),
+    "veggie": ("garden", [lambda r: garden.build(r, "both")]),
+}
+GOLDEN_RUNS = [c for c in load_golden_ids() if c.split("-")[0] in DATASETS]
+
+
+def _sorted(rows):
+    return sorted(rows, key=lambda r: (r.table, r.key))
+
+
+@pytest.mark.parametrize("case_id", GOLDEN_RUNS)
+def test_generic_rows_are_byte_identical_to_the_hand_written_builders(case_id, golden_cases):
+    dataset, builders = DATASETS[case_id.split("-")[0]]
+    build = generic.Builder(sf.builtin(dataset))
+    for line in golden_cases[case_id]["input_lines"]:
+        record = parse_json_object(line)
+        expected = [row for b in builders for row in b(dict(record))]
+        assert _sorted(build(dict(record))) == _sorted(expected)
+
+
+def test_builder_pickles_as_its_schema_text():
+    build = generic.Builder(sf.builtin("weather_balloons"), ["BALLOON_TS_BLOB"])
+    again = pickle.loads(pickle.dumps(build))
+    assert again.tables == ["BALLOON_TS_BLOB"] and again.schema == build.schema
+
+
+@pytest.mark.parametrize("case_id", GOLDEN_RUNS)
+def test_golden_cases_through_the_generic_pipeline(case_id, golden_cases, target, tmp_path):
+    """The golden harness's own checks, on what the generic job wrote from the schema file."""
+    case = golden_cases[case_id]
+    dataset, _ = DATASETS[case_id.split("-")[0]]
+    from tests.test_golden import RUNS
+
+    _, _, table_map = RUNS[case_id]
+    source = write_lines(tmp_path / "in.jsonl", case["input_lines"])
+    schema = REPO / "transforms" / "declarations" / f"{dataset}.yaml"
+    tables = {_table_of(e, table_map) for e in case.get("expected_rows", [])}
+    tables |= {_table_of(e, table_map) for e in case.get("expected_latest", [])}
+    if "expected_row_key_regex" in case:
+        tables.add(table_map[None])
+    flags = [f"--schema={schema}", *(f"--schema_table={t}" for t in sorted(tables))]
+    result = run_job("generic", target, source, tmp_path / "dead", flags)
+    assert read_dead_letters(tmp_path / "dead") == []
+    assert result.btts_counters["events_valid"] == len(case["input_lines"])
+    for expected in case.get("expected_rows", []):
+        _check_row(target, _table_of(expected, table_map), expected)
+    for expected in case.get("expected_latest", []):
+        table = _table_of(expected, table_map)
+        key = expected["row_key"].encode()
+        (row,) = admin.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
+        qualifier = expected["qualifier"].encode()
+        assert row.latest()[(expected["family"], qualifier)] == expected["value"].encode()
+    if "expected_row_key_regex" in case:
+        import re
+
+        (found,) = [r.key.decode() for r in admin.read_rows(target, table_map[None])]
+        assert re.match(case["expected_row_key_regex"], found)
+
+
+# -- a dataset written only from the user guide: IoT device temperatures ------------------------
+
+HOUR = 1714557600000  # 2024-05-01T10:00:00Z
+IOT_LINES = [
+    '{"device": "dev-1", "ts": "2024-05-01T10:15:00Z", "temperature_c": 21.50, "humidity": 40}',
+    '{"device": "dev-1", "ts": "2024-05-01T10:45:00.250Z", "temperature_c": 22.0}',
+    '{"device": "dev-1", "ts": "2024-05-01T11:05:00Z", "temperature_c": 23.25, "humidity": 41}',
+    '{"device": "dev-2", "ts": 1714557600000, "temperature_c": -3.5}',
+    '{"device": "dev-1", "ts": "2024-05-01T10:15:00Z", "temperature_c": "hot"}',
+    '{"device": "dev 3", "ts": "2024-05-01T10:15:00Z", "temperature_c": 20}',
+    '{"device": "dev-1", "temperature_c": 20}',
+    '{"device": "dev-1", "ts": "2024-05-01T10:15:00Z", "temperature_c": 20, "color": "red"}',
+    '{"device": "dev-1", "ts": "2024-05-01T10:15:00Z", "temperature_c": 999}',
+    "not json",
+]
+
+
+def _reversed(ms: int) -> bytes:
+    return str(LONG_MAX - ms).zfill(19).encode()
+
+
+def test_iot_schema_from_the_guide_ingests_with_dead_letters(target, tmp_path):
+    source = write_lines(tmp_path / "iot.jsonl", IOT_LINES)
+    result = run_job("generic", target, source, tmp_path / "dead", [f"--schema={IOT}"])
+    dead = read_dead_letters(tmp_path / "dead")
+    counters = result.btts_counters
+    assert counters["lines_read"] == len(IOT_LINES) == counters["events_valid"] + len(dead)
+    assert counters["events_valid"] == 4 and counters["rows_DEVICE_TEMP"] == 4
+    reasons = sorted(d["reason"] for d in dead)
+    assert any("'temperature_c': expected a number" in r for r in reasons)
+    assert any("'device'" in r and "whitespace" in r for r in reasons)
+    assert any("missing field(s): ts" in r for r in reasons)
+    assert any("unexpected field(s): color" in r for r in reasons)
+    assert any("999 is above its maximum 200" in r for r in reasons)
+    assert {d["pipeline"] for d in dead} == {"iot_temperatures"}
+
+    rows = {r.key: r for r in admin.read_rows(target, "DEVICE_TEMP")}
+    # newest hour first within a device; one row per device and hour (TB-CELL)
+    assert list(rows) == [
+        b"dev-1#" + _reversed(HOUR + 3_600_000),
+        b"dev-1#" + _reversed(HOUR),
+        b"dev-2#" + _reversed(HOUR),
+    ]
+    ten = rows[b"dev-1#" + _reversed(HOUR)]
+    cells = sorted((c.qualifier, c.value, c.timestamp_us) for c in ten.cells)
+    assert cells == [
+        (b"rh", b"40", (HOUR + 900_000) * 1000),
+        (b"temp", b"21.50", (HOUR + 900_000) * 1000),
+        (b"temp", b"22.0", (HOUR + 2_700_250) * 1000),
+    ]
+    families = admin.Admin(target).get_families("DEVICE_TEMP")
+    assert families["t"].gc_rule is not None
+
+    # idempotent: the same input again leaves the same cells
+    before = sorted((r.key, c) for r in admin.read_rows(target, "DEVICE_TEMP") for c in r.cells)
+    run_job("generic", target, source, tmp_path / "dead2", [f"--schema={IOT}"])
+    after = sorted((r.key, c) for r in admin.read_rows(target, "DEVICE_TEMP") for c in r.cells)
+    assert after == before
+
+
+def test_iot_csv_input(target, tmp_path):
+    source = write_lines(
+        tmp_path / "iot.csv",
+        [
+            "device,ts,temperature_c,humidity",
+            "dev-9,2024-05-01T10:15:00Z,19.75,",
+            "dev-9,2024-05-01T10:16:00Z,x,3",
+        ],
+    )
+    result = run_job("generic", target, source, tmp_path / "dead", [f"--schema={IOT}"])
+    assert result.btts_counters["events_valid"] == 1
+    assert len(read_dead_letters(tmp_path / "dead")) == 1
+    (row,) = admin.read_rows(target, "DEVICE_TEMP")
+    assert [(c.qualifier, c.value) for c in row.cells] == [(b"temp", b"19.75")]
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_iot_through_the_cli_ingest_query_and_lint(target, tmp_path, capsys):
+    source = write_lines(tmp_path / "iot.jsonl", IOT_LINES[:4])
+    where = ["--project", target.project, "--instance", target.instance]
+    code, out = _cli(capsys, "tables", "create", "--schema", str(IOT), *where)
+    assert code == 0 and "DEVICE_TEMP" in out
+    code, _ = _cli(
+        capsys, "ingest", "--schema", str(IOT), f"--input={source}",
+        f"--dead_letter={tmp_path / 'dead'}", *where,
+    )  # fmt: skip
+    assert code == 0
+
+    # the latest hour of dev-1: the first row of its prefix
+    code, out = _cli(
+        capsys, "query", "--schema", str(IOT), "--field", "device=dev-1", "--limit", "1",
+        "--format", "json", *where,
+    )  # fmt: skip
+    assert code == 0
+    (latest,) = json.loads(out)
+    assert latest["key"] == "dev-1#" + _reversed(HOUR + 3_600_000).decode()
+    assert {(c["qualifier"], c["value"]) for c in latest["cells"]} == {
+        ("temp", "23.25"),
+        ("rh", "41"),
+    }
+
+    # dev-1 between 10:30 and 11:00: the 10:00 bucket row, only the 10:45 cell
+    code, out = _cli(
+        capsys, "query", "--schema", str(IOT), "--field", "device=dev-1",
+        "--start", "2024-05-01T10:30:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
+        *where,
+    )  # fmt: skip
+    assert code == 0
+    (row,) = json.loads(out)
+    assert row["key"] == "dev-1#" + _reversed(HOUR).decode()
+    assert [(c["qualifier"], c["value"]) for c in row["cells"]] == [("temp", "22.0")]
+
+    code, out = _cli(capsys, "query", "--schema", str(IOT), "--field", "dev=x", *where)
+    assert code == 2
+
+    code, out = _cli(capsys, "advise", "lint", "--schema", str(IOT))
+    assert code == 0 and "ok    DEVICE_TEMP" in out and "→ pass" in out
+
+
+def test_lint_of_a_schema_file_finds_a_time_first_key(tmp_path, capsys):
+    text = (
+        IOT.read_text()
+        .replace(
+            "      - text: device\n      - {reverse_ts: ts, bucket: hour}",
+            "      - epoch_ms: ts\n      - text: device",
+        )
+        .replace("pattern: TB-CELL", "pattern: TS-COLS")
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text)
+    code, out = _cli(capsys, "advise", "lint", "--schema", str(bad))
+    assert code == 1 and "HOT-TIME-FIRST" in out
+
+
+def test_aggregate_schema_adds_with_add_to_cell(target, tmp_path):
+    lines = [
+        '{"employee": "Corrie", "timestamp": "2015-03-16T19:53:32.045Z", "amount_cents": 1999}',
+        '{"employee": "Corrie", "timestamp": "2015-03-02T08:00:00Z", "amount_cents": 1}',
+    ]
+    source = write_lines(tmp_path / "sales.jsonl", lines)
+    schema = REPO / "transforms" / "declarations" / "sales.yaml"
+    run_job("generic", target, source, tmp_path / "dead", [f"--schema={schema}"])
+    (row,) = admin.read_rows(target, "SALES_MONTHLY")
+    assert row.key == b"Corrie#201503"
+    sums = {c.qualifier: int.from_bytes(c.value, "big", signed=True) for c in row.cells}
+    assert sums == {b"AMOUNT": 2000, b"COUNT": 2}
+
+
+def test_a_broken_schema_stops_the_job_before_any_data_is_read(target, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(IOT.read_text().replace("pattern: TB-CELL", "pattern: TB-CELLS"))
+    with pytest.raises(SystemExit) as stop:
+        run_job(
+            "generic", target, tmp_path / "missing.jsonl", tmp_path / "dead", [f"--schema={bad}"]
+        )
+    message = str(stop.value)
+    line = bad.read_text().splitlines().index("    pattern: TB-CELLS") + 1
+    assert f"{bad}:{line}: table DEVICE_TEMP: unknown pattern 'TB-CELLS'" in message
+    assert "did you mean 'TB-CELL'" in message
+    with admin.Admin(target) as api:
+        assert api.list_tables() == []  # nothing created, nothing read
+
+
+def test_a_missing_table_is_reported_with_the_schema_create_command(target, tmp_path):
+    with pytest.raises(SystemExit) as stop:
+        generic_job.run(
+            [f"--schema={IOT}", f"--input={tmp_path / 'x.jsonl'}",
+             f"--bigtable_project={target.project}", f"--bigtable_instance={target.instance}"]
+        )  # fmt: skip
+    assert f"btts tables create --schema {IOT}" in str(stop.value)
+
+
+def test_btts_ingest_job_is_unchanged_and_schema_means_the_generic_job():
+    assert cli._schema_ingest(["ingest", "--schema", "f.yaml", "--input=x"]) == [
+        "ingest", "generic", "--schema", "f.yaml", "--input=x",
+    ]  # fmt: skip
+    assert cli._schema_ingest(["-q", "ingest", "--schema=f.yaml"])[2] == "generic"
+    assert cli._schema_ingest(["ingest", "battery", "--input=x"]) == [
+        "ingest", "battery", "--input=x",
+    ]  # fmt: skip
+    assert cli._schema_query_argv(["query", "--schema", "f"]) == ["--schema", "f"]
+    assert cli._schema_query_argv(["query", "metrics", "--host", "h"]) is None
+
+
+def test_every_documented_schema_file_loads_and_passes_the_advisor():
+    from btts.advisor import lint
+
+    files = sorted((REPO / "docs" / "schemas").glob("*.yaml"))
+    patterns = set()
+    for path in files:
+        schema = sf.load(path)
+        generic.Builder(schema)  # writes at least one table from events
+        patterns |= {t.decl.pattern for t in schema.tables}
+        results = lint.lint_schema(schema)
+        assert lint.failing([f for fs in results.values() for f in fs]) == [], path
+    assert patterns >= {"TS-COLS", "TS-BLOB", "TB-COL", "TB-CELL", "SHORT-WIDE", "AGGREGATE"}
