@@ -193,7 +193,7 @@ def core(dataset: str, path: str) -> None:
     _emit(seconds=best, events=len(lines), rows=rows, cells=None)
 
 
-def nightly_ours(instance: str, date: str) -> None:
+def nightly_ours(instance: str, date: str, *flags: str) -> None:
     import logging
 
     logging.disable(logging.WARNING)
@@ -201,7 +201,12 @@ def nightly_ours(instance: str, date: str) -> None:
 
     started = time.perf_counter()
     result = nightly.run(
-        [f"--date={date}", f"--bigtable_project={PROJECT}", f"--bigtable_instance={instance}"]
+        [
+            f"--date={date}",
+            f"--bigtable_project={PROJECT}",
+            f"--bigtable_instance={instance}",
+            *flags,
+        ]
     )
     seconds = time.perf_counter() - started
     counters = result.btts_counters

@@ -80,3 +80,8 @@ def test_cached_labels_equal_exact_conversion(ms):
     assert timefmt.hour_label(ms) == moment.strftime("%Y-%m-%d-%H")
     iso = moment.isocalendar()
     assert timefmt.iso_week_label(ms) == f"{iso[0]:04d}-W{iso[1]:02d}"
+
+
+@given(st.integers(0, timefmt.MAX_EPOCH_MS))
+def test_fast_time_of_day_equals_the_datetime_conversion(ms):
+    assert timefmt.time_of_day(ms) == timefmt.to_datetime(ms).strftime("%H%M")

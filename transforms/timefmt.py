@@ -116,6 +116,9 @@ def compact_millis(ms: int, tz: dt.tzinfo = UTC) -> str:
 
 def time_of_day(ms: int, tz: dt.tzinfo = UTC) -> str:
     """``HHMM``: the smart-meter reading columns."""
+    if tz is UTC:  # the hot path: plain arithmetic, no datetime
+        minutes = ms // 60_000 % 1440
+        return f"{minutes // 60:02d}{minutes % 60:02d}"
     moment = to_datetime(ms, tz)
     return f"{moment:%H%M}"
 
