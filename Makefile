@@ -61,3 +61,13 @@ templates: venv
 # fresh virtualenv runs `btts --help` and the nightly job's --help (also part of `make test`).
 wheel-check: venv
 	$(BIN)/python -m pytest -q -rA tests/test_templates.py -k wheel
+
+# Soak (benchmarks/soak.py): a bounded streaming run of the server-metrics job from the Pub/Sub
+# emulator to the Bigtable emulator, reporting throughput, lag and memory every 10 s; writes
+# benchmarks/results/soak.json and fails if an event is lost or duplicated or memory grows.
+# Outside `make test` (minutes by design). `make soak SOAK_MINUTES=10 SOAK_RATE=500`.
+SOAK_MINUTES ?= 3
+SOAK_RATE ?= 200
+.PHONY: soak
+soak: venv
+	$(BIN)/python -m benchmarks.soak --minutes $(SOAK_MINUTES) --rate $(SOAK_RATE)

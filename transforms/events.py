@@ -34,7 +34,20 @@ def _reject_constant(name: str) -> None:
     raise InvalidEvent(f"{name} is not a number Bigtable rows can hold")
 
 
-_decoder = json.JSONDecoder(parse_float=Num, parse_int=Num, parse_constant=_reject_constant)
+def _object(pairs: list) -> dict:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):  # last-wins would silently drop a value
+        seen: set = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise InvalidEvent(f"invalid JSON: field {key[:40]!r} repeated in one object")
+            seen.add(key)
+    return obj
+
+
+_decoder = json.JSONDecoder(
+    parse_float=Num, parse_int=Num, parse_constant=_reject_constant, object_pairs_hook=_object
+)
 _decode = _decoder.decode
 
 
@@ -75,6 +88,7 @@ def parse_csv_line(raw: bytes | str, header: Sequence[str]) -> dict:
 def parse_csv_header(raw: bytes | str) -> tuple[str, ...]:
     if isinstance(raw, bytes):
         raw = raw.decode("utf-8", errors="replace")
+    raw = raw.removeprefix("\ufeff")  # a byte-order mark is not part of the first name
     (names,) = csv.reader([raw])
     return tuple(name.strip() for name in names)
 
