@@ -106,8 +106,14 @@ def run_dataset(dataset: str, path: Path) -> dict:
         out[f"ceiling_{procs}p"] = measure(
             "ceiling", dataset, str(path), fresh_instance(names), str(procs)
         )
+    for procs in (1, 2):
+        log(f"[{dataset}] wire x{procs}")
+        out[f"wire_{procs}p"] = measure(
+            "wire", dataset, str(path), fresh_instance(names), str(procs)
+        )
     best_ours = max(out["ours"]["rows_per_s"], out["ours_mp"]["rows_per_s"])
     ceiling = max(out["ceiling_1p"]["rows_per_s"], out["ceiling_2p"]["rows_per_s"])
+    wire = max(out["wire_1p"]["rows_per_s"], out["wire_2p"]["rows_per_s"])
     out["summary"] = {
         "ours_rows_per_s": best_ours,
         "ours_mode": "multi_processing"
@@ -116,6 +122,8 @@ def run_dataset(dataset: str, path: Path) -> dict:
         "ceiling_rows_per_s": ceiling,
         "naive_rows_per_s": out["naive"]["rows_per_s"],
         "ours_vs_ceiling": ratio(best_ours, ceiling),
+        "wire_rows_per_s": wire,
+        "ours_vs_wire": ratio(best_ours, wire),
         "ours_vs_naive": ratio(best_ours, out["naive"]["rows_per_s"]),
         "core_events_per_s": out["core"]["events_per_s"],
     }
@@ -165,7 +173,8 @@ def run_nightly(meters: int, days: int = 4) -> dict:
 def table(report: dict) -> str:
     lines = [
         f"{'dataset':<9}{'core ev/s':>11}{'ours rows/s':>13}{'(mode)':>10}{'ceiling':>10}"
-        f"{'naive':>9}{'ours/ceil':>11}{'ours/naive':>11}{'RSS MB':>8}"
+        f"{'naive':>9}{'wire':>9}{'ours/ceil':>11}{'ours/naive':>11}{'ours/wire':>10}"
+        f"{'RSS MB':>8}"
     ]
     for dataset in SIZES:
         if dataset not in report["datasets"]:
@@ -176,7 +185,8 @@ def table(report: dict) -> str:
             f"{dataset:<9}{s['core_events_per_s']:>11,.0f}{s['ours_rows_per_s']:>13,.0f}"
             f"{'mp' if s['ours_mode'] == 'multi_processing' else 'in-proc':>10}"
             f"{s['ceiling_rows_per_s']:>10,.0f}{s['naive_rows_per_s']:>9,.0f}"
-            f"{s['ours_vs_ceiling']:>11.2f}{s['ours_vs_naive']:>11.2f}"
+            f"{s['wire_rows_per_s']:>9,.0f}"
+            f"{s['ours_vs_ceiling']:>11.2f}{s['ours_vs_naive']:>11.2f}{s['ours_vs_wire']:>10.2f}"
             f"{d['ours']['peak_rss_mb']:>8.0f}"
         )
     sc = report["scaling"]

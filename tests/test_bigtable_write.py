@@ -1,26 +1,150 @@
-"""The write step's conversions: byte-exact mutations, whatever shortcut builds them."""
+"""The write step's encoding and batching: byte-exact requests, whatever shortcut builds them,
+and a failure that names what was not written (the emulator-backed tests prove the rows land)."""
 
 from __future__ import annotations
 
-from google.cloud.bigtable.data.mutations import SetCell
+from collections import Counter
 
-from transforms.bigtable_write import to_direct_row
-from transforms.mutations import Cell, RowMutation
+import pytest
+from google.api_core import exceptions as api_exceptions
+from google.cloud.bigtable.data.mutations import DeleteAllFromRow, RowMutationEntry, SetCell
+from google.cloud.bigtable.row import DirectRow
+from google.cloud.bigtable_v2.types import bigtable as bigtable_types
+from google.rpc import status_pb2
+
+from transforms import bigtable_write
+from transforms.bigtable_write import (
+    _Attempt,
+    _LeanBatcher,
+    _RequestSender,
+    encode_entry,
+)
+from transforms.mutations import AddCell, Cell, RowMutation
+
+ROW = RowMutation(
+    "METRIC",
+    b"server1.bbb.com#1426535612045",
+    (
+        Cell("METRIC", b"CPU/CPU1_USR", b"0.02", 1426535612045000),
+        Cell("METRIC", b"IO/BLK_READ", b"253453634", 1426535612045000),
+    ),
+)
+TABLE = "projects/p/instances/i/tables/METRIC"
 
 
-def test_direct_row_mutations_equal_the_clients_own_construction():
-    row = RowMutation(
-        "METRIC",
-        b"server1.bbb.com#1426535612045",
-        (
-            Cell("METRIC", b"CPU/CPU1_USR", b"0.02", 1426535612045000),
-            Cell("METRIC", b"IO/BLK_READ", b"253453634", 1426535612045000),
-        ),
-    )
-    direct = to_direct_row(row)
-    assert direct.row_key == row.key
-    expected = [SetCell(c.family, c.qualifier, c.value, c.timestamp_us)._to_pb() for c in row.cells]
-    assert direct._get_mutation_pbs() == expected
-    assert [m._to_dict() for m in direct._get_mutations()] == [
-        SetCell(c.family, c.qualifier, c.value, c.timestamp_us)._to_dict() for c in row.cells
-    ]
+def _clients_own(row: RowMutation) -> bytes:
+    mutations = [SetCell(c.family, c.qualifier, c.value, c.timestamp_us) for c in row.cells]
+    return RowMutationEntry(row.key, mutations)._to_pb()._pb.SerializeToString()
+
+
+def test_encoded_entry_is_byte_identical_to_the_clients_own():
+    assert encode_entry(ROW).SerializeToString() == _clients_own(ROW)
+
+
+def test_aggregate_cells_are_refused_here():
+    row = RowMutation("AGG", b"k", (AddCell("SUM", b"n", 1, 0),))
+    with pytest.raises(TypeError, match="WriteAggregates"):
+        encode_entry(row)
+
+
+class _Inline:
+    """A pool that runs the sender at once: batching decisions without threads."""
+
+    def __init__(self) -> None:
+        self.requests = []
+
+    def submit(self, sender, request):
+        from concurrent.futures import Future
+
+        self.requests.append(request)
+        future = Future()
+        future.set_result(_Attempt(len(request.entries)))
+        return future
+
+
+def test_requests_split_by_row_count_and_direct_rows_are_accepted():
+    pool = _Inline()
+    batcher = _LeanBatcher(TABLE, 2, 10**9, pool, sender=None)
+    direct = DirectRow(b"direct")
+    direct._get_mutations().append(DeleteAllFromRow())
+    for row in (ROW, ROW, direct):
+        batcher.add(row)
+    batcher.close()
+    assert [len(r.entries) for r in pool.requests] == [2, 1]
+    assert all(r.table_name == TABLE for r in pool.requests)
+    assert pool.requests[0].entries[0].SerializeToString() == _clients_own(ROW)
+    expected = RowMutationEntry(b"direct", [DeleteAllFromRow()])._to_pb()._pb
+    assert pool.requests[1].entries[0] == expected
+    assert len(batcher.done) == 2
+
+
+def test_requests_stay_under_the_mutation_limit(monkeypatch):
+    monkeypatch.setattr(bigtable_write, "MAX_MUTATIONS_PER_REQUEST", 3)
+    pool = _Inline()
+    batcher = _LeanBatcher(TABLE, 100, 10**9, pool, sender=None)
+    for _ in range(3):
+        batcher.add(ROW)  # two mutations each: two rows would make four
+    batcher.close()
+    assert [len(r.entries) for r in pool.requests] == [1, 1, 1]
+
+
+def test_a_bad_element_leaves_no_half_built_entry():
+    pool = _Inline()
+    batcher = _LeanBatcher(TABLE, 100, 10**9, pool, sender=None)
+    batcher.add(ROW)
+    with pytest.raises(TypeError, match="expected RowMutation or DirectRow"):
+        batcher.add({"not": "a row"})
+    batcher.close()
+    assert [len(r.entries) for r in pool.requests] == [1]
+
+
+class _Stub:
+    """Answers MutateRows from a script: per call, a status code per entry or an exception."""
+
+    def __init__(self, script) -> None:
+        self.script = list(script)
+        self.sent: list[list[bytes]] = []
+
+    def mutate_rows(self, request, timeout, retry):
+        raw = bigtable_types.MutateRowsRequest.pb(request)
+        self.sent.append([e.row_key for e in raw.entries])
+        step = self.script.pop(0)
+        if isinstance(step, Exception):
+            raise step
+        response = bigtable_types.MutateRowsResponse.pb()()
+        for index, code in enumerate(step):
+            answer = response.entries.add()
+            answer.index = index
+            answer.status.CopyFrom(status_pb2.Status(code=code, message=f"code {code}"))
+        return [bigtable_types.MutateRowsResponse.wrap(response)]
+
+
+def _request(*keys: bytes):
+    request = bigtable_types.MutateRowsRequest.pb()(table_name=TABLE)
+    for key in keys:
+        request.entries.add(row_key=key)
+    return request
+
+
+def test_transient_entries_are_resent_alone_until_written():
+    stub = _Stub([[0, 14, 0, 4], api_exceptions.ServiceUnavailable("down"), [0, 0]])
+    outcome = _RequestSender(stub, timeout_s=10)(_request(b"a", b"b", b"c", b"d"))
+    assert stub.sent == [[b"a", b"b", b"c", b"d"], [b"b", b"d"], [b"b", b"d"]]
+    assert outcome.errors == []
+    assert outcome.codes == Counter({0: 4, 14: 1, 4: 1})
+
+
+def test_a_permanent_error_is_reported_with_its_row_and_not_retried():
+    stub = _Stub([[0, 3]])
+    outcome = _RequestSender(stub, timeout_s=10)(_request(b"a", b"b"))
+    assert len(stub.sent) == 1
+    assert outcome.errors == ["row b'b': code 3: code 3"]
+
+
+def test_retries_stop_at_the_timeout_with_the_last_error():
+    stub = _Stub([api_exceptions.ServiceUnavailable("down")] * 1000)
+    outcome = _RequestSender(stub, timeout_s=0.2)(_request(b"a"))
+    assert 1 < len(stub.sent) < 1000
+    assert len(outcome.errors) == 1
+    assert "still not written after 0.2s" in outcome.errors[0]
+    assert "ServiceUnavailable" in outcome.errors[0]

@@ -392,15 +392,15 @@ def test_a_row_lost_before_the_write_fails_verification_loudly(target, monkeypat
 def test_an_altered_value_fails_verification(target, monkeypatch):
     _load_sensor(target)
     victim = sorted(_keys(_live(target, "SENSOR", DAY)))[-1]
-    original = bigtable_write.to_direct_row
+    original = bigtable_write.fill_entry
 
-    def altering(row):
+    def altering(entry, row):
         if row.key == victim:
             first = row.cells[0]
             row = row._replace(cells=(first._replace(value=first.value + b"0"), *row.cells[1:]))
-        return original(row)
+        return original(entry, row)
 
-    monkeypatch.setattr(bigtable_write, "to_direct_row", altering)
+    monkeypatch.setattr(bigtable_write, "fill_entry", altering)
     with pytest.raises(Exception, match=f"verification failed for {DAY}"):
         _nightly(target, f"--date={DAY}")
 
