@@ -47,6 +47,37 @@ def test_parse_event_time_refuses(value, reason):
         timefmt.parse_event_time(value)
 
 
+_EPOCH = timefmt.dt.datetime(1970, 1, 1, tzinfo=timefmt.UTC)
+
+
+@given(st.integers(min_value=0, max_value=timefmt.MAX_EPOCH_MS), st.sampled_from("T t_"))
+def test_the_fast_utc_path_agrees_with_the_general_parser(ms, sep):
+    moment = _EPOCH + timefmt.dt.timedelta(milliseconds=ms)
+    texts = [
+        moment.strftime(f"%Y-%m-%d{sep}%H:%M:%S.") + f"{ms % 1000:03d}Z",
+        moment.strftime(f"%Y-%m-%d{sep}%H:%M:%SZ"),
+    ]
+    for text in texts:
+        expected = (timefmt.dt.datetime.fromisoformat(text) - _EPOCH) // timefmt._MS
+        assert timefmt.parse_event_time(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2015-03-16T19:60:00.000Z",  # minute 60
+        "2015-03-16T19:59:60.000Z",  # leap second: fromisoformat refuses it too
+        "2015-02-30T19:00:00.000Z",  # no such day
+        "2015-03-16T24:00:00.000Z",
+        "2015-03-16T19:5\u0663:00.000Z",  # an Arabic-Indic digit
+        "2015-03-16T19:53:00.0\uff10\uff10Z",  # full-width digits
+    ],
+)
+def test_the_fast_utc_path_refuses_what_the_general_parser_refuses(text):
+    with pytest.raises(InvalidEvent, match="not an RFC 3339"):
+        timefmt.parse_event_time(text)
+
+
 def test_labels():
     ms = timefmt.parse_event_time("2021-03-05T12:00:00Z")
     assert timefmt.hour_label(ms) == "2021-03-05-12"

@@ -203,7 +203,8 @@ class KeyRecipe:
     segments: tuple[Segment, ...]
     delimiter: str = keys.DELIMITER
     _compiled: tuple = field(default=(), init=False, repr=False, compare=False)
-    _names: tuple = field(default=(), init=False, repr=False, compare=False)
+    _checked: tuple = field(default=(), init=False, repr=False, compare=False)
+    _salt_at: int = field(default=-1, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         builders = []
@@ -219,11 +220,14 @@ class KeyRecipe:
         object.__setattr__(self, "_compiled", tuple(builders))
         # Segments whose text comes from the event need checking; built ones (digits, labels,
         # constants checked above) cannot hold a delimiter or a control character.
-        names = tuple(
-            (f"field {seg.field!r}" if seg.field else "key") if seg.kind in _FREE_TEXT else ""
-            for seg in self.segments
+        checked = tuple(
+            (index, f"field {seg.field!r}" if seg.field else "key")
+            for index, seg in enumerate(self.segments)
+            if seg.kind in _FREE_TEXT
         )
-        object.__setattr__(self, "_names", names)
+        object.__setattr__(self, "_checked", checked)
+        salts = [index for index, builder in enumerate(builders) if builder is None]
+        object.__setattr__(self, "_salt_at", salts[0] if salts else -1)
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -232,21 +236,19 @@ class KeyRecipe:
     def build(self, values: Mapping[str, object], tz: dt.tzinfo = timefmt.UTC) -> bytes:
         """The row key for one event's values; calendar labels (days, hours…) are in ``tz``.
         Raises :class:`InvalidEvent` for bad values. (The hot path: one call per row.)"""
-        delimiter = self.delimiter
-        parts = []
-        salt_at = -1
+        salt_at = self._salt_at
         try:
-            for builder in self._compiled:
-                if builder is None:
-                    salt_at = len(parts)
-                    parts.append("")
-                else:
-                    parts.append(builder(values, tz))
+            if salt_at < 0:
+                parts = [builder(values, tz) for builder in self._compiled]
+            else:  # the salt's text comes from the other segments, filled in below
+                parts = [b(values, tz) if b is not None else "" for b in self._compiled]
         except KeyError as missing:
             raise InvalidEvent(f"key field {missing} has no value") from None
-        for part, name in zip(parts, self._names, strict=True):
+        delimiter = self.delimiter
+        for index, name in self._checked:
+            part = parts[index]
             # Cheap test first; check_segment says precisely what is wrong.
-            if name and (not part or delimiter in part or not part.isprintable()):
+            if not part or delimiter in part or not part.isprintable():
                 keys.check_segment(part, name, delimiter)
         if salt_at >= 0:
             seg = self.segments[salt_at]

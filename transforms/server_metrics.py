@@ -28,6 +28,11 @@ _METRIC_KEY = METRIC.key.build
 _CURRENT_KEY = CURRENT_METRIC.key.build
 
 
+@lru_cache(maxsize=65536)  # the latest-value row of a host: the same key for every reading
+def _current_key(hostname: str) -> bytes:
+    return _CURRENT_KEY({"hostname": hostname})
+
+
 class MetricEvent(NamedTuple):
     hostname: str
     ts_ms: int
@@ -48,7 +53,48 @@ def qualifier_for(name: object) -> bytes:
     return qualifier
 
 
-def parse(obj: dict) -> MetricEvent:
+def _check_qualifiers(names: tuple) -> tuple[bytes, ...]:
+    qualifiers = tuple([qualifier_for(name) for name in names])
+    if len(set(qualifiers)) != len(qualifiers):
+        seen: dict[bytes, str] = {}
+        for name, qualifier in zip(names, qualifiers, strict=True):
+            if qualifier in seen:
+                raise InvalidEvent(
+                    f"metric name {name!r}: collides with {seen[qualifier]!r} once upper-cased"
+                )
+            seen[qualifier] = name
+    return qualifiers
+
+
+# A host reports the same names in the same order every time: one lookup per event, not one
+# per metric plus a collision check.
+_cached_qualifiers = lru_cache(maxsize=4096)(_check_qualifiers)
+_CACHED_NAMES = 64  # longer name lists are checked without being kept
+
+
+def _encoded_values(metrics: dict) -> list[bytes]:
+    values = []
+    append = values.append
+    for value in metrics.values():
+        if type(value) is not Num:
+            break
+        append(value.encode("ascii"))
+    else:
+        return values  # every value a JSON number: the common case
+    values = []
+    for name, value in metrics.items():
+        if type(value) is not Num:
+            value = events.as_number(value)
+            if type(value) is not Num:
+                raise InvalidEvent(
+                    f"metric {name!r}: expected a number, got {events.describe(value)}"
+                )
+        values.append(value.encode("ascii"))
+    return values
+
+
+def _validated(obj: dict) -> tuple[str, int, tuple[bytes, ...], list[bytes]]:
+    """hostname, event time, qualifiers and encoded values, in source order."""
     events.check_fields(obj, FIELDS)
     hostname = events.text_field(obj, "hostname", MAX_HOSTNAME)
     ts_ms = timefmt.parse_event_time(obj["timestamp"])
@@ -59,41 +105,36 @@ def parse(obj: dict) -> MetricEvent:
         raise InvalidEvent("field 'metrics': empty; an event needs at least one metric")
     if len(metrics) > MAX_METRICS:
         raise InvalidEvent(f"field 'metrics': {len(metrics)} metrics, more than {MAX_METRICS}")
-    qualifiers = [qualifier_for(name) for name in metrics]
-    values = []
-    for name, value in metrics.items():
-        if type(value) is not Num:
-            value = events.as_number(value)
-            if type(value) is not Num:
-                raise InvalidEvent(
-                    f"metric {name!r}: expected a number, got {events.describe(value)}"
-                )
-        values.append(value.encode("ascii"))
-    if len(set(qualifiers)) != len(qualifiers):
-        seen: dict[bytes, str] = {}
-        for name, qualifier in zip(metrics, qualifiers, strict=True):
-            if qualifier in seen:
-                raise InvalidEvent(
-                    f"metric name {name!r}: collides with {seen[qualifier]!r} once upper-cased"
-                )
-            seen[qualifier] = name
-    cells = zip(qualifiers, values, strict=True)
-    return MetricEvent(hostname, ts_ms, tuple(cells))
+    names = tuple(metrics)
+    if len(names) <= _CACHED_NAMES:
+        qualifiers = _cached_qualifiers(names)
+    else:
+        qualifiers = _check_qualifiers(names)
+    return hostname, ts_ms, qualifiers, _encoded_values(metrics)
 
 
-def rows(event: MetricEvent) -> list[RowMutation]:
-    values = {"hostname": event.hostname, "ts": event.ts_ms}
-    ts_us = timefmt.micros(event.ts_ms)
-    cells = cells_at(FAMILY, event.metrics, ts_us)
+def parse(obj: dict) -> MetricEvent:
+    hostname, ts_ms, qualifiers, values = _validated(obj)
+    return MetricEvent(hostname, ts_ms, tuple(zip(qualifiers, values, strict=True)))
+
+
+def _rows(hostname: str, ts_ms: int, pairs) -> list[RowMutation]:
+    cells = cells_at(FAMILY, pairs, timefmt.micros(ts_ms))
     return [
-        _new(RowMutation, ("METRIC", _METRIC_KEY(values), cells)),
-        _new(RowMutation, ("CURRENT_METRIC", _CURRENT_KEY(values), cells)),
+        _new(RowMutation, ("METRIC", _METRIC_KEY({"hostname": hostname, "ts": ts_ms}), cells)),
+        _new(RowMutation, ("CURRENT_METRIC", _current_key(hostname), cells)),
     ]
 
 
+def rows(event: MetricEvent) -> list[RowMutation]:
+    return _rows(event.hostname, event.ts_ms, event.metrics)
+
+
 def build(record: dict) -> list[RowMutation]:
-    """The pipeline's builder: record → rows for both tables, or :class:`InvalidEvent`."""
-    return rows(parse(record))
+    """The pipeline's builder: record → rows for both tables, or :class:`InvalidEvent`.
+    (:func:`parse` then :func:`rows`, without the intermediate event: the hot path.)"""
+    hostname, ts_ms, qualifiers, values = _validated(record)
+    return _rows(hostname, ts_ms, zip(qualifiers, values, strict=True))
 
 
 def from_csv(record: dict) -> dict:

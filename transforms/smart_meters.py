@@ -24,6 +24,7 @@ FAMILY = "METER"
 TABLES = ("SENSOR",)
 MAX_METER_ID = 10**METER_DIGITS - 1
 _SENSOR_KEY = SENSOR.key.build
+_new = tuple.__new__  # NamedTuple construction without its Python-level __new__ (hot path)
 
 
 class Reading(NamedTuple):
@@ -46,10 +47,10 @@ def rows(event: Reading, tz: dt.tzinfo = timefmt.UTC) -> list[RowMutation]:
     ts_us = timefmt.micros(event.ts_ms)
     column = timefmt.time_of_day(event.ts_ms, tz).encode("ascii")  # HHMM
     cells = (
-        Cell(FAMILY, b"ID", str(event.meter_id).encode("ascii"), ts_us),
-        Cell(FAMILY, column, event.reading.encode("ascii"), ts_us),
+        _new(Cell, (FAMILY, b"ID", str(event.meter_id).encode("ascii"), ts_us)),
+        _new(Cell, (FAMILY, column, event.reading.encode("ascii"), ts_us)),
     )
-    return [RowMutation("SENSOR", key, cells)]
+    return [_new(RowMutation, ("SENSOR", key, cells))]
 
 
 def build(record: dict, tz: dt.tzinfo = timefmt.UTC) -> list[RowMutation]:

@@ -19,6 +19,16 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
     """Epoch milliseconds from an RFC 3339 string with an offset (``2015-03-16T19:53:32.045Z``)
     or from an integer of epoch milliseconds. Sub-millisecond digits are truncated (Bigtable
     stores milliseconds); a time without an offset is refused rather than guessed."""
+    if type(value) is str and len(value) <= 40:  # the common case first: one C call
+        try:
+            moment = dt.datetime.fromisoformat(value)
+        except ValueError:
+            pass  # the general path below says what is wrong
+        else:
+            if moment.tzinfo is not None:
+                ms = (moment - _EPOCH) // _MS
+                if 0 <= ms <= MAX_EPOCH_MS:
+                    return ms
     if isinstance(value, str) and not value.isdigit():
         text = value.strip()
         if not text or len(text) > 40:
@@ -60,6 +70,23 @@ def _hour_parts(hour_index: int, tz: dt.tzinfo) -> tuple[int, int, int, int, int
     return moment.year, moment.month, moment.day, moment.hour, iso[0], iso[1]
 
 
+@lru_cache(maxsize=4096)
+def _utc_labels(hour_index: int) -> tuple[str, str, str, str, str, str]:
+    """Every hour-granular label of one UTC hour: hour, day, week, month, YYYYMMDD, YYYYMM."""
+    y, m, d, h, iso_year, iso_week = _hour_parts(hour_index, UTC)
+    return (
+        f"{y:04d}-{m:02d}-{d:02d}-{h:02d}",
+        f"{y:04d}-{m:02d}-{d:02d}",
+        f"{iso_year:04d}-W{iso_week:02d}",
+        f"{y:04d}-{m:02d}",
+        f"{y:04d}{m:02d}{d:02d}",
+        f"{y:04d}{m:02d}",
+    )
+
+
+_HHMM = tuple(f"{minute // 60:02d}{minute % 60:02d}" for minute in range(1440))
+
+
 def _parts(ms: int, tz: dt.tzinfo) -> tuple[int, int, int, int, int, int]:
     # Cached per hour: labels are the hot path and events of one hour share them. Zones with
     # sub-hour offsets fall back to an exact conversion.
@@ -71,22 +98,30 @@ def _parts(ms: int, tz: dt.tzinfo) -> tuple[int, int, int, int, int, int]:
 
 
 def hour_label(ms: int, tz: dt.tzinfo = UTC) -> str:
+    if tz is UTC:  # the hot path: one cached lookup per hour
+        return _utc_labels(ms // 3_600_000)[0]
     y, m, d, h, _, _ = _parts(ms, tz)
     return f"{y:04d}-{m:02d}-{d:02d}-{h:02d}"
 
 
 def day_label(ms: int, tz: dt.tzinfo = UTC) -> str:
+    if tz is UTC:  # the hot path: one cached lookup per hour
+        return _utc_labels(ms // 3_600_000)[1]
     y, m, d, _, _, _ = _parts(ms, tz)
     return f"{y:04d}-{m:02d}-{d:02d}"
 
 
 def iso_week_label(ms: int, tz: dt.tzinfo = UTC) -> str:
     """ISO-8601 week (``2021-W09``): sorts, and unlike the docs' ``week9`` never repeats."""
+    if tz is UTC:  # the hot path: one cached lookup per hour
+        return _utc_labels(ms // 3_600_000)[2]
     _, _, _, _, iso_year, iso_week = _parts(ms, tz)
     return f"{iso_year:04d}-W{iso_week:02d}"
 
 
 def month_label(ms: int, tz: dt.tzinfo = UTC) -> str:
+    if tz is UTC:  # the hot path: one cached lookup per hour
+        return _utc_labels(ms // 3_600_000)[3]
     y, m, _, _, _, _ = _parts(ms, tz)
     return f"{y:04d}-{m:02d}"
 
@@ -99,11 +134,15 @@ def minute_label(ms: int, tz: dt.tzinfo = UTC) -> str:
 
 def compact_day(ms: int, tz: dt.tzinfo = UTC) -> str:
     """``YYYYMMDD`` (SENSOR, game and garden keys)."""
+    if tz is UTC:  # the hot path: one cached lookup per hour
+        return _utc_labels(ms // 3_600_000)[4]
     y, m, d, _, _, _ = _parts(ms, tz)
     return f"{y:04d}{m:02d}{d:02d}"
 
 
 def compact_month(ms: int, tz: dt.tzinfo = UTC) -> str:
+    if tz is UTC:  # the hot path: one cached lookup per hour
+        return _utc_labels(ms // 3_600_000)[5]
     y, m, _, _, _, _ = _parts(ms, tz)
     return f"{y:04d}{m:02d}"
 
@@ -116,9 +155,8 @@ def compact_millis(ms: int, tz: dt.tzinfo = UTC) -> str:
 
 def time_of_day(ms: int, tz: dt.tzinfo = UTC) -> str:
     """``HHMM``: the smart-meter reading columns."""
-    if tz is UTC:  # the hot path: plain arithmetic, no datetime
-        minutes = ms // 60_000 % 1440
-        return f"{minutes // 60:02d}{minutes % 60:02d}"
+    if tz is UTC:  # the hot path: a table lookup, no datetime
+        return _HHMM[ms // 60_000 % 1440]
     moment = to_datetime(ms, tz)
     return f"{moment:%H%M}"
 
