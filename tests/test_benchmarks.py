@@ -1,0 +1,84 @@
+"""The benchmark compares like with like: its ceiling and wire writers land exactly the rows the
+real jobs land (no timings are asserted anywhere; the benchmark prints, the note reports)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from benchmarks import cases, data, run
+from btts import admin
+from tests.helpers import dump, run_job
+from transforms import tables
+
+
+def _instance(dataset: str) -> admin.Target:
+    target = admin.Target(cases.PROJECT, f"b{uuid.uuid4().hex[:12]}")
+    admin.preflight(target, [tables.get(t) for t in run.TABLES[dataset]], create=True)
+    return target
+
+
+def _tables(target: admin.Target, dataset: str) -> dict[str, list]:
+    return {t: dump(target, t, latest_only=True) for t in run.TABLES[dataset]}
+
+
+@pytest.mark.parametrize("dataset", ["metrics", "meters", "market"])
+def test_ceiling_and_wire_write_what_the_job_writes(bigtable_emulator, tmp_path, dataset):
+    source = tmp_path / f"{dataset}.jsonl"
+    getattr(data, dataset)(source, 300)
+
+    ours = _instance(dataset)
+    run_job(cases.JOBS[dataset], ours, source, tmp_path / "dead")
+    expected = _tables(ours, dataset)
+    assert sum(len(cells) for cells in expected.values()) > 300
+
+    ceiling = _instance(dataset)
+    by_table, _ = cases._entries(dataset, str(source))
+    cases._write_entries(ceiling.instance, by_table, 0, 1)
+    assert _tables(ceiling, dataset) == expected
+
+    wire = _instance(dataset)
+    requests, rows, _ = cases._requests(dataset, str(source), wire.instance, 50)
+    assert sum(len(r.entries) for r in requests) == rows
+    cases._send_requests(requests, 0, 1)
+    assert _tables(wire, dataset) == expected
+
+
+def test_the_report_table_names_every_figure_and_flags_quick_runs():
+    summary = {
+        "core_events_per_s": 120_000.0,
+        "ours_rows_per_s": 30_000.0,
+        "ours_mode": "in_process",
+        "ceiling_rows_per_s": 20_000.0,
+        "naive_rows_per_s": 10_000.0,
+        "wire_rows_per_s": 150_000.0,
+        "ours_vs_ceiling": 1.5,
+        "ours_vs_naive": 3.0,
+        "ours_vs_wire": 0.2,
+    }
+    report = {
+        "quick": True,
+        "datasets": {"meters": {"summary": summary, "ours": {"peak_rss_mb": 199.0}}},
+        "scaling": {"time_ratio": 9.5, "rss_ratio": 1.1},
+        "nightly": {
+            "ours": {"rows_per_s": 600.0},
+            "ceiling": {"rows_per_s": 700.0},
+            "ours_copy_only": {"rows_per_s": 900.0},
+            "ours_vs_ceiling": 0.86,
+            "copy_only_vs_ceiling": 1.29,
+            "rows_read_from_server": 2000,
+            "day_rows": 2000,
+            "sensor_rows": 8000,
+        },
+    }
+    text = run.table(report)
+    meters = next(line for line in text.splitlines() if line.startswith("meters"))
+    assert meters.split() == [
+        "meters", "120,000", "30,000", "in-proc", "20,000", "10,000", "150,000",
+        "1.50", "3.00", "0.20", "199",
+    ]  # fmt: skip
+    assert "10x events -> 9.50x time, 1.10x peak RSS" in text
+    assert "rows read from the server 2,000 for a day of 2,000" in text
+    assert "quick run" in text
+    assert "quick run" not in run.table({**report, "quick": False})
