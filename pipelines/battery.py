@@ -120,7 +120,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         name=NAME,
         description=__doc__,
         classes=(common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions),
-        build=build,
+        build=common.build_ingest,
         job_for=job_for,
     )
 

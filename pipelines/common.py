@@ -9,7 +9,7 @@ import logging
 import sys
 import time
 import zoneinfo
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import apache_beam as beam
@@ -38,6 +38,7 @@ from transforms.ingest import (
     WriteDeadLettersToPubSub,
 )
 from transforms.rollup import TOO_LATE, Rollup, RollupSpec
+from transforms.schema import TableDecl
 
 _LOG = logging.getLogger(__name__)
 
@@ -188,6 +189,9 @@ class JobSpec:
     tables: Sequence[str]
     csv_adapter: CsvAdapter | None = None
     rollup: RollupSpec | None = None
+    # Declarations from a schema file (None: the built-in ones), and that file for messages.
+    decls: Mapping[str, TableDecl] | None = None
+    schema_source: str | None = None
 
 
 def option_classes_help(
@@ -323,24 +327,41 @@ def build_ingest(
         dead.append(rolled[TOO_LATE])
         out["rollup"] = rolled["rows"]
     letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
-    if stream.dead_letter_topic:
-        letters | "DeadLettersToPubSub" >> WriteDeadLettersToPubSub(stream.dead_letter_topic)
-    elif stream.input_subscription:
-        letters | "DeadLetterFiles" >> WriteDeadLetterFiles(dead_letter_prefix(options, job.name))
-    else:
-        letters | "WriteDeadLetters" >> WriteDeadLetters(dead_letter_prefix(options, job.name))
+    write_dead_letters(letters, options, job.name)
     out["dead_letter"] = letters
     return out
 
 
-def prepare(options: PipelineOptions, tables: Sequence[str]) -> admin.Target:
-    """Validate and preflight before any data moves: fail early, with the fix in the message."""
+def write_dead_letters(letters: beam.PCollection, options: PipelineOptions, job: str) -> None:
+    """To --dead_letter_topic; else to files, one per bundle when streaming (Beam's windowed
+    file sinks fail on the streaming DirectRunner), sharded JSON lines in batch."""
+    stream = options.view_as(StreamingInputOptions)
+    if stream.dead_letter_topic:
+        letters | "DeadLettersToPubSub" >> WriteDeadLettersToPubSub(stream.dead_letter_topic)
+    elif stream.input_subscription:
+        letters | "DeadLetterFiles" >> WriteDeadLetterFiles(dead_letter_prefix(options, job))
+    else:
+        letters | "WriteDeadLetters" >> WriteDeadLetters(dead_letter_prefix(options, job))
+
+
+def prepare(
+    options: PipelineOptions, tables: Sequence[str], job: JobSpec | None = None
+) -> admin.Target:
+    """Validate and preflight before any data moves: fail early, with the fix in the message.
+    The tables' declarations come from ``job.decls`` when the job has its own (a schema file)."""
     target = resolve_target(options)
     bt = options.view_as(BigtableOptions)
     if not bt.skip_preflight:
-        decls = [table_decls.get(t) for t in tables]
-        for line in admin.preflight(target, decls, create=bt.create_tables):
-            _LOG.info("%s", line)
+        own = job.decls if job is not None and job.decls is not None else None
+        decls = [own[t] if own is not None else table_decls.get(t) for t in tables]
+        try:
+            for line in admin.preflight(target, decls, create=bt.create_tables):
+                _LOG.info("%s", line)
+        except admin.ConfigError as err:
+            if job is None or not job.schema_source:
+                raise
+            hint = f"btts tables create --schema {job.schema_source}"
+            raise admin.ConfigError(str(err).replace("btts tables create", hint)) from None
     return target
 
 
@@ -386,21 +407,22 @@ def run_file_ingest(
     name: str,
     description: str,
     classes: Sequence[type[PipelineOptions]],
-    build: Callable[[beam.Pipeline, PipelineOptions], dict],
+    build: Callable[[beam.Pipeline, PipelineOptions, JobSpec], dict],
     job_for: JobSpec | Callable[[PipelineOptions], JobSpec],
 ) -> PipelineResult:
-    """The body of every batch job's ``run``. ``job_for`` is the job's :class:`JobSpec`, or a
-    function of the options for jobs whose flags choose the tables (it may raise ConfigError)."""
+    """The body of every ingest job's ``run``. ``job_for`` is the job's :class:`JobSpec`, or a
+    function of the options for jobs whose flags choose the tables (it may raise ConfigError);
+    ``build`` gets the options and that job (usually :func:`build_ingest`)."""
     try:
         options = parse_args(argv, f"python -m pipelines.{name}", description, classes)
         job = job_for(options) if callable(job_for) else job_for
         validate_input(options, job)
-        target = prepare(options, job_tables(options, job))
+        target = prepare(options, job_tables(options, job), job)
     except admin.ConfigError as err:
         raise SystemExit(f"{name}: error: {err}") from None
     started = time.monotonic()
     pipeline = beam.Pipeline(options=options)
-    build(pipeline, options)
+    build(pipeline, options, job)
     result = pipeline.run()
     if is_streaming(options):
         _LOG.info(
@@ -411,5 +433,6 @@ def run_file_ingest(
     result.wait_until_finish()
     seconds = time.monotonic() - started
     result.btts_counters = counters(result)
-    print(summary(name, result.btts_counters, seconds, target), flush=True)
+    label = name if job.name == name else f"{name} ({job.name})"
+    print(summary(label, result.btts_counters, seconds, target), flush=True)
     return result

@@ -72,7 +72,7 @@ def run_job_spec(job: common.JobSpec, argv: Sequence[str]):
         name=job.name,
         description=job.description,
         classes=(common.FileInputOptions, common.BigtableOptions),
-        build=lambda pipeline, options: common.build_ingest(pipeline, options, job),
+        build=common.build_ingest,
         job_for=job,
     )
 

@@ -41,7 +41,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         name=JOB.name,
         description=JOB.description,
         classes=(common.FileInputOptions, common.BigtableOptions),
-        build=build,
+        build=common.build_ingest,
         job_for=JOB,
     )
 

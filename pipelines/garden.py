@@ -81,7 +81,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         name=JOB.name,
         description=JOB.description,
         classes=(common.FileInputOptions, common.BigtableOptions, GardenLayoutOptions),
-        build=build,
+        build=common.build_ingest,
         job_for=job_for,
     )
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import time
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -30,7 +29,6 @@ from transforms import generic
 from transforms.schema_file import Schema, SchemaError, load
 
 NAME = "generic"
-_LOG = logging.getLogger(__name__)
 
 
 class GenericOptions(PipelineOptions):
@@ -105,6 +103,8 @@ def job_for(options: PipelineOptions, schema: Schema | None = None) -> common.Jo
         builder=builder,
         tables=tuple(builder.tables),
         csv_adapter=builder.csv_adapter,
+        decls={t: schema.table(t).decl for t in builder.tables},
+        schema_source=str(schema.source),
     )
 
 
@@ -126,15 +126,7 @@ def build(
     SetCell tables with WriteToBigTable, aggregate tables with AddToCell."""
     from transforms.aggregate_write import WriteAggregates
     from transforms.bigtable_write import WriteRows
-    from transforms.ingest import (
-        DEAD_LETTER,
-        ROWS,
-        BuildRows,
-        ReadPubSubLines,
-        ReadRecordLines,
-        WriteDeadLetters,
-        WriteDeadLettersToPubSub,
-    )
+    from transforms.ingest import DEAD_LETTER, ROWS, BuildRows, ReadPubSubLines, ReadRecordLines
 
     job = job or job_for(options)
     builder: generic.Builder = job.builder  # type: ignore[assignment]
@@ -162,54 +154,21 @@ def build(
             target.project, target.instance, table, operation_timeout=timeout
         )
     letters = built[DEAD_LETTER]
-    if stream.dead_letter_topic:
-        letters | "DeadLettersToPubSub" >> WriteDeadLettersToPubSub(stream.dead_letter_topic)
-    else:
-        prefix = common.dead_letter_prefix(options, job.name)
-        letters | "WriteDeadLetters" >> WriteDeadLetters(prefix)
+    common.write_dead_letters(letters, options, job.name)
     return {"rows": built[ROWS], "dead_letter": letters}
 
 
-def prepare(options: PipelineOptions, schema: Schema, tables: Sequence[str]) -> admin.Target:
-    """Check (or create, with --create_tables) the schema's tables before any data moves."""
-    target = common.resolve_target(options)
-    bt = options.view_as(common.BigtableOptions)
-    if not bt.skip_preflight:
-        decls = [schema.table(t).decl for t in tables]
-        try:
-            for line in admin.preflight(target, decls, create=bt.create_tables):
-                _LOG.info("%s", line)
-        except admin.ConfigError as err:
-            raise admin.ConfigError(
-                str(err).replace(
-                    "btts tables create", f"btts tables create --schema {schema.source}"
-                )
-            ) from None
-    return target
-
-
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
-    """Like every ingest job's run (common.run_file_ingest), with the tables from the schema
-    file instead of the built-in declarations."""
-    try:
-        options = common.parse_args(argv, f"python -m pipelines.{NAME}", __doc__, OPTION_CLASSES)
-        schema = load_schema(options)
-        job = job_for(options, schema)
-        common.validate_input(options, job)
-        target = prepare(options, schema, job.tables)
-    except admin.ConfigError as err:
-        raise SystemExit(f"{NAME}: error: {err}") from None
-    started = time.monotonic()
-    pipeline = beam.Pipeline(options=options)
-    build(pipeline, options, job)
-    result = pipeline.run()
-    if common.is_streaming(options):
-        _LOG.info("%s: streaming; stop it with Ctrl-C or by cancelling the job", schema.dataset)
-    result.wait_until_finish()
-    seconds = time.monotonic() - started
-    result.btts_counters = common.counters(result)
-    print(common.summary(f"{NAME} ({schema.dataset})", result.btts_counters, seconds, target))
-    return result
+    """Every ingest job's run, with the job (its tables and their declarations) from the
+    schema file instead of the built-in declarations."""
+    return common.run_file_ingest(
+        argv,
+        name=NAME,
+        description=__doc__,
+        classes=OPTION_CLASSES,
+        build=build,
+        job_for=job_for,
+    )
 
 
 if __name__ == "__main__":

@@ -52,9 +52,11 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     )
 
 
-def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
+def build(
+    pipeline: beam.Pipeline, options: PipelineOptions, job: common.JobSpec | None = None
+) -> dict[str, beam.PCollection]:
     """Read lines → build AddCell rows (bad lines to dead letters) → AddToCell."""
-    job = job_for(options)
+    job = job or job_for(options)
     target = common.resolve_target(options)
     input_format = options.view_as(common.FileInputOptions).input_format
     lines = pipeline | "ReadLines" >> ReadRecordLines(common.input_patterns(options), input_format)

@@ -48,7 +48,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         name=JOB.name,
         description=JOB.description,
         classes=OPTION_CLASSES,
-        build=build,
+        build=common.build_ingest,
         job_for=JOB,
     )
 

@@ -76,7 +76,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         name=NAME,
         description=__doc__,
         classes=(common.FileInputOptions, common.BigtableOptions, BalloonPatternOptions),
-        build=build,
+        build=common.build_ingest,
         job_for=job_for,
     )
 

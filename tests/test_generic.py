@@ -297,3 +297,36 @@ def test_every_documented_schema_file_loads_and_passes_the_advisor():
         results = lint.lint_schema(schema)
         assert lint.failing([f for fs in results.values() for f in fs]) == [], path
     assert patterns >= {"TS-COLS", "TS-BLOB", "TB-COL", "TB-CELL", "SHORT-WIDE", "AGGREGATE"}
+
+
+_SUBSCRIPTION = "--input_subscription=projects/test-project/subscriptions/s"
+_TOPIC = "--dead_letter_topic=projects/test-project/topics/t"
+
+
+@pytest.mark.parametrize(
+    ("flags", "step"),
+    [
+        (["--input={tmp}/in.jsonl", "--dead_letter=dead/x"], "WriteDeadLetters"),
+        ([_SUBSCRIPTION, "--dead_letter=dead/x"], "DeadLetterFiles"),
+        ([_SUBSCRIPTION, _TOPIC], "DeadLettersToPubSub"),
+    ],
+)
+def test_dead_letters_go_where_every_ingest_job_sends_them(flags, step, tmp_path):
+    """Streaming with a --dead_letter path gets the per-bundle file writer, as the built-in
+    jobs do: Beam's sharded text sink cannot take an unbounded input."""
+    import apache_beam as beam
+
+    from pipelines import common
+
+    write_lines(tmp_path / "in.jsonl", [])
+    flags = [flag.format(tmp=tmp_path) for flag in flags]
+    argv = [f"--schema={IOT}", "--bigtable_project=p", "--bigtable_instance=i", *flags]
+    options = common.parse_args(argv, "generic", "", generic_job.OPTION_CLASSES)
+    job = generic_job.job_for(options)
+    common.validate_input(options, job)
+    pipeline = beam.Pipeline(options=options)
+    generic_job.build(pipeline, options, job)
+    labels = {t.full_label for t in pipeline.transforms_stack[0].parts}
+    assert step in labels
+    assert not {"WriteDeadLetters", "DeadLetterFiles", "DeadLettersToPubSub"} - {step} & labels
+    assert job.decls is not None and set(job.decls) == set(job.tables)
