@@ -156,25 +156,28 @@ def _write_entries(instance: str, by_table: dict, start: int, step: int) -> None
                     batcher.append(entry)
 
 
+def _in_processes(procs: int, what: str, write, *args) -> None:
+    """``write(*args, start, step)`` over ``procs`` forked processes (in this one if 1), each
+    taking every ``procs``-th item from ``start``."""
+    if procs == 1:
+        write(*args, 0, 1)
+        return
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=write, args=(*args, i, procs)) for i in range(procs)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+        if worker.exitcode:
+            raise SystemExit(f"{what} writer exited with {worker.exitcode}")
+
+
 def ceiling(dataset: str, path: str, instance: str, processes: str = "1") -> None:
     procs = int(processes)
     by_table, cells = _entries(dataset, path)  # pre-built: not timed
     rows = sum(len(v) for v in by_table.values())
     started = time.perf_counter()
-    if procs == 1:
-        _write_entries(instance, by_table, 0, 1)
-    else:
-        context = multiprocessing.get_context("fork")
-        workers = [
-            context.Process(target=_write_entries, args=(instance, by_table, i, procs))
-            for i in range(procs)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-            if worker.exitcode:
-                raise SystemExit(f"ceiling writer exited with {worker.exitcode}")
+    _in_processes(procs, "ceiling", _write_entries, instance, by_table)
     seconds = time.perf_counter() - started
     _emit(seconds=seconds, events=None, rows=rows, cells=cells)
 
@@ -223,19 +226,7 @@ def wire(dataset: str, path: str, instance: str, processes: str = "1") -> None:
     procs = int(processes)
     requests, rows, cells = _requests(dataset, path, instance, DEFAULT_FLUSH_COUNT)  # not timed
     started = time.perf_counter()
-    if procs == 1:
-        _send_requests(requests, 0, 1)
-    else:
-        context = multiprocessing.get_context("fork")
-        workers = [
-            context.Process(target=_send_requests, args=(requests, i, procs)) for i in range(procs)
-        ]
-        for worker in workers:
-            worker.start()
-        for worker in workers:
-            worker.join()
-            if worker.exitcode:
-                raise SystemExit(f"wire writer exited with {worker.exitcode}")
+    _in_processes(procs, "wire", _send_requests, requests)
     seconds = time.perf_counter() - started
     _emit(seconds=seconds, events=None, rows=rows, cells=cells)
 
