@@ -69,6 +69,9 @@ class BatteryOptions(common.FileInputOptions, common.BigtableOptions, BatteryLay
     """The flags of this job: input files, dead letters, the Bigtable target and the layout."""
 
 
+OPTION_CLASSES = BatteryOptions.__bases__  # what run() parses and --help shows
+
+
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for the chosen layout; a --salt_buckets no declaration holds is refused."""
     opts = options.view_as(BatteryLayoutOptions)
@@ -119,8 +122,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         argv,
         name=NAME,
         description=__doc__,
-        classes=(common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions),
-        build=common.build_ingest,
+        classes=OPTION_CLASSES,
         job_for=job_for,
     )
 

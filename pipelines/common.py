@@ -404,15 +404,22 @@ def summary(job: str, totals: dict[str, int], seconds: float, target: admin.Targ
 def run_file_ingest(
     argv: Sequence[str] | None,
     *,
-    name: str,
-    description: str,
     classes: Sequence[type[PipelineOptions]],
-    build: Callable[[beam.Pipeline, PipelineOptions, JobSpec], dict],
     job_for: JobSpec | Callable[[PipelineOptions], JobSpec],
+    build: Callable[[beam.Pipeline, PipelineOptions, JobSpec], dict] | None = None,
+    name: str | None = None,
+    description: str | None = None,
 ) -> PipelineResult:
     """The body of every ingest job's ``run``. ``job_for`` is the job's :class:`JobSpec`, or a
-    function of the options for jobs whose flags choose the tables (it may raise ConfigError);
-    ``build`` gets the options and that job (usually :func:`build_ingest`)."""
+    function of the options for jobs whose flags choose the tables (it may raise ConfigError;
+    pass ``name`` and ``description`` then); ``build`` gets the options and that job
+    (default :func:`build_ingest`)."""
+    if isinstance(job_for, JobSpec):
+        name = name or job_for.name
+        description = description or job_for.description
+    if not name or description is None:
+        raise TypeError("run_file_ingest needs name and description when job_for is a function")
+    build = build or build_ingest
     try:
         options = parse_args(argv, f"python -m pipelines.{name}", description, classes)
         job = job_for(options) if callable(job_for) else job_for

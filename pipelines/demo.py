@@ -69,10 +69,7 @@ def run_job_spec(job: common.JobSpec, argv: Sequence[str]):
     """Run a :class:`common.JobSpec` exactly like an ingest module's ``run``."""
     return common.run_file_ingest(
         argv,
-        name=job.name,
-        description=job.description,
         classes=(common.FileInputOptions, common.BigtableOptions),
-        build=common.build_ingest,
         job_for=job,
     )
 

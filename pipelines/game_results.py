@@ -31,6 +31,9 @@ class GameResultsOptions(common.FileInputOptions, common.BigtableOptions):
     """The flags of this job: input files, dead letters and the Bigtable target."""
 
 
+OPTION_CLASSES = GameResultsOptions.__bases__  # what run() parses and --help shows
+
+
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
     return common.build_ingest(pipeline, options, JOB)
 
@@ -38,10 +41,7 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
     return common.run_file_ingest(
         argv,
-        name=JOB.name,
-        description=JOB.description,
-        classes=(common.FileInputOptions, common.BigtableOptions),
-        build=common.build_ingest,
+        classes=OPTION_CLASSES,
         job_for=JOB,
     )
 

@@ -57,6 +57,9 @@ class GardenOptions(common.FileInputOptions, common.BigtableOptions, GardenLayou
     """The flags of this job: input files, dead letters, the Bigtable target, the layout."""
 
 
+OPTION_CLASSES = GardenOptions.__bases__  # what run() parses and --help shows
+
+
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for these options: --garden_layout chooses the tables and the rows built."""
     layout = options.view_as(GardenLayoutOptions).garden_layout or DEFAULT_LAYOUT
@@ -80,8 +83,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         argv,
         name=JOB.name,
         description=JOB.description,
-        classes=(common.FileInputOptions, common.BigtableOptions, GardenLayoutOptions),
-        build=common.build_ingest,
+        classes=OPTION_CLASSES,
         job_for=job_for,
     )
 

@@ -54,15 +54,6 @@ class GenericOptions(PipelineOptions):
         )
 
 
-OPTION_CLASSES = (
-    GenericOptions,
-    common.FileInputOptions,
-    common.StreamingInputOptions,
-    common.BigtableOptions,
-    common.TimeOptions,
-)
-
-
 class GenericPipelineOptions(
     GenericOptions,
     common.FileInputOptions,
@@ -71,6 +62,9 @@ class GenericPipelineOptions(
     common.TimeOptions,
 ):
     """The flags of this job: the schema, input (files or Pub/Sub), Bigtable target, zone."""
+
+
+OPTION_CLASSES = GenericPipelineOptions.__bases__  # what run() parses and --help shows
 
 
 def load_schema(options: PipelineOptions) -> Schema:

@@ -27,13 +27,13 @@ JOB = common.JobSpec(
 )
 
 
-OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
-
-
 class MarketDataOptions(
     common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions
 ):
     """The flags of this job: input files, dead letters and the Bigtable target."""
+
+
+OPTION_CLASSES = MarketDataOptions.__bases__  # what run() parses and --help shows
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
@@ -43,10 +43,7 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
     return common.run_file_ingest(
         argv,
-        name=JOB.name,
-        description=JOB.description,
         classes=OPTION_CLASSES,
-        build=common.build_ingest,
         job_for=JOB,
     )
 

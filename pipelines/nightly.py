@@ -169,7 +169,7 @@ class NightlyJobOptions(NightlyOptions, common.BigtableOptions, common.TimeOptio
     """Every flag of this job: the copy, the Bigtable target, the time zone of days."""
 
 
-OPTION_CLASSES = (NightlyOptions, common.BigtableOptions, common.TimeOptions)
+OPTION_CLASSES = NightlyJobOptions.__bases__  # what run() parses and --help shows
 
 
 # -- pure helpers: dates, names, keys, retention, checksums -----------------------------------

@@ -28,7 +28,6 @@ from transforms.aggregate_write import WriteAggregates
 from transforms.ingest import DEAD_LETTER, ROWS, BuildRows, ReadRecordLines, WriteDeadLetters
 
 NAME = "sales"
-OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, common.TimeOptions)
 
 
 # Months in UTC; job_for() gives the job for the configured --timezone.
@@ -37,6 +36,9 @@ JOB = common.JobSpec(name=NAME, description=__doc__, builder=sales.build, tables
 
 class SalesOptions(common.FileInputOptions, common.BigtableOptions, common.TimeOptions):
     """The flags of this job: input files, dead letters, the Bigtable target and the zone."""
+
+
+OPTION_CLASSES = SalesOptions.__bases__  # what run() parses and --help shows
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

@@ -29,13 +29,15 @@ JOB = common.JobSpec(
     csv_adapter=server_metrics.from_csv,
     rollup=server_metrics.ROLLUP,
 )
-OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
 
 
 class ServerMetricsOptions(
     common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions
 ):
     """The flags of this job: input (files or Pub/Sub), dead letters, rollup, Bigtable target."""
+
+
+OPTION_CLASSES = ServerMetricsOptions.__bases__  # what run() parses and --help shows
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
@@ -45,10 +47,7 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
     return common.run_file_ingest(
         argv,
-        name=JOB.name,
-        description=JOB.description,
         classes=OPTION_CLASSES,
-        build=common.build_ingest,
         job_for=JOB,
     )
 

@@ -31,12 +31,6 @@ JOB = common.JobSpec(
     tables=smart_meters.TABLES,
     rollup=smart_meters.ROLLUP,
 )
-OPTION_CLASSES = (
-    common.FileInputOptions,
-    common.StreamingInputOptions,
-    common.BigtableOptions,
-    common.TimeOptions,
-)
 
 
 class SmartMetersOptions(
@@ -46,6 +40,9 @@ class SmartMetersOptions(
     common.TimeOptions,
 ):
     """The flags of this job: input (files or Pub/Sub), dead letters, rollup, Bigtable, zone."""
+
+
+OPTION_CLASSES = SmartMetersOptions.__bases__  # what run() parses and --help shows
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
@@ -65,7 +62,6 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         name=JOB.name,
         description=JOB.description,
         classes=OPTION_CLASSES,
-        build=common.build_ingest,
         job_for=job_for,
     )
 

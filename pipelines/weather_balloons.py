@@ -55,6 +55,9 @@ class WeatherBalloonOptions(common.FileInputOptions, common.BigtableOptions, Bal
     """The flags of this job: input files, dead letters, the Bigtable target and the pattern."""
 
 
+OPTION_CLASSES = WeatherBalloonOptions.__bases__  # what run() parses and --help shows
+
+
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job writing the table of the chosen column pattern."""
     pattern = options.view_as(BalloonPatternOptions).balloon_pattern or DEFAULT_PATTERN
@@ -75,8 +78,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         argv,
         name=NAME,
         description=__doc__,
-        classes=(common.FileInputOptions, common.BigtableOptions, BalloonPatternOptions),
-        build=common.build_ingest,
+        classes=OPTION_CLASSES,
         job_for=job_for,
     )
 
