@@ -63,67 +63,57 @@ def micros(ms: int) -> int:
     return ms * 1000
 
 
-@lru_cache(maxsize=4096)
-def _hour_parts(hour_index: int, tz: dt.tzinfo) -> tuple[int, int, int, int, int, int]:
-    moment = to_datetime(hour_index * 3_600_000, tz)
-    iso = moment.isocalendar()
-    return moment.year, moment.month, moment.day, moment.hour, iso[0], iso[1]
+Parts = tuple[int, int, int, int, int, int]  # year, month, day, hour, ISO year, ISO week
+
+# The hour-granular labels, by position: hour, day, ISO week, month, YYYYMMDD, YYYYMM.
+_FORMATS = (
+    lambda y, m, d, h, iy, iw: f"{y:04d}-{m:02d}-{d:02d}-{h:02d}",
+    lambda y, m, d, h, iy, iw: f"{y:04d}-{m:02d}-{d:02d}",
+    lambda y, m, d, h, iy, iw: f"{iy:04d}-W{iw:02d}",
+    lambda y, m, d, h, iy, iw: f"{y:04d}-{m:02d}",
+    lambda y, m, d, h, iy, iw: f"{y:04d}{m:02d}{d:02d}",
+    lambda y, m, d, h, iy, iw: f"{y:04d}{m:02d}",
+)
 
 
-@lru_cache(maxsize=4096)
-def _utc_labels(hour_index: int) -> tuple[str, str, str, str, str, str]:
-    """Every hour-granular label of one UTC hour: hour, day, week, month, YYYYMMDD, YYYYMM."""
-    y, m, d, h, iso_year, iso_week = _hour_parts(hour_index, UTC)
-    return (
-        f"{y:04d}-{m:02d}-{d:02d}-{h:02d}",
-        f"{y:04d}-{m:02d}-{d:02d}",
-        f"{iso_year:04d}-W{iso_week:02d}",
-        f"{y:04d}-{m:02d}",
-        f"{y:04d}{m:02d}{d:02d}",
-        f"{y:04d}{m:02d}",
-    )
-
-
-_HHMM = tuple(f"{minute // 60:02d}{minute % 60:02d}" for minute in range(1440))
-
-
-def _parts(ms: int, tz: dt.tzinfo) -> tuple[int, int, int, int, int, int]:
-    # Cached per hour: labels are the hot path and events of one hour share them. Zones with
-    # sub-hour offsets fall back to an exact conversion.
-    if tz is UTC:
-        return _hour_parts(ms // 3_600_000, tz)
+def _parts(ms: int, tz: dt.tzinfo) -> Parts:
     moment = to_datetime(ms, tz)
     iso = moment.isocalendar()
     return moment.year, moment.month, moment.day, moment.hour, iso[0], iso[1]
 
 
+@lru_cache(maxsize=4096)
+def _utc_labels(hour_index: int) -> tuple[str, ...]:
+    parts = _parts(hour_index * 3_600_000, UTC)
+    return tuple(fmt(*parts) for fmt in _FORMATS)
+
+
+def _label(ms: int, tz: dt.tzinfo, which: int) -> str:
+    # Labels are the hot path: in UTC every label of an hour comes from one cached lookup.
+    # Other zones (some with sub-hour offsets) convert exactly.
+    if tz is UTC:
+        return _utc_labels(ms // 3_600_000)[which]
+    return _FORMATS[which](*_parts(ms, tz))
+
+
+_HHMM = tuple(f"{minute // 60:02d}{minute % 60:02d}" for minute in range(1440))
+
+
 def hour_label(ms: int, tz: dt.tzinfo = UTC) -> str:
-    if tz is UTC:  # the hot path: one cached lookup per hour
-        return _utc_labels(ms // 3_600_000)[0]
-    y, m, d, h, _, _ = _parts(ms, tz)
-    return f"{y:04d}-{m:02d}-{d:02d}-{h:02d}"
+    return _label(ms, tz, 0)
 
 
 def day_label(ms: int, tz: dt.tzinfo = UTC) -> str:
-    if tz is UTC:  # the hot path: one cached lookup per hour
-        return _utc_labels(ms // 3_600_000)[1]
-    y, m, d, _, _, _ = _parts(ms, tz)
-    return f"{y:04d}-{m:02d}-{d:02d}"
+    return _label(ms, tz, 1)
 
 
 def iso_week_label(ms: int, tz: dt.tzinfo = UTC) -> str:
     """ISO-8601 week (``2021-W09``): sorts, and unlike the docs' ``week9`` never repeats."""
-    if tz is UTC:  # the hot path: one cached lookup per hour
-        return _utc_labels(ms // 3_600_000)[2]
-    _, _, _, _, iso_year, iso_week = _parts(ms, tz)
-    return f"{iso_year:04d}-W{iso_week:02d}"
+    return _label(ms, tz, 2)
 
 
 def month_label(ms: int, tz: dt.tzinfo = UTC) -> str:
-    if tz is UTC:  # the hot path: one cached lookup per hour
-        return _utc_labels(ms // 3_600_000)[3]
-    y, m, _, _, _, _ = _parts(ms, tz)
-    return f"{y:04d}-{m:02d}"
+    return _label(ms, tz, 3)
 
 
 def minute_label(ms: int, tz: dt.tzinfo = UTC) -> str:
@@ -134,17 +124,11 @@ def minute_label(ms: int, tz: dt.tzinfo = UTC) -> str:
 
 def compact_day(ms: int, tz: dt.tzinfo = UTC) -> str:
     """``YYYYMMDD`` (SENSOR, game and garden keys)."""
-    if tz is UTC:  # the hot path: one cached lookup per hour
-        return _utc_labels(ms // 3_600_000)[4]
-    y, m, d, _, _, _ = _parts(ms, tz)
-    return f"{y:04d}{m:02d}{d:02d}"
+    return _label(ms, tz, 4)
 
 
 def compact_month(ms: int, tz: dt.tzinfo = UTC) -> str:
-    if tz is UTC:  # the hot path: one cached lookup per hour
-        return _utc_labels(ms // 3_600_000)[5]
-    y, m, _, _, _, _ = _parts(ms, tz)
-    return f"{y:04d}{m:02d}"
+    return _label(ms, tz, 5)
 
 
 def compact_millis(ms: int, tz: dt.tzinfo = UTC) -> str:
