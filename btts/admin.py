@@ -224,6 +224,15 @@ class ReadRow(NamedTuple):
             out.setdefault((cell.family, cell.qualifier), cell.value)
         return out
 
+    @classmethod
+    def of(cls, row) -> ReadRow:
+        """A data-client ``Row`` as plain tuples, cells as stored."""
+        cells = tuple(
+            ReadCell(c.family, bytes(c.qualifier), bytes(c.value), c.timestamp_micros)
+            for c in row.cells
+        )
+        return cls(bytes(row.row_key), cells)
+
 
 def read_rows(
     target: Target,
@@ -241,16 +250,7 @@ def read_rows(
     )
     with BigtableDataClient(project=target.project) as client:
         handle = client.get_table(target.instance, table)
-        return [
-            ReadRow(
-                bytes(row.row_key),
-                tuple(
-                    ReadCell(c.family, bytes(c.qualifier), bytes(c.value), c.timestamp_micros)
-                    for c in row.cells
-                ),
-            )
-            for row in handle.read_rows(query)
-        ]
+        return [ReadRow.of(row) for row in handle.read_rows(query)]
 
 
 def cell_time(timestamp_us: int) -> str:

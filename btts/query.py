@@ -256,16 +256,7 @@ def execute(client: BigtableDataClient, target: Target, scan: Scan) -> list[Read
             f"table {scan.table} does not exist in {target.describe()}: run the job that "
             "writes it first"
         ) from None
-    return [
-        ReadRow(
-            bytes(row.row_key),
-            tuple(
-                ReadCell(c.family, bytes(c.qualifier), bytes(c.value), c.timestamp_micros)
-                for c in row.cells
-            ),
-        )
-        for row in rows
-    ]
+    return [ReadRow.of(row) for row in rows]
 
 
 def run(target: Target, query: Query[R]) -> list[R]:

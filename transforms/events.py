@@ -51,13 +51,17 @@ _decoder = json.JSONDecoder(
 _decode = _decoder.decode
 
 
+def _utf8(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InvalidEvent(f"not UTF-8: byte {err.start} is {raw[err.start]:#04x}") from None
+
+
 def parse_json_object(raw: bytes | str) -> dict:
     """One JSON object per line. Raises :class:`InvalidEvent` with a precise reason."""
     if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise InvalidEvent(f"not UTF-8: byte {err.start} is {raw[err.start]:#04x}") from None
+        raw = _utf8(raw)
     try:
         obj = _decode(raw)
     except json.JSONDecodeError as err:
@@ -72,10 +76,7 @@ def parse_json_object(raw: bytes | str) -> dict:
 def parse_csv_line(raw: bytes | str, header: Sequence[str]) -> dict:
     """One CSV record (one line) under its file's header. Empty cells are absent fields."""
     if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            raise InvalidEvent(f"not UTF-8: byte {err.start} is {raw[err.start]:#04x}") from None
+        raw = _utf8(raw)
     try:
         (cells,) = csv.reader([raw], strict=True)
     except (csv.Error, ValueError) as err:
