@@ -56,7 +56,6 @@ DEFAULT_FLUSH_BYTES = 5 * 1024 * 1024
 MAX_IN_FLIGHT = 2
 RETRYABLE_CODES = frozenset({4, 14})  # DEADLINE_EXCEEDED, UNAVAILABLE
 _RETRYABLE_ERRORS = (api_exceptions.DeadlineExceeded, api_exceptions.ServiceUnavailable)
-_CODE_NAMES = {4: "DEADLINE_EXCEEDED", 14: "UNAVAILABLE"}
 
 
 class WriteFailed(RuntimeError):
@@ -314,6 +313,10 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        stub = getattr(self, "_stub", None)
+        if stub is not None:
+            stub.transport.close()  # the gRPC channel this DoFn opened in setup
+            self._stub = None
 
 
 class BoundedWriteToBigTable(WriteToBigTable):
