@@ -24,19 +24,41 @@ from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
 from pipelines import common
-from transforms import battery
-from transforms.declarations.battery import SALT_BUCKETS
+from transforms import schema_file
 
 NAME = "battery"
+SCHEMA = schema_file.builtin(NAME)
+# --battery_layout → table
+LAYOUTS = {
+    "promoted": "BATTERY",
+    "salted": "BATTERY_SALTED",
+    "timestamp_first": "BATTERY_TS_FIRST",
+}
 
 
+def salt_count(table: str) -> int | None:
+    """The bucket count a table's declaration fixes for its salt segment (None: not salted)."""
+    for segment in SCHEMA.table(table).decl.key.segments:
+        if segment.kind == "salt":
+            return segment.width
+    return None
+
+
+def salted_tables() -> dict[int, str]:
+    """Salted battery tables by bucket count: the only counts a salted job may use."""
+    out: dict[int, str] = {}
+    for table in SCHEMA.table_names:
+        count = salt_count(table)
+        if count is not None:
+            if count in out:
+                raise ValueError(f"{out[count]} and {table} both salt into {count} buckets")
+            out[count] = table
+    return out
+
+
+SALT_BUCKETS = salt_count(LAYOUTS["salted"])
 # The default layout's job (field promotion); job_for() gives the one the flags choose.
-JOB = common.JobSpec(
-    name=NAME,
-    description=__doc__,
-    builder=battery.Builder(battery.LAYOUTS["promoted"]),
-    tables=(battery.LAYOUTS["promoted"],),
-)
+JOB = common.builtin_job(NAME, __doc__, tables=(LAYOUTS["promoted"],))
 
 
 class BatteryLayoutOptions(PipelineOptions):
@@ -49,7 +71,7 @@ class BatteryLayoutOptions(PipelineOptions):
             "--battery_layout",
             type=str,
             default="promoted",
-            choices=tuple(battery.LAYOUTS),
+            choices=tuple(LAYOUTS),
             help="promoted (default): user before the time, table BATTERY; salted: a stable "
             "salt before the time, table BATTERY_SALTED; timestamp_first: the hotspotting "
             "anti-pattern, table BATTERY_TS_FIRST (for demonstrations only).",
@@ -76,10 +98,8 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for the chosen layout; a --salt_buckets no declaration holds is refused."""
     opts = options.view_as(BatteryLayoutOptions)
     layout = opts.battery_layout
-    if layout not in battery.LAYOUTS:
-        raise admin.ConfigError(
-            f"--battery_layout={layout!r}: use one of {', '.join(battery.LAYOUTS)}"
-        )
+    if layout not in LAYOUTS:
+        raise admin.ConfigError(f"--battery_layout={layout!r}: use one of {', '.join(LAYOUTS)}")
     buckets = opts.salt_buckets
     if layout != "salted":
         if buckets is not None:
@@ -88,29 +108,24 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
             )
         if layout == "promoted":
             return JOB
-        table = battery.LAYOUTS[layout]
+        table = LAYOUTS[layout]
     else:
-        salted = battery.salted_declarations()
+        salted = salted_tables()
         if buckets is None:
             buckets = SALT_BUCKETS
         if buckets not in salted:
-            declared = ", ".join(f"{d.name} ({n} buckets)" for n, d in sorted(salted.items()))
+            declared = ", ".join(f"{t} ({n} buckets)" for n, t in sorted(salted.items()))
             raise admin.ConfigError(
                 f"--salt_buckets={buckets} matches no declared salted battery table "
                 f"(declared: {declared}). The bucket count is part of a table's declaration: "
                 "changing it after data exists puts new rows of a time in other buckets than "
                 "the old ones and reads fanning out over the new count miss rows. To use "
-                f"{buckets} buckets, declare a new table in transforms/declarations/battery.py, "
-                f'e.g. BATTERY_SALTED_{buckets} = salted_table("BATTERY_SALTED_{buckets}", '
-                f"{buckets}), and write to it."
+                f"{buckets} buckets, declare a new table in transforms/declarations/battery.yaml: "
+                f"a copy of BATTERY_SALTED named BATTERY_SALTED_{buckets} whose salt segment "
+                f"says 'buckets: {buckets}', and write to it."
             )
-        table = salted[buckets].name
-    return common.JobSpec(
-        name=NAME,
-        description=__doc__,
-        builder=battery.Builder(table),
-        tables=(table,),
-    )
+        table = salted[buckets]
+    return common.builtin_job(NAME, __doc__, tables=(table,))
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:

@@ -22,6 +22,7 @@ from apache_beam.options.pipeline_options import (
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
+from transforms import generic, schema_file
 from transforms import tables as table_decls
 from transforms.bigtable_write import WriteRows
 from transforms.ingest import (
@@ -38,6 +39,7 @@ from transforms.ingest import (
     WriteDeadLettersToPubSub,
 )
 from transforms.rollup import TOO_LATE, Rollup, RollupSpec
+from transforms.rollup_core import schema_rollups
 from transforms.schema import TableDecl
 
 _LOG = logging.getLogger(__name__)
@@ -194,6 +196,41 @@ class JobSpec:
     schema_source: str | None = None
 
 
+def schema_job(
+    schema: schema_file.Schema,
+    *,
+    description: str,
+    name: str | None = None,
+    tables: Sequence[str] | None = None,
+    tz: dt.tzinfo = dt.timezone.utc,
+    builtin: bool = True,
+) -> JobSpec:
+    """The job of a schema file: its compiled builder (for ``tables``, default every table it
+    writes from events), its declarations, and the hourly rollup it declares for them, if any.
+    A built-in schema's tables need no ``--schema`` to create; a user's file is named in hints."""
+    try:
+        builder = generic.Builder(schema, list(tables) if tables else None, tz)
+    except ValueError as err:
+        raise admin.ConfigError(str(err)) from None
+    rollups = schema_rollups(schema)
+    rollup = next((rollups[t] for t in builder.tables if t in rollups), None)
+    return JobSpec(
+        name=name or schema.dataset,
+        description=description,
+        builder=builder,
+        tables=tuple(builder.tables),
+        csv_adapter=builder.csv_adapter,
+        rollup=rollup,
+        decls=schema.decls(),
+        schema_source=None if builtin else str(schema.source),
+    )
+
+
+def builtin_job(dataset: str, description: str, **kwargs) -> JobSpec:
+    """The job of the built-in dataset ``dataset`` (``transforms/declarations/<dataset>.yaml``)."""
+    return schema_job(schema_file.builtin(dataset), description=description, **kwargs)
+
+
 def option_classes_help(
     prog: str, description: str, classes: Sequence[type[PipelineOptions]]
 ) -> argparse.ArgumentParser:
@@ -306,12 +343,29 @@ def build_ingest(
         lines = pipeline | "ReadLines" >> ReadRecordLines(input_patterns(options), input_format)
     built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
     rows = built[ROWS]
-    rows | "WriteBigtable" >> WriteRows(
-        target.project,
-        target.instance,
-        job.tables,
-        timeout_s=options.view_as(BigtableOptions).write_timeout_seconds,
-    )
+    timeout = options.view_as(BigtableOptions).write_timeout_seconds
+    decls = job.decls or {}
+    aggregates = [
+        t
+        for t in job.tables
+        if any(f.aggregate for f in (decls[t] if t in decls else table_decls.get(t)).families)
+    ]
+    plain = [t for t in job.tables if t not in aggregates]
+    if aggregates:  # AddToCell rows go through the data client, SetCell rows through the sink
+        split = rows | "SplitAggregates" >> beam.ParDo(_SplitAggregates(aggregates)).with_outputs(
+            *aggregates, main="cells"
+        )
+        for table in aggregates:
+            split[table] | f"WriteAggregates_{table}" >> WriteAggregates(
+                target.project, target.instance, table, operation_timeout=timeout
+            )
+        cells = split["cells"]
+    else:
+        cells = rows
+    if plain:
+        cells | "WriteBigtable" >> WriteRows(
+            target.project, target.instance, plain, timeout_s=timeout
+        )
     dead = [built[DEAD_LETTER]]
     out = {"rows": rows}
     if stream.hourly_rollup and job.rollup:
@@ -322,7 +376,7 @@ def build_ingest(
             target.project,
             target.instance,
             job.rollup.table,
-            operation_timeout=options.view_as(BigtableOptions).write_timeout_seconds,
+            operation_timeout=timeout,
         )
         dead.append(rolled[TOO_LATE])
         out["rollup"] = rolled["rows"]
@@ -330,6 +384,19 @@ def build_ingest(
     write_dead_letters(letters, options, job.name)
     out["dead_letter"] = letters
     return out
+
+
+class _SplitAggregates(beam.DoFn):
+    """Rows of aggregate tables to their table's output; every other row to the main one."""
+
+    def __init__(self, aggregate_tables: Sequence[str]) -> None:
+        self._aggregate = frozenset(aggregate_tables)
+
+    def process(self, row):
+        if row.table in self._aggregate:
+            yield beam.pvalue.TaggedOutput(row.table, row)
+        else:
+            yield row
 
 
 def write_dead_letters(letters: beam.PCollection, options: PipelineOptions, job: str) -> None:

@@ -17,14 +17,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
 from pipelines import common
-from transforms import game_results
 
-JOB = common.JobSpec(
-    name="game_results",
-    description=__doc__,
-    builder=game_results.build,
-    tables=game_results.TABLES,
-)
+JOB = common.builtin_job("game_results", __doc__)
 
 
 class GameResultsOptions(common.FileInputOptions, common.BigtableOptions):

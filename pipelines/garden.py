@@ -12,8 +12,6 @@ row per garden per month ``GARDEN#YYYYMM`` with one column per day ``TEMP:1`` â€
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import functools
 import logging
 from collections.abc import Sequence
 
@@ -23,17 +21,17 @@ from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
 from pipelines import common
-from transforms import garden
 
 DEFAULT_LAYOUT = "tall"
 
+# --garden_layout â†’ the tables it writes.
+LAYOUTS = {
+    "tall": ("GARDEN_DAILY",),
+    "month": ("GARDEN_MONTHLY",),
+    "both": ("GARDEN_DAILY", "GARDEN_MONTHLY"),
+}
 # The job with its default flags (tall layout); job_for picks the tables of --garden_layout.
-JOB = common.JobSpec(
-    name="garden",
-    description=__doc__,
-    builder=garden.build,
-    tables=garden.tables(DEFAULT_LAYOUT),
-)
+JOB = common.builtin_job("garden", __doc__, tables=LAYOUTS[DEFAULT_LAYOUT])
 
 
 class GardenLayoutOptions(PipelineOptions):
@@ -46,7 +44,7 @@ class GardenLayoutOptions(PipelineOptions):
             "--garden_layout",
             type=str,
             default=DEFAULT_LAYOUT,
-            choices=sorted(garden.LAYOUTS),
+            choices=sorted(LAYOUTS),
             help="tall: one row per garden per day (GARDEN_DAILY); month: one row per garden per "
             "month, one column per day (GARDEN_MONTHLY); both: write both tables. "
             f"Default: {DEFAULT_LAYOUT}.",
@@ -63,15 +61,11 @@ OPTION_CLASSES = GardenOptions.__bases__  # what run() parses and --help shows
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for these options: --garden_layout chooses the tables and the rows built."""
     layout = options.view_as(GardenLayoutOptions).garden_layout or DEFAULT_LAYOUT
-    if layout not in garden.LAYOUTS:
+    if layout not in LAYOUTS:
         raise admin.ConfigError(
-            f"--garden_layout {layout!r}: use one of {', '.join(sorted(garden.LAYOUTS))}"
+            f"--garden_layout {layout!r}: use one of {', '.join(sorted(LAYOUTS))}"
         )
-    return dataclasses.replace(
-        JOB,
-        builder=functools.partial(garden.build, layout=layout),
-        tables=garden.tables(layout),
-    )
+    return common.builtin_job("garden", __doc__, tables=LAYOUTS[layout])
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:

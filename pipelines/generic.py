@@ -19,13 +19,11 @@ import logging
 from collections.abc import Sequence
 
 import apache_beam as beam
-from apache_beam import pvalue
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
 from pipelines import common
-from transforms import generic
 from transforms.schema_file import Schema, SchemaError, load
 
 NAME = "generic"
@@ -79,38 +77,15 @@ def load_schema(options: PipelineOptions) -> Schema:
         raise admin.ConfigError(f"cannot read the schema {path}: {err}") from None
 
 
-def builder_for(options: PipelineOptions, schema: Schema) -> generic.Builder:
-    try:
-        return generic.Builder(
-            schema, options.view_as(GenericOptions).schema_table, common.timezone(options)
-        )
-    except ValueError as err:
-        raise admin.ConfigError(str(err)) from None
-
-
 def job_for(options: PipelineOptions, schema: Schema | None = None) -> common.JobSpec:
     schema = schema or load_schema(options)
-    builder = builder_for(options, schema)
-    return common.JobSpec(
-        name=schema.dataset,
+    return common.schema_job(
+        schema,
         description=__doc__,
-        builder=builder,
-        tables=tuple(builder.tables),
-        csv_adapter=builder.csv_adapter,
-        decls={t: schema.table(t).decl for t in builder.tables},
-        schema_source=str(schema.source),
+        tables=options.view_as(GenericOptions).schema_table,
+        tz=common.timezone(options),
+        builtin=False,
     )
-
-
-class _SplitAggregates(beam.DoFn):
-    def __init__(self, aggregate_tables: Sequence[str]) -> None:
-        self._aggregate = frozenset(aggregate_tables)
-
-    def process(self, row):
-        if row.table in self._aggregate:
-            yield pvalue.TaggedOutput(row.table, row)
-        else:
-            yield row
 
 
 def build(
@@ -118,38 +93,7 @@ def build(
 ) -> dict[str, beam.PCollection]:
     """Read (files or Pub/Sub) → build rows (bad input to dead letters) → write each table:
     SetCell tables with WriteToBigTable, aggregate tables with AddToCell."""
-    from transforms.aggregate_write import WriteAggregates
-    from transforms.bigtable_write import WriteRows
-    from transforms.ingest import DEAD_LETTER, ROWS, BuildRows, ReadPubSubLines, ReadRecordLines
-
-    job = job or job_for(options)
-    builder: generic.Builder = job.builder  # type: ignore[assignment]
-    target = common.resolve_target(options)
-    stream = options.view_as(common.StreamingInputOptions)
-    timeout = options.view_as(common.BigtableOptions).write_timeout_seconds
-    if stream.input_subscription:
-        lines = pipeline | "ReadMessages" >> ReadPubSubLines(stream.input_subscription)
-    else:
-        input_format = options.view_as(common.FileInputOptions).input_format
-        patterns = common.input_patterns(options)
-        lines = pipeline | "ReadLines" >> ReadRecordLines(patterns, input_format)
-    built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
-    aggregates = builder.aggregate_tables()
-    plain = [t for t in job.tables if t not in aggregates]
-    split = built[ROWS] | "SplitAggregates" >> beam.ParDo(
-        _SplitAggregates(aggregates)
-    ).with_outputs(*aggregates, main="cells")
-    if plain:
-        split["cells"] | "WriteBigtable" >> WriteRows(
-            target.project, target.instance, plain, timeout_s=timeout
-        )
-    for table in aggregates:
-        split[table] | f"WriteAggregates_{table}" >> WriteAggregates(
-            target.project, target.instance, table, operation_timeout=timeout
-        )
-    letters = built[DEAD_LETTER]
-    common.write_dead_letters(letters, options, job.name)
-    return {"rows": built[ROWS], "dead_letter": letters}
+    return common.build_ingest(pipeline, options, job or job_for(options))
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:

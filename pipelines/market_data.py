@@ -17,14 +17,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
 from pipelines import common
-from transforms import market_data
 
-JOB = common.JobSpec(
-    name="market_data",
-    description=__doc__,
-    builder=market_data.build,
-    tables=market_data.TABLES,
-)
+JOB = common.builtin_job("market_data", __doc__)
 
 
 class MarketDataOptions(

@@ -14,7 +14,6 @@ rebuild, drop the table (or its rows) and re-run everything.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 from collections.abc import Sequence
 
@@ -23,15 +22,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
 from pipelines import common
-from transforms import sales
-from transforms.aggregate_write import WriteAggregates
-from transforms.ingest import DEAD_LETTER, ROWS, BuildRows, ReadRecordLines, WriteDeadLetters
 
 NAME = "sales"
 
 
 # Months in UTC; job_for() gives the job for the configured --timezone.
-JOB = common.JobSpec(name=NAME, description=__doc__, builder=sales.build, tables=sales.TABLES)
+JOB = common.builtin_job(NAME, __doc__)
 
 
 class SalesOptions(common.FileInputOptions, common.BigtableOptions, common.TimeOptions):
@@ -43,37 +39,14 @@ OPTION_CLASSES = SalesOptions.__bases__  # what run() parses and --help shows
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job with months in the configured zone (an unknown zone is a ConfigError)."""
-    tz = common.timezone(options)
-    if tz is dt.timezone.utc:
-        return JOB
-    return common.JobSpec(
-        name=NAME,
-        description=__doc__,
-        builder=sales.Builder(tz),
-        tables=sales.TABLES,
-    )
+    return common.builtin_job(NAME, __doc__, tz=common.timezone(options))
 
 
 def build(
     pipeline: beam.Pipeline, options: PipelineOptions, job: common.JobSpec | None = None
 ) -> dict[str, beam.PCollection]:
     """Read lines → build AddCell rows (bad lines to dead letters) → AddToCell."""
-    job = job or job_for(options)
-    target = common.resolve_target(options)
-    input_format = options.view_as(common.FileInputOptions).input_format
-    lines = pipeline | "ReadLines" >> ReadRecordLines(common.input_patterns(options), input_format)
-    built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
-    (table,) = job.tables
-    built[ROWS] | "WriteAggregates" >> WriteAggregates(
-        target.project,
-        target.instance,
-        table,
-        operation_timeout=options.view_as(common.BigtableOptions).write_timeout_seconds,
-    )
-    built[DEAD_LETTER] | "WriteDeadLetters" >> WriteDeadLetters(
-        common.dead_letter_prefix(options, job.name)
-    )
-    return {"rows": built[ROWS], "dead_letter": built[DEAD_LETTER]}
+    return common.build_ingest(pipeline, options, job or job_for(options))
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:

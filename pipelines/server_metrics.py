@@ -19,16 +19,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
 from pipelines import common
-from transforms import server_metrics
 
-JOB = common.JobSpec(
-    name="server_metrics",
-    description=__doc__,
-    builder=server_metrics.build,
-    tables=server_metrics.TABLES,
-    csv_adapter=server_metrics.from_csv,
-    rollup=server_metrics.ROLLUP,
-)
+JOB = common.builtin_job("server_metrics", __doc__)
 
 
 class ServerMetricsOptions(

@@ -11,8 +11,6 @@ the ``HHMM`` names follow --timezone (default UTC); cell timestamps are the even
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import logging
 from collections.abc import Sequence
 
@@ -21,16 +19,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
 from pipelines import common
-from transforms import smart_meters
 
 # The job with its default flags (UTC days); job_for binds the configured zone.
-JOB = common.JobSpec(
-    name="smart_meters",
-    description=__doc__,
-    builder=smart_meters.build,
-    tables=smart_meters.TABLES,
-    rollup=smart_meters.ROLLUP,
-)
+JOB = common.builtin_job("smart_meters", __doc__)
 
 
 class SmartMetersOptions(
@@ -49,7 +40,7 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for these options: the builder labels days and times in --timezone (an unknown
     zone raises ConfigError before anything runs)."""
     tz = common.timezone(options)
-    return dataclasses.replace(JOB, builder=functools.partial(smart_meters.build, tz=tz))
+    return common.builtin_job("smart_meters", __doc__, tz=tz)
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:

@@ -26,10 +26,16 @@ from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
 from pipelines import common
-from transforms import weather_balloons
 
 NAME = "weather_balloons"
 DEFAULT_PATTERN = "TS-COLS"
+# --balloon_pattern → the table of that column pattern (the same events land in any of them).
+PATTERNS = {
+    "TS-COLS": "BALLOON_TS_COLS",
+    "TS-BLOB": "BALLOON_TS_BLOB",
+    "TB-CELL": "BALLOON_TB_CELL",
+    "TB-COL": "BALLOON_TB_COL",
+}
 
 
 class BalloonPatternOptions(PipelineOptions):
@@ -42,7 +48,7 @@ class BalloonPatternOptions(PipelineOptions):
             "--balloon_pattern",
             type=str,
             default=DEFAULT_PATTERN,
-            choices=tuple(weather_balloons.PATTERNS),
+            choices=tuple(PATTERNS),
             help="TS-COLS (default): one row per balloon and minute, a column per measurement "
             "(table BALLOON_TS_COLS); TS-BLOB: the same rows, the event as one protobuf cell "
             "(BALLOON_TS_BLOB); TB-CELL: one row per balloon and ISO week, a new cell per event "
@@ -61,12 +67,9 @@ OPTION_CLASSES = WeatherBalloonOptions.__bases__  # what run() parses and --help
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job writing the table of the chosen column pattern."""
     pattern = options.view_as(BalloonPatternOptions).balloon_pattern or DEFAULT_PATTERN
-    if pattern not in weather_balloons.PATTERNS:
-        raise admin.ConfigError(
-            f"--balloon_pattern={pattern!r}: use one of {', '.join(weather_balloons.PATTERNS)}"
-        )
-    table, builder = weather_balloons.PATTERNS[pattern]
-    return common.JobSpec(name=NAME, description=__doc__, builder=builder, tables=(table,))
+    if pattern not in PATTERNS:
+        raise admin.ConfigError(f"--balloon_pattern={pattern!r}: use one of {', '.join(PATTERNS)}")
+    return common.builtin_job(NAME, __doc__, tables=(PATTERNS[pattern],))
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:

@@ -211,7 +211,8 @@ def test_a_salt_count_no_table_declares_is_refused_with_the_reason():
     message = str(err.value)
     assert "--salt_buckets=4 matches no declared salted battery table" in message
     assert "BATTERY_SALTED (3 buckets)" in message
-    assert "miss rows" in message and 'salted_table("BATTERY_SALTED_4", 4)' in message
+    assert "miss rows" in message and "battery.yaml" in message
+    assert "BATTERY_SALTED_4 whose salt segment says 'buckets: 4'" in message
     with pytest.raises(admin.ConfigError, match="only applies to --battery_layout=salted"):
         job.job_for(PipelineOptions(["--salt_buckets=3"]))
 
@@ -240,8 +241,8 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
         "{not json": "invalid JSON: Expecting property name enclosed in double quotes at column 2",
         '{"user": "a#b", "timestamp": 1, "percentage": 5}': "field 'user': contains the key "
         "delimiter '#'",
-        '{"user": "a", "timestamp": 1, "percentage": 500}': "field 'percentage': 500 is outside "
-        "0..100",
+        '{"user": "a", "timestamp": 1, "percentage": 500}': "field 'percentage': 500 is above "
+        "its maximum 100",
         '{"user": "a", "percentage": 5}': "missing field(s): timestamp",
     }
     lines = good[:10] + list(bad) + good[10:]

@@ -21,8 +21,8 @@ import pytest
 from btts import admin, samples
 from pipelines import battery as battery_job
 from pipelines import demo, job_modules, nightly
+from pipelines import weather_balloons as balloon_job
 from tests.helpers import dump, run_job, write_lines
-from transforms import weather_balloons
 from transforms.declarations.smart_meters import SENSOR
 
 REPO = Path(__file__).resolve().parent.parent
@@ -101,7 +101,7 @@ PIPELINES = [
     ),
     *(
         Pipeline(f"weather_balloons/{p}", "weather_balloons", balloons, (f"--balloon_pattern={p}",))
-        for p in weather_balloons.PATTERNS
+        for p in balloon_job.PATTERNS
     ),
     Pipeline("battery/promoted", "battery", batteries, ("--battery_layout=promoted",)),
     Pipeline("battery/salted", "battery", batteries, ("--battery_layout=salted",)),
@@ -196,8 +196,8 @@ def test_every_job_and_layout_is_covered():
     covered = {p.job for p in PIPELINES}
     assert set(job_modules()) <= covered
     flags = {f for p in PIPELINES for f in p.flags}
-    assert {f"--balloon_pattern={p}" for p in weather_balloons.PATTERNS} <= flags
-    assert {f"--battery_layout={layout}" for layout in battery_job.battery.LAYOUTS} <= flags
+    assert {f"--balloon_pattern={p}" for p in balloon_job.PATTERNS} <= flags
+    assert {f"--battery_layout={layout}" for layout in battery_job.LAYOUTS} <= flags
 
 
 @pytest.mark.parametrize("pipeline", PIPELINES, ids=[p.id for p in PIPELINES])

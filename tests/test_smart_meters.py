@@ -127,7 +127,9 @@ def test_job_appends_readings_and_dead_letters_bad_lines(target, tmp_path):
         reading(timestamp="2017-07-27T00:00:00Z", value="1.00"),
     ]
     bad = {
-        reading(meter_id=12_345_678_901): "field 'meter_id': 12345678901 is outside 0..9999999999",
+        reading(
+            meter_id=12_345_678_901
+        ): "field 'meter_id': 12345678901 is above its maximum 9999999999",
         reading(value='"n/a"'): "field 'reading': expected a number, got string",
         '{"meter_id": 1}': "missing field(s): timestamp, reading",
         "[1, 2]": "expected a JSON object, got array",

@@ -218,7 +218,7 @@ def test_the_pattern_flag_chooses_the_table(flags, pattern, table):
     spec = job.job_for(PipelineOptions(["--input=x", *flags]))
     assert spec.name == "weather_balloons"
     assert tuple(spec.tables) == (table,)
-    assert spec.builder is weather_balloons.PATTERNS[pattern][1]
+    assert job.PATTERNS[pattern] == table and spec.builder.tables == [table]
     assert spec.builder(record())[0].table == table
 
 

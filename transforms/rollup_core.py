@@ -73,3 +73,78 @@ class RollupSpec(NamedTuple):
     table: str
     points: PointsFn
     key_fn: KeyFn
+
+
+class SchemaRollup:
+    """The rollup a schema file declares for one aggregate table (its ``rollup:`` rule), as the
+    two functions :class:`RollupSpec` needs. Pickles as the schema's text, like the builder.
+
+    The entity is read back from the source row's key: the segment of the entity field (text
+    segments can never hold the delimiter, so splitting is exact). The values are the cells of
+    the source table's computed-qualifier columns (map entries, HHMM columns…), not those of
+    literal-qualifier columns such as an ID.
+    """
+
+    def __init__(self, schema, table: str) -> None:
+        self._schema = schema
+        self.table = table
+        self._compile()
+
+    def _compile(self) -> None:
+        spec = self._schema.table(self.table)
+        rule = spec.rollup
+        if rule is None:
+            raise ValueError(f"table {self.table} declares no rollup")
+        source = self._schema.table(rule.source)
+        self.source = rule.source
+        self._metric = rule.metric.encode("utf-8") if rule.metric else None
+        self._delimiter = source.decl.key.delimiter.encode("utf-8")
+        fields = [seg.field for seg in source.decl.key.segments]
+        self._entity_at = fields.index(rule.entity)
+        self._literal = frozenset(
+            (col.family, col.qualifier.encode("utf-8"))
+            for col in source.columns
+            if isinstance(col.qualifier, str) and col.qualifier and not col.each
+        )
+        self._key = spec.decl.key
+        self._key_fields = {
+            seg.field: (rule.entity if seg.field == rule.entity else None)
+            for seg in spec.decl.key.segments
+            if seg.field
+        }
+
+    def __getstate__(self) -> dict:
+        return {"text": self._schema.text, "source": self._schema.source, "table": self.table}
+
+    def __setstate__(self, state: dict) -> None:
+        from transforms.schema_file import loads
+
+        self._schema = loads(state["text"], state["source"])
+        self.table = state["table"]
+        self._compile()
+
+    def points(self, row: RowMutation) -> list[RollupPoint]:
+        entity = row.key.split(self._delimiter)[self._entity_at].decode("utf-8")
+        literal = self._literal
+        metric = self._metric
+        return [
+            point(entity, metric or c.qualifier, c.timestamp_us // 1000, c.value.decode("ascii"))
+            for c in row.cells
+            if (c.family, c.qualifier) not in literal
+        ]
+
+    def key(self, entity: str, start_ms: int) -> bytes:
+        values = {name: entity if use else start_ms for name, use in self._key_fields.items()}
+        return self._key.build(values)
+
+    def spec(self) -> RollupSpec:
+        return RollupSpec(self.source, self.table, self.points, self.key)
+
+
+def schema_rollups(schema) -> dict[str, RollupSpec]:
+    """Source table → the rollup spec of every aggregate table the schema fills by rollup."""
+    return {
+        spec.rollup.source: SchemaRollup(schema, spec.name).spec()
+        for spec in schema.tables
+        if spec.rollup is not None
+    }

@@ -182,7 +182,14 @@ def _segment_builder(seg: Segment) -> SegmentBuilder:
         return lambda values, tz: keys.zero_pad(values[name], width)
     if seg.kind == "space_pad":
         width = seg.width
-        return lambda values, tz: keys.space_pad(values[name], width)
+
+        def space_pad(values: Mapping[str, object], tz: dt.tzinfo) -> str:
+            text = values[name]
+            if len(text) > width:  # name the field: the key alone does not say which
+                raise InvalidEvent(f"field {name!r}: {text!r} is longer than {width} characters")
+            return text.ljust(width)
+
+        return space_pad
     if seg.kind == "time":
         fmt = TIME_FORMATS[seg.arg]
         return lambda values, tz: fmt(values[name], tz)

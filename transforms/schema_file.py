@@ -145,6 +145,18 @@ class RowsPer:
 
 
 @dataclass(frozen=True)
+class RollupRule:
+    """An aggregate table the streaming rollup fills from another table's rows: per ``entity``
+    (a key field of both tables) and hour, the sum and count of each value cell of ``source``
+    (cells of literal-qualifier columns, such as an ID, are not values). ``metric`` names every
+    value ``metric`` instead of its qualifier (a short-wide row's HHMM columns are one metric)."""
+
+    source: str
+    entity: str
+    metric: str = ""
+
+
+@dataclass(frozen=True)
 class TableSpec:
     decl: TableDecl
     columns: tuple[ColumnSpec, ...] = ()
@@ -152,6 +164,7 @@ class TableSpec:
     cell_time: str = "event"
     rows_per: RowsPer | None = None
     written_by: str = ""  # another job writes it: declared here, not written from events
+    rollup: RollupRule | None = None
     line: int = field(default=0, compare=False)
 
     @property
@@ -351,6 +364,8 @@ class _Checker:
                     tables.append(spec)
         names = [t.name for t in tables]
         for spec in tables:
+            if spec.rollup is not None:
+                self.rollup_source(spec, {t.name: t for t in tables})
             if names.count(spec.name) > 1:
                 self.bad(spec.line, f"table {spec.name}: declared more than once in this file")
         if "event" not in top and any(not t.written_by for t in tables):
@@ -527,6 +542,7 @@ class _Checker:
             "cell_time",
             "rows_per",
             "written_by",
+            "rollup",
         )
         name = self.text(node, "name", "table", required=True) or f"<table on line {line}>"
         what = f"table {name}"
@@ -594,6 +610,7 @@ class _Checker:
                         "give it max_versions covering one bucket's events (e.g. 60 a minute "
                         "× 60 for an hour bucket)",
                     )
+        rollup = self.rollup(node, what, decl) if "rollup" in node else None
         return TableSpec(
             decl=decl,
             columns=tuple(columns),
@@ -601,8 +618,47 @@ class _Checker:
             cell_time=cell_time,
             rows_per=rows_per,
             written_by=written_by,
+            rollup=rollup,
             line=line,
         )
+
+    def rollup(self, node: _Map, what: str, decl: TableDecl) -> RollupRule | None:
+        spec = self.mapping(node["rollup"], f"{what}: rollup", _line(node, "rollup"))
+        if spec is None:
+            return None
+        self.keys(spec, ("from", "entity", "metric"), f"{what}: rollup")
+        source = self.text(spec, "from", f"{what}: rollup", required=True)
+        entity = self.text(spec, "entity", f"{what}: rollup", required=True)
+        metric = self.text(spec, "metric", f"{what}: rollup")
+        if decl.pattern != "AGGREGATE" or {f.name for f in decl.families if f.aggregate} != {
+            "sum",
+            "count",
+        }:
+            self.bad(
+                spec.line,
+                f"{what}: a rollup table is AGGREGATE with aggregate families sum and count",
+            )
+        if entity and entity not in decl.key.fields:
+            self.bad(_line(spec, "entity"), f"{what}: rollup entity {entity!r} is not in its key")
+        if not source or not entity:
+            return None
+        return RollupRule(source, entity, metric)
+
+    def rollup_source(self, spec: TableSpec, tables: Mapping[str, TableSpec]) -> None:
+        rule = spec.rollup
+        source = tables.get(rule.source)
+        if source is None or source.written_by:
+            self.bad(
+                spec.line,
+                f"table {spec.name}: rollup from {rule.source!r}: no table of this file written "
+                f"from events has that name{_suggest(rule.source, tables)}",
+            )
+        elif rule.entity not in source.decl.key.fields:
+            self.bad(
+                spec.line,
+                f"table {spec.name}: rollup entity {rule.entity!r} is not a key field of "
+                f"{rule.source}",
+            )
 
     def problems_since(self, line: int) -> bool:
         return any(at >= line for at, _ in self.problems)
@@ -1211,6 +1267,11 @@ def to_dict(schema: Schema) -> dict:
             table["cell_time"] = spec.cell_time
         table["families"] = [_family_dict(f) for f in decl.families]
         table["key"] = [_segment_dict(s) for s in decl.key.segments]
+        if spec.rollup:
+            rule = {"from": spec.rollup.source, "entity": spec.rollup.entity}
+            if spec.rollup.metric:
+                rule["metric"] = spec.rollup.metric
+            table["rollup"] = rule
         if spec.rows_per:
             rp = spec.rows_per
             table["rows_per"] = {"fields": list(rp.fields), "name": rp.name, "value": rp.value}
