@@ -182,6 +182,30 @@ class Admin:
         self.api.delete_table(name=self.target.table_path(table))
 
 
+def tenant_tables() -> list[TableDecl]:
+    """Built-in tables whose key starts with a tenant segment (where drop_tenant applies)."""
+    from transforms import tables
+
+    return [d for d in tables.all_tables().values() if d.key.segments[0].kind == "tenant"]
+
+
+def drop_tenant(target: Target, table: TableDecl | str, tenant: str) -> bytes:
+    """Offboard ``tenant``: drop the row range of its prefix (``tenant#``) in one admin call,
+    so ``acme`` never takes ``acme2``'s rows. Returns the prefix dropped. Refuses a table whose
+    key does not start with the tenant."""
+    from transforms import keys, tables
+
+    decl = tables.get(table) if isinstance(table, str) else table
+    if decl.key.segments[0].kind != "tenant":
+        raise ValueError(f"{decl.name}: its key does not start with a tenant; nothing to drop")
+    prefix = keys.tenant_prefix(tenant, decl.key.delimiter)
+    with Admin(target) as client:
+        client.api.drop_row_range(
+            request={"name": target.table_path(decl.name), "row_key_prefix": prefix}
+        )
+    return prefix
+
+
 def _same_family(a: admin_types.ColumnFamily, b: admin_types.ColumnFamily) -> bool:
     return a.gc_rule == b.gc_rule and a.value_type == b.value_type
 

@@ -44,6 +44,7 @@ from typing import Generic, NamedTuple, TypeVar
 from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
+from btts import admin
 from btts.admin import ReadCell, ReadRow, Target
 from transforms import queries, salted_reads, timefmt, weather_balloons
 from transforms.declarations import battery as battery_decls
@@ -759,9 +760,7 @@ def tenant_rows(target: Target, tenant: str) -> list[DeviceReading]:
 
 def drop_tenant(target: Target, tenant: str) -> int:
     """Offboard a tenant: drop the row range of its prefix in one admin call
-    (:func:`transforms.other_shapes.drop_tenant`). Returns how many rows it held."""
-    from transforms import other_shapes
-
+    (:func:`btts.admin.drop_tenant`). Returns how many rows it held."""
     scan = queries.prefix_scan(DEVICE, {"tenant": tenant})
     with BigtableDataClient(project=target.project) as client:
         table = client.get_table(target.instance, DEVICE.name)
@@ -771,7 +770,7 @@ def drop_tenant(target: Target, tenant: str) -> int:
             count = sum(1 for _ in table.read_rows(query))
         except gexc.NotFound:
             raise MissingTable(f"table DEVICE does not exist in {target.describe()}") from None
-    other_shapes.drop_tenant(target, DEVICE, tenant)
+    admin.drop_tenant(target, DEVICE, tenant)
     return count
 
 

@@ -380,7 +380,7 @@ def sales_records(employees: int, start_ms: int = SALES_START_MS, seed: int = 31
 def device_records(
     devices: int, days: int, start_ms: int = DEVICE_START_MS, seed: int = 37
 ) -> Iterator[dict]:
-    """Hourly phone readings of each tenant's devices (``transforms.other_shapes`` records)."""
+    """Hourly phone readings of each tenant's devices (the devices.yaml schema's events)."""
     rng = random.Random(seed)
     for tenant in TENANTS:
         ids = [f"{rng.getrandbits(32):08x}" for _ in range(devices)]

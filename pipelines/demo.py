@@ -42,7 +42,7 @@ from btts import admin, emulator, render, samples
 from btts import query as q
 from btts.samples import Sizes
 from pipelines import common
-from transforms import metric_recent, other_shapes, queries, server_metrics
+from transforms import metric_recent, queries, server_metrics
 
 _LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5
@@ -57,11 +57,10 @@ RECENT_JOB = common.JobSpec(
     tables=metric_recent.TABLES,
     csv_adapter=server_metrics.from_csv,
 )
-DEVICE_JOB = common.JobSpec(
+DEVICE_JOB = common.builtin_job(
+    "devices",
+    "Device readings → DEVICE (TENANT#KIND#DEVICE#YYYYMMDD), tenant-prefixed.",
     name="device",
-    description="Device readings → DEVICE (TENANT#KIND#DEVICE#YYYYMMDD), tenant-prefixed.",
-    builder=other_shapes.device_reading,
-    tables=("DEVICE",),
 )
 
 

@@ -9,7 +9,8 @@ import pytest
 from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 
 from btts import admin
-from transforms import keys, other_shapes, tables
+from transforms import generic, keys, tables
+from transforms import schema_file as sf
 from transforms.declarations.other_shapes import (
     DEVICE,
     FRIENDS,
@@ -30,8 +31,15 @@ CLOSE_US = 1425243600000 * 1000
 CORRECTION_US = 1425287700000 * 1000
 
 
-def _build(fn, line: str) -> list[RowMutation]:
-    return fn(parse_json_object(line))
+# Each shape is its own schema file (transforms/declarations/<name>.yaml), compiled once.
+STOCK, FRIEND, DEVICE_READING, WEB_PAGE, USER_EVENT = (
+    generic.Builder(sf.builtin(name))
+    for name in ("stock_prices", "friends", "devices", "web_pages", "user_activity")
+)
+
+
+def _build(build, line: str) -> list[RowMutation]:
+    return build(parse_json_object(line))
 
 
 def _write(target: admin.Target, rows: Sequence[RowMutation]) -> None:
@@ -56,12 +64,12 @@ def _write(target: admin.Target, rows: Sequence[RowMutation]) -> None:
 
 
 def test_stock_close_and_its_correction_are_the_same_cell_at_two_times():
-    assert _build(other_shapes.stock_price, CLOSE) == [
+    assert _build(STOCK, CLOSE) == [
         RowMutation(
             "STOCK_PRICE", b"ZXZZT#20150301", (Cell("STOCK", b"PRICE", b"600.60", CLOSE_US),)
         )
     ]
-    assert _build(other_shapes.stock_price, CORRECTION) == [
+    assert _build(STOCK, CORRECTION) == [
         RowMutation(
             "STOCK_PRICE",
             b"ZXZZT#20150301",
@@ -73,26 +81,28 @@ def test_stock_close_and_its_correction_are_the_same_cell_at_two_times():
 def test_a_correction_older_than_the_close_is_refused():
     line = CORRECTION.replace("2015-03-02T09:15:00Z", "2015-03-01T20:00:00Z")
     with pytest.raises(InvalidEvent) as err:
-        _build(other_shapes.stock_price, line)
+        _build(STOCK, line)
     assert str(err.value) == (
-        "field 'corrected_at': a correction must be later than the price it corrects "
-        "(2015-03-01T20:00:00Z is not after 2015-03-01T21:00:00Z)"
+        "field 'corrected_at': 2015-03-01T20:00:00Z is not after field 'timestamp' "
+        "(2015-03-01T21:00:00Z)"
     )
 
 
 def test_friend_names_are_qualifiers_and_circles_are_values():
     line = '{"person": "Jose", "friend": "Sofía", "circle": "work", "timestamp": 1425243600000}'
-    assert _build(other_shapes.friendship, line) == [
+    assert _build(FRIEND, line) == [
         RowMutation(
             "FRIENDS", b"Jose", (Cell("Friends", "Sofía".encode(), b"work", 1425243600000000),)
         )
     ]
     with pytest.raises(InvalidEvent) as err:
         _build(
-            other_shapes.friendship,
+            FRIEND,
             '{"person": "Jose", "friend": "a\\u0000b", "circle": "x", "timestamp": 1}',
         )
-    assert str(err.value) == "field 'friend' 'a\\x00b': contains a control or unprintable character"
+    assert str(err.value) == (
+        "field 'friend': 'a\\x00b' contains a control or unprintable character, and names a column"
+    )
 
 
 def test_device_keys_are_tenant_keys():
@@ -100,7 +110,7 @@ def test_device_keys_are_tenant_keys():
         '{"tenant": "altostrat", "kind": "phone", "device": "4c410523", '
         '"timestamp": "2019-05-01T10:00:00Z", "readings": {"memusage": 61.5, "battery": 98}}'
     )
-    (row,) = _build(other_shapes.device_reading, line)
+    (row,) = _build(DEVICE_READING, line)
     assert row.key == b"altostrat#phone#4c410523#20190501"
     assert row.key == keys.tenant_key("altostrat", "phone", "4c410523", "20190501").encode()
     assert row.key.startswith(keys.tenant_prefix("altostrat"))
@@ -121,13 +131,13 @@ def test_a_tenant_cannot_forge_another_tenants_prefix(tenant, reason):
         '"readings": {"x": 1}}'
     )
     with pytest.raises(InvalidEvent, match=reason):
-        _build(other_shapes.device_reading, line)
+        _build(DEVICE_READING, line)
 
 
 def test_web_pages_are_keyed_by_reversed_domain():
     line = '{"domain": "Maps.Google.com", "timestamp": "2015-03-01T08:00:00Z", "status": 200, '
     line += '"bytes": 5120}'
-    (row,) = _build(other_shapes.web_page, line)
+    (row,) = _build(WEB_PAGE, line)
     assert row.key == b"com.google.maps#20150301"
     assert row.key == WEB_PAGES.key.build({"domain": "maps.google.com", "ts": 1425196800000})
     assert row.cells == (
@@ -138,7 +148,7 @@ def test_web_pages_are_keyed_by_reversed_domain():
 
 
 def test_site_ranges_hold_a_site_and_its_subdomains_only():
-    ranges = other_shapes.site_ranges("google.com")
+    ranges = keys.site_ranges("google.com")
 
     def inside(key: bytes) -> bool:
         return any(start <= key < end for start, end in ranges)
@@ -153,25 +163,24 @@ def test_site_ranges_hold_a_site_and_its_subdomains_only():
 
 def test_user_activity_is_keyed_by_reversed_numeric_id():
     line = '{"user_id": 12345, "timestamp": 1425213901001, "action": "login"}'
-    (row,) = _build(other_shapes.user_activity, line)
+    (row,) = _build(USER_EVENT, line)
     assert row.key == b"54321#1425213901001"
     assert row.cells == (Cell("ACT", b"ACTION", b"login", 1425213901001000),)
     assert [s.kind for s in USER_ACTIVITY.key.segments] == ["reverse_id", "epoch_ms"]
     # sequential ids land far apart: their first byte differs
     firsts = {
-        _build(other_shapes.user_activity, line.replace("12345", str(i)))[0].key[:1]
-        for i in range(12340, 12350)
+        _build(USER_EVENT, line.replace("12345", str(i)))[0].key[:1] for i in range(12340, 12350)
     }
     assert len(firsts) == 10
     with pytest.raises(InvalidEvent, match="field 'user_id': expected a numeric id"):
-        _build(other_shapes.user_activity, line.replace("12345", '"12a45"'))
+        _build(USER_EVENT, line.replace("12345", '"12a45"'))
 
 
 def test_declarations_have_the_documented_families():
     assert STOCK_PRICE.family("STOCK").max_versions == 5
     assert FRIENDS.pattern == "QUALIFIER-DATA"
     assert DEVICE.key.segments[0].kind == "tenant"
-    assert other_shapes.tenant_tables() == [DEVICE]
+    assert admin.tenant_tables() == [DEVICE]
 
 
 # -- on the emulator ---------------------------------------------------------------------------
@@ -179,8 +188,8 @@ def test_declarations_have_the_documented_families():
 
 def test_a_correction_is_a_newer_version_and_history_is_kept(target):
     # the correction arrives first: order of arrival must not matter
-    _write(target, _build(other_shapes.stock_price, CORRECTION))
-    _write(target, _build(other_shapes.stock_price, CLOSE))
+    _write(target, _build(STOCK, CORRECTION))
+    _write(target, _build(STOCK, CLOSE))
 
     (row,) = admin.read_rows(target, "STOCK_PRICE")
     assert row.key == b"ZXZZT#20150301"
@@ -201,7 +210,7 @@ def test_one_row_holds_a_persons_friends(target):
         '{"person": "Jose", "friend": "Ana", "circle": "school", "timestamp": 3}',
         '{"person": "Sofia", "friend": "Jose", "circle": "work", "timestamp": 1}',
     ]
-    _write(target, [r for line in lines for r in _build(other_shapes.friendship, line)])
+    _write(target, [r for line in lines for r in _build(FRIEND, line)])
     rows = admin.read_rows(target, "FRIENDS", start=b"Jose", end=b"Jose\x00")
     assert [r.key for r in rows] == [b"Jose"]
     assert rows[0].latest() == {
@@ -219,11 +228,11 @@ def test_dropping_a_tenant_leaves_lookalike_tenants_untouched(target):
                 f'{{"tenant": "{tenant}", "kind": "phone", "device": "{device}", '
                 '"timestamp": "2019-05-01T10:00:00Z", "readings": {"memusage": 12}}'
             )
-            rows += _build(other_shapes.device_reading, line)
+            rows += _build(DEVICE_READING, line)
     _write(target, rows)
     assert len(admin.read_rows(target, "DEVICE")) == 6
 
-    assert other_shapes.drop_tenant(target, "DEVICE", "acme") == b"acme#"
+    assert admin.drop_tenant(target, "DEVICE", "acme") == b"acme#"
 
     assert [r.key for r in admin.read_rows(target, "DEVICE")] == [
         b"acm#phone#4c410523#20190501",
@@ -235,9 +244,9 @@ def test_dropping_a_tenant_leaves_lookalike_tenants_untouched(target):
 
 def test_drop_tenant_refuses_a_table_not_keyed_by_tenant(target):
     with pytest.raises(ValueError, match="FRIENDS: its key does not start with a tenant"):
-        other_shapes.drop_tenant(target, FRIENDS, "Jose")
+        admin.drop_tenant(target, FRIENDS, "Jose")
     with pytest.raises(InvalidEvent, match="contains the key delimiter"):
-        other_shapes.drop_tenant(target, DEVICE, "ac#me")
+        admin.drop_tenant(target, DEVICE, "ac#me")
 
 
 def test_a_site_scan_reads_the_site_and_subdomains(target):
@@ -246,10 +255,10 @@ def test_a_site_scan_reads_the_site_and_subdomains(target):
         f'{{"domain": "{d}", "timestamp": 1425196800000, "status": 200, "bytes": 1}}'
         for d in domains
     ]
-    _write(target, [r for line in lines for r in _build(other_shapes.web_page, line)])
+    _write(target, [r for line in lines for r in _build(WEB_PAGE, line)])
     found = [
         row.key
-        for start, end in other_shapes.site_ranges("google.com")
+        for start, end in keys.site_ranges("google.com")
         for row in admin.read_rows(target, "WEB_PAGES", start, end)
     ]
     assert found == [b"com.google#20150301", b"com.google.maps#20150301"]

@@ -21,10 +21,13 @@ from btts import admin
 from btts import query as q
 from pipelines import demo
 from tests.helpers import dump, read_dead_letters, write_lines
-from transforms import keys, other_shapes, queries
+from transforms import generic, keys, queries
+from transforms import schema_file as sf
 from transforms.declarations.other_shapes import DEVICE
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
+
+DEVICE_READING = generic.Builder(sf.builtin("devices"))  # the device schema, compiled
 
 DAY_MS = 1556668800000  # 2019-05-01T00:00:00Z
 # Characters that make names collide or sort next to each other: the delimiter and its byte
@@ -46,7 +49,7 @@ timestamps = st.integers(min_value=0, max_value=9_999_999_999_999)
 
 def _key_or_none(tenant: str, kind: str, device: str, ts: int) -> bytes | None:
     try:
-        key = other_shapes.device_key(tenant, kind, device, ts)
+        key = DEVICE.key.build({"tenant": tenant, "kind": kind, "device": device, "ts": ts})
     except InvalidEvent:
         event("refused")
         return None
@@ -114,7 +117,7 @@ def test_a_json_record_cannot_smuggle_a_delimiter_through_escapes(tenant, kind, 
         ensure_ascii=True,  # every non-ASCII character spelled as an escape
     )
     try:
-        rows = other_shapes.device_reading(parse_json_object(line))
+        rows = DEVICE_READING(parse_json_object(line))
     except InvalidEvent:
         assert any(
             "#" in f or not f or not f.isprintable() or len(f) > limit
@@ -267,7 +270,7 @@ def test_reads_and_drops_isolate_arbitrary_tenant_sets(bigtable_emulator, tenant
     rows = [
         row
         for t in tenants
-        for row in other_shapes.device_reading(parse_json_object(_reading(t, "dev", 0, len(t))))
+        for row in DEVICE_READING(parse_json_object(_reading(t, "dev", 0, len(t))))
     ]
     from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 

@@ -91,6 +91,8 @@ def parse_field(spec: FieldSpec, record: Mapping) -> object:
             raise InvalidEvent(f"field {name!r}: {value!r} has leading or trailing whitespace")
         if spec.whitespace == "none" and any(ch.isspace() for ch in value):
             raise InvalidEvent(f"field {name!r}: {value[:40]!r} contains whitespace")
+        if spec.case != "as_is":
+            return value.lower() if spec.case == "lower" else value.upper()
         return value
     if kind == "number":
         value = str(events.number_field(record, name))
@@ -165,6 +167,7 @@ class _Table:
         self.decl = spec.decl
         self.columns = spec.columns
         self.time = spec.time or schema.time
+        self.time_else = spec.time_else
         self.cell_time = spec.cell_time
         self.rows_per = spec.rows_per
         refs = schema.field_by_ref()
@@ -214,6 +217,11 @@ class _Table:
             qualifier = text.encode("utf-8")
             if not qualifier:
                 raise InvalidEvent(f"field {rule[1]!r}: empty, cannot name a column")
+            if not text.isprintable():
+                raise InvalidEvent(
+                    f"field {rule[1]!r}: {text[:40]!r} contains a control or unprintable "
+                    "character, and names a column"
+                )
             if len(qualifier) > MAX_QUALIFIER_BYTES:
                 raise InvalidEvent(f"field {rule[1]!r}: over Bigtable's 16 KiB qualifier limit")
             return qualifier
@@ -232,7 +240,7 @@ class _Table:
         return out
 
     def row(self, values: dict[str, object], tz: dt.tzinfo) -> RowMutation:
-        ts_ms = values[self.time]
+        ts_ms = values[self.time] if self.time in values else values[self.time_else]
         stamp_ms = (
             ts_ms if self.cell_time == "event" else bucket_start_ms(ts_ms, self.cell_time, tz)
         )
@@ -293,6 +301,10 @@ class Builder:
         self.optional = tuple(f.name for f in schema.fields if f.optional)
         self.fields = schema.fields
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
+        names = {f.ref: f.name for f in schema.fields}
+        self.ordered = tuple(
+            (f.name, f.ref, f.after, names[f.after]) for f in schema.fields if f.after
+        )
         self.compiled = [_Table(schema.table(name), schema) for name in self.tables]
 
     def __getstate__(self) -> dict:
@@ -316,6 +328,12 @@ class Builder:
         for spec in self.fields:
             if spec.name in record:
                 values[spec.ref] = parse_field(spec, record)
+        for name, ref, after, after_name in self.ordered:
+            if ref in values and values[ref] <= values[after]:
+                raise InvalidEvent(
+                    f"field {name!r}: {record[name]} is not after field {after_name!r} "
+                    f"({record[after_name]})"
+                )
         return values
 
     def __call__(self, record: dict) -> list[RowMutation]:

@@ -96,6 +96,14 @@ def reverse_domain(domain: str) -> str:
     return ".".join(reversed(labels))
 
 
+def site_ranges(domain: str, delimiter: str = DELIMITER) -> list[tuple[bytes, bytes]]:
+    """``[start, end)`` ranges of a reversed-domain key holding a site (``com.google#…``) and its
+    subdomains (``com.google.maps#…``), and not ``com.googleusercontent``: two contiguous
+    ranges."""
+    base = reverse_domain(domain.lower()).encode("utf-8")
+    return key_ranges_for_prefixes([base + delimiter.encode("utf-8"), base + b"."])
+
+
 def tenant_key(tenant: str, *segments: str, delimiter: str = DELIMITER) -> str:
     """Tenant-prefixed key; the tenant is checked like any segment so it cannot forge another's."""
     parts = (tenant, *segments)

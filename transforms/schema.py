@@ -194,7 +194,14 @@ def _segment_builder(seg: Segment) -> SegmentBuilder:
         fmt = TIME_FORMATS[seg.arg]
         return lambda values, tz: fmt(values[name], tz)
     if seg.kind == "reverse_id":
-        return lambda values, tz: keys.reverse_numeric_id(str(values[name]))
+
+        def reverse_id(values: Mapping[str, object], tz: dt.tzinfo) -> str:
+            text = str(values[name])
+            if not text.isascii() or not text.isdigit():  # name the field, as space_pad does
+                raise InvalidEvent(f"field {name!r}: expected a numeric id, got {text[:40]!r}")
+            return text[::-1]
+
+        return reverse_id
     if seg.kind == "reverse_domain":
         return lambda values, tz: keys.reverse_domain(values[name])
     raise ValueError(f"unknown key segment kind {seg.kind!r}")

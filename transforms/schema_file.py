@@ -51,6 +51,7 @@ FIELD_TYPES = {
 }
 TIME_INPUT_FORMATS = ("auto", "rfc3339", "epoch_ms", "date", "yyyymmddhhmmssmmm")
 WHITESPACE = ("allow", "trimmed", "none")
+CASES = ("as_is", "lower", "upper")
 MAP_QUALIFIERS = ("upper", "as_is")
 QUALIFIER_TIME_FORMATS = ("hhmm", "day_of_month")
 CELL_TIMES = ("event", *BUCKET_UNITS)
@@ -107,6 +108,8 @@ class FieldSpec:
     whitespace: str = "allow"  # text fields
     qualifier: str = "upper"  # map fields
     max_entries: int | None = None  # map fields
+    case: str = "as_is"  # text fields: lower|upper folds the value (domain names ignore case)
+    after: str = ""  # time fields: the name of a time field this one must be later than
     doc: str = ""
     line: int = field(default=0, compare=False)
 
@@ -161,6 +164,7 @@ class TableSpec:
     decl: TableDecl
     columns: tuple[ColumnSpec, ...] = ()
     time: str = ""  # the time field stamping cells (default: the event's)
+    time_else: str = ""  # with an optional ``time``: the field stamping events without it
     cell_time: str = "event"
     rows_per: RowsPer | None = None
     written_by: str = ""  # another job writes it: declared here, not written from events
@@ -417,6 +421,8 @@ class _Checker:
                 "whitespace",
                 "qualifier",
                 "max_entries",
+                "case",
+                "after",
                 "doc",
             )
             self.keys(spec, allowed, what)
@@ -446,6 +452,12 @@ class _Checker:
             whitespace = self.text(spec, "whitespace", what, default="allow")
             if whitespace not in WHITESPACE:
                 self.bad(_line(spec, "whitespace"), f"{what}: whitespace is one of {WHITESPACE}")
+            case = self.text(spec, "case", what, default="as_is")
+            if case not in CASES or ("case" in spec and kind != "text"):
+                self.bad(_line(spec, "case"), f"{what}: case is one of {CASES}, for text fields")
+            after = self.text(spec, "after", what)
+            if after and kind != "time":
+                self.bad(_line(spec, "after"), f"{what}: 'after' applies to time fields only")
             qualifier = self.text(spec, "qualifier", what, default="upper")
             if qualifier not in MAP_QUALIFIERS:
                 self.bad(_line(spec, "qualifier"), f"{what}: qualifier is one of {MAP_QUALIFIERS}")
@@ -476,6 +488,8 @@ class _Checker:
                     whitespace=whitespace,
                     qualifier=qualifier,
                     max_entries=self.integer(spec, "max_entries", what),
+                    case=case,
+                    after=after,
                     doc=self.text(spec, "doc", what),
                     line=line,
                 )
@@ -489,6 +503,9 @@ class _Checker:
                     f"{refs[spec.ref].name!r} (line {refs[spec.ref].line}); rename one with 'as'",
                 )
             refs[spec.ref] = spec
+        for spec in out:
+            if spec.after:
+                self.time_ref(spec.after, out, spec.line, f"field {spec.name!r}: after", True)
         if not out:
             self.bad(node.line, "event.fields: empty; declare the source's fields")
         return tuple(out)
@@ -507,7 +524,14 @@ class _Checker:
         self.time_ref(time, fields, _line(event, "time"), "event.time")
         return time
 
-    def time_ref(self, name: str, fields: Sequence[FieldSpec], line: int, what: str) -> None:
+    def time_ref(
+        self,
+        name: str,
+        fields: Sequence[FieldSpec],
+        line: int,
+        what: str,
+        optional_ok: bool = False,
+    ) -> None:
         by_ref = {f.ref: f for f in fields}
         spec = by_ref.get(name)
         if spec is None:
@@ -518,7 +542,7 @@ class _Checker:
             )
         elif spec.type != "time":
             self.bad(line, f"{what}: field {name!r} is {spec.type}, not time; give it type: time")
-        elif spec.optional:
+        elif spec.optional and not optional_ok:
             self.bad(line, f"{what}: field {name!r} is optional; an event time must be required")
 
     # -- tables -------------------------------------------------------------------------------
@@ -568,9 +592,7 @@ class _Checker:
         if rows_per is not None:
             row_names[rows_per.name] = FieldSpec(rows_per.name, "text")
             row_names[rows_per.value] = FieldSpec(rows_per.value, "text")
-        time = self.text(node, "time", what)
-        if time:
-            self.time_ref(time, fields, _line(node, "time"), f"{what}: time")
+        time, time_else = self.table_time(node, what, fields)
         segments = self.key(node, what, row_names, check_fields=not written_by)
         cell_time = self.text(node, "cell_time", what, default="event")
         if cell_time not in CELL_TIMES:
@@ -614,13 +636,41 @@ class _Checker:
         return TableSpec(
             decl=decl,
             columns=tuple(columns),
-            time=time if time != event_time else "",
+            time=time if time != event_time or time_else else "",
+            time_else=time_else,
             cell_time=cell_time,
             rows_per=rows_per,
             written_by=written_by,
             rollup=rollup,
             line=line,
         )
+
+    def table_time(self, node: _Map, what: str, fields: Sequence[FieldSpec]) -> tuple[str, str]:
+        """``time: FIELD``, or ``time: [OPTIONAL, REQUIRED]``: the first that an event has
+        stamps its cells (a correction's time when there is one, else the close's)."""
+        raw = node.get("time")
+        line = _line(node, "time")
+        if raw is None:
+            return "", ""
+        if isinstance(raw, str):
+            self.time_ref(raw, fields, line, f"{what}: time")
+            return raw, ""
+        by_ref = {f.ref: f for f in fields}
+        if not (isinstance(raw, list) and len(raw) == 2 and all(isinstance(r, str) for r in raw)):
+            self.bad(line, f"{what}: time is a time field, or a list [optional field, field]")
+            return "", ""
+        self.time_ref(raw[0], fields, line, f"{what}: time", optional_ok=True)
+        self.time_ref(raw[1], fields, line, f"{what}: time")
+        first, then = raw
+        if first in by_ref and not by_ref[first].optional:
+            self.bad(
+                line,
+                f"{what}: time [{first}, {then}]: {first} is required, so {then} "
+                "would never be used; give one field",
+            )
+        if then in by_ref and by_ref[then].optional:
+            self.bad(line, f"{what}: time [{first}, {then}]: the last one must be required")
+        return first, then
 
     def rollup(self, node: _Map, what: str, decl: TableDecl) -> RollupRule | None:
         spec = self.mapping(node["rollup"], f"{what}: rollup", _line(node, "rollup"))
@@ -1236,6 +1286,10 @@ def _field_dict(spec: FieldSpec) -> dict:
         out["qualifier"] = spec.qualifier
     if spec.max_entries:
         out["max_entries"] = spec.max_entries
+    if spec.case != "as_is":
+        out["case"] = spec.case
+    if spec.after:
+        out["after"] = spec.after
     if spec.doc:
         out["doc"] = spec.doc
     return out
@@ -1262,7 +1316,7 @@ def to_dict(schema: Schema) -> dict:
         if decl.key.delimiter != keys.DELIMITER:
             table["delimiter"] = decl.key.delimiter
         if spec.time:
-            table["time"] = spec.time
+            table["time"] = [spec.time, spec.time_else] if spec.time_else else spec.time
         if spec.cell_time != "event":
             table["cell_time"] = spec.cell_time
         table["families"] = [_family_dict(f) for f in decl.families]

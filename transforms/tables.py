@@ -1,25 +1,31 @@
-"""The registry of every declared table (SPEC §4–§5), gathered from ``transforms.declarations``."""
+"""The registry of every built-in table: the tables of every schema file in
+``transforms/declarations/`` (docs/patterns.md describes their patterns)."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from functools import cache
+from pathlib import Path
 
-from transforms import declarations
+from transforms import schema_file
 from transforms.schema import TableDecl
+
+DECLARATIONS = Path(__file__).parent / "declarations"
+
+
+def builtin_datasets() -> list[str]:
+    """The built-in schema files' names (``server_metrics``, ``smart_meters``…)."""
+    return sorted(path.stem for path in DECLARATIONS.glob("*.yaml"))
 
 
 @cache
 def _all() -> dict[str, TableDecl]:
     found: dict[str, TableDecl] = {}
-    for info in sorted(pkgutil.iter_modules(declarations.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{declarations.__name__}.{info.name}")
-        for value in vars(module).values():
-            if isinstance(value, TableDecl):
-                if value.name in found and found[value.name] is not value:
-                    raise ValueError(f"table {value.name} is declared twice")
-                found[value.name] = value
+    origin: dict[str, str] = {}
+    for dataset in builtin_datasets():
+        for name, decl in schema_file.builtin(dataset).decls().items():
+            if name in found:
+                raise ValueError(f"table {name} is declared in {origin[name]} and {dataset}")
+            found[name], origin[name] = decl, dataset
     return dict(sorted(found.items()))
 
 
