@@ -231,14 +231,33 @@ def builtin_job(dataset: str, description: str, **kwargs) -> JobSpec:
     return schema_job(schema_file.builtin(dataset), description=description, **kwargs)
 
 
+def input_help(name: str, argv: Sequence[str]) -> str:
+    """The input section of a job's ``--help``: the fields and an example line, from the
+    built-in schema of ``name``, or from the ``--schema`` file given with ``--help``."""
+    if name in table_decls.builtin_datasets():
+        return schema_file.describe_input(schema_file.builtin(name))
+    path = next((a.split("=", 1)[1] for a in argv if a.startswith("--schema=")), None)
+    if path is None and "--schema" in argv[:-1]:
+        path = argv[list(argv).index("--schema") + 1]
+    if path:
+        try:
+            return schema_file.describe_input(schema_file.load(path))
+        except (OSError, schema_file.SchemaError) as err:
+            return f"Input: the fields of the --schema file ({err})"
+    return "Input: the fields the --schema file declares (--help --schema FILE lists them)."
+
+
 def option_classes_help(
-    prog: str, description: str, classes: Sequence[type[PipelineOptions]]
+    prog: str,
+    description: str,
+    classes: Sequence[type[PipelineOptions]],
+    input_text: str = "",
 ) -> argparse.ArgumentParser:
     """A parser holding only this job's flags, for a ``--help`` a person can read (Beam's own
     parser would list every runner flag of every SDK component)."""
     parser = argparse.ArgumentParser(
         prog=prog,
-        description=description,
+        description=f"{description.rstrip()}\n\n{input_text}" if input_text else description,
         epilog="Any Beam pipeline option is also accepted (e.g. --runner, --project, --region, "
         "--temp_location, --direct_num_workers).",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -253,12 +272,14 @@ def parse_args(
     prog: str,
     description: str,
     classes: Sequence[type[PipelineOptions]],
+    name: str = "",
 ) -> PipelineOptions:
-    """Pipeline options from ``argv``; ``--help`` prints this job's flags; an unknown flag (a typo
-    Beam would only warn about and ignore) is an error."""
+    """Pipeline options from ``argv``; ``--help`` prints this job's flags and input; an unknown
+    flag (a typo Beam would only warn about and ignore) is an error."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
-        option_classes_help(prog, description, classes).print_help()
+        text = input_help(name, argv) if name else ""
+        option_classes_help(prog, description, classes, text).print_help()
         raise SystemExit(0)
     known = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     for cls in PipelineOptions.__subclasses__():
@@ -488,7 +509,7 @@ def run_file_ingest(
         raise TypeError("run_file_ingest needs name and description when job_for is a function")
     build = build or build_ingest
     try:
-        options = parse_args(argv, f"python -m pipelines.{name}", description, classes)
+        options = parse_args(argv, f"python -m pipelines.{name}", description, classes, name)
         job = job_for(options) if callable(job_for) else job_for
         validate_input(options, job)
         target = prepare(options, job_tables(options, job), job)

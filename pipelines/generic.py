@@ -8,7 +8,7 @@ go to the dead letters with their reason; aggregate tables are written with AddT
 
     python -m pipelines.generic --schema my_dataset.yaml --input 'events/*.jsonl' --create_tables
     btts ingest --schema my_dataset.yaml --input 'events/*.jsonl' --create_tables
-    btts ingest --schema my_dataset.yaml --input_subscription projects/P/subscriptions/S \
+    btts ingest --schema my_dataset.yaml --input_subscription projects/P/subscriptions/S \\
         --dead_letter_topic projects/P/topics/T                         # streaming
 """
 

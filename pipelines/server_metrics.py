@@ -5,7 +5,7 @@ host's history, CURRENT_METRIC keyed ``HOSTNAME`` for the fleet's latest values.
 are event times and CURRENT_METRIC keeps one version, so a late reading never wins.
 
     python -m pipelines.server_metrics --input 'metrics/*.jsonl' --create_tables
-    python -m pipelines.server_metrics --input_subscription projects/P/subscriptions/S \
+    python -m pipelines.server_metrics --input_subscription projects/P/subscriptions/S \\
         --dead_letter_topic projects/P/topics/T --hourly_rollup   # streaming, with METRIC_HOURLY
 """
 

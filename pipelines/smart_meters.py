@@ -5,7 +5,7 @@ as a column named by its time of day ``HHMM``, beside ``ID`` (the meter id). The
 the ``HHMM`` names follow --timezone (default UTC); cell timestamps are the event times.
 
     python -m pipelines.smart_meters --input 'readings/*.jsonl' --timezone Europe/Paris
-    python -m pipelines.smart_meters --input_subscription projects/P/subscriptions/S \
+    python -m pipelines.smart_meters --input_subscription projects/P/subscriptions/S \\
         --dead_letter_topic projects/P/topics/T --hourly_rollup   # streaming, with SENSOR_HOURLY
 """
 

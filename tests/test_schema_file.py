@@ -231,3 +231,39 @@ def test_reverse_ts_bucket_keys_newest_hour_first():
     eleven = key.build({"device": "d", "ts": 1714561200000})
     assert ten == ten_b == b"d#%d" % (9223372036854775807 - 1714557600000)
     assert eleven < ten
+
+
+# -- the input a job takes, described from its schema -------------------------------------------
+
+
+@pytest.mark.parametrize("dataset", tables.builtin_datasets())
+def test_every_builtin_schema_has_an_example_line_that_builds(dataset):
+    from transforms import generic
+    from transforms.events import parse_json_object
+
+    schema = sf.builtin(dataset)
+    written = schema.written()
+    assert schema.example, f"{dataset}.yaml: give event.example, one input line"
+    rows = generic.Builder(schema)(parse_json_object(schema.example))
+    assert {r.table for r in rows} == {t.name for t in written}
+
+
+def test_a_jobs_help_shows_its_fields_and_an_example_line(capsys):
+    from pipelines import smart_meters
+
+    with pytest.raises(SystemExit) as done:
+        smart_meters.run(["--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert "meter_id       integer (0..9999999999)" in out
+    assert sf.builtin("smart_meters").example in out
+
+
+def test_the_generic_jobs_help_describes_the_schema_given_with_it(capsys):
+    from pipelines import generic as generic_job
+
+    with pytest.raises(SystemExit):
+        generic_job.run(["--help", "--schema", str(DOC_SCHEMAS[0])])
+    out = capsys.readouterr().out
+    schema = sf.load(DOC_SCHEMAS[0])
+    assert all(f"  {f.name} " in out for f in schema.fields)

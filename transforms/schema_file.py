@@ -18,6 +18,7 @@ Pure: no Beam, no client.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import difflib
 import re
@@ -184,6 +185,7 @@ class Schema:
     tables: tuple[TableSpec, ...]
     doc: str = ""
     advisor: Mapping | None = field(default=None, compare=False, hash=False)
+    example: str = ""  # one input line, for --help and the docs (tests build it)
     source: str = field(default="", compare=False)
     text: str = field(default="", compare=False, repr=False)
 
@@ -349,14 +351,15 @@ class _Checker:
         if dataset and not _NAME.match(dataset):
             self.bad(_line(top, "dataset"), f"dataset {dataset!r}: use letters, digits and _")
         fields: tuple[FieldSpec, ...] = ()
-        time = ""
+        time = example = ""
         event = None
         if "event" in top:
             event = self.mapping(top["event"], "event", _line(top, "event"))
         if event is not None:
-            self.keys(event, ("time", "fields"), "event")
+            self.keys(event, ("time", "fields", "example"), "event")
             fields = self.fields(event)
             time = self.event_time(event, fields)
+            example = self.text(event, "example", "event")
         tables_node = self.sequence(top.get("tables"), "tables", _line(top, "tables", top.line))
         tables: list[TableSpec] = []
         if tables_node is not None:
@@ -388,6 +391,7 @@ class _Checker:
             tables=tuple(tables),
             doc=self.text(top, "doc", "schema file"),
             advisor=_plain(advisor) if advisor is not None else None,
+            example=example,
         )
 
     # -- event --------------------------------------------------------------------------------
@@ -1179,16 +1183,7 @@ def loads(text: str, source: str = "<schema>") -> Schema:
     schema = checker.schema(document)
     if checker.problems or schema is None:
         raise SchemaError(source, sorted(checker.problems, key=lambda p: p[0]))
-    return Schema(
-        dataset=schema.dataset,
-        time=schema.time,
-        fields=schema.fields,
-        tables=schema.tables,
-        doc=schema.doc,
-        advisor=schema.advisor,
-        source=source,
-        text=text,
-    )
+    return dataclasses.replace(schema, source=source, text=text)
 
 
 def load(path: str | Path) -> Schema:
@@ -1303,6 +1298,8 @@ def to_dict(schema: Schema) -> dict:
     if schema.fields or schema.time:
         fields = {f.name: _field_dict(f) for f in schema.fields}
         out["event"] = {"time": schema.time, "fields": fields}
+        if schema.example:
+            out["event"]["example"] = schema.example
     tables = []
     for spec in schema.tables:
         decl = spec.decl
@@ -1353,3 +1350,36 @@ _Dumper.add_representer(str, _str_representer)
 def dump(schema: Schema) -> str:
     """The schema as YAML text that :func:`loads` reads back equal."""
     return yaml.dump(to_dict(schema), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=96)
+
+
+# -- describing the input -----------------------------------------------------------------------
+
+
+def _field_line(spec: FieldSpec) -> str:
+    limits = []
+    if spec.max_length:
+        limits.append(f"at most {spec.max_length} characters")
+    if spec.minimum is not None or spec.maximum is not None:
+        limits.append(
+            f"{spec.minimum if spec.minimum is not None else ''}.."
+            f"{spec.maximum if spec.maximum is not None else ''}"
+        )
+    if spec.type == "time" and spec.format != "auto":
+        limits.append(f"format {spec.format}")
+    if spec.max_entries:
+        limits.append(f"at most {spec.max_entries} entries")
+    if spec.optional:
+        limits.append("optional")
+    detail = f" ({', '.join(limits)})" if limits else ""
+    doc = f": {spec.doc}" if spec.doc else ""
+    return f"  {spec.name:<14} {spec.type}{detail}{doc}"
+
+
+def describe_input(schema: Schema) -> str:
+    """What one input record of ``schema`` holds, and an example line: the input section of a
+    job's ``--help``, written from the schema so it never drifts from what the job accepts."""
+    lines = ["Input: one event per JSON line (or CSV row), with the fields:"]
+    lines += [_field_line(spec) for spec in schema.fields]
+    if schema.example:
+        lines += ["Example line:", f"  {schema.example}"]
+    return "\n".join(lines)
