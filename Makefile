@@ -52,10 +52,10 @@ bench-quick: venv
 # Dataflow flex templates: regenerate templates/<pipeline>/ (metadata.json from the pipelines'
 # option classes, Dockerfile, main.py) and print the gcloud commands that build each image and
 # template spec. PROJECT, REGION and BUCKET (optionally REPOSITORY, TAG) come from the
-# environment, else stay ${...} placeholders; `python -m btts.templates build --run` runs them.
+# environment, else stay ${...} placeholders; `python -m btts_cli.templates build --run` runs them.
 .PHONY: templates wheel-check
 templates: venv
-	$(BIN)/python -m btts.templates build
+	$(BIN)/python -m btts_cli.templates build
 
 # The project wheel and sdist carry what Dataflow workers need, and the wheel installed into a
 # fresh virtualenv runs `btts --help` and the nightly job's --help (also part of `make test`).

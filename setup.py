@@ -63,6 +63,8 @@ setup(
         include=[
             "btts",
             "btts.*",
+            "btts_cli",
+            "btts_cli.*",
             "pipelines",
             "pipelines.*",
             "transforms",
@@ -82,6 +84,6 @@ setup(
             GRPCIO_TOOLS,
         ],
     },
-    entry_points={"console_scripts": ["btts = btts.cli:main"]},
+    entry_points={"console_scripts": ["btts = btts_cli.main:main"]},
     cmdclass={"build_py": BuildPyWithProtos},
 )

@@ -277,6 +277,20 @@ def read_rows(
         return [ReadRow.of(row) for row in handle.read_rows(query)]
 
 
+def read_salted(
+    target: Target, decl: TableDecl, start_ms: int, end_ms: int, latest_only: bool = True
+) -> list[ReadRow]:
+    """The rows of ``[start_ms, end_ms)`` of a salted table, in time order: one scan per salt
+    bucket, merged (``transforms.salted_reads`` plans the ranges and the merge)."""
+    from transforms import salted_reads
+
+    scans = [
+        read_rows(target, decl.name, start, end, latest_only=latest_only)
+        for start, end in salted_reads.salted_time_ranges(decl, start_ms, end_ms)
+    ]
+    return salted_reads.merge_in_time_order(decl, scans)
+
+
 def cell_time(timestamp_us: int) -> str:
     moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(
         microseconds=timestamp_us

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-_NOT_JOBS = {"common", "demo", "nightly"}
+_NOT_JOBS = {"common", "nightly"}
 
 
 def job_modules() -> dict[str, str]:

@@ -314,7 +314,7 @@ def test_salted_time_range_read_equals_the_promoted_layout(target, tmp_path):
     )
     start, end = base + 100_000, base + 400_000
 
-    salted = salted_reads.read_time_range(target, BATTERY_SALTED, start, end)
+    salted = admin.read_salted(target, BATTERY_SALTED, start, end)
     promoted = sorted(
         (
             e

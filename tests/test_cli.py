@@ -8,13 +8,14 @@ import sys
 
 import pytest
 
-from btts import admin, cli
+from btts import admin
+from btts_cli import main as cli
 from transforms import tables
 
 
 def _btts(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "btts.cli", *args],
+        [sys.executable, "-m", "btts_cli.main", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -11,14 +11,14 @@ import sys
 import pytest
 
 from btts import samples
-from pipelines import demo
+from btts_cli import demo
 
 QUERIES = 20
 
 
 def _btts(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "btts.cli", *args],
+        [sys.executable, "-m", "btts_cli.main", *args],
         capture_output=True,
         text=True,
         timeout=240,

@@ -8,7 +8,8 @@ import pickle
 
 import pytest
 
-from btts import admin, cli
+from btts import admin
+from btts_cli import main as cli
 from pipelines import generic as generic_job
 from tests.conftest import REPO, load_golden_ids
 from tests.helpers import read_dead_letters, run_job, write_lines

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from btts import admin, samples
+from btts_cli import demo
 from pipelines import battery as battery_job
-from pipelines import demo, job_modules, nightly
+from pipelines import job_modules, nightly
 from pipelines import weather_balloons as balloon_job
 from tests.helpers import dump, run_job, write_lines
 from transforms.declarations.smart_meters import SENSOR

@@ -21,9 +21,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btts import admin, cli, render, samples
+from btts import admin, render, samples
 from btts import query as q
-from pipelines import demo, nightly
+from btts_cli import demo
+from btts_cli import main as cli
+from pipelines import nightly
 from tests.helpers import run_job, write_lines
 from transforms import keys, metric_recent, queries, tables
 from transforms.declarations.battery import BATTERY, BATTERY_SALTED
@@ -575,8 +577,8 @@ def test_btts_query_matches_cbt_read_of_the_same_range(loaded, capsys):
 def test_btts_ingest_shows_progress_and_a_summary_by_default(bigtable_emulator, tmp_path):
     path = write_lines(tmp_path / "m.jsonl", list(samples.metric_events(hosts=11, seconds=500)))
     code = (
-        "import sys, transforms.ingest as i; i.PROGRESS_SECONDS = 0; from btts import cli; "
-        "sys.exit(cli.main(sys.argv[1:]))"
+        "import sys, transforms.ingest as i; i.PROGRESS_SECONDS = 0; "
+        "from btts_cli import main as cli; sys.exit(cli.main(sys.argv[1:]))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, "ingest", "server_metrics", "--input", str(path),

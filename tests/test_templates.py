@@ -19,7 +19,8 @@ from pathlib import Path
 import apache_beam
 import pytest
 
-from btts import admin, templates
+from btts import admin
+from btts_cli import templates
 from pipelines import common
 from tests.conftest import REPO
 from tests.helpers import read_dead_letters, write_lines
@@ -498,7 +499,7 @@ def test_build_commands_keep_placeholders_for_the_shell(monkeypatch, capsys, tmp
 def test_make_templates_and_the_cli_hook():
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     target = re.search(r"^templates:.*\n((?:\t.*\n)+)", makefile, re.M)
-    assert target and "btts.templates build" in target.group(1)
+    assert target and "btts_cli.templates build" in target.group(1)
     top = argparse.ArgumentParser(prog="btts")
     templates.register(top.add_subparsers(dest="command"))
     args = top.parse_args(["templates", "check"])

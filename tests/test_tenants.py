@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from btts import admin
 from btts import query as q
-from pipelines import demo
+from btts_cli import demo
 from tests.helpers import dump, read_dead_letters, write_lines
 from transforms import generic, keys, queries
 from transforms import schema_file as sf

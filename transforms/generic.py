@@ -301,6 +301,21 @@ class Builder:
         self.optional = tuple(f.name for f in schema.fields if f.optional)
         self.fields = schema.fields
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
+        # A field that is free text in any key of the schema is checked as a key segment
+        # whichever tables this job writes: an event is valid or not whatever the layout.
+        by_ref = {f.ref: f for f in schema.fields}
+        self.key_text = tuple(
+            sorted(
+                {
+                    (by_ref[s.field].name, s.field, t.decl.key.delimiter)
+                    for t in schema.written()
+                    for s in t.decl.key.segments
+                    if s.kind in _TEXT_SEGMENTS
+                    and s.field in by_ref
+                    and by_ref[s.field].type == "text"
+                }
+            )
+        )
         names = {f.ref: f.name for f in schema.fields}
         self.ordered = tuple(
             (f.name, f.ref, f.after, names[f.after]) for f in schema.fields if f.after
@@ -328,6 +343,11 @@ class Builder:
         for spec in self.fields:
             if spec.name in record:
                 values[spec.ref] = parse_field(spec, record)
+        for name, ref, delimiter in self.key_text:
+            if ref in values:
+                text = values[ref]
+                if delimiter in text or not text.isprintable():
+                    keys.check_segment(text, f"field {name!r}", delimiter)
         for name, ref, after, after_name in self.ordered:
             if ref in values and values[ref] <= values[after]:
                 raise InvalidEvent(

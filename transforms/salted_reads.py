@@ -4,7 +4,7 @@ A salted key is ``<constants>#<salt>#<time>…``. Rows of one time range sit in 
 time-range read issues one range scan per bucket and merges the scans on the key *after* the
 salt: each scan is in time order already, so a k-way merge gives the global time order.
 
-:func:`salted_time_ranges` and :func:`merge_in_time_order` are pure; :func:`read_time_range`
+:func:`salted_time_ranges` and :func:`merge_in_time_order` are pure; :func:`btts.admin.read_salted`
 does the scans (through :func:`btts.admin.read_rows`).
 """
 
@@ -78,17 +78,3 @@ def merge_in_time_order(decl: TableDecl, scans: Sequence[Iterable]) -> list:
     in time order. Ties (same time, different buckets) fall back to the full key."""
     skip = _salted_prefix_bytes(salt_layout(decl))
     return list(heapq.merge(*scans, key=lambda row: (row.key[skip:], row.key)))
-
-
-def read_time_range(
-    target, decl: TableDecl, start_ms: int, end_ms: int, latest_only: bool = True
-) -> list:
-    """The rows of ``[start_ms, end_ms)`` of a salted table, in time order: one scan per
-    bucket (``btts.admin.read_rows``), merged. ``target`` is a :class:`btts.admin.Target`."""
-    from btts import admin  # I/O only here: the rest of the module stays pure
-
-    scans = [
-        admin.read_rows(target, decl.name, start, end, latest_only=latest_only)
-        for start, end in salted_time_ranges(decl, start_ms, end_ms)
-    ]
-    return merge_in_time_order(decl, scans)

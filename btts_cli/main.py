@@ -175,7 +175,7 @@ def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from pipelines import demo
+    from btts_cli import demo
 
     demo.run(args.args)
     return 0
@@ -250,7 +250,7 @@ def _add_nightly(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_query(sub: argparse._SubParsersAction) -> None:
-    from btts import query_cli
+    from btts_cli import query as query_cli
 
     query_cli.add_query_commands(sub, _target_args)
     query_cli.add_tenant_commands(sub, _target_args)
@@ -262,7 +262,7 @@ def _add_query(sub: argparse._SubParsersAction) -> None:
 
 
 def _schema_query_parser() -> argparse.ArgumentParser:
-    from btts import query_cli
+    from btts_cli import query as query_cli
 
     parser = argparse.ArgumentParser(
         prog="btts query --schema FILE",
@@ -405,7 +405,7 @@ def _lint_or_schema(builtin_lint):
 
 
 def _add_templates(sub: argparse._SubParsersAction) -> None:
-    from btts import templates
+    from btts_cli import templates
 
     templates.register(sub)
 
