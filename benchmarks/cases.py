@@ -29,7 +29,19 @@ import warnings
 warnings.filterwarnings("ignore")
 
 PROJECT = "test-project"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 JOBS = {"metrics": "server_metrics", "meters": "smart_meters", "market": "market_data"}
+# A user's schema file from docs/schemas/, run by the generic job: the path users take.
+USER_SCHEMAS = {"ticks": os.path.join(REPO, "docs", "schemas", "ts-cols-stock-ticks.yaml")}
+
+
+def schema_of(dataset: str):
+    """The schema file a dataset's job compiles (built-in, or a user's file)."""
+    from transforms import schema_file
+
+    if dataset in USER_SCHEMAS:
+        return schema_file.load(USER_SCHEMAS[dataset])
+    return schema_file.builtin(JOBS[dataset])
 
 
 def _peak_rss_mb() -> float:
@@ -44,13 +56,10 @@ def _emit(**fields) -> None:
 
 
 def _builder(dataset: str):
-    from transforms import events, market_data, server_metrics, smart_meters
+    """decode + the compiled schema builder: what every job runs per line."""
+    from transforms import events, generic
 
-    build = {
-        "metrics": server_metrics.build,
-        "meters": smart_meters.build,
-        "market": market_data.build,
-    }[dataset]
+    build = generic.Builder(schema_of(dataset))
     decode = events.parse_json_object
     return lambda line: build(decode(line))
 
@@ -69,7 +78,9 @@ def ours(dataset: str, path: str, instance: str, mode: str = "") -> None:
     ]
     if mode == "mp":
         argv += ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
-    job = load(JOBS[dataset])
+    if dataset in USER_SCHEMAS:
+        argv.append(f"--schema={USER_SCHEMAS[dataset]}")
+    job = load("generic" if dataset in USER_SCHEMAS else JOBS[dataset])
     started = time.perf_counter()
     result = job.run(argv)
     seconds = time.perf_counter() - started
@@ -99,6 +110,12 @@ def _naive_row(dataset: str, line: str):
         row.set_cell(
             "METER", f"{moment:%H%M}".encode(), str(event["reading"]).encode(), timestamp=moment
         )
+    elif dataset == "ticks":
+        moment = dt.datetime.fromisoformat(event["ts"].replace("Z", "+00:00"))
+        ms = int(moment.timestamp() * 1000)
+        row = DirectRow(row_key=f"{event['symbol']}#{ms:013d}".encode())
+        for name in ("price", "size"):
+            row.set_cell("t", name.encode(), str(event[name]).encode(), timestamp=moment)
     else:
         moment = dt.datetime.fromisoformat(event["quote_time"].replace("Z", "+00:00"))
         ms = int(moment.timestamp() * 1000)
@@ -113,7 +130,7 @@ def naive(dataset: str, path: str, instance: str) -> None:
     import apache_beam as beam
     from apache_beam.io.gcp.bigtableio import WriteToBigTable
 
-    table = {"metrics": "METRIC", "meters": "SENSOR", "market": "QUOTE"}[dataset]
+    table = {"metrics": "METRIC", "meters": "SENSOR", "market": "QUOTE", "ticks": "TICK"}[dataset]
     started = time.perf_counter()
     with beam.Pipeline() as pipeline:
         (

@@ -77,3 +77,20 @@ def market(path: Path, ticks: int, seed: int = 5) -> int:
             )
 
     return write(path, lines())
+
+
+def ticks(path: Path, count: int, seed: int = 7) -> int:
+    """Stock ticks for the user-schema dataset (docs/schemas/ts-cols-stock-ticks.yaml)."""
+    rng = random.Random(seed)
+    symbols = [f"SYM{i:04d}" for i in range(400)]
+
+    def lines():
+        for i in range(count):
+            price = f"{rng.uniform(1, 900):.2f}"
+            ts = samples.iso_ms(START_MS + i * 7)
+            yield (
+                f'{{"symbol": "{symbols[i % len(symbols)]}", "ts": "{ts}", "price": {price}, '
+                f'"size": {rng.randrange(1, 10_000)}}}'
+            )
+
+    return write(path, lines())

@@ -31,12 +31,14 @@ SIZES = {
     "metrics": (2_000, 40_000),
     "meters": (4_000, 60_000),
     "market": (2_000, 40_000),
+    "ticks": (2_000, 40_000),  # a user's schema (docs/schemas/ts-cols-stock-ticks.yaml)
 }
 NIGHTLY_METERS = (200, 2_000)  # SENSOR holds 4 days of them
 TABLES = {
     "metrics": ["METRIC", "CURRENT_METRIC"],
     "meters": ["SENSOR"],
     "market": ["QUOTE", "TRADE"],
+    "ticks": ["TICK"],
 }
 TARGETS = {
     "ours_vs_ceiling": 0.8,
@@ -74,10 +76,13 @@ def measure(*args: str, timeout: float = 1800) -> dict:
 
 
 def fresh_instance(table_names: list[str]) -> str:
+    from benchmarks.cases import USER_SCHEMAS, schema_of
+
     instance = f"bench{uuid.uuid4().hex[:8]}"
+    own = {n: d for ds in USER_SCHEMAS for n, d in schema_of(ds).decls().items()}
     admin.preflight(
         admin.Target("test-project", instance),
-        [tables.get(t) for t in table_names],
+        [own[t] if t in own else tables.get(t) for t in table_names],
         create=True,
     )
     return instance

@@ -10,12 +10,12 @@ import pytest
 from benchmarks import cases, data, run
 from btts import admin
 from tests.helpers import dump, run_job
-from transforms import tables
 
 
 def _instance(dataset: str) -> admin.Target:
     target = admin.Target(cases.PROJECT, f"b{uuid.uuid4().hex[:12]}")
-    admin.preflight(target, [tables.get(t) for t in run.TABLES[dataset]], create=True)
+    decls = cases.schema_of(dataset).decls()
+    admin.preflight(target, [decls[t] for t in run.TABLES[dataset]], create=True)
     return target
 
 
@@ -23,13 +23,17 @@ def _tables(target: admin.Target, dataset: str) -> dict[str, list]:
     return {t: dump(target, t, latest_only=True) for t in run.TABLES[dataset]}
 
 
-@pytest.mark.parametrize("dataset", ["metrics", "meters", "market"])
+@pytest.mark.parametrize("dataset", list(run.SIZES))
 def test_ceiling_and_wire_write_what_the_job_writes(bigtable_emulator, tmp_path, dataset):
     source = tmp_path / f"{dataset}.jsonl"
     getattr(data, dataset)(source, 300)
 
     ours = _instance(dataset)
-    run_job(cases.JOBS[dataset], ours, source, tmp_path / "dead")
+    if dataset in cases.USER_SCHEMAS:  # a user's schema: the generic job
+        schema = f"--schema={cases.USER_SCHEMAS[dataset]}"
+        run_job("generic", ours, source, tmp_path / "dead", [schema])
+    else:
+        run_job(cases.JOBS[dataset], ours, source, tmp_path / "dead")
     expected = _tables(ours, dataset)
     assert sum(len(cells) for cells in expected.values()) > 300
 

@@ -49,6 +49,7 @@ _decoder = json.JSONDecoder(
     parse_float=Num, parse_int=Num, parse_constant=_reject_constant, object_pairs_hook=_object
 )
 _decode = _decoder.decode
+_scan = _decoder.scan_once  # the C scanner: decode() without its two whitespace regexes
 
 
 def _utf8(raw: bytes) -> str:
@@ -62,6 +63,15 @@ def parse_json_object(raw: bytes | str) -> dict:
     """One JSON object per line. Raises :class:`InvalidEvent` with a precise reason."""
     if isinstance(raw, bytes):
         raw = _utf8(raw)
+    try:
+        obj, end = _scan(raw, 0)  # the common case: an object from the first character on
+        if end != len(raw) and not raw[end:].isspace():
+            obj = _decode(raw)  # says what the extra data is
+    except (StopIteration, json.JSONDecodeError, RecursionError):
+        obj = None  # leading whitespace or an error: the full decoder, for its exact message
+    else:
+        if type(obj) is dict:
+            return obj
     try:
         obj = _decode(raw)
     except json.JSONDecodeError as err:

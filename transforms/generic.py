@@ -1,28 +1,36 @@
-"""The generic builder: a schema file's event mapping turned into row mutations (no Python per
-dataset). Pure: no Beam, no client.
+"""The schema compiler: a schema file's event mapping compiled into the builder every job runs.
+Pure: no Beam, no client.
 
 ``Builder(schema)(record)`` validates one record against ``event.fields`` (missing and
 unexpected fields are errors, every value checked for its type and limits) and returns the rows
 of every table the schema writes, raising :class:`InvalidEvent` with a precise reason
-otherwise. Keys come from the same :class:`~transforms.schema.KeyRecipe` as everywhere else,
-cells are stamped with the event time (or the start of its bucket for aggregates), values are
-the source's text. The built-in datasets' schema files produce byte-identical rows to their
-hand-written builders (tests/test_generic.py).
+otherwise. The built-in datasets are schema files too, so this is the only builder.
+
+It is the hot path of every job, so the schema is compiled once per worker (the builder pickles
+as the schema's text and compiles again on unpickling) into closures specialised per field, per
+key segment and per column: type checks written for the one type a field has, qualifiers encoded
+once, the checked qualifiers of a map field's name list cached (a fleet reports the same names
+over and over), keys made only of text cached per entity, calendar labels cached per hour, and
+one tuple of cells shared by the tables that hold the same cells (METRIC and CURRENT_METRIC).
+No text of the schema file ever becomes code: names and values are closure constants.
+Keys come from the same :class:`~transforms.schema.KeyRecipe` as queries and table creation;
+cells are stamped with the event time (or the start of its bucket for aggregates); values are
+the source's text (``600.60`` stays ``600.60``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
-from transforms import events, keys, timefmt
-from transforms.battery import parse_time as parse_compact_time
+from transforms import compiler, events, keys, timefmt
 from transforms.errors import InvalidEvent
-from transforms.game_results import parse_date
+from transforms.events import CsvText, Num
 from transforms.mutations import AddCell, Cell, RowMutation
-from transforms.schema import bucket_start_ms
+from transforms.schema import TIME_FORMATS, bucket_start_ms, segment_builder
 from transforms.schema_file import (
     ColumnSpec,
     FieldSpec,
@@ -36,243 +44,617 @@ MAX_QUALIFIER_BYTES = 16 * 1024
 _TEXT_SEGMENTS = ("text", "tenant", "space_pad", "reverse_id", "reverse_domain")
 # JSON blobs keep numbers as the source wrote them (no float round trip); times as epoch ms.
 _RAW_JSON = ("number", "integer", "time")
+_INT64 = (-(2**63), 2**63 - 1)
+_CACHED_NAMES = 64  # a map's name lists longer than this are checked without being cached
+_new = tuple.__new__  # NamedTuple construction without its Python-level __new__
+_describe = events.describe
+_NUMBERS_ONLY = {Num}
+_encode = str.encode
+
+Values = dict  # field ref → checked value
+FieldParser = Callable[[object], object]
+
+
+# -- fields -------------------------------------------------------------------------------------
 
 
 def _parse_time(spec: FieldSpec, value: object) -> int:
+    """The slow, general time parser (also for query arguments)."""
     if spec.format == "date":
-        return parse_date({spec.name: value}, spec.name)
+        return timefmt.parse_date(value, spec.name)
     if spec.format == "yyyymmddhhmmssmmm":
-        if isinstance(value, str) and len(value) == 17 and value.isdigit():
-            return parse_compact_time(value)
-        return timefmt.parse_event_time(value, spec.name)
+        return timefmt.parse_compact_time(value, spec.name)
     if spec.format == "rfc3339" and not (isinstance(value, str) and not value.isdigit()):
         raise InvalidEvent(f"field {spec.name!r}: expected an RFC 3339 time, got {value!r}"[:200])
     if spec.format == "epoch_ms":
         value = events.as_number(value)
-        if type(value) is not events.Num or not value.isdigit():
+        if type(value) is not Num or not value.isdigit():
             raise InvalidEvent(f"field {spec.name!r}: expected epoch milliseconds")
     return timefmt.parse_event_time(value, spec.name)
 
 
-def _check_bounds(spec: FieldSpec, number: str) -> None:
+def _bounds_check(spec: FieldSpec) -> Callable[[str], None] | None:
+    """The min/max check of a number field (exact: decimal text compared as Decimal)."""
     if spec.minimum is None and spec.maximum is None:
-        return
-    try:
-        value = Decimal(number)
-    except InvalidOperation:
-        raise InvalidEvent(f"field {spec.name!r}: {number!r} is not a number") from None
-    if spec.minimum is not None and value < Decimal(spec.minimum):
-        raise InvalidEvent(f"field {spec.name!r}: {number} is below its minimum {spec.minimum}")
-    if spec.maximum is not None and value > Decimal(spec.maximum):
-        raise InvalidEvent(f"field {spec.name!r}: {number} is above its maximum {spec.maximum}")
-
-
-def _map_qualifier(spec: FieldSpec, name: object) -> bytes:
-    if type(name) is not str or not name:
-        raise InvalidEvent(f"field {spec.name!r}: entry name {name!r}: expected non-empty text")
-    if not name.isprintable() or any(ch.isspace() for ch in name):
-        raise InvalidEvent(
-            f"field {spec.name!r}: entry {name[:80]!r} contains whitespace or a control character"
-        )
-    qualifier = (name.upper() if spec.qualifier == "upper" else name).encode("utf-8")
-    if len(qualifier) > MAX_QUALIFIER_BYTES:
-        raise InvalidEvent(f"field {spec.name!r}: entry {name[:40]!r}… is over 16 KiB")
-    return qualifier
-
-
-def parse_field(spec: FieldSpec, record: Mapping) -> object:
-    """One field's checked value: text (str), number/integer/id (their source text, integers
-    as int), boolean ("true"/"false"), time (epoch ms), map (((qualifier, value text), …))."""
-    kind = spec.type
+        return None
     name = spec.name
-    if kind == "text":
-        value = events.text_field(record, name, spec.max_length or 1024)
-        if spec.whitespace == "trimmed" and value != value.strip():
-            raise InvalidEvent(f"field {name!r}: {value!r} has leading or trailing whitespace")
-        if spec.whitespace == "none" and any(ch.isspace() for ch in value):
-            raise InvalidEvent(f"field {name!r}: {value[:40]!r} contains whitespace")
-        if spec.case != "as_is":
-            return value.lower() if spec.case == "lower" else value.upper()
+    low = Decimal(spec.minimum) if spec.minimum is not None else None
+    high = Decimal(spec.maximum) if spec.maximum is not None else None
+
+    def check(number: str) -> None:
+        try:
+            value = Decimal(number)
+        except InvalidOperation:
+            raise InvalidEvent(f"field {name!r}: {number!r} is not a number") from None
+        if low is not None and value < low:
+            raise InvalidEvent(f"field {name!r}: {number} is below its minimum {spec.minimum}")
+        if high is not None and value > high:
+            raise InvalidEvent(f"field {name!r}: {number} is above its maximum {spec.maximum}")
+
+    return check
+
+
+def _text_parser(spec: FieldSpec, key_delimiters: str) -> FieldParser:
+    name = spec.name
+    limit = spec.max_length or 1024
+    whitespace = spec.whitespace
+    case = spec.case
+    delimiters = tuple(key_delimiters)
+
+    def text(value: object) -> str:
+        if type(value) is not str:
+            if type(value) is not CsvText:
+                raise InvalidEvent(f"field {name!r}: expected a string, got {_describe(value)}")
+            value = str(value)
+        if not value:
+            raise InvalidEvent(f"field {name!r}: empty")
+        if len(value) > limit:
+            raise InvalidEvent(f"field {name!r}: longer than {limit} characters")
+        if whitespace != "allow":
+            if whitespace == "trimmed" and value != value.strip():
+                raise InvalidEvent(f"field {name!r}: {value!r} has leading or trailing whitespace")
+            if whitespace == "none" and value.split() != [value]:
+                raise InvalidEvent(f"field {name!r}: {value[:40]!r} contains whitespace")
+        if case != "as_is":
+            value = value.lower() if case == "lower" else value.upper()
+        # A key field is checked here, whichever of the schema's tables a job writes: an event
+        # is valid or not whatever the layout.
+        for delimiter in delimiters:
+            if delimiter in value or not value.isprintable():
+                keys.check_segment(value, f"field {name!r}", delimiter)
         return value
-    if kind == "number":
-        value = str(events.number_field(record, name))
-        if spec.max_length and len(value) > spec.max_length:
-            raise InvalidEvent(f"field {name!r}: number longer than {spec.max_length} characters")
-        _check_bounds(spec, value)
-        return value
-    if kind == "integer":
-        number = events.int_field(record, name, minimum=-(2**63), maximum=2**63 - 1)
-        _check_bounds(spec, str(number))
+
+    return text
+
+
+def _number_parser(spec: FieldSpec) -> FieldParser:
+    name = spec.name
+    limit = spec.max_length
+    bounds = _bounds_check(spec)
+
+    def number(value: object) -> str:
+        if type(value) is not Num:
+            value = events.as_number(value)
+            if type(value) is not Num:
+                raise InvalidEvent(f"field {name!r}: expected a number, got {_describe(value)}")
+        if limit and len(value) > limit:
+            raise InvalidEvent(f"field {name!r}: number longer than {limit} characters")
+        if bounds is not None:
+            bounds(value)
+        return str(value)
+
+    return number
+
+
+def _integer_parser(spec: FieldSpec) -> FieldParser:
+    name = spec.name
+    bounds = _bounds_check(spec)
+    low, high = _INT64
+
+    def integer(value: object) -> int:
+        if type(value) is not Num:
+            value = events.as_number(value)
+        if type(value) is not Num or not value.lstrip("-").isdigit():
+            raise InvalidEvent(
+                f"field {name!r}: expected an integer, got {_describe(value)} {value!r}"
+            )
+        number = int(value)
+        if not low <= number <= high:
+            raise InvalidEvent(f"field {name!r}: {number} is outside {low}..{high}")
+        if bounds is not None:
+            bounds(value)
         return number
-    if kind == "id":
-        value = events.as_number(record[name])
-        if type(value) is events.Num:
+
+    return integer
+
+
+def _id_parser(spec: FieldSpec, key_delimiters: str) -> FieldParser:
+    name = spec.name
+    limit = spec.max_length
+    as_text = _text_parser(
+        FieldSpec(name, "text", max_length=spec.max_length or 1024), key_delimiters
+    )
+
+    def ident(value: object) -> str:
+        value = events.as_number(value)
+        if type(value) is Num:
             if not (value.isascii() and value.isdigit()):
                 raise InvalidEvent(
                     f"field {name!r}: expected a non-negative integer or a text id, got {value}"
                 )
             text = str(value)
         else:
-            text = events.text_field(record, name, spec.max_length or 1024)
-        if spec.max_length and len(text) > spec.max_length:
-            raise InvalidEvent(f"field {name!r}: longer than {spec.max_length} characters")
+            text = as_text(value)
+        if limit and len(text) > limit:
+            raise InvalidEvent(f"field {name!r}: longer than {limit} characters")
         return text
-    if kind == "boolean":
-        return "true" if events.bool_field(record, name) else "false"
-    if kind == "time":
-        return _parse_time(spec, record[name])
-    if kind == "map":
-        entries = record[name]
-        if type(entries) is not dict:
+
+    return ident
+
+
+def _boolean_parser(spec: FieldSpec) -> FieldParser:
+    name = spec.name
+
+    def boolean(value: object) -> str:
+        if value is True or value is False:
+            return "true" if value else "false"
+        if type(value) is CsvText and value in ("true", "false"):
+            return str(value)
+        raise InvalidEvent(f"field {name!r}: expected true or false, got {_describe(value)}")
+
+    return boolean
+
+
+def _time_parser(spec: FieldSpec) -> FieldParser:
+    if spec.format == "auto":
+        name = spec.name
+        parse = timefmt.parse_event_time
+        return lambda value: parse(value, name)
+    return lambda value: _parse_time(spec, value)
+
+
+def _check_names(name: str, upper: bool, names: tuple) -> tuple[bytes, ...]:
+    """A map field's entry names → their qualifiers, every one checked, collisions refused."""
+    out = []
+    seen: dict[bytes, str] = {}
+    for entry in names:
+        if type(entry) is not str or not entry:
+            raise InvalidEvent(f"field {name!r}: entry name {entry!r}: expected non-empty text")
+        if not entry.isprintable() or entry.split() != [entry]:
             raise InvalidEvent(
-                f"field {name!r}: expected an object, got {events.describe(entries)}"
+                f"field {name!r}: entry {entry[:80]!r} contains whitespace or a control character"
             )
+        qualifier = (entry.upper() if upper else entry).encode("utf-8")
+        if len(qualifier) > MAX_QUALIFIER_BYTES:
+            raise InvalidEvent(f"field {name!r}: entry {entry[:40]!r}… is over 16 KiB")
+        if qualifier in seen:
+            raise InvalidEvent(
+                f"field {name!r}: entry {entry!r} collides with {seen[qualifier]!r}"
+                + (" once upper-cased" if upper else "")
+            )
+        seen[qualifier] = entry
+        out.append(qualifier)
+    return tuple(out)
+
+
+def _map_parser(spec: FieldSpec) -> FieldParser:
+    name = spec.name
+    upper = spec.qualifier == "upper"
+    most = spec.max_entries
+
+    @lru_cache(maxsize=4096)  # a source reports the same few name lists over and over
+    def cached(names: tuple) -> tuple[bytes, ...]:
+        return _check_names(name, upper, names)
+
+    def slow_values(entries: dict) -> list[bytes]:
+        out = []
+        for entry, value in entries.items():
+            number = events.as_number(value)
+            if type(number) is not Num:
+                raise InvalidEvent(
+                    f"field {name!r}: entry {entry!r}: expected a number, got {_describe(number)}"
+                )
+            out.append(number.encode("ascii"))
+        return out
+
+    def mapping(entries: object) -> tuple[tuple[bytes, bytes], ...]:
+        if type(entries) is not dict:
+            raise InvalidEvent(f"field {name!r}: expected an object, got {_describe(entries)}")
         if not entries:
             raise InvalidEvent(f"field {name!r}: empty; an event needs at least one entry")
-        if spec.max_entries and len(entries) > spec.max_entries:
-            raise InvalidEvent(f"field {name!r}: {len(entries)} entries, over {spec.max_entries}")
-        out = []
-        seen: dict[bytes, str] = {}
-        for entry, value in entries.items():
-            qualifier = _map_qualifier(spec, entry)
-            if qualifier in seen:
-                raise InvalidEvent(
-                    f"field {name!r}: entry {entry!r} collides with {seen[qualifier]!r}"
-                    + (" once upper-cased" if spec.qualifier == "upper" else "")
-                )
-            seen[qualifier] = entry
-            number = events.as_number(value)
-            if type(number) is not events.Num:
-                raise InvalidEvent(
-                    f"field {name!r}: entry {entry!r}: expected a number, got "
-                    f"{events.describe(number)}"
-                )
-            out.append((qualifier, number.encode("ascii")))
-        return tuple(out)
+        if most and len(entries) > most:
+            raise InvalidEvent(f"field {name!r}: {len(entries)} entries, over {most}")
+        names = tuple(entries)
+        if len(names) <= _CACHED_NAMES:
+            qualifiers = cached(names)
+        else:
+            qualifiers = _check_names(name, upper, names)
+        values = entries.values()
+        if set(map(type, values)) == _NUMBERS_ONLY:  # the common case, in C
+            return tuple(zip(qualifiers, map(_encode, values), strict=True))
+        return tuple(zip(qualifiers, slow_values(entries), strict=True))
+
+    return mapping
+
+
+def field_parser(spec: FieldSpec, key_delimiters: str = "") -> FieldParser:
+    """The checked value of one field from its raw value: text (str), number/id (their source
+    text), integer (int), boolean ("true"/"false"), time (epoch ms), map (((qualifier, value
+    text), …)). ``key_delimiters``: the delimiters of the keys a text field is part of."""
+    kind = spec.type
+    if kind == "text":
+        return _text_parser(spec, key_delimiters)
+    if kind == "number":
+        return _number_parser(spec)
+    if kind == "integer":
+        return _integer_parser(spec)
+    if kind == "id":
+        return _id_parser(spec, key_delimiters)
+    if kind == "boolean":
+        return _boolean_parser(spec)
+    if kind == "time":
+        return _time_parser(spec)
+    if kind == "map":
+        return _map_parser(spec)
     raise AssertionError(f"unknown field type {kind}")
 
 
+def parse_field(spec: FieldSpec, record: Mapping) -> object:
+    """One field's checked value (see :func:`field_parser`)."""
+    return field_parser(spec)(record[spec.name])
+
+
 def _text(value: object) -> str:
-    """A field value as cell text: times as 13-digit epoch ms, integers as digits."""
+    """A field value as cell text: integers as digits."""
     if type(value) is int:
         return str(value)
     return value  # type: ignore[return-value]
 
 
-class _Table:
-    """One table's compiled rules."""
+# -- keys -----------------------------------------------------------------------------------------
 
-    def __init__(self, spec: TableSpec, schema: Schema) -> None:
-        self.name = spec.name
-        self.decl = spec.decl
-        self.columns = spec.columns
-        self.time = spec.time or schema.time
-        self.time_else = spec.time_else
-        self.cell_time = spec.cell_time
-        self.rows_per = spec.rows_per
-        refs = schema.field_by_ref()
-        self.time_fields = {r for r, f in refs.items() if f.type == "time"}
-        self.types = {r: f.type for r, f in refs.items()}
-        self.text_keys = {
-            s.field for s in spec.decl.key.segments if s.kind in _TEXT_SEGMENTS and s.field
-        }
 
-    def key_values(self, values: Mapping[str, object]) -> dict[str, object]:
-        out = dict(values)
-        for name in self.text_keys:
-            if name in out and type(out[name]) is int:
-                out[name] = str(out[name])
-        return out
+def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo, checked: frozenset):
+    """``values → row key`` for one table, specialised: epoch segments are formatted directly
+    (parsed times are always 0..MAX_EPOCH_MS), calendar labels come from the per-hour cache,
+    text fields checked at parse time are not checked again, and a key made only of text and
+    constants is cached per entity (CURRENT_METRIC: one key per host)."""
+    recipe = spec.decl.key
+    types = {f.ref: f.type for f in schema.fields}
+    delimiter = recipe.delimiter
+    if any(seg.kind == "salt" for seg in recipe.segments) or spec.rows_per is not None:
+        general = recipe.build
 
-    def cell_value(self, value: tuple, values: Mapping[str, object]) -> bytes:
-        kind = value[0]
-        if kind == "const":
-            return value[1].encode("utf-8")
-        if kind == "field":
-            got = values[value[1]]
-            if value[1] in self.time_fields:
-                return keys.epoch_ms(got).encode("ascii")
-            return _text(got).encode("utf-8")
-        if kind == "json":
+        def key_general(values: Values) -> bytes:
+            return general(
+                {k: (str(v) if type(v) is int and types.get(k) != "time" else v)
+                 for k, v in values.items()},
+                tz,
+            )  # fmt: skip
+
+        return key_general
+    parts: list[Callable[[Values], str]] = []
+    refs: list[str] = []
+    simple = True  # only text of fields and constants: cacheable per field values
+    for seg in recipe.segments:
+        name = seg.field
+        if seg.kind == "const":
+            text = keys.check_segment(seg.arg or "", "constant segment", delimiter)
+            parts.append(lambda values, text=text: text)
+            continue
+        if seg.kind == "text" and types.get(name) in ("text", "id") and name in checked:
+            parts.append(lambda values, name=name: values[name])
+            refs.append(name)
+            continue
+        simple = False
+        if seg.kind == "epoch_ms" and types.get(name) == "time":
+            parts.append(lambda values, name=name: f"{values[name]:013d}")
+        elif seg.kind == "time" and types.get(name) == "time":
+            label = TIME_FORMATS[seg.arg]
+            parts.append(lambda values, name=name, label=label: label(values[name], tz))
+        else:
+            one = segment_builder(seg)
+            free = seg.kind in _TEXT_SEGMENTS and name not in checked
+            field_name = f"field {name!r}"
+            as_text = types.get(name) in ("integer",) and seg.kind in _TEXT_SEGMENTS
+
+            def part(values, one=one, free=free, field_name=field_name, as_text=as_text, name=name):
+                if as_text:
+                    values = {**values, name: str(values[name])}
+                text = one(values, tz)
+                if free and (not text or delimiter in text or not text.isprintable()):
+                    keys.check_segment(text, field_name, delimiter)
+                return text
+
+            parts.append(part)
+    limit = keys.MAX_ROW_KEY_BYTES
+
+    def key(values: Values) -> bytes:
+        try:
+            text = delimiter.join([part(values) for part in parts])
+        except KeyError as missing:
+            raise InvalidEvent(f"key field {missing} has no value") from None
+        data = text.encode("utf-8")
+        if len(data) > limit:
+            keys.check_key_size(data)
+        return data
+
+    if simple and refs:
+        cached = lru_cache(maxsize=65536)(lambda *texts: key(dict(zip(refs, texts, strict=True))))
+        if len(refs) == 1:
+            (ref,) = refs
+            return lambda values: cached(values[ref])
+        return lambda values: cached(*[values[r] for r in refs])
+    return key
+
+
+# -- cells ----------------------------------------------------------------------------------------
+
+CellsFn = Callable[[Values, int, int], list]  # (values, event ms, stamp µs) → cells
+
+
+def _encoder(kind: str) -> Callable[[object], bytes]:
+    if kind == "time":
+        return lambda value: b"%013d" % value
+    if kind == "integer":
+        return lambda value: str(value).encode("ascii")
+    return lambda value: value.encode("utf-8")
+
+
+def _cell_value(value: tuple, types: Mapping[str, str]) -> Callable[[Values], bytes]:
+    """A computed value: a constant, a JSON object of fields, or a protobuf message."""
+    kind = value[0]
+    if kind == "const":
+        data = value[1].encode("utf-8")
+        return lambda values: data
+    if kind == "json":
+        names = sorted(value[1])
+        quoted = {n: json.dumps(n) for n in names}
+
+        def as_json(values: Values) -> bytes:
             parts = []
-            for name in sorted(value[1]):
+            for name in names:
                 if name in values:
                     got = values[name]
-                    raw = _text(got) if self.types[name] in _RAW_JSON else json.dumps(got)
-                    parts.append(f"{json.dumps(name)}:{raw}")
+                    raw = _text(got) if types[name] in _RAW_JSON else json.dumps(got)
+                    parts.append(f"{quoted[name]}:{raw}")
             return ("{" + ",".join(parts) + "}").encode("utf-8")
-        message = message_class(value[1])()
-        for proto_field, name in value[2]:
+
+        return as_json
+    message_type = message_class(value[1])
+    pairs = tuple(value[2])
+
+    def as_protobuf(values: Values) -> bytes:
+        message = message_type()
+        for proto_field, name in pairs:
             if name in values:
                 got = values[name]
                 target = type(getattr(message, proto_field))
                 setattr(message, proto_field, target(got) if target is not str else _text(got))
         return message.SerializeToString(deterministic=True)
 
-    def qualifier(self, rule: str | tuple, values: Mapping[str, object], ts_ms: int, tz) -> bytes:
-        if isinstance(rule, str):
-            return rule.encode("utf-8")
-        if rule[0] == "field":
-            text = _text(values[rule[1]])
+    return as_protobuf
+
+
+def _qualifier(rule: str | tuple, tz: dt.tzinfo) -> Callable[[Values, int], bytes] | bytes:
+    """Literal qualifiers are encoded once; computed ones become a function."""
+    if isinstance(rule, str):
+        return rule.encode("utf-8")
+    if rule[0] == "field":
+        name = rule[1]
+
+        def from_field(values: Values, ts_ms: int) -> bytes:
+            text = _text(values[name])
             qualifier = text.encode("utf-8")
             if not qualifier:
-                raise InvalidEvent(f"field {rule[1]!r}: empty, cannot name a column")
+                raise InvalidEvent(f"field {name!r}: empty, cannot name a column")
             if not text.isprintable():
                 raise InvalidEvent(
-                    f"field {rule[1]!r}: {text[:40]!r} contains a control or unprintable "
+                    f"field {name!r}: {text[:40]!r} contains a control or unprintable "
                     "character, and names a column"
                 )
             if len(qualifier) > MAX_QUALIFIER_BYTES:
-                raise InvalidEvent(f"field {rule[1]!r}: over Bigtable's 16 KiB qualifier limit")
+                raise InvalidEvent(f"field {name!r}: over Bigtable's 16 KiB qualifier limit")
             return qualifier
-        if rule[1] == "hhmm":
-            return timefmt.time_of_day(ts_ms, tz).encode("ascii")
-        return str(timefmt.to_datetime(ts_ms, tz).day).encode("ascii")  # day_of_month
 
-    def rows(self, values: dict[str, object], tz: dt.tzinfo) -> list[RowMutation]:
-        if self.rows_per is None:
-            return [self.row(values, tz)]
-        out = []
-        per = self.rows_per
-        for name in per.fields:
-            if name in values:
-                out.append(self.row({**values, per.name: name, per.value: _text(values[name])}, tz))
+        return from_field
+    if rule[1] == "hhmm":
+        if tz is timefmt.UTC:
+            table = tuple(f"{m // 60:02d}{m % 60:02d}".encode("ascii") for m in range(1440))
+            return lambda values, ts_ms: table[ts_ms // 60_000 % 1440]
+        return lambda values, ts_ms: timefmt.time_of_day(ts_ms, tz).encode("ascii")
+    return lambda values, ts_ms: str(timefmt.to_datetime(ts_ms, tz).day).encode("ascii")
+
+
+def _cells_fn(spec: TableSpec, types: Mapping[str, str], tz: dt.tzinfo) -> CellsFn:
+    """``(values, event ms, stamp µs) → list of cells`` for one table's columns."""
+    makers = []
+    for col in spec.columns:
+        makers.append(_column(col, types, tz))
+
+    def cells(values: Values, ts_ms: int, ts_us: int) -> list:
+        out: list = []
+        for make in makers:
+            make(values, ts_ms, ts_us, out)
         return out
 
-    def row(self, values: dict[str, object], tz: dt.tzinfo) -> RowMutation:
-        ts_ms = values[self.time] if self.time in values else values[self.time_else]
-        stamp_ms = (
-            ts_ms if self.cell_time == "event" else bucket_start_ms(ts_ms, self.cell_time, tz)
-        )
-        ts_us = timefmt.micros(stamp_ms)
-        cells: list = []
-        for col in self.columns:
-            cells.extend(self.cells(col, values, ts_ms, ts_us, tz))
-        key = self.decl.key.build(self.key_values(values), tz)
-        return RowMutation(self.name, key, tuple(cells))
+    # The common case, every column a literal qualifier fed by a field: one comprehension.
+    plain = []
+    for col in spec.columns:
+        if (
+            col.each
+            or col.add is not None
+            or not isinstance(col.qualifier, str)
+            or not col.value
+            or col.value[0] != "field"
+        ):
+            plain = None
+            break
+        ref = col.value[1]
+        plain.append((col.family, col.qualifier.encode("utf-8"), ref, _encoder(types[ref])))
+    if plain:
+        columns = tuple(plain)
 
-    def cells(self, col: ColumnSpec, values, ts_ms: int, ts_us: int, tz) -> list:
-        if col.each:
-            entries = values.get(col.each)
-            if entries is None:
-                return []
-            return [Cell(col.family, q, v, ts_us) for q, v in entries]
-        if col.value and col.value[0] == "field" and col.value[1] not in values:
-            return []  # an optional field the event does not have
-        if isinstance(col.add, str) and col.add not in values:
-            return []
-        qualifier = self.qualifier(col.qualifier, values, ts_ms, tz)
-        if col.add is not None:
-            amount = col.add if type(col.add) is int else values[col.add]
-            return [AddCell(col.family, qualifier, amount, ts_us)]
-        return [Cell(col.family, qualifier, self.cell_value(col.value, values), ts_us)]
+        def plain_cells(values: Values, ts_ms: int, ts_us: int) -> list:
+            return [
+                _new(Cell, (family, qualifier, encode(values[ref]), ts_us))
+                for family, qualifier, ref, encode in columns
+                if ref in values
+            ]
+
+        return plain_cells
+    return cells
+
+
+def _column(col: ColumnSpec, types: Mapping[str, str], tz: dt.tzinfo):
+    family = col.family
+    if col.each:
+        each = col.each
+
+        def each_cell(values: Values, ts_ms: int, ts_us: int, out: list) -> None:
+            entries = values.get(each)
+            if entries is not None:
+                out.extend([_new(Cell, (family, q, v, ts_us)) for q, v in entries])
+
+        return each_cell
+    qualifier = _qualifier(col.qualifier, tz)
+    fixed = qualifier if isinstance(qualifier, bytes) else None
+    if col.add is not None:
+        add = col.add
+
+        def add_cell(values: Values, ts_ms: int, ts_us: int, out: list) -> None:
+            if type(add) is int:
+                amount = add
+            elif add in values:
+                amount = values[add]
+            else:
+                return
+            q = fixed if fixed is not None else qualifier(values, ts_ms)
+            out.append(AddCell(family, q, amount, ts_us))
+
+        return add_cell
+    if col.value[0] == "field":
+        ref = col.value[1]
+        encode = _encoder(types[ref])
+
+        def field_cell(values: Values, ts_ms: int, ts_us: int, out: list) -> None:
+            if ref in values:  # an optional field the event does not have writes no cell
+                q = fixed if fixed is not None else qualifier(values, ts_ms)
+                out.append(_new(Cell, (family, q, encode(values[ref]), ts_us)))
+
+        return field_cell
+    compute = _cell_value(col.value, types)
+
+    def computed_cell(values: Values, ts_ms: int, ts_us: int, out: list) -> None:
+        q = fixed if fixed is not None else qualifier(values, ts_ms)
+        out.append(_new(Cell, (family, q, compute(values), ts_us)))
+
+    return computed_cell
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+class _Table:
+    """One table's compiled rules: its key builder, its cells and how they are stamped."""
+
+    def __init__(self, spec: TableSpec, schema: Schema, tz: dt.tzinfo, checked: frozenset) -> None:
+        self.name = spec.name
+        self.decl = spec.decl
+        self.spec = spec
+        self.time = spec.time or schema.time
+        self.time_else = spec.time_else
+        self.cell_time = spec.cell_time
+        self.rows_per = spec.rows_per
+        types = {f.ref: f.type for f in schema.fields}
+        if spec.rows_per is not None:
+            types[spec.rows_per.name] = "text"
+            types[spec.rows_per.value] = "text"
+        self.key = _key_builder(spec, schema, tz, checked)
+        self.cells = _cells_fn(spec, types, tz)
+        self.tz = tz
+        self.types = types
+        self.checked = checked
+        # Tables with the same columns and stamps share one tuple of cells per event.
+        self.signature = (
+            spec.columns,
+            self.time,
+            self.time_else,
+            self.cell_time,
+            spec.rows_per,
+        )
+
+    def segment_part(self, seg) -> Callable[[object], str]:
+        """One key segment as a function of its field's value (for the generated builder)."""
+        name = seg.field
+        delimiter = self.decl.key.delimiter
+        free = seg.kind in _TEXT_SEGMENTS and name not in self.checked
+        field_name = f"field {name!r}"
+        if seg.kind == "space_pad":
+            width = seg.width
+
+            def space_pad(value: str) -> str:
+                if len(value) > width:
+                    raise InvalidEvent(f"{field_name}: {value!r} is longer than {width} characters")
+                if not value or delimiter in value or not value.isprintable():
+                    keys.check_segment(value, field_name, delimiter)
+                return value.ljust(width)
+
+            return space_pad
+        if seg.kind == "zero_pad":
+            width = seg.width
+            return lambda value: keys.zero_pad(value, width)
+        one = segment_builder(seg)
+        as_text = self.types.get(name) == "integer" and seg.kind in _TEXT_SEGMENTS
+        tz = self.tz
+
+        def part(value: object) -> str:
+            text = one({name: str(value) if as_text else value}, tz)
+            if free and (not text or delimiter in text or not text.isprintable()):
+                keys.check_segment(text, field_name, delimiter)
+            return text
+
+        return part
+
+    def stamp(self, values: Values) -> tuple[int, int]:
+        """The event time of this table's cells and their timestamp in µs."""
+        ts_ms = values[self.time] if self.time in values else values[self.time_else]
+        if self.cell_time == "event":
+            return ts_ms, ts_ms * 1000
+        return ts_ms, bucket_start_ms(ts_ms, self.cell_time, self.tz) * 1000
+
+    def rows(self, values: Values) -> list[RowMutation]:
+        """The slow, general path: unpivoted tables (one row per listed field)."""
+        per = self.rows_per
+        out = []
+        for name in per.fields:
+            if name in values:
+                row_values = {**values, per.name: name, per.value: _text(values[name])}
+                ts_ms, ts_us = self.stamp(row_values)
+                cells = tuple(self.cells(row_values, ts_ms, ts_us))
+                out.append(_new(RowMutation, (self.name, self.key(row_values), cells)))
+        return out
+
+
+def _checked_key_fields(schema: Schema) -> dict[str, str]:
+    """Field ref → the delimiters of the keys (of any table written from events) that hold it
+    as free text: such a field is checked as a key segment when it is parsed."""
+    types = {f.ref: f.type for f in schema.fields}
+    out: dict[str, str] = {}
+    for table in schema.written():
+        delimiter = table.decl.key.delimiter
+        for seg in table.decl.key.segments:
+            known = out.get(seg.field, "")
+            if seg.kind in ("text", "tenant") and types.get(seg.field) in ("text", "id"):
+                out[seg.field] = known if delimiter in known else known + delimiter
+    return out
 
 
 class Builder:
     """The pipeline's builder for one schema (the tables it writes, or a chosen subset).
 
     Pickles as the schema's text, so a worker (or a template launch) needs no access to the
-    file: the text is parsed again on unpickling."""
+    file: the text is parsed and compiled again on unpickling."""
 
     def __init__(
         self,
@@ -297,30 +679,35 @@ class Builder:
 
     def _compile(self) -> None:
         schema = self.schema
+        self.fields = schema.fields
         self.required = tuple(f.name for f in schema.fields if not f.optional)
         self.optional = tuple(f.name for f in schema.fields if f.optional)
-        self.fields = schema.fields
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
-        # A field that is free text in any key of the schema is checked as a key segment
-        # whichever tables this job writes: an event is valid or not whatever the layout.
-        by_ref = {f.ref: f for f in schema.fields}
-        self.key_text = tuple(
-            sorted(
-                {
-                    (by_ref[s.field].name, s.field, t.decl.key.delimiter)
-                    for t in schema.written()
-                    for s in t.decl.key.segments
-                    if s.kind in _TEXT_SEGMENTS
-                    and s.field in by_ref
-                    and by_ref[s.field].type == "text"
-                }
-            )
+        key_fields = self.key_delimiters = _checked_key_fields(schema)
+        self._steps = tuple(
+            (f.name, f.ref, field_parser(f, key_fields.get(f.ref, ""))) for f in schema.fields
         )
         names = {f.ref: f.name for f in schema.fields}
-        self.ordered = tuple(
+        self._ordered = tuple(
             (f.name, f.ref, f.after, names[f.after]) for f in schema.fields if f.after
         )
-        self.compiled = [_Table(schema.table(name), schema) for name in self.tables]
+        checked = frozenset(key_fields)
+        self.compiled = [
+            _Table(schema.table(name), schema, self.tz, checked) for name in self.tables
+        ]
+        self._call = compiler.generate(self)
+
+    def _after_failure(self, name: str) -> Callable[[dict], None]:
+        """Raises for a field that must be later than another and is not."""
+        after_name = next(o[3] for o in self._ordered if o[0] == name)
+
+        def fail(record: dict) -> None:
+            raise InvalidEvent(
+                f"field {name!r}: {record[name]} is not after field {after_name!r} "
+                f"({record[after_name]})"
+            )
+
+        return fail
 
     def __getstate__(self) -> dict:
         return {
@@ -336,19 +723,16 @@ class Builder:
         self.tz = state["tz"]
         self._compile()
 
-    def parse(self, record: dict) -> dict[str, object]:
+    def parse(self, record: dict) -> Values:
         """The record's checked values, by the names keys and columns use."""
-        events.check_fields(record, self.required, self.optional)
-        values: dict[str, object] = {}
-        for spec in self.fields:
-            if spec.name in record:
-                values[spec.ref] = parse_field(spec, record)
-        for name, ref, delimiter in self.key_text:
-            if ref in values:
-                text = values[ref]
-                if delimiter in text or not text.isprintable():
-                    keys.check_segment(text, f"field {name!r}", delimiter)
-        for name, ref, after, after_name in self.ordered:
+        required = self.required
+        if len(record) != len(required) or not all(name in record for name in required):
+            events.check_fields(record, required, self.optional)
+        values: Values = {}
+        for name, ref, parse in self._steps:
+            if name in record:
+                values[ref] = parse(record[name])
+        for name, ref, after, after_name in self._ordered:
             if ref in values and values[ref] <= values[after]:
                 raise InvalidEvent(
                     f"field {name!r}: {record[name]} is not after field {after_name!r} "
@@ -357,11 +741,7 @@ class Builder:
         return values
 
     def __call__(self, record: dict) -> list[RowMutation]:
-        values = self.parse(record)
-        out: list[RowMutation] = []
-        for table in self.compiled:
-            out.extend(table.rows(values, self.tz))
-        return out
+        return self._call(record)
 
     def csv_adapter(self, record: dict) -> dict:
         """CSV is flat: with a map field, every column that is not another field is one of its

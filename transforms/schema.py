@@ -159,7 +159,7 @@ def bucket_start_ms(ms: int, unit: str, tz: dt.tzinfo = timefmt.UTC) -> int:
 SegmentBuilder = Callable[[Mapping[str, object], dt.tzinfo], str]
 
 
-def _segment_builder(seg: Segment) -> SegmentBuilder:
+def segment_builder(seg: Segment) -> SegmentBuilder:
     """Compile one segment to a function of the event's values and the zone of its calendar
     labels (done once per declaration)."""
     name = seg.field
@@ -228,7 +228,7 @@ class KeyRecipe:
                 if not seg.of:
                     raise ValueError("a salt segment must name the fields it hashes")
             else:
-                builders.append(_segment_builder(seg))
+                builders.append(segment_builder(seg))
             if seg.kind == "tenant" and index != 0:
                 raise ValueError("a tenant segment must come first")
         object.__setattr__(self, "_compiled", tuple(builders))

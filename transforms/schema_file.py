@@ -1179,11 +1179,41 @@ def loads(text: str, source: str = "<schema>") -> Schema:
         raise SchemaError(source, [(line, f"not valid YAML: {err.problem or err}")]) from None
     except yaml.YAMLError as err:
         raise SchemaError(source, [(0, f"not valid YAML: {err}")]) from None
+    broken = list(_unencodable(document))
+    if broken:  # e.g. "\ud83d" escapes: YAML does not pair surrogates as JSON does
+        raise SchemaError(
+            source,
+            [
+                (
+                    line,
+                    f"{text[:40]!r} is not valid Unicode text (a lone surrogate): write the "
+                    "character itself, not its UTF-16 escapes",
+                )
+                for line, text in broken
+            ],
+        )
     checker = _Checker(source)
     schema = checker.schema(document)
     if checker.problems or schema is None:
         raise SchemaError(source, sorted(checker.problems, key=lambda p: p[0]))
     return dataclasses.replace(schema, source=source, text=text)
+
+
+def _unencodable(node: object, line: int = 0):
+    """Every text of the document that UTF-8 cannot encode, with its line."""
+    if isinstance(node, str):
+        try:
+            node.encode("utf-8")
+        except UnicodeEncodeError:
+            yield line, node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            at = _line(node, key, line)
+            yield from _unencodable(key, at)
+            yield from _unencodable(value, at)
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _unencodable(value, _line(node, index, line))
 
 
 def load(path: str | Path) -> Schema:

@@ -3,10 +3,13 @@ never a float round trip, so a key or a cell timestamp never drifts by a millise
 
 from __future__ import annotations
 
+import calendar
 import datetime as dt
+import re
 from functools import lru_cache
 
 from transforms.errors import InvalidEvent
+from transforms.events import CsvText, describe
 
 UTC = dt.timezone.utc
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -52,6 +55,43 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
     if not 0 <= ms <= MAX_EPOCH_MS:
         raise InvalidEvent(f"field {field!r}: {value!r} is outside 1970-01-01..2286-11-20")
     return ms
+
+
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+_EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
+_DAY_MS = 86_400_000
+_COMPACT_DIGITS = 17  # YYYYMMDDHHMMSSmmm; epoch milliseconds have at most 13
+
+
+def parse_date(value: object, field: str = "date") -> int:
+    """A calendar date ``YYYY-MM-DD`` → epoch milliseconds of its midnight UTC. Anything else
+    (a time, another layout, an impossible day) is refused."""
+    if type(value) is not str and type(value) is not CsvText:  # a JSON number is no date
+        raise InvalidEvent(f"field {field!r}: expected a date YYYY-MM-DD, got {describe(value)}")
+    if not _DATE.match(value):
+        raise InvalidEvent(f"field {field!r}: {value[:40]!r} is not a date YYYY-MM-DD")
+    try:
+        day = dt.date.fromisoformat(value)
+    except ValueError as err:
+        raise InvalidEvent(f"field {field!r}: {value!r} is not a real date ({err})") from None
+    ms = (day.toordinal() - _EPOCH_DAY) * _DAY_MS
+    if not 0 <= ms <= MAX_EPOCH_MS:
+        raise InvalidEvent(f"field {field!r}: {value!r} is outside 1970-01-01..2286-11-20")
+    return ms
+
+
+def parse_compact_time(value: object, field: str = "timestamp") -> int:
+    """``YYYYMMDDHHMMSSmmm`` (17 digits, UTC) → epoch ms; anything else as
+    :func:`parse_event_time` takes it (RFC 3339 or epoch milliseconds)."""
+    if isinstance(value, str) and len(value) == _COMPACT_DIGITS and value.isdigit():
+        try:
+            moment = dt.datetime.strptime(value[:14], "%Y%m%d%H%M%S")
+        except ValueError:
+            raise InvalidEvent(
+                f"field {field!r}: {value!r} is not a valid YYYYMMDDHHMMSSmmm time"
+            ) from None
+        return parse_event_time(calendar.timegm(moment.timetuple()) * 1000 + int(value[14:]), field)
+    return parse_event_time(value, field)
 
 
 def to_datetime(ms: int, tz: dt.tzinfo = UTC) -> dt.datetime:

@@ -1,0 +1,145 @@
+"""The schema compiler (transforms/compiler.py): schema files come from users, so no text of
+theirs may ever become code. Hostile names compile, build exactly the bytes the schema says,
+and never run anything; the generated source holds none of their text."""
+
+from __future__ import annotations
+
+import ast
+import json
+import pickle
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from transforms import generic
+from transforms import schema_file as sf
+from transforms.events import parse_json_object
+from transforms.mutations import Cell
+
+HOSTILE = [
+    "__import__('os').system('touch /tmp/pwned')",
+    "x'); import os; ('",
+    '"""',
+    "\\",
+    "a\nb",
+    "{v0}",
+    "%s%d",
+    "}}{{",
+    "é\u0301",
+    "名前",
+    "🙂",
+    "v0",
+    "record",
+    "out",
+    "_new",
+    "build",
+    "lambda: 1",
+    "#",
+    " spaced ",
+]
+
+
+# YAML-safe: every hostile text goes in as a JSON string (YAML is a superset of JSON).
+def q(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def test_text_yaml_cannot_encode_is_refused_with_its_line():
+    with pytest.raises(sf.SchemaError, match=r":3: .*lone surrogate"):
+        sf.loads('dataset: x\ndoc: ok\nevent: {time: "\\ud83d"}\n')
+
+
+def _schema(field: str, qualifier: str, const: str, family: str = "f", table: str = "T") -> str:
+    return f"""
+dataset: hostile
+doc: {q("docs are text: " + field + qualifier)}
+event:
+  time: ts
+  fields:
+    {q(field)}: {{type: text, doc: {q(const)}}}
+    {q(field + "_n")}: number
+    when: {{type: time, as: ts}}
+tables:
+  - name: {table}
+    pattern: TS-COLS
+    doc: {q(const)}
+    families:
+      - {{name: {q(family)}, max_versions: 1}}
+    key:
+      - const: {q(const)}
+      - epoch_ms: ts
+    columns:
+      - {{family: {q(family)}, qualifier: {q(qualifier)}, value: {q(field)}}}
+      - {{family: {q(family)}, qualifier: {q(qualifier + "2")}, value: {q(field + "_n")}}}
+"""
+
+
+def _build_one(field: str, qualifier: str, const: str):
+    schema = sf.loads(_schema(field, qualifier, const))
+    builder = generic.Builder(schema)
+    record = {field: "value", field + "_n": "1.50", "when": "2015-03-16T19:53:32.045Z"}
+    record = parse_json_object(json.dumps(record).replace('"1.50"', "1.50"))
+    return builder, builder(record)
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_names_compile_and_build_exactly_what_the_schema_says(name, tmp_path):
+    const = name.replace("#", "").strip() or "c"
+    if not const.isprintable():
+        const = "c"
+    builder, rows = _build_one(name, name, const)
+    (row,) = rows
+    assert row.key == f"{const}#1426535612045".encode()
+    assert row.cells == (
+        Cell("f", name.encode(), b"value", 1426535612045000),
+        Cell("f", (name + "2").encode(), b"1.50", 1426535612045000),
+    )
+    assert _literals(builder._call.source) <= GENERATED_LITERALS
+    assert not (tmp_path / "pwned").exists()
+
+
+# The only literals the generator writes: the 13-digit epoch format (text and bytes).
+GENERATED_LITERALS = {"%013d", b"%013d"}
+
+
+def _literals(source: str) -> set:
+    """Every str and bytes constant of the generated source."""
+    return {
+        node.value
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
+    }
+
+
+def test_the_generated_source_is_made_of_generated_names_only():
+    builder, _ = _build_one("secret_field_name", "SECRET_QUALIFIER", "SECRET_CONST")
+    source = builder._call.source
+    assert "secret" not in source.lower()
+    assert "def build(record):" in source
+    for name in ("server_metrics", "smart_meters", "market_data", "weather_balloons", "battery"):
+        assert _literals(generic.Builder(sf.builtin(name))._call.source) <= GENERATED_LITERALS
+
+
+_text = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(field=_text, qualifier=_text)
+def test_any_printable_names_build_the_declared_bytes(field, qualifier):
+    if field in ("when", field + "_n") or field.endswith("_n") or field == "ts":
+        return
+    builder, rows = _build_one(field, qualifier, "c")
+    assert rows[0].cells[0] == Cell("f", qualifier.encode(), b"value", 1426535612045000)
+    assert pickle.loads(pickle.dumps(builder))(
+        parse_json_object(
+            json.dumps({field: "v", field + "_n": 2, "when": 1426535612045}).replace('"2"', "2")
+        )
+    )[0].cells[1] == Cell("f", (qualifier + "2").encode(), b"2", 1426535612045000)
+
+
+def test_every_builtin_schema_compiles_to_a_fast_build_for_its_main_tables():
+    """The built-in jobs' tables take the written-out path (no general fallback call)."""
+    for name in ("server_metrics", "smart_meters", "market_data", "game_results", "garden"):
+        source = generic.Builder(sf.builtin(name))._call.source
+        assert "values = {" not in source, name  # the general path builds a values dict

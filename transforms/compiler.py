@@ -1,0 +1,299 @@
+"""Code generation for the schema builder: one straight-line Python function per schema (and
+chosen tables and zone), as ``dataclasses`` and ``attrs`` generate ``__init__``.
+
+Why: a loop over column rules pays a call, a tuple unpack and a branch per cell; the generated
+function reads each field once into a local and writes every cell as one tuple, which is what a
+hand-written builder does. Safety: **no text of the schema file is ever part of the source**.
+Field names, table names, families, qualifiers, delimiters and constants are values in the
+function's namespace, under names this module makes up (``n0``, ``q3``, ``D1``…); the source
+holds only those names, integers this module computed and fixed templates. Anything the fast
+path does not cover (computed values, qualifiers from data, salted or unpivoted tables) calls the
+general closures of :mod:`transforms.generic`, so every schema compiles.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from functools import lru_cache
+
+from transforms import events, keys, timefmt
+from transforms.errors import InvalidEvent
+from transforms.mutations import Cell, RowMutation
+from transforms.schema import TIME_FORMATS, bucket_start_ms
+
+_ENCODE = {  # how a parsed value of each type becomes cell bytes, as an expression template
+    "time": "b'%013d' % {v}",
+    "integer": "str({v}).encode()",
+    "text": "{v}.encode()",
+    "id": "{v}.encode()",
+    "number": "{v}.encode()",
+    "boolean": "{v}.encode()",
+}
+
+
+class _Source:
+    """The generated function's lines and the constants its names stand for."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.namespace: dict[str, object] = {
+            "_new": tuple.__new__,
+            "Cell": Cell,
+            "RowMutation": RowMutation,
+            "InvalidEvent": InvalidEvent,
+            "check_fields": events.check_fields,
+            "check_key_size": keys.check_key_size,
+            "MAX_KEY": keys.MAX_ROW_KEY_BYTES,
+        }
+        self._count = 0
+
+    def const(self, value: object, prefix: str = "k") -> str:
+        """A fresh name bound to ``value`` (never the value's text in the source)."""
+        name = f"{prefix}{self._count}"
+        self._count += 1
+        self.namespace[name] = value
+        return name
+
+    def add(self, line: str, indent: int = 1) -> None:
+        self.lines.append("    " * indent + line)
+
+
+def generate(builder) -> Callable[[dict], list[RowMutation]]:
+    """The build function of a compiled :class:`transforms.generic.Builder`."""
+    src = _Source()
+    schema = builder.schema
+    tz = builder.tz
+    fields = schema.fields
+    local = {f.ref: f"v{i}" for i, f in enumerate(fields)}
+    types = {f.ref: f.type for f in fields}
+    optional = {f.ref for f in fields if f.optional}
+    src.add("def build(record):", 0)
+    # The set of fields: one C comparison first; check_fields says precisely what is wrong.
+    names_req = src.const(builder.required, "R")
+    names_opt = src.const(builder.optional, "O")
+    every = src.const(frozenset(builder.required), "S")
+    if builder.optional:
+        allowed = src.const(frozenset(builder.required + builder.optional), "S")
+        src.add(f"if not ({every} <= record.keys() <= {allowed}):")
+    else:
+        src.add(f"if record.keys() != {every}:")
+    src.add(f"check_fields(record, {names_req}, {names_opt})", 2)
+    key_fields = builder.key_delimiters
+    for (name, ref, parse), spec in zip(builder._steps, fields, strict=True):
+        fn = src.const(parse, "p")
+        key = src.const(name, "n")
+        value = local[ref]
+        if spec.optional:
+            src.add(f"{value} = {fn}(record[{key}]) if {key} in record else None")
+            continue
+        src.add(f"{value} = record[{key}]")
+        _parse_inline(src, spec, value, fn, key_fields.get(ref, ""))
+    for name, ref, after, _after_name in builder._ordered:
+        fail = src.const(builder._after_failure(name), "A")
+        src.add(f"if {local[ref]} is not None and {local[ref]} <= {local[after]}:")
+        src.add(f"{fail}(record)", 2)
+    needs_values = any(not _fast_table(t, types) for t in builder.compiled)
+    if needs_values:
+        pairs = ", ".join(f"{src.const(ref, 'r')}: {local[ref]}" for ref in local)
+        src.add(f"values = {{{pairs}}}")
+        if optional:
+            src.add("values = {k: v for k, v in values.items() if v is not None}")
+    src.add("out = []")
+    shared: dict[tuple, str] = {}
+    for index, table in enumerate(builder.compiled):
+        if not _fast_table(table, types):
+            _general_table(src, table, index)
+            continue
+        cells = shared.get(table.signature)
+        stamp_ms = _stamp(src, table, local, tz, index)
+        if cells is None:
+            cells = shared[table.signature] = f"cells{index}"
+            _cells(src, table, local, types, optional, tz, cells, stamp_ms, index)
+        key = _key(src, table, local, types, tz, index)
+        name = src.const(table.name, "T")
+        src.add(f"out.append(_new(RowMutation, ({name}, {key}, {cells})))")
+    src.add("return out")
+    code = compile("\n".join(src.lines), f"<btts build {_safe_label(schema.dataset)}>", "exec")
+    exec(code, src.namespace)  # the source holds generated names only (module docstring)
+    build = src.namespace["build"]
+    build.source = "\n".join(src.lines)  # for reading what was generated (tests, debugging)
+    return build  # type: ignore[return-value]
+
+
+def _parse_inline(src: _Source, spec, value: str, fn: str, delimiters: str) -> None:
+    """The field's check, its common case written out (no call), the rest by its parser."""
+    kind = spec.type
+    if kind == "number" and spec.minimum is None and spec.maximum is None and not spec.max_length:
+        num = src.const(events.Num, "N")
+        src.add(f"if type({value}) is not {num}:")
+        src.add(f"{value} = {fn}({value})", 2)
+        return
+    if (
+        kind == "integer"
+        and spec.maximum is None
+        and (
+            spec.minimum is None or (spec.minimum.lstrip("-").isdigit() and int(spec.minimum) <= 0)
+        )
+    ):
+        # digits only: non-negative, and under 19 digits always inside int64
+        num = src.const(events.Num, "N")
+        src.add(f"if type({value}) is {num} and {value}.isdigit() and len({value}) < 19:")
+        src.add(f"{value} = int({value})", 2)
+        src.add("else:")
+        src.add(f"{value} = {fn}({value})", 2)
+        return
+    if kind == "text" and spec.whitespace == "allow" and spec.case == "as_is":
+        limit = spec.max_length or 1024
+        test = f"type({value}) is not str or not {value} or len({value}) > {limit}"
+        if delimiters:
+            marks = " or ".join(f"{src.const(d, 'D')} in {value}" for d in delimiters)
+            test += f" or {marks} or not {value}.isprintable()"
+        src.add(f"if {test}:")
+        src.add(f"{value} = {fn}({value})", 2)
+        return
+    if kind == "time" and spec.format == "auto":
+        parse = src.const(timefmt.parse_event_time, "PT")
+        src.add(f"{value} = {parse}({value}, {src.const(spec.name, 'n')})")
+        return
+    src.add(f"{value} = {fn}({value})")
+
+
+def _safe_label(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)[:40]
+
+
+def _fast_table(table, types) -> bool:
+    """Whether a table's key and cells can be written out in the generated source."""
+    spec = table.spec
+    if spec.rows_per is not None or any(s.kind == "salt" for s in spec.decl.key.segments):
+        return False
+    for col in spec.columns:
+        if col.add is not None:
+            return False
+        if col.each:
+            continue
+        if not isinstance(col.qualifier, str) and col.qualifier[0] != "time":
+            return False
+        if not col.value or col.value[0] != "field" or types.get(col.value[1]) not in _ENCODE:
+            return False
+    return True
+
+
+def _general_table(src: _Source, table, index: int) -> None:
+    """A table the generated source hands to the general closures."""
+    if table.rows_per is not None:
+        src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
+        return
+    stamp = src.const(table.stamp, "S")
+    cells = src.const(table.cells, "C")
+    key = src.const(table.key, "K")
+    name = src.const(table.name, "T")
+    src.add(f"g_ms{index}, g_us{index} = {stamp}(values)")
+    src.add(
+        f"out.append(_new(RowMutation, ({name}, {key}(values), "
+        f"tuple({cells}(values, g_ms{index}, g_us{index})))))"
+    )
+
+
+def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> str:
+    """Defines ``t{index}`` (the event ms of the table's cells) and ``u{index}`` (their µs)."""
+    first = local[table.time]
+    if table.time_else:
+        src.add(f"t{index} = {first} if {first} is not None else {local[table.time_else]}")
+    else:
+        src.add(f"t{index} = {first}")
+    if table.cell_time == "event":
+        src.add(f"u{index} = t{index} * 1000")
+    else:
+        start = src.const(lambda ms, unit=table.cell_time: bucket_start_ms(ms, unit, tz), "B")
+        src.add(f"u{index} = {start}(t{index}) * 1000")
+    return f"t{index}"
+
+
+def _cells(
+    src: _Source, table, local, types, optional_refs, tz, out: str, ts: str, index: int
+) -> None:
+    """``out`` = the tuple of the table's cells, in column order."""
+    us = f"u{index}"
+    parts: list[tuple[str, str | None]] = []  # (expression, optional field's local or None)
+    for col in table.spec.columns:
+        family = src.const(col.family, "F")
+        if col.each:
+            item = f"*[_new(Cell, ({family}, q, x, {us})) for q, x in {local[col.each]}]"
+            if col.each in optional_refs:
+                optional = local[col.each]
+                item = f"*[_new(Cell, ({family}, q, x, {us})) for q, x in ({optional} or ())]"
+            parts.append((item, None))
+            continue
+        ref = col.value[1]
+        value = _ENCODE[types[ref]].format(v=local[ref])
+        if isinstance(col.qualifier, str):
+            qualifier = src.const(col.qualifier.encode("utf-8"), "q")
+        else:
+            qualifier = _time_qualifier(src, col.qualifier[1], tz, ts)
+        optional = local[ref] if ref in optional_refs else None
+        parts.append((f"_new(Cell, ({family}, {qualifier}, {value}, {us}))", optional))
+    if not any(optional for _, optional in parts):
+        src.add(f"{out} = ({', '.join(item for item, _ in parts)},)")
+        return
+    src.add(f"{out} = []")
+    for item, optional in parts:
+        if item.startswith("*"):
+            src.add(f"{out}.extend({item[1:]})")
+        elif optional:
+            src.add(f"if {optional} is not None:")
+            src.add(f"{out}.append({item})", 2)
+        else:
+            src.add(f"{out}.append({item})")
+    src.add(f"{out} = tuple({out})")
+
+
+def _time_qualifier(src: _Source, fmt: str, tz: dt.tzinfo, ts: str) -> str:
+    if fmt == "hhmm" and tz is timefmt.UTC:
+        table = tuple(f"{m // 60:02d}{m % 60:02d}".encode("ascii") for m in range(1440))
+        return f"{src.const(table, 'H')}[{ts} // 60000 % 1440]"
+    if fmt == "hhmm":
+        fn = src.const(lambda ms: timefmt.time_of_day(ms, tz).encode("ascii"), "H")
+    else:
+        fn = src.const(lambda ms: str(timefmt.to_datetime(ms, tz).day).encode("ascii"), "H")
+    return f"{fn}({ts})"
+
+
+def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
+    """An expression of the table's row key (bytes); may define ``key{index}`` first."""
+    recipe = table.spec.decl.key
+    delimiter = src.const(recipe.delimiter, "D")
+    parts: list[str] = []
+    text_only = True
+    for seg in recipe.segments:
+        ref = seg.field
+        if seg.kind == "const":
+            parts.append(src.const(keys.check_segment(seg.arg or "", "constant", recipe.delimiter)))
+            continue
+        if seg.kind == "text" and ref in table.checked and types.get(ref) in ("text", "id"):
+            parts.append(local[ref])
+            continue
+        text_only = False
+        if seg.kind == "epoch_ms" and types.get(ref) == "time":
+            parts.append(f"'%013d' % {local[ref]}")
+        elif seg.kind == "time" and types.get(ref) == "time":
+            label = TIME_FORMATS[seg.arg]
+            zone = src.const(tz, "Z")
+            parts.append(f"{src.const(label, 'L')}({local[ref]}, {zone})")
+        else:  # the general segment builder, on a dict of the one field it reads
+            fn = src.const(table.segment_part(seg), "P")
+            parts.append(f"{fn}({local[ref]})")
+    joined = f" + {delimiter} + ".join(parts)
+    if text_only and any(p in local.values() for p in parts):
+        # Only fields' text and constants: the same entity always has the same key.
+        cached = src.const(lru_cache(maxsize=65536)(_encoded_key), "KC")
+        return f"{cached}({joined})"
+    src.add(f"key{index} = ({joined}).encode()")
+    src.add(f"if len(key{index}) > MAX_KEY:")
+    src.add(f"check_key_size(key{index})", 2)
+    return f"key{index}"
+
+
+def _encoded_key(text: str) -> bytes:
+    return keys.check_key_size(text.encode("utf-8"))
