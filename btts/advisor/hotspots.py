@@ -39,9 +39,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from btts.advisor import hints as hints_mod
-from btts.advisor.hints import NODE_WRITES_PER_S, Workload
+from btts.advisor import workload as workload_mod
 from btts.advisor.lint import TIME_KINDS
+from btts.advisor.workload import NODE_WRITES_PER_S, Workload
 from transforms import timefmt
 from transforms.schema import Segment, TableDecl
 
@@ -253,14 +253,14 @@ def simulate(
     """Replay the workload's keys onto tablets over ``config.nodes`` nodes (see the module doc).
     ``events_per_s`` and ``cardinality`` override the workload's."""
     config = config or SimConfig()
-    workload = workload if workload is not None else hints_mod.hints_for(decl.name).workload
+    workload = workload if workload is not None else workload_mod.hints_for(decl.name).workload
     if cardinality:
         fields = dict(workload.fields)
         for name, card in cardinality.items():
             if name not in decl.key.fields:
                 raise ValueError(f"{decl.name} has no key field {name!r}")
             old = workload.field(name)
-            fields[name] = hints_mod.FieldModel(card, old.kind, old.note)
+            fields[name] = workload_mod.FieldModel(card, old.kind, old.note)
         workload = dataclasses.replace(workload, fields=fields)
     rate = events_per_s if events_per_s is not None else workload.events_per_s
     rng = random.Random(config.seed)
@@ -420,7 +420,7 @@ class Case:
     expect: str = ""
 
     def workload(self) -> Workload:
-        return hints_mod.hints_for(self.workload_of or self.table).workload
+        return workload_mod.hints_for(self.workload_of or self.table).workload
 
 
 _BATTERY_RUN = SimConfig(nodes=3, start_ms=1425211200000, span_s=3600, slices=30)
