@@ -45,8 +45,8 @@ PROMOTABLE_CARDINALITY = 100
 # the hot tablet takes a share of a node that no split or added node relieves and that grows with
 # the workload: an error. Below 0.01% (1.4 writes/s, about 120,000 rows a day) one tablet absorbs
 # it for good, with four orders of magnitude to spare: information. In between: a warning.
-HOT_ERROR_SHARE = 0.01
-HOT_WARNING_SHARE = 0.0001
+HOT_ERROR_WRITES_PER_S = NODE_WRITES_PER_S / 100
+HOT_WARNING_WRITES_PER_S = NODE_WRITES_PER_S / 10_000
 # Bigtable cells carry a timestamp of this many bytes besides their family, qualifier, value.
 CELL_OVERHEAD_BYTES = 8
 
@@ -220,11 +220,11 @@ def field_kind(name: str, workload: Workload) -> tuple[str | None, bool]:
 
 
 def hot_prefix_severity(writes_per_s: float) -> str:
-    """The severity of a key that sends ``writes_per_s`` to one tablet (see HOT_ERROR_SHARE)."""
-    share = writes_per_s / NODE_WRITES_PER_S
-    if share >= HOT_ERROR_SHARE:
+    """The severity of a key that sends ``writes_per_s`` to one tablet (see
+    HOT_ERROR_WRITES_PER_S)."""
+    if writes_per_s >= HOT_ERROR_WRITES_PER_S:
         return "error"
-    if share >= HOT_WARNING_SHARE:
+    if writes_per_s >= HOT_WARNING_WRITES_PER_S:
         return "warning"
     return "info"
 
@@ -242,7 +242,8 @@ def _hot_load(rate: float, severity: str) -> str:
     )
     if severity == "info":
         return (
-            f"{text}: harmless at this rate (under {HOT_WARNING_SHARE:.2%}), but it hotspots "
+            f"{text}: harmless at this rate (under {HOT_WARNING_WRITES_PER_S:g} writes/s), but "
+            "it hotspots "
             "if the workload grows."
         )
     return f"{text}."
