@@ -9,6 +9,7 @@ import pytest
 
 from btts.advisor import lint, workload
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Hints, Workload, hints_for
+from tests.conftest import REPO
 from transforms import schema_file, tables
 from transforms.schema import Family, const, declare, epoch_ms, zero_padded
 
@@ -207,3 +208,18 @@ def test_a_rate_reads_as_the_workload_says_it():
 def test_a_schema_without_a_section_gets_the_defaults():
     assert workload.hints_from_advisor(None, "T") == Hints()
     assert workload.hints_from_advisor({}, "T") == Hints()
+
+
+def test_the_user_guide_example_section_loads():
+    # The guide documents the section on server_metrics' tables: it must stay a valid section.
+    guide = (REPO / "docs" / "user-guide.md").read_text(encoding="utf-8")
+    example = next(
+        block.split("```", 1)[0]
+        for block in guide.split("```yaml\n")[1:]
+        if block.startswith("advisor:")
+    )
+    declarations = (REPO / "transforms" / "declarations" / "server_metrics.yaml").read_text()
+    schema = schema_file.loads(declarations.split("\nadvisor:")[0] + "\n" + example, "guide")
+    hourly = workload.hints_from_advisor(schema.advisor, "METRIC_HOURLY").workload
+    assert hourly.events_per_s == 100_000 / 3600
+    assert workload.hints_from_advisor(schema.advisor, "METRIC").workload.events_per_s == 20_000

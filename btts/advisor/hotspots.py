@@ -4,7 +4,7 @@ The model, one time slice at a time (a slice is about as long as Bigtable takes 
 tablets, a few minutes):
 
 1. **Events.** ``samples_per_slice`` events at random times inside the slice, each key field
-   drawn uniformly from its modelled cardinality (nested: N values per value of the fields
+   drawn uniformly from its declared cardinality (nested: N values per value of the fields
    before it), time fields set to the event time; the key is built by the declaration itself
    (``decl.key.build``), salt included.
 2. **Tablets.** A table is split into contiguous key ranges only at keys that *already exist*:
@@ -17,7 +17,7 @@ tablets, a few minutes):
    slice's load, the busiest tablet first onto the least-loaded node (``assign="balanced"``; an
    optimistic bound — a design that hot-spots here hot-spots for real), or ``round_robin`` by
    key order.
-4. **Load.** Writes per node per slice, scaled to the modelled events/s. ``max/mean`` per slice
+4. **Load.** Writes per node per slice, scaled to the declared events/s. ``max/mean`` per slice
    is 1 for a perfect spread and equals the node count when one node takes everything.
 
 ``history_slices`` slices run first (not measured) so the table already holds keys and splits
@@ -416,7 +416,7 @@ class Case:
     table: str
     title: str
     config: SimConfig
-    workload_of: str = ""  # whose modelled workload to use (default: the table's own)
+    workload_of: str = ""  # whose declared workload to use (default: the table's own)
     expect: str = ""
 
     def workload(self) -> Workload:

@@ -261,7 +261,7 @@ def _how(guessed: bool) -> str:
 
 @dataclass(frozen=True)
 class RowEstimate:
-    """The largest row the modelled workload makes: events it receives, cells it keeps, bytes."""
+    """The largest row the declared workload makes: events it receives, cells it keeps, bytes."""
 
     lifetime_s: float
     events: float
@@ -601,7 +601,7 @@ class _Checker:
         self.add(
             "ROW-TOO-BIG",
             severity,
-            f"a row {verdict}; keep rows under 100 MB. Modelled: {est.detail} "
+            f"a row {verdict}; keep rows under 100 MB. Declared workload: {est.detail} "
             f"({self.workload.source}). Use a smaller time bucket, a GC rule, or one row per "
             "event.",
         )
