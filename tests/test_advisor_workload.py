@@ -121,6 +121,8 @@ def test_builtin_workloads_come_from_the_declaration_files():
     assert battery.events_per_s == 1_000_000 / 60  # "1000000 per 1m"
     assert battery.fields["user"] == FieldModel(1_000_000, "label", "assumed: a million phones")
     assert "SPEC §5.4" in hints_for("BATTERY_TS_FIRST").anti_pattern
+    (ts_first,) = lint.lint(tables.get("BATTERY_TS_FIRST"))
+    assert "16,667 events/s" in ts_first.message and "more than one node" in ts_first.message
     assert not hints_for("BATTERY").anti_pattern  # a per-table value stays with its table
     daily = hints_for("SENSOR_DAILY")
     assert set(daily.acknowledged) == {"HOT-TIME-FIRST"}

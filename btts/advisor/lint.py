@@ -243,9 +243,10 @@ def _hot_load(rate: float, severity: str) -> str:
     if severity == "info":
         return (
             f"{text}: harmless at this rate (under {HOT_WARNING_WRITES_PER_S:g} writes/s), but "
-            "it hotspots "
-            "if the workload grows."
+            "it hotspots if the workload grows."
         )
+    if share > 1:
+        return f"{text}: more than one node can take, and adding nodes does not help."
     return f"{text}."
 
 
