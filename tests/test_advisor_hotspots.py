@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from btts.advisor import cli, hotspots
-from btts.advisor.hints import NODE_WRITES_PER_S, FieldModel, Workload, hints_for
+from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Workload, hints_for
 from tests.conftest import REPO
 from transforms import tables
 from transforms.schema import Family, declare, epoch_ms, text

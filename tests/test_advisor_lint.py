@@ -11,7 +11,7 @@ import json
 import pytest
 
 from btts.advisor import cli, lint
-from btts.advisor.hints import DerivedTables, FamilyLoad, FieldModel, Hints, Workload, hints_for
+from btts.advisor.workload import DerivedTables, FamilyLoad, FieldModel, Hints, Workload, hints_for
 from transforms import tables
 from transforms.schema import (
     Family,

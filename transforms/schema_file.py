@@ -75,6 +75,29 @@ _SEGMENT_ALIASES = {"field": "text"}
 _DURATION = re.compile(r"\s*([0-9]+)\s*([smhdw])\s*\Z")
 _DURATION_UNITS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# The advisor section (docs/user-guide.md §3): what the advisor judges keys against.
+ADVISOR_KEYS = (
+    "events_per_second",
+    "source",
+    "fields",
+    "families",
+    "query_fields",
+    "derived",
+    "acknowledge",
+    "anti_pattern",
+)
+ADVISOR_FAMILY_KEYS = ("cells_per_event", "columns", "qualifier_bytes", "value_bytes", "qualifiers")
+ADVISOR_FIELD_KINDS = {
+    "label": "an identifier compared for equality only (text, or a number used as given)",
+    "integer": "an integer whose numeric order matters: it must be zero-padded in keys",
+    "sequential": "an integer assigned in increasing order; the newest values are the busiest",
+    "monotonic": "a value that grows with time (a timestamp, a counter, a version)",
+    "hash": "a hash of other values: no meaningful order",
+    "bytes": "raw binary data",
+    "pii": "personal data (e-mail, phone number, a person's name…)",
+}
+_ADVISOR_RATE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s+per\s+([0-9]+\s*[smhdw])\s*\Z")
+_RULE_ID = re.compile(r"[A-Z]+(-[A-Z]+)+\Z")
 _TABLE = re.compile(r"[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}\Z")
 _FAMILY = re.compile(r"[-_.a-zA-Z0-9]{1,64}\Z")
 
@@ -383,7 +406,7 @@ class _Checker:
             )
         advisor = top.get("advisor")
         if advisor is not None:
-            self.advisor(advisor, _line(top, "advisor"), fields)
+            self.advisor(advisor, _line(top, "advisor"), tables)
         return Schema(
             dataset=dataset,
             time=time,
@@ -1099,21 +1122,119 @@ class _Checker:
             need(name, "value")
         return ("protobuf", message, tuple(mapping.items()))
 
-    def advisor(self, node: object, line: int, fields: Sequence[FieldSpec]) -> None:
+    def advisor(self, node: object, line: int, tables: Sequence[TableSpec]) -> None:
+        """The ``advisor:`` section: defaults for every table, ``tables:`` per table."""
         spec = self.mapping(node, "advisor", line)
         if spec is None:
             return
-        self.keys(spec, ("events_per_second", "fields", "query_fields", "acknowledge"), "advisor")
-        rate = spec.get("events_per_second")
-        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float))):
-            self.bad(_line(spec, "events_per_second"), "advisor: events_per_second is a number")
+        self.keys(spec, (*ADVISOR_KEYS, "tables"), "advisor")
+        families = {f.name for t in tables for f in t.decl.families}
+        self.advisor_workload(spec, "advisor", families)
+        per_table = spec.get("tables")
+        if per_table is None:
+            return
+        node_tables = self.mapping(per_table, "advisor.tables", _line(spec, "tables"))
+        if node_tables is None:
+            return
+        declared = {t.name: t for t in tables}
+        for name, section in node_tables.items():
+            where = f"advisor.tables.{name}"
+            if name not in declared:
+                self.bad(
+                    _line(node_tables, name),
+                    f"{where}: no table {name!r} in this file{_suggest(str(name), declared)}",
+                )
+                continue
+            table = self.mapping(section, where, _line(node_tables, name))
+            if table is not None:
+                self.keys(table, ADVISOR_KEYS, where)
+                own = {f.name for f in declared[name].decl.families}
+                self.advisor_workload(table, where, own)
+
+    def advisor_workload(self, spec: _Map, where: str, families: set[str]) -> None:
+        if "events_per_second" in spec and advisor_rate(spec["events_per_second"]) is None:
+            self.bad(
+                _line(spec, "events_per_second"),
+                f"{where}: events_per_second is a positive number or 'N per DURATION' "
+                f"(100000 per 5s), got {spec['events_per_second']!r}",
+            )
+        for key in ("source", "anti_pattern"):
+            if key in spec:
+                self.text(spec, key, where)
         models = spec.get("fields")
-        if models is not None and isinstance(models, _Map):
-            for name, model in models.items():
-                if not isinstance(model, _Map):
-                    self.bad(_line(models, name), f"advisor.fields.{name}: a mapping")
-                    continue
-                self.keys(model, ("cardinality", "kind", "note"), f"advisor.fields.{name}")
+        if models is not None:
+            models = self.mapping(models, f"{where}.fields", _line(spec, "fields"))
+        for name, model in (models or {}).items():
+            at = f"{where}.fields.{name}"
+            model = self.mapping(model, at, _line(models, name))
+            if model is None:
+                continue
+            self.keys(model, ("cardinality", "kind", "note"), at)
+            self.integer(model, "cardinality", at)
+            kind = model.get("kind")
+            if kind is not None and kind not in ADVISOR_FIELD_KINDS:
+                self.bad(
+                    _line(model, "kind"),
+                    f"{at}: kind {kind!r}{_suggest(str(kind), ADVISOR_FIELD_KINDS)}; "
+                    f"use one of {', '.join(ADVISOR_FIELD_KINDS)}",
+                )
+            self.text(model, "note", at)
+        loads = spec.get("families")
+        if loads is not None:
+            loads = self.mapping(loads, f"{where}.families", _line(spec, "families"))
+        for name, load in (loads or {}).items():
+            at = f"{where}.families.{name}"
+            if name not in families:
+                self.bad(
+                    _line(loads, name),
+                    f"{at}: no family {name!r} here{_suggest(str(name), families)}",
+                )
+            load = self.mapping(load, at, _line(loads, name))
+            if load is None:
+                continue
+            self.keys(load, ADVISOR_FAMILY_KEYS, at)
+            cells = load.get("cells_per_event")
+            if cells is not None and not _positive_number(cells):
+                self.bad(_line(load, "cells_per_event"), f"{at}: cells_per_event is a number > 0")
+            if load.get("columns") != "unbounded":
+                self.integer(load, "columns", f"{at} (or 'unbounded')")
+            self.integer(load, "qualifier_bytes", at, minimum=0)
+            self.integer(load, "value_bytes", at, minimum=0)
+            self.text_list(load, "qualifiers", at)
+        self.text_list(spec, "query_fields", where)
+        acks = spec.get("acknowledge")
+        if acks is not None:
+            acks = self.mapping(acks, f"{where}.acknowledge", _line(spec, "acknowledge"))
+        for rule, reason in (acks or {}).items():
+            if not isinstance(rule, str) or not _RULE_ID.match(rule):
+                self.bad(_line(acks, rule), f"{where}.acknowledge: {rule!r} is not a rule id")
+            if not isinstance(reason, str) or not reason.strip():
+                self.bad(
+                    _line(acks, rule),
+                    f"{where}.acknowledge.{rule}: give the reason the design is deliberate",
+                )
+        derived = spec.get("derived")
+        if derived is not None:
+            derived = self.sequence(derived, f"{where}.derived", _line(spec, "derived"))
+        for index, item in enumerate(derived or ()):
+            at = f"{where}.derived[{index}]"
+            item = self.mapping(item, at, _line(derived, index))
+            if item is None:
+                continue
+            self.keys(item, ("name", "per_year", "keep", "guard", "note"), at)
+            self.text(item, "name", at, required=True)
+            if not _positive_number(item.get("per_year")):
+                self.bad(_line(item, "per_year"), f"{at}: per_year (tables a year) is a number > 0")
+            self.integer(item, "keep", at, minimum=0)
+            self.integer(item, "guard", at)
+            self.text(item, "note", at)
+
+    def text_list(self, spec: _Map, key: str, where: str) -> None:
+        value = spec.get(key)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+        ):
+            self.bad(_line(spec, key), f"{where}: {key} is a list of names")
 
 
 @cache
@@ -1152,6 +1273,25 @@ def parse_duration(value: object) -> dt.timedelta | None:
         match = _DURATION.match(value)
         if match and int(match.group(1)) > 0:
             return dt.timedelta(seconds=int(match.group(1)) * _DURATION_UNITS[match.group(2)])
+    return None
+
+
+def _positive_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def advisor_rate(value: object) -> float | None:
+    """An ``events_per_second`` value: a number, or ``N per DURATION`` (``100000 per 5s``,
+    ``10000000 per 15m``) so a rate reads as the workload says it; None when it is neither."""
+    if _positive_number(value):
+        return float(value)
+    if isinstance(value, str):
+        match = _ADVISOR_RATE.match(value)
+        if match:
+            count = float(match.group(1))
+            every = parse_duration(match.group(2).replace(" ", ""))
+            if count > 0 and every is not None:
+                return count / every.total_seconds()
     return None
 
 

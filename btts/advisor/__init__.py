@@ -5,6 +5,7 @@
   nodes and draws a Key-Visualizer-like heatmap (``btts advise hotspots``).
 * :mod:`btts.advisor.table_report` — key and row sizes, limits and monotonic prefixes of a real or
   emulated table (``btts advise table``).
-* :mod:`btts.advisor.hints` — what the declarations do not say (event rates, field cardinalities
-  and kinds, column counts, derived tables, acknowledged findings), modelled per table.
+* :mod:`btts.advisor.workload` — what the key recipes do not say (event rates, field
+  cardinalities and kinds, column counts, derived tables, acknowledged findings), read from each
+  schema file's ``advisor:`` section.
 """

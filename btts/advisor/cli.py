@@ -35,7 +35,7 @@ def _lint(args: argparse.Namespace) -> int:
 
 
 def _hotspots(args: argparse.Namespace) -> int:
-    from btts.advisor import hints, hotspots
+    from btts.advisor import hotspots, workload
     from transforms import tables
 
     if args.documented:
@@ -59,14 +59,14 @@ def _hotspots(args: argparse.Namespace) -> int:
         assign=args.assign,
         seed=args.seed,
     )
-    workload = hints.hints_for(args.workload_of or decl.name).workload
+    model = workload.hints_for(args.workload_of or decl.name).workload
     cards = {}
     for item in args.cardinality or ():
         name, eq, value = item.partition("=")
         if not eq or not value.isdigit():
             raise ValueError(f"--cardinality {item!r}: use FIELD=N")
         cards[name] = int(value)
-    result = hotspots.simulate(decl, workload, config, events_per_s=args.rate, cardinality=cards)
+    result = hotspots.simulate(decl, model, config, events_per_s=args.rate, cardinality=cards)
     print(result.summary())
     if args.png:
         print(f"heatmap → {hotspots.draw(result, args.png)}")
@@ -129,8 +129,8 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
         description="Replay a workload's keys over time onto range-partitioned tablets spread "
         "over N nodes: per-node load (max/mean per time slice), the hottest node against "
         "14,000 writes/s per SSD node, and a Key-Visualizer-like heatmap (key space × time). "
-        "The workload (events/s, cardinality of each key field) comes from "
-        "btts/advisor/hints.py unless overridden.",
+        "The workload (events/s, cardinality of each key field) comes from the "
+        "advisor: section of the table's schema file unless overridden.",
     )
     hot.add_argument("table", nargs="?", help="declared table to simulate")
     hot.add_argument(

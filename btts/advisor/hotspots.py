@@ -4,7 +4,7 @@ The model, one time slice at a time (a slice is about as long as Bigtable takes 
 tablets, a few minutes):
 
 1. **Events.** ``samples_per_slice`` events at random times inside the slice, each key field
-   drawn uniformly from its modelled cardinality (nested: N values per value of the fields
+   drawn uniformly from its declared cardinality (nested: N values per value of the fields
    before it), time fields set to the event time; the key is built by the declaration itself
    (``decl.key.build``), salt included.
 2. **Tablets.** A table is split into contiguous key ranges only at keys that *already exist*:
@@ -17,7 +17,7 @@ tablets, a few minutes):
    slice's load, the busiest tablet first onto the least-loaded node (``assign="balanced"``; an
    optimistic bound — a design that hot-spots here hot-spots for real), or ``round_robin`` by
    key order.
-4. **Load.** Writes per node per slice, scaled to the modelled events/s. ``max/mean`` per slice
+4. **Load.** Writes per node per slice, scaled to the declared events/s. ``max/mean`` per slice
    is 1 for a perfect spread and equals the node count when one node takes everything.
 
 ``history_slices`` slices run first (not measured) so the table already holds keys and splits
@@ -39,9 +39,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from btts.advisor import hints as hints_mod
-from btts.advisor.hints import NODE_WRITES_PER_S, Workload
+from btts.advisor import workload as workload_mod
 from btts.advisor.lint import TIME_KINDS
+from btts.advisor.workload import NODE_WRITES_PER_S, Workload
 from transforms import timefmt
 from transforms.schema import Segment, TableDecl
 
@@ -253,14 +253,14 @@ def simulate(
     """Replay the workload's keys onto tablets over ``config.nodes`` nodes (see the module doc).
     ``events_per_s`` and ``cardinality`` override the workload's."""
     config = config or SimConfig()
-    workload = workload if workload is not None else hints_mod.hints_for(decl.name).workload
+    workload = workload if workload is not None else workload_mod.hints_for(decl.name).workload
     if cardinality:
         fields = dict(workload.fields)
         for name, card in cardinality.items():
             if name not in decl.key.fields:
                 raise ValueError(f"{decl.name} has no key field {name!r}")
             old = workload.field(name)
-            fields[name] = hints_mod.FieldModel(card, old.kind, old.note)
+            fields[name] = workload_mod.FieldModel(card, old.kind, old.note)
         workload = dataclasses.replace(workload, fields=fields)
     rate = events_per_s if events_per_s is not None else workload.events_per_s
     rng = random.Random(config.seed)
@@ -416,11 +416,11 @@ class Case:
     table: str
     title: str
     config: SimConfig
-    workload_of: str = ""  # whose modelled workload to use (default: the table's own)
+    workload_of: str = ""  # whose declared workload to use (default: the table's own)
     expect: str = ""
 
     def workload(self) -> Workload:
-        return hints_mod.hints_for(self.workload_of or self.table).workload
+        return workload_mod.hints_for(self.workload_of or self.table).workload
 
 
 _BATTERY_RUN = SimConfig(nodes=3, start_ms=1425211200000, span_s=3600, slices=30)

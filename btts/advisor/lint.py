@@ -1,24 +1,27 @@
 """The schema linter: every table declaration checked against the guidance (SPEC §3).
 
 Each rule reads the declaration (key recipe, families, GC rules, column pattern) and, where the
-declaration is silent, the table's modelled :mod:`~btts.advisor.hints` (event rate, field
-cardinalities and kinds, columns per row). A field with no modelled kind is judged by its name
-(``user_email`` is personal data, ``order_id`` a sequential integer), and the message says so.
+declaration is silent, the workload its schema file's ``advisor:`` section declares
+(:mod:`~btts.advisor.workload`: event rate, field cardinalities and kinds, columns per row). A
+field with no declared kind is judged by its name (``user_email`` is personal data, ``order_id``
+a sequential integer), and the message says so. A key that starts with a time or a sequential id
+is judged against that workload's rate too (:func:`hot_prefix_severity`).
 
-A finding is *open* unless the table's hints acknowledge that rule with a reason (a deliberate
-design, shown with the finding) or the table is a documented anti-pattern kept to be flagged
-(``BATTERY_TS_FIRST``). ``btts advise lint`` fails when an open finding reaches ``--fail-on``.
+A finding is *open* unless the table's ``advisor:`` section acknowledges that rule with a reason
+(a deliberate design, shown with the finding) or names the table a documented anti-pattern kept
+to be flagged (``BATTERY_TS_FIRST``). ``btts advise lint`` fails when an open finding reaches
+``--fail-on``.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 
-from btts.advisor import hints as hints_mod
-from btts.advisor.hints import NODE_WRITES_PER_S, Hints, Workload
+from btts.advisor import workload as workload_mod
+from btts.advisor.workload import NODE_WRITES_PER_S, Hints, Workload
 from transforms.schema import Segment, TableDecl
 
 SEVERITIES = ("info", "warning", "error")
@@ -36,6 +39,14 @@ LONG_NAME_BYTES = 12
 MAX_SALT_BUCKETS = 64
 # A field with at least this many distinct values can lead the key instead of a salt.
 PROMOTABLE_CARDINALITY = 100
+# A key that starts with a time (or a sequential id) sends every write to the one tablet holding
+# the newest keys, whatever the cluster size; how much that matters is how many writes that is.
+# The rule, in shares of one node's sustained writes (NODE_WRITES_PER_S): from 1% (140 writes/s)
+# the hot tablet takes a share of a node that no split or added node relieves and that grows with
+# the workload: an error. Below 0.01% (1.4 writes/s, about 120,000 rows a day) one tablet absorbs
+# it for good, with four orders of magnitude to spare: information. In between: a warning.
+HOT_ERROR_WRITES_PER_S = NODE_WRITES_PER_S / 100
+HOT_WARNING_WRITES_PER_S = NODE_WRITES_PER_S / 10_000
 # Bigtable cells carry a timestamp of this many bytes besides their family, qualifier, value.
 CELL_OVERHEAD_BYTES = 8
 
@@ -208,8 +219,42 @@ def field_kind(name: str, workload: Workload) -> tuple[str | None, bool]:
     return guess_kind(name), True
 
 
+def hot_prefix_severity(writes_per_s: float) -> str:
+    """The severity of a key that sends ``writes_per_s`` to one tablet (see
+    HOT_ERROR_WRITES_PER_S)."""
+    if writes_per_s >= HOT_ERROR_WRITES_PER_S:
+        return "error"
+    if writes_per_s >= HOT_WARNING_WRITES_PER_S:
+        return "warning"
+    return "info"
+
+
+def _milder(a: str, b: str) -> str:
+    return min(a, b, key=SEVERITIES.index)
+
+
+def _hot_load(rate: float, severity: str) -> str:
+    """What the declared rate means for the one tablet taking every write."""
+    share = rate / NODE_WRITES_PER_S
+    text = (
+        f"At the declared {_rate(rate)} events/s that tablet takes {share:.2%} of one node's "
+        f"{NODE_WRITES_PER_S:,} writes/s"
+    )
+    if severity == "info":
+        return (
+            f"{text}: harmless at this rate (under {HOT_WARNING_WRITES_PER_S:g} writes/s), but "
+            "it hotspots if the workload grows."
+        )
+    if share > 1:
+        return f"{text}: more than one node can take, and adding nodes does not help."
+    return f"{text}."
+
+
 def _how(guessed: bool) -> str:
-    return " (guessed from its name: model the field's kind in btts/advisor/hints.py)" * guessed
+    return (
+        " (guessed from its name: give the field's kind in the schema file's advisor: section)"
+        * guessed
+    )
 
 
 # -- row growth ---------------------------------------------------------------------------------
@@ -217,7 +262,7 @@ def _how(guessed: bool) -> str:
 
 @dataclass(frozen=True)
 class RowEstimate:
-    """The largest row the modelled workload makes: events it receives, cells it keeps, bytes."""
+    """The largest row the declared workload makes: events it receives, cells it keeps, bytes."""
 
     lifetime_s: float
     events: float
@@ -355,6 +400,7 @@ class _Checker:
         index, seg = self.lead()
         if seg is None:
             return
+        rate = self.workload.events_per_s
         what = None
         if seg.kind == "reverse_ts":
             what = (
@@ -368,25 +414,29 @@ class _Checker:
             if kind == "monotonic" and seg.kind not in ("reverse_id", "salt"):
                 what = f"{seg.label}, a value that grows with time{_how(guessed)}"
             elif kind == "sequential" and seg.kind in ("text", "zero_pad", "space_pad"):
+                # Judged as if every write went to the newest IDs: the workload cannot say less.
+                severity = _milder("warning" if guessed else "error", hot_prefix_severity(rate))
                 self.add(
                     "HOT-SEQUENTIAL-ID",
-                    "warning" if guessed else "error",
+                    severity,
                     f"key {self.key} starts with {seg.label}, a sequential numeric ID"
                     f"{_how(guessed)}: new IDs sort after every existing key, so the busiest "
-                    "(newest) IDs all land on the last tablet. Reverse it (reverse_id: 12345 → "
-                    "54321) or put a higher-cardinality field first.",
+                    "(newest) IDs all land on the last tablet. "
+                    f"{_hot_load(rate, severity)} Reverse it (reverse_id: 12345 → 54321) or put "
+                    "a higher-cardinality field first.",
                 )
                 return
         if what is None:
             return
         after = " after only constant segments" if index else ""
+        severity = hot_prefix_severity(rate)
         self.add(
             "HOT-TIME-FIRST",
-            "error",
+            severity,
             f"key {self.key} starts with {what}{after}. Every write of a moment goes to the "
             "tablet holding the newest keys, so one node takes all the writes whatever the "
-            "cluster size. Promote a high-cardinality field (host, user, meter…) in front of the "
-            "time; salt only when no field can lead.",
+            f"cluster size. {_hot_load(rate, severity)} Promote a high-cardinality field "
+            "(host, user, meter…) in front of the time; salt only when no field can lead.",
         )
 
     def narrow_prefix(self) -> None:
@@ -552,7 +602,7 @@ class _Checker:
         self.add(
             "ROW-TOO-BIG",
             severity,
-            f"a row {verdict}; keep rows under 100 MB. Modelled: {est.detail} "
+            f"a row {verdict}; keep rows under 100 MB. Declared workload: {est.detail} "
             f"({self.workload.source}). Use a smaller time bucket, a GC rule, or one row per "
             "event.",
         )
@@ -680,7 +730,7 @@ def lint(
     decl: TableDecl, hints: Hints | None = None, declared_tables: int | None = None
 ) -> list[Finding]:
     """Every finding for one declaration, with its acknowledgement status from the hints."""
-    hints = hints if hints is not None else hints_mod.hints_for(decl.name)
+    hints = hints if hints is not None else workload_mod.hints_for(decl.name)
     if declared_tables is None:
         from transforms import tables
 
@@ -745,31 +795,11 @@ def rules_table() -> Sequence[Rule]:
     return tuple(RULES.values())
 
 
-def schema_hints(advisor: Mapping | None) -> Hints:
-    """The advisor hints a schema file's ``advisor:`` section gives (what the declarations of
-    a schema file cannot say: events per second, key fields' cardinality and kind, the fields
-    every main query knows, and acknowledged findings with their reasons)."""
-    advisor = advisor or {}
-    fields = {
-        name: hints_mod.FieldModel(
-            cardinality=int(model.get("cardinality", 1000)),
-            kind=model.get("kind"),
-            note=model.get("note", ""),
-        )
-        for name, model in (advisor.get("fields") or {}).items()
-    }
-    workload = hints_mod.Workload(
-        events_per_s=float(advisor.get("events_per_second", 1000.0)),
-        fields=fields,
-        query_fields=tuple(advisor.get("query_fields") or ()),
-        source="the schema file's advisor section" if advisor else "assumed: no advisor section",
-    )
-    return Hints(workload=workload, acknowledged=dict(advisor.get("acknowledge") or {}))
-
-
 def lint_schema(schema, tables: Sequence[str] | None = None) -> dict[str, list[Finding]]:
     """Findings per table of a loaded schema file (:class:`transforms.schema_file.Schema`),
     judged against its own ``advisor:`` workload."""
-    hints = schema_hints(schema.advisor)
     chosen = [schema.table(t).decl for t in tables] if tables else list(schema.decls().values())
-    return {d.name: lint(d, hints, declared_tables=len(schema.tables)) for d in chosen}
+    return {
+        d.name: lint(d, workload_mod.hints_from_advisor(schema.advisor, d.name), len(schema.tables))
+        for d in chosen
+    }
