@@ -493,8 +493,30 @@ def use_started_emulator(args: argparse.Namespace, state_file: Path | None = Non
     return state["endpoint"]
 
 
+LOGGING_FLAGS = {"-q": "--quiet", "--quiet": "--quiet", "-v": "--verbose", "--verbose": "--verbose"}
+
+
+def _hoist_logging_flags(argv: list[str]) -> list[str]:
+    """``-q``/``-v`` wherever they stand, after a job's flags too: they are btts's own (no job
+    takes them), so they must not reach Beam, which would drop them silently."""
+    found = sorted({LOGGING_FLAGS[a] for a in argv if a in LOGGING_FLAGS})
+    return [*found, *(a for a in argv if a not in LOGGING_FLAGS)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """The ``btts`` command; a reader that closes the pipe (``btts query … | head``) ends it
+    quietly, as any Unix filter."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Python would print a traceback flushing stdout at exit: point it at /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
+    argv = _hoist_logging_flags(list(sys.argv[1:] if argv is None else argv))
     argv = _schema_ingest(argv)
     top = parser()
     head, passthrough = _split_passthrough(argv)

@@ -118,3 +118,30 @@ def test_nightly_and_demo_take_their_own_flags(capsys):
         cli.main(["demo", "--help"])
     assert done.value.code == 0
     assert "--hosts" in capsys.readouterr().out
+
+
+def test_a_closed_pipe_ends_a_command_quietly():
+    """``btts … | head``: the reader goes away before the output ends; no traceback."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from btts_cli import main as cli; "
+         "sys.exit(max(cli.main(['tables', 'show']) for _ in range(40)))"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )  # fmt: skip
+    proc.stdout.read(100)
+    proc.stdout.close()  # 40 × the table listing is far more than a pipe holds
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+
+
+@pytest.mark.parametrize("flag", ["-q", "--quiet", "-v"])
+def test_logging_flags_work_wherever_they_stand(flag):
+    assert cli._hoist_logging_flags(["ingest", "sales", "--input=x", flag]) == [
+        "--quiet" if flag != "-v" else "--verbose",
+        "ingest",
+        "sales",
+        "--input=x",
+    ]
+    args = cli.parser().parse_args(cli._hoist_logging_flags(["tables", "list", flag]))
+    assert args.quiet is (flag != "-v") and args.verbose is (flag == "-v")
