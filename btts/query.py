@@ -46,7 +46,7 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 
 from btts import admin
 from btts.admin import ReadCell, ReadRow, Target
-from transforms import queries, salted_reads, timefmt, weather_balloons
+from transforms import queries, salted_reads, schema_file, timefmt
 from transforms.declarations import battery as battery_decls
 from transforms.declarations.game_results import GAME_BY_DATE, GAME_BY_PLAYER
 from transforms.declarations.garden import GARDEN_DAILY, GARDEN_MONTHLY
@@ -585,7 +585,12 @@ BALLOON_TABLES = {
     "TS-BLOB": BALLOON_TS_BLOB,
     "TS-COLS": BALLOON_TS_COLS,
 }
-_METRIC_BYTES = tuple(m.encode("ascii") for m in weather_balloons.METRICS)
+_BALLOONS = schema_file.builtin("weather_balloons")
+# The measurements: the fields TB-COL unpivots into one row each; the blob's one qualifier.
+BALLOON_METRICS = _BALLOONS.table("BALLOON_TB_COL").rows_per.fields
+_BLOB = _BALLOONS.table("BALLOON_TS_BLOB").columns[0]
+_BLOB_QUALIFIER = _BLOB.qualifier.encode("utf-8")
+_METRIC_BYTES = tuple(m.encode("ascii") for m in BALLOON_METRICS)
 
 
 def _measurements(
@@ -593,15 +598,13 @@ def _measurements(
 ) -> list[BalloonMeasurement]:
     out = []
     for ts, values in sorted(by_time.items()):
-        missing = [m for m in weather_balloons.METRICS if m not in values]
+        missing = [m for m in BALLOON_METRICS if m not in values]
         if missing:
             raise ValueError(
                 f"balloon {location}/{balloon_id} at {_iso(ts)}: no {', '.join(missing)}"
             )
         out.append(
-            BalloonMeasurement(
-                location, balloon_id, ts, *(values[m] for m in weather_balloons.METRICS)
-            )
+            BalloonMeasurement(location, balloon_id, ts, *(values[m] for m in BALLOON_METRICS))
         )
     return out
 
@@ -613,13 +616,15 @@ def _decode_balloons(
     if pattern == "TS-BLOB":
         out = []
         for row in _only(scans):
-            cell = _columns(row)[weather_balloons.BLOB_QUALIFIER]
-            event = weather_balloons.decode_blob(cell.value)
-            values = [number(v.encode("ascii"), _key(row)) for v in event.values()]
-            out.append(BalloonMeasurement(event.location, event.balloon_id, event.ts_ms, *values))
+            cell = _columns(row)[_BLOB_QUALIFIER]
+            event = schema_file.message_class(_BLOB.value[1]).FromString(cell.value)
+            values = [number(getattr(event, m).encode("ascii"), _key(row)) for m in BALLOON_METRICS]
+            out.append(
+                BalloonMeasurement(event.location, event.balloon_id, event.event_time_ms, *values)
+            )
         return out
     if pattern == "TB-COL":  # one scan per metric; the qualifier is the value
-        for metric, rows in zip(weather_balloons.METRICS, scans, strict=True):
+        for metric, rows in zip(BALLOON_METRICS, scans, strict=True):
             for row in rows:
                 for cell in row.cells:
                     by_time[_ms(cell)][metric] = number(cell.qualifier, _key(row))
@@ -642,7 +647,7 @@ def balloon_measurements_query(
     if pattern == "TB-COL":  # the metric comes before the week: one range per metric
         scans = tuple(
             queries.time_scan(decl, {**values, "metric": m}, start_ms, end_ms)
-            for m in weather_balloons.METRICS
+            for m in BALLOON_METRICS
         )
     else:
         # Every cell of a bucket row is one event: all versions within the window, not the newest
@@ -701,9 +706,12 @@ def battery_levels_query(
 def _salted_table(buckets: int | None) -> TableDecl:
     if buckets is None:
         return battery_decls.BATTERY_SALTED
-    from transforms import battery
-
-    salted = battery.salted_declarations()
+    salted = {
+        seg.width: decl
+        for decl in schema_file.builtin("battery").decls().values()
+        for seg in decl.key.segments
+        if seg.kind == "salt"
+    }
     if buckets not in salted:
         raise ValueError(
             f"no salted battery table has {buckets} buckets; declared: {sorted(salted)}"

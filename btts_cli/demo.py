@@ -42,7 +42,7 @@ from btts import admin, emulator, render, samples
 from btts import query as q
 from btts.samples import Sizes
 from pipelines import common
-from transforms import metric_recent, queries, server_metrics
+from transforms import queries
 
 _LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5
@@ -50,12 +50,10 @@ BUDGET_SECONDS = 300
 
 # Two jobs without a module of their own: the latest-first copy of the server metrics
 # (METRIC_RECENT, for the reversed-timestamp query) and the multi-tenant device readings.
-RECENT_JOB = common.JobSpec(
+RECENT_JOB = common.builtin_job(
+    "queries",
+    "Server metrics → METRIC_RECENT (HOSTNAME#reversed timestamp), latest first.",
     name="metric_recent",
-    description="Server metrics → METRIC_RECENT (HOSTNAME#reversed timestamp), latest first.",
-    builder=metric_recent.build,
-    tables=metric_recent.TABLES,
-    csv_adapter=server_metrics.from_csv,
 )
 DEVICE_JOB = common.builtin_job(
     "devices",

@@ -4,6 +4,7 @@ end-of-run summary."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import logging
 import sys
@@ -108,6 +109,31 @@ class FileInputOptions(PipelineOptions):
             choices=("auto", "json", "csv"),
             help="json: one JSON object per line; csv: a header line, then one record per line. "
             "auto (default): csv for inputs ending in .csv, json otherwise.",
+        )
+        group.add_argument(
+            "--time_format",
+            type=str,
+            action="append",
+            default=None,
+            metavar="FIELD=FORMAT",
+            help="How a time field of the input is written, when not as the schema says: a named "
+            "format (auto, rfc3339, epoch_s, epoch_ms, epoch_us, date, yyyymmddhhmmssmmm) or a "
+            "strptime pattern, e.g. --time_format 'timestamp=%%d/%%m/%%Y %%H:%%M'. Repeatable.",
+        )
+        group.add_argument(
+            "--input_timezone",
+            type=str,
+            default=None,
+            help="IANA zone of input times written without a UTC offset (default: such times "
+            "are dead letters, never guessed).",
+        )
+        group.add_argument(
+            "--ambiguous_times",
+            type=str,
+            default=None,
+            choices=("error", "earliest", "latest"),
+            help="With --input_timezone, a local time the autumn clock change repeats: a dead "
+            "letter (error, the default) or its earliest or latest instant.",
         )
         group.add_argument(
             "--dead_letter",
@@ -341,6 +367,34 @@ def validate_input(options: PipelineOptions, job: JobSpec) -> None:
         raise admin.ConfigError("--allowed_lateness_minutes cannot be negative")
 
 
+def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
+    """The job reading its input's times as --time_format, --input_timezone and
+    --ambiguous_times say (unchanged without them); a bad choice is a ConfigError."""
+    opts = options.view_as(FileInputOptions)
+    if not (opts.time_format or opts.input_timezone or opts.ambiguous_times):
+        return job
+    formats = {}
+    for item in opts.time_format or []:
+        name, sep, fmt = item.partition("=")
+        if not sep or not name or not fmt:
+            raise admin.ConfigError(f"--time_format {item!r}: give FIELD=FORMAT")
+        formats[name] = fmt
+    builder = job.builder
+    try:
+        schema = schema_file.with_times(
+            builder.schema, formats, opts.input_timezone or "", opts.ambiguous_times or ""
+        )
+    except schema_file.SchemaError as err:
+        raise admin.ConfigError(str(err)) from None
+    return dataclasses.replace(
+        job, **_builder_parts(generic.Builder(schema, builder.tables, builder.tz))
+    )
+
+
+def _builder_parts(builder: generic.Builder) -> dict:
+    return {"builder": builder, "csv_adapter": builder.csv_adapter}
+
+
 def job_tables(options: PipelineOptions, job: JobSpec) -> list[str]:
     tables = list(job.tables)
     if options.view_as(StreamingInputOptions).hourly_rollup and job.rollup:
@@ -356,6 +410,7 @@ def build_ingest(
     from transforms.aggregate_write import WriteAggregates
 
     target = resolve_target(options)
+    job = with_time_input(options, job)
     stream = options.view_as(StreamingInputOptions)
     if stream.input_subscription:
         lines = pipeline | "ReadMessages" >> ReadPubSubLines(stream.input_subscription)
@@ -454,7 +509,7 @@ def prepare(
 
 
 def counters(result: PipelineResult) -> dict[str, int]:
-    """This run's btts counters (committed where the runner has them, else attempted). None
+    """This run's btts counters (committed where the runner has them, else attempted); empty
     for a Dataflow flex-template launch, which only writes the job spec: no job to ask yet."""
     if getattr(result, "has_job", True) is False:
         return {}
@@ -512,6 +567,7 @@ def run_file_ingest(
         options = parse_args(argv, f"python -m pipelines.{name}", description, classes, name)
         job = job_for(options) if callable(job_for) else job_for
         validate_input(options, job)
+        with_time_input(options, job)  # refuse a bad --time_format before anything runs
         target = prepare(options, job_tables(options, job), job)
     except admin.ConfigError as err:
         raise SystemExit(f"{name}: error: {err}") from None

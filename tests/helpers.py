@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
 import glob
 import json
 from collections.abc import Sequence
@@ -61,3 +63,11 @@ def dump(target: admin.Target, table: str, latest_only: bool = False) -> list[tu
         ),
         key=lambda c: (c[0], c[1], c[2], -c[4]),
     )
+
+
+@functools.cache
+def compiled(dataset: str, tables: tuple[str, ...] = (), tz: dt.tzinfo = dt.timezone.utc):
+    """The compiled builder of a built-in schema file (what the dataset's job runs)."""
+    from transforms import generic, schema_file
+
+    return generic.Builder(schema_file.builtin(dataset), list(tables) or None, tz)

@@ -15,12 +15,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import admin
 from pipelines import battery as job
 from tests.conftest import REPO
-from tests.helpers import read_dead_letters, run_job, write_lines
-from transforms import battery, keys, salted_reads
+from tests.helpers import compiled, read_dead_letters, run_job, write_lines
+from transforms import keys, salted_reads
 from transforms.declarations.battery import BATTERY, BATTERY_SALTED, BATTERY_TS_FIRST
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.mutations import Cell, RowMutation
+from transforms.timefmt import parse_compact_time
 
 CORRIE = '{"user": "Corrie", "timestamp": "2015-03-01T12:45:01.001Z", "percentage": 98}'
 TS_US = 1425213901001000
@@ -34,14 +35,15 @@ def _line(user: str, ms: int, pct: object) -> str:
 
 
 def test_promoted_row_is_user_then_time_with_percentage_only():
-    assert battery.Builder("BATTERY")(parse_json_object(CORRIE)) == [
+    assert compiled("battery", ("BATTERY",))(parse_json_object(CORRIE)) == [
         RowMutation(
             "BATTERY",
             b"BATTERY#Corrie#20150301124501001",
             (Cell("METRIC", b"PERCENTAGE", b"98", TS_US),),
         )
     ]
-    assert battery.build(parse_json_object(CORRIE)) == battery.Builder("BATTERY")(
+    # the job's default layout is field promotion
+    assert job.JOB.builder(parse_json_object(CORRIE)) == compiled("battery", ("BATTERY",))(
         parse_json_object(CORRIE)
     )
 
@@ -49,13 +51,13 @@ def test_promoted_row_is_user_then_time_with_percentage_only():
 def test_time_first_and_salted_rows_keep_the_user_as_a_column():
     cells = (Cell("METRIC", b"USER", b"Corrie", TS_US), Cell("METRIC", b"PERCENTAGE", b"98", TS_US))
     record = parse_json_object(CORRIE)
-    assert battery.Builder("BATTERY_TS_FIRST")(record) == [
+    assert compiled("battery", ("BATTERY_TS_FIRST",))(record) == [
         RowMutation("BATTERY_TS_FIRST", b"BATTERY#20150301124501001", cells)
     ]
     # The salt is pinned: blake2b-8 of the time text, modulo 3. A change here would scatter
     # existing rows, so it must be deliberate.
     assert keys.salt("20150301124501001", 3) == "1"
-    assert battery.Builder("BATTERY_SALTED")(record) == [
+    assert compiled("battery", ("BATTERY_SALTED",))(record) == [
         RowMutation("BATTERY_SALTED", b"BATTERY#1#20150301124501001", cells)
     ]
 
@@ -66,13 +68,15 @@ def test_the_docs_compact_time_and_epoch_ms_give_the_same_row():
     )
     epoch = parse_json_object('{"user": "Corrie", "timestamp": 1425213901001, "percentage": 98}')
     assert (
-        battery.build(compact) == battery.build(epoch) == battery.build(parse_json_object(CORRIE))
+        compiled("battery", ("BATTERY",))(compact)
+        == compiled("battery", ("BATTERY",))(epoch)
+        == compiled("battery", ("BATTERY",))(parse_json_object(CORRIE))
     )
 
 
 def test_percentage_keeps_its_source_text():
     line = '{"user": "a", "timestamp": 1425213901001, "percentage": 7.50}'
-    (row,) = battery.build(parse_json_object(line))
+    (row,) = compiled("battery", ("BATTERY",))(parse_json_object(line))
     assert row.cells[0].value == b"7.50"
 
 
@@ -95,11 +99,11 @@ def test_percentage_keeps_its_source_text():
         ),
         (
             '{"user": "C", "timestamp": 1, "percentage": 101}',
-            "field 'percentage': 101 is outside 0..100",
+            "field 'percentage': 101 is above its maximum 100",
         ),
         (
             '{"user": "C", "timestamp": 1, "percentage": -1}',
-            "field 'percentage': -1 is outside 0..100",
+            "field 'percentage': -1 is below its minimum 0",
         ),
         (
             '{"user": "C", "timestamp": 1, "percentage": "98"}',
@@ -117,19 +121,19 @@ def test_percentage_keeps_its_source_text():
 )
 def test_bad_events_have_precise_reasons(line, reason):
     with pytest.raises(InvalidEvent) as err:
-        battery.build(parse_json_object(line))
+        compiled("battery", ("BATTERY",))(parse_json_object(line))
     assert str(err.value) == reason
 
 
 def test_salt_is_stable_across_processes_and_hash_seeds():
     times = [f"2015030112450{i:04d}" for i in range(50)]
-    here = [BATTERY_SALTED.key.build({"ts": battery.parse_time(t)}).decode() for t in times]
+    here = [BATTERY_SALTED.key.build({"ts": parse_compact_time(t)}).decode() for t in times]
     code = (
         "import json, sys\n"
-        "from transforms import battery\n"
+        "from transforms.timefmt import parse_compact_time\n"
         "from transforms.declarations.battery import BATTERY_SALTED\n"
         "times = json.loads(sys.argv[1])\n"
-        "print(json.dumps([BATTERY_SALTED.key.build({'ts': battery.parse_time(t)}).decode() "
+        "print(json.dumps([BATTERY_SALTED.key.build({'ts': parse_compact_time(t)}).decode() "
         "for t in times]))\n"
     )
     for seed in ("1", "4242"):
@@ -169,7 +173,7 @@ def test_salted_time_ranges_are_one_range_per_bucket():
 
 def test_merge_in_time_order_ignores_the_salt():
     rows = [
-        battery.Builder("BATTERY_SALTED")(parse_json_object(_line("u", ms, 1)))[0]
+        compiled("battery", ("BATTERY_SALTED",))(parse_json_object(_line("u", ms, 1)))[0]
         for ms in range(1425213901000, 1425213901040)
     ]
     scans = [
@@ -183,10 +187,10 @@ def test_merge_in_time_order_ignores_the_salt():
 
 
 def test_the_salt_count_is_part_of_the_declaration():
-    assert battery.salted_declarations() == {3: BATTERY_SALTED}
-    assert battery.salt_count(BATTERY_SALTED) == 3
-    assert battery.salt_count(BATTERY) is None
-    assert battery.salt_count(BATTERY_TS_FIRST) is None
+    assert job.salted_tables() == {3: BATTERY_SALTED.name}
+    assert job.salt_count(BATTERY_SALTED.name) == 3
+    assert job.salt_count(BATTERY.name) is None
+    assert job.salt_count(BATTERY_TS_FIRST.name) is None
 
 
 @pytest.mark.parametrize(
@@ -251,7 +255,7 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
 
     result = run_job("battery", target, source, dead)
 
-    expected = {battery.build(parse_json_object(g))[0].key for g in good}
+    expected = {compiled("battery", ("BATTERY",))(parse_json_object(g))[0].key for g in good}
     assert {r.key for r in admin.read_rows(target, "BATTERY")} == expected
     letters = read_dead_letters(dead)
     assert {d["raw"]: d["reason"] for d in letters} == bad
@@ -283,7 +287,7 @@ def _events_from_promoted(rows) -> list[tuple[str, int, bytes]]:
     out = []
     for row in rows:
         _, user, stamp = row.key.decode().split("#")
-        out.append((user, battery.parse_time(stamp), row.latest()[("METRIC", b"PERCENTAGE")]))
+        out.append((user, parse_compact_time(stamp), row.latest()[("METRIC", b"PERCENTAGE")]))
     return out
 
 
@@ -295,7 +299,7 @@ def _events_from_salted(rows) -> list[tuple[str, int, bytes]]:
         out.append(
             (
                 cells[("METRIC", b"USER")].decode(),
-                battery.parse_time(stamp),
+                parse_compact_time(stamp),
                 cells[("METRIC", b"PERCENTAGE")],
             )
         )

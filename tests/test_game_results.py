@@ -7,8 +7,8 @@ import json
 import pytest
 
 from btts import admin
-from tests.helpers import dump, read_dead_letters, run_job, write_lines
-from transforms import events, game_results
+from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
+from transforms import events
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 
@@ -22,7 +22,7 @@ def outcome(game="LoL", player="Corrie", date="2015-03-01", win="false", kda="4.
 
 
 def rows_of(line: str) -> list[RowMutation]:
-    return game_results.build(events.parse_json_object(line))
+    return compiled("game_results")(events.parse_json_object(line))
 
 
 # -- pure -------------------------------------------------------------------------------------
@@ -70,7 +70,7 @@ def test_win_and_decimal_text_and_midnight_utc():
         ),
         (outcome(win='"false"'), "field 'win': expected true or false, got string"),
         (outcome(win="0"), "field 'win': expected true or false, got number"),
-        (outcome(kda="-1.5"), "field 'kda': -1.5 is negative"),
+        (outcome(kda="-1.5"), "field 'kda': -1.5 is below its minimum 0"),
         (outcome(kda='"4.25"'), "field 'kda': expected a number, got string"),
         (outcome(player="Cor#rie"), "field 'player': contains the key delimiter '#'"),
         (outcome(player=" Corrie"), "field 'player': ' Corrie' has leading or trailing whitespace"),
@@ -149,8 +149,8 @@ def test_csv_input_lands_the_same_cells_and_reruns_are_idempotent(target, tmp_pa
         "field 'win': expected true or false, got CSV text"
     ]
     want = rows_of(RESULTS[0]) + rows_of(RESULTS[1])
-    first = {t: dump(target, t) for t in game_results.TABLES}
-    for table in game_results.TABLES:
+    first = {t: dump(target, t) for t in compiled("game_results").tables}
+    for table in compiled("game_results").tables:
         assert sorted(first[table]) == sorted(
             (r.key, c.family, c.qualifier, c.value, c.timestamp_us)
             for r in want
@@ -158,4 +158,4 @@ def test_csv_input_lands_the_same_cells_and_reruns_are_idempotent(target, tmp_pa
             for c in r.cells
         )
     run_job("game_results", target, source, tmp_path / "dead2")
-    assert {t: dump(target, t) for t in game_results.TABLES} == first
+    assert {t: dump(target, t) for t in compiled("game_results").tables} == first

@@ -9,8 +9,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import admin
 from pipelines import garden as garden_job
-from tests.helpers import dump, read_dead_letters, run_job, write_lines
-from transforms import events, garden
+from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
+from transforms import events
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 
@@ -24,7 +24,7 @@ def temp_line(garden_name="VEGGIEGARDEN", date="2015-03-01", temp="60.4") -> str
 
 
 def rows_of(line: str, layout: str = "tall") -> list[RowMutation]:
-    return garden.build(events.parse_json_object(line), layout)
+    return compiled("garden", garden_job.LAYOUTS[layout])(events.parse_json_object(line))
 
 
 def cells_of(rows: list[RowMutation], table: str) -> list[tuple]:
@@ -58,9 +58,10 @@ def test_month_columns_are_unpadded_days_and_values_keep_their_text():
     assert row.cells == (Cell("TEMP", b"1", b"61.20", MARCH_1 * 1000),)
 
 
-def test_an_unknown_layout_is_refused():
-    with pytest.raises(ValueError, match="unknown garden layout 'wide'"):
-        rows_of(temp_line(), "wide")
+def test_an_unknown_layout_is_refused(capsys):
+    with pytest.raises(SystemExit):
+        garden_job.run(["--input=x", "--garden_layout=wide"])
+    assert "invalid choice: 'wide'" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

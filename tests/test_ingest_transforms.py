@@ -6,9 +6,10 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from tests.helpers import write_lines
-from transforms import server_metrics
+from tests.helpers import compiled, write_lines
 from transforms.ingest import DEAD_LETTER, ROWS, BuildRows, ReadRecordLines
+
+METRICS = compiled("server_metrics")  # the server-metrics job's builder
 
 GOOD = b'{"hostname": "h1", "timestamp": "2015-03-16T19:53:32.045Z", "metrics": {"a": 0.50}}'
 
@@ -21,7 +22,7 @@ def test_build_rows_routes_good_and_bad_lines():
         ("f.jsonl", b"\xff\xfe"),
     ]
     with TestPipeline() as p:
-        out = p | beam.Create(lines) | BuildRows(server_metrics.build, "server_metrics")
+        out = p | beam.Create(lines) | BuildRows(METRICS, "server_metrics")
         keys = out[ROWS] | "Keys" >> beam.Map(lambda r: (r.table, r.key, r.cells[0].value))
         assert_that(
             keys,
@@ -68,7 +69,7 @@ def test_read_record_lines_mixes_json_and_csv_with_per_file_headers(tmp_path):
         out = (
             p
             | ReadRecordLines(patterns)
-            | BuildRows(server_metrics.build, "server_metrics", server_metrics.from_csv)
+            | BuildRows(METRICS, "server_metrics", METRICS.csv_adapter)
         )
         current = out[ROWS] | beam.Filter(lambda r: r.table == "CURRENT_METRIC")
         assert_that(
@@ -86,7 +87,7 @@ def test_an_oversize_cell_is_dead_lettered_not_written():
         + ', "b": 1}}'
     ).encode()
     with TestPipeline() as p:
-        out = p | beam.Create([("f", line), ("f", GOOD)]) | BuildRows(server_metrics.build, "m")
+        out = p | beam.Create([("f", line), ("f", GOOD)]) | BuildRows(METRICS, "m")
         assert_that(out[ROWS] | beam.Map(lambda r: r.key), equal_to([b"h1#1426535612045", b"h1"]))
         assert_that(
             out[DEAD_LETTER] | beam.Map(lambda d: d["reason"]),

@@ -21,17 +21,9 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from btts import admin, samples
 from pipelines import nightly
-from tests.helpers import dump, read_dead_letters, run_job, write_lines
-from transforms import (
-    battery,
-    game_results,
-    garden,
-    market_data,
-    sales,
-    server_metrics,
-    smart_meters,
-    weather_balloons,
-)
+from pipelines import weather_balloons as balloon_job
+from protos import balloon_pb2
+from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms.events import parse_json_object
 from transforms.mutations import AddCell
 
@@ -99,7 +91,7 @@ def test_user_code_really_runs_in_other_processes():
 def test_server_metrics(target, tmp_path):
     lines = list(samples.metric_events(hosts=3, seconds=15))
     result = _run("server_metrics", target, tmp_path, lines, samples.BAD_METRIC_LINES[:3])
-    rows = _built(lines, server_metrics.build)
+    rows = _built(lines, compiled("server_metrics"))
     assert _stored(target, "METRIC") == _cells(rows, "METRIC")
     assert _stored(target, "CURRENT_METRIC", latest=True) == _cells(rows, "CURRENT_METRIC", True)
     assert result.btts_counters["rows_METRIC"] == len(lines)
@@ -108,8 +100,8 @@ def test_server_metrics(target, tmp_path):
 def test_market_data(target, tmp_path):
     lines = _lines(samples.tick_records(symbols=3, every_s=21_600))
     _run("market_data", target, tmp_path, lines, samples.BAD_TICK_LINES[:2])
-    rows = _built(lines, market_data.build)
-    for table in market_data.TABLES:
+    rows = _built(lines, compiled("market_data"))
+    for table in compiled("market_data").tables:
         assert _stored(target, table) == _cells(rows, table)
     assert len(_stored(target, "QUOTE")) > 3 * 4 * 5
 
@@ -126,7 +118,7 @@ def test_smart_meters_in_a_time_zone(target, tmp_path):
         [f"--timezone={zone}"],
     )
     tz = zoneinfo.ZoneInfo(zone)
-    rows = _built(lines, lambda record: smart_meters.build(record, tz=tz))
+    rows = _built(lines, compiled("smart_meters", tz=tz))
     assert _stored(target, "SENSOR", latest=True) == _cells(rows, "SENSOR", latest=True)
     # New York's day started at 04:00 UTC: the UTC day's readings span two local days
     assert {k.split(b"#")[1] for k, *_ in _stored(target, "SENSOR")} == {
@@ -135,7 +127,7 @@ def test_smart_meters_in_a_time_zone(target, tmp_path):
     }
 
 
-@pytest.mark.parametrize("pattern", sorted(weather_balloons.PATTERNS))
+@pytest.mark.parametrize("pattern", sorted(balloon_job.PATTERNS))
 def test_weather_balloons(target, tmp_path, pattern):
     lines = _lines(samples.balloon_records(balloons=2, minutes=4))
     _run(
@@ -146,13 +138,17 @@ def test_weather_balloons(target, tmp_path, pattern):
         samples.BAD_BALLOON_LINES[:2],
         [f"--balloon_pattern={pattern}"],
     )
-    table, build = weather_balloons.PATTERNS[pattern]
+    table = balloon_job.PATTERNS[pattern]
+    build = compiled("weather_balloons", (table,))
     rows = _built(lines, build)
     assert _stored(target, table) == _cells(rows, table)
     if pattern == "TS-BLOB":  # the protobuf cells decode to the events in the workers' bytes
         blobs = [c[3] for c in _stored(target, table)]
-        decoded = sorted(weather_balloons.decode_blob(b) for b in blobs)
-        assert decoded == sorted(weather_balloons.parse(parse_json_object(x)) for x in lines)
+        decoded = sorted(
+            balloon_pb2.BalloonMeasurement.FromString(b).SerializeToString() for b in blobs
+        )
+        built = sorted(c.value for r in rows for c in r.cells)
+        assert decoded == built  # the workers' bytes are the builder's, field for field
     if pattern == "TB-CELL":  # one row per balloon and week, a cell per event in each column
         assert len({c[0] for c in _stored(target, table)}) == 2
         assert len(_stored(target, table)) == len(lines) * 4
@@ -168,7 +164,7 @@ def test_battery_salted(target, tmp_path):
         samples.BAD_BATTERY_LINES[:2],
         ["--battery_layout=salted"],
     )
-    rows = _built(lines, battery.Builder("BATTERY_SALTED"))
+    rows = _built(lines, compiled("battery", ("BATTERY_SALTED",)))
     assert _stored(target, "BATTERY_SALTED") == _cells(rows, "BATTERY_SALTED")
     salts = {k.split(b"#")[1] for k, *_ in _stored(target, "BATTERY_SALTED")}
     assert len(salts) > 1  # spread over the buckets
@@ -177,8 +173,8 @@ def test_battery_salted(target, tmp_path):
 def test_game_results(target, tmp_path):
     lines = _lines(samples.game_records(players=2))[:12]
     _run("game_results", target, tmp_path, lines, samples.BAD_GAME_LINES[:2])
-    rows = _built(lines, game_results.build)
-    for table in game_results.TABLES:
+    rows = _built(lines, compiled("game_results"))
+    for table in compiled("game_results").tables:
         assert _stored(target, table) == _cells(rows, table)
 
 
@@ -192,7 +188,7 @@ def test_garden_both_layouts(target, tmp_path):
         samples.BAD_GARDEN_LINES[:2],
         ["--garden_layout=both"],
     )
-    rows = _built(lines, lambda record: garden.build(record, layout="both"))
+    rows = _built(lines, compiled("garden", ("GARDEN_DAILY", "GARDEN_MONTHLY")))
     for table in ("GARDEN_DAILY", "GARDEN_MONTHLY"):
         assert _stored(target, table) == _cells(rows, table)
     assert len({c[0] for c in _stored(target, "GARDEN_MONTHLY")}) == 4  # 2 gardens × 2 months
@@ -202,7 +198,7 @@ def test_sales_sums(target, tmp_path):
     lines = _lines(samples.sales_records(employees=2))[:40]
     _run("sales", target, tmp_path, lines, samples.BAD_SALES_LINES[:2])
     want: dict[tuple, int] = {}
-    for row in _built(lines, sales.build):
+    for row in _built(lines, compiled("sales")):
         for cell in row.cells:
             assert isinstance(cell, AddCell)
             column = (row.key, cell.family, cell.qualifier, cell.timestamp_us)

@@ -17,8 +17,8 @@ from google.cloud.bigtable.data.mutations import DeleteAllFromRow
 
 from btts import admin
 from pipelines import common, nightly
-from tests.helpers import dump, run_job, write_lines
-from transforms import bigtable_write, events, smart_meters
+from tests.helpers import compiled, dump, run_job, write_lines
+from transforms import bigtable_write, events
 from transforms.declarations.nightly import SENSOR_DAILY
 from transforms.declarations.smart_meters import SENSOR
 from transforms.mutations import Cell, RowMutation
@@ -52,7 +52,7 @@ LINES = _lines()
 def _sensor_rows() -> dict[bytes, list]:
     merged: dict[bytes, list] = {}
     for line in LINES:
-        for row in smart_meters.build(events.parse_json_object(line)):
+        for row in compiled("smart_meters")(events.parse_json_object(line)):
             merged.setdefault(row.key, []).extend(row.cells)
     return merged
 

@@ -26,8 +26,8 @@ from btts import query as q
 from btts_cli import demo
 from btts_cli import main as cli
 from pipelines import nightly
-from tests.helpers import run_job, write_lines
-from transforms import keys, metric_recent, queries, tables
+from tests.helpers import compiled, run_job, write_lines
+from transforms import keys, queries, tables
 from transforms.declarations.battery import BATTERY, BATTERY_SALTED
 from transforms.declarations.game_results import GAME_BY_DATE, GAME_BY_PLAYER
 from transforms.declarations.market_data import QUOTE
@@ -190,7 +190,7 @@ def test_the_latest_first_table_is_declared_and_built():
         '{"hostname": "server1.bbb.com", "timestamp": "2015-03-16T19:53:32.045Z", '
         '"metrics": {"cpu/cpu1_usr": 0.02}}'
     )
-    (row,) = metric_recent.build(record)
+    (row,) = compiled("queries")(record)
     assert row.key == b"server1.bbb.com#9223370610319163762"
     assert [(c.family, c.qualifier, c.value, c.timestamp_us) for c in row.cells] == [
         ("METRIC", b"CPU/CPU1_USR", b"0.02", T0 * 1000)

@@ -81,12 +81,30 @@ def test_json_schema_files_load_too(tmp_path):
     assert sf.load(path) == schema
 
 
-def test_salted_table_keeps_its_own_bucket_count():
-    from transforms.declarations import battery
-
-    other = battery.salted_table("BATTERY_SALTED_8", 8)
-    assert [s.width for s in other.key.segments if s.kind == "salt"] == [8]
-    assert "(8 buckets" in other.doc and other.families == battery.BATTERY_SALTED.families
+def test_another_salt_count_is_another_table_declared_in_yaml():
+    text = (REPO / "transforms" / "declarations" / "battery.yaml").read_text()
+    text = text.replace(
+        "advisor:",
+        """  - name: BATTERY_SALTED_8
+    pattern: TS-COLS
+    families: *battery
+    key:
+      - const: BATTERY
+      - {salt: [ts], buckets: 8}
+      - {time: ts, format: yyyymmddhhmmssmmm}
+    columns: *user_and_level
+advisor:""",
+        1,
+    )
+    schema = sf.loads(text)
+    salted = {
+        seg.width: name
+        for name, decl in schema.decls().items()
+        for seg in decl.key.segments
+        if seg.kind == "salt"
+    }
+    assert salted == {3: "BATTERY_SALTED", 8: "BATTERY_SALTED_8"}
+    assert schema.table("BATTERY_SALTED_8").decl.families == schema.table("BATTERY").decl.families
 
 
 # -- broken files: every problem with its line and the fix -------------------------------------

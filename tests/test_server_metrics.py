@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from transforms import events, server_metrics
+from tests.helpers import compiled
+from transforms import events
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 
@@ -18,7 +19,7 @@ LINE = (
 
 
 def build(line: str | bytes):
-    return server_metrics.build(events.parse_json_object(line))
+    return compiled("server_metrics")(events.parse_json_object(line))
 
 
 def test_one_event_fans_out_to_both_tables_with_the_same_cells():
@@ -77,7 +78,7 @@ def test_bad_events_are_refused_with_a_specific_reason(line, reason):
 def test_csv_record_becomes_the_same_rows():
     header = events.parse_csv_header("hostname,timestamp,cpu/cpu1_usr,cpu/cpu1_nice")
     record = events.parse_csv_line("server1.bbb.com,2015-03-16T19:53:32.045Z,0.02,0.00", header)
-    rows = server_metrics.build(server_metrics.from_csv(record))
+    rows = compiled("server_metrics")(compiled("server_metrics").csv_adapter(record))
     assert rows[0].key == b"server1.bbb.com#1426535612045"
     assert [(c.qualifier, c.value) for c in rows[0].cells] == [
         (b"CPU/CPU1_USR", b"0.02"),

@@ -11,15 +11,14 @@ import pytest
 
 from btts import admin, samples
 from pipelines import server_metrics as job
-from tests.helpers import dump, read_dead_letters, run_job, write_lines
+from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms import events
-from transforms import server_metrics as builder
 
 
 def _expected_keys(lines: list[str]) -> tuple[set[bytes], set[bytes]]:
     metric, current = set(), set()
     for line in lines:
-        m, c = builder.build(events.parse_json_object(line))
+        m, c = compiled("server_metrics")(events.parse_json_object(line))
         metric.add(m.key)
         current.add(c.key)
     return metric, current

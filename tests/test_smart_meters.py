@@ -8,8 +8,8 @@ import zoneinfo
 import pytest
 
 from btts import admin
-from tests.helpers import read_dead_letters, run_job, write_lines
-from transforms import events, smart_meters
+from tests.helpers import compiled, read_dead_letters, run_job, write_lines
+from transforms import events, timefmt
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 
@@ -34,8 +34,8 @@ def latest_dump(target: admin.Target) -> list[tuple]:
     ]
 
 
-def rows_of(line: str, tz=smart_meters.timefmt.UTC) -> list[RowMutation]:
-    return smart_meters.build(events.parse_json_object(line), tz)
+def rows_of(line: str, tz=timefmt.UTC) -> list[RowMutation]:
+    return compiled("smart_meters", tz=tz)(events.parse_json_object(line))
 
 
 # -- pure -------------------------------------------------------------------------------------
@@ -96,9 +96,9 @@ def test_the_repeated_hour_of_a_dst_change_shares_columns_of_one_row():
         ),
         (
             reading(meter_id=10_000_000_000),
-            "field 'meter_id': 10000000000 is outside 0..9999999999",
+            "field 'meter_id': 10000000000 is above its maximum 9999999999",
         ),
-        (reading(meter_id=-1), "field 'meter_id': -1 is outside 0..9999999999"),
+        (reading(meter_id=-1), "field 'meter_id': -1 is below its minimum 0"),
         (reading(meter_id="987654"), "field 'meter_id': expected an integer, got string '987654'"),
         (reading(meter_id=98.5), "field 'meter_id': expected an integer, got number '98.5'"),
         (reading(value='"high"'), "field 'reading': expected a number, got string"),

@@ -175,10 +175,10 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
 
 
 def rollup_core_key(host: str, start: int) -> bytes:
-    from transforms.server_metrics import rollup_key
+    from transforms.declarations.server_metrics import METRIC_HOURLY
 
     assert start == rollup_core.window_start(start)
-    return rollup_key(host, start)
+    return METRIC_HOURLY.key.build({"hostname": host, "hour": start})
 
 
 def test_meter_and_market_streams_land_with_the_batch_key_logic(bigtable_emulator, pubsub, target):

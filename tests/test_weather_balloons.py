@@ -19,8 +19,8 @@ import protos
 from btts import admin
 from pipelines import weather_balloons as job
 from protos import balloon_pb2
-from tests.helpers import dump, read_dead_letters, run_job, write_lines
-from transforms import events, weather_balloons
+from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
+from transforms import events
 from transforms.declarations.weather_balloons import (
     BALLOON_TB_CELL,
     BALLOON_TB_COL,
@@ -44,6 +44,13 @@ FIELDS = {
 }
 
 
+METRICS = ("pressure", "temperature", "humidity", "altitude")
+# The compiled builder of each column pattern's table (what the job runs for --balloon_pattern).
+BUILD = {pattern: compiled("weather_balloons", (table,)) for pattern, table in job.PATTERNS.items()}
+build_tb_col, build_tb_cell = BUILD["TB-COL"], BUILD["TB-CELL"]
+build_ts_cols, build_ts_blob = BUILD["TS-COLS"], BUILD["TS-BLOB"]
+
+
 def line(**changes: str | None) -> str:
     """The SPEC's event as a JSON line, fields replaced by JSON literals (``None`` drops one)."""
     fields = {**FIELDS, **changes}
@@ -62,7 +69,7 @@ def at(ms: int) -> str:
 
 
 def test_tb_col_makes_one_row_per_metric_with_the_value_as_qualifier():
-    assert weather_balloons.build_tb_col(record()) == [
+    assert build_tb_col(record()) == [
         RowMutation(
             "BALLOON_TB_COL", b"us-west2#3698#pressure#2021-W09", (Cell("m", b"94558", b"", US),)
         ),
@@ -79,7 +86,7 @@ def test_tb_col_makes_one_row_per_metric_with_the_value_as_qualifier():
 
 
 def test_tb_cell_makes_one_week_row_with_a_cell_per_measurement():
-    assert weather_balloons.build_tb_cell(record()) == [
+    assert build_tb_cell(record()) == [
         RowMutation(
             "BALLOON_TB_CELL",
             b"us-west2#3698#2021-W09",
@@ -94,7 +101,7 @@ def test_tb_cell_makes_one_week_row_with_a_cell_per_measurement():
 
 
 def test_ts_cols_makes_one_minute_row_with_a_column_per_measurement():
-    assert weather_balloons.build_ts_cols(record()) == [
+    assert build_ts_cols(record()) == [
         RowMutation(
             "BALLOON_TS_COLS",
             b"us-west2#3698#2021-03-05-1200",
@@ -109,7 +116,7 @@ def test_ts_cols_makes_one_minute_row_with_a_column_per_measurement():
 
 
 def test_ts_blob_is_one_protobuf_cell_that_decodes_to_the_event():
-    (row,) = weather_balloons.build_ts_blob(record())
+    (row,) = build_ts_blob(record())
     assert row.table == "BALLOON_TS_BLOB"
     assert row.key == b"us-west2#3698#2021-03-05-1200"
     (cell,) = row.cells
@@ -126,35 +133,35 @@ def test_ts_blob_is_one_protobuf_cell_that_decodes_to_the_event():
 
 def test_blob_keeps_the_source_decimal_text_exactly():
     # A float or double field would give 0.5, -0.0 and 1e2 back; strings give the source text.
-    event = weather_balloons.parse(
+    (row,) = build_ts_blob(
         record(temperature="-0.0", humidity="0.50", pressure="1e5", altitude="12345678901234567.01")
     )
-    decoded = weather_balloons.decode_blob(weather_balloons.encode_blob(event))
-    assert decoded == event
-    assert decoded.values() == ("1e5", "-0.0", "0.50", "12345678901234567.01")
+    decoded = balloon_pb2.BalloonMeasurement.FromString(row.cells[0].value)
+    assert tuple(getattr(decoded, m) for m in METRICS) == (
+        "1e5",
+        "-0.0",
+        "0.50",
+        "12345678901234567.01",
+    )
 
 
 def test_week_label_is_the_iso_week_across_a_year_end():
     sunday = 1609718399999  # 2021-01-03T23:59:59.999Z: still ISO week 2020-W53
     monday = sunday + 1  # 2021-01-04T00:00:00Z: 2021-W01
-    keys = [
-        weather_balloons.build_tb_cell(record(timestamp=at(ms)))[0].key for ms in (sunday, monday)
-    ]
+    keys = [build_tb_cell(record(timestamp=at(ms)))[0].key for ms in (sunday, monday)]
     assert keys == [b"us-west2#3698#2020-W53", b"us-west2#3698#2021-W01"]
 
 
 def test_event_time_forms_agree_and_minute_keys_drop_seconds():
     late = record(timestamp='"2021-03-05T13:00:59.999+01:00"')  # 12:00:59.999 UTC
-    (row,) = weather_balloons.build_ts_cols(late)
+    (row,) = build_ts_cols(late)
     assert row.key == b"us-west2#3698#2021-03-05-1200"
     assert row.cells[0].timestamp_us == (MS + 59_999) * 1000
-    assert weather_balloons.build_ts_cols(
-        record(timestamp=at(MS))
-    ) == weather_balloons.build_ts_cols(record())
+    assert build_ts_cols(record(timestamp=at(MS))) == build_ts_cols(record())
 
 
 def test_a_text_balloon_id_is_kept_as_written():
-    (row,) = weather_balloons.build_ts_cols(record(balloon_id='"B-17"'))
+    (row,) = build_ts_cols(record(balloon_id='"B-17"'))
     assert row.key == b"us-west2#B-17#2021-03-05-1200"
 
 
@@ -163,7 +170,7 @@ def test_csv_record_builds_the_same_rows_as_json():
     csv_record = events.parse_csv_line(
         "us-west2,3698,2021-03-05T12:00:00Z,94558,9.6,61,612", header
     )
-    for _table, builder in weather_balloons.PATTERNS.values():
+    for builder in BUILD.values():
         assert builder(csv_record) == builder(record())
 
 
@@ -187,7 +194,7 @@ def test_csv_record_builds_the_same_rows_as_json():
     ],
 )
 def test_bad_events_say_what_is_wrong(changes, reason):
-    for _table, builder in weather_balloons.PATTERNS.values():
+    for builder in BUILD.values():
         with pytest.raises(InvalidEvent) as err:
             builder(record(**changes))
         assert str(err.value).startswith(reason), str(err.value)
@@ -351,10 +358,13 @@ def test_ts_blob_cells_read_back_decode_to_the_original_events(target, tmp_path)
         assert message.location == original["location"]
         assert message.balloon_id == original["balloon_id"]
         assert message.event_time_ms * 1000 == cell.timestamp_us
-        for metric in weather_balloons.METRICS:
+        for metric in METRICS:
             assert getattr(message, metric) == original[metric], metric
-        assert weather_balloons.from_message(message) == weather_balloons.parse(
-            events.parse_json_object(text)
+        parsed = BUILD["TS-BLOB"].parse(events.parse_json_object(text))
+        assert (message.location, message.balloon_id, message.event_time_ms) == (
+            parsed["location"],
+            parsed["balloon_id"],
+            parsed["ts"],
         )
 
 
@@ -372,7 +382,7 @@ def test_tb_cell_row_holds_one_cell_per_event_per_column(target, tmp_path):
     rows = admin.read_rows(target, "BALLOON_TB_CELL")  # every version, not latest_only
     assert [r.key for r in rows] == [b"us-west2#3698#2021-W09", b"us-west2#3698#2021-W10"]
     cells = rows[0].cells
-    for metric in weather_balloons.METRICS:
+    for metric in METRICS:
         column = [c for c in cells if c.qualifier == metric.encode()]
         assert sorted(c.timestamp_us for c in column) == sorted(ms * 1000 for ms in week), metric
         assert {c.family for c in column} == {"measurements"}
@@ -399,7 +409,7 @@ def test_tb_col_makes_four_rows_per_event(target, tmp_path):
     rows = {r.key: r.cells for r in admin.read_rows(target, "BALLOON_TB_COL")}
     assert sorted(rows) == sorted(
         f"us-west2#3698#{metric}#{week}".encode()
-        for metric in weather_balloons.METRICS
+        for metric in METRICS
         for week in ("2021-W09", "2021-W10")
     )
     t0, t1 = MS * 1000, (MS + MINUTE) * 1000
@@ -464,7 +474,7 @@ def test_csv_input_lands_the_same_cells_as_json(target, tmp_path):
                 altitude="615",
             ),
         )
-        for row in weather_balloons.build_tb_cell(rec)
+        for row in build_tb_cell(rec)
         for c in row.cells
     )
     assert sorted(got) == expected

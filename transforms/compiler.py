@@ -152,7 +152,7 @@ def _parse_inline(src: _Source, spec, value: str, fn: str, delimiters: str) -> N
         src.add(f"if {test}:")
         src.add(f"{value} = {fn}({value})", 2)
         return
-    if kind == "time" and spec.format == "auto":
+    if kind == "time" and spec.format == "auto" and not spec.timezone:
         parse = src.const(timefmt.parse_event_time, "PT")
         src.add(f"{value} = {parse}({value}, {src.const(spec.name, 'n')})")
         return

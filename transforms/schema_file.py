@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from transforms import keys
+from transforms import keys, timefmt
 from transforms.schema import (
     BUCKET_UNITS,
     PATTERNS,
@@ -46,11 +46,13 @@ FIELD_TYPES = {
     "integer": "a whole number (key segments may zero-pad it); optional min, max",
     "id": "a non-negative integer or a text id, kept as the source wrote it",
     "boolean": "true or false",
-    "time": "an event time; format: auto (RFC 3339 or epoch ms), rfc3339, epoch_ms, date "
-    "(YYYY-MM-DD, midnight UTC) or yyyymmddhhmmssmmm (17 digits UTC, or anything auto takes)",
+    "time": "an event time; format: auto (RFC 3339 or epoch ms), rfc3339, epoch_s, epoch_ms, "
+    "epoch_us, date (YYYY-MM-DD, midnight UTC), yyyymmddhhmmssmmm (17 digits UTC, or anything "
+    "auto takes) or any strptime pattern (%Y/%m/%d); timezone: the IANA zone of times written "
+    "without an offset; ambiguous: error|earliest|latest for the repeated hour of a DST change",
     "map": "an object of name → number (one column per entry); qualifier: upper|as_is",
 }
-TIME_INPUT_FORMATS = ("auto", "rfc3339", "epoch_ms", "date", "yyyymmddhhmmssmmm")
+TIME_INPUT_FORMATS = timefmt.NAMED_FORMATS
 WHITESPACE = ("allow", "trimmed", "none")
 CASES = ("as_is", "lower", "upper")
 MAP_QUALIFIERS = ("upper", "as_is")
@@ -133,6 +135,8 @@ class FieldSpec:
     qualifier: str = "upper"  # map fields
     max_entries: int | None = None  # map fields
     case: str = "as_is"  # text fields: lower|upper folds the value (domain names ignore case)
+    timezone: str = ""  # time fields: the IANA zone of times written without an offset
+    ambiguous: str = "error"  # time fields: the repeated hour of a DST change
     after: str = ""  # time fields: the name of a time field this one must be later than
     doc: str = ""
     line: int = field(default=0, compare=False)
@@ -450,6 +454,8 @@ class _Checker:
                 "max_entries",
                 "case",
                 "after",
+                "timezone",
+                "ambiguous",
                 "doc",
             )
             self.keys(spec, allowed, what)
@@ -470,11 +476,30 @@ class _Checker:
             fmt = self.text(spec, "format", what, default="auto")
             if "format" in spec and kind != "time":
                 self.bad(_line(spec, "format"), f"{what}: 'format' applies to time fields only")
-            if fmt not in TIME_INPUT_FORMATS:
+            if fmt not in TIME_INPUT_FORMATS and "%" not in fmt:
                 self.bad(
                     _line(spec, "format"),
                     f"{what}: unknown time format {fmt!r}{_suggest(fmt, TIME_INPUT_FORMATS)}; "
-                    f"use one of {', '.join(TIME_INPUT_FORMATS)}",
+                    f"use one of {', '.join(TIME_INPUT_FORMATS)} or a strptime pattern such as "
+                    "'%Y/%m/%d %H:%M'",
+                )
+            elif fmt not in TIME_INPUT_FORMATS and timefmt.strptime_problem(fmt):
+                self.bad(_line(spec, "format"), f"{what}: {timefmt.strptime_problem(fmt)}")
+            zone = self.text(spec, "timezone", what)
+            if zone and kind != "time":
+                self.bad(_line(spec, "timezone"), f"{what}: 'timezone' applies to time fields")
+            elif zone and timefmt.zone(zone) is None:
+                self.bad(_line(spec, "timezone"), f"{what}: unknown time zone {zone!r} (IANA)")
+            elif zone and timefmt.has_offset(fmt) and fmt != "auto":
+                self.bad(
+                    _line(spec, "timezone"),
+                    f"{what}: format {fmt!r} carries its own offset: 'timezone' would never apply",
+                )
+            ambiguous = self.text(spec, "ambiguous", what, default="error")
+            if ambiguous not in timefmt.DST_CHOICES or ("ambiguous" in spec and not zone):
+                self.bad(
+                    _line(spec, "ambiguous"),
+                    f"{what}: ambiguous is one of {', '.join(timefmt.DST_CHOICES)}, with timezone",
                 )
             whitespace = self.text(spec, "whitespace", what, default="allow")
             if whitespace not in WHITESPACE:
@@ -517,6 +542,8 @@ class _Checker:
                     max_entries=self.integer(spec, "max_entries", what),
                     case=case,
                     after=after,
+                    timezone=zone,
+                    ambiguous=ambiguous,
                     doc=self.text(spec, "doc", what),
                     line=line,
                 )
@@ -1356,6 +1383,40 @@ def _unencodable(node: object, line: int = 0):
             yield from _unencodable(value, _line(node, index, line))
 
 
+def with_times(
+    schema: Schema,
+    formats: Mapping[str, str] | None = None,
+    zone: str = "",
+    ambiguous: str = "",
+) -> Schema:
+    """``schema`` with its time fields read another way (a job's --time_format,
+    --input_timezone, --ambiguous_times): ``formats`` by source field name, ``zone`` for every
+    time field whose format carries no offset. Validated like the file itself; the result's
+    text is the changed schema, so a builder pickled from it keeps the change."""
+    formats = dict(formats or {})
+    times = {f.name for f in schema.fields if f.type == "time"}
+    unknown = sorted(set(formats) - times)
+    if unknown:
+        raise SchemaError(
+            schema.source,
+            [(0, f"--time_format: {', '.join(unknown)} is not a time field; the time fields "
+              f"are {', '.join(sorted(times)) or 'none'}")],
+        )  # fmt: skip
+    fields = []
+    for spec in schema.fields:
+        if spec.type == "time":
+            fmt = formats.get(spec.name, spec.format)
+            spec = dataclasses.replace(
+                spec,
+                format=fmt,
+                timezone=spec.timezone if not zone or (timefmt.has_offset(fmt) and fmt != "auto")
+                else zone,
+                ambiguous=ambiguous or spec.ambiguous,
+            )  # fmt: skip
+        fields.append(spec)
+    return loads(dump(dataclasses.replace(schema, fields=tuple(fields))), schema.source)
+
+
 def load(path: str | Path) -> Schema:
     """A schema file: a local path, or any path Beam's file systems read (``gs://…``)."""
     name = str(path)
@@ -1453,6 +1514,10 @@ def _field_dict(spec: FieldSpec) -> dict:
         out["max_entries"] = spec.max_entries
     if spec.case != "as_is":
         out["case"] = spec.case
+    if spec.timezone:
+        out["timezone"] = spec.timezone
+    if spec.ambiguous != "error":
+        out["ambiguous"] = spec.ambiguous
     if spec.after:
         out["after"] = spec.after
     if spec.doc:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+import zoneinfo
 from functools import lru_cache
 
 from transforms.errors import InvalidEvent
-from transforms.events import CsvText, describe
+from transforms.events import CsvText, Num, describe
 
 UTC = dt.timezone.utc
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
@@ -198,3 +199,144 @@ def bucket_label(ms: int, bucket: str, tz: dt.tzinfo = UTC) -> str:
         return BUCKETS[bucket](ms, tz)
     except KeyError:
         raise ValueError(f"unknown time bucket {bucket!r}; use one of {sorted(BUCKETS)}") from None
+
+
+# -- time formats people write ------------------------------------------------------------------
+
+NAMED_FORMATS = ("auto", "rfc3339", "epoch_s", "epoch_ms", "epoch_us", "date", "yyyymmddhhmmssmmm")
+DST_CHOICES = ("error", "earliest", "latest")
+_EPOCH_DIVISORS = {"epoch_s": None, "epoch_ms": 1, "epoch_us": 1000}
+_NUMERIC = re.compile(r"[0-9]+(\.[0-9]+)?\Z")
+
+
+def zone(name: str) -> dt.tzinfo | None:
+    """The zone of an IANA name (``UTC`` is the fixed UTC); None for an unknown name."""
+    if name.upper() == "UTC":
+        return UTC
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return None
+
+
+def strptime_problem(fmt: str) -> str | None:
+    """Why ``fmt`` is not a usable strptime pattern (None when it is): it must hold a ``%``
+    directive and read back a time it wrote."""
+    if "%" not in fmt:
+        return "a strptime pattern holds % directives (e.g. %Y/%m/%d %H:%M)"
+    sample = dt.datetime(2001, 2, 3, 4, 5, 6, 789000, tzinfo=UTC)
+    try:
+        dt.datetime.strptime(sample.strftime(fmt), fmt)
+    except ValueError as err:
+        return f"strptime cannot read back what it writes with it ({err})"
+    return None
+
+
+def has_offset(fmt: str) -> bool:
+    """Whether times written in ``fmt`` carry their own UTC offset."""
+    return fmt in ("auto", "rfc3339") or fmt.startswith("epoch_") or "%z" in fmt
+
+
+def local_to_ms(
+    local: dt.datetime, tz: dt.tzinfo, field: str, ambiguous: str = "error", raw: object = ""
+) -> int:
+    """Epoch ms of a wall-clock time in ``tz``. The repeated hour of a DST change is refused
+    unless ``ambiguous`` picks ``earliest`` or ``latest``; a wall time the change skips is
+    always refused: no silent shift either way."""
+    first = local.replace(tzinfo=tz, fold=0)
+    second = local.replace(tzinfo=tz, fold=1)
+    if first.utcoffset() != second.utcoffset():
+        exists = [
+            moment
+            for moment in (first, second)
+            if moment.astimezone(UTC).astimezone(tz).replace(tzinfo=None) == local
+        ]
+        if not exists:
+            raise InvalidEvent(
+                f"field {field!r}: {raw!r} does not exist in {tz} (the clocks skip it at a "
+                "daylight-saving change)"
+            )
+        if len(exists) == 2:
+            if ambiguous == "error":
+                raise InvalidEvent(
+                    f"field {field!r}: {raw!r} happens twice in {tz} (daylight-saving change); "
+                    "declare ambiguous: earliest or latest"
+                )
+            first = first if ambiguous == "earliest" else second
+    ms = (first - _EPOCH) // _MS
+    if not 0 <= ms <= MAX_EPOCH_MS:
+        raise InvalidEvent(f"field {field!r}: {raw!r} is outside 1970-01-01..2286-11-20")
+    return ms
+
+
+def make_parser(
+    fmt: str = "auto",
+    field: str = "timestamp",
+    tz: dt.tzinfo | None = None,
+    ambiguous: str = "error",
+):
+    """``value → epoch ms`` for one declared time format: a named one (:data:`NAMED_FORMATS`)
+    or any strptime pattern. ``tz`` is the zone of times written without an offset (none: such
+    a time is refused rather than guessed)."""
+    if fmt in _EPOCH_DIVISORS:
+        return _epoch_parser(fmt, field)
+    if fmt == "date":
+        return lambda value: parse_date(value, field)
+    if fmt == "yyyymmddhhmmssmmm":
+        return lambda value: parse_compact_time(value, field)
+    if fmt in ("auto", "rfc3339"):
+
+        def iso(value: object) -> int:
+            if fmt == "rfc3339" and not (isinstance(value, str) and not value.isdigit()):
+                raise InvalidEvent(f"field {field!r}: expected an RFC 3339 time, got {value!r}")
+            if tz is not None and isinstance(value, str) and not value.isdigit():
+                try:
+                    moment = dt.datetime.fromisoformat(value.strip())
+                except ValueError:
+                    pass  # parse_event_time says what is wrong
+                else:
+                    if moment.tzinfo is None:
+                        return local_to_ms(moment, tz, field, ambiguous, value)
+            return parse_event_time(value, field)
+
+        return iso
+    if strptime_problem(fmt):
+        raise ValueError(f"time format {fmt!r}: {strptime_problem(fmt)}")
+    offset = "%z" in fmt
+
+    def pattern(value: object) -> int:
+        if type(value) is not str and type(value) is not CsvText:
+            raise InvalidEvent(f"field {field!r}: expected a time {fmt!r}, got {describe(value)}")
+        try:
+            moment = dt.datetime.strptime(value, fmt)
+        except ValueError:
+            raise InvalidEvent(f"field {field!r}: {value[:60]!r} does not match {fmt!r}") from None
+        if offset:
+            ms = (moment - _EPOCH) // _MS
+            if not 0 <= ms <= MAX_EPOCH_MS:
+                raise InvalidEvent(f"field {field!r}: {value!r} is outside 1970-01-01..2286-11-20")
+            return ms
+        return local_to_ms(moment, tz or UTC, field, ambiguous, value)
+
+    return pattern
+
+
+def _epoch_parser(fmt: str, field: str):
+    divisor = _EPOCH_DIVISORS[fmt]
+    unit = {"epoch_s": "seconds", "epoch_ms": "milliseconds", "epoch_us": "microseconds"}[fmt]
+
+    def epoch(value: object) -> int:
+        # a JSON number (or a CSV cell): a JSON string of digits is a mistake, not a time
+        text = str(value) if type(value) is Num or type(value) is CsvText else ""
+        if not _NUMERIC.match(text) or (divisor is not None and "." in text):
+            raise InvalidEvent(f"field {field!r}: expected epoch {unit}, got {describe(value)}")
+        if divisor is None:  # seconds, with up to millisecond decimals kept exactly
+            whole, _, frac = text.partition(".")
+            ms = int(whole) * 1000 + int((frac + "000")[:3])
+        else:
+            ms = int(text) // divisor
+        if not 0 <= ms <= MAX_EPOCH_MS:
+            raise InvalidEvent(f"field {field!r}: {text} is outside 1970-01-01..2286-11-20")
+        return ms
+
+    return epoch

@@ -1,4 +1,3 @@
-"""One module per dataset, each declaring its tables as module-level :class:`TableDecl` values.
-
-Modules here are discovered, not listed: adding a dataset is adding a file.
-"""
+"""The built-in datasets, one schema file each (``*.yaml``): the only place their tables, keys,
+columns, queries and workloads are written down (``transforms.tables`` finds them; a new file is
+a new dataset). The small modules beside them only name a file's tables for Python callers."""

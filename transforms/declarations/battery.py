@@ -7,8 +7,8 @@ show the hotspot remedies.
   picks one of ``SALT_BUCKETS`` buckets. The bucket count is part of this declaration, because
   changing it after data exists moves every new row to a different bucket than old rows of the
   same time and a read fanning out over the new count misses them. Another count is another
-  table, declared next to this one (e.g. ``BATTERY_SALTED_8 = salted_table("BATTERY_SALTED_8",
-  8)``); the job refuses a ``--salt_buckets`` that no declaration holds.
+  table, declared next to this one in ``battery.yaml`` (a copy of BATTERY_SALTED with its own
+  name and ``buckets: 8``); the job refuses a ``--salt_buckets`` that no declaration holds.
 * ``BATTERY_TS_FIRST`` — the documented anti-pattern (the key starts with the time, so every
   write lands on the node holding "now"); kept only for the schema advisor and its demo.
 
@@ -19,9 +19,6 @@ to prefer promotion.
 
 from __future__ import annotations
 
-import dataclasses
-
-from transforms.schema import KeyRecipe, TableDecl
 from transforms.schema_file import builtin_tables
 
 _TABLES = builtin_tables("battery")
@@ -31,17 +28,3 @@ BATTERY_TS_FIRST = _TABLES["BATTERY_TS_FIRST"]
 
 SALT_BUCKETS = BATTERY_SALTED.key.segments[1].width  # 3
 TIME_FORMAT = BATTERY.key.segments[-1].arg  # yyyymmddhhmmssmmm
-
-
-def salted_table(name: str, buckets: int) -> TableDecl:
-    """A salted battery table with its own, fixed bucket count (BATTERY_SALTED's design)."""
-    segments = tuple(
-        dataclasses.replace(s, width=buckets) if s.kind == "salt" else s
-        for s in BATTERY_SALTED.key.segments
-    )
-    return dataclasses.replace(
-        BATTERY_SALTED,
-        name=name,
-        key=KeyRecipe(segments, BATTERY_SALTED.key.delimiter),
-        doc=BATTERY_SALTED.doc.replace(f"({SALT_BUCKETS} buckets", f"({buckets} buckets"),
-    )

@@ -1,0 +1,157 @@
+"""Time formats people write: strptime patterns, epoch seconds and microseconds, a declared zone
+for times without an offset, and the hours a daylight-saving change repeats or skips handled
+explicitly (a dead letter by default, never a silent shift)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+
+import pytest
+
+from btts import admin
+from tests.helpers import read_dead_letters, run_job, write_lines
+from transforms import generic, timefmt
+from transforms import schema_file as sf
+from transforms.errors import InvalidEvent
+from transforms.events import Num, parse_csv_header, parse_csv_line
+
+PARIS = zoneinfo.ZoneInfo("Europe/Paris")
+
+
+def _ms(*args, tz=dt.timezone.utc) -> int:
+    return int(dt.datetime(*args, tzinfo=tz).timestamp() * 1000)
+
+
+@pytest.mark.parametrize(
+    ("fmt", "zone", "text", "expected"),
+    [
+        ("%Y/%m/%d", None, "2012/01/01", _ms(2012, 1, 1)),
+        ("%d/%m/%Y %H:%M", None, "31/12/2016 23:59", _ms(2016, 12, 31, 23, 59)),
+        ("%d/%m/%Y %H:%M", PARIS, "26/07/2017 00:15", _ms(2017, 7, 26, 0, 15, tz=PARIS)),
+        ("%Y-%m-%d %H:%M:%S%z", None, "2017-07-26 00:15:00+0200", _ms(2017, 7, 25, 22, 15)),
+        ("auto", PARIS, "2017-07-26T00:15:00", _ms(2017, 7, 26, 0, 15, tz=PARIS)),
+        ("auto", PARIS, "2017-07-26T00:15:00Z", _ms(2017, 7, 26, 0, 15)),
+    ],
+)
+def test_declared_formats_and_zones_give_exact_epoch_ms(fmt, zone, text, expected):
+    assert timefmt.make_parser(fmt, "t", zone)(text) == expected
+
+
+def test_epoch_seconds_and_microseconds_as_well_as_milliseconds():
+    assert timefmt.make_parser("epoch_s", "t")(Num("1426535612")) == 1426535612000
+    assert timefmt.make_parser("epoch_s", "t")(Num("1426535612.045")) == 1426535612045
+    assert timefmt.make_parser("epoch_ms", "t")(Num("1426535612045")) == 1426535612045
+    assert timefmt.make_parser("epoch_us", "t")(Num("1426535612045999")) == 1426535612045
+    with pytest.raises(InvalidEvent, match="expected epoch microseconds"):
+        timefmt.make_parser("epoch_us", "t")(Num("1.5"))
+    with pytest.raises(InvalidEvent, match="expected epoch seconds, got string"):
+        timefmt.make_parser("epoch_s", "t")("1426535612")  # a JSON string, not a number
+
+
+def test_the_hours_a_dst_change_repeats_or_skips_are_never_shifted_silently():
+    parse = timefmt.make_parser("%d/%m/%Y %H:%M", "t", PARIS)
+    with pytest.raises(InvalidEvent, match="does not exist in Europe/Paris"):
+        parse("26/03/2017 02:30")  # clocks jump from 02:00 to 03:00
+    with pytest.raises(InvalidEvent, match=r"happens twice in Europe/Paris.*ambiguous"):
+        parse("29/10/2017 02:30")  # 02:00-03:00 happens twice
+    earliest = timefmt.make_parser("%d/%m/%Y %H:%M", "t", PARIS, "earliest")("29/10/2017 02:30")
+    latest = timefmt.make_parser("%d/%m/%Y %H:%M", "t", PARIS, "latest")("29/10/2017 02:30")
+    assert latest - earliest == 3_600_000
+    assert earliest == _ms(2017, 10, 29, 0, 30)  # 02:30 CEST is 00:30 UTC
+
+
+SEATTLE = """\
+dataset: seattle_weather
+event:
+  time: date
+  fields:
+    date: {type: time, format: "%Y/%m/%d"}
+    precipitation: number
+    temp_max: number
+    temp_min: number
+    wind: number
+    weather: {type: text, max_length: 32}
+tables:
+  - name: WEATHER
+    pattern: TS-COLS
+    families:
+      - {name: w, max_versions: 1}
+    key:
+      - const: SEATTLE
+      - {time: date, format: yyyymmdd}
+    columns:
+      - {family: w, qualifier: precipitation, value: precipitation}
+      - {family: w, qualifier: temp_max, value: temp_max}
+      - {family: w, qualifier: weather, value: weather}
+"""
+
+
+def test_the_schema_file_accepts_strptime_patterns_and_refuses_broken_ones():
+    schema = sf.loads(SEATTLE)
+    assert schema.fields[0].format == "%Y/%m/%d"
+    assert sf.loads(sf.dump(schema)) == schema
+    with pytest.raises(sf.SchemaError, match=r":5: .*bad directive"):
+        sf.loads(SEATTLE.replace("%Y/%m/%d", "%Y/%Q"))
+    with pytest.raises(sf.SchemaError, match=r"unknown time zone 'Mars/Base'"):
+        sf.loads(SEATTLE.replace('"%Y/%m/%d"', '"%Y/%m/%d", timezone: Mars/Base'))
+    with pytest.raises(sf.SchemaError, match=r"ambiguous is one of error, earliest, latest"):
+        sf.loads(SEATTLE.replace('"%Y/%m/%d"', '"%Y/%m/%d", ambiguous: later'))
+
+
+def test_a_csv_with_slash_dates_lands_every_good_line(target, tmp_path):
+    """The public Seattle weather CSV writes its dates 2012/01/01: with the format declared,
+    every good line lands (read back from the emulator) and a bad date is a dead letter."""
+    schema_path = tmp_path / "seattle.yaml"
+    schema_path.write_text(SEATTLE)
+    lines = [
+        "date,precipitation,temp_max,temp_min,wind,weather",
+        "2012/01/01,0.0,12.8,5.0,4.7,drizzle",
+        "2012/01/02,10.9,10.6,2.8,4.5,rain",
+        "2012-01-03,0.8,11.7,7.2,2.3,rain",  # not the declared format
+    ]
+    source = write_lines(tmp_path / "weather.csv", lines)
+    dead = tmp_path / "dead" / "w"
+    result = run_job("generic", target, source, dead, [f"--schema={schema_path}"])
+    rows = admin.read_rows(target, "WEATHER", latest_only=True)
+    assert [r.key for r in rows] == [b"SEATTLE#20120101", b"SEATTLE#20120102"]
+    assert rows[1].latest()[("w", b"precipitation")] == b"10.9"
+    assert rows[0].cells[0].timestamp_us == _ms(2012, 1, 1) * 1000
+    (letter,) = read_dead_letters(dead)
+    assert letter["reason"] == "field 'date': '2012-01-03' does not match '%Y/%m/%d'"
+    assert result.btts_counters["events_valid"] == 2
+
+
+def test_a_declared_zone_labels_local_days_and_stamps_absolute_times():
+    text = SEATTLE.replace(
+        'date: {type: time, format: "%Y/%m/%d"}',
+        'date: {type: time, format: "%Y/%m/%d %H:%M", timezone: America/Los_Angeles}',
+    )
+    build = generic.Builder(sf.loads(text))
+    header = parse_csv_header("date,precipitation,temp_max,temp_min,wind,weather")
+    record = parse_csv_line("2012/01/01 23:30,0.0,12.8,5.0,4.7,sun", header)
+    (row,) = build(record)
+    la = zoneinfo.ZoneInfo("America/Los_Angeles")
+    assert row.cells[0].timestamp_us == _ms(2012, 1, 1, 23, 30, tz=la) * 1000
+    assert row.key == b"SEATTLE#20120102"  # labels are UTC days unless the job says otherwise
+
+
+def test_a_builtin_job_takes_the_same_choices_as_flags(target, tmp_path):
+    """smart meters from a source writing local day/month/year times: --time_format and
+    --input_timezone, with the zone's repeated hour a dead letter by default."""
+    lines = [
+        '{"meter_id": 987654, "timestamp": "26/07/2017 02:15", "reading": 13.45}',
+        '{"meter_id": 987654, "timestamp": "29/10/2017 02:30", "reading": 1.5}',  # twice
+    ]
+    source = write_lines(tmp_path / "m.jsonl", lines)
+    dead = tmp_path / "dead" / "m"
+    flags = ["--time_format=timestamp=%d/%m/%Y %H:%M", "--input_timezone=Europe/Paris"]
+    result = run_job("smart_meters", target, source, dead, flags)
+    assert result.btts_counters["events_valid"] == 1
+    (row,) = admin.read_rows(target, "SENSOR", latest_only=True)
+    assert row.key == b"0000987654#20170726"  # 02:15 in Paris is 00:15 UTC: UTC labels
+    assert row.latest()[("METER", b"0015")] == b"13.45"
+    (letter,) = read_dead_letters(dead)
+    assert "happens twice in Europe/Paris" in letter["reason"]
+    with pytest.raises(SystemExit, match="not a time field"):
+        run_job("smart_meters", target, source, dead, ["--time_format=reading=epoch_s"])
