@@ -1,4 +1,4 @@
-"""Every worked example of the guidance (shared/golden/doc_examples.json), run through the real
+"""Every worked example of the guidance (tests/data/worked_examples/), run through the real
 pipeline on the emulator and read back through the Bigtable client, byte for byte."""
 
 from __future__ import annotations
