@@ -308,7 +308,7 @@ def _only(scans: list[list[ReadRow]]) -> list[ReadRow]:
     return rows
 
 
-# -- server metrics (SPEC §5.2, §3 rule 6) ----------------------------------------------------
+# -- server metrics (docs/patterns.md §5.2, §3 rule 6) ---------------------------------------------
 
 
 def _metric_reading(decl: TableDecl, row: ReadRow) -> MetricReading:
@@ -387,7 +387,7 @@ def recent_metrics(
     return run(target, recent_metrics_query(host, count, before_ms))
 
 
-# -- smart meters (SPEC §5.3) -----------------------------------------------------------------
+# -- smart meters (docs/patterns.md §5.3) ----------------------------------------------------------
 
 
 def _meter_day(decl: TableDecl, row: ReadRow) -> MeterDay:
@@ -458,7 +458,7 @@ def meters_of_day(
     return run(target, meters_of_day_query(day, layout, tz))
 
 
-# -- market data (SPEC §5.1) ------------------------------------------------------------------
+# -- market data (docs/patterns.md §5.1) -----------------------------------------------------------
 
 
 def _quote(row: ReadRow) -> Quote:
@@ -522,7 +522,7 @@ def trades(target: Target, exchange: str, symbol: str, start_ms: int, end_ms: in
     return run(target, trades_query(exchange, symbol, start_ms, end_ms))
 
 
-# -- game results (SPEC §5.5) -----------------------------------------------------------------
+# -- game results (docs/patterns.md §5.5) ----------------------------------------------------------
 
 
 def _game(decl: TableDecl, row: ReadRow) -> GameResult:
@@ -577,7 +577,7 @@ def games_of_month(target: Target, game: str, year: int, month: int) -> list[Gam
     return run(target, games_of_month_query(game, year, month))
 
 
-# -- weather balloons (SPEC §4) ---------------------------------------------------------------
+# -- weather balloons (docs/patterns.md §4) --------------------------------------------------------
 
 BALLOON_TABLES = {
     "TB-COL": BALLOON_TB_COL,
@@ -668,7 +668,7 @@ def balloon_measurements(
     return run(target, balloon_measurements_query(pattern, location, balloon_id, start_ms, end_ms))
 
 
-# -- battery (SPEC §5.4) ----------------------------------------------------------------------
+# -- battery (docs/patterns.md §5.4) ---------------------------------------------------------------
 
 
 def _battery(decl: TableDecl, row: ReadRow) -> BatteryLevel:
@@ -732,7 +732,7 @@ def battery_levels(
     return run(target, battery_levels_query(start_ms, end_ms, user, buckets))
 
 
-# -- tenants (SPEC §3 rule 11, §5.6) ----------------------------------------------------------
+# -- tenants (docs/patterns.md §3 rule 11, §5.6) ---------------------------------------------------
 
 
 def _device_readings(row: ReadRow) -> list[DeviceReading]:
@@ -782,7 +782,7 @@ def drop_tenant(target: Target, tenant: str) -> int:
     return count
 
 
-# -- garden and sales (SPEC §5.6, §3 rule 13) -------------------------------------------------
+# -- garden and sales (docs/patterns.md §5.6, §3 rule 13) ------------------------------------------
 
 
 def garden_days_query(garden: str, start_ms: int, end_ms: int) -> Query[GardenDay]:

@@ -216,7 +216,7 @@ def metric_events(
 
 
 def meter_ids(meters: int, seed: int = 11) -> list[int]:
-    """Distinct numeric meter IDs, the SPEC's 987654 first, the rest spread over 6–9 digits."""
+    """Distinct numeric meter IDs, the guidance's 987654 first, the rest spread over 6–9 digits."""
     rng = random.Random(seed)
     ids = [987654]
     seen = set(ids)

@@ -87,7 +87,10 @@ def _tables_show(args: argparse.Namespace) -> int:
     else:
         decls = [tables.get(n) for n in args.table or sorted(tables.all_tables())]
     for decl in decls:
-        print(f"{decl.name}  [{decl.pattern}]  key {decl.key.describe()}  (SPEC §{decl.spec})")
+        print(
+            f"{decl.name}  [{decl.pattern}]  key {decl.key.describe()}  "
+            f"(docs/patterns.md §{decl.spec})"
+        )
         for fam in decl.families:
             print(f"    family {fam.name}: {fam.gc_description()}")
         print(f"    {decl.doc}")
@@ -243,7 +246,8 @@ def _add_nightly(sub: argparse._SubParsersAction) -> None:
         add_help=False,  # --help goes to the job, which lists its own flags
         help="copy one day of SENSOR into SENSOR_YYYYMMDD, with retention and verification "
         "(flags go to the job: `btts nightly --help`)",
-        description="Run the nightly job (SPEC 5.3). Everything after `nightly` is passed to it.",
+        description="Run the nightly job (docs/patterns.md §5.3). Everything after `nightly` "
+        "is passed to it.",
     )
     nightly.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
     nightly.set_defaults(func=_nightly)

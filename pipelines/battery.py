@@ -1,4 +1,5 @@
-"""Battery levels → BATTERY, BATTERY_SALTED or BATTERY_TS_FIRST (SPEC §5.4), batch from files.
+"""Battery levels → BATTERY, BATTERY_SALTED or BATTERY_TS_FIRST (docs/patterns.md §5.4), batch from
+files.
 
 --battery_layout picks the table: ``promoted`` (default; ``BATTERY#USER#YYYYMMDDHHMMSSmmm``),
 ``salted`` (``BATTERY#<salt>#YYYYMMDDHHMMSSmmm``) or ``timestamp_first`` (the documented

@@ -1,4 +1,5 @@
-"""Game results → GAME_BY_PLAYER and GAME_BY_DATE (SPEC §5.5), batch from JSON-lines or CSV.
+"""Game results → GAME_BY_PLAYER and GAME_BY_DATE (docs/patterns.md §5.5), batch from JSON-lines or
+CSV.
 
 Two queries need two keys, so every result is written to both tables with the same cells:
 ``GAME#PLAYER#YYYYMMDD`` (one player's games over a period) and ``GAME#YYYYMMDD#PLAYER`` (every

@@ -1,4 +1,5 @@
-"""Garden temperatures → GARDEN_DAILY and/or GARDEN_MONTHLY (SPEC §5.6), batch from JSON lines
+"""Garden temperatures → GARDEN_DAILY and/or GARDEN_MONTHLY (docs/patterns.md §5.6), batch from
+JSON lines
 or CSV.
 
 --garden_layout picks the documented shape: ``tall`` (default) writes one row per garden per day

@@ -1,4 +1,5 @@
-"""Financial market data → QUOTE and TRADE (SPEC §5.1), batch from JSON-lines or CSV files.
+"""Financial market data → QUOTE and TRADE (docs/patterns.md §5.1), batch from JSON-lines or CSV
+files.
 
 Every message is split into a QUOTE row keyed ``EXCHANGE#SYMBOL#QUOTETIME`` and a TRADE row keyed
 ``EXCHANGE#SYMBOL#TRADETIME`` (exchange space-padded to 6, symbol to 5, 13-digit epoch ms); each

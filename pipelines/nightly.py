@@ -1,4 +1,4 @@
-"""The nightly job (SPEC §5.3): copy one day of SENSOR into a small table of its own.
+"""The nightly job (docs/patterns.md §5.3): copy one day of SENSOR into a small table of its own.
 
 Once a day, at a quiet hour, the job scans SENSOR (keys ``METER#YYYYMMDD``) with a key filter
 evaluated by Bigtable (only the day's rows leave the server) and copies those rows, with the same
@@ -38,7 +38,8 @@ mismatch fails the job with :class:`VerificationError`, naming the day and both 
 
 Layouts, and the trade-off:
 
-* ``--layout per_day_table`` (default, what SPEC §5.3 describes): one table per day. A day is a
+* ``--layout per_day_table`` (default, what docs/patterns.md §5.3 describes): one table per day. A
+  day is a
   whole small table (scan it, export it, drop it in one cheap admin call for retention), and the
   copy never touches the tables of other days. But the general guidance says *not* to create a
   table per day or per customer: every table counts against the 1,000-table instance limit, each

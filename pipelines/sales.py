@@ -1,4 +1,4 @@
-"""Sales → SALES_MONTHLY aggregate cells (SPEC §3 rule 13, §5.6), batch from files.
+"""Sales → SALES_MONTHLY aggregate cells (docs/patterns.md §3 rule 13, §5.6), batch from files.
 
 Each sale adds its amount (integer cents) to ``sum:AMOUNT`` and 1 to ``sum:COUNT`` of the row
 ``EMPLOYEE#YYYYMM`` with ``AddToCell``, at the month's start as cell timestamp, so Bigtable keeps

@@ -1,4 +1,4 @@
-"""Server metrics → METRIC and CURRENT_METRIC (SPEC §5.2), batch from JSON-lines files.
+"""Server metrics → METRIC and CURRENT_METRIC (docs/patterns.md §5.2), batch from JSON-lines files.
 
 Every event fans out to both tables from the same cells: METRIC keyed ``HOSTNAME#TS`` for a
 host's history, CURRENT_METRIC keyed ``HOSTNAME`` for the fleet's latest values. Cell timestamps

@@ -1,4 +1,4 @@
-"""Smart-meter readings → SENSOR (SPEC §5.3), batch from JSON-lines or CSV files.
+"""Smart-meter readings → SENSOR (docs/patterns.md §5.3), batch from JSON-lines or CSV files.
 
 Each reading lands in its meter's day row ``METER#YYYYMMDD`` (meter id zero-padded to 10 digits)
 as a column named by its time of day ``HHMM``, beside ``ID`` (the meter id). The day boundary and

@@ -1,4 +1,4 @@
-"""Weather balloons → one of the four column patterns of SPEC §4, batch from files.
+"""Weather balloons → one of the four column patterns of docs/patterns.md §4, batch from files.
 
 --balloon_pattern picks the table:
   TS-COLS (default; tall and narrow): BALLOON_TS_COLS, row LOCATION#BALLOON#YYYY-MM-DD-HHMM,

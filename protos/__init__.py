@@ -1,4 +1,5 @@
-"""Protocol-buffer messages (SPEC §3 rule 12, §4 TS-BLOB): ``<name>.proto`` is the source.
+"""Protocol-buffer messages (docs/patterns.md §3 rule 12, §4 TS-BLOB): ``<name>.proto`` is the
+source.
 
 ``<name>_pb2.py`` (and ``.pyi``) is generated from it by the build, never edited or committed:
 ``setup.py``'s ``build_py`` runs :func:`generate` (``grpc_tools.protoc``) for ``pip install .``,

@@ -1,4 +1,5 @@
-"""The hotspot simulator reproduces the documented cases (SPEC §5.3, §5.4): timestamp-first keys
+"""The hotspot simulator reproduces the documented cases (docs/patterns.md §5.3, §5.4):
+timestamp-first keys
 put every write of a moment on one node, field promotion and 3-bucket salting on 3 nodes spread
 them, and a date-first DATE#METER key sends the midnight burst to one node where METER#DATE does
 not. Deterministic, fast, and drawn as heatmap PNGs."""

@@ -1,4 +1,5 @@
-"""The schema linter (SPEC §3): the shipped declarations pass, the documented anti-pattern is
+"""The schema linter (docs/patterns.md §3): the shipped declarations pass, the documented
+anti-pattern is
 flagged, SENSOR_DAILY's date-first key is acknowledged with its reason, and every rule fires on a
 purpose-built bad declaration (and not on its good twin)."""
 
@@ -49,7 +50,7 @@ def test_shipped_declarations_pass_except_the_documented_anti_pattern():
 
     (flagged,) = results["BATTERY_TS_FIRST"]
     assert (flagged.rule, flagged.severity, flagged.spec) == ("HOT-TIME-FIRST", "error", "3.5")
-    assert flagged.status == "anti-pattern" and "SPEC §5.4" in flagged.reason
+    assert flagged.status == "anti-pattern" and "docs/patterns.md §5.4" in flagged.reason
     assert "BATTERY#TS" in flagged.message
 
 
@@ -257,7 +258,7 @@ def test_gc_rule_missing_where_cells_accumulate():
         [text("host"), time_label("ts", "day")], families=[Family("F")], pattern="TB-CELL"
     )
     found = _rules(bucket)["GC-MISSING"]
-    assert found.severity == "warning" and "SPEC §4" in found.message
+    assert found.severity == "warning" and "docs/patterns.md §4" in found.message
     # One event per row: nothing accumulates, no GC rule needed; aggregates merge.
     assert _rules(_decl([text("host"), epoch_ms("ts")], families=[Family("F")])) == {}
     sums = [Family("sum", aggregate="sum")]
@@ -317,7 +318,7 @@ def test_lint_command_shows_flags_acknowledgements_and_exit_status(capsys):
     argv = ["lint", "--table", "BATTERY_TS_FIRST", "--table", "SENSOR_DAILY", "--table", "METRIC"]
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    assert "ERROR   HOT-TIME-FIRST (SPEC §3.5): key BATTERY#TS" in out
+    assert "ERROR   HOT-TIME-FIRST (docs/patterns.md §3.5): key BATTERY#TS" in out
     assert "[anti-pattern]" in out and "[acknowledged] date first on purpose" in out
     assert "ok    METRIC" in out and "→ pass" in out
 

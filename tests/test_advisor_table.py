@@ -139,7 +139,7 @@ def test_timestamp_first_table_is_monotonic_promoted_is_not(battery_tables):
     assert ts_first.correlation == pytest.approx(1.0)
     assert ts_first.monotonic
     text = table_report.format_report(ts_first)
-    assert "verdict: MONOTONIC PREFIX (SPEC §3.5)" in text
+    assert "verdict: MONOTONIC PREFIX (docs/patterns.md §3.5)" in text
     assert "after constant 'BATTERY'" in text
 
     promoted = table_report.report(target, "BATTERY")

@@ -120,7 +120,7 @@ def test_builtin_workloads_come_from_the_declaration_files():
     battery = hints_for("BATTERY").workload
     assert battery.events_per_s == 1_000_000 / 60  # "1000000 per 1m"
     assert battery.fields["user"] == FieldModel(1_000_000, "label", "assumed: a million phones")
-    assert "SPEC §5.4" in hints_for("BATTERY_TS_FIRST").anti_pattern
+    assert "docs/patterns.md §5.4" in hints_for("BATTERY_TS_FIRST").anti_pattern
     (ts_first,) = lint.lint(tables.get("BATTERY_TS_FIRST"))
     assert "16,667 events/s" in ts_first.message and "more than one node" in ts_first.message
     assert not hints_for("BATTERY").anti_pattern  # a per-table value stays with its table
@@ -137,7 +137,9 @@ def test_builtin_workloads_come_from_the_declaration_files():
 
 def test_every_builtin_table_has_a_declared_workload():
     for name in tables.all_tables():
-        assert hints_for(name).workload.source.startswith(("SPEC", "assumed", "the ")), name
+        assert hints_for(name).workload.source.startswith(
+            ("docs/patterns.md", "assumed", "the ")
+        ), name
     assert hints_for("NO_SUCH_TABLE") == Hints()
 
 

@@ -1,4 +1,5 @@
-"""Battery levels (SPEC §5.4): promoted, salted and time-first keys; the salt's stability and
+"""Battery levels (docs/patterns.md §5.4): promoted, salted and time-first keys; the salt's
+stability and
 its fixed bucket count; salted time-range reads fanned out and merged."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Game results (SPEC §5.5): one result, two tables keyed for two queries."""
+"""Game results (docs/patterns.md §5.5): one result, two tables keyed for two queries."""
 
 from __future__ import annotations
 

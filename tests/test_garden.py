@@ -1,4 +1,4 @@
-"""Garden temperatures (SPEC §5.6): tall day rows, short-wide month rows, or both."""
+"""Garden temperatures (docs/patterns.md §5.6): tall day rows, short-wide month rows, or both."""
 
 from __future__ import annotations
 

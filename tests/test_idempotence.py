@@ -1,4 +1,5 @@
-"""Idempotence (SPEC §6): every pipeline run twice on the same input leaves identical tables,
+"""Idempotence (docs/patterns.md §6): every pipeline run twice on the same input leaves identical
+tables,
 compared as full dumps, cell timestamps included.
 
 The exceptions are the aggregate writers (AddToCell): the sales job and the hourly rollup add,

@@ -1,4 +1,5 @@
-"""Key builders (SPEC §3): exact outputs and the order properties the guidance relies on."""
+"""Key builders (docs/patterns.md §3): exact outputs and the order properties the guidance relies
+on."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Market data (SPEC §5.1): the pure QUOTE/TRADE split, and the job on the emulator."""
+"""Market data (docs/patterns.md §5.1): the pure QUOTE/TRADE split, and the job on the emulator."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The nightly SENSOR → SENSOR_YYYYMMDD job (SPEC §5.3): exact copies of one day, safe re-runs,
+"""The nightly SENSOR → SENSOR_YYYYMMDD job (docs/patterns.md §5.3): exact copies of one day, safe
+re-runs,
 backfills, retention, the table guard, verification, and the single-table layout."""
 
 from __future__ import annotations

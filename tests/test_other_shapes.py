@@ -1,4 +1,4 @@
-"""The other documented shapes (SPEC §5.6): versioned corrections, qualifiers as data,
+"""The other documented shapes (docs/patterns.md §5.6): versioned corrections, qualifiers as data,
 tenant prefixes with drop-by-prefix offboarding, reversed domains and reversed numeric IDs."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Monthly sales as aggregate cells (SPEC §3 rule 13, §5.6): AddToCell sums read back from the
+"""Monthly sales as aggregate cells (docs/patterns.md §3 rule 13, §5.6): AddToCell sums read back
+from the
 emulator equal sums computed independently here."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The server-metrics builder (SPEC §5.2): exact rows from one event, precise refusals."""
+"""The server-metrics builder (docs/patterns.md §5.2): exact rows from one event, precise
+refusals."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Smart meters (SPEC §5.3): day rows with one HHMM column per reading, in UTC or a zone."""
+"""Smart meters (docs/patterns.md §5.3): day rows with one HHMM column per reading, in UTC or a
+zone."""
 
 from __future__ import annotations
 

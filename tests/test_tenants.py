@@ -1,4 +1,4 @@
-"""Tenant isolation (SPEC §3 rule 11, §5.6): one table, one key prefix per tenant.
+"""Tenant isolation (docs/patterns.md §3 rule 11, §5.6): one table, one key prefix per tenant.
 
 No tenant ID, device ID or other key field can produce a key inside another tenant's range;
 a tenant's read (btts.query.tenant_rows) returns its rows only; offboarding a tenant (drop of the

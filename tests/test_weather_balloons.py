@@ -1,4 +1,5 @@
-"""Weather balloons (SPEC §4): the four column patterns, pure and on the emulator, and the
+"""Weather balloons (docs/patterns.md §4): the four column patterns, pure and on the emulator, and
+the
 protobuf build integration the TS-BLOB pattern relies on."""
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ build_ts_cols, build_ts_blob = BUILD["TS-COLS"], BUILD["TS-BLOB"]
 
 
 def line(**changes: str | None) -> str:
-    """The SPEC's event as a JSON line, fields replaced by JSON literals (``None`` drops one)."""
+    """The guidance's event as a JSON line, fields replaced by JSON literals (``None`` drops
+    one)."""
     fields = {**FIELDS, **changes}
     return "{" + ", ".join(f'"{k}": {v}' for k, v in fields.items() if v is not None) + "}"
 

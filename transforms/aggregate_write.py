@@ -1,4 +1,5 @@
-"""Writing aggregate cells (``AddToCell``) with the Bigtable data client (SPEC §3 rule 13).
+"""Writing aggregate cells (``AddToCell``) with the Bigtable data client (docs/patterns.md §3 rule
+13).
 
 Beam's ``WriteToBigTable`` takes legacy ``DirectRow`` s, which cannot carry ``AddToCell``; this
 sink sends :class:`~transforms.mutations.AddCell` rows through

@@ -1,4 +1,4 @@
-"""Row-key builders (SPEC §3, rule 10 and §5): pure functions, no I/O.
+"""Row-key builders (docs/patterns.md §3, rule 10 and §5): pure functions, no I/O.
 
 Every builder returns ``str`` segments; :func:`join_key` assembles them and is the only place a
 delimiter is inserted, so no field value can forge one.

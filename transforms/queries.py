@@ -1,4 +1,5 @@
-"""The reads each schema was designed for, computed from the table declarations (SPEC §2 (c)).
+"""The reads each schema was designed for, computed from the table declarations (docs/patterns.md
+§2 (c)).
 
 Pure: no Beam, no client. A query is planned as a :class:`Scan` — the table, the row keys or
 ``[start, end)`` key ranges, an optional cell-time window and row limit — built from the same

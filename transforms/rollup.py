@@ -1,4 +1,5 @@
-"""Hourly sums and counts, written as aggregate cells (SPEC §3 rule 13, §5.6; issue: streaming).
+"""Hourly sums and counts, written as aggregate cells (docs/patterns.md §3 rule 13, §5.6; issue:
+streaming).
 
 The guidance: a counter updated many times a minute is accumulated in the pipeline and written
 periodically. Here every point (entity, metric, event time, value) is added to its event-time

@@ -1,4 +1,5 @@
-"""Reading a salted table by time (SPEC §3 rule 5, §5.4): one scan per salt bucket, merged.
+"""Reading a salted table by time (docs/patterns.md §3 rule 5, §5.4): one scan per salt bucket,
+merged.
 
 A salted key is ``<constants>#<salt>#<time>…``. Rows of one time range sit in every bucket, so a
 time-range read issues one range scan per bucket and merges the scans on the key *after* the

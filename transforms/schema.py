@@ -1,4 +1,4 @@
-"""Table declarations as data (SPEC §2).
+"""Table declarations as data (docs/patterns.md §2).
 
 One declaration per table says its name, its column families with their GC rules, its row-key
 recipe and its column pattern. From it the code builds keys, creates the table, computes query

@@ -1,6 +1,7 @@
 """The schema advisor: check declarations against the guidance before a byte is written.
 
-* :mod:`btts.advisor.lint` — rules of SPEC §3 over every table declaration (``btts advise lint``).
+* :mod:`btts.advisor.lint` — rules of docs/patterns.md §3 over every table declaration (``btts
+  advise lint``).
 * :mod:`btts.advisor.hotspots` — replays a workload's keys onto range-partitioned tablets over N
   nodes and draws a Key-Visualizer-like heatmap (``btts advise hotspots``).
 * :mod:`btts.advisor.table_report` — key and row sizes, limits and monotonic prefixes of a real or

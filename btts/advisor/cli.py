@@ -21,7 +21,7 @@ def _lint(args: argparse.Namespace) -> int:
 
     if args.rules:
         for rule in lint_mod.rules_table():
-            print(f"{rule.id:<20} SPEC §{rule.spec:<10} {rule.title}")
+            print(f"{rule.id:<20} docs/patterns.md §{rule.spec:<10} {rule.title}")
         return 0
     declared = tables.all_tables()
     decls = [tables.get(n) for n in args.table] if args.table else list(declared.values())
@@ -105,10 +105,11 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
 
     lint = sub.add_parser(
         "lint",
-        help="check every table declaration against SPEC §3",
+        help="check every table declaration against docs/patterns.md §3",
         description="Check the table declarations (all, or those named with --table) against "
-        "the guidance of SPEC §3: each finding has a rule id, a severity, a message and the "
-        "SPEC section. Acknowledged findings (a deliberate design, with its reason) and findings "
+        "the guidance of docs/patterns.md §3: each finding has a rule id, a severity, a message "
+        "and the section of docs/patterns.md. Acknowledged findings (a deliberate design, with "
+        "its reason) and findings "
         "on documented anti-patterns are shown but do not fail. Exit status 1 when an open "
         "finding reaches --fail-on.",
     )

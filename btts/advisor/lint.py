@@ -1,4 +1,4 @@
-"""The schema linter: every table declaration checked against the guidance (SPEC §3).
+"""The schema linter: every table declaration checked against the guidance (docs/patterns.md §3).
 
 Each rule reads the declaration (key recipe, families, GC rules, column pattern) and, where the
 declaration is silent, the workload its schema file's ``advisor:`` section declares
@@ -26,7 +26,7 @@ from transforms.schema import Segment, TableDecl
 
 SEVERITIES = ("info", "warning", "error")
 
-# Bigtable's limits and the guidance's budgets (SPEC §3 rule 7).
+# Bigtable's limits and the guidance's budgets (docs/patterns.md §3 rule 7).
 ROW_ADVISED_BYTES = 100 * 1024 * 1024
 ROW_HARD_BYTES = 256 * 1024 * 1024
 CELL_BYTES = 10 * 1024 * 1024
@@ -642,7 +642,8 @@ class _Checker:
             if timed and self.decl.pattern not in ACCUMULATING_PATTERNS:
                 continue  # one event per row: nothing piles up
             why = (
-                "SPEC §4: a new-cell-per-event family needs a GC rule that keeps at least one "
+                "docs/patterns.md §4: a new-cell-per-event family needs a GC rule that keeps at "
+                "least one "
                 "bucket's cells and no more"
                 if self.decl.pattern == "TB-CELL"
                 else f"cells accumulate in {self.decl.pattern} rows"
@@ -776,7 +777,9 @@ def format_report(
         status = "FAIL" if failing(findings, fail_on) else "note"
         lines.append(f"{status}  {head}")
         for f in findings:
-            lines.append(f"      {f.severity.upper():<7} {f.rule} (SPEC §{f.spec}): {f.message}")
+            lines.append(
+                f"      {f.severity.upper():<7} {f.rule} (docs/patterns.md §{f.spec}): {f.message}"
+            )
             if f.status != "open":
                 lines.append(f"              [{f.status}] {f.reason}")
     every = [f for fs in results.values() for f in fs]

@@ -205,7 +205,7 @@ def distribution(values: Sequence[int]) -> dict[str, int]:
 
 
 def limit_problems(row_bytes: int, largest_cell: int, key_bytes: int, key: bytes) -> list[str]:
-    """The limits one row breaks (SPEC §3 rule 7), one line each."""
+    """The limits one row breaks (docs/patterns.md §3 rule 7), one line each."""
     shown = key[:60].decode("utf-8", "replace")
     out = []
     if row_bytes > ROW_HARD_BYTES:
@@ -407,7 +407,8 @@ def format_report(rep: TableReport) -> str:
     )
     if rep.monotonic:
         lines.append(
-            "  verdict: MONOTONIC PREFIX (SPEC §3.5) — " + "; ".join(rep.monotonic_reasons)
+            "  verdict: MONOTONIC PREFIX (docs/patterns.md §3.5) — "
+            + "; ".join(rep.monotonic_reasons)
         )
         lines.append(
             "    every new write lands on the tablet at one end of the key space, so one node "

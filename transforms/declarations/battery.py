@@ -1,4 +1,5 @@
-"""Battery-level tables (SPEC §5.4), declared in ``battery.yaml``: one dataset, three keys, to
+"""Battery-level tables (docs/patterns.md §5.4), declared in ``battery.yaml``: one dataset, three
+keys, to
 show the hotspot remedies.
 
 * ``BATTERY`` — field promotion, the default: the user goes in front of the time, so writes

@@ -1,4 +1,4 @@
-"""Game results, denormalised into two tables for two queries (SPEC §5.5), declared in
+"""Game results, denormalised into two tables for two queries (docs/patterns.md §5.5), declared in
 ``game_results.yaml``."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Daily garden temperatures, tall-narrow and the bounded short-wide alternative (SPEC §5.6),
+"""Daily garden temperatures, tall-narrow and the bounded short-wide alternative (docs/patterns.md
+§5.6),
 declared in ``garden.yaml``."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Financial market data tables (SPEC §5.1), declared in ``market_data.yaml``.
+"""Financial market data tables (docs/patterns.md §5.1), declared in ``market_data.yaml``.
 
 Queries read quotes or trades, never both, for one exchange + symbol over a time range; so each
 source message is split into a QUOTE row and a TRADE row, each keyed by its own time.

@@ -1,4 +1,5 @@
-"""The nightly job's single-table layout (SPEC §5.3, ``--layout single_table``), declared in
+"""The nightly job's single-table layout (docs/patterns.md §5.3, ``--layout single_table``),
+declared in
 ``smart_meters.yaml`` next to SENSOR, whose families it shares (a YAML anchor).
 
 The per-day tables ``SENSOR_YYYYMMDD`` are not declared: the job derives each one from

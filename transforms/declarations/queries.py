@@ -1,4 +1,5 @@
-"""Tables that exist for one query shape the other declarations do not cover (SPEC §3 rule 6),
+"""Tables that exist for one query shape the other declarations do not cover (docs/patterns.md §3
+rule 6),
 declared in ``queries.yaml``.
 
 * ``METRIC_RECENT`` — the server metrics again, keyed ``HOSTNAME#<reversed timestamp>``

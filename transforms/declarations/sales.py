@@ -1,4 +1,4 @@
-"""Monthly sales per employee as aggregate cells (SPEC §3 rule 13, §5.6), declared in
+"""Monthly sales per employee as aggregate cells (docs/patterns.md §3 rule 13, §5.6), declared in
 ``sales.yaml``."""
 
 from __future__ import annotations

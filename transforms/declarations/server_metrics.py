@@ -1,4 +1,5 @@
-"""Server metrics tables (SPEC §5.2), declared in ``server_metrics.yaml`` (the schema file the
+"""Server metrics tables (docs/patterns.md §5.2), declared in ``server_metrics.yaml`` (the schema
+file the
 generic pipeline also reads: one source of truth)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Smart-meter readings (SPEC §5.3), declared in ``smart_meters.yaml``."""
+"""Smart-meter readings (docs/patterns.md §5.3), declared in ``smart_meters.yaml``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Weather-balloon tables: the four column patterns of SPEC §4 for one event stream, declared in
+"""Weather-balloon tables: the four column patterns of docs/patterns.md §4 for one event stream,
+declared in
 ``weather_balloons.yaml`` (which also explains their GC rules).
 
 A balloon at a location reports pressure, temperature, humidity and altitude once a minute. The
