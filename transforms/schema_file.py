@@ -28,7 +28,7 @@ from pathlib import Path
 
 import yaml
 
-from transforms import keys
+from transforms import keys, schema_queries
 from transforms.schema import (
     BUCKET_UNITS,
     PATTERNS,
@@ -167,6 +167,7 @@ class Schema:
     tables: tuple[TableSpec, ...]
     doc: str = ""
     advisor: Mapping | None = field(default=None, compare=False, hash=False)
+    queries: tuple = ()  # schema_queries.QuerySpec: the named reads of ``btts query``
     source: str = field(default="", compare=False)
     text: str = field(default="", compare=False, repr=False)
 
@@ -327,7 +328,7 @@ class _Checker:
         top = self.mapping(doc, "schema file", 1)
         if top is None:
             return None
-        self.keys(top, ("dataset", "doc", "event", "tables", "advisor"), "schema file")
+        self.keys(top, ("dataset", "doc", "event", "tables", "queries", "advisor"), "schema file")
         dataset = self.text(top, "dataset", "schema file", required=True)
         if dataset and not _NAME.match(dataset):
             self.bad(_line(top, "dataset"), f"dataset {dataset!r}: use letters, digits and _")
@@ -362,7 +363,13 @@ class _Checker:
         advisor = top.get("advisor")
         if advisor is not None:
             self.advisor(advisor, _line(top, "advisor"), fields)
+        found = (
+            ()
+            if "queries" not in top
+            else schema_queries.parse(self, top["queries"], _line(top, "queries"), tables)
+        )
         return Schema(
+            queries=found,
             dataset=dataset,
             time=time,
             fields=fields,
@@ -1080,6 +1087,7 @@ def loads(text: str, source: str = "<schema>") -> Schema:
         tables=schema.tables,
         doc=schema.doc,
         advisor=schema.advisor,
+        queries=schema.queries,
         source=source,
         text=text,
     )
@@ -1218,6 +1226,8 @@ def to_dict(schema: Schema) -> dict:
             table["columns"] = [_column_dict(c) for c in spec.columns]
         tables.append(table)
     out["tables"] = tables
+    if schema.queries:
+        out["queries"] = [schema_queries.to_dict(q) for q in schema.queries]
     if schema.advisor is not None:
         out["advisor"] = schema.advisor
     return out
