@@ -605,3 +605,121 @@ def test_commands_find_the_emulator_btts_started(tmp_path, monkeypatch):
     assert cli.use_started_emulator(args, state) is None
     assert cli.use_started_emulator(args, Path(tmp_path / "missing.json")) is None
     assert "BIGTABLE_EMULATOR_HOST" not in os.environ
+
+
+# -- queries declared in schema files ----------------------------------------------------------
+
+_REPO = Path(__file__).resolve().parents[1]
+_TICKS = _REPO / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
+_IOT = _REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
+
+
+def _declared_cli(capsys, *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_builtin_schemas_declare_their_documented_queries():
+    from transforms import schema_file
+
+    names = {
+        q_.name
+        for n in ("server_metrics", "queries", "smart_meters", "market_data", "game_results",
+                  "weather_balloons", "battery", "other_shapes", "garden", "sales")
+        for q_ in schema_file.builtin(n).queries
+    }  # fmt: skip
+    assert {"host_metrics", "latest_metrics", "recent_metrics", "quotes", "trades",
+            "player_games", "games_of_month", "battery_levels", "tenant_rows",
+            "monthly_sales", "balloon_tb_col"} <= names  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "entry, line, words",
+    [
+        ("  - {name: q1, table: NOPE}", 28, "table 'NOPE' is not declared"),
+        ("  - {name: q1, table: TICK, select: [size]}", 28, "leading key fields"),
+        ("  - {name: q1, table: TICK, limit: 0}", 28, "whole number"),
+        ("  - {name: q1, table: TICK, colour: red}", 28, "unknown key 'colour'"),
+        ("  - {name: Q-1, table: TICK}", 28, "lower-case"),
+    ],
+)
+def test_bad_query_declarations_name_their_line(entry, line, words):
+    from transforms import schema_file
+
+    text = _TICKS.read_text().split("queries:\n")[0]
+    text += "queries:\n" + entry + "\n"
+    assert text.splitlines()[line - 1] == entry
+    with pytest.raises(schema_file.SchemaError) as err:
+        schema_file.loads(text, "ticks.yaml")
+    assert any(n == line and words in m for n, m in err.value.problems), err.value.problems
+
+
+def test_declared_query_plans_the_recipe_ranges():
+    from transforms import schema_file
+
+    schema = schema_file.builtin("weather_balloons")
+    scans = q.plan_declared(
+        schema, q.declared(schema, "balloon_tb_col"), {"location": "us", "balloon_id": "7"},
+        0, 7 * 86_400_000,
+    )  # fmt: skip
+    assert len(scans) == 4  # one range per metric
+    assert scans[0].ranges[0][0].startswith(b"us#7#pressure#")
+    battery = schema_file.builtin("battery")
+    salted = q.plan_declared(battery, q.declared(battery, "battery_levels"), {}, 0, 1000)
+    assert len(salted) == 3 and all(s.start_ms == 0 and s.end_ms == 1000 for s in salted)
+    with pytest.raises(ValueError, match="declares no query 'nope'"):
+        q.declared(battery, "nope")
+
+
+def test_declared_query_of_a_user_schema_through_the_cli(target, tmp_path, capsys):
+    lines = [
+        '{"symbol": "GOOG", "ts": "2024-05-01T10:00:00Z", "price": 170.10, "size": 5}',
+        '{"symbol": "GOOG", "ts": "2024-05-01T10:00:01.500Z", "price": 170.25, "size": 7}',
+        '{"symbol": "GOOG", "ts": "2024-05-01T11:00:00Z", "price": 171.00, "size": 1}',
+        '{"symbol": "GOOGL", "ts": "2024-05-01T10:00:02Z", "price": 1.50, "size": 2}',
+    ]
+    source = write_lines(tmp_path / "ticks.jsonl", lines)
+    where = ["--project", target.project, "--instance", target.instance]
+    assert _declared_cli(capsys, "tables", "create", "--schema", str(_TICKS), *where)[0] == 0
+    code, _ = _declared_cli(
+        capsys, "ingest", "--schema", str(_TICKS), f"--input={source}",
+        f"--dead_letter={tmp_path / 'dead'}", *where,
+    )  # fmt: skip
+    assert code == 0
+    code, out = _declared_cli(
+        capsys, "query", "--schema", str(_TICKS), "ticks", "--symbol", "GOOG",
+        "--start", "2024-05-01T10:00:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
+        *where,
+    )  # fmt: skip
+    assert code == 0
+    records = json.loads(out)
+    assert [(r["symbol"], r["ts_ms"], r["price"], r["size"]) for r in records] == [
+        ("GOOG", 1714557600000, "170.10", 5),
+        ("GOOG", 1714557601500, "170.25", 7),
+    ]
+    code, out = _declared_cli(capsys, "query", "--schema", str(_TICKS), "nope", *where)
+    assert code == 2
+
+
+def test_declared_query_filters_cells_of_a_coarse_bucket(target, tmp_path, capsys):
+    lines = [
+        '{"device": "dev-1", "ts": "2024-05-01T10:15:00Z", "temperature_c": 21.50, "humidity": 40}',
+        '{"device": "dev-1", "ts": "2024-05-01T10:45:00.250Z", "temperature_c": 22.0}',
+        '{"device": "dev-2", "ts": "2024-05-01T10:45:00Z", "temperature_c": 9.5}',
+    ]
+    source = write_lines(tmp_path / "iot.jsonl", lines)
+    where = ["--project", target.project, "--instance", target.instance]
+    assert _declared_cli(capsys, "tables", "create", "--schema", str(_IOT), *where)[0] == 0
+    code, _ = _declared_cli(
+        capsys, "ingest", "--schema", str(_IOT), f"--input={source}",
+        f"--dead_letter={tmp_path / 'dead'}", *where,
+    )  # fmt: skip
+    assert code == 0
+    code, out = _declared_cli(
+        capsys, "query", "--schema", str(_IOT), "device_readings", "--device", "dev-1",
+        "--start", "2024-05-01T10:30:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
+        *where,
+    )  # fmt: skip
+    assert code == 0
+    (record,) = json.loads(out)  # the hour row holds 10:15 too; the server drops that cell
+    assert record["ts_ms"] == 1714560300250 and record["temp"] == "22.0"
