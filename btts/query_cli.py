@@ -340,12 +340,10 @@ def add_tenant_commands(sub: argparse._SubParsersAction, target_args: Callable) 
 
 
 def declared_name(argv: list[str]) -> str | None:
-    """The query NAME of ``--schema FILE NAME …``, or None (the table/--field form)."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--schema")
-    pre.add_argument("name", nargs="?")
-    known, _ = pre.parse_known_args(argv)
-    return known.name
+    """The query NAME right after ``--schema FILE``, or None (the --table/--field form)."""
+    at = 1 if argv[:1] and argv[0].startswith("--schema=") else 2
+    name = argv[at] if len(argv) > at else ""
+    return name if name and not name.startswith("-") else None
 
 
 def _declared_parser(schema, spec, target_args: Callable) -> argparse.ArgumentParser:

@@ -708,18 +708,58 @@ def test_declared_query_filters_cells_of_a_coarse_bucket(target, tmp_path, capsy
         '{"device": "dev-2", "ts": "2024-05-01T10:45:00Z", "temperature_c": 9.5}',
     ]
     source = write_lines(tmp_path / "iot.jsonl", lines)
+    iot = tmp_path / "iot.yaml"  # the example with one query declared (hour buckets, TB-CELL)
+    iot.write_text(
+        _IOT.read_text().replace(
+            "\nadvisor:",
+            "\nqueries:\n  - {name: device_readings, table: DEVICE_TEMP, select: [device]}"
+            "\nadvisor:",
+        )
+    )
     where = ["--project", target.project, "--instance", target.instance]
-    assert _declared_cli(capsys, "tables", "create", "--schema", str(_IOT), *where)[0] == 0
+    assert _declared_cli(capsys, "tables", "create", "--schema", str(iot), *where)[0] == 0
     code, _ = _declared_cli(
-        capsys, "ingest", "--schema", str(_IOT), f"--input={source}",
+        capsys, "ingest", "--schema", str(iot), f"--input={source}",
         f"--dead_letter={tmp_path / 'dead'}", *where,
     )  # fmt: skip
     assert code == 0
     code, out = _declared_cli(
-        capsys, "query", "--schema", str(_IOT), "device_readings", "--device", "dev-1",
+        capsys, "query", "--schema", str(iot), "device_readings", "--device", "dev-1",
         "--start", "2024-05-01T10:30:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
         *where,
     )  # fmt: skip
     assert code == 0
     (record,) = json.loads(out)  # the hour row holds 10:15 too; the server drops that cell
     assert record["ts_ms"] == 1714560300250 and record["temp"] == "22.0"
+
+
+def test_declared_tb_col_query_reads_one_range_per_field(target, tmp_path, capsys):
+    doors = _REPO / "docs" / "schemas" / "tb-col-door-sensors.yaml"
+    lines = [
+        '{"sensor": "d1", "ts": "2024-05-01T10:00:00Z", "open": true, "alarm": false}',
+        '{"sensor": "d1", "ts": "2024-05-01T10:05:00Z", "open": false, "alarm": false}',
+        '{"sensor": "d1", "ts": "2024-05-02T10:05:00Z", "open": true, "alarm": true}',
+        '{"sensor": "d2", "ts": "2024-05-01T10:01:00Z", "open": true, "alarm": true}',
+    ]
+    source = write_lines(tmp_path / "doors.jsonl", lines)
+    where = ["--project", target.project, "--instance", target.instance]
+    assert _declared_cli(capsys, "tables", "create", "--schema", str(doors), *where)[0] == 0
+    code, _ = _declared_cli(
+        capsys, "ingest", "--schema", str(doors), f"--input={source}",
+        f"--dead_letter={tmp_path / 'dead'}", *where,
+    )  # fmt: skip
+    assert code == 0
+    code, out = _declared_cli(
+        capsys, "query", "--schema", str(doors), "sensor_states", "--sensor", "d1",
+        "--start", "2024-05-01T00:00:00Z", "--end", "2024-05-02T00:00:00Z", "--format", "json",
+        *where,
+    )  # fmt: skip
+    assert code == 0
+    got = [(r["signal"], r["ts_ms"], r["state"]) for r in json.loads(out)]
+    assert sorted(got) == [
+        ("alarm", 1714557600000, "false"),
+        ("alarm", 1714557900000, "false"),
+        ("open", 1714557600000, "true"),
+        ("open", 1714557900000, "false"),
+    ]
+    assert [t for _, t, _ in got] == sorted(t for _, t, _ in got)  # merged in time order
