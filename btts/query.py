@@ -47,24 +47,25 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 
 from btts.admin import ReadCell, ReadRow, Target
 from transforms import keys, queries, salted_reads, schema_file, schema_queries, timefmt
-from transforms.declarations import battery as battery_decls
 from transforms.declarations.game_results import GAME_BY_DATE, GAME_BY_PLAYER
 from transforms.declarations.garden import GARDEN_DAILY, GARDEN_MONTHLY
 from transforms.declarations.market_data import QUOTE, TRADE
 from transforms.declarations.nightly import SENSOR_DAILY
-from transforms.declarations.other_shapes import DEVICE
 from transforms.declarations.queries import METRIC_RECENT
 from transforms.declarations.sales import SALES_MONTHLY
 from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC
 from transforms.declarations.smart_meters import SENSOR
-from transforms.declarations.weather_balloons import (
-    BALLOON_TB_CELL,
-    BALLOON_TB_COL,
-    BALLOON_TS_BLOB,
-    BALLOON_TS_COLS,
-)
 from transforms.queries import Scan
 from transforms.schema import TableDecl
+
+# Tables of the schema files alone (their hand-written builder modules are going away).
+_BATTERY = schema_file.builtin_tables("battery")
+DEVICE = schema_file.builtin_tables("other_shapes")["DEVICE"]
+_BALLOONS = schema_file.builtin_tables("weather_balloons")
+BALLOON_TB_COL = _BALLOONS["BALLOON_TB_COL"]
+BALLOON_TB_CELL = _BALLOONS["BALLOON_TB_CELL"]
+BALLOON_TS_BLOB = _BALLOONS["BALLOON_TS_BLOB"]
+BALLOON_TS_COLS = _BALLOONS["BALLOON_TS_COLS"]
 
 UTC = timefmt.UTC
 R = TypeVar("R")
@@ -696,7 +697,7 @@ def battery_levels_query(
     start_ms: int, end_ms: int, user: str | None = None, buckets: int | None = None
 ) -> Query[BatteryLevel]:
     if user is not None:  # field promotion: one contiguous range
-        decl = battery_decls.BATTERY
+        decl = _BATTERY["BATTERY"]
         scan = queries.time_scan(decl, {"user": user}, start_ms, end_ms, latest_only=True)
         return Query(
             f"battery levels of {user} in [{_iso(start_ms)}, {_iso(end_ms)}) from {decl.name}",
@@ -718,9 +719,9 @@ def battery_levels_query(
 
 def _salted_table(buckets: int | None) -> TableDecl:
     if buckets is None:
-        return battery_decls.BATTERY_SALTED
+        return _BATTERY["BATTERY_SALTED"]
     salted: dict[int, TableDecl] = {}
-    for decl in schema_file.builtin_tables("battery").values():
+    for decl in _BATTERY.values():
         for segment in decl.key.segments:
             if segment.kind == "salt":
                 salted[segment.width] = decl
