@@ -35,36 +35,37 @@ monthly_sales                      SALES_MONTHLY range EMPLOYEE#start … EMPLOY
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Generic, NamedTuple, TypeVar
 
 from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
-from btts import admin
 from btts.admin import ReadCell, ReadRow, Target
-from transforms import queries, salted_reads, schema_file, timefmt
-from transforms.declarations import battery as battery_decls
+from transforms import keys, queries, salted_reads, schema_file, schema_queries, timefmt
 from transforms.declarations.game_results import GAME_BY_DATE, GAME_BY_PLAYER
 from transforms.declarations.garden import GARDEN_DAILY, GARDEN_MONTHLY
 from transforms.declarations.market_data import QUOTE, TRADE
 from transforms.declarations.nightly import SENSOR_DAILY
-from transforms.declarations.other_shapes import DEVICE
 from transforms.declarations.queries import METRIC_RECENT
 from transforms.declarations.sales import SALES_MONTHLY
 from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC
 from transforms.declarations.smart_meters import SENSOR
-from transforms.declarations.weather_balloons import (
-    BALLOON_TB_CELL,
-    BALLOON_TB_COL,
-    BALLOON_TS_BLOB,
-    BALLOON_TS_COLS,
-)
 from transforms.queries import Scan
 from transforms.schema import TableDecl
+
+# Tables of the schema files alone (their hand-written builder modules are going away).
+_BATTERY = schema_file.builtin_tables("battery")
+DEVICE = schema_file.builtin_tables("devices")["DEVICE"]
+_BALLOONS = schema_file.builtin_tables("weather_balloons")
+BALLOON_TB_COL = _BALLOONS["BALLOON_TB_COL"]
+BALLOON_TB_CELL = _BALLOONS["BALLOON_TB_CELL"]
+BALLOON_TS_BLOB = _BALLOONS["BALLOON_TS_BLOB"]
+BALLOON_TS_COLS = _BALLOONS["BALLOON_TS_COLS"]
 
 UTC = timefmt.UTC
 R = TypeVar("R")
@@ -585,12 +586,25 @@ BALLOON_TABLES = {
     "TS-BLOB": BALLOON_TS_BLOB,
     "TS-COLS": BALLOON_TS_COLS,
 }
-_BALLOONS = schema_file.builtin("weather_balloons")
-# The measurements: the fields TB-COL unpivots into one row each; the blob's one qualifier.
-BALLOON_METRICS = _BALLOONS.table("BALLOON_TB_COL").rows_per.fields
-_BLOB = _BALLOONS.table("BALLOON_TS_BLOB").columns[0]
-_BLOB_QUALIFIER = _BLOB.qualifier.encode("utf-8")
-_METRIC_BYTES = tuple(m.encode("ascii") for m in BALLOON_METRICS)
+_BALLOON_SCHEMA = schema_file.builtin("weather_balloons")
+# The measured fields: the ones BALLOON_TB_COL unpivots into one row each (schema order).
+_BALLOON_METRICS: tuple[str, ...] = _BALLOON_SCHEMA.table(BALLOON_TB_COL.name).rows_per.fields
+_METRIC_BYTES = tuple(m.encode("ascii") for m in _BALLOON_METRICS)
+
+
+def _blob_column(table: str) -> schema_file.ColumnSpec:
+    """The protobuf column the schema declares for a TS-BLOB table."""
+    for col in _BALLOON_SCHEMA.table(table).columns:
+        if col.value[:1] == ("protobuf",):
+            return col
+    raise ValueError(f"{table}: the schema declares no protobuf column")
+
+
+def _decode_blob(col: schema_file.ColumnSpec, blob: bytes) -> dict[str, object]:
+    """The schema fields a protobuf cell holds, by the column's declared message and mapping."""
+    _, message, mapping = col.value
+    msg = schema_file.message_class(message).FromString(blob)
+    return {name: getattr(msg, proto_field) for proto_field, name in mapping}
 
 
 def _measurements(
@@ -598,13 +612,13 @@ def _measurements(
 ) -> list[BalloonMeasurement]:
     out = []
     for ts, values in sorted(by_time.items()):
-        missing = [m for m in BALLOON_METRICS if m not in values]
+        missing = [m for m in _BALLOON_METRICS if m not in values]
         if missing:
             raise ValueError(
                 f"balloon {location}/{balloon_id} at {_iso(ts)}: no {', '.join(missing)}"
             )
         out.append(
-            BalloonMeasurement(location, balloon_id, ts, *(values[m] for m in BALLOON_METRICS))
+            BalloonMeasurement(location, balloon_id, ts, *(values[m] for m in _BALLOON_METRICS))
         )
     return out
 
@@ -616,15 +630,15 @@ def _decode_balloons(
     if pattern == "TS-BLOB":
         out = []
         for row in _only(scans):
-            cell = _columns(row)[_BLOB_QUALIFIER]
-            event = schema_file.message_class(_BLOB.value[1]).FromString(cell.value)
-            values = [number(getattr(event, m).encode("ascii"), _key(row)) for m in BALLOON_METRICS]
-            out.append(
-                BalloonMeasurement(event.location, event.balloon_id, event.event_time_ms, *values)
-            )
+            col = _blob_column(BALLOON_TS_BLOB.name)
+            cell = _columns(row)[col.qualifier.encode("utf-8")]
+            event = _decode_blob(col, cell.value)
+            values = [number(str(event[m]).encode("ascii"), _key(row)) for m in _BALLOON_METRICS]
+            ts = int(event[_BALLOON_SCHEMA.time])
+            out.append(BalloonMeasurement(event["location"], event["balloon_id"], ts, *values))
         return out
     if pattern == "TB-COL":  # one scan per metric; the qualifier is the value
-        for metric, rows in zip(BALLOON_METRICS, scans, strict=True):
+        for metric, rows in zip(_BALLOON_METRICS, scans, strict=True):
             for row in rows:
                 for cell in row.cells:
                     by_time[_ms(cell)][metric] = number(cell.qualifier, _key(row))
@@ -647,7 +661,7 @@ def balloon_measurements_query(
     if pattern == "TB-COL":  # the metric comes before the week: one range per metric
         scans = tuple(
             queries.time_scan(decl, {**values, "metric": m}, start_ms, end_ms)
-            for m in BALLOON_METRICS
+            for m in _BALLOON_METRICS
         )
     else:
         # Every cell of a bucket row is one event: all versions within the window, not the newest
@@ -683,7 +697,7 @@ def battery_levels_query(
     start_ms: int, end_ms: int, user: str | None = None, buckets: int | None = None
 ) -> Query[BatteryLevel]:
     if user is not None:  # field promotion: one contiguous range
-        decl = battery_decls.BATTERY
+        decl = _BATTERY["BATTERY"]
         scan = queries.time_scan(decl, {"user": user}, start_ms, end_ms, latest_only=True)
         return Query(
             f"battery levels of {user} in [{_iso(start_ms)}, {_iso(end_ms)}) from {decl.name}",
@@ -705,13 +719,12 @@ def battery_levels_query(
 
 def _salted_table(buckets: int | None) -> TableDecl:
     if buckets is None:
-        return battery_decls.BATTERY_SALTED
-    salted = {
-        seg.width: decl
-        for decl in schema_file.builtin("battery").decls().values()
-        for seg in decl.key.segments
-        if seg.kind == "salt"
-    }
+        return _BATTERY["BATTERY_SALTED"]
+    salted: dict[int, TableDecl] = {}
+    for decl in _BATTERY.values():
+        for segment in decl.key.segments:
+            if segment.kind == "salt":
+                salted[segment.width] = decl
     if buckets not in salted:
         raise ValueError(
             f"no salted battery table has {buckets} buckets; declared: {sorted(salted)}"
@@ -768,7 +781,10 @@ def tenant_rows(target: Target, tenant: str) -> list[DeviceReading]:
 
 def drop_tenant(target: Target, tenant: str) -> int:
     """Offboard a tenant: drop the row range of its prefix in one admin call
-    (:func:`btts.admin.drop_tenant`). Returns how many rows it held."""
+    (only ``TENANT#…``: ``acme`` never takes ``acme2``'s rows). Returns how many rows it held."""
+    from btts import admin
+
+    prefix = keys.tenant_prefix(tenant, DEVICE.key.delimiter)  # never empty: never the table
     scan = queries.prefix_scan(DEVICE, {"tenant": tenant})
     with BigtableDataClient(project=target.project) as client:
         table = client.get_table(target.instance, DEVICE.name)
@@ -778,7 +794,10 @@ def drop_tenant(target: Target, tenant: str) -> int:
             count = sum(1 for _ in table.read_rows(query))
         except gexc.NotFound:
             raise MissingTable(f"table DEVICE does not exist in {target.describe()}") from None
-    admin.drop_tenant(target, DEVICE, tenant)
+    with admin.Admin(target) as client:
+        client.api.drop_row_range(
+            request={"name": target.table_path(DEVICE.name), "row_key_prefix": prefix}
+        )
     return count
 
 
@@ -878,3 +897,144 @@ def count_rows(target: Target, table: str) -> int:
 _KEYS_ONLY = row_filters.RowFilterChain(
     filters=[row_filters.CellsRowLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
 )
+
+
+# -- declared queries (the ``queries:`` section of a schema file) ------------------------------
+
+
+def declared(schema: schema_file.Schema, name: str) -> schema_queries.QuerySpec:
+    """The query ``name`` of ``schema``; a clear error naming the declared ones otherwise."""
+    for spec in schema.queries:
+        if spec.name == name:
+            return spec
+    known = ", ".join(s.name for s in schema.queries) or "none"
+    raise ValueError(f"schema {schema.dataset} declares no query {name!r}; declared: {known}")
+
+
+def plan_declared(
+    schema: schema_file.Schema,
+    spec: schema_queries.QuerySpec,
+    values: dict[str, object],
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    tz: dt.tzinfo = UTC,
+) -> tuple[Scan, ...]:
+    """The scans of a declared query, from the same key recipe that built the keys."""
+    decl = schema.table(spec.table).decl
+    missing = [f for f in spec.select if values.get(f) in (None, "")]
+    if missing:
+        raise ValueError(f"query {spec.name}: give {', '.join('--' + m for m in missing)}")
+    fixed = {f: values[f] for f in spec.select}
+    if spec.read == "table":
+        scans = (Scan(decl.name, ranges=(queries.WHOLE_TABLE,), latest_only=spec.latest),)
+    elif spec.read == "row":
+        scans = (queries.row_scan(decl, [fixed], tz, latest_only=spec.latest),)
+    elif spec.read == "prefix":
+        scans = (queries.prefix_scan(decl, fixed, tz, latest_only=spec.latest),)
+    else:
+        if start_ms is None or end_ms is None:
+            raise ValueError(f"query {spec.name}: give --start and --end")
+        if any(s.kind == "salt" for s in decl.key.segments):
+            ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
+            scans = tuple(
+                Scan(decl.name, ranges=(r,), start_ms=start_ms, end_ms=end_ms) for r in ranges
+            )
+        elif spec.per:
+            unpivoted = schema.table(spec.table).rows_per.fields
+            scans = tuple(
+                queries.time_scan(decl, {**fixed, spec.per: f}, start_ms, end_ms, tz)
+                for f in unpivoted
+            )
+        else:
+            scans = (queries.time_scan(decl, fixed, start_ms, end_ms, tz),)
+        if spec.latest:
+            scans = tuple(replace(s, latest_only=True) for s in scans)
+    if spec.limit is not None:
+        scans = tuple(replace(s, limit=spec.limit) for s in scans)
+    return scans
+
+
+def decode_value(schema: schema_file.Schema, col: schema_file.ColumnSpec, value: bytes):
+    """A cell's value by the column's declared source: decimal text as an exact Decimal, int64
+    sums, booleans, integers, JSON and protobuf blobs as dicts, other text as text."""
+    if col.add is not None:
+        return int64(value)
+    kind = col.value[:1]
+    if kind == ("protobuf",):
+        _, message, mapping = col.value
+        msg = schema_file.message_class(message).FromString(value)
+        return {name: getattr(msg, proto) for proto, name in mapping}
+    if kind == ("json",):
+        return json.loads(value.decode("utf-8"))
+    if kind == ("field",):
+        spec = schema.field_by_ref().get(col.value[1])
+        text = value.decode("utf-8")
+        if spec is not None and spec.type == "number":
+            return number(value, col.value[1])
+        if spec is not None and spec.type == "integer" and text.lstrip("-").isdigit():
+            return int(text)
+        if spec is not None and spec.type == "boolean":
+            return text.lower() in ("true", "1")
+        return text
+    return value.decode("utf-8", "replace")
+
+
+def _column_names(table: schema_file.TableSpec) -> dict[bytes, schema_file.ColumnSpec]:
+    """Literal qualifiers → their column rule (qualifiers from data are decoded as text)."""
+    return {c.qualifier.encode("utf-8"): c for c in table.columns if isinstance(c.qualifier, str)}
+
+
+def decode_declared(
+    schema: schema_file.Schema, spec: schema_queries.QuerySpec, scans: list[list[ReadRow]]
+) -> list[dict]:
+    """Plain records: one per row and cell time, the key's fields, ``ts_ms`` and each column
+    by its qualifier (or ``value`` for a TB-COL row, whose qualifier is the value)."""
+    table = schema.table(spec.table)
+    decl = table.decl
+    named = _column_names(table)
+    if any(s.kind == "salt" for s in decl.key.segments):
+        rows = salted_reads.merge_in_time_order(decl, scans)
+    else:
+        rows = [row for scan in scans for row in scan]
+    out: list[dict] = []
+    for row in rows:
+        parts = queries.split_key(decl, row.key)
+        parts.pop("salt", None)
+        by_time: dict[int, dict] = {}
+        for cell in sorted(row.cells, key=lambda c: (c.timestamp_us, c.qualifier)):
+            record = by_time.setdefault(_ms(cell), {**parts, "ts_ms": _ms(cell)})
+            qualifier = cell.qualifier.decode("utf-8", "replace")
+            col = named.get(cell.qualifier)
+            if table.rows_per is not None and col is None:
+                record[table.rows_per.value] = qualifier
+            elif col is not None:
+                record[qualifier] = decode_value(schema, col, cell.value)
+            else:  # qualifier from data (maps, time of day): the value as its text or number
+                try:
+                    record[qualifier] = number(cell.value)
+                except ValueError:
+                    record[qualifier] = cell.value.decode("utf-8", "replace")
+        out.extend(by_time[t] for t in sorted(by_time))
+    if spec.per or (len(scans) > 1 and not any(s.kind == "salt" for s in decl.key.segments)):
+        out.sort(key=lambda r: r["ts_ms"])
+    return out
+
+
+def declared_query(
+    schema: schema_file.Schema,
+    name: str,
+    values: dict[str, object],
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    tz: dt.tzinfo = UTC,
+) -> Query[dict]:
+    """A named query of a schema file, planned and ready for :func:`run`."""
+    spec = declared(schema, name)
+    scans = plan_declared(schema, spec, values, start_ms, end_ms, tz)
+    shown = ", ".join(f"{f}={values[f]}" for f in spec.select)
+    window = f" in [{_iso(start_ms)}, {_iso(end_ms)})" if spec.read == "time" else ""
+    return Query(
+        f"{name}({shown}){window} from {spec.table}",
+        scans,
+        lambda rows: decode_declared(schema, spec, rows),
+    )

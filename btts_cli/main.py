@@ -298,8 +298,11 @@ def _schema_query(argv: list[str]) -> int:
     import datetime as dt
 
     from btts import query as q
+    from btts_cli import query as query_cli
     from transforms import generic
 
+    if query_cli.declared_name(argv):  # `--schema FILE NAME …`: a query the file declares
+        return query_cli.run_declared(argv, _target_args, _load_schema)
     args = _schema_query_parser().parse_args(argv)
     schema = _load_schema(args.schema)
     table = args.table or (schema.table_names[0] if len(schema.tables) == 1 else None)

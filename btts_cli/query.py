@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import zoneinfo
 from collections.abc import Callable
 
@@ -333,3 +334,66 @@ def add_tenant_commands(sub: argparse._SubParsersAction, target_args: Callable) 
     drop.add_argument("--yes", action="store_true", help="really drop them")
     target_args(drop)
     drop.set_defaults(func=_drop_tenant)
+
+
+# -- declared queries: ``btts query --schema FILE NAME --FIELD VALUE … [--start T --end T]`` ----
+
+
+def declared_name(argv: list[str]) -> str | None:
+    """The query NAME right after ``--schema FILE``, or None (the --table/--field form)."""
+    at = 1 if argv[:1] and argv[0].startswith("--schema=") else 2
+    name = argv[at] if len(argv) > at else ""
+    return name if name and not name.startswith("-") else None
+
+
+def _declared_parser(schema, spec, target_args: Callable) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"btts query --schema FILE {spec.name}",
+        description=spec.doc or f"the query {spec.name} of {schema.dataset} ({spec.table})",
+    )
+    parser.add_argument("--schema", required=True, metavar="FILE", help="the schema file")
+    parser.add_argument("name", help="the query's name in the file's queries: section")
+    for name in spec.select:
+        parser.add_argument(f"--{name}", required=True, help=f"the key field {name}")
+    if spec.read == "time":
+        _range(parser)
+    _tz(parser)
+    _common(parser, target_args)
+    return parser
+
+
+def run_declared(argv: list[str], target_args: Callable, load: Callable) -> int:
+    """Run a query a schema file declares; prints like the documented queries."""
+    name = declared_name(argv)
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--schema", required=True)
+    schema = load(pre.parse_known_args(argv)[0].schema)
+    try:
+        spec = q.declared(schema, name)
+    except ValueError as err:
+        raise admin.ConfigError(str(err)) from None
+    args = _declared_parser(schema, spec, target_args).parse_args(argv)
+    values = {f: getattr(args, f) for f in spec.select}
+    try:
+        query = q.declared_query(
+            schema, spec.name, values, getattr(args, "start", None), getattr(args, "end", None),
+            args.timezone,
+        )  # fmt: skip
+    except (ValueError, InvalidEvent) as err:
+        raise admin.ConfigError(str(err)) from None
+    target = admin.resolve_target(args.project, args.instance)
+    try:
+        records = q.run(target, query)
+    except q.MissingTable as err:
+        raise admin.ConfigError(str(err)) from None
+    if args.format == "json":
+        print(json.dumps(records, indent=2, default=str, ensure_ascii=False))
+        return 0
+    print(f"{query.title} — {target.describe()}")
+    for scan in query.scans:
+        print(f"  read {scan.describe()}")
+    print()
+    for record in records:
+        print("  ".join(f"{k}={v}" for k, v in record.items()))
+    print(f"\n{len(records):,} record(s)")
+    return 0

@@ -607,3 +607,161 @@ def test_commands_find_the_emulator_btts_started(tmp_path, monkeypatch):
     assert cli.use_started_emulator(args, state) is None
     assert cli.use_started_emulator(args, Path(tmp_path / "missing.json")) is None
     assert "BIGTABLE_EMULATOR_HOST" not in os.environ
+
+
+# -- queries declared in schema files ----------------------------------------------------------
+
+_REPO = Path(__file__).resolve().parents[1]
+_TICKS = _REPO / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
+_IOT = _REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
+
+
+def _declared_cli(capsys, *argv: str) -> tuple[int, str]:
+    code = cli.main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def test_builtin_schemas_declare_their_documented_queries():
+    from transforms import schema_file
+
+    names = {
+        q_.name
+        for n in ("server_metrics", "queries", "smart_meters", "market_data", "game_results",
+                  "weather_balloons", "battery", "devices", "garden", "sales")
+        for q_ in schema_file.builtin(n).queries
+    }  # fmt: skip
+    assert {"host_metrics", "latest_metrics", "recent_metrics", "quotes", "trades",
+            "player_games", "games_of_month", "battery_levels", "tenant_rows",
+            "monthly_sales", "balloon_tb_col"} <= names  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "entry, line, words",
+    [
+        ("  - {name: q1, table: NOPE}", 28, "table 'NOPE' is not declared"),
+        ("  - {name: q1, table: TICK, select: [size]}", 28, "leading key fields"),
+        ("  - {name: q1, table: TICK, limit: 0}", 28, "whole number"),
+        ("  - {name: q1, table: TICK, colour: red}", 28, "unknown key 'colour'"),
+        ("  - {name: Q-1, table: TICK}", 28, "lower-case"),
+    ],
+)
+def test_bad_query_declarations_name_their_line(entry, line, words):
+    from transforms import schema_file
+
+    text = _TICKS.read_text().split("queries:\n")[0]
+    text += "queries:\n" + entry + "\n"
+    assert text.splitlines()[line - 1] == entry
+    with pytest.raises(schema_file.SchemaError) as err:
+        schema_file.loads(text, "ticks.yaml")
+    assert any(n == line and words in m for n, m in err.value.problems), err.value.problems
+
+
+def test_declared_query_plans_the_recipe_ranges():
+    from transforms import schema_file
+
+    schema = schema_file.builtin("weather_balloons")
+    scans = q.plan_declared(
+        schema, q.declared(schema, "balloon_tb_col"), {"location": "us", "balloon_id": "7"},
+        0, 7 * 86_400_000,
+    )  # fmt: skip
+    assert len(scans) == 4  # one range per metric
+    assert scans[0].ranges[0][0].startswith(b"us#7#pressure#")
+    battery = schema_file.builtin("battery")
+    salted = q.plan_declared(battery, q.declared(battery, "battery_levels"), {}, 0, 1000)
+    assert len(salted) == 3 and all(s.start_ms == 0 and s.end_ms == 1000 for s in salted)
+    with pytest.raises(ValueError, match="declares no query 'nope'"):
+        q.declared(battery, "nope")
+
+
+def test_declared_query_of_a_user_schema_through_the_cli(target, tmp_path, capsys):
+    lines = [
+        '{"symbol": "GOOG", "ts": "2024-05-01T10:00:00Z", "price": 170.10, "size": 5}',
+        '{"symbol": "GOOG", "ts": "2024-05-01T10:00:01.500Z", "price": 170.25, "size": 7}',
+        '{"symbol": "GOOG", "ts": "2024-05-01T11:00:00Z", "price": 171.00, "size": 1}',
+        '{"symbol": "GOOGL", "ts": "2024-05-01T10:00:02Z", "price": 1.50, "size": 2}',
+    ]
+    source = write_lines(tmp_path / "ticks.jsonl", lines)
+    where = ["--project", target.project, "--instance", target.instance]
+    assert _declared_cli(capsys, "tables", "create", "--schema", str(_TICKS), *where)[0] == 0
+    code, _ = _declared_cli(
+        capsys, "ingest", "--schema", str(_TICKS), f"--input={source}",
+        f"--dead_letter={tmp_path / 'dead'}", *where,
+    )  # fmt: skip
+    assert code == 0
+    code, out = _declared_cli(
+        capsys, "query", "--schema", str(_TICKS), "ticks", "--symbol", "GOOG",
+        "--start", "2024-05-01T10:00:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
+        *where,
+    )  # fmt: skip
+    assert code == 0
+    records = json.loads(out)
+    assert [(r["symbol"], r["ts_ms"], r["price"], r["size"]) for r in records] == [
+        ("GOOG", 1714557600000, "170.10", 5),
+        ("GOOG", 1714557601500, "170.25", 7),
+    ]
+    code, out = _declared_cli(capsys, "query", "--schema", str(_TICKS), "nope", *where)
+    assert code == 2
+
+
+def test_declared_query_filters_cells_of_a_coarse_bucket(target, tmp_path, capsys):
+    lines = [
+        '{"device": "dev-1", "ts": "2024-05-01T10:15:00Z", "temperature_c": 21.50, "humidity": 40}',
+        '{"device": "dev-1", "ts": "2024-05-01T10:45:00.250Z", "temperature_c": 22.0}',
+        '{"device": "dev-2", "ts": "2024-05-01T10:45:00Z", "temperature_c": 9.5}',
+    ]
+    source = write_lines(tmp_path / "iot.jsonl", lines)
+    iot = tmp_path / "iot.yaml"  # the example with one query declared (hour buckets, TB-CELL)
+    iot.write_text(
+        _IOT.read_text().replace(
+            "\nadvisor:",
+            "\nqueries:\n  - {name: device_readings, table: DEVICE_TEMP, select: [device]}"
+            "\nadvisor:",
+        )
+    )
+    where = ["--project", target.project, "--instance", target.instance]
+    assert _declared_cli(capsys, "tables", "create", "--schema", str(iot), *where)[0] == 0
+    code, _ = _declared_cli(
+        capsys, "ingest", "--schema", str(iot), f"--input={source}",
+        f"--dead_letter={tmp_path / 'dead'}", *where,
+    )  # fmt: skip
+    assert code == 0
+    code, out = _declared_cli(
+        capsys, "query", "--schema", str(iot), "device_readings", "--device", "dev-1",
+        "--start", "2024-05-01T10:30:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
+        *where,
+    )  # fmt: skip
+    assert code == 0
+    (record,) = json.loads(out)  # the hour row holds 10:15 too; the server drops that cell
+    assert record["ts_ms"] == 1714560300250 and record["temp"] == "22.0"
+
+
+def test_declared_tb_col_query_reads_one_range_per_field(target, tmp_path, capsys):
+    doors = _REPO / "docs" / "schemas" / "tb-col-door-sensors.yaml"
+    lines = [
+        '{"sensor": "d1", "ts": "2024-05-01T10:00:00Z", "open": true, "alarm": false}',
+        '{"sensor": "d1", "ts": "2024-05-01T10:05:00Z", "open": false, "alarm": false}',
+        '{"sensor": "d1", "ts": "2024-05-02T10:05:00Z", "open": true, "alarm": true}',
+        '{"sensor": "d2", "ts": "2024-05-01T10:01:00Z", "open": true, "alarm": true}',
+    ]
+    source = write_lines(tmp_path / "doors.jsonl", lines)
+    where = ["--project", target.project, "--instance", target.instance]
+    assert _declared_cli(capsys, "tables", "create", "--schema", str(doors), *where)[0] == 0
+    code, _ = _declared_cli(
+        capsys, "ingest", "--schema", str(doors), f"--input={source}",
+        f"--dead_letter={tmp_path / 'dead'}", *where,
+    )  # fmt: skip
+    assert code == 0
+    code, out = _declared_cli(
+        capsys, "query", "--schema", str(doors), "sensor_states", "--sensor", "d1",
+        "--start", "2024-05-01T00:00:00Z", "--end", "2024-05-02T00:00:00Z", "--format", "json",
+        *where,
+    )  # fmt: skip
+    assert code == 0
+    got = [(r["signal"], r["ts_ms"], r["state"]) for r in json.loads(out)]
+    assert sorted(got) == [
+        ("alarm", 1714557600000, "false"),
+        ("alarm", 1714557900000, "false"),
+        ("open", 1714557600000, "true"),
+        ("open", 1714557900000, "false"),
+    ]
+    assert [t for _, t, _ in got] == sorted(t for _, t, _ in got)  # merged in time order

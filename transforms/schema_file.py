@@ -29,7 +29,7 @@ from pathlib import Path
 
 import yaml
 
-from transforms import keys, timefmt
+from transforms import keys, schema_queries, timefmt
 from transforms.schema import (
     BUCKET_UNITS,
     PATTERNS,
@@ -213,6 +213,7 @@ class Schema:
     doc: str = ""
     advisor: Mapping | None = field(default=None, compare=False, hash=False)
     example: str = ""  # one input line, for --help and the docs (tests build it)
+    queries: tuple = ()  # schema_queries.QuerySpec: the named reads of ``btts query``
     source: str = field(default="", compare=False)
     text: str = field(default="", compare=False, repr=False)
 
@@ -373,7 +374,7 @@ class _Checker:
         top = self.mapping(doc, "schema file", 1)
         if top is None:
             return None
-        self.keys(top, ("dataset", "doc", "event", "tables", "advisor"), "schema file")
+        self.keys(top, ("dataset", "doc", "event", "tables", "queries", "advisor"), "schema file")
         dataset = self.text(top, "dataset", "schema file", required=True)
         if dataset and not _NAME.match(dataset):
             self.bad(_line(top, "dataset"), f"dataset {dataset!r}: use letters, digits and _")
@@ -411,7 +412,13 @@ class _Checker:
         advisor = top.get("advisor")
         if advisor is not None:
             self.advisor(advisor, _line(top, "advisor"), tables)
+        found = (
+            ()
+            if "queries" not in top
+            else schema_queries.parse(self, top["queries"], _line(top, "queries"), tables)
+        )
         return Schema(
+            queries=found,
             dataset=dataset,
             time=time,
             fields=fields,
@@ -1565,6 +1572,8 @@ def to_dict(schema: Schema) -> dict:
             table["columns"] = [_column_dict(c) for c in spec.columns]
         tables.append(table)
     out["tables"] = tables
+    if schema.queries:
+        out["queries"] = [schema_queries.to_dict(q) for q in schema.queries]
     if schema.advisor is not None:
         out["advisor"] = schema.advisor
     return out
