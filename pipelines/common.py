@@ -169,8 +169,18 @@ class StreamingInputOptions(PipelineOptions):
             "--hourly_rollup",
             action="store_true",
             default=False,
-            help="Also write hourly sums and counts per entity into the job's rollup table with "
-            "AddToCell (not idempotent: a batch re-run adds again).",
+            help="Also write hourly sums and counts per entity into the job's rollup table "
+            "(how: --rollup_mode).",
+        )
+        group.add_argument(
+            "--rollup_mode",
+            type=str,
+            default="exact",
+            choices=("exact", "add"),
+            help="exact (default): keep each hour's totals in pipeline state and write them with "
+            "SetCell into the exact_sum/exact_count families, so retried bundles and re-runs "
+            "rewrite the same values. add: AddToCell deltas into the sum/count aggregate "
+            "families (the guidance's pattern; a retried bundle or a re-run adds again).",
         )
         group.add_argument(
             "--allowed_lateness_minutes",
@@ -446,14 +456,19 @@ def build_ingest(
     out = {"rows": rows}
     if stream.hourly_rollup and job.rollup:
         rolled = rows | "HourlyRollup" >> Rollup(
-            job.rollup, stream.allowed_lateness_minutes * 60_000, job.name
+            job.rollup, stream.allowed_lateness_minutes * 60_000, job.name, stream.rollup_mode
         )
-        rolled["rows"] | "WriteRollup" >> WriteAggregates(
-            target.project,
-            target.instance,
-            job.rollup.table,
-            operation_timeout=timeout,
-        )
+        if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
+            rolled["rows"] | "WriteRollup" >> WriteRows(
+                target.project, target.instance, [job.rollup.table], timeout_s=timeout
+            )
+        else:
+            rolled["rows"] | "WriteRollup" >> WriteAggregates(
+                target.project,
+                target.instance,
+                job.rollup.table,
+                operation_timeout=timeout,
+            )
         dead.append(rolled[TOO_LATE])
         out["rollup"] = rolled["rows"]
     letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()

@@ -6,47 +6,158 @@ one running sum per employee and month instead of one row per sale. Months follo
 (default UTC).
 
 NOT IDEMPOTENT: AddToCell adds, so running the same input twice doubles the sums (and a bundle
-retried after a partial write failure re-adds what had succeeded). Run each input once; to
-rebuild, drop the table (or its rows) and re-run everything.
+retried after a partial write failure re-adds what had succeeded). To re-run safely, name the
+months the input covers with --replace_months: before anything is written, every row of those
+months is deleted (all employees), and a sale of any other month goes to the dead letters, so
+the months are rebuilt from this input alone. Re-run the same command after a failed or
+suspect run (a retried bundle): the result is exact again.
 
     python -m pipelines.sales --input 'sales/*.jsonl' --create_tables
+    python -m pipelines.sales --input 'sales/2015-03.jsonl' --replace_months 201503
 """
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import logging
+import re
 from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
+from btts import admin
 from pipelines import common
+from transforms.errors import InvalidEvent
+from transforms.mutations import RowMutation
 
 NAME = "sales"
+_LOG = logging.getLogger(__name__)
 
 
 # Months in UTC; job_for() gives the job for the configured --timezone.
 JOB = common.builtin_job(NAME, __doc__)
 
 
-class SalesOptions(common.FileInputOptions, common.BigtableOptions, common.TimeOptions):
-    """The flags of this job: input files, dead letters, the Bigtable target and the zone."""
+class ReplaceOptions(PipelineOptions):
+    """Re-running months safely (AddToCell is not idempotent)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Re-runs")
+        group.add_argument(
+            "--replace_months",
+            type=str,
+            default=None,
+            help="Comma-separated months YYYYMM (in --timezone) that this input rebuilds: their "
+            "SALES_MONTHLY rows (every employee) are deleted before anything is written, and "
+            "sales of other months go to the dead letters. Makes a re-run (after a failure or "
+            "a retried bundle) exact.",
+        )
+
+
+class SalesOptions(
+    common.FileInputOptions, common.BigtableOptions, common.TimeOptions, ReplaceOptions
+):
+    """The flags of this job: input files, dead letters, the Bigtable target, the zone and the
+    months to replace."""
 
 
 OPTION_CLASSES = SalesOptions.__bases__  # what run() parses and --help shows
 
 
+TABLE = "SALES_MONTHLY"
+_MONTH = re.compile(r"[0-9]{4}(0[1-9]|1[0-2])")
+
+
+def replace_months(options: PipelineOptions) -> tuple[str, ...]:
+    """The validated --replace_months, sorted; () without the flag."""
+    raw = options.view_as(ReplaceOptions).replace_months
+    if raw is None:
+        return ()
+    months = sorted({m.strip() for m in raw.split(",") if m.strip()})
+    bad = [m for m in months if not _MONTH.fullmatch(m)]
+    if bad or not months:
+        raise admin.ConfigError(f"--replace_months: expected months YYYYMM, got {raw!r}")
+    return tuple(months)
+
+
+class OnlyMonths:
+    """A builder whose rows must fall in ``months``: another month is bad input (it would add
+    onto a month this run does not rebuild). Rows are keyed ``EMPLOYEE#YYYYMM`` and the employee
+    cannot hold the delimiter, so the month is the key's last segment."""
+
+    def __init__(self, builder, months: Sequence[str]) -> None:
+        self._builder = builder
+        self._months = frozenset(m.encode() for m in months)
+
+    def __call__(self, event: dict) -> Sequence[RowMutation]:
+        rows = self._builder(event)
+        for row in rows:
+            month = row.key.rsplit(b"#", 1)[-1]
+            if month not in self._months:
+                raise InvalidEvent(
+                    f"month {month.decode()} is not in --replace_months "
+                    f"({', '.join(sorted(m.decode() for m in self._months))})"
+                )
+        return rows
+
+
+def delete_months(target: admin.Target, months: Sequence[str]) -> int:
+    """Delete every SALES_MONTHLY row of ``months``; the number deleted. One key-only scan of
+    the table with a key regex: rows are per employee first, so a month's rows are not one
+    range (the table holds one row per employee and month: small). Idempotent."""
+    from google.cloud.bigtable.data import (
+        BigtableDataClient,
+        DeleteAllFromRow,
+        ReadRowsQuery,
+        RowMutationEntry,
+    )
+    from google.cloud.bigtable.data.row_filters import (
+        CellsRowLimitFilter,
+        RowFilterChain,
+        RowKeyRegexFilter,
+        StripValueTransformerFilter,
+    )
+
+    pattern = b"(?s)^.*#(?:" + b"|".join(m.encode() for m in months) + b")$"
+    row_filter = RowFilterChain(
+        [RowKeyRegexFilter(pattern), CellsRowLimitFilter(1), StripValueTransformerFilter(True)]
+    )
+    with BigtableDataClient(project=target.project) as client:
+        table = client.get_table(target.instance, TABLE)
+        keys = [row.row_key for row in table.read_rows(ReadRowsQuery(row_filter=row_filter))]
+        for start in range(0, len(keys), 1000):
+            entries = [
+                RowMutationEntry(k, [DeleteAllFromRow()]) for k in keys[start : start + 1000]
+            ]
+            table.bulk_mutate_rows(entries)
+    return len(keys)
+
+
 def job_for(options: PipelineOptions) -> common.JobSpec:
-    """The job with months in the configured zone (an unknown zone is a ConfigError)."""
-    return common.builtin_job(NAME, __doc__, tz=common.timezone(options))
+    """The job with months in the configured zone (an unknown zone is a ConfigError); with
+    --replace_months, sales outside those months are refused."""
+    job = common.builtin_job(NAME, __doc__, tz=common.timezone(options))
+    months = replace_months(options)
+    if months:
+        job = dataclasses.replace(job, builder=OnlyMonths(job.builder, months))
+    return job
 
 
 def build(
     pipeline: beam.Pipeline, options: PipelineOptions, job: common.JobSpec | None = None
 ) -> dict[str, beam.PCollection]:
-    """Read lines → build AddCell rows (bad lines to dead letters) → AddToCell."""
-    return common.build_ingest(pipeline, options, job or job_for(options))
+    """Read lines → build AddCell rows (bad lines to dead letters) → AddToCell. With
+    --replace_months the months' rows are deleted first, here, before the job starts."""
+    job = job or job_for(options)
+    months = replace_months(options)
+    if months:
+        deleted = delete_months(common.resolve_target(options), months)
+        _LOG.info("%s: deleted %d row(s) of %s before writing", NAME, deleted, ", ".join(months))
+    return common.build_ingest(pipeline, options, job)
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:

@@ -14,7 +14,7 @@ from apache_beam.utils.timestamp import Timestamp
 
 from transforms import rollup
 from transforms.errors import InvalidEvent
-from transforms.mutations import AddCell, RowMutation
+from transforms.mutations import AddCell, Cell, RowMutation
 
 H0 = 1426532400000  # 2015-03-16T19:00:00Z
 MIN = 60_000
@@ -144,3 +144,81 @@ def test_batch_input_is_one_pane_per_window():
                 ]
             ),
         )
+
+
+def _exact(start: int, total: str, count: int, pane: int = 0, entity: str = "h1") -> RowMutation:
+    ts = (start + pane) * 1000
+    return RowMutation(
+        "ROLL",
+        _key(entity, start),
+        (
+            Cell("exact_sum", b"CPU", rollup.scale(total).to_bytes(8, "big", signed=True), ts),
+            Cell("exact_count", b"CPU", count.to_bytes(8, "big", signed=True), ts),
+        ),
+    )
+
+
+def test_exact_mode_writes_running_totals_late_points_included():
+    """The on-time pane writes the window's totals; each late point rewrites the updated totals
+    (SetCell, a newer pane); a too-late point changes nothing and is routed."""
+    stream = (
+        TestStream()
+        .advance_watermark_to(_at(H0))
+        .add_elements([_point(H0 + 1 * MIN, "0.02"), _point(H0 + 2 * MIN, "0.05")])
+        .add_elements([_point(H0 + 61 * MIN, "1.00")])
+        .advance_watermark_to(_at(H0 + 60 * MIN))  # hour 0 closes: on-time pane
+        .add_elements([_point(H0 + 3 * MIN, "0.10")])  # late: totals 0.17 / 3, pane 1
+        .add_elements([_point(H0 + 4 * MIN, "-1.5")])  # late: totals -1.33 / 4, pane 2
+        .advance_watermark_to(_at(H0 + 95 * MIN))  # hour 0 lateness over
+        .add_elements([_point(H0 + 5 * MIN, "9.99")])  # too late
+        .advance_watermark_to(_at(H0 + 200 * MIN))
+        .advance_watermark_to_infinity()
+    )
+    with TestPipeline(options=_streaming()) as p:
+        out = (
+            p
+            | stream
+            | rollup.HourlyRollup("ROLL", _key, allowed_lateness_ms=30 * MIN, mode="exact")
+        )
+        assert_that(
+            out["rows"],
+            equal_to(
+                [
+                    _exact(H0, "0.07", 2),
+                    _exact(H0, "0.17", 3, pane=1),
+                    _exact(H0, "-1.33", 4, pane=2),
+                    _exact(H0 + 60 * MIN, "1.00", 1),
+                ]
+            ),
+        )
+        assert_that(
+            out[rollup.TOO_LATE]
+            | beam.Map(lambda r: (r["pipeline"], '"value": "9.99"' in r["raw"])),
+            equal_to([("rollup:ROLL", True)]),
+            label="TooLate",
+        )
+
+
+def test_exact_mode_batch_is_one_total_per_window():
+    points = [_point(H0 + i * MIN, "0.5") for i in range(0, 180, 7)]
+    with TestPipeline() as p:
+        out = (
+            p
+            | beam.Create(points)
+            | rollup.HourlyRollup("ROLL", _key, allowed_lateness_ms=0, mode="exact")
+        )
+        assert_that(
+            out["rows"],
+            equal_to(
+                [
+                    _exact(H0, "4.5", 9),
+                    _exact(H0 + 60 * MIN, "4.5", 9),
+                    _exact(H0 + 120 * MIN, "4.0", 8),
+                ]
+            ),
+        )
+
+
+def test_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="rollup mode"):
+        rollup.HourlyRollup("ROLL", _key, allowed_lateness_ms=0, mode="twice")

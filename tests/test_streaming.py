@@ -140,7 +140,7 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
         def web1_count() -> int:
             key = rollup_core_key("web1", hour)
             rows = admin.read_rows(target, "METRIC_HOURLY", key, key + b"\x00")
-            return int.from_bytes(rows[0].latest()[("count", b"CPU")], "big") if rows else 0
+            return int.from_bytes(rows[0].latest()[("exact_count", b"CPU")], "big") if rows else 0
 
         _wait_for(lambda: web1_count() == 5, "the late point added to its hour")
         dead: list[dict] = []
@@ -161,12 +161,16 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
     key = rollup_core_key("web1", hour)
     (row,) = admin.read_rows(target, "METRIC_HOURLY", key, key + b"\x00")
     cells = row.latest()
-    assert int.from_bytes(cells[("sum", b"CPU")], "big", signed=True) == int(sum(cpu) * 10**6)
-    assert int.from_bytes(cells[("count", b"CPU")], "big") == len(cpu)
-    assert int.from_bytes(cells[("sum", b"IO")], "big", signed=True) == 300 * 10**6
-    assert row.cells[0].timestamp_us == hour * 1000
+    # Default --rollup_mode exact: the latest cell of exact_sum/exact_count holds the totals;
+    # the on-time pane is stamped at the hour's start, each later update 1 ms after the last.
+    assert int.from_bytes(cells[("exact_sum", b"CPU")], "big", signed=True) == int(sum(cpu) * 10**6)
+    assert int.from_bytes(cells[("exact_count", b"CPU")], "big") == len(cpu)
+    assert int.from_bytes(cells[("exact_sum", b"IO")], "big", signed=True) == 300 * 10**6
+    # (older panes' cells are garbage-collected lazily: only the newest is sure to be there)
+    assert hour * 1000 <= min(c.timestamp_us for c in row.cells)
+    assert hour * 1000 < max(c.timestamp_us for c in row.cells) < (hour + HOUR) * 1000
     (web2,) = admin.read_rows(target, "METRIC_HOURLY", b"web2#", b"web2$")
-    assert int.from_bytes(web2.latest()[("sum", b"CPU")], "big") == 10**6
+    assert int.from_bytes(web2.latest()[("exact_sum", b"CPU")], "big") == 10**6
 
     reasons = sorted(d["reason"] for d in dead)
     assert any("later than the allowed lateness" in r for r in reasons), reasons
@@ -240,8 +244,8 @@ def test_meter_and_market_streams_land_with_the_batch_key_logic(bigtable_emulato
     assert trade.key == b"NASDAQ#ZXZZT#1426535612045"
     (rolled,) = admin.read_rows(target, "SENSOR_HOURLY")
     total = sum(Decimal(v) for v, _ in readings)
-    assert int.from_bytes(rolled.latest()[("sum", b"READING")], "big") == int(total * 10**6)
-    assert int.from_bytes(rolled.latest()[("count", b"READING")], "big") == len(readings)
+    assert int.from_bytes(rolled.latest()[("exact_sum", b"READING")], "big") == int(total * 10**6)
+    assert int.from_bytes(rolled.latest()[("exact_count", b"READING")], "big") == len(readings)
     assert [d["pipeline"] for d in dead] == ["smart_meters"]
     assert dead[0]["reason"] == "missing field(s): timestamp, reading"
 

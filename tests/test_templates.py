@@ -142,6 +142,7 @@ def test_a_pipeline_losing_an_option_fails_the_check(monkeypatch):
             f"{prefix}'dead_letter_topic' is no flag of the pipeline",
             f"{prefix}'hourly_rollup' is no flag of the pipeline",
             f"{prefix}'input_subscription' is no flag of the pipeline",
+            f"{prefix}'rollup_mode' is no flag of the pipeline",
             # without streaming, files become the job's only input
             f"{prefix}'input': isOptional must be False",
         ]

@@ -15,6 +15,13 @@ counted. The watermark is known only through this key's fired timers, so the dec
 conservative in one direction: a point is refused only when its window's lateness deadline has
 certainly passed (the first points of a brand-new key are always accepted).
 
+Two modes. ``exact`` (the default of the jobs' ``--rollup_mode``): the window's totals stay in
+state after the on-time pane (until its lateness is over); each pane writes the totals so far
+with SetCell into the ``exact_sum`` / ``exact_count`` families (8-byte big-endian int64, see
+:func:`~transforms.rollup_core.exact_row`), so a runner retrying a write rewrites the same
+values instead of adding them again. ``add``: the guidance's pattern above, AddToCell into
+``sum`` / ``count``; every retried write adds again.
+
 Values are summed as integers scaled by 10**6 (exact for decimal text with up to six decimals;
 more are rounded half-even), because Bigtable's aggregate sum is over int64.
 """
@@ -37,9 +44,11 @@ from transforms.ingest import NAMESPACE
 from transforms.mutations import RowMutation
 from transforms.rollup_core import (
     HOUR_MS,
+    MODES,
     KeyFn,
     RollupPoint,
     RollupSpec,
+    exact_row,
     point,
     rollup_row,
     scale,
@@ -49,11 +58,13 @@ from transforms.rollup_core import (
 
 __all__ = [
     "HOUR_MS",
+    "MODES",
     "TOO_LATE",
     "HourlyRollup",
     "Rollup",
     "RollupPoint",
     "RollupSpec",
+    "exact_row",
     "point",
     "rollup_row",
     "scale",
@@ -86,6 +97,14 @@ class _PointsFn(beam.DoFn):
             )
 
 
+def _window(windows: dict, start: int) -> tuple[bool, dict, int]:
+    """(on-time pane written?, metric → [scaled sum, count], panes written after it). State
+    written before the exact mode held pairs (no pane count): read as pane 0, so a job updated
+    in place keeps its windows."""
+    fired, acc, *rest = windows.get(start, (False, {}, 0))
+    return fired, acc, rest[0] if rest else 0
+
+
 class _RollupFn(beam.DoFn):
     """Per-entity windows in state; an event-time timer closes them (see module docstring)."""
 
@@ -93,11 +112,14 @@ class _RollupFn(beam.DoFn):
     WATERMARK = ReadModifyWriteStateSpec("watermark", VarIntCoder())
     TICK = TimerSpec("tick", TimeDomain.WATERMARK)
 
-    def __init__(self, table: str, key_fn: KeyFn, size_ms: int, lateness_ms: int) -> None:
+    def __init__(
+        self, table: str, key_fn: KeyFn, size_ms: int, lateness_ms: int, mode: str = "add"
+    ) -> None:
         self._table = table
         self._key_fn = key_fn
         self._size = size_ms
         self._lateness = lateness_ms
+        self._exact = mode == "exact"
 
     def setup(self) -> None:
         self._points = Metrics.counter(NAMESPACE, f"rollup_points_{self._table}")
@@ -108,7 +130,7 @@ class _RollupFn(beam.DoFn):
     def _next_due(self, windows: dict) -> int | None:
         due = [
             start + self._size + (self._lateness if fired else 0)
-            for start, (fired, _) in windows.items()
+            for start, (fired, *_) in windows.items()
         ]
         return min(due) if due else None
 
@@ -136,8 +158,8 @@ class _RollupFn(beam.DoFn):
             yield pvalue.TaggedOutput(TOO_LATE, self._late_record(point, start))
             return
         windows = windows_state.read() or {}
-        fired, acc = windows.get(start, (False, {}))
-        if fired:  # the on-time pane is out: this point is a late delta of its own
+        fired, acc, late_panes = _window(windows, start)
+        if fired and not self._exact:  # add: a late point is a delta of its own
             self._late_ok.inc()
             self._rows.inc()
             key = self._key_fn(entity, start)
@@ -146,7 +168,15 @@ class _RollupFn(beam.DoFn):
         total = acc.setdefault(point.metric, [0, 0])
         total[0] += point.scaled
         total[1] += 1
-        windows[start] = (False, acc)
+        if fired:  # exact: the late point updates the totals, written whole at a newer pane
+            self._late_ok.inc()
+            self._rows.inc()
+            late_panes = min(late_panes + 1, self._size - 1)  # stays inside the window
+            windows[start] = (True, acc, late_panes)
+            windows_state.write(windows)
+            yield exact_row(self._table, self._key_fn(entity, start), start, acc, late_panes)
+            return
+        windows[start] = (False, acc, 0)
         windows_state.write(windows)
         self._arm(tick, windows)
 
@@ -163,13 +193,17 @@ class _RollupFn(beam.DoFn):
         watermark_state.write(max(now_ms, watermark_state.read() or 0))
         windows = windows_state.read() or {}
         for start in sorted(windows):
-            fired, acc = windows[start]
+            fired, acc, late_panes = _window(windows, start)
             end = start + self._size
             if not fired and end <= now_ms:
                 if acc:
                     self._rows.inc()
-                    yield rollup_row(self._table, self._key_fn(key, start), start, acc)
-                windows[start] = fired, acc = (True, {})
+                    row = exact_row if self._exact else rollup_row
+                    yield row(self._table, self._key_fn(key, start), start, acc)
+                fired = True
+                if not self._exact:  # add: late points are deltas, the totals are not needed
+                    acc = {}
+                windows[start] = (fired, acc, late_panes)
             if fired and end + self._lateness <= now_ms:
                 del windows[start]
         windows_state.write(windows)
@@ -194,30 +228,39 @@ class _RollupFn(beam.DoFn):
 
 
 class Rollup(beam.PTransform):
-    """Rows → AddToCell rows of the spec's table (output ``rows``) and everything not rolled up
+    """Rows → rows of the spec's table (output ``rows``: SetCell totals in ``exact`` mode,
+    AddToCell deltas in ``add`` mode) and everything not rolled up
     (output ``too_late``: points past the allowed lateness and values the int64 sum cannot
     hold), as dead-letter records."""
 
-    def __init__(self, spec: RollupSpec, allowed_lateness_ms: int, pipeline: str = "") -> None:
+    def __init__(
+        self,
+        spec: RollupSpec,
+        allowed_lateness_ms: int,
+        pipeline: str = "",
+        mode: str = "add",
+    ) -> None:
         super().__init__()
         self._spec = spec
         self._lateness = allowed_lateness_ms
         self._pipeline = pipeline
+        self._mode = mode
 
     def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
         points = rows | "Points" >> beam.ParDo(_PointsFn(self._spec, self._pipeline)).with_outputs(
             TOO_LATE, main="points"
         )
         rolled = points["points"] | "Hourly" >> HourlyRollup(
-            self._spec.table, self._spec.key_fn, self._lateness
+            self._spec.table, self._spec.key_fn, self._lateness, mode=self._mode
         )
         rejected = (points[TOO_LATE], rolled[TOO_LATE]) | "Rejected" >> beam.Flatten()
         return {"rows": rolled["rows"], TOO_LATE: rejected}
 
 
 class HourlyRollup(beam.PTransform):
-    """RollupPoints → AddToCell rows of ``table`` (main output) and too-late points (output
-    ``too_late``, as dead-letter records)."""
+    """RollupPoints → rows of ``table`` (main output: AddToCell deltas in ``add`` mode, SetCell
+    totals in ``exact`` mode) and too-late points (output ``too_late``, as dead-letter
+    records)."""
 
     def __init__(
         self,
@@ -225,11 +268,14 @@ class HourlyRollup(beam.PTransform):
         key_fn: KeyFn,
         allowed_lateness_ms: int,
         window_ms: int = HOUR_MS,
+        mode: str = "add",
     ) -> None:
         super().__init__()
         if window_ms <= 0 or allowed_lateness_ms < 0:
             raise ValueError("window size must be positive and allowed lateness not negative")
-        self._fn = _RollupFn(table, key_fn, window_ms, allowed_lateness_ms)
+        if mode not in MODES:
+            raise ValueError(f"rollup mode {mode!r}: expected one of {', '.join(MODES)}")
+        self._fn = _RollupFn(table, key_fn, window_ms, allowed_lateness_ms, mode)
 
     def expand(self, points: beam.PCollection) -> pvalue.DoOutputsTuple:
         return (

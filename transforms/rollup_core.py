@@ -7,11 +7,15 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from typing import NamedTuple
 
 from transforms.errors import InvalidEvent
-from transforms.mutations import AddCell, RowMutation
+from transforms.mutations import AddCell, Cell, RowMutation
 
 SCALE_DIGITS = 6
 SUM_FAMILY = "sum"
 COUNT_FAMILY = "count"
+# Exact mode (the default): the window's running totals, written with SetCell (see exact_row).
+EXACT_SUM_FAMILY = "exact_sum"
+EXACT_COUNT_FAMILY = "exact_count"
+MODES = ("exact", "add")
 HOUR_MS = 3_600_000
 _INT64_MAX = 2**63 - 1
 _QUANTUM = Decimal(1)
@@ -58,6 +62,29 @@ def rollup_row(table: str, key: bytes, start_ms: int, acc: dict[bytes, list[int]
     for metric, (total, count) in sorted(acc.items()):
         cells.append(AddCell(SUM_FAMILY, metric, total, ts_us))
         cells.append(AddCell(COUNT_FAMILY, metric, count, ts_us))
+    return RowMutation(table, key, tuple(cells))
+
+
+def int64_bytes(number: int) -> bytes:
+    """8-byte big-endian two's complement: the encoding of Bigtable's own int64 sums."""
+    return number.to_bytes(8, "big", signed=True)
+
+
+def exact_row(
+    table: str, key: bytes, start_ms: int, acc: dict[bytes, list[int]], pane: int = 0
+) -> RowMutation:
+    """SetCell cells holding the window's totals so far: ``exact_sum:<metric>`` and
+    ``exact_count:<metric>``, every metric of the window in each row.
+
+    Idempotent: a retried write rewrites the same values at the same timestamp. The timestamp
+    is the window start plus ``pane`` milliseconds (0 for the on-time pane, 1, 2… for each
+    later update), so the newest total is the newest cell whatever order retried writes land
+    in; readers take the latest cell of each column."""
+    ts_us = (start_ms + pane) * 1000
+    cells = []
+    for metric, (total, count) in sorted(acc.items()):
+        cells.append(Cell(EXACT_SUM_FAMILY, metric, int64_bytes(total), ts_us))
+        cells.append(Cell(EXACT_COUNT_FAMILY, metric, int64_bytes(count), ts_us))
     return RowMutation(table, key, tuple(cells))
 
 

@@ -1,0 +1,234 @@
+"""Exactly once when the runner retries bundles (README, "Retries and exactly-once").
+
+Dataflow re-runs a failed bundle whole and keeps what the failed attempt wrote. The retry
+harness (transforms/retry_harness.py, env BTTS_TEST_RETRY_WRITES) makes every write DoFn send
+each bundle's rows twice, or half and then all. Under it every table must come out identical to
+a clean run's, and the hourly rollups (default --rollup_mode exact) must hold the sums computed
+here from the input events. The add mode is the control: under the harness it adds again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import uuid
+from collections import defaultdict
+from decimal import Decimal
+
+import pytest
+
+from btts import admin, samples
+from tests.helpers import run_job, write_lines
+from tests.test_idempotence import snapshot
+from transforms import retry_harness, schema_file
+from transforms.rollup_core import HOUR_MS, schema_rollups, window_start
+
+SCALE = 10**6
+
+
+def parse_time(text: str) -> int:
+    """ISO-8601 UTC text → epoch ms, independently of the code under test."""
+    return int(dt.datetime.fromisoformat(text).timestamp() * 1000)
+
+
+def _fresh(bigtable_emulator) -> admin.Target:
+    return admin.Target("test-project", f"r{uuid.uuid4().hex[:12]}")
+
+
+def metric_lines() -> tuple[list[str], list[str]]:
+    """Valid events (3 hosts over 2 h 10 min: several hours), and bad lines."""
+    valid = list(samples.metric_events(hosts=3, seconds=7800, interval_s=60))
+    return valid, list(samples.BAD_METRIC_LINES)
+
+
+def meter_lines() -> tuple[list[str], list[str]]:
+    valid = [json.dumps(r) for r in samples.meter_records(meters=3, days=1)]
+    return valid, list(samples.BAD_METER_LINES)
+
+
+def metric_sums(lines: list[str]) -> dict[tuple[str, int], dict[bytes, tuple[int, int]]]:
+    """(host, hour start) → metric → (sum × 10^6, count), from the valid events themselves."""
+    out: dict = defaultdict(lambda: defaultdict(lambda: [Decimal(0), 0]))
+    for line in lines:
+        event = json.loads(line, parse_float=Decimal)
+        host, ts, metrics = event["hostname"], event["timestamp"], event["metrics"]
+        hour = window_start(parse_time(ts), HOUR_MS)
+        for name, value in metrics.items():
+            acc = out[(host, hour)][name.upper().encode()]
+            acc[0] += Decimal(value)
+            acc[1] += 1
+    return {k: {m: (int(s * SCALE), n) for m, (s, n) in v.items()} for k, v in out.items()}
+
+
+def meter_sums(lines: list[str]) -> dict[tuple[str, int], dict[bytes, tuple[int, int]]]:
+    out: dict = defaultdict(lambda: [Decimal(0), 0])
+    for line in lines:
+        record = json.loads(line, parse_float=Decimal)
+        meter, ts, reading = record["meter_id"], record["timestamp"], record["reading"]
+        acc = out[(f"{meter:010d}", window_start(parse_time(ts), HOUR_MS))]
+        acc[0] += Decimal(reading)
+        acc[1] += 1
+    return {k: {b"READING": (int(s * SCALE), n)} for k, (s, n) in out.items()}
+
+
+CASES = {
+    "server_metrics": ("METRIC_HOURLY", metric_lines, metric_sums),
+    "smart_meters": ("SENSOR_HOURLY", meter_lines, meter_sums),
+}
+
+
+def hourly(target: admin.Target, dataset: str, table: str, expected) -> dict:
+    """The table's totals at the keys of ``expected``: metric → (sum, count) per hour, from the
+    latest cells of the exact families (or of the AddToCell ones, for the add mode)."""
+    spec = schema_rollups(schema_file.builtin(dataset))
+    (key_fn,) = [s.key_fn for s in spec.values() if s.table == table]
+    rows = {r.key: r for r in admin.read_rows(target, table)}
+    assert len(rows) == len(expected), "one row per entity and hour"
+    out = {}
+    for (entity, hour), metrics in expected.items():
+        row = rows[key_fn(entity, hour)]
+        latest = row.latest()
+        got = {}
+        for metric in metrics:
+            pair = []
+            for fam in (("exact_sum", "exact_count"), ("sum", "count")):
+                if (fam[0], metric) in latest:
+                    pair = [int.from_bytes(latest[(f, metric)], "big", signed=True) for f in fam]
+                    break
+            got[metric] = tuple(pair)
+        out[(entity, hour)] = got
+    return out
+
+
+@pytest.mark.parametrize("how", retry_harness.MODES)
+@pytest.mark.parametrize("dataset", sorted(CASES))
+def test_retried_bundles_leave_every_table_as_a_clean_run(
+    dataset, how, bigtable_emulator, monkeypatch, tmp_path
+):
+    table, lines_fn, sums_fn = CASES[dataset]
+    valid, bad = lines_fn()
+    source = write_lines(tmp_path / "in.jsonl", valid + bad)
+    expected = sums_fn(valid)
+    assert len(expected) > 2, "the input spans several entities and hours"
+
+    clean = _fresh(bigtable_emulator)
+    run_job(dataset, clean, source, tmp_path / "dead1", ["--hourly_rollup"])
+    monkeypatch.setenv(retry_harness.ENV, how)
+    retried = _fresh(bigtable_emulator)
+    run_job(dataset, retried, source, tmp_path / "dead2", ["--hourly_rollup"])
+    monkeypatch.delenv(retry_harness.ENV)
+
+    first, second = snapshot(clean), snapshot(retried)
+    assert first.get(table)
+    assert second == first
+    assert hourly(retried, dataset, table, expected) == expected
+
+
+def test_add_mode_adds_again_under_the_harness(bigtable_emulator, monkeypatch, tmp_path):
+    """The control: the harness does retry, and AddToCell rollups count twice."""
+    valid, bad = meter_lines()
+    source = write_lines(tmp_path / "in.jsonl", valid + bad)
+    expected = meter_sums(valid)
+    monkeypatch.setenv(retry_harness.ENV, "twice")
+    target = _fresh(bigtable_emulator)
+    run_job(
+        "smart_meters", target, source, tmp_path / "dead", ["--hourly_rollup", "--rollup_mode=add"]
+    )
+    doubled = {k: {m: (2 * s, 2 * n) for m, (s, n) in v.items()} for k, v in expected.items()}
+    assert hourly(target, "smart_meters", "SENSOR_HOURLY", expected) == doubled
+
+
+def test_harness_attempts():
+    rows = list(range(5))
+    assert retry_harness.attempts(rows, "twice") == [rows, rows]
+    assert retry_harness.attempts(rows, "half") == [rows[:3], rows]
+    assert retry_harness.attempts([], "half") == [[], []]
+
+
+def test_harness_mode_reads_the_environment(monkeypatch):
+    monkeypatch.delenv(retry_harness.ENV, raising=False)
+    assert retry_harness.mode() is None
+    monkeypatch.setenv(retry_harness.ENV, "Twice")
+    assert retry_harness.mode() == "twice"
+    monkeypatch.setenv(retry_harness.ENV, "thrice")
+    with pytest.raises(ValueError, match="expected one of"):
+        retry_harness.mode()
+
+
+def test_the_harness_reaches_the_setcell_writer(bigtable_emulator, monkeypatch, tmp_path):
+    """Identical tables prove nothing if the rows were sent once: count what the sink sends."""
+    from transforms import bigtable_write
+
+    sent = []
+    add = bigtable_write._LeanBatcher.add
+
+    def counting_add(self, row):
+        sent.append(row)
+        add(self, row)
+
+    monkeypatch.setattr(bigtable_write._LeanBatcher, "add", counting_add)
+    valid, _ = meter_lines()
+    source = write_lines(tmp_path / "in.jsonl", valid)
+    run_job("smart_meters", _fresh(bigtable_emulator), source, tmp_path / "dead1")
+    once = len(sent)
+    assert once > 0
+    sent.clear()
+    monkeypatch.setenv(retry_harness.ENV, "twice")
+    run_job("smart_meters", _fresh(bigtable_emulator), source, tmp_path / "dead2")
+    assert len(sent) == 2 * once
+
+
+def _sales_sums(records) -> dict[bytes, tuple[int, int]]:
+    out: dict = defaultdict(lambda: [0, 0])
+    for r in records:
+        acc = out[f"{r['employee']}#{r['timestamp'][:4]}{r['timestamp'][5:7]}".encode()]
+        acc[0] += r["amount_cents"]
+        acc[1] += 1
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _sales_table(target: admin.Target) -> dict[bytes, tuple[int, int]]:
+    out = {}
+    for row in admin.read_rows(target, "SALES_MONTHLY"):
+        latest = row.latest()
+        out[row.key] = tuple(
+            int.from_bytes(latest[("sum", q)], "big", signed=True) for q in (b"AMOUNT", b"COUNT")
+        )
+    return out
+
+
+def test_sales_replace_months_makes_a_rerun_exact(bigtable_emulator, monkeypatch, tmp_path):
+    """Sales add (AddToCell): a retried bundle doubles them. Re-running with --replace_months
+    rebuilds the named months from the input alone; the other months are left alone, and a
+    sale outside the named months is a dead letter, not an addition."""
+    from tests.helpers import read_dead_letters
+
+    records = list(samples.sales_records(2))
+    jan_feb = [r for r in records if r["timestamp"][5:7] in ("01", "02")]
+    march = [r for r in records if r["timestamp"][5:7] == "03"]
+    assert jan_feb and march
+    target = _fresh(bigtable_emulator)
+    everything = write_lines(tmp_path / "all.jsonl", [json.dumps(r) for r in records])
+    monkeypatch.setenv(retry_harness.ENV, "twice")
+    run_job("sales", target, everything, tmp_path / "dead1")
+    monkeypatch.delenv(retry_harness.ENV)
+    doubled = {k: (2 * a, 2 * n) for k, (a, n) in _sales_sums(records).items()}
+    assert _sales_table(target) == doubled  # what a retried bundle does to AddToCell
+
+    # January and February again, from an input that also holds one March sale.
+    rerun = write_lines(
+        tmp_path / "janfeb.jsonl", [json.dumps(r) for r in jan_feb] + [json.dumps(march[0])]
+    )
+    run_job("sales", target, rerun, tmp_path / "dead2", ["--replace_months=201501,201502"])
+    expected = {**doubled, **_sales_sums(jan_feb)}
+    assert _sales_table(target) == expected
+    (letter,) = read_dead_letters(tmp_path / "dead2")
+    assert "201503 is not in --replace_months" in letter["reason"]
+
+
+def test_replace_months_is_validated(bigtable_emulator, tmp_path):
+    source = write_lines(tmp_path / "in.jsonl", [])
+    with pytest.raises(SystemExit, match="expected months YYYYMM"):
+        run_job(
+            "sales", _fresh(bigtable_emulator), source, tmp_path / "d", ["--replace_months=2015-3"]
+        )
