@@ -151,8 +151,13 @@ def _command_index(argv: Sequence[str]) -> int:
 
 def _schema_ingest(argv: list[str]) -> list[str]:
     """``btts ingest --schema FILE ...`` is the generic job: ``btts ingest generic --schema …``
-    (``btts ingest JOB ...`` is unchanged)."""
+    (``btts ingest JOB ...`` is unchanged); ``btts check …`` is ``btts ingest … --validate_only``
+    (``--help`` stays last, so it shows the job's flags)."""
     at = _command_index(argv)
+    if argv[at : at + 1] == ["check"] and at + 1 < len(argv):
+        helps = [a for a in argv[at + 1 :] if a in ("-h", "--help")]
+        rest = [a for a in argv[at + 1 :] if a not in ("-h", "--help")]
+        argv = [*argv[:at], "ingest", *rest, "--validate_only", *helps]
     nxt = argv[at + 1 : at + 2] if at >= 0 else []
     if argv[at : at + 1] == ["ingest"] and nxt and nxt[0].split("=", 1)[0] == "--schema":
         return [*argv[: at + 1], "generic", *argv[at + 1 :]]
@@ -238,6 +243,17 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
     ingest.add_argument("job", choices=sorted(job_modules()), help="which dataset")
     ingest.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
     ingest.set_defaults(func=_ingest)
+    check = sub.add_parser(
+        "check",
+        help="validate an input without writing: counts and top dead-letter reasons",
+        description="`btts check JOB --input FILE` (or `btts check --schema FILE --input "
+        "FILE`) reads and validates the whole input as `btts ingest` would and prints the same "
+        "summary, writing nothing; it exits non-zero when no record is valid or dead letters "
+        "pass --max_dead_letter_ratio. Same as `btts ingest ... --validate_only`.",
+    )
+    check.add_argument("job", choices=sorted(job_modules()), help="which dataset")
+    check.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
+    check.set_defaults(func=_ingest)
 
 
 def _add_nightly(sub: argparse._SubParsersAction) -> None:

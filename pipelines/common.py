@@ -29,6 +29,7 @@ from transforms.bigtable_write import WriteRows
 from transforms.ingest import (
     DEAD_LETTER,
     NAMESPACE,
+    REASONS_NAMESPACE,
     ROWS,
     Builder,
     BuildRows,
@@ -38,6 +39,7 @@ from transforms.ingest import (
     WriteDeadLetterFiles,
     WriteDeadLetters,
     WriteDeadLettersToPubSub,
+    split_reason_metric_name,
 )
 from transforms.rollup import TOO_LATE, Rollup, RollupSpec
 from transforms.rollup_core import schema_rollups
@@ -141,6 +143,21 @@ class FileInputOptions(PipelineOptions):
             default=None,
             help="Path prefix of the dead-letter files (JSON lines: pipeline, source file, reason, "
             "raw line). Default: dead-letters/<job> in the working directory.",
+        )
+        group.add_argument(
+            "--max_dead_letter_ratio",
+            type=float,
+            default=None,
+            help="Fail the job (non-zero exit) when dead letters are more than this share of the "
+            "records read, e.g. 0.01; what was valid is written first. Default: fail only when "
+            "no record at all was valid.",
+        )
+        group.add_argument(
+            "--validate_only",
+            action="store_true",
+            default=False,
+            help="Read and validate the input and print the summary (counts, top dead-letter "
+            "reasons); write nothing: no Bigtable, no dead-letter files. Needs no Bigtable.",
         )
 
 
@@ -371,6 +388,11 @@ def validate_input(options: PipelineOptions, job: JobSpec) -> None:
         input_patterns(options)
     if stream.hourly_rollup and job.rollup is None:
         raise admin.ConfigError(f"{job.name} has no hourly rollup")
+    ratio = options.view_as(FileInputOptions).max_dead_letter_ratio
+    if ratio is not None and not 0 <= ratio <= 1:
+        raise admin.ConfigError(f"--max_dead_letter_ratio {ratio}: give a share from 0 to 1")
+    if options.view_as(FileInputOptions).validate_only and stream.input_subscription:
+        raise admin.ConfigError("--validate_only reads files: pass --input, not a subscription")
     if options.view_as(BigtableOptions).write_timeout_seconds <= 0:
         raise admin.ConfigError("--write_timeout_seconds must be positive")
     if stream.allowed_lateness_minutes < 0:
@@ -419,7 +441,6 @@ def build_ingest(
     and, with --hourly_rollup, the hourly aggregates."""
     from transforms.aggregate_write import WriteAggregates
 
-    target = resolve_target(options)
     job = with_time_input(options, job)
     stream = options.view_as(StreamingInputOptions)
     if stream.input_subscription:
@@ -429,6 +450,9 @@ def build_ingest(
         lines = pipeline | "ReadLines" >> ReadRecordLines(input_patterns(options), input_format)
     built = lines | "ParseAndBuild" >> BuildRows(job.builder, job.name, job.csv_adapter)
     rows = built[ROWS]
+    if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; nothing written
+        return {"rows": rows, "dead_letter": built[DEAD_LETTER]}
+    target = resolve_target(options)
     timeout = options.view_as(BigtableOptions).write_timeout_seconds
     decls = job.decls or {}
     aggregates = [
@@ -530,20 +554,67 @@ def counters(result: PipelineResult) -> dict[str, int]:
         return {}
     out: dict[str, int] = {}
     for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
-        try:
-            value = counter.committed
-        except Exception:  # runners without committed metrics raise here
-            value = None
-        if value is None:
-            value = counter.attempted
-        out[counter.key.metric.name] = out.get(counter.key.metric.name, 0) + int(value or 0)
+        name = counter.key.metric.name
+        out[name] = out.get(name, 0) + int(_metric_value(counter) or 0)
     return out
 
 
-def summary(job: str, totals: dict[str, int], seconds: float, target: admin.Target) -> str:
+@dataclass(frozen=True)
+class Reason:
+    """One kind of dead letter in a run: how many, and where it first happened."""
+
+    kind: str
+    count: int
+    source: str
+    line: int | None  # first line number in ``source``, when the reader knows lines
+
+
+def dead_letter_reasons(result: PipelineResult) -> list[Reason]:
+    """This run's dead letters by reason kind, most frequent first (from BuildRows' metrics)."""
+    if getattr(result, "has_job", True) is False:
+        return []
+    counts: dict[str, int] = {}
+    firsts: dict[str, tuple[str, int | None]] = {}
+    query = result.metrics().query(MetricsFilter().with_namespace(REASONS_NAMESPACE))
+    for counter in query["counters"]:
+        kind, source = split_reason_metric_name(counter.key.metric.name)
+        counts[kind] = counts.get(kind, 0) + int(_metric_value(counter) or 0)
+        firsts.setdefault(kind, (source, None))
+        if source < firsts[kind][0]:
+            firsts[kind] = (source, None)
+    lines: dict[tuple[str, str], int] = {}
+    for dist in query["distributions"]:
+        value = _metric_value(dist)
+        if value is not None and value.count:
+            lines[split_reason_metric_name(dist.key.metric.name)] = int(value.min)
+    out = []
+    for kind, count in counts.items():
+        known = sorted((src, line) for (k, src), line in lines.items() if k == kind)
+        source, line = known[0] if known else firsts[kind]
+        out.append(Reason(kind, count, source, line))
+    return sorted(out, key=lambda r: (-r.count, r.kind))
+
+
+def _metric_value(result):
+    try:
+        value = result.committed
+    except Exception:  # runners without committed metrics raise here
+        value = None
+    return result.attempted if value is None else value
+
+
+def summary(
+    job: str,
+    totals: dict[str, int],
+    seconds: float,
+    target: admin.Target | None,
+    reasons: Sequence[Reason] = (),
+    top: int = 5,
+) -> str:
     events = totals.get("events_valid", 0)
+    where = f"into {target.describe()}" if target else "(validate only: nothing written)"
     lines = [
-        f"{job}: done in {seconds:.1f}s into {target.describe()}",
+        f"{job}: done in {seconds:.1f}s {where}",
         f"  lines read      {totals.get('lines_read', 0):>12,}",
         f"  valid events    {events:>12,}   ({events / max(seconds, 1e-9):,.0f} events/s)",
         f"  dead letters    {totals.get('dead_letters', 0):>12,}",
@@ -556,7 +627,44 @@ def summary(job: str, totals: dict[str, int], seconds: float, target: admin.Targ
             lines.append(
                 f"  rows {table:<15}{totals[name]:>8,}   cells {totals.get('cells_' + table, 0):,}"
             )
+    if reasons:
+        lines.append("  top dead-letter reasons:")
+        for reason in reasons[:top]:
+            at = f"{reason.source}:{reason.line}" if reason.line else reason.source
+            lines.append(f"  {reason.count:>14,}  {reason.kind}  (first: {at})")
+        if len(reasons) > top:
+            rest = sum(r.count for r in reasons[top:])
+            lines.append(f"  {rest:>14,}  ({len(reasons) - top} other reasons)")
     return "\n".join(lines)
+
+
+class JobFailed(SystemExit):
+    """The job ran but did not do its work (nothing valid, too many dead letters): a non-zero
+    exit with the reason, after the summary. ``result`` is the finished pipeline's."""
+
+    def __init__(self, message: str, result: PipelineResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+def failure(
+    totals: Mapping[str, int], reasons: Sequence[Reason], max_ratio: float | None
+) -> str | None:
+    """Why a finished batch run failed its purpose, or None: input but no valid event, or more
+    dead letters than ``max_ratio`` of the records read."""
+    records = totals.get("lines_read", 0) - totals.get("blank_lines", 0)
+    dead = totals.get("dead_letters", 0)
+    if records <= 0:
+        return None
+    top = f"; top reason: {reasons[0].kind}" if reasons else ""
+    if totals.get("events_valid", 0) == 0:
+        return f"no valid event in {records:,} records read, nothing written{top}"
+    if max_ratio is not None and dead / records > max_ratio:
+        return (
+            f"{dead:,} dead letters in {records:,} records ({dead / records:.2%}), over "
+            f"--max_dead_letter_ratio {max_ratio:g}{top}"
+        )
+    return None
 
 
 def run_file_ingest(
@@ -583,7 +691,8 @@ def run_file_ingest(
         job = job_for(options) if callable(job_for) else job_for
         validate_input(options, job)
         with_time_input(options, job)  # refuse a bad --time_format before anything runs
-        target = prepare(options, job_tables(options, job), job)
+        check_only = options.view_as(FileInputOptions).validate_only
+        target = None if check_only else prepare(options, job_tables(options, job), job)
     except admin.ConfigError as err:
         raise SystemExit(f"{name}: error: {err}") from None
     started = time.monotonic()
@@ -598,7 +707,13 @@ def run_file_ingest(
         )
     result.wait_until_finish()
     seconds = time.monotonic() - started
-    result.btts_counters = counters(result)
+    result.btts_counters = totals = counters(result)
+    reasons = dead_letter_reasons(result)
     label = name if job.name == name else f"{name} ({job.name})"
-    print(summary(label, result.btts_counters, seconds, target), flush=True)
+    print(summary(label, totals, seconds, target, reasons), flush=True)
+    why = failure(totals, reasons, options.view_as(FileInputOptions).max_dead_letter_ratio)
+    if why:
+        if not check_only:
+            why += f" (dead letters: {dead_letter_prefix(options, job.name)}*)"
+        raise JobFailed(f"{name}: error: {why}", result)
     return result

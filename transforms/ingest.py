@@ -22,13 +22,18 @@ from apache_beam.io import fileio, textio
 from apache_beam.metrics import Metrics
 
 from transforms import events
-from transforms.errors import InvalidEvent
+from transforms.errors import InvalidEvent, reason_kind
 from transforms.mutations import MAX_QUALIFIER_BYTES, RowMutation, check_limits
 
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"
 PROGRESS_SECONDS = 10.0
 NAMESPACE = "btts"
+# Dead letters by reason (generalised, see errors.reason_kind) and source: a counter each, and a
+# distribution of line numbers whose minimum is the first line with that reason.
+REASONS_NAMESPACE = "btts.dead_letter_reasons"
+MAX_REASON_KINDS = 50  # per worker; rarer kinds beyond it count as OTHER_REASONS
+OTHER_REASONS = "other reasons"
 _LOG = logging.getLogger(__name__)
 
 Builder = Callable[[dict], Sequence[RowMutation]]
@@ -72,15 +77,39 @@ class _BuildRowsFn(beam.DoFn):
         self._seen = 0
         self._started = self._last_report = time.monotonic()
 
+        self._kinds: set[str] = set()
+
     def start_bundle(self) -> None:
         # Counted locally and added once per bundle: a metric update per line costs more than
         # decoding the line.
         self._bundle_lines = self._bundle_events = 0
+        self._reasons: dict[tuple[str, str], list] = {}
 
     def finish_bundle(self) -> None:
         self._lines.inc(self._bundle_lines)
         self._events.inc(self._bundle_events)
         self._bundle_lines = self._bundle_events = 0
+        for (kind, source), (count, first) in self._reasons.items():
+            name = reason_metric_name(kind, source)
+            Metrics.counter(REASONS_NAMESPACE, name).inc(count)
+            if first is not None:
+                Metrics.distribution(REASONS_NAMESPACE, name).update(first)
+        self._reasons = {}
+
+    def _count_reason(self, source: str, reason: str, line: int | None) -> None:
+        kind = reason_kind(reason)
+        if kind not in self._kinds:
+            if len(self._kinds) >= MAX_REASON_KINDS:
+                kind = OTHER_REASONS
+            else:
+                self._kinds.add(kind)
+        entry = self._reasons.get((kind, source))
+        if entry is None:
+            self._reasons[(kind, source)] = [1, line]
+        else:
+            entry[0] += 1
+            if line is not None and (entry[1] is None or line < entry[1]):
+                entry[1] = line
 
     def _progress(self) -> None:
         # Long runs show they are alive: one log line per worker every PROGRESS_SECONDS.
@@ -119,9 +148,20 @@ class _BuildRowsFn(beam.DoFn):
             yield from rows
             return
         self._dead.inc()
+        self._count_reason(source, reason, None)
         yield pvalue.TaggedOutput(
             DEAD_LETTER, dead_letter_record(self._pipeline, source, raw, reason)
         )
+
+
+def reason_metric_name(kind: str, source: str) -> str:
+    """One metric per (reason kind, source); kinds hold no tab (errors.reason_kind)."""
+    return f"{kind}\t{source}"
+
+
+def split_reason_metric_name(name: str) -> tuple[str, str]:
+    kind, _, source = name.partition("\t")
+    return kind, source
 
 
 class BuildRows(beam.PTransform):

@@ -1,0 +1,97 @@
+"""Jobs that did not do their work say so: a non-zero exit when nothing valid was read or too
+many records were dead letters, a summary naming the reasons, and a check that writes nothing."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from btts import admin
+from pipelines import common
+from tests.helpers import read_dead_letters, run_job, write_lines
+from transforms.errors import reason_kind
+
+GOOD = '{"meter_id": 987654, "timestamp": "2017-07-26T00:15:00Z", "reading": 13.45}'
+SLASH = '{"meter_id": 987654, "timestamp": "2017/07/26 00:%02d", "reading": 1.5}'
+
+
+@pytest.mark.parametrize(
+    ("reason", "kind"),
+    [
+        (
+            "field 'date': '2012/01/01' is not a date YYYY-MM-DD",
+            "field 'date': '…' is not a date YYYY-MM-DD",
+        ),
+        ("invalid JSON: Extra data at column 131", "invalid JSON: Extra data at column N"),
+        ("field 'x': -12.5 is above its maximum 10", "field 'x': N is above its maximum 10"),
+        ("not UTF-8: byte 3 is 0xff", "not UTF-8: byte N is 0xff"),
+        ("key field 'host' has no value", "key field 'host' has no value"),
+    ],
+)
+def test_reasons_group_by_kind_keeping_the_field_they_name(reason, kind):
+    assert reason_kind(reason) == kind
+
+
+def test_failure_needs_input_and_is_judged_on_records_not_blank_lines():
+    reasons = [common.Reason("field 't': '…' bad", 3, "in.jsonl", 2)]
+    totals = {"lines_read": 5, "blank_lines": 2, "dead_letters": 3, "events_valid": 0}
+    assert "no valid event in 3 records" in common.failure(totals, reasons, None)
+    assert "top reason: field 't': '…' bad" in common.failure(totals, reasons, None)
+    assert common.failure({"lines_read": 2, "blank_lines": 2}, [], None) is None
+    some = {"lines_read": 100, "dead_letters": 2, "events_valid": 98}
+    assert common.failure(some, reasons, None) is None
+    assert common.failure(some, reasons, 0.02) is None
+    assert "2.00%), over --max_dead_letter_ratio 0.01" in common.failure(some, reasons, 0.01)
+
+
+def test_all_bad_input_fails_the_job_and_names_the_reason(target, tmp_path, capsys):
+    lines = [SLASH % i for i in range(7)] + ["", "not json"]
+    source = write_lines(tmp_path / "m.jsonl", lines)
+    dead = tmp_path / "dead" / "m"
+    with pytest.raises(common.JobFailed, match="no valid event in 8 records read") as failed:
+        run_job("smart_meters", target, source, dead)
+    assert failed.value.code != 0
+    out = capsys.readouterr().out
+    assert "top dead-letter reasons:" in out
+    assert f"7  field 'timestamp': not an RFC 3339 time: '…'  (first: {source})" in out
+    assert "1  invalid JSON" in out
+    assert len(read_dead_letters(dead)) == 8  # every bad line kept, with its reason
+    assert admin.read_rows(target, "SENSOR") == []
+
+
+def test_max_dead_letter_ratio_fails_after_writing_what_was_valid(target, tmp_path):
+    source = write_lines(tmp_path / "m.jsonl", [GOOD, SLASH % 1])
+    dead = tmp_path / "dead" / "m"
+    result = run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=0.5"])
+    assert result.btts_counters["events_valid"] == 1
+    with pytest.raises(common.JobFailed, match=r"1 dead letters in 2 records \(50.00%\)"):
+        run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=0.4"])
+    (row,) = admin.read_rows(target, "SENSOR", latest_only=True)
+    assert row.latest()[("METER", b"0015")] == b"13.45"
+    with pytest.raises(SystemExit, match="give a share from 0 to 1"):
+        run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=5"])
+
+
+def test_btts_check_validates_without_writing_or_needing_bigtable(tmp_path):
+    """`btts check` runs with no Bigtable at all (no emulator variable), writes no table and
+    no dead-letter file, prints the summary and exits non-zero when nothing is valid."""
+    good = write_lines(tmp_path / "good.jsonl", [GOOD, SLASH % 2])
+    bad = write_lines(tmp_path / "bad.jsonl", [SLASH % 3])
+    env = {k: v for k, v in __import__("os").environ.items() if "EMULATOR" not in k}
+    cmd = [sys.executable, "-m", "btts_cli.main", "check", "smart_meters"]
+    dead = f"--dead_letter={tmp_path / 'dead' / 'm'}"
+    ok = subprocess.run(
+        [*cmd, f"--input={good}", dead], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert "validate only: nothing written" in ok.stdout
+    assert "valid events               1" in ok.stdout
+    assert "1  field 'timestamp': not an RFC 3339 time: '…'" in ok.stdout
+    failed = subprocess.run(
+        [*cmd, f"--input={bad}", dead], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert failed.returncode == 1
+    assert "error: no valid event in 1 records read" in failed.stderr
+    assert not (tmp_path / "dead").exists()
