@@ -171,8 +171,9 @@ class StreamingInputOptions(PipelineOptions):
             "--input_subscription",
             type=str,
             default=None,
-            help="Read messages (one event each, JSON) from this Pub/Sub subscription "
-            "(projects/P/subscriptions/S) instead of files; implies --streaming.",
+            help="Read events from this Pub/Sub subscription (projects/P/subscriptions/S) "
+            "instead of files; implies --streaming. A message holds one JSON event, or several, "
+            "one per line (batching events into messages raises the rate a stream can take).",
         )
         group.add_argument(
             "--dead_letter_topic",

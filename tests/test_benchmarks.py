@@ -86,3 +86,16 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
     assert "rows read from the server 2,000 for a day of 2,000" in text
     assert "quick run" in text
     assert "quick run" not in run.table({**report, "quick": False})
+
+
+def test_soak_verdict_never_says_lost_and_all_accounted_for_at_once():
+    from benchmarks.soak import accounting
+
+    base = {"drain_seconds": 180.0, "accounted_for_within_s": 4.0}
+    ok = accounting({**base, "accounted_for": True, "lost": 0, "dead_letters_missing": 0})
+    assert ok == "all events accounted for 4.0s after the last publish"
+    late = accounting({**base, "accounted_for": False, "lost": 0, "dead_letters_missing": 0})
+    assert "only at the final check" in late and "NOT" not in late
+    for seen in (True, False):  # a timed-out drain, or a poll that over-counted
+        lost = accounting({**base, "accounted_for": seen, "lost": 3, "dead_letters_missing": 1})
+        assert lost.startswith("NOT all events accounted for: 3 good events without a row")

@@ -254,3 +254,41 @@ def smart_meters_key(meter: int, ms: int) -> bytes:
     from transforms.declarations.smart_meters import SENSOR
 
     return SENSOR.key.build({"meter": meter, "date": ms})
+
+
+def test_messages_carrying_many_events_land_every_event_exactly_once(
+    bigtable_emulator, pubsub, target
+):
+    """Five messages of 100 newline-delimited events each (one of them malformed): 499 METRIC
+    rows, each with one cell per metric (no event twice), and one dead letter."""
+    publisher, subscriber, topics = pubsub
+    events_topic, events_sub = topics["events"]
+    dead_topic, dead_sub = topics["dead"]
+    result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    try:
+        start = int(time.time() * 1000) - HOUR
+        for m in range(5):
+            lines = [
+                _event(f"host{e % 7}", start + (m * 100 + e) * 1000, cpu=f"{e / 100:.2f}", io=e)
+                for e in range(100)
+            ]
+            if m == 2:
+                lines[50] = b'{"hostname": "bad#host", "timestamp": 0, "metrics": {}}'
+            publisher.publish(events_topic, b"\n".join(lines) + b"\n").result()
+        _wait_for(lambda: len(admin.read_rows(target, "METRIC")) == 499, "499 METRIC rows")
+        dead: list[dict] = []
+        _wait_for(
+            lambda: dead.extend(_pull_all(subscriber, dead_sub)) or len(dead) >= 1,
+            "the malformed event on the dead-letter topic",
+        )
+        time.sleep(2)  # anything delivered twice would have landed by now
+        dead.extend(_pull_all(subscriber, dead_sub))
+    finally:
+        result.cancel()
+
+    rows = admin.read_rows(target, "METRIC")
+    assert len(rows) == 499
+    assert all(len(row.cells) == 2 for row in rows)  # CPU and IO, once each
+    assert len({row.key for row in rows}) == 499
+    (letter,) = dead
+    assert "bad#host" in letter["raw"]
