@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import sys
 import zoneinfo
 from collections.abc import Callable
 
@@ -255,6 +256,15 @@ SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
 }
 
 
+# Why a query can come back empty on a fresh instance, when its table has a job of its own.
+EMPTY_HINTS = {
+    "recent": "METRIC_RECENT is empty: `btts ingest server_metrics` does not write it. It is the "
+    "newest-first copy of the same server-metric events, written by its own job: "
+    "`btts ingest --schema transforms/declarations/queries.yaml --input FILES --create_tables` "
+    "(`btts demo` runs it).",
+}
+
+
 def _run_query(args: argparse.Namespace) -> int:
     _, _, plan = SUBCOMMANDS[args.query]
     try:
@@ -266,8 +276,11 @@ def _run_query(args: argparse.Namespace) -> int:
         records = q.run(target, query)
     except q.MissingTable as err:
         raise admin.ConfigError(str(err)) from None
+    hint = EMPTY_HINTS.get(args.query) if not records else None
     if args.format == "json":
         print(render.to_json(records))
+        if hint:
+            print(hint, file=sys.stderr)
         return 0
     print(f"{query.title} — {target.describe()}")
     for scan in query.scans:
@@ -280,6 +293,8 @@ def _run_query(args: argparse.Namespace) -> int:
                 print()
                 print(render.dict_grid(value))
     print(f"\n{len(records):,} record(s)")
+    if hint:
+        print(f"\n{hint}")
     return 0
 
 

@@ -525,6 +525,18 @@ def test_a_missing_table_is_a_clear_error(target, capsys):
     assert "table SENSOR_20170726 does not exist" in capsys.readouterr().err
 
 
+def test_an_empty_recent_query_says_which_job_fills_its_table(target, capsys):
+    instance = ["--instance", target.instance]
+    assert cli.main(["tables", "create", "--table", "METRIC_RECENT", *instance]) == 0
+    capsys.readouterr()
+    assert cli.main(["query", "recent", "--host", "h1", *instance]) == 0
+    out = capsys.readouterr().out
+    assert "(no rows)" in out
+    assert "METRIC_RECENT is empty: `btts ingest server_metrics` does not write it" in out
+    assert cli.main(["query", "recent", "--host", "h1", "--format", "json", *instance]) == 0
+    assert "btts ingest --schema transforms/declarations/queries.yaml" in capsys.readouterr().err
+
+
 def test_btts_query_refuses_a_bad_time():
     with pytest.raises(SystemExit) as stop:
         cli.main(["query", "metrics", "--host", "h", "--start", "soon", "--end", "1"])
