@@ -143,3 +143,37 @@ def test_every_builtin_schema_compiles_to_a_fast_build_for_its_main_tables():
     for name in ("server_metrics", "smart_meters", "market_data", "game_results", "garden"):
         source = generic.Builder(sf.builtin(name))._call.source
         assert "values = {" not in source, name  # the general path builds a values dict
+
+
+_EDGES = ["ABC", "abc", " a", "a ", "a b", "a\u00a0b", "a\tb", "ǅ", "ß", "İ", "a#b", "", "x" * 40]
+_ANY_TEXT = st.text(max_size=8) | st.sampled_from(_EDGES)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    value=_ANY_TEXT,
+    whitespace=st.sampled_from(["allow", "trimmed", "none"]),
+    case=st.sampled_from(["as_is", "upper", "lower"]),
+)
+def test_the_inlined_text_check_agrees_with_the_field_parser(value, whitespace, case):
+    """The generated fast path for text fields must accept, reject and rewrite exactly as the
+    field's parser does, whatever its whitespace and case rules."""
+    text = (
+        "dataset: t\nevent:\n  time: when\n  fields:\n"
+        f"    name: {{type: text, max_length: 20, whitespace: {whitespace}, case: {case}}}\n"
+        "    when: {type: time, format: epoch_ms}\n"
+        "tables:\n  - name: T\n    pattern: TS-COLS\n    families: [{name: f, max_versions: 1}]\n"
+        "    key: [{text: name}, {epoch_ms: when}]\n"
+        "    columns: [{family: f, qualifier: n, value: name}]\n"
+    )
+    builder = generic.Builder(sf.loads(text))
+    record = {"name": value, "when": parse_json_object('{"w": 1426535612045}')["w"]}
+    try:
+        expected = builder.parse(record)["name"]
+    except ValueError as err:
+        with pytest.raises(type(err), match="name"):
+            builder(record)
+        return
+    (row,) = builder(record)
+    assert row.cells[0].value == expected.encode()
+    assert row.key.startswith(expected.encode() + b"#")

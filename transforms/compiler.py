@@ -47,6 +47,7 @@ class _Source:
             "MAX_KEY": keys.MAX_ROW_KEY_BYTES,
         }
         self._count = 0
+        self.shared: dict[tuple, str] = {}  # locals computed once for several tables
 
     def const(self, value: object, prefix: str = "k") -> str:
         """A fresh name bound to ``value`` (never the value's text in the source)."""
@@ -143,12 +144,24 @@ def _parse_inline(src: _Source, spec, value: str, fn: str, delimiters: str) -> N
         src.add("else:")
         src.add(f"{value} = {fn}({value})", 2)
         return
-    if kind == "text" and spec.whitespace == "allow" and spec.case == "as_is":
+    if kind == "text":
+        # The common case, valid as it stands; anything else (and every error) goes to the
+        # parser, which returns the same value for what passes here.
         limit = spec.max_length or 1024
         test = f"type({value}) is not str or not {value} or len({value}) > {limit}"
         if delimiters:
             marks = " or ".join(f"{src.const(d, 'D')} in {value}" for d in delimiters)
-            test += f" or {marks} or not {value}.isprintable()"
+            test += f" or {marks}"
+        if delimiters or spec.whitespace != "allow":
+            test += f" or not {value}.isprintable()"  # printable: no whitespace but ' '
+        if spec.whitespace != "allow":
+            space = src.const(" ", "W")
+            if spec.whitespace == "none":
+                test += f" or {space} in {value}"
+            else:  # trimmed
+                test += f" or {value}[0] == {space} or {value}[-1] == {space}"
+        if spec.case != "as_is":
+            test += f" or {value} != {value}.{'lower' if spec.case == 'lower' else 'upper'}()"
         src.add(f"if {test}:")
         src.add(f"{value} = {fn}({value})", 2)
         return
@@ -266,7 +279,17 @@ def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
     delimiter = src.const(recipe.delimiter, "D")
     parts: list[str] = []
     text_only = True
-    for seg in recipe.segments:
+    segments = recipe.segments
+    lead = _cached_lead(segments, table, types)
+    if lead:
+        # Entity segments (padded names, constants) before a time: few distinct values, so their
+        # text is cached, and computed once for every table that shares them.
+        prefix = _key_prefix(src, table, segments[:lead], local)
+        text_only = False
+        segments = segments[lead:]
+    else:
+        prefix = None
+    for seg in segments:
         ref = seg.field
         if seg.kind == "const":
             parts.append(src.const(keys.check_segment(seg.arg or "", "constant", recipe.delimiter)))
@@ -285,6 +308,8 @@ def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
             fn = src.const(table.segment_part(seg), "P")
             parts.append(f"{fn}({local[ref]})")
     joined = f" + {delimiter} + ".join(parts)
+    if prefix:
+        joined = f"{prefix} + {joined}"
     if text_only and any(p in local.values() for p in parts):
         # Only fields' text and constants: the same entity always has the same key.
         cached = src.const(lru_cache(maxsize=65536)(_encoded_key), "KC")
@@ -293,6 +318,48 @@ def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
     src.add(f"if len(key{index}) > MAX_KEY:")
     src.add(f"check_key_size(key{index})", 2)
     return f"key{index}"
+
+
+def _cached_lead(segments, table, types) -> int:
+    """How many leading segments form a cacheable prefix (0: none worth caching)."""
+    lead = 0
+    for seg in segments:
+        if seg.kind == "const" or (seg.kind == "space_pad" and types.get(seg.field) == "text"):
+            lead += 1
+        else:
+            break
+    worth = any(seg.kind == "space_pad" for seg in segments[:lead])
+    return lead if worth and lead < len(segments) else 0
+
+
+def _key_prefix(src: _Source, table, segments, local) -> str:
+    """A local holding the key text of ``segments`` and the delimiter after them."""
+    delimiter = table.spec.decl.key.delimiter
+    signature = ("key prefix", delimiter, tuple(segments))
+    name = src.shared.get(signature)
+    if name is not None:
+        return name
+    steps = []
+    for seg in segments:
+        if seg.kind == "const":
+            text = keys.check_segment(seg.arg or "", "constant", delimiter)
+            steps.append(lambda values, text=text: text)
+        else:
+            steps.append(table.segment_part(seg))
+    refs = [seg.field for seg in segments if seg.kind != "const"]
+
+    def prefix(*values: str) -> str:
+        given = iter(values)
+        texts = [
+            step(None) if seg.kind == "const" else step(next(given))
+            for seg, step in zip(segments, steps, strict=True)
+        ]
+        return delimiter.join(texts) + delimiter
+
+    fn = src.const(lru_cache(maxsize=65536)(prefix), "KP")
+    name = src.shared[signature] = f"kp{len(src.shared)}"
+    src.add(f"{name} = {fn}({', '.join(local[r] for r in refs)})")
+    return name
 
 
 def _encoded_key(text: str) -> bytes:
