@@ -60,6 +60,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
         "ours_vs_ceiling": 1.5,
         "ours_vs_naive": 3.0,
         "ours_vs_wire": 0.2,
+        "ours_vs_core": 0.125,
     }
     report = {
         "quick": True,
@@ -80,7 +81,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
     meters = next(line for line in text.splitlines() if line.startswith("meters"))
     assert meters.split() == [
         "meters", "120,000", "30,000", "in-proc", "20,000", "10,000", "150,000",
-        "1.50", "3.00", "0.20", "199",
+        "1.50", "3.00", "0.20", "0.12", "199",
     ]  # fmt: skip
     assert "10x events -> 9.50x time, 1.10x peak RSS" in text
     assert "rows read from the server 2,000 for a day of 2,000" in text
