@@ -625,9 +625,14 @@ def summary(
     for name in sorted(totals):
         if name.startswith("rows_"):
             table = name[5:]
-            lines.append(
+            line = (
                 f"  rows {table:<15}{totals[name]:>8,}   cells {totals.get('cells_' + table, 0):,}"
             )
+            distinct = totals.get("distinct_rows_" + table)
+            if distinct and distinct < totals[name] and not totals.get("distinct_unknown_" + table):
+                plural = "s" if distinct > 1 else ""
+                line += f"   ({totals[name]:,} row writes into {distinct:,} distinct row{plural})"
+            lines.append(line)
     if reasons:
         lines.append("  top dead-letter reasons:")
         for reason in reasons[:top]:

@@ -95,3 +95,14 @@ def test_btts_check_validates_without_writing_or_needing_bigtable(tmp_path):
     assert failed.returncode == 1
     assert "error: no valid event in 1 records read" in failed.stderr
     assert not (tmp_path / "dead").exists()
+
+
+def test_the_summary_says_when_row_writes_share_rows(target, tmp_path, capsys):
+    """Three readings of one meter on one day are three writes into one SENSOR day row."""
+    lines = [GOOD, GOOD.replace("00:15", "00:30"), GOOD.replace("00:15", "00:45")]
+    source = write_lines(tmp_path / "m.jsonl", lines)
+    result = run_job("smart_meters", target, source, tmp_path / "dead" / "m")
+    assert result.btts_counters["rows_SENSOR"] == 3
+    assert result.btts_counters["distinct_rows_SENSOR"] == 1
+    assert "(3 row writes into 1 distinct row)" in capsys.readouterr().out
+    assert len(admin.read_rows(target, "SENSOR")) == 1

@@ -359,15 +359,28 @@ class BoundedWriteToBigTable(WriteToBigTable):
 
 
 class _SplitByTableFn(beam.DoFn):
+    """Routes each row to its table's output, counting row writes, cells and distinct keys.
+
+    Distinct keys are counted per bundle (a set of at most MAX_DISTINCT_KEYS per table): summed
+    over bundles they are exact when a key's writes share a bundle and an upper bound
+    otherwise; past the cap a table's count is given up (``distinct_unknown_<table>``)."""
+
+    MAX_DISTINCT_KEYS = 65_536
+
     def __init__(self, tables: Sequence[str]) -> None:
         self._tables = frozenset(tables)
 
     def setup(self) -> None:
         self._rows = {t: Metrics.counter(NAMESPACE, f"rows_{t}") for t in self._tables}
         self._cells = {t: Metrics.counter(NAMESPACE, f"cells_{t}") for t in self._tables}
+        self._distinct = {t: Metrics.counter(NAMESPACE, f"distinct_rows_{t}") for t in self._tables}
+        self._unknown = {
+            t: Metrics.counter(NAMESPACE, f"distinct_unknown_{t}") for t in self._tables
+        }
 
     def start_bundle(self) -> None:
         self._counts = {t: [0, 0] for t in self._tables}  # rows, cells; added once per bundle
+        self._keys: dict[str, set | None] = {t: set() for t in self._tables}
 
     def process(self, row: RowMutation):
         counts = self._counts.get(row.table)
@@ -375,6 +388,11 @@ class _SplitByTableFn(beam.DoFn):
             raise ValueError(f"row for table {row.table!r}, which this write does not declare")
         counts[0] += 1
         counts[1] += len(row.cells)
+        keys = self._keys[row.table]
+        if keys is not None:
+            keys.add(row.key)
+            if len(keys) > self.MAX_DISTINCT_KEYS:
+                self._keys[row.table] = None
         yield pvalue.TaggedOutput(row.table, row)
 
     def finish_bundle(self) -> None:
@@ -382,6 +400,12 @@ class _SplitByTableFn(beam.DoFn):
             if rows:
                 self._rows[table].inc(rows)
                 self._cells[table].inc(cells)
+                keys = self._keys[table]
+                if keys is None:
+                    self._unknown[table].inc()
+                else:
+                    self._distinct[table].inc(len(keys))
+        self._keys = {}
 
 
 class WriteRows(beam.PTransform):
