@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import (
     GoogleCloudOptions,
     PipelineOptions,
     StandardOptions,
+    TestOptions,
 )
 from apache_beam.runners.runner import PipelineResult
 
@@ -548,6 +549,28 @@ def prepare(
     return target
 
 
+def is_dry_run(options: PipelineOptions) -> bool:
+    """Beam's ``--dry_run``: translate the job for its runner and launch nothing. Nothing of
+    ours may then call Google either (no preflight, no table admin, no metrics to read)."""
+    return bool(options.view_as(TestOptions).dry_run)
+
+
+def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
+    """What a dry run would have launched, instead of a summary of what it did."""
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    cloud = options.view_as(GoogleCloudOptions)
+    where = ", ".join(
+        f"{label} {value}"
+        for label, value in (("project", cloud.project), ("region", cloud.region))
+        if value
+    )
+    mode = "streaming" if options.view_as(StandardOptions).streaming else "batch"
+    return (
+        f"{name}: dry run: the {mode} job translated for {runner}"
+        f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
+    )
+
+
 def counters(result: PipelineResult) -> dict[str, int]:
     """This run's btts counters (committed where the runner has them, else attempted); empty
     for a Dataflow flex-template launch, which only writes the job spec: no job to ask yet."""
@@ -698,13 +721,20 @@ def run_file_ingest(
         validate_input(options, job)
         with_time_input(options, job)  # refuse a bad --time_format before anything runs
         check_only = options.view_as(FileInputOptions).validate_only
-        target = None if check_only else prepare(options, job_tables(options, job), job)
+        dry = is_dry_run(options)
+        writes = not (check_only or dry)  # a check or a dry run needs no Bigtable
+        target = prepare(options, job_tables(options, job), job) if writes else None
     except admin.ConfigError as err:
         raise SystemExit(f"{name}: error: {err}") from None
     started = time.monotonic()
     pipeline = beam.Pipeline(options=options)
     build(pipeline, options, job)
     result = pipeline.run()
+    if dry:
+        result.btts_counters = {}
+        tables = ", ".join(job_tables(options, job))
+        print(dry_run_report(name, options, f"write {tables}"), flush=True)
+        return result
     if is_streaming(options):
         _LOG.info(
             "%s: streaming from %s; stop it with Ctrl-C or by cancelling the job",

@@ -718,7 +718,8 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
         )
         plan = make_plan(options)
         started = time.monotonic()
-        for line in prepare(plan):
+        dry = common.is_dry_run(options)
+        for line in [] if dry else prepare(plan):  # a dry run touches no table
             _LOG.info("%s", line)
     except admin.ConfigError as err:
         raise SystemExit(f"{NAME}: error: {err}") from None
@@ -726,6 +727,15 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
     pipeline = beam.Pipeline(options=options)
     build_plan(pipeline, plan)
     result = pipeline.run()
+    if dry:
+        result.btts_counters = {}
+        result.nightly_plan = plan
+        what = (
+            f"create {', '.join(plan.destinations)} and copy day(s) {', '.join(plan.days)} "
+            f"of {plan.source.name} into it ({plan.layout})"
+        )
+        print(common.dry_run_report(NAME, options, what), flush=True)
+        return result
     result.wait_until_finish()
     seconds = time.monotonic() - started
     result.btts_counters = common.counters(result)
