@@ -7,6 +7,7 @@ delimiter is inserted, so no field value can forge one.
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 from transforms.errors import InvalidEvent
@@ -104,9 +105,53 @@ def site_ranges(domain: str, delimiter: str = DELIMITER) -> list[tuple[bytes, by
     return key_ranges_for_prefixes([base + delimiter.encode("utf-8"), base + b"."])
 
 
+# Scripts that may share one id (Japanese writes Han with kana; Korean Han with Hangul).
+_SCRIPT_SETS = ({"CJK", "HIRAGANA", "KATAKANA"}, {"CJK", "HANGUL"})
+# Letters of other scripts drawn like Latin ones: an id made only of these passes for Latin.
+_LATIN_LOOKALIKES = frozenset("аеорсухіјѕԁԛԝһӏвкмнтАВЕКМНОРСТХІЈЅαοκνρτυιΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
+
+
+def _script(ch: str) -> str | None:
+    """The script of a letter, from its Unicode name (``LATIN SMALL LETTER A`` → LATIN);
+    None for digits, punctuation and symbols, which any script may use."""
+    if not ch.isalpha():
+        return None
+    name = unicodedata.name(ch, "")
+    return name.split(" ", 1)[0] if name else "UNKNOWN"
+
+
+def tenant_id(tenant: str, delimiter: str = DELIMITER, what: str = "field 'tenant'") -> str:
+    """A tenant id as it becomes key bytes: NFC, so ``acmé`` typed precomposed or with a
+    combining accent is one tenant; refused (InvalidEvent) when it could pass for another
+    tenant: compatibility forms (fullwidth ``ａｃｍｅ``), invisible characters, letters of
+    several scripts (a Cyrillic ``а`` in ``acme``) or only Latin look-alikes of another script."""
+    if not isinstance(tenant, str):
+        raise InvalidEvent(f"{what}: expected text, got {type(tenant).__name__}")
+    nfc = unicodedata.normalize("NFC", tenant)
+    check_segment(nfc, what, delimiter)  # also refuses invisible (format) characters
+    if unicodedata.normalize("NFKC", nfc) != nfc:
+        raise InvalidEvent(
+            f"{what}: {nfc!r} holds compatibility characters (e.g. fullwidth or ligatures) "
+            f"that read as {unicodedata.normalize('NFKC', nfc)!r}; use that form"
+        )
+    scripts = {s for s in map(_script, nfc) if s}
+    if len(scripts) > 1 and not any(scripts <= allowed for allowed in _SCRIPT_SETS):
+        raise InvalidEvent(
+            f"{what}: {nfc!r} mixes scripts ({', '.join(sorted(scripts))}), which lets one "
+            "id pass for another"
+        )
+    letters = [ch for ch in nfc if ch.isalpha()]
+    if scripts and scripts != {"LATIN"} and all(ch in _LATIN_LOOKALIKES for ch in letters):
+        raise InvalidEvent(
+            f"{what}: {nfc!r}: its {next(iter(scripts)).title()} letters all look Latin, so it "
+            "passes for a Latin id"
+        )
+    return nfc
+
+
 def tenant_key(tenant: str, *segments: str, delimiter: str = DELIMITER) -> str:
     """Tenant-prefixed key; the tenant is checked like any segment so it cannot forge another's."""
-    parts = (tenant, *segments)
+    parts = (tenant_id(tenant, delimiter, "tenant"), *segments)
     for i, part in enumerate(parts):
         check_segment(part, "tenant" if i == 0 else f"key segment {i}", delimiter)
     return delimiter.join(parts)
@@ -115,7 +160,7 @@ def tenant_key(tenant: str, *segments: str, delimiter: str = DELIMITER) -> str:
 def tenant_prefix(tenant: str, delimiter: str = DELIMITER) -> bytes:
     """The row-key prefix that holds exactly one tenant's rows (delimiter included, so that
     ``acme`` never matches ``acme2``)."""
-    return (check_segment(tenant, "tenant", delimiter) + delimiter).encode("utf-8")
+    return (tenant_id(tenant, delimiter) + delimiter).encode("utf-8")
 
 
 def salt_width(buckets: int) -> int:

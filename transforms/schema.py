@@ -166,8 +166,11 @@ def segment_builder(seg: Segment) -> SegmentBuilder:
     if seg.kind == "const":
         value = keys.check_segment(seg.arg or "", "constant segment")
         return lambda values, tz: value
-    if seg.kind in ("text", "tenant"):
+    if seg.kind == "text":
         return lambda values, tz: values[name]
+    if seg.kind == "tenant":  # normalised, look-alikes refused: one tenant, one prefix
+        what = f"field {name!r}"
+        return lambda values, tz: keys.tenant_id(values[name], what=what)
     if seg.kind == "epoch_ms":
         return lambda values, tz: keys.epoch_ms(values[name])
     if seg.kind == "reverse_ts":
