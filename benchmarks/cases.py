@@ -59,7 +59,7 @@ def _builder(dataset: str):
     """decode + the compiled schema builder: what every job runs per line."""
     from transforms import events, generic
 
-    build = generic.Builder(schema_of(dataset))
+    build = generic.Builder(schema_of(dataset)).rows  # plain (table, key, cells) tuples
     decode = events.parse_json_object
     return lambda line: build(decode(line))
 
@@ -153,12 +153,10 @@ def _entries(dataset: str, path: str):
     cells = 0
     with open(path, "rb") as f:
         for line in f:
-            for row in build(line):
-                mutations = [
-                    SetCell(c.family, c.qualifier, c.value, c.timestamp_us) for c in row.cells
-                ]
+            for table, key, row_cells in build(line):
+                mutations = [SetCell(*cell) for cell in row_cells]
                 cells += len(mutations)
-                by_table.setdefault(row.table, []).append(RowMutationEntry(row.key, mutations))
+                by_table.setdefault(table, []).append(RowMutationEntry(key, mutations))
     return by_table, cells
 
 
@@ -208,9 +206,10 @@ def _requests(dataset: str, path: str, instance: str, per_request: int):
     with open(path, "rb") as f:
         for line in f:
             for row in build(line):
-                requests = by_table.setdefault(row.table, [])
+                table = row[0]
+                requests = by_table.setdefault(table, [])
                 if not requests or len(requests[-1].entries) >= per_request:
-                    name = f"projects/{PROJECT}/instances/{instance}/tables/{row.table}"
+                    name = f"projects/{PROJECT}/instances/{instance}/tables/{table}"
                     requests.append(_Request(table_name=name))
                 cells += fill_entry(requests[-1].entries.add(), row)
                 rows += 1

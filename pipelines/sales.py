@@ -31,7 +31,6 @@ from apache_beam.runners.runner import PipelineResult
 from btts import admin
 from pipelines import common
 from transforms.errors import InvalidEvent
-from transforms.mutations import RowMutation
 
 NAME = "sales"
 _LOG = logging.getLogger(__name__)
@@ -85,24 +84,21 @@ def replace_months(options: PipelineOptions) -> tuple[str, ...]:
 
 
 class OnlyMonths:
-    """A builder whose rows must fall in ``months``: another month is bad input (it would add
-    onto a month this run does not rebuild). Rows are keyed ``EMPLOYEE#YYYYMM`` and the employee
-    cannot hold the delimiter, so the month is the key's last segment."""
+    """A check on every event's rows: they must fall in ``months``; another month is bad input
+    (it would add onto a month this run does not rebuild). Rows are keyed ``EMPLOYEE#YYYYMM``
+    and the employee cannot hold the delimiter, so the month is the key's last segment."""
 
-    def __init__(self, builder, months: Sequence[str]) -> None:
-        self._builder = builder
+    def __init__(self, months: Sequence[str]) -> None:
         self._months = frozenset(m.encode() for m in months)
 
-    def __call__(self, event: dict) -> Sequence[RowMutation]:
-        rows = self._builder(event)
-        for row in rows:
-            month = row.key.rsplit(b"#", 1)[-1]
+    def __call__(self, rows: Sequence[tuple]) -> None:
+        for _table, key, _cells in rows:
+            month = key.rsplit(b"#", 1)[-1]
             if month not in self._months:
                 raise InvalidEvent(
                     f"month {month.decode()} is not in --replace_months "
                     f"({', '.join(sorted(m.decode() for m in self._months))})"
                 )
-        return rows
 
 
 def delete_months(target: admin.Target, months: Sequence[str]) -> int:
@@ -143,7 +139,7 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     job = common.builtin_job(NAME, __doc__, tz=common.timezone(options))
     months = replace_months(options)
     if months:
-        job = dataclasses.replace(job, builder=OnlyMonths(job.builder, months))
+        job = dataclasses.replace(job, check_rows=OnlyMonths(months))
     return job
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from transforms import generic
 from transforms import schema_file as sf
 from transforms.events import parse_json_object
-from transforms.mutations import Cell
+from transforms.mutations import AddCell, Cell
 
 HOSTILE = [
     "__import__('os').system('touch /tmp/pwned')",
@@ -100,7 +100,7 @@ def test_hostile_names_compile_and_build_exactly_what_the_schema_says(name, tmp_
 
 
 # The only literals the generator writes: the 13-digit epoch format (text and bytes).
-GENERATED_LITERALS = {"%013d", b"%013d"}
+GENERATED_LITERALS = {"%013d", b"%013d", b"%d"}  # the compiler's own templates
 
 
 def _literals(source: str) -> set:
@@ -177,3 +177,23 @@ def test_the_inlined_text_check_agrees_with_the_field_parser(value, whitespace, 
     (row,) = builder(record)
     assert row.cells[0].value == expected.encode()
     assert row.key.startswith(expected.encode() + b"#")
+
+
+_BUILTINS = "server_metrics smart_meters market_data battery game_results garden sales devices"
+BUILTIN_EXAMPLES = [n for n in (*_BUILTINS.split(), "weather_balloons") if sf.builtin(n).example]
+
+
+@pytest.mark.parametrize("name", BUILTIN_EXAMPLES)
+def test_the_hot_path_builds_plain_tuples_equal_to_the_named_rows(name):
+    """Jobs run ``Builder.rows`` (plain tuples: cheaper, untracked by the garbage collector);
+    readers get named tuples. Both must be the same rows, in the same order."""
+    schema = sf.builtin(name)
+    builder = generic.Builder(schema)
+    record = parse_json_object(schema.example)
+    plain = builder.rows(record)
+    named = builder(record)
+    assert plain == named and plain
+    for row in plain:
+        assert type(row) is tuple
+        assert all(type(c) is tuple or type(c) is AddCell for c in row[2])
+    assert all(type(c) in (Cell, AddCell) for row in named for c in row.cells)

@@ -55,9 +55,11 @@ def test_all_bad_input_fails_the_job_and_names_the_reason(target, tmp_path, caps
     assert failed.value.code != 0
     out = capsys.readouterr().out
     assert "top dead-letter reasons:" in out
-    assert f"7  field 'timestamp': not an RFC 3339 time: '…'  (first: {source})" in out
-    assert "1  invalid JSON" in out
-    assert len(read_dead_letters(dead)) == 8  # every bad line kept, with its reason
+    assert f"7  field 'timestamp': not an RFC 3339 time: '…'  (first: {source}:1)" in out
+    assert f"1  invalid JSON: Expecting value at column N  (first: {source}:9)" in out
+    letters = read_dead_letters(dead)
+    assert len(letters) == 8  # every bad line kept, with its reason and line
+    assert sorted(d["line"] for d in letters) == [1, 2, 3, 4, 5, 6, 7, 9]
     assert admin.read_rows(target, "SENSOR") == []
 
 

@@ -7,7 +7,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.helpers import compiled, write_lines
-from transforms.ingest import DEAD_LETTER, ROWS, BuildRows, ReadRecordLines
+from transforms.ingest import DEAD_LETTER, ROWS, BuildRows
+from transforms.readers import ReadRecords
 
 METRICS = compiled("server_metrics")  # the server-metrics job's builder
 
@@ -60,17 +61,13 @@ def test_a_builder_bug_dead_letters_the_line_instead_of_losing_it():
         )
 
 
-def test_read_record_lines_mixes_json_and_csv_with_per_file_headers(tmp_path):
+def test_read_records_mixes_json_and_csv_with_per_file_headers(tmp_path):
     write_lines(tmp_path / "a.jsonl", [GOOD])
     write_lines(tmp_path / "b.csv", ["timestamp,hostname,a", "2015-03-16T19:53:32.045Z,h2,0.70"])
     write_lines(tmp_path / "c.csv", ["hostname,a,timestamp", "h3,0.90,2015-03-16T19:53:32.045Z"])
     patterns = [str(tmp_path / "*.jsonl"), str(tmp_path / "*.csv")]
     with TestPipeline() as p:
-        out = (
-            p
-            | ReadRecordLines(patterns)
-            | BuildRows(METRICS, "server_metrics", METRICS.csv_adapter)
-        )
+        out = p | ReadRecords(patterns) | BuildRows(METRICS, "server_metrics", METRICS.csv_adapter)
         current = out[ROWS] | beam.Filter(lambda r: r.table == "CURRENT_METRIC")
         assert_that(
             current | beam.Map(lambda r: (r.key, r.cells[0].qualifier, r.cells[0].value)),

@@ -303,3 +303,23 @@ def test_multi_processing_runner_pickles_the_writer_and_a_zoned_builder(target, 
     assert _read_sums(target) == {
         "a#201504": {b"AMOUNT": (820, april_paris_us), b"COUNT": (40, april_paris_us)}
     }
+
+
+def test_replace_months_holds_with_a_time_format():
+    """--time_format rebuilds the job's builder; the --replace_months check must survive it
+    (it once raised AttributeError, and must never be dropped silently)."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines import common, sales
+
+    options = PipelineOptions(
+        ["--replace_months=201501", "--time_format=timestamp=%d/%m/%Y %H:%M", "--input=x"]
+    )
+    job = common.with_time_input(options, sales.job_for(options))
+    build = job.rows_fn()
+    good = parse_json_object(
+        '{"employee": "Ann", "timestamp": "05/01/2015 10:00", "amount_cents": 350}'
+    )
+    assert [row[0] for row in build(good)] == ["SALES_MONTHLY"]
+    with pytest.raises(InvalidEvent, match="201502 is not in --replace_months"):
+        build({**good, "timestamp": "05/02/2015 10:00"})

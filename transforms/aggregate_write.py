@@ -53,17 +53,17 @@ class AggregateWriteError(RuntimeError):
 
 def to_entry(row: RowMutation) -> RowMutationEntry:
     """The data client's entry for one row of :class:`AddCell` s."""
+    table, key, cells = row
     mutations = []
-    for cell in row.cells:
+    for cell in cells:
         if type(cell) is not AddCell:
             raise TypeError(
-                f"{row.table} {row.key!r}: WriteAggregates writes AddCell only, got "
-                f"{type(cell).__name__}"
+                f"{table} {key!r}: WriteAggregates writes AddCell only, got {type(cell).__name__}"
             )
         mutations.append(AddToCell(cell.family, cell.qualifier, cell.amount, cell.timestamp_us))
     if not mutations:
-        raise ValueError(f"{row.table} {row.key!r}: a row with no cells")
-    return RowMutationEntry(row.key, mutations)
+        raise ValueError(f"{table} {key!r}: a row with no cells")
+    return RowMutationEntry(key, mutations)
 
 
 def describe_failures(
@@ -118,8 +118,8 @@ class _WriteAggregatesFn(beam.DoFn):
         self._held: list[RowMutation] | None = [] if self._harness else None
 
     def process(self, row: RowMutation) -> Iterable[None]:
-        if row.table != self._table_id:
-            raise ValueError(f"row for table {row.table!r} reached the {self._table_id} writer")
+        if row[0] != self._table_id:
+            raise ValueError(f"row for table {row[0]!r} reached the {self._table_id} writer")
         if self._held is not None:
             self._held.append(row)
             return ()

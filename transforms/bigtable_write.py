@@ -43,7 +43,7 @@ from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
 from transforms import retry_harness
 from transforms.ingest import NAMESPACE
-from transforms.mutations import AddCell, Cell, RowMutation
+from transforms.mutations import AddCell, RowMutation
 
 # The raw protobuf classes behind the client's proto-plus types: no wrapper object per row.
 _Request = bigtable_types.MutateRowsRequest.pb()
@@ -64,25 +64,25 @@ class WriteFailed(RuntimeError):
 
 
 def fill_entry(entry, row: RowMutation) -> int:
-    """Encode ``row`` into a raw ``MutateRowsRequest.Entry``; the number of mutations.
+    """Encode ``row`` (a :class:`RowMutation` or the builder's plain ``(table, key, cells)``)
+    into a raw ``MutateRowsRequest.Entry``; the number of mutations.
 
     The hot path of every write: attribute assignment on the protobuf itself, no ``SetCell`` or
     ``datetime`` per cell (the client would only convert them back).
     """
-    entry.row_key = row.key
+    _table, key, cells = row
+    entry.row_key = key
     add = entry.mutations.add
-    for cell in row.cells:
-        if type(cell) is Cell:
-            set_cell = add().set_cell
-            set_cell.family_name = cell.family
-            set_cell.column_qualifier = cell.qualifier
-            set_cell.value = cell.value
-            set_cell.timestamp_micros = cell.timestamp_us
-        elif type(cell) is AddCell:
+    for cell in cells:
+        if type(cell) is AddCell:
             raise TypeError("AddToCell rows go through WriteAggregates, not WriteToBigTable")
-        else:
-            raise TypeError(f"unknown cell type {type(cell).__name__}")
-    return len(row.cells)
+        family, qualifier, value, timestamp_us = cell  # Cell or its plain tuple
+        set_cell = add().set_cell
+        set_cell.family_name = family
+        set_cell.column_qualifier = qualifier
+        set_cell.value = value
+        set_cell.timestamp_micros = timestamp_us
+    return len(cells)
 
 
 def encode_entry(row: RowMutation):
@@ -197,7 +197,7 @@ class _LeanBatcher:
     def add(self, row) -> None:
         entry = self._add()
         try:
-            if isinstance(row, RowMutation):
+            if type(row) is tuple or isinstance(row, RowMutation):
                 mutations = fill_entry(entry, row)
             elif isinstance(row, DirectRow):
                 mutations = _fill_from_direct_row(entry, row)
@@ -383,17 +383,18 @@ class _SplitByTableFn(beam.DoFn):
         self._keys: dict[str, set | None] = {t: set() for t in self._tables}
 
     def process(self, row: RowMutation):
-        counts = self._counts.get(row.table)
+        table, key, cells = row
+        counts = self._counts.get(table)
         if counts is None:
-            raise ValueError(f"row for table {row.table!r}, which this write does not declare")
+            raise ValueError(f"row for table {table!r}, which this write does not declare")
         counts[0] += 1
-        counts[1] += len(row.cells)
-        keys = self._keys[row.table]
+        counts[1] += len(cells)
+        keys = self._keys[table]
         if keys is not None:
-            keys.add(row.key)
+            keys.add(key)
             if len(keys) > self.MAX_DISTINCT_KEYS:
-                self._keys[row.table] = None
-        yield pvalue.TaggedOutput(row.table, row)
+                self._keys[table] = None
+        yield pvalue.TaggedOutput(table, row)
 
     def finish_bundle(self) -> None:
         for table, (rows, cells) in self._counts.items():

@@ -19,12 +19,12 @@ from functools import lru_cache
 
 from transforms import events, keys, timefmt
 from transforms.errors import InvalidEvent
-from transforms.mutations import Cell, RowMutation
+from transforms.mutations import RowMutation
 from transforms.schema import TIME_FORMATS, bucket_start_ms
 
 _ENCODE = {  # how a parsed value of each type becomes cell bytes, as an expression template
     "time": "b'%013d' % {v}",
-    "integer": "str({v}).encode()",
+    "integer": "b'%d' % {v}",
     "text": "{v}.encode()",
     "id": "{v}.encode()",
     "number": "{v}.encode()",
@@ -38,10 +38,11 @@ class _Source:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.namespace: dict[str, object] = {
-            "_new": tuple.__new__,
-            "Cell": Cell,
-            "RowMutation": RowMutation,
             "InvalidEvent": InvalidEvent,
+            "_fromiso": dt.datetime.fromisoformat,
+            "_EPOCH": timefmt._EPOCH,  # the fast path of timefmt.parse_event_time, inlined
+            "_MS": timefmt._MS,
+            "MAX_MS": timefmt.MAX_EPOCH_MS,
             "check_fields": events.check_fields,
             "check_key_size": keys.check_key_size,
             "MAX_KEY": keys.MAX_ROW_KEY_BYTES,
@@ -107,13 +108,13 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
             _general_table(src, table, index)
             continue
         cells = shared.get(table.signature)
-        stamp_ms = _stamp(src, table, local, tz, index)
-        if cells is None:
+        if cells is None:  # tables with the same columns and stamps share one cells tuple
+            stamp_ms = _stamp(src, table, local, tz, index)
             cells = shared[table.signature] = f"cells{index}"
             _cells(src, table, local, types, optional, tz, cells, stamp_ms, index)
         key = _key(src, table, local, types, tz, index)
         name = src.const(table.name, "T")
-        src.add(f"out.append(_new(RowMutation, ({name}, {key}, {cells})))")
+        src.add(f"out.append(({name}, {key}, {cells}))")
     src.add("return out")
     code = compile("\n".join(src.lines), f"<btts build {_safe_label(schema.dataset)}>", "exec")
     exec(code, src.namespace)  # the source holds generated names only (module docstring)
@@ -166,8 +167,19 @@ def _parse_inline(src: _Source, spec, value: str, fn: str, delimiters: str) -> N
         src.add(f"{value} = {fn}({value})", 2)
         return
     if kind == "time" and spec.format == "auto" and not spec.timezone:
+        # timefmt.parse_event_time's fast path written out: an RFC 3339 text with an offset.
+        # Anything else (epoch numbers, no offset, out of range, errors) goes to the parser.
         parse = src.const(timefmt.parse_event_time, "PT")
-        src.add(f"{value} = {parse}({value}, {src.const(spec.name, 'n')})")
+        name = src.const(spec.name, "n")
+        src.add("try:")
+        src.add(f"ms = (_fromiso({value}) - _EPOCH) // _MS", 2)
+        src.add("except (TypeError, ValueError):")
+        src.add(f"{value} = {parse}({value}, {name})", 2)
+        src.add("else:")
+        src.add(f"if 0 <= ms <= MAX_MS and len({value}) <= 40:", 2)
+        src.add(f"{value} = ms", 3)
+        src.add("else:", 2)
+        src.add(f"{value} = {parse}({value}, {name})", 3)
         return
     src.add(f"{value} = {fn}({value})")
 
@@ -204,8 +216,7 @@ def _general_table(src: _Source, table, index: int) -> None:
     name = src.const(table.name, "T")
     src.add(f"g_ms{index}, g_us{index} = {stamp}(values)")
     src.add(
-        f"out.append(_new(RowMutation, ({name}, {key}(values), "
-        f"tuple({cells}(values, g_ms{index}, g_us{index})))))"
+        f"out.append(({name}, {key}(values), tuple({cells}(values, g_ms{index}, g_us{index}))))"
     )
 
 
@@ -233,20 +244,26 @@ def _cells(
     for col in table.spec.columns:
         family = src.const(col.family, "F")
         if col.each:
-            item = f"*[_new(Cell, ({family}, q, x, {us})) for q, x in {local[col.each]}]"
+            item = f"*[({family}, q, x, {us}) for q, x in {local[col.each]}]"
             if col.each in optional_refs:
                 optional = local[col.each]
-                item = f"*[_new(Cell, ({family}, q, x, {us})) for q, x in ({optional} or ())]"
+                item = f"*[({family}, q, x, {us}) for q, x in ({optional} or ())]"
             parts.append((item, None))
             continue
         ref = col.value[1]
         value = _ENCODE[types[ref]].format(v=local[ref])
+        if ref not in optional_refs:  # encoded once for every cell (of any table) it fills
+            encoded = src.shared.get(("encoded", ref))
+            if encoded is None:
+                encoded = src.shared[("encoded", ref)] = f"e{local[ref]}"
+                src.add(f"{encoded} = {value}")
+            value = encoded
         if isinstance(col.qualifier, str):
             qualifier = src.const(col.qualifier.encode("utf-8"), "q")
         else:
             qualifier = _time_qualifier(src, col.qualifier[1], tz, ts)
         optional = local[ref] if ref in optional_refs else None
-        parts.append((f"_new(Cell, ({family}, {qualifier}, {value}, {us}))", optional))
+        parts.append((f"({family}, {qualifier}, {value}, {us})", optional))
     if not any(optional for _, optional in parts):
         src.add(f"{out} = ({', '.join(item for item, _ in parts)},)")
         return

@@ -50,6 +50,23 @@ _decoder = json.JSONDecoder(
 )
 _decode = _decoder.decode
 _scan = _decoder.scan_once  # the C scanner: decode() without its two whitespace regexes
+scan_json = _scan  # (text, index) -> (value, end): how readers find a JSON array's elements
+
+_ARRAY_HINT = (
+    " (the line looks like part of one JSON array: read the file as an array with "
+    "--input_format=json_array, or let --input_format=auto detect it)"
+)
+
+
+def array_hint(raw: bytes | str, reason: str) -> str:
+    """A JSON-lines reason, saying so when the line looks like a piece of a top-level array
+    (``[{...},``, ``{...},``, ``]``): the usual export that is not JSON lines at all."""
+    text = raw.strip()
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    if text.startswith("[") or text.endswith(",") or text in ("]", "],"):
+        return reason + _ARRAY_HINT
+    return reason
 
 
 def _utf8(raw: bytes) -> str:

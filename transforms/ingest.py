@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterable, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.io import fileio, textio
+from apache_beam.io import textio
 from apache_beam.metrics import Metrics
 
-from transforms import events
+from transforms import events, readers
 from transforms.errors import InvalidEvent, reason_kind
 from transforms.mutations import MAX_QUALIFIER_BYTES, RowMutation, check_limits
+from transforms.readers import Block
 
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"
@@ -48,10 +49,17 @@ def decode(element: tuple, csv_adapter: CsvAdapter | None = None) -> dict:
     return csv_adapter(record) if csv_adapter else record
 
 
-def dead_letter_record(pipeline: str, source: str, raw: bytes | str, reason: str) -> dict:
-    """What a dead letter holds: enough to understand, fix and replay the line."""
+def dead_letter_record(
+    pipeline: str, source: str, raw: bytes | str | dict, reason: str, line: int | None = None
+) -> dict:
+    """What a dead letter holds: enough to understand, fix and replay the line (and where it
+    was, when the reader knows)."""
     record = {"pipeline": pipeline, "source": source, "reason": reason}
-    if isinstance(raw, bytes):
+    if line is not None:
+        record["line"] = line
+    if isinstance(raw, dict):  # a Parquet or Avro record, as JSON
+        record["raw"] = json.dumps(raw, ensure_ascii=False, sort_keys=True, default=str)
+    elif isinstance(raw, bytes):
         try:
             record["raw"] = raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -75,6 +83,7 @@ class _BuildRowsFn(beam.DoFn):
         self._dead = Metrics.counter(NAMESPACE, "dead_letters")
         self._unexpected = Metrics.counter(NAMESPACE, "unexpected_errors")
         self._seen = 0
+        self._next_progress = 1024
         self._started = self._last_report = time.monotonic()
 
         self._kinds: set[str] = set()
@@ -124,34 +133,86 @@ class _BuildRowsFn(beam.DoFn):
                 rate,
             )
 
-    def process(self, element: tuple) -> Iterable:
-        source, raw = element[0], element[1]
-        self._bundle_lines += 1
-        self._seen += 1
-        if not self._seen & 0x3FF:
+    def process(self, element: Block | tuple) -> Iterable:
+        block = element if type(element) is Block else as_block(element)
+        items = block.items
+        self._bundle_lines += len(items)
+        self._seen += len(items)
+        if self._seen >= self._next_progress:
+            self._next_progress = self._seen + 1024
             self._progress()
-        if not raw.strip():
-            self._blank.inc()
-            return
-        try:
-            rows = self._builder(decode(element, self._csv_adapter))
-            if len(raw) > MAX_QUALIFIER_BYTES:  # only a line this long can hold an oversize cell
-                check_limits(rows)
-        except InvalidEvent as err:
-            reason = str(err)
-        except Exception as err:  # a builder bug must not lose the line or stop the stream
-            _LOG.exception("unexpected error building rows from a line of %s", source)
-            self._unexpected.inc()
-            reason = f"unexpected error: {type(err).__name__}: {err}"
-        else:
-            self._bundle_events += 1
-            yield from rows
-            return
-        self._dead.inc()
-        self._count_reason(source, reason, None)
-        yield pvalue.TaggedOutput(
-            DEAD_LETTER, dead_letter_record(self._pipeline, source, raw, reason)
-        )
+        build = self._builder
+        decode = self._decoder(block)
+        valid = 0
+        limit = 0 if block.kind == "record" else MAX_QUALIFIER_BYTES
+        for index, raw in enumerate(items):
+            try:
+                rows = build(decode(raw))
+                if len(raw) > limit:  # only so long a line can hold an oversize cell
+                    check_limits(rows)
+            except InvalidEvent as err:
+                reason = str(err)
+            except Exception as err:  # a builder bug must not lose the line or stop the stream
+                _LOG.exception("unexpected error building rows from a line of %s", block.source)
+                self._unexpected.inc()
+                reason = f"unexpected error: {type(err).__name__}: {err}"
+            else:
+                valid += 1
+                yield from rows
+                continue
+            if block.kind in ("jsonl", "csv") and not raw.strip():
+                self._blank.inc()
+                continue
+            if block.kind == "jsonl":
+                reason = events.array_hint(raw, reason)
+            line = self._line(block, index)
+            self._dead.inc()
+            self._count_reason(block.source, reason, line)
+            yield pvalue.TaggedOutput(
+                DEAD_LETTER, dead_letter_record(self._pipeline, block.source, raw, reason, line)
+            )
+        self._bundle_events += valid
+
+    def _decoder(self, block: Block) -> Callable[[object], dict]:
+        if block.kind == "csv":
+            header, adapter = block.header, self._csv_adapter
+            if adapter is None:
+                return lambda raw: events.parse_csv_line(raw, header)
+            return lambda raw: adapter(events.parse_csv_line(raw, header))
+        if block.kind == "json_array":
+            return _array_element
+        if block.kind == "record":
+            return _columnar_record
+        return events.parse_json_object
+
+    def _line(self, block: Block, index: int) -> int | None:
+        """The line of a bad item; a range read counts its first line from the file, once."""
+        line = block.line(index)
+        if line is None and block.offset >= 0 and block.kind == "jsonl":
+            try:
+                first = readers.line_at(block.source, block.offset)
+            except OSError:
+                return None
+            line = first + index
+        return line
+
+
+def as_block(element: tuple) -> Block:
+    """A single line ``(source, raw)`` or CSV line ``(source, raw, header)`` as a block (line
+    unknown): what tests and callers with their own reads still hand over."""
+    if len(element) == 2:
+        return Block(element[0], "jsonl", [element[1]], 0, -1)
+    return Block(element[0], "csv", [element[1]], 0, -1, None, element[2])
+
+
+def _array_element(raw: str) -> dict:
+    if not raw:
+        raise InvalidEvent("the JSON array ends without ']': is the file truncated?")
+    return events.parse_json_object(raw)
+
+
+def _columnar_record(record: dict) -> dict:
+    return record  # converted by readers.columnar_record when read
 
 
 def reason_metric_name(kind: str, source: str) -> str:
@@ -183,97 +244,6 @@ class BuildRows(beam.PTransform):
         ).with_outputs(DEAD_LETTER, main=ROWS)
 
 
-class ReadLines(beam.PTransform):
-    """Read every line of the files matching any of the patterns, as ``(file, raw bytes)``.
-
-    Bytes, not text: a line that is not UTF-8 must reach the dead letters, not crash the read.
-    """
-
-    def __init__(self, patterns: Sequence[str]) -> None:
-        super().__init__()
-        if not patterns:
-            raise ValueError("no input pattern given")
-        self._patterns = list(patterns)
-
-    def expand(self, pbegin: pvalue.PBegin) -> beam.PCollection:
-        reads = [
-            pbegin
-            | f"Read[{i}]"
-            >> textio.ReadFromTextWithFilename(pattern, coder=beam.coders.BytesCoder())
-            for i, pattern in enumerate(self._patterns)
-        ]
-        if len(reads) == 1:
-            return reads[0]
-        return reads | "FlattenInputs" >> beam.Flatten()
-
-
-class _CsvLinesFn(beam.DoFn):
-    """Every record line of one CSV file with that file's header (files may order columns
-    differently). One record per line: quoted fields must not span lines."""
-
-    def process(self, readable: fileio.ReadableFile) -> Iterable[tuple[str, bytes, tuple]]:
-        path = readable.metadata.path
-        header = None
-        with readable.open() as handle:
-            for line in handle:
-                line = line.rstrip(b"\r\n")
-                if header is None:
-                    header = events.parse_csv_header(line)
-                    continue
-                yield path, line, header
-
-
-class ReadCsvLines(beam.PTransform):
-    """``(file, raw line, header)`` for every record of the CSV files matching the patterns."""
-
-    def __init__(self, patterns: Sequence[str]) -> None:
-        super().__init__()
-        if not patterns:
-            raise ValueError("no input pattern given")
-        self._patterns = list(patterns)
-
-    def expand(self, pbegin: pvalue.PBegin) -> beam.PCollection:
-        matches = [
-            pbegin | f"Match[{i}]" >> fileio.MatchFiles(pattern, empty_match_treatment="DISALLOW")
-            for i, pattern in enumerate(self._patterns)
-        ]
-        return (
-            matches
-            | "FlattenMatches" >> beam.Flatten()
-            | "ReadMatches" >> fileio.ReadMatches()
-            | "CsvLines" >> beam.ParDo(_CsvLinesFn())
-        )
-
-
-def is_csv(pattern: str) -> bool:
-    return pattern.lower().endswith((".csv", ".csv.gz", ".csv.bz2"))
-
-
-class ReadRecordLines(beam.PTransform):
-    """JSON-lines and CSV inputs together: CSV for patterns ending in ``.csv`` (or when
-    ``input_format`` is ``csv``), JSON lines otherwise."""
-
-    def __init__(self, patterns: Sequence[str], input_format: str = "auto") -> None:
-        super().__init__()
-        if input_format not in ("auto", "json", "csv"):
-            raise ValueError(f"input format {input_format!r}: use auto, json or csv")
-        csv_wanted = [
-            p for p in patterns if input_format == "csv" or (input_format == "auto" and is_csv(p))
-        ]
-        self._csv = csv_wanted
-        self._json = [p for p in patterns if p not in csv_wanted]
-
-    def expand(self, pbegin: pvalue.PBegin) -> beam.PCollection:
-        parts = []
-        if self._json:
-            parts.append(pbegin | "JsonLines" >> ReadLines(self._json))
-        if self._csv:
-            parts.append(pbegin | "CsvLines" >> ReadCsvLines(self._csv))
-        if len(parts) == 1:
-            return parts[0]
-        return parts | "FlattenFormats" >> beam.Flatten()
-
-
 class WriteDeadLetters(beam.PTransform):
     """Dead letters as JSON lines under ``prefix`` (``prefix-00000-of-00001.jsonl``)."""
 
@@ -300,9 +270,9 @@ def message_lines(payload: bytes) -> list[bytes]:
 
 
 class ReadPubSubLines(beam.PTransform):
-    """Messages of a Pub/Sub subscription as ``(subscription, line bytes)``, one per event of
-    each message (:func:`message_lines`): the same shape as a file's lines, so batch and
-    streaming share every step after the read."""
+    """Messages of a Pub/Sub subscription as blocks, one event per line of each message
+    (:func:`message_lines`; line numbers within the message): the same shape as a file's
+    blocks, so batch and streaming share every step after the read."""
 
     def __init__(self, subscription: str) -> None:
         super().__init__()
@@ -316,7 +286,7 @@ class ReadPubSubLines(beam.PTransform):
             pbegin
             | "ReadPubSub" >> ReadFromPubSub(subscription=source)
             | "SplitEvents"
-            >> beam.FlatMap(lambda payload: [(source, line) for line in message_lines(payload)])
+            >> beam.Map(lambda payload: Block(source, "jsonl", message_lines(payload)))
         )
 
 

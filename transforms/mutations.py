@@ -30,6 +30,10 @@ class AddCell(NamedTuple):
 
 
 class RowMutation(NamedTuple):
+    """One row's cells. The builders' hot path returns the same shape as plain tuples
+    (``(table, key, cells)`` of plain ``(family, qualifier, value, timestamp_us)``), which
+    compare equal to these: every consumer unpacks by position."""
+
     table: str
     key: bytes
     cells: tuple
@@ -48,10 +52,11 @@ def cells_at(
 
 def row_bytes(row: RowMutation) -> int:
     """Approximate mutation size, for batching and the 100 MB row guidance."""
-    size = len(row.key)
-    for cell in row.cells:
-        value = cell.value if isinstance(cell, Cell) else b"12345678"
-        size += len(cell.family) + len(cell.qualifier) + len(value) + 8
+    _table, key, cells = row
+    size = len(key)
+    for cell in cells:
+        value = b"12345678" if type(cell) is AddCell else cell[2]
+        size += len(cell[0]) + len(cell[1]) + len(value) + 8
     return size
 
 
@@ -64,16 +69,16 @@ def check_limits(rows: Iterable[RowMutation]) -> None:
     10 MB), naming the table and column, before anything is written."""
     from transforms.errors import InvalidEvent
 
-    for row in rows:
-        for cell in row.cells:
-            if len(cell.qualifier) > MAX_QUALIFIER_BYTES:
+    for table, _key, cells in rows:
+        for cell in cells:
+            family, qualifier, value = cell[0], cell[1], cell[2]
+            if len(qualifier) > MAX_QUALIFIER_BYTES:
                 raise InvalidEvent(
-                    f"{row.table}: qualifier of {len(cell.qualifier):,} bytes is over Bigtable's "
+                    f"{table}: qualifier of {len(qualifier):,} bytes is over Bigtable's "
                     f"16 KiB limit"
                 )
-            value = getattr(cell, "value", b"")
-            if len(value) > MAX_CELL_BYTES:
+            if type(cell) is not AddCell and len(value) > MAX_CELL_BYTES:
                 raise InvalidEvent(
-                    f"{row.table} {cell.family}:{cell.qualifier[:40]!r}: value of {len(value):,} "
+                    f"{table} {family}:{qualifier[:40]!r}: value of {len(value):,} "
                     f"bytes is over Bigtable's 10 MB cell limit"
                 )

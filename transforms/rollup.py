@@ -81,7 +81,8 @@ class _PointsFn(beam.DoFn):
         self._pipeline = pipeline
 
     def process(self, row: RowMutation) -> Iterable:
-        if row.table != self._spec.source_table:
+        table, key, _cells = row
+        if table != self._spec.source_table:
             return
         try:
             yield from list(self._spec.points(row))
@@ -90,9 +91,9 @@ class _PointsFn(beam.DoFn):
                 TOO_LATE,
                 {
                     "pipeline": f"rollup:{self._spec.table}",
-                    "source": row.table,
+                    "source": table,
                     "reason": str(err),
-                    "raw": row.key.decode("utf-8", "backslashreplace"),
+                    "raw": key.decode("utf-8", "backslashreplace"),
                 },
             )
 

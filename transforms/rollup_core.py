@@ -151,13 +151,14 @@ class SchemaRollup:
         self._compile()
 
     def points(self, row: RowMutation) -> list[RollupPoint]:
-        entity = row.key.split(self._delimiter)[self._entity_at].decode("utf-8")
+        _table, key, cells = row
+        entity = key.split(self._delimiter)[self._entity_at].decode("utf-8")
         literal = self._literal
         metric = self._metric
         return [
-            point(entity, metric or c.qualifier, c.timestamp_us // 1000, c.value.decode("ascii"))
-            for c in row.cells
-            if (c.family, c.qualifier) not in literal
+            point(entity, metric or qualifier, us // 1000, value.decode("ascii"))
+            for family, qualifier, value, us in cells
+            if (family, qualifier) not in literal
         ]
 
     def key(self, entity: str, start_ms: int) -> bytes:
