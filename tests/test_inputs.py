@@ -10,6 +10,7 @@ import datetime as dt
 import gzip
 import io
 import json
+import random
 
 import pytest
 
@@ -255,3 +256,35 @@ def test_columnar_values_become_what_a_json_line_gives():
         "s": "x",
     }
     assert type(record["n"]) is events.Num and type(record["d"]) is events.Num
+
+
+def test_a_large_csv_is_cut_at_record_starts_outside_quotes(tmp_path, monkeypatch):
+    """Quoted fields spanning lines, doubled quotes and commas: every range starts on a
+    record's first line and knows its number, so the records and lines equal one reader's."""
+    import csv as csv_module
+
+    monkeypatch.setattr(readers, "SPLIT_BYTES", 500)
+    monkeypatch.setattr(readers, "CHUNK_BYTES", 97)
+    rnd = random.Random(3)
+    text = io.StringIO()
+    writer = csv_module.writer(text, lineterminator="\n")
+    writer.writerow(["id", "note", "v"])
+    rows = []
+    for i in range(400):
+        note = rnd.choice(["plain", "multi\nline", 'q"uo"te', "a,b", 'x\n\ny"z'])
+        rows.append([str(i), note, str(i * 2)])
+        writer.writerow(rows[-1])
+    path = tmp_path / "x.csv"
+    path.write_bytes(text.getvalue().encode())
+    parts = readers.file_ranges(str(path), path.stat().st_size)
+    assert len(parts) > 10 and all(p.first_line > 1 for p in parts[1:])
+    got = []
+    for part in parts:
+        for block in readers._ReadBlocksFn().process(part):
+            for line, item in zip(block.lines, block.items, strict=True):
+                got.append((line, next(csv_module.reader([item.decode()]))))
+    expected, line = [], 2
+    for row in rows:
+        expected.append((line, row))
+        line += 1 + row[1].count("\n")
+    assert got == expected

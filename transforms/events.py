@@ -61,6 +61,8 @@ _ARRAY_HINT = (
 def array_hint(raw: bytes | str, reason: str) -> str:
     """A JSON-lines reason, saying so when the line looks like a piece of a top-level array
     (``[{...},``, ``{...},``, ``]``): the usual export that is not JSON lines at all."""
+    if not reason.startswith("invalid JSON"):  # a whole value (even an array) is not a piece
+        return reason
     text = raw.strip()
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")

@@ -13,11 +13,13 @@ Formats, chosen per file by :func:`detect` (content first, then the name) or for
 - ``json_array``: one top-level JSON array; each element is a record. Streamed element by element
   (never loaded whole); a broken element is a dead letter with its line, the rest still land.
 - ``csv``: a header, then one record per line; a quoted field may span lines (a record goes on
-  while its count of ``"`` is odd, RFC 4180's doubled quotes keep that count even).
+  while its count of ``"`` is odd, RFC 4180's doubled quotes keep that count even). A large
+  uncompressed file is cut, in one counting pass, at line starts outside quoted fields
+  (:func:`csv_boundaries`), so several workers read it, each knowing its line numbers.
 - ``parquet`` / ``avro``: through Beam's own readers (:mod:`transforms.ingest`), not here.
 
 gzip and bzip2 are recognised by their magic bytes as well as by ``.gz``/``.bz2``; compressed
-files, CSV and arrays are read whole by one worker (they cannot be entered in the middle).
+files and arrays are read whole by one worker (they cannot be entered in the middle).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import bisect
 import codecs
 import csv
 import datetime as dt
+import itertools
 import json
 import math
 import re
@@ -87,6 +90,8 @@ class FileRange(NamedTuple):
     compression: str  # a CompressionTypes value
     start: int = 0
     end: int = 0
+    first_line: int = 1  # the line at ``start`` (0: not known, a JSON-lines range)
+    end_line: int = 0  # CSV: the first line of the next range (0: to the end)
 
 
 def format_from_name(path: str) -> str | None:
@@ -143,16 +148,63 @@ def detect(path: str, forced: str = "auto") -> tuple[str, str]:
 
 
 def file_ranges(path: str, size: int, forced: str = "auto") -> list[FileRange]:
-    """The ranges ``path`` is read as: ``SPLIT_BYTES`` each for an uncompressed JSON-lines file,
-    else the whole file. Fixed up front (as Beam's ReadAllFromText does), so that every runner
-    reads each line exactly once without claiming lines one by one."""
+    """The ranges ``path`` is read as, fixed up front (as Beam's ReadAllFromText does) so that
+    every runner reads each record exactly once without claiming records one by one: about
+    ``SPLIT_BYTES`` each for an uncompressed JSON-lines or CSV file, else the whole file."""
     fmt, compression = detect(path, forced)
-    if fmt != "jsonl" or compression != CompressionTypes.UNCOMPRESSED or size <= SPLIT_BYTES:
-        return [FileRange(path, fmt, compression, 0, size)]
-    return [
-        FileRange(path, fmt, compression, start, min(start + SPLIT_BYTES, size))
-        for start in range(0, size, SPLIT_BYTES)
-    ]
+    whole = [FileRange(path, fmt, compression, 0, size)]
+    if compression != CompressionTypes.UNCOMPRESSED or size <= SPLIT_BYTES:
+        return whole
+    if fmt == "jsonl":
+        return [
+            FileRange(path, fmt, compression, start, min(start + SPLIT_BYTES, size), int(not start))
+            for start in range(0, size, SPLIT_BYTES)
+        ]
+    if fmt == "csv":
+        with FileSystems.open(path, compression_type=compression) as handle:
+            cuts = [(0, 1), *csv_boundaries(handle), (size, 0)]
+        return [
+            FileRange(path, fmt, compression, start, end, line, end_line)
+            for (start, line), (end, end_line) in itertools.pairwise(cuts)
+        ]
+    return whole
+
+
+def csv_boundaries(handle) -> list[tuple[int, int]]:
+    """``(offset, line)`` of record starts about every ``SPLIT_BYTES`` of a CSV file: line
+    starts where the count of ``"`` before them is even, i.e. outside any quoted field. One
+    pass at the speed of ``bytes.count``; it is what lets a CSV whose fields span lines be
+    read by several workers, each from a record's first line and knowing its number."""
+    out: list[tuple[int, int]] = []
+    pos = quotes = 0
+    line = 1  # the number of the line that starts at ``pos``
+    target = SPLIT_BYTES
+    while True:
+        chunk = handle.read(CHUNK_BYTES)
+        if not chunk:
+            return [cut for cut in out if cut[0] < pos]
+        search = max(0, target - pos)
+        while search < len(chunk):
+            i = chunk.find(b"\n", search)
+            if i < 0:
+                break
+            if (quotes + chunk.count(b'"', 0, i)) % 2 == 0:
+                out.append((pos + i + 1, line + chunk.count(b"\n", 0, i) + 1))
+                target = pos + i + 1 + SPLIT_BYTES
+                search = max(i + 1, target - pos)
+            else:
+                search = i + 1
+        quotes += chunk.count(b'"')
+        line += chunk.count(b"\n")
+        pos += len(chunk)
+
+
+def csv_header(path: str, compression: str) -> tuple:
+    """A CSV file's column names (its first record), for ranges that start further on."""
+    with FileSystems.open(path, compression_type=compression) as handle:
+        for _start, record in _csv_records(_numbered(_line_chunks(handle, 0)), lambda r: True):
+            return events.parse_csv_header(record)
+    return ()
 
 
 def _strip_cr(lines: list[bytes]) -> list[bytes]:
@@ -202,7 +254,11 @@ class _ReadBlocksFn(beam.DoFn):
             if part.format == "jsonl":
                 yield from jsonl_blocks(part, handle)
             elif part.format == "csv":
-                yield from csv_blocks(part.path, _line_chunks(handle, 0))
+                header = None if part.start == 0 else csv_header(part.path, part.compression)
+                if part.start:
+                    handle.seek(part.start)
+                chunks = _line_chunks(handle, part.start)
+                yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
             elif part.format == "json_array":
                 yield from array_blocks(part.path, handle)
             else:
@@ -217,7 +273,7 @@ def jsonl_blocks(part: FileRange, handle) -> Iterator[Block]:
         handle.seek(start - 1)
         start += len(handle.readline()) - 1
     whole = part.compression != CompressionTypes.UNCOMPRESSED
-    line = 1 if part.start == 0 else 0
+    line = part.first_line
     for offset, lines in _line_chunks(handle, start, strip=False):
         if not whole and offset >= part.end:
             return
@@ -253,9 +309,15 @@ def line_at(path: str, offset: int) -> int:
 # -- CSV ---------------------------------------------------------------------------------------
 
 
-def csv_blocks(source: str, chunks: Iterable[tuple[int, list[bytes]]]) -> Iterator[Block]:
-    """Records of a CSV file (header first) with the line each starts on."""
-    header: tuple | None = None
+def csv_blocks(
+    source: str,
+    chunks: Iterable[tuple[int, list[bytes]]],
+    header: tuple | None = None,
+    first_line: int = 1,
+    end_line: int = 0,
+) -> Iterator[Block]:
+    """Records of a CSV file (header first, unless given) with the line each starts on, from
+    line ``first_line`` up to (not including) ``end_line`` (0: the end)."""
     items: list[bytes] = []
     lines: list[int] = []
 
@@ -266,7 +328,7 @@ def csv_blocks(source: str, chunks: Iterable[tuple[int, list[bytes]]]) -> Iterat
             return False
         return header is None or len(cells) == len(header)
 
-    physical = ((n, text) for n, text in enumerate(_chained(chunks), start=1))
+    physical = _numbered(chunks, first_line, end_line)
     for start, record in _csv_records(physical, fits):
         if header is None:
             header = events.parse_csv_header(record)
@@ -280,9 +342,16 @@ def csv_blocks(source: str, chunks: Iterable[tuple[int, list[bytes]]]) -> Iterat
         yield Block(source, "csv", items, 0, 0, tuple(lines), header)
 
 
-def _chained(chunks: Iterable[tuple[int, list[bytes]]]) -> Iterator[bytes]:
+def _numbered(
+    chunks: Iterable[tuple[int, list[bytes]]], first: int = 1, end: int = 0
+) -> Iterator[tuple[int, bytes]]:
+    number = first
     for _offset, lines in chunks:
-        yield from lines
+        for text in lines:
+            if number == end:
+                return
+            yield number, text
+            number += 1
 
 
 def _csv_records(
