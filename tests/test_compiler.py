@@ -100,7 +100,7 @@ def test_hostile_names_compile_and_build_exactly_what_the_schema_says(name, tmp_
 
 
 # The only literals the generator writes: the 13-digit epoch format (text and bytes).
-GENERATED_LITERALS = {"%013d", b"%013d", b"%d"}  # the compiler's own templates
+GENERATED_LITERALS = {"%013d", b"%013d", b"%d", "0"}  # the compiler's own templates
 
 
 def _literals(source: str) -> set:
@@ -197,3 +197,39 @@ def test_the_hot_path_builds_plain_tuples_equal_to_the_named_rows(name):
         assert type(row) is tuple
         assert all(type(c) is tuple or type(c) is AddCell for c in row[2])
     assert all(type(c) in (Cell, AddCell) for row in named for c in row.cells)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    value=st.integers(min_value=-(10**20), max_value=10**20).map(str)
+    | st.sampled_from(["0", "-0", "007", "1e3", "1.0", "", " 1", "9" * 19, "9" * 18]),
+    source=st.sampled_from(["json", "csv", "python"]),
+)
+def test_an_integer_kept_as_digits_writes_what_the_parser_gives(value, source):
+    """An integer only written as a cell keeps its JSON digits on the fast path; the cell must
+    be byte for byte the parser's int, and every refusal the parser's."""
+    from transforms.events import CsvText, Num
+
+    text = (
+        "dataset: t\nevent:\n  time: when\n  fields:\n"
+        "    n: {type: integer, min: -100000000000000000000}\n"
+        "    when: {type: time, format: epoch_ms}\n"
+        "tables:\n  - name: T\n    pattern: TS-COLS\n    families: [{name: f, max_versions: 1}]\n"
+        "    key: [{epoch_ms: when}]\n"
+        "    columns: [{family: f, qualifier: n, value: n}]\n"
+    )
+    builder = generic.Builder(sf.loads(text))
+    raw = {
+        "json": Num,
+        "csv": CsvText,
+        "python": lambda v: int(v) if v.lstrip("-").isdigit() else v,
+    }
+    record = {"n": raw[source](value), "when": parse_json_object('{"w": 1426535612045}')["w"]}
+    try:
+        expected = builder.parse(record)["n"]
+    except ValueError as err:
+        with pytest.raises(type(err), match="'n'"):
+            builder.rows(record)
+        return
+    ((_table, _key, (cell,)),) = builder.rows(record)
+    assert cell[2] == b"%d" % expected

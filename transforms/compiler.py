@@ -25,6 +25,7 @@ from transforms.schema import TIME_FORMATS, bucket_start_ms
 _ENCODE = {  # how a parsed value of each type becomes cell bytes, as an expression template
     "time": "b'%013d' % {v}",
     "integer": "b'%d' % {v}",
+    "integer_text": "{v}.encode()",  # an integer only written as a cell: kept as its digits
     "text": "{v}.encode()",
     "id": "{v}.encode()",
     "number": "{v}.encode()",
@@ -70,6 +71,8 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
     local = {f.ref: f"v{i}" for i, f in enumerate(fields)}
     types = {f.ref: f.type for f in fields}
     optional = {f.ref for f in fields if f.optional}
+    digits = _digits_only(builder, types, optional)
+    types.update(dict.fromkeys(digits, "integer_text"))
     src.add("def build(record):", 0)
     # The set of fields: one C comparison first; check_fields says precisely what is wrong.
     names_req = src.const(builder.required, "R")
@@ -90,7 +93,7 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
             src.add(f"{value} = {fn}(record[{key}]) if {key} in record else None")
             continue
         src.add(f"{value} = record[{key}]")
-        _parse_inline(src, spec, value, fn, key_fields.get(ref, ""))
+        _parse_inline(src, spec, value, fn, key_fields.get(ref, ""), ref in digits)
     for name, ref, after, _after_name in builder._ordered:
         fail = src.const(builder._after_failure(name), "A")
         src.add(f"if {local[ref]} is not None and {local[ref]} <= {local[after]}:")
@@ -123,23 +126,48 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
     return build  # type: ignore[return-value]
 
 
-def _parse_inline(src: _Source, spec, value: str, fn: str, delimiters: str) -> None:
-    """The field's check, its common case written out (no call), the rest by its parser."""
+def _digits_only(builder, types, optional) -> set:
+    """Integer fields that only ever become cell values (not keys, order checks or general
+    tables): their JSON digits are already the cell's text, so they are never made ints."""
+    if any(not _fast_table(t, types) for t in builder.compiled):
+        return set()
+    used = {seg.field for t in builder.compiled for seg in t.spec.decl.key.segments}
+    used |= {ref for _n, ref, after, _a in builder._ordered for ref in (ref, after)}
+    return {
+        f.ref
+        for f in builder.schema.fields
+        if f.type == "integer" and f.ref not in used and f.ref not in optional and _plain_int(f)
+    }
+
+
+def _plain_int(spec) -> bool:
+    """An integer whose only checks are 'digits, under 19 of them' on its common path."""
+    return spec.maximum is None and (
+        spec.minimum is None or (spec.minimum.lstrip("-").isdigit() and int(spec.minimum) <= 0)
+    )
+
+
+def _parse_inline(
+    src: _Source, spec, value: str, fn: str, delimiters: str, as_text: bool = False
+) -> None:
+    """The field's check, its common case written out (no call), the rest by its parser.
+    ``as_text``: an integer kept as its canonical digits (the parser's int made text)."""
     kind = spec.type
     if kind == "number" and spec.minimum is None and spec.maximum is None and not spec.max_length:
         num = src.const(events.Num, "N")
         src.add(f"if type({value}) is not {num}:")
         src.add(f"{value} = {fn}({value})", 2)
         return
-    if (
-        kind == "integer"
-        and spec.maximum is None
-        and (
-            spec.minimum is None or (spec.minimum.lstrip("-").isdigit() and int(spec.minimum) <= 0)
-        )
-    ):
+    if kind == "integer" and _plain_int(spec):
         # digits only: non-negative, and under 19 digits always inside int64
         num = src.const(events.Num, "N")
+        if as_text:  # canonical digits (no leading 0) are already the int's text
+            src.add(
+                f"if not (type({value}) is {num} and {value}.isdigit() and len({value}) < 19 "
+                f"and ({value}[0] != '0' or len({value}) == 1)):"
+            )
+            src.add(f"{value} = str({fn}({value}))", 2)
+            return
         src.add(f"if type({value}) is {num} and {value}.isdigit() and len({value}) < 19:")
         src.add(f"{value} = int({value})", 2)
         src.add("else:")

@@ -80,7 +80,12 @@ def _utf8(raw: bytes) -> str:
 
 def parse_json_object(raw: bytes | str) -> dict:
     """One JSON object per line. Raises :class:`InvalidEvent` with a precise reason."""
-    if isinstance(raw, bytes):
+    if type(raw) is bytes:
+        try:
+            raw = raw.decode()
+        except UnicodeDecodeError:
+            raw = _utf8(raw)  # raises with the offending byte
+    elif isinstance(raw, bytes):
         raw = _utf8(raw)
     try:
         obj, end = _scan(raw, 0)  # the common case: an object from the first character on
