@@ -471,8 +471,10 @@ def build_ingest(
     else:
         input_format = options.view_as(FileInputOptions).input_format
         lines = pipeline | "ReadLines" >> ReadRecords(input_patterns(options), input_format)
-    built = lines | "ParseAndBuild" >> BuildRows(job.rows_fn(), job.name, job.csv_adapter)
-    rows = built[ROWS]
+    built = lines | "ParseAndBuild" >> BuildRows(
+        job.rows_fn(), job.name, job.csv_adapter, batched=True
+    )
+    rows = built[ROWS]  # lists of rows, one per input block
     if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; nothing written
         return {"rows": rows, "dead_letter": built[DEAD_LETTER]}
     target = resolve_target(options)
@@ -502,8 +504,13 @@ def build_ingest(
     dead = [built[DEAD_LETTER]]
     out = {"rows": rows}
     if stream.hourly_rollup and job.rollup:
-        rolled = rows | "HourlyRollup" >> Rollup(
-            job.rollup, stream.allowed_lateness_minutes * 60_000, job.name, stream.rollup_mode
+        rolled = (
+            rows
+            | "Unbatch" >> beam.FlatMap(list)
+            | "HourlyRollup"
+            >> Rollup(
+                job.rollup, stream.allowed_lateness_minutes * 60_000, job.name, stream.rollup_mode
+            )
         )
         if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
             rolled["rows"] | "WriteRollup" >> WriteRows(
@@ -525,17 +532,24 @@ def build_ingest(
 
 
 class _SplitAggregates(beam.DoFn):
-    """Rows of aggregate tables to their table's output; every other row to the main one."""
+    """A batch of rows split: aggregate tables' rows to their table's output (a list each),
+    every other row to the main one (one list)."""
 
     def __init__(self, aggregate_tables: Sequence[str]) -> None:
         self._aggregate = frozenset(aggregate_tables)
 
-    def process(self, row):
-        table = row[0]  # rows are (table, key, cells) tuples
-        if table in self._aggregate:
-            yield beam.pvalue.TaggedOutput(table, row)
-        else:
-            yield row
+    def process(self, batch: list):
+        by_table: dict[str, list] = {}
+        cells = []
+        for row in batch:  # rows are (table, key, cells) tuples
+            if row[0] in self._aggregate:
+                by_table.setdefault(row[0], []).append(row)
+            else:
+                cells.append(row)
+        for table, rows in by_table.items():
+            yield beam.pvalue.TaggedOutput(table, rows)
+        if cells:
+            yield cells
 
 
 def write_dead_letters(letters: beam.PCollection, options: PipelineOptions, job: str) -> None:

@@ -117,13 +117,15 @@ class _WriteAggregatesFn(beam.DoFn):
         self._harness = retry_harness.mode()
         self._held: list[RowMutation] | None = [] if self._harness else None
 
-    def process(self, row: RowMutation) -> Iterable[None]:
-        if row[0] != self._table_id:
-            raise ValueError(f"row for table {row[0]!r} reached the {self._table_id} writer")
-        if self._held is not None:
-            self._held.append(row)
-            return ()
-        self._add(row)
+    def process(self, element: RowMutation | list) -> Iterable[None]:
+        rows = element if type(element) is list else (element,)  # a batch, or one row
+        for row in rows:
+            if row[0] != self._table_id:
+                raise ValueError(f"row for table {row[0]!r} reached the {self._table_id} writer")
+            if self._held is not None:
+                self._held.append(row)
+            else:
+                self._add(row)
         return ()
 
     def _add(self, row: RowMutation) -> None:

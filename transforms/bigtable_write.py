@@ -272,13 +272,17 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
         self._harness = retry_harness.mode()
         self._held: list | None = [] if self._harness else None
 
-    def process(self, row) -> None:
-        # Beam's own process, with its "Written Row" counter added once per bundle.
-        self._written_in_bundle += 1
+    def process(self, element) -> None:
+        # Beam's own process, with its "Written Row" counter added once per bundle; a list is
+        # a batch of rows (WriteRows' split hands them over a block at a time).
+        rows = element if type(element) is list else (element,)
+        self._written_in_bundle += len(rows)
         if self._held is not None:
-            self._held.append(row)
+            self._held.extend(rows)
             return
-        self._lean.add(row)
+        add = self._lean.add
+        for row in rows:
+            add(row)
 
     def _record(self, codes: Counter) -> None:
         """Beam's request-count metric, one increment per status code per request instead of
@@ -382,7 +386,23 @@ class _SplitByTableFn(beam.DoFn):
         self._counts = {t: [0, 0] for t in self._tables}  # rows, cells; added once per bundle
         self._keys: dict[str, set | None] = {t: set() for t in self._tables}
 
-    def process(self, row: RowMutation):
+    def process(self, element: RowMutation | list):
+        if type(element) is not list:  # one row
+            self._count(element)
+            yield pvalue.TaggedOutput(element[0], element)
+            return
+        by_table: dict[str, list] = {}
+        for row in element:  # a batch: one list per table
+            self._count(row)
+            rows = by_table.get(row[0])
+            if rows is None:
+                by_table[row[0]] = [row]
+            else:
+                rows.append(row)
+        for table, rows in by_table.items():
+            yield pvalue.TaggedOutput(table, rows)
+
+    def _count(self, row: RowMutation) -> None:
         table, key, cells = row
         counts = self._counts.get(table)
         if counts is None:
@@ -394,7 +414,6 @@ class _SplitByTableFn(beam.DoFn):
             keys.add(key)
             if len(keys) > self.MAX_DISTINCT_KEYS:
                 self._keys[table] = None
-        yield pvalue.TaggedOutput(table, row)
 
     def finish_bundle(self) -> None:
         for table, (rows, cells) in self._counts.items():
@@ -410,7 +429,8 @@ class _SplitByTableFn(beam.DoFn):
 
 
 class WriteRows(beam.PTransform):
-    """Write :class:`RowMutation` s to their tables with ``WriteToBigTable``."""
+    """Write :class:`RowMutation` s (or lists of them, batches from ``BuildRows``) to their
+    tables with ``WriteToBigTable``."""
 
     def __init__(
         self,
