@@ -310,10 +310,10 @@ def nightly_ceiling(instance: str, date: str) -> None:
     )
 
     from btts import admin
-    from transforms import tables
+    from transforms import builtin_tables
 
     destination = f"SENSOR_CEIL_{date}"
-    decl = tables.get("SENSOR")
+    decl = builtin_tables.get("SENSOR")
     import dataclasses
 
     with admin.Admin(admin.Target(PROJECT, instance)) as api:

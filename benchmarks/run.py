@@ -23,7 +23,7 @@ from pathlib import Path
 
 from benchmarks import data
 from btts import admin, emulator
-from transforms import tables
+from transforms import builtin_tables
 
 ROOT = Path(__file__).resolve().parent
 SIZES = {
@@ -84,7 +84,7 @@ def fresh_instance(table_names: list[str]) -> str:
     own = {n: d for ds in USER_SCHEMAS for n, d in schema_of(ds).decls().items()}
     admin.preflight(
         admin.Target("test-project", instance),
-        [own[t] if t in own else tables.get(t) for t in table_names],
+        [own[t] if t in own else builtin_tables.get(t) for t in table_names],
         create=True,
     )
     return instance

@@ -18,7 +18,7 @@ from google.cloud.bigtable_admin_v2 import types as admin_types
 from google.protobuf import duration_pb2
 
 from btts.emulator import EMULATOR_INSTANCE, EMULATOR_PROJECT, ENV_HOST
-from transforms.schema import Family, TableDecl
+from transforms.table_model import Family, TableDecl
 
 MAX_TABLES_PER_INSTANCE = 1000
 
@@ -184,18 +184,18 @@ class Admin:
 
 def tenant_tables() -> list[TableDecl]:
     """Built-in tables whose key starts with a tenant segment (where drop_tenant applies)."""
-    from transforms import tables
+    from transforms import builtin_tables
 
-    return [d for d in tables.all_tables().values() if d.key.segments[0].kind == "tenant"]
+    return [d for d in builtin_tables.all_tables().values() if d.key.segments[0].kind == "tenant"]
 
 
 def drop_tenant(target: Target, table: TableDecl | str, tenant: str) -> bytes:
     """Offboard ``tenant``: drop the row range of its prefix (``tenant#``) in one admin call,
     so ``acme`` never takes ``acme2``'s rows. Returns the prefix dropped. Refuses a table whose
     key does not start with the tenant."""
-    from transforms import keys, tables
+    from transforms import builtin_tables, keys
 
-    decl = tables.get(table) if isinstance(table, str) else table
+    decl = builtin_tables.get(table) if isinstance(table, str) else table
     if decl.key.segments[0].kind != "tenant":
         raise ValueError(f"{decl.name}: its key does not start with a tenant; nothing to drop")
     prefix = keys.tenant_prefix(tenant, decl.key.delimiter)

@@ -39,10 +39,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from btts import admin, emulator, render, samples
-from btts import query as q
+from btts import query_engine as q
 from btts.samples import Sizes
 from pipelines import common
-from transforms import queries
+from transforms import key_ranges
 
 _LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5
@@ -627,7 +627,7 @@ def cbt_row_keys(text: str) -> list[str]:
     return [lines[i + 1] for i, line in enumerate(lines[:-1]) if line == "-" * 40]
 
 
-def _cbt_check(target: admin.Target, scan: queries.Scan, keys: list[str]) -> str | None:
+def _cbt_check(target: admin.Target, scan: key_ranges.Scan, keys: list[str]) -> str | None:
     """``cbt read`` of the same range sees the same rows (when cbt is installed)."""
     cbt = shutil.which("cbt")
     args = scan.cbt_args()

@@ -47,13 +47,13 @@ def _load_schema(path: str):
 
 
 def _tables_create(args: argparse.Namespace) -> int:
-    from transforms import tables
+    from transforms import builtin_tables
 
     target = admin.resolve_target(args.project, args.instance)
     if args.schema:
         decls = _schema_decls(args.schema, args.table)
     else:
-        decls = [tables.get(n) for n in args.table or sorted(tables.all_tables())]
+        decls = [builtin_tables.get(n) for n in args.table or sorted(builtin_tables.all_tables())]
     print(f"Tables in {target.describe()}:")
     with admin.Admin(target) as api:
         for decl in decls:
@@ -64,14 +64,14 @@ def _tables_create(args: argparse.Namespace) -> int:
 
 
 def _tables_list(args: argparse.Namespace) -> int:
-    from transforms import tables
+    from transforms import builtin_tables
 
     target = admin.resolve_target(args.project, args.instance)
     with admin.Admin(target) as api:
         present = api.list_tables()
     print(f"Tables in {target.describe()}:")
     for name in present:
-        note = "declared" if name in tables.all_tables() else "not declared here"
+        note = "declared" if name in builtin_tables.all_tables() else "not declared here"
         print(f"  {name:<24} {note}")
     if not present:
         print("  (none; `btts tables create` makes the declared ones)")
@@ -80,12 +80,12 @@ def _tables_list(args: argparse.Namespace) -> int:
 
 
 def _tables_show(args: argparse.Namespace) -> int:
-    from transforms import tables
+    from transforms import builtin_tables
 
     if args.schema:
         decls = _schema_decls(args.schema, args.table)
     else:
-        decls = [tables.get(n) for n in args.table or sorted(tables.all_tables())]
+        decls = [builtin_tables.get(n) for n in args.table or sorted(builtin_tables.all_tables())]
     for decl in decls:
         print(
             f"{decl.name}  [{decl.pattern}]  key {decl.key.describe()}  "
@@ -270,7 +270,7 @@ def _add_nightly(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_query(sub: argparse._SubParsersAction) -> None:
-    from btts_cli import query as query_cli
+    from btts_cli import query_command as query_cli
 
     query_cli.add_query_commands(sub, _target_args)
     query_cli.add_tenant_commands(sub, _target_args)
@@ -282,7 +282,7 @@ def _add_query(sub: argparse._SubParsersAction) -> None:
 
 
 def _schema_query_parser() -> argparse.ArgumentParser:
-    from btts_cli import query as query_cli
+    from btts_cli import query_command as query_cli
 
     parser = argparse.ArgumentParser(
         prog="btts query --schema FILE",
@@ -313,8 +313,8 @@ def _schema_query_parser() -> argparse.ArgumentParser:
 def _schema_query(argv: list[str]) -> int:
     import datetime as dt
 
-    from btts import query as q
-    from btts_cli import query as query_cli
+    from btts import query_engine as q
+    from btts_cli import query_command as query_cli
     from transforms import generic
 
     if query_cli.declared_name(argv):  # `--schema FILE NAME …`: a query the file declares

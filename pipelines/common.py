@@ -25,8 +25,7 @@ from apache_beam.options.pipeline_options import (
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
-from transforms import generic, schema_file
-from transforms import tables as table_decls
+from transforms import builtin_tables, generic, schema_file
 from transforms.bigtable_write import WriteRows
 from transforms.ingest import (
     DEAD_LETTER,
@@ -45,7 +44,7 @@ from transforms.ingest import (
 from transforms.readers import INPUT_FORMATS, ReadRecords
 from transforms.rollup import TOO_LATE, Rollup, RollupSpec
 from transforms.rollup_core import schema_rollups
-from transforms.schema import TableDecl
+from transforms.table_model import TableDecl
 
 _LOG = logging.getLogger(__name__)
 
@@ -310,7 +309,7 @@ def builtin_job(dataset: str, description: str, **kwargs) -> JobSpec:
 def input_help(name: str, argv: Sequence[str]) -> str:
     """The input section of a job's ``--help``: the fields and an example line, from the
     built-in schema of ``name``, or from the ``--schema`` file given with ``--help``."""
-    if name in table_decls.builtin_datasets():
+    if name in builtin_tables.builtin_datasets():
         return schema_file.describe_input(schema_file.builtin(name))
     path = next((a.split("=", 1)[1] for a in argv if a.startswith("--schema=")), None)
     if path is None and "--schema" in argv[:-1]:
@@ -483,7 +482,7 @@ def build_ingest(
     aggregates = [
         t
         for t in job.tables
-        if any(f.aggregate for f in (decls[t] if t in decls else table_decls.get(t)).families)
+        if any(f.aggregate for f in (decls[t] if t in decls else builtin_tables.get(t)).families)
     ]
     plain = [t for t in job.tables if t not in aggregates]
     if aggregates:  # AddToCell rows go through the data client, SetCell rows through the sink
@@ -573,7 +572,7 @@ def prepare(
     bt = options.view_as(BigtableOptions)
     if not bt.skip_preflight:
         own = job.decls if job is not None and job.decls is not None else None
-        decls = [own[t] if own is not None else table_decls.get(t) for t in tables]
+        decls = [own[t] if own is not None else builtin_tables.get(t) for t in tables]
         try:
             for line in admin.preflight(target, decls, create=bt.create_tables):
                 _LOG.info("%s", line)

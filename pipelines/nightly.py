@@ -73,12 +73,12 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, row_fi
 
 from btts import admin
 from pipelines import common
-from transforms import tables as table_decls
+from transforms import builtin_tables
 from transforms.bigtable_read import ReadFromBigtableRows, key_suffix_filter, re2_literal
 from transforms.bigtable_write import WriteRows
 from transforms.ingest import NAMESPACE
 from transforms.mutations import RowMutation
-from transforms.schema import TableDecl
+from transforms.table_model import TableDecl
 
 NAME = "nightly"
 LAYOUTS = ("per_day_table", "single_table")
@@ -427,7 +427,7 @@ class Plan:
 
     def destination_decls(self) -> list[TableDecl]:
         if self.layout == "single_table":
-            return [table_decls.get(single_table(self.source.name))]
+            return [builtin_tables.get(single_table(self.source.name))]
         return [
             dataclasses.replace(
                 self.source,
@@ -450,7 +450,7 @@ def _today(tz: dt.tzinfo) -> dt.date:
 
 def _source_decl(name: str) -> TableDecl:
     try:
-        decl = table_decls.get(name)
+        decl = builtin_tables.get(name)
     except KeyError as err:
         raise admin.ConfigError(f"--source_table: {err.args[0]}") from None
     last = decl.key.segments[-1]

@@ -16,8 +16,8 @@ import pytest
 from btts.advisor import cli, hotspots
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Workload, hints_for
 from tests.conftest import REPO
-from transforms import tables
-from transforms.schema import Family, declare, epoch_ms, text
+from transforms import builtin_tables
+from transforms.table_model import Family, declare, epoch_ms, text
 
 CASES = {case.name: case for case in hotspots.DOCUMENTED}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -48,11 +48,11 @@ def test_timestamp_first_puts_every_write_on_one_node(results):
 @pytest.mark.parametrize("nodes", [2, 5, 8])
 def test_timestamp_first_max_over_mean_is_the_node_count_for_any_cluster(nodes):
     config = dataclasses.replace(CASES["battery_ts_first"].config, nodes=nodes, slices=10)
-    result = hotspots.simulate(tables.get("BATTERY_TS_FIRST"), config=config)
+    result = hotspots.simulate(builtin_tables.get("BATTERY_TS_FIRST"), config=config)
     assert result.mean_ratio == pytest.approx(nodes)
     # However the tablets are placed: the one tablet past the last split takes everything.
     config = dataclasses.replace(config, assign="round_robin")
-    assert hotspots.simulate(tables.get("BATTERY_TS_FIRST"), config=config).mean_ratio == (
+    assert hotspots.simulate(builtin_tables.get("BATTERY_TS_FIRST"), config=config).mean_ratio == (
         pytest.approx(nodes)
     )
 
@@ -106,7 +106,7 @@ def test_the_new_day_is_a_separate_band_of_the_key_space(results):
 
 
 def test_deterministic_for_a_seed_and_different_for_another():
-    decl = tables.get("BATTERY")
+    decl = builtin_tables.get("BATTERY")
     config = dataclasses.replace(CASES["battery_promoted"].config, slices=5)
     a = hotspots.simulate(decl, config=config)
     b = hotspots.simulate(decl, config=config)

@@ -13,8 +13,8 @@ import pytest
 
 from btts.advisor import cli, lint
 from btts.advisor.workload import DerivedTables, FamilyLoad, FieldModel, Hints, Workload, hints_for
-from transforms import tables
-from transforms.schema import (
+from transforms import builtin_tables
+from transforms.table_model import (
     Family,
     const,
     declare,
@@ -44,7 +44,7 @@ def _rules(decl, workload: Workload | None = None, **hints) -> dict[str, lint.Fi
 
 def test_shipped_declarations_pass_except_the_documented_anti_pattern():
     results = lint.lint_all()
-    assert set(results) == set(tables.all_tables())
+    assert set(results) == set(builtin_tables.all_tables())
     open_findings = {(name, f.rule) for name, fs in results.items() for f in fs if f.is_open}
     assert open_findings == set()
 
@@ -55,7 +55,7 @@ def test_shipped_declarations_pass_except_the_documented_anti_pattern():
 
 
 def test_sensor_daily_date_first_is_acknowledged_with_its_reason_and_only_that():
-    (finding,) = lint.lint(tables.get("SENSOR_DAILY"))
+    (finding,) = lint.lint(builtin_tables.get("SENSOR_DAILY"))
     assert (finding.rule, finding.severity, finding.status) == (
         "HOT-TIME-FIRST",
         "error",
@@ -70,7 +70,7 @@ def test_sensor_daily_date_first_is_acknowledged_with_its_reason_and_only_that()
         fields={"meter": FieldModel(1)},
         families={"METER": FamilyLoad(columns=None, cells_per_event=10)},
     )
-    found = lint.lint(tables.get("SENSOR_DAILY"), Hints(huge, hints.acknowledged), 20)
+    found = lint.lint(builtin_tables.get("SENSOR_DAILY"), Hints(huge, hints.acknowledged), 20)
     statuses = {f.rule: f.status for f in found}
     assert statuses["HOT-TIME-FIRST"] == "acknowledged"
     assert statuses["ROW-TOO-BIG"] == "open"
@@ -79,7 +79,7 @@ def test_sensor_daily_date_first_is_acknowledged_with_its_reason_and_only_that()
 def test_no_acknowledgement_or_anti_pattern_is_stale():
     # An acknowledgement must still match a finding (a changed key would leave it behind), and
     # a documented anti-pattern must still be flagged.
-    for name, decl in tables.all_tables().items():
+    for name, decl in builtin_tables.all_tables().items():
         hints = hints_for(name)
         rules = {f.rule for f in lint.lint(decl)}
         assert set(hints.acknowledged) <= rules, name
@@ -88,7 +88,7 @@ def test_no_acknowledgement_or_anti_pattern_is_stale():
 
 
 def test_the_same_key_without_the_acknowledgement_fails():
-    found = lint.lint(tables.get("SENSOR_DAILY"), Hints(hints_for("SENSOR").workload), 20)
+    found = lint.lint(builtin_tables.get("SENSOR_DAILY"), Hints(hints_for("SENSOR").workload), 20)
     assert [(f.rule, f.status) for f in found] == [("HOT-TIME-FIRST", "open")]
     assert lint.failing(found, "error")
 
@@ -134,7 +134,7 @@ def test_too_few_prefixes_in_front_of_the_time():
     spread = Workload(100_000, fields={"region": FieldModel(3), "host": FieldModel(10_000)})
     assert _rules(_decl([text("region"), text("host"), epoch_ms("ts")]), spread) == {}
     # Salt buckets count as prefixes: 3 buckets carry the battery rate under a node's capacity.
-    assert _rules(tables.get("BATTERY_SALTED"), hints_for("BATTERY_SALTED").workload) == {}
+    assert _rules(builtin_tables.get("BATTERY_SALTED"), hints_for("BATTERY_SALTED").workload) == {}
 
 
 def test_unpadded_integers():
@@ -152,7 +152,7 @@ def test_hashed_whole_keys():
     assert wide_salt["KEY-HASHED"].severity == "error"
     later = _rules(_decl([text("host"), text("sha256"), epoch_ms("ts")]))
     assert later["KEY-HASHED"].severity == "warning"
-    assert "KEY-HASHED" not in _rules(tables.get("BATTERY_SALTED"))
+    assert "KEY-HASHED" not in _rules(builtin_tables.get("BATTERY_SALTED"))
 
 
 def test_raw_bytes_in_keys():
@@ -233,7 +233,7 @@ def test_rows_that_outgrow_100_mb():
 
 
 def test_row_estimate_of_a_shipped_table():
-    est = lint.estimate_row(tables.get("SENSOR"), hints_for("SENSOR").workload)
+    est = lint.estimate_row(builtin_tables.get("SENSOR"), hints_for("SENSOR").workload)
     assert est.events == pytest.approx(96)  # a reading every 15 minutes for a day
     assert est.cells == 97  # 96 HHMM columns and ID, one version each
     unbounded = lint.estimate_row(
@@ -248,7 +248,7 @@ def test_column_versions_for_new_events():
     daily = _decl([text("host"), time_label("ts", "day")], families=[Family("F", max_versions=5)])
     assert _rules(daily)["VERSIONS-FOR-EVENTS"].severity == "warning"
     # Versions for corrections of one value (VERSIONED, STOCK_PRICE) are the documented use.
-    assert _rules(tables.get("STOCK_PRICE"), hints_for("STOCK_PRICE").workload) == {}
+    assert _rules(builtin_tables.get("STOCK_PRICE"), hints_for("STOCK_PRICE").workload) == {}
 
 
 def test_gc_rule_missing_where_cells_accumulate():
@@ -279,7 +279,7 @@ def test_tables_per_period_toward_the_limit():
         _rules(_decl([text("host"), epoch_ms("ts")]), too_many)["TABLES-GROWTH"].severity == "error"
     )
     # SENSOR's nightly copies, kept 30 days as scheduled: far from the limit.
-    assert _rules(tables.get("SENSOR"), hints_for("SENSOR").workload) == {}
+    assert _rules(builtin_tables.get("SENSOR"), hints_for("SENSOR").workload) == {}
 
 
 def test_salting_where_promotion_would_do():
@@ -288,7 +288,7 @@ def test_salting_where_promotion_would_do():
     found = _rules(_decl(key), users)["SALT-PROMOTABLE"]
     assert "USER (1,000,000 values)" in found.message
     # The shipped salted table: queries know no user, so salting is the remedy left.
-    salted_decl = tables.get("BATTERY_SALTED")
+    salted_decl = builtin_tables.get("BATTERY_SALTED")
     assert _rules(salted_decl, hints_for("BATTERY_SALTED").workload) == {}
     knows_user = Workload(fields={"user": FieldModel(10**6)}, query_fields=("user",))
     assert "SALT-PROMOTABLE" in _rules(salted_decl, knows_user)

@@ -10,8 +10,8 @@ import pytest
 from btts.advisor import lint, workload
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Hints, Workload, hints_for
 from tests.conftest import REPO
-from transforms import schema_file, tables
-from transforms.schema import Family, const, declare, epoch_ms, zero_padded
+from transforms import builtin_tables, schema_file
+from transforms.table_model import Family, const, declare, epoch_ms, zero_padded
 
 # One writer, a row a day, under a time-first key (a daily export's log, say).
 DAILY_LOG = """\
@@ -121,7 +121,7 @@ def test_builtin_workloads_come_from_the_declaration_files():
     assert battery.events_per_s == 1_000_000 / 60  # "1000000 per 1m"
     assert battery.fields["user"] == FieldModel(1_000_000, "label", "assumed: a million phones")
     assert "docs/patterns.md §5.4" in hints_for("BATTERY_TS_FIRST").anti_pattern
-    (ts_first,) = lint.lint(tables.get("BATTERY_TS_FIRST"))
+    (ts_first,) = lint.lint(builtin_tables.get("BATTERY_TS_FIRST"))
     assert "16,667 events/s" in ts_first.message and "more than one node" in ts_first.message
     assert not hints_for("BATTERY").anti_pattern  # a per-table value stays with its table
     daily = hints_for("SENSOR_DAILY")
@@ -136,7 +136,7 @@ def test_builtin_workloads_come_from_the_declaration_files():
 
 
 def test_every_builtin_table_has_a_declared_workload():
-    for name in tables.all_tables():
+    for name in builtin_tables.all_tables():
         assert hints_for(name).workload.source.startswith(
             ("docs/patterns.md", "assumed", "the ")
         ), name

@@ -39,7 +39,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import admin
 from pipelines import common, load
 from tests.helpers import dump, read_dead_letters, run_job
-from transforms import tables
+from transforms import builtin_tables
 from transforms.ingest import DEAD_LETTER, BuildRows, WriteDeadLetters, decode
 from transforms.mutations import AddCell, RowMutation
 
@@ -266,7 +266,7 @@ def _build_in_memory(manifest: dict, raw: bytes, prefix: Path) -> list[dict]:
 
 
 def _families_of_one_version(table: str) -> set[str]:
-    return {f.name for f in tables.get(table).families if f.max_versions == 1}
+    return {f.name for f in builtin_tables.get(table).families if f.max_versions == 1}
 
 
 def _expected_cells(manifest: dict) -> dict[str, Counter]:

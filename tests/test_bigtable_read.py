@@ -27,7 +27,7 @@ from transforms.bigtable_read import (
 )
 from transforms.bigtable_write import WriteRows
 from transforms.mutations import Cell, RowMutation
-from transforms.schema import Family, declare, text
+from transforms.table_model import Family, declare, text
 
 # -- pure: range splitting ----------------------------------------------------------------------
 

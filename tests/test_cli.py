@@ -10,7 +10,7 @@ import pytest
 
 from btts import admin
 from btts_cli import main as cli
-from transforms import tables
+from transforms import builtin_tables
 
 
 def _btts(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
@@ -51,7 +51,7 @@ def test_tables_create_is_idempotent_and_sets_gc_rules(target, capsys):
     assert "created" not in second and "already as declared" in second
 
     with admin.Admin(target) as api:
-        assert set(tables.all_tables()) <= set(api.list_tables())
+        assert set(builtin_tables.all_tables()) <= set(api.list_tables())
         families = api.get_families("CURRENT_METRIC")
     assert families["METRIC"].gc_rule.max_num_versions == 1
 

@@ -132,9 +132,7 @@ def test_any_printable_names_build_the_declared_bytes(field, qualifier):
     builder, rows = _build_one(field, qualifier, "c")
     assert rows[0].cells[0] == Cell("f", qualifier.encode(), b"value", 1426535612045000)
     assert pickle.loads(pickle.dumps(builder))(
-        parse_json_object(
-            json.dumps({field: "v", field + "_n": 2, "when": 1426535612045}).replace('"2"', "2")
-        )
+        parse_json_object(json.dumps({field: "v", field + "_n": 2, "when": 1426535612045}))
     )[0].cells[1] == Cell("f", (qualifier + "2").encode(), b"2", 1426535612045000)
 
 

@@ -9,7 +9,7 @@ import pytest
 from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 
 from btts import admin
-from transforms import generic, keys, tables
+from transforms import builtin_tables, generic, keys
 from transforms import schema_file as sf
 from transforms.declarations.other_shapes import (
     DEVICE,
@@ -46,7 +46,7 @@ def _write(target: admin.Target, rows: Sequence[RowMutation]) -> None:
     """Create the rows' tables from their declarations and write the rows' cells as given."""
     with admin.Admin(target) as client:
         for name in sorted({r.table for r in rows}):
-            client.ensure(tables.get(name))
+            client.ensure(builtin_tables.get(name))
     with BigtableDataClient(project=target.project) as data:
         for name in sorted({r.table for r in rows}):
             entries = [

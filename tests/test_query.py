@@ -22,12 +22,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from btts import admin, render, samples
-from btts import query as q
+from btts import query_engine as q
 from btts_cli import demo
 from btts_cli import main as cli
 from pipelines import nightly
 from tests.helpers import compiled, run_job, write_lines
-from transforms import keys, queries, tables
+from transforms import builtin_tables, key_ranges, keys
 from transforms.declarations.battery import BATTERY, BATTERY_SALTED
 from transforms.declarations.game_results import GAME_BY_DATE, GAME_BY_PLAYER
 from transforms.declarations.market_data import QUOTE
@@ -37,7 +37,7 @@ from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC
 from transforms.declarations.smart_meters import SENSOR
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
-from transforms.schema import TIME_FORMATS
+from transforms.table_model import TIME_FORMATS
 
 T0 = 1426535612045  # 2015-03-16T19:53:32.045Z
 
@@ -58,24 +58,24 @@ def no_key(records):
 
 
 def test_a_host_time_range_is_the_documented_metric_range():
-    assert queries.time_range(METRIC, {"hostname": "server1.bbb.com"}, T0, T0 + 60_000) == (
+    assert key_ranges.time_range(METRIC, {"hostname": "server1.bbb.com"}, T0, T0 + 60_000) == (
         b"server1.bbb.com#1426535612045",
         b"server1.bbb.com#1426535672045",
     )
 
 
 def test_fixed_width_segments_are_padded_in_ranges_too():
-    start, end = queries.time_range(QUOTE, {"exchange": "NYSE", "symbol": "IBM"}, T0, T0 + 1)
+    start, end = key_ranges.time_range(QUOTE, {"exchange": "NYSE", "symbol": "IBM"}, T0, T0 + 1)
     assert (start, end) == (b"NYSE  #IBM  #1426535612045", b"NYSE  #IBM  #1426535612046")
 
 
 def test_a_month_of_day_labels_ends_at_the_next_months_first_day():
-    march = queries.month_bounds(2015, 3)
-    assert queries.time_range(GAME_BY_PLAYER, {"game": "LoL", "player": "Corrie"}, *march) == (
+    march = key_ranges.month_bounds(2015, 3)
+    assert key_ranges.time_range(GAME_BY_PLAYER, {"game": "LoL", "player": "Corrie"}, *march) == (
         b"LoL#Corrie#20150301",
         b"LoL#Corrie#20150401",
     )
-    assert queries.time_range(GAME_BY_DATE, {"game": "LoL"}, *march) == (
+    assert key_ranges.time_range(GAME_BY_DATE, {"game": "LoL"}, *march) == (
         b"LoL#20150301",
         b"LoL#20150401",
     )
@@ -83,14 +83,14 @@ def test_a_month_of_day_labels_ends_at_the_next_months_first_day():
 
 def test_an_end_inside_a_bucket_keeps_that_bucket():
     # 2015-03-15T12:00Z is inside the day 20150315: its row must be read
-    start, end = queries.time_range(GAME_BY_DATE, {"game": "LoL"}, ms("2015-03-01T00:00:00Z"),
+    start, end = key_ranges.time_range(GAME_BY_DATE, {"game": "LoL"}, ms("2015-03-01T00:00:00Z"),
                                     ms("2015-03-15T12:00:00Z"))  # fmt: skip
     assert start <= b"LoL#20150315#Zoe" < end
     assert not start <= b"LoL#20150316#Ana" < end
 
 
 def test_reversed_timestamps_swap_the_bounds_and_the_newest_sorts_first():
-    span = queries.time_range(METRIC_RECENT, {"hostname": "h"}, T0, T0 + 10)
+    span = key_ranges.time_range(METRIC_RECENT, {"hostname": "h"}, T0, T0 + 10)
     newer, older = (METRIC_RECENT.key.build({"hostname": "h", "ts": t}) for t in (T0 + 9, T0))
     assert newer < older
     assert span[0] == newer and span[0] <= older < span[1]
@@ -98,27 +98,27 @@ def test_reversed_timestamps_swap_the_bounds_and_the_newest_sorts_first():
 
 
 def test_prefixes_end_with_the_delimiter():
-    assert queries.key_prefix(DEVICE, {"tenant": "acme"}) == keys.tenant_prefix("acme")
-    assert queries.prefix_scan(DEVICE, {"tenant": "acme"}).ranges == ((b"acme#", b"acme$"),)
-    assert queries.key_prefix(BATTERY, {"user": "Corrie"}) == b"BATTERY#Corrie#"
-    assert queries.prefix_scan(CURRENT_METRIC, {}).ranges == (queries.WHOLE_TABLE,)
+    assert key_ranges.key_prefix(DEVICE, {"tenant": "acme"}) == keys.tenant_prefix("acme")
+    assert key_ranges.prefix_scan(DEVICE, {"tenant": "acme"}).ranges == ((b"acme#", b"acme$"),)
+    assert key_ranges.key_prefix(BATTERY, {"user": "Corrie"}) == b"BATTERY#Corrie#"
+    assert key_ranges.prefix_scan(CURRENT_METRIC, {}).ranges == (key_ranges.WHOLE_TABLE,)
 
 
 def test_a_field_that_cannot_narrow_a_range_is_refused():
     with pytest.raises(ValueError, match="cannot narrow the read without PLAYER"):
-        queries.key_prefix(GAME_BY_PLAYER, {"game": "LoL", "date": T0})
+        key_ranges.key_prefix(GAME_BY_PLAYER, {"game": "LoL", "date": T0})
     with pytest.raises(ValueError, match="colour not in the key"):
-        queries.key_prefix(GAME_BY_PLAYER, {"colour": "red"})
+        key_ranges.key_prefix(GAME_BY_PLAYER, {"colour": "red"})
     with pytest.raises(ValueError, match="not a time"):
-        queries.time_range(GAME_BY_PLAYER, {"game": "LoL"}, T0, T0 + 1)
+        key_ranges.time_range(GAME_BY_PLAYER, {"game": "LoL"}, T0, T0 + 1)
     with pytest.raises(ValueError, match="ends"):
-        queries.time_range(METRIC, {"hostname": "h"}, T0, T0)
+        key_ranges.time_range(METRIC, {"hostname": "h"}, T0, T0)
     with pytest.raises(InvalidEvent, match="delimiter"):
-        queries.key_prefix(DEVICE, {"tenant": "ac#me"})
+        key_ranges.key_prefix(DEVICE, {"tenant": "ac#me"})
 
 
 def test_single_rows_are_the_writers_keys():
-    scan = queries.row_scan(SENSOR, [{"meter": 987654, "date": ms("2017-07-26T10:00:00Z")}])
+    scan = key_ranges.row_scan(SENSOR, [{"meter": 987654, "date": ms("2017-07-26T10:00:00Z")}])
     assert scan.row_keys == (b"0000987654#20170726",)
     assert scan.cbt_args() == ["read", "SENSOR", "prefix=0000987654#20170726"]
 
@@ -138,11 +138,11 @@ def _values_for(decl) -> dict:
     return {s.field: sample[s.kind] for s in decl.key.segments if s.field}
 
 
-@pytest.mark.parametrize("name", sorted(tables.all_tables()))
+@pytest.mark.parametrize("name", sorted(builtin_tables.all_tables()))
 def test_split_key_inverts_every_declared_key(name):
-    decl = tables.get(name)
+    decl = builtin_tables.get(name)
     values = _values_for(decl)
-    parts = queries.split_key(decl, decl.key.build(values))
+    parts = key_ranges.split_key(decl, decl.key.build(values))
     for seg in decl.key.segments:
         if seg.kind == "time":  # calendar labels stay text
             assert parts[seg.field] == TIME_FORMATS[seg.arg](T0)
@@ -159,7 +159,7 @@ def test_split_key_inverts_every_declared_key(name):
 def test_a_key_is_in_the_range_exactly_when_its_time_is(t, start, width):
     end = start + width
     for decl in (METRIC, METRIC_RECENT):
-        low, high = queries.time_range(decl, {"hostname": "h"}, start, end)
+        low, high = key_ranges.time_range(decl, {"hostname": "h"}, start, end)
         key = decl.key.build({"hostname": "h", "ts": t})
         assert (low <= key < high) == (start <= t < end), decl.name
 
@@ -168,7 +168,7 @@ def test_a_key_is_in_the_range_exactly_when_its_time_is(t, start, width):
 @given(t=st.integers(0, 4 * 10**12), start=st.integers(0, 4 * 10**12), width=st.integers(1, 10**11))
 def test_a_bucket_row_is_read_when_its_bucket_meets_the_range(t, start, width):
     end = start + width
-    low, high = queries.time_range(GAME_BY_PLAYER, {"game": "g", "player": "p"}, start, end)
+    low, high = key_ranges.time_range(GAME_BY_PLAYER, {"game": "g", "player": "p"}, start, end)
     key = GAME_BY_PLAYER.key.build({"game": "g", "player": "p", "date": t})
     day = t - t % 86_400_000
     meets = day < end and start < day + 86_400_000
@@ -185,7 +185,7 @@ def test_salted_ranges_come_one_per_bucket():
 
 
 def test_the_latest_first_table_is_declared_and_built():
-    assert tables.get("METRIC_RECENT") is METRIC_RECENT
+    assert builtin_tables.get("METRIC_RECENT") is METRIC_RECENT
     record = parse_json_object(
         '{"hostname": "server1.bbb.com", "timestamp": "2015-03-16T19:53:32.045Z", '
         '"metrics": {"cpu/cpu1_usr": 0.02}}'
@@ -198,10 +198,10 @@ def test_the_latest_first_table_is_declared_and_built():
 
 
 def test_scans_become_client_queries():
-    assert q.read_query(queries.Scan("T")) is None  # selects nothing: no read at all
-    whole = q.read_query(queries.Scan("T", ranges=(queries.WHOLE_TABLE,), latest_only=True))
+    assert q.read_query(key_ranges.Scan("T")) is None  # selects nothing: no read at all
+    whole = q.read_query(key_ranges.Scan("T", ranges=(key_ranges.WHOLE_TABLE,), latest_only=True))
     assert whole.row_ranges == [] and whole.row_keys == [] and whole.filter is not None
-    timed = q.read_query(queries.time_scan(METRIC, {"hostname": "h"}, T0, T0 + 1000))
+    timed = q.read_query(key_ranges.time_scan(METRIC, {"hostname": "h"}, T0, T0 + 1000))
     (span,) = timed.row_ranges
     assert (span.start_key, span.end_key) == (b"h#1426535612045", b"h#1426535613045")
     assert (span.start_is_inclusive, span.end_is_inclusive) == (True, False)
@@ -214,15 +214,19 @@ def test_scans_become_client_queries():
 
 
 def test_calendar_helpers():
-    assert queries.month_bounds(2015, 12) == (
+    assert key_ranges.month_bounds(2015, 12) == (
         ms("2015-12-01T00:00:00Z"),
         ms("2016-01-01T00:00:00Z"),
     )
-    assert queries.day_bounds(dt.date(2017, 7, 26)) == (1501027200000, 1501113600000)
-    assert queries.parse_day("20170726") == queries.parse_day("2017-07-26") == dt.date(2017, 7, 26)
-    assert queries.parse_month("2015-03") == queries.parse_month("201503") == (2015, 3)
+    assert key_ranges.day_bounds(dt.date(2017, 7, 26)) == (1501027200000, 1501113600000)
+    assert (
+        key_ranges.parse_day("20170726")
+        == key_ranges.parse_day("2017-07-26")
+        == dt.date(2017, 7, 26)
+    )
+    assert key_ranges.parse_month("2015-03") == key_ranges.parse_month("201503") == (2015, 3)
     with pytest.raises(ValueError):
-        queries.parse_month("2015-13")
+        key_ranges.parse_month("2015-13")
 
 
 def test_records_render_as_a_table_and_as_exact_json():
@@ -345,7 +349,7 @@ def test_all_meters_for_one_day_from_the_nightly_table(loaded):
         expected = [q.MeterDay(m, d, days[(m, d)]) for m, d in sorted(days) if d == day]
         assert no_key(q.meters_of_day(loaded.target, day)) == expected
     scan = q.meters_of_day_query("2017-07-26").scans[0]
-    assert scan.table == "SENSOR_20170726" and scan.ranges == (queries.WHOLE_TABLE,)
+    assert scan.table == "SENSOR_20170726" and scan.ranges == (key_ranges.WHOLE_TABLE,)
 
 
 def test_quotes_and_trades_of_one_symbol_between_two_times(loaded):
@@ -534,7 +538,7 @@ def test_an_empty_recent_query_says_which_job_fills_its_table(target, capsys):
     assert "(no rows)" in out
     assert "METRIC_RECENT is empty: `btts ingest server_metrics` does not write it" in out
     assert cli.main(["query", "recent", "--host", "h1", "--format", "json", *instance]) == 0
-    assert "btts ingest --schema transforms/declarations/queries.yaml" in capsys.readouterr().err
+    assert "btts ingest --schema transforms/declarations/key_ranges.yaml" in capsys.readouterr().err
 
 
 def test_btts_query_refuses_a_bad_time():

@@ -21,7 +21,7 @@ from transforms.aggregate_write import AggregateWriteError, WriteAggregates, to_
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.mutations import AddCell, Cell, RowMutation
-from transforms.schema import Family, declare, text
+from transforms.table_model import Family, declare, text
 
 MARCH_2015_US = 1425168000 * 1_000_000  # 2015-03-01T00:00:00Z
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from transforms import builtin_tables
 from transforms import schema_file as sf
-from transforms import tables
-from transforms.schema import TableDecl
+from transforms.table_model import TableDecl
 
 BUILTIN = sorted(p.stem for p in (REPO / "transforms" / "declarations").glob("*.yaml"))
 DOC_SCHEMAS = sorted((REPO / "docs" / "schemas").glob("*.yaml"))
@@ -58,8 +58,8 @@ def test_loaded_declarations_equal_the_hand_written_ones(module):
 
 def test_every_declared_table_comes_from_a_schema_file():
     from_files = {n for name in BUILTIN for n in sf.builtin(name).table_names}
-    assert set(tables.all_tables()) <= from_files
-    for name, decl in tables.all_tables().items():
+    assert set(builtin_tables.all_tables()) <= from_files
+    for name, decl in builtin_tables.all_tables().items():
         owner = next(b for b in BUILTIN if name in sf.builtin(b).table_names)
         assert sf.builtin(owner).table(name).decl is decl  # the very same object, not a copy
 
@@ -254,7 +254,7 @@ def test_reverse_ts_bucket_keys_newest_hour_first():
 # -- the input a job takes, described from its schema -------------------------------------------
 
 
-@pytest.mark.parametrize("dataset", tables.builtin_datasets())
+@pytest.mark.parametrize("dataset", builtin_tables.builtin_datasets())
 def test_every_builtin_schema_has_an_example_line_that_builds(dataset):
     from transforms import generic
     from transforms.events import parse_json_object

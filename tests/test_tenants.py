@@ -1,8 +1,8 @@
 """Tenant isolation (docs/patterns.md §3 rule 11, §5.6): one table, one key prefix per tenant.
 
 No tenant ID, device ID or other key field can produce a key inside another tenant's range;
-a tenant's read (btts.query.tenant_rows) returns its rows only; offboarding a tenant (drop of the
-row range of its prefix) leaves every other tenant untouched, lookalikes included (``acme``,
+a tenant's read (btts.query_engine.tenant_rows) returns its rows only; offboarding a tenant (drop
+of the row range of its prefix) leaves every other tenant untouched, lookalikes included (``acme``,
 ``acme2``, ``acm``, and names that differ by one byte on either side of the delimiter).
 test_other_shapes.py holds the plain acme/acme2/acm drop; these add adversarial names, the read
 path and properties over arbitrary text.
@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from btts import admin
-from btts import query as q
+from btts import query_engine as q
 from btts_cli import demo
 from tests.helpers import dump, read_dead_letters, write_lines
-from transforms import generic, keys, queries
+from transforms import generic, key_ranges, keys
 from transforms import schema_file as sf
 from transforms.declarations.other_shapes import DEVICE
 from transforms.errors import InvalidEvent
@@ -172,7 +172,7 @@ def test_a_read_or_drop_for_an_impossible_tenant_is_refused_not_widened(tenant, 
     with pytest.raises(InvalidEvent, match=reason):
         q.tenant_rows_query(tenant)
     with pytest.raises(InvalidEvent, match=reason):
-        queries.prefix_scan(DEVICE, {"tenant": tenant})
+        key_ranges.prefix_scan(DEVICE, {"tenant": tenant})
 
 
 # -- on the emulator ---------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from functools import lru_cache
 from transforms import events, keys, timefmt
 from transforms.errors import InvalidEvent
 from transforms.mutations import RowMutation
-from transforms.schema import TIME_FORMATS, bucket_start_ms
+from transforms.table_model import TIME_FORMATS, bucket_start_ms
 
 _ENCODE = {  # how a parsed value of each type becomes cell bytes, as an expression template
     "time": "b'%013d' % {v}",

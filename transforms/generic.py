@@ -13,7 +13,7 @@ once, the checked qualifiers of a map field's name list cached (a fleet reports 
 over and over), keys made only of text cached per entity, calendar labels cached per hour, and
 one tuple of cells shared by the tables that hold the same cells (METRIC and CURRENT_METRIC).
 No text of the schema file ever becomes code: names and values are closure constants.
-Keys come from the same :class:`~transforms.schema.KeyRecipe` as queries and table creation;
+Keys come from the same :class:`~transforms.table_model.KeyRecipe` as queries and table creation;
 cells are stamped with the event time (or the start of its bucket for aggregates); values are
 the source's text (``600.60`` stays ``600.60``).
 """
@@ -30,7 +30,6 @@ from transforms import compiler, events, keys, timefmt
 from transforms.errors import InvalidEvent
 from transforms.events import CsvText, Num
 from transforms.mutations import AddCell, Cell, RowMutation
-from transforms.schema import TIME_FORMATS, bucket_start_ms, segment_builder
 from transforms.schema_file import (
     ColumnSpec,
     FieldSpec,
@@ -39,6 +38,7 @@ from transforms.schema_file import (
     loads,
     message_class,
 )
+from transforms.table_model import TIME_FORMATS, bucket_start_ms, segment_builder
 
 MAX_QUALIFIER_BYTES = 16 * 1024
 _TEXT_SEGMENTS = ("text", "tenant", "space_pad", "reverse_id", "reverse_domain")
@@ -813,18 +813,18 @@ def plan_query(
     ones must be a time), else the prefix the given leading fields fix."""
     import dataclasses
 
-    from transforms import queries
+    from transforms import key_ranges
 
     decl = schema.table(table).decl
     values = typed_values(schema, table, given)
     if (start_ms is None) != (end_ms is None):
         raise ValueError("give both a start and an end time, or neither")
     if start_ms is not None and end_ms is not None:
-        scan = queries.time_scan(decl, values, start_ms, end_ms, tz, latest_only=latest_only)
+        scan = key_ranges.time_scan(decl, values, start_ms, end_ms, tz, latest_only=latest_only)
     elif set(decl.key.fields) <= set(values) and all(
         set(s.of) <= set(values) for s in decl.key.segments if s.kind == "salt"
     ):
-        scan = queries.row_scan(decl, [values], tz, latest_only=latest_only)
+        scan = key_ranges.row_scan(decl, [values], tz, latest_only=latest_only)
     else:
-        return queries.prefix_scan(decl, values, tz, latest_only=latest_only, limit=limit)
+        return key_ranges.prefix_scan(decl, values, tz, latest_only=latest_only, limit=limit)
     return dataclasses.replace(scan, limit=limit) if limit else scan

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from transforms import keys
-from transforms.schema import TIME_FORMATS, TableDecl
+from transforms.table_model import TIME_FORMATS, TableDecl
 
 
 class SaltLayout(NamedTuple):

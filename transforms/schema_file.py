@@ -29,8 +29,8 @@ from pathlib import Path
 
 import yaml
 
-from transforms import keys, schema_queries, timefmt
-from transforms.schema import (
+from transforms import keys, schema_file_queries, timefmt
+from transforms.table_model import (
     BUCKET_UNITS,
     PATTERNS,
     TIME_FORMATS,
@@ -213,7 +213,7 @@ class Schema:
     doc: str = ""
     advisor: Mapping | None = field(default=None, compare=False, hash=False)
     example: str = ""  # one input line, for --help and the docs (tests build it)
-    queries: tuple = ()  # schema_queries.QuerySpec: the named reads of ``btts query``
+    queries: tuple = ()  # schema_file_queries.QuerySpec: the named reads of ``btts query``
     source: str = field(default="", compare=False)
     text: str = field(default="", compare=False, repr=False)
 
@@ -415,7 +415,7 @@ class _Checker:
         found = (
             ()
             if "queries" not in top
-            else schema_queries.parse(self, top["queries"], _line(top, "queries"), tables)
+            else schema_file_queries.parse(self, top["queries"], _line(top, "queries"), tables)
         )
         return Schema(
             queries=found,
@@ -1573,7 +1573,7 @@ def to_dict(schema: Schema) -> dict:
         tables.append(table)
     out["tables"] = tables
     if schema.queries:
-        out["queries"] = [schema_queries.to_dict(q) for q in schema.queries]
+        out["queries"] = [schema_file_queries.to_dict(q) for q in schema.queries]
     if schema.advisor is not None:
         out["advisor"] = schema.advisor
     return out

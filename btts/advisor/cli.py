@@ -17,14 +17,14 @@ DOCS_DIR = Path(__file__).resolve().parents[2] / "docs" / "advisor"
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from transforms import tables
+    from transforms import builtin_tables
 
     if args.rules:
         for rule in lint_mod.rules_table():
             print(f"{rule.id:<20} docs/patterns.md §{rule.spec:<10} {rule.title}")
         return 0
-    declared = tables.all_tables()
-    decls = [tables.get(n) for n in args.table] if args.table else list(declared.values())
+    declared = builtin_tables.all_tables()
+    decls = [builtin_tables.get(n) for n in args.table] if args.table else list(declared.values())
     results = lint_mod.lint_all(decls)
     bad = lint_mod.failing([f for fs in results.values() for f in fs], args.fail_on)
     if args.json:
@@ -36,7 +36,7 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _hotspots(args: argparse.Namespace) -> int:
     from btts.advisor import hotspots, workload
-    from transforms import tables
+    from transforms import builtin_tables
 
     if args.documented:
         out = Path(args.out) if args.out else DOCS_DIR
@@ -46,7 +46,7 @@ def _hotspots(args: argparse.Namespace) -> int:
         return 0
     if not args.table:
         raise ValueError("name a TABLE, or pass --documented for the documented cases")
-    decl = tables.get(args.table)
+    decl = builtin_tables.get(args.table)
     base = hotspots.SimConfig()
     config = hotspots.SimConfig(
         nodes=args.nodes,

@@ -43,7 +43,7 @@ from btts.advisor import workload as workload_mod
 from btts.advisor.lint import TIME_KINDS
 from btts.advisor.workload import NODE_WRITES_PER_S, Workload
 from transforms import timefmt
-from transforms.schema import Segment, TableDecl
+from transforms.table_model import Segment, TableDecl
 
 ASSIGNMENTS = ("balanced", "round_robin")
 HEAT_BUCKETS = 48
@@ -471,9 +471,9 @@ DOCUMENTED: tuple[Case, ...] = (
 
 
 def run_case(case: Case) -> SimResult:
-    from transforms import tables
+    from transforms import builtin_tables
 
-    return simulate(tables.get(case.table), case.workload(), case.config)
+    return simulate(builtin_tables.get(case.table), case.workload(), case.config)
 
 
 def write_documented(out_dir: str | Path) -> dict[str, tuple[SimResult, Path]]:

@@ -1,9 +1,9 @@
 """The workload a table's keys are judged against, read from its schema file's ``advisor:``.
 
-A :class:`~transforms.schema.TableDecl` holds a table's key recipe and families, but not how hard
-it is written, how many distinct values each key field takes, whether a numeric field is assigned
-sequentially, how many columns a row holds, or which findings are deliberate. The schema file
-says so in its ``advisor:`` section (docs/user-guide.md §3): values at the top of the section
+A :class:`~transforms.table_model.TableDecl` holds a table's key recipe and families, but not how
+hard it is written, how many distinct values each key field takes, whether a numeric field is
+assigned sequentially, how many columns a row holds, or which findings are deliberate. The schema
+file says so in its ``advisor:`` section (docs/user-guide.md §3): values at the top of the section
 apply to every table of the file, ``tables: {NAME: …}`` overrides them per table. The built-in
 datasets carry theirs in ``transforms/declarations/*.yaml``, with the source of every number.
 

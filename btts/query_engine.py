@@ -1,12 +1,12 @@
 """The queries each schema was designed for, as functions returning plain Python records.
 
-Every query is planned from the table declarations (:mod:`transforms.queries` computes the row
+Every query is planned from the table declarations (:mod:`transforms.key_ranges` computes the row
 keys, prefixes and key ranges; nothing here spells a key by hand), executed with the Bigtable
 data client against the emulator or a real instance, and decoded: numbers as
 :class:`~decimal.Decimal` (exact: ``600.60`` stays ``600.60``), booleans, int64 aggregates,
 protobuf blobs, times as epoch milliseconds.
 
-    from btts import admin, query
+    from btts import admin, query_engine
     target = admin.resolve_target(None, None)            # the emulator
     query.host_metrics(target, "server1.bbb.com", start_ms, end_ms)
 
@@ -46,7 +46,7 @@ from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
 from btts.admin import ReadCell, ReadRow, Target
-from transforms import keys, queries, salted_reads, schema_file, schema_queries, timefmt
+from transforms import key_ranges, keys, salted_reads, schema_file, schema_file_queries, timefmt
 from transforms.declarations.game_results import GAME_BY_DATE, GAME_BY_PLAYER
 from transforms.declarations.garden import GARDEN_DAILY, GARDEN_MONTHLY
 from transforms.declarations.market_data import QUOTE, TRADE
@@ -55,8 +55,8 @@ from transforms.declarations.queries import METRIC_RECENT
 from transforms.declarations.sales import SALES_MONTHLY
 from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC
 from transforms.declarations.smart_meters import SENSOR
-from transforms.queries import Scan
-from transforms.schema import TableDecl
+from transforms.key_ranges import Scan
+from transforms.table_model import TableDecl
 
 # Tables of the schema files alone (their hand-written builder modules are going away).
 _BATTERY = schema_file.builtin_tables("battery")
@@ -231,7 +231,7 @@ def read_query(scan: Scan) -> ReadRowsQuery | None:
     """The client query of a scan; None when it selects nothing."""
     if not scan.ranges and not scan.row_keys:
         return None
-    whole = scan.ranges == (queries.WHOLE_TABLE,)
+    whole = scan.ranges == (key_ranges.WHOLE_TABLE,)
     if whole and scan.row_keys:
         raise ValueError("a scan reads either the whole table or some rows, not both")
     ranges = None  # with no row keys either: the whole table
@@ -313,7 +313,7 @@ def _only(scans: list[list[ReadRow]]) -> list[ReadRow]:
 
 
 def _metric_reading(decl: TableDecl, row: ReadRow) -> MetricReading:
-    parts = queries.split_key(decl, row.key)
+    parts = key_ranges.split_key(decl, row.key)
     metrics = {
         q.decode("utf-8"): number(c.value, f"{_key(row)} {q!r}") for q, c in _columns(row).items()
     }
@@ -321,7 +321,7 @@ def _metric_reading(decl: TableDecl, row: ReadRow) -> MetricReading:
 
 
 def host_metrics_query(host: str, start_ms: int, end_ms: int) -> Query[MetricReading]:
-    scan = queries.time_scan(METRIC, {"hostname": host}, start_ms, end_ms, latest_only=True)
+    scan = key_ranges.time_scan(METRIC, {"hostname": host}, start_ms, end_ms, latest_only=True)
     return Query(
         f"metrics of {host} in [{_iso(start_ms)}, {_iso(end_ms)})",
         (scan,),
@@ -335,7 +335,7 @@ def host_metrics(target: Target, host: str, start_ms: int, end_ms: int) -> list[
 
 
 def _current(row: ReadRow) -> CurrentMetrics:
-    parts = queries.split_key(CURRENT_METRIC, row.key)
+    parts = key_ranges.split_key(CURRENT_METRIC, row.key)
     columns = _columns(row)
     metrics = {q.decode("utf-8"): number(c.value, f"{_key(row)} {q!r}") for q, c in columns.items()}
     newest = max((_ms(c) for c in columns.values()), default=0)
@@ -344,10 +344,12 @@ def _current(row: ReadRow) -> CurrentMetrics:
 
 def latest_metrics_query(hosts: Sequence[str] | None = None) -> Query[CurrentMetrics]:
     if hosts:
-        scan = queries.row_scan(CURRENT_METRIC, [{"hostname": h} for h in hosts], latest_only=True)
+        scan = key_ranges.row_scan(
+            CURRENT_METRIC, [{"hostname": h} for h in hosts], latest_only=True
+        )
         what = ", ".join(hosts)
     else:
-        scan = queries.prefix_scan(CURRENT_METRIC, {}, latest_only=True)
+        scan = key_ranges.prefix_scan(CURRENT_METRIC, {}, latest_only=True)
         what = "the fleet"
     return Query(
         f"latest metrics of {what}",
@@ -368,9 +370,11 @@ def recent_metrics_query(
     if count < 1:
         raise ValueError("count must be at least 1")
     if before_ms is None:
-        scan = queries.prefix_scan(METRIC_RECENT, {"hostname": host}, latest_only=True, limit=count)
+        scan = key_ranges.prefix_scan(
+            METRIC_RECENT, {"hostname": host}, latest_only=True, limit=count
+        )
     else:
-        span = queries.time_range(METRIC_RECENT, {"hostname": host}, 0, before_ms)
+        span = key_ranges.time_range(METRIC_RECENT, {"hostname": host}, 0, before_ms)
         scan = Scan(METRIC_RECENT.name, ranges=(span,), latest_only=True, limit=count)
     return Query(
         f"latest {count} readings of {host}"
@@ -392,7 +396,7 @@ def recent_metrics(
 
 
 def _meter_day(decl: TableDecl, row: ReadRow) -> MeterDay:
-    parts = queries.split_key(decl, row.key)
+    parts = key_ranges.split_key(decl, row.key)
     readings = {
         q.decode("ascii"): number(c.value, f"{_key(row)} {q!r}")
         for q, c in sorted(_columns(row).items())
@@ -403,12 +407,12 @@ def _meter_day(decl: TableDecl, row: ReadRow) -> MeterDay:
 
 def _day_ms(day: dt.date | str, tz: dt.tzinfo = UTC) -> int:
     if isinstance(day, str):
-        day = queries.parse_day(day)
-    return queries.day_bounds(day, tz)[0]
+        day = key_ranges.parse_day(day)
+    return key_ranges.day_bounds(day, tz)[0]
 
 
 def meter_day_query(meter_id: int, day: dt.date | str, tz: dt.tzinfo = UTC) -> Query[MeterDay]:
-    scan = queries.row_scan(SENSOR, [{"meter": meter_id, "date": _day_ms(day, tz)}], tz)
+    scan = key_ranges.row_scan(SENSOR, [{"meter": meter_id, "date": _day_ms(day, tz)}], tz)
     return Query(
         f"meter {meter_id} on {day}",
         (Scan(scan.table, row_keys=scan.row_keys, latest_only=True),),
@@ -428,7 +432,7 @@ def meter_day(
 def daily_table(day: dt.date | str, source: str = SENSOR.name) -> str:
     """The nightly job's table of one day (``SENSOR_20170726``)."""
     if isinstance(day, str):
-        day = queries.parse_day(day)
+        day = key_ranges.parse_day(day)
     return f"{source}_{day:%Y%m%d}"
 
 
@@ -438,10 +442,12 @@ def meters_of_day_query(
     if layout == "per_day_table":
         table = daily_table(day)
         decl = SENSOR  # same keys and families as SENSOR
-        scan = Scan(table, ranges=(queries.WHOLE_TABLE,), latest_only=True)
+        scan = Scan(table, ranges=(key_ranges.WHOLE_TABLE,), latest_only=True)
     elif layout == "single_table":
         decl = SENSOR_DAILY
-        scan = queries.prefix_scan(SENSOR_DAILY, {"date": _day_ms(day, tz)}, tz, latest_only=True)
+        scan = key_ranges.prefix_scan(
+            SENSOR_DAILY, {"date": _day_ms(day, tz)}, tz, latest_only=True
+        )
     else:
         raise ValueError(f"layout {layout!r}: use per_day_table or single_table")
     return Query(
@@ -463,7 +469,7 @@ def meters_of_day(
 
 
 def _quote(row: ReadRow) -> Quote:
-    parts = queries.split_key(QUOTE, row.key)
+    parts = key_ranges.split_key(QUOTE, row.key)
     c = {q: cell.value for q, cell in _columns(row).items()}
     where = _key(row)
     return Quote(
@@ -479,7 +485,7 @@ def _quote(row: ReadRow) -> Quote:
 
 
 def _trade(row: ReadRow) -> Trade:
-    parts = queries.split_key(TRADE, row.key)
+    parts = key_ranges.split_key(TRADE, row.key)
     c = {q: cell.value for q, cell in _columns(row).items()}
     where = _key(row)
     return Trade(
@@ -495,7 +501,7 @@ def _trade(row: ReadRow) -> Trade:
 
 def quotes_query(exchange: str, symbol: str, start_ms: int, end_ms: int) -> Query[Quote]:
     values = {"exchange": exchange, "symbol": symbol}
-    scan = queries.time_scan(QUOTE, values, start_ms, end_ms, latest_only=True)
+    scan = key_ranges.time_scan(QUOTE, values, start_ms, end_ms, latest_only=True)
     return Query(
         f"quotes of {exchange}:{symbol} in [{_iso(start_ms)}, {_iso(end_ms)})",
         (scan,),
@@ -510,7 +516,7 @@ def quotes(target: Target, exchange: str, symbol: str, start_ms: int, end_ms: in
 
 def trades_query(exchange: str, symbol: str, start_ms: int, end_ms: int) -> Query[Trade]:
     values = {"exchange": exchange, "symbol": symbol}
-    scan = queries.time_scan(TRADE, values, start_ms, end_ms, latest_only=True)
+    scan = key_ranges.time_scan(TRADE, values, start_ms, end_ms, latest_only=True)
     return Query(
         f"trades of {exchange}:{symbol} in [{_iso(start_ms)}, {_iso(end_ms)})",
         (scan,),
@@ -527,7 +533,7 @@ def trades(target: Target, exchange: str, symbol: str, start_ms: int, end_ms: in
 
 
 def _game(decl: TableDecl, row: ReadRow) -> GameResult:
-    parts = queries.split_key(decl, row.key)
+    parts = key_ranges.split_key(decl, row.key)
     c = {q: cell.value for q, cell in _columns(row).items()}
     win = c[b"WIN"]
     if win not in (b"true", b"false"):
@@ -547,8 +553,8 @@ def _month(year: int, month: int) -> str:
 
 
 def player_games_query(game: str, player: str, year: int, month: int) -> Query[GameResult]:
-    start, end = queries.month_bounds(year, month)
-    scan = queries.time_scan(
+    start, end = key_ranges.month_bounds(year, month)
+    scan = key_ranges.time_scan(
         GAME_BY_PLAYER, {"game": game, "player": player}, start, end, latest_only=True
     )
     return Query(
@@ -564,8 +570,8 @@ def player_games(target: Target, game: str, player: str, year: int, month: int) 
 
 
 def games_of_month_query(game: str, year: int, month: int) -> Query[GameResult]:
-    start, end = queries.month_bounds(year, month)
-    scan = queries.time_scan(GAME_BY_DATE, {"game": game}, start, end, latest_only=True)
+    start, end = key_ranges.month_bounds(year, month)
+    scan = key_ranges.time_scan(GAME_BY_DATE, {"game": game}, start, end, latest_only=True)
     return Query(
         f"all {game} games in {_month(year, month)}",
         (scan,),
@@ -660,12 +666,12 @@ def balloon_measurements_query(
     values = {"location": location, "balloon_id": balloon_id}
     if pattern == "TB-COL":  # the metric comes before the week: one range per metric
         scans = tuple(
-            queries.time_scan(decl, {**values, "metric": m}, start_ms, end_ms)
+            key_ranges.time_scan(decl, {**values, "metric": m}, start_ms, end_ms)
             for m in _BALLOON_METRICS
         )
     else:
         # Every cell of a bucket row is one event: all versions within the window, not the newest
-        scans = (queries.time_scan(decl, values, start_ms, end_ms),)
+        scans = (key_ranges.time_scan(decl, values, start_ms, end_ms),)
     return Query(
         f"balloon {location}/{balloon_id} in [{_iso(start_ms)}, {_iso(end_ms)}) from {decl.name}",
         scans,
@@ -686,7 +692,7 @@ def balloon_measurements(
 
 
 def _battery(decl: TableDecl, row: ReadRow) -> BatteryLevel:
-    parts = queries.split_key(decl, row.key)
+    parts = key_ranges.split_key(decl, row.key)
     columns = _columns(row)
     level = columns[b"PERCENTAGE"]
     user = parts.get("user") or columns[b"USER"].value.decode("utf-8")
@@ -698,7 +704,7 @@ def battery_levels_query(
 ) -> Query[BatteryLevel]:
     if user is not None:  # field promotion: one contiguous range
         decl = _BATTERY["BATTERY"]
-        scan = queries.time_scan(decl, {"user": user}, start_ms, end_ms, latest_only=True)
+        scan = key_ranges.time_scan(decl, {"user": user}, start_ms, end_ms, latest_only=True)
         return Query(
             f"battery levels of {user} in [{_iso(start_ms)}, {_iso(end_ms)}) from {decl.name}",
             (scan,),
@@ -749,7 +755,7 @@ def battery_levels(
 
 
 def _device_readings(row: ReadRow) -> list[DeviceReading]:
-    parts = queries.split_key(DEVICE, row.key)
+    parts = key_ranges.split_key(DEVICE, row.key)
     return [
         DeviceReading(
             parts["tenant"],
@@ -765,7 +771,7 @@ def _device_readings(row: ReadRow) -> list[DeviceReading]:
 
 
 def tenant_rows_query(tenant: str) -> Query[DeviceReading]:
-    scan = queries.prefix_scan(DEVICE, {"tenant": tenant})
+    scan = key_ranges.prefix_scan(DEVICE, {"tenant": tenant})
     return Query(
         f"device data of tenant {tenant}",
         (scan,),
@@ -785,7 +791,7 @@ def drop_tenant(target: Target, tenant: str) -> int:
     from btts import admin
 
     prefix = keys.tenant_prefix(tenant, DEVICE.key.delimiter)  # never empty: never the table
-    scan = queries.prefix_scan(DEVICE, {"tenant": tenant})
+    scan = key_ranges.prefix_scan(DEVICE, {"tenant": tenant})
     with BigtableDataClient(project=target.project) as client:
         table = client.get_table(target.instance, DEVICE.name)
         start, end = scan.ranges[0]
@@ -805,12 +811,14 @@ def drop_tenant(target: Target, tenant: str) -> int:
 
 
 def garden_days_query(garden: str, start_ms: int, end_ms: int) -> Query[GardenDay]:
-    scan = queries.time_scan(GARDEN_DAILY, {"garden": garden}, start_ms, end_ms, latest_only=True)
+    scan = key_ranges.time_scan(
+        GARDEN_DAILY, {"garden": garden}, start_ms, end_ms, latest_only=True
+    )
 
     def decode(scans: list[list[ReadRow]]) -> list[GardenDay]:
         out = []
         for row in _only(scans):
-            parts = queries.split_key(GARDEN_DAILY, row.key)
+            parts = key_ranges.split_key(GARDEN_DAILY, row.key)
             temp = number(_columns(row)[b"TEMP"].value, _key(row))
             out.append(GardenDay(parts["garden"], _label_date(parts["date"]), temp, _key(row)))
         return out
@@ -824,13 +832,15 @@ def garden_days(target: Target, garden: str, start_ms: int, end_ms: int) -> list
 
 
 def garden_month_query(garden: str, year: int, month: int) -> Query[GardenMonth]:
-    start, _ = queries.month_bounds(year, month)
-    scan = queries.row_scan(GARDEN_MONTHLY, [{"garden": garden, "date": start}], latest_only=True)
+    start, _ = key_ranges.month_bounds(year, month)
+    scan = key_ranges.row_scan(
+        GARDEN_MONTHLY, [{"garden": garden, "date": start}], latest_only=True
+    )
 
     def decode(scans: list[list[ReadRow]]) -> list[GardenMonth]:
         out = []
         for row in _only(scans):
-            parts = queries.split_key(GARDEN_MONTHLY, row.key)
+            parts = key_ranges.split_key(GARDEN_MONTHLY, row.key)
             temps = {
                 int(q): number(c.value, _key(row))
                 for q, c in sorted(_columns(row).items(), key=lambda item: int(item[0]))
@@ -851,15 +861,15 @@ def monthly_sales_query(
     employee: str, start: tuple[int, int], end: tuple[int, int], tz: dt.tzinfo = UTC
 ) -> Query[MonthlySales]:
     """Months ``start`` … ``end`` inclusive, as (year, month)."""
-    low, _ = queries.month_bounds(*start, tz)
-    _, high = queries.month_bounds(*end, tz)
-    span = queries.time_range(SALES_MONTHLY, {"employee": employee}, low, high, tz)
+    low, _ = key_ranges.month_bounds(*start, tz)
+    _, high = key_ranges.month_bounds(*end, tz)
+    span = key_ranges.time_range(SALES_MONTHLY, {"employee": employee}, low, high, tz)
     scan = Scan(SALES_MONTHLY.name, ranges=(span,))
 
     def decode(scans: list[list[ReadRow]]) -> list[MonthlySales]:
         out = []
         for row in _only(scans):
-            parts = queries.split_key(SALES_MONTHLY, row.key)
+            parts = key_ranges.split_key(SALES_MONTHLY, row.key)
             c = {q: cell.value for q, cell in _columns(row).items()}
             out.append(
                 MonthlySales(
@@ -902,7 +912,7 @@ _KEYS_ONLY = row_filters.RowFilterChain(
 # -- declared queries (the ``queries:`` section of a schema file) ------------------------------
 
 
-def declared(schema: schema_file.Schema, name: str) -> schema_queries.QuerySpec:
+def declared(schema: schema_file.Schema, name: str) -> schema_file_queries.QuerySpec:
     """The query ``name`` of ``schema``; a clear error naming the declared ones otherwise."""
     for spec in schema.queries:
         if spec.name == name:
@@ -913,7 +923,7 @@ def declared(schema: schema_file.Schema, name: str) -> schema_queries.QuerySpec:
 
 def plan_declared(
     schema: schema_file.Schema,
-    spec: schema_queries.QuerySpec,
+    spec: schema_file_queries.QuerySpec,
     values: dict[str, object],
     start_ms: int | None = None,
     end_ms: int | None = None,
@@ -926,11 +936,11 @@ def plan_declared(
         raise ValueError(f"query {spec.name}: give {', '.join('--' + m for m in missing)}")
     fixed = {f: values[f] for f in spec.select}
     if spec.read == "table":
-        scans = (Scan(decl.name, ranges=(queries.WHOLE_TABLE,), latest_only=spec.latest),)
+        scans = (Scan(decl.name, ranges=(key_ranges.WHOLE_TABLE,), latest_only=spec.latest),)
     elif spec.read == "row":
-        scans = (queries.row_scan(decl, [fixed], tz, latest_only=spec.latest),)
+        scans = (key_ranges.row_scan(decl, [fixed], tz, latest_only=spec.latest),)
     elif spec.read == "prefix":
-        scans = (queries.prefix_scan(decl, fixed, tz, latest_only=spec.latest),)
+        scans = (key_ranges.prefix_scan(decl, fixed, tz, latest_only=spec.latest),)
     else:
         if start_ms is None or end_ms is None:
             raise ValueError(f"query {spec.name}: give --start and --end")
@@ -942,11 +952,11 @@ def plan_declared(
         elif spec.per:
             unpivoted = schema.table(spec.table).rows_per.fields
             scans = tuple(
-                queries.time_scan(decl, {**fixed, spec.per: f}, start_ms, end_ms, tz)
+                key_ranges.time_scan(decl, {**fixed, spec.per: f}, start_ms, end_ms, tz)
                 for f in unpivoted
             )
         else:
-            scans = (queries.time_scan(decl, fixed, start_ms, end_ms, tz),)
+            scans = (key_ranges.time_scan(decl, fixed, start_ms, end_ms, tz),)
         if spec.latest:
             scans = tuple(replace(s, latest_only=True) for s in scans)
     if spec.limit is not None:
@@ -985,7 +995,7 @@ def _column_names(table: schema_file.TableSpec) -> dict[bytes, schema_file.Colum
 
 
 def decode_declared(
-    schema: schema_file.Schema, spec: schema_queries.QuerySpec, scans: list[list[ReadRow]]
+    schema: schema_file.Schema, spec: schema_file_queries.QuerySpec, scans: list[list[ReadRow]]
 ) -> list[dict]:
     """Plain records: one per row and cell time, the key's fields, ``ts_ms`` and each column
     by its qualifier (or ``value`` for a TB-COL row, whose qualifier is the value)."""
@@ -998,7 +1008,7 @@ def decode_declared(
         rows = [row for scan in scans for row in scan]
     out: list[dict] = []
     for row in rows:
-        parts = queries.split_key(decl, row.key)
+        parts = key_ranges.split_key(decl, row.key)
         parts.pop("salt", None)
         by_time: dict[int, dict] = {}
         for cell in sorted(row.cells, key=lambda c: (c.timestamp_us, c.qualifier)):

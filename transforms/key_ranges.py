@@ -3,8 +3,8 @@
 
 Pure: no Beam, no client. A query is planned as a :class:`Scan` — the table, the row keys or
 ``[start, end)`` key ranges, an optional cell-time window and row limit — built from the same
-:class:`~transforms.schema.KeyRecipe` that builds the keys at write time, so a read can never
-disagree with a write about a padding width, a label format or a delimiter. ``btts.query``
+:class:`~transforms.table_model.KeyRecipe` that builds the keys at write time, so a read can never
+disagree with a write about a padding width, a label format or a delimiter. ``btts.query_engine``
 executes the scans and decodes the rows.
 
 * :func:`row_key` — one row (all the key's fields given).
@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms import keys, timefmt
-from transforms.schema import KeyRecipe, Segment, TableDecl
+from transforms.table_model import KeyRecipe, Segment, TableDecl
 
 KeyRange = tuple[bytes, bytes]  # [start, end); b"" as end = to the end of the table
 WHOLE_TABLE: KeyRange = (b"", b"")

@@ -1,4 +1,4 @@
-"""``btts query …`` and ``btts tenant drop``: the query functions of :mod:`btts.query` as
+"""``btts query …`` and ``btts tenant drop``: the query functions of :mod:`btts.query_engine` as
 commands, printing a table (default) or JSON.
 
 Table output starts with what was read (table, key range or rows, cell-time window), so the
@@ -16,8 +16,8 @@ import zoneinfo
 from collections.abc import Callable
 
 from btts import admin, render
-from btts import query as q
-from transforms import queries, timefmt
+from btts import query_engine as q
+from transforms import key_ranges, timefmt
 from transforms.errors import InvalidEvent
 
 
@@ -27,21 +27,21 @@ def _time(text: str) -> int:
         return timefmt.parse_event_time(text, "time")
     except InvalidEvent as err:
         try:
-            return queries.day_bounds(queries.parse_day(text))[0]
+            return key_ranges.day_bounds(key_ranges.parse_day(text))[0]
         except ValueError:
             raise argparse.ArgumentTypeError(str(err).replace("field 'time': ", "")) from None
 
 
 def _day(text: str) -> dt.date:
     try:
-        return queries.parse_day(text)
+        return key_ranges.parse_day(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _month(text: str) -> tuple[int, int]:
     try:
-        return queries.parse_month(text)
+        return key_ranges.parse_month(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
@@ -260,7 +260,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
 EMPTY_HINTS = {
     "recent": "METRIC_RECENT is empty: `btts ingest server_metrics` does not write it. It is the "
     "newest-first copy of the same server-metric events, written by its own job: "
-    "`btts ingest --schema transforms/declarations/queries.yaml --input FILES --create_tables` "
+    "`btts ingest --schema transforms/declarations/key_ranges.yaml --input FILES --create_tables` "
     "(`btts demo` runs it).",
 }
 

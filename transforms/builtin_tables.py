@@ -7,7 +7,7 @@ from functools import cache
 from pathlib import Path
 
 from transforms import schema_file
-from transforms.schema import TableDecl
+from transforms.table_model import TableDecl
 
 DECLARATIONS = Path(__file__).parent / "declarations"
 
