@@ -44,7 +44,7 @@ def test_ceiling_and_wire_write_what_the_job_writes(bigtable_emulator, tmp_path,
 
     wire = _instance(dataset)
     requests, rows, _ = cases._requests(dataset, str(source), wire.instance, 50)
-    assert sum(len(r.entries) for r in requests) == rows
+    assert sum(len(entries) for _table, entries in requests) == rows
     cases._send_requests(requests, 0, 1)
     assert _tables(wire, dataset) == expected
 

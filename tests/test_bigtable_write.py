@@ -12,13 +12,8 @@ from google.cloud.bigtable.row import DirectRow
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 from google.rpc import status_pb2
 
-from transforms import bigtable_write
-from transforms.bigtable_write import (
-    _Attempt,
-    _LeanBatcher,
-    _RequestSender,
-    encode_entry,
-)
+from transforms import bigtable_write, wire
+from transforms.bigtable_write import _Attempt, _Batch, _LeanBatcher, _RequestSender
 from transforms.mutations import AddCell, Cell, RowMutation
 
 ROW = RowMutation(
@@ -37,14 +32,15 @@ def _clients_own(row: RowMutation) -> bytes:
     return RowMutationEntry(row.key, mutations)._to_pb()._pb.SerializeToString()
 
 
-def test_encoded_entry_is_byte_identical_to_the_clients_own():
-    assert encode_entry(ROW).SerializeToString() == _clients_own(ROW)
+def _requests(pool) -> list:
+    """What the batcher handed to the pool, as the protobuf the server will parse."""
+    return [bigtable_types.MutateRowsRequest.pb().FromString(b.to_bytes()) for b in pool.requests]
 
 
 def test_aggregate_cells_are_refused_here():
     row = RowMutation("AGG", b"k", (AddCell("SUM", b"n", 1, 0),))
     with pytest.raises(TypeError, match="WriteAggregates"):
-        encode_entry(row)
+        wire.entry(row)
 
 
 class _Inline:
@@ -58,7 +54,7 @@ class _Inline:
 
         self.requests.append(request)
         future = Future()
-        future.set_result(_Attempt(len(request.entries)))
+        future.set_result(_Attempt(len(request.entries)))  # a _Batch
         return future
 
 
@@ -70,11 +66,12 @@ def test_requests_split_by_row_count_and_direct_rows_are_accepted():
     for row in (ROW, ROW, direct):
         batcher.add(row)
     batcher.close()
-    assert [len(r.entries) for r in pool.requests] == [2, 1]
-    assert all(r.table_name == TABLE for r in pool.requests)
-    assert pool.requests[0].entries[0].SerializeToString() == _clients_own(ROW)
+    requests = _requests(pool)
+    assert [len(r.entries) for r in requests] == [2, 1]
+    assert all(r.table_name == TABLE for r in requests)
+    assert requests[0].entries[0].SerializeToString() == _clients_own(ROW)
     expected = RowMutationEntry(b"direct", [DeleteAllFromRow()])._to_pb()._pb
-    assert pool.requests[1].entries[0] == expected
+    assert requests[1].entries[0] == expected
     assert len(batcher.done) == 2
 
 
@@ -105,8 +102,9 @@ class _Stub:
         self.script = list(script)
         self.sent: list[list[bytes]] = []
 
-    def mutate_rows(self, request, timeout, retry):
-        raw = bigtable_types.MutateRowsRequest.pb(request)
+    def __call__(self, request: bytes, timeout: float):
+        raw = bigtable_types.MutateRowsRequest.pb().FromString(request)
+        assert raw.table_name == TABLE
         self.sent.append([e.row_key for e in raw.entries])
         step = self.script.pop(0)
         if isinstance(step, Exception):
@@ -116,14 +114,12 @@ class _Stub:
             answer = response.entries.add()
             answer.index = index
             answer.status.CopyFrom(status_pb2.Status(code=code, message=f"code {code}"))
-        return [bigtable_types.MutateRowsResponse.wrap(response)]
+        return [response]
 
 
-def _request(*keys: bytes):
-    request = bigtable_types.MutateRowsRequest.pb()(table_name=TABLE)
-    for key in keys:
-        request.entries.add(row_key=key)
-    return request
+def _request(*keys: bytes) -> _Batch:
+    rows = [RowMutation("METRIC", key, ROW.cells) for key in keys]
+    return _Batch(TABLE, [wire.framed(wire.entry(row)) for row in rows], list(keys))
 
 
 def test_transient_entries_are_resent_alone_until_written():

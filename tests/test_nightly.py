@@ -393,15 +393,15 @@ def test_a_row_lost_before_the_write_fails_verification_loudly(target, monkeypat
 def test_an_altered_value_fails_verification(target, monkeypatch):
     _load_sensor(target)
     victim = sorted(_keys(_live(target, "SENSOR", DAY)))[-1]
-    original = bigtable_write.fill_entry
+    original = bigtable_write._LeanBatcher.add
 
-    def altering(entry, row):
+    def altering(self, row):
         if row.key == victim:
             first = row.cells[0]
             row = row._replace(cells=(first._replace(value=first.value + b"0"), *row.cells[1:]))
-        return original(entry, row)
+        return original(self, row)
 
-    monkeypatch.setattr(bigtable_write, "fill_entry", altering)
+    monkeypatch.setattr(bigtable_write._LeanBatcher, "add", altering)
     with pytest.raises(Exception, match=f"verification failed for {DAY}"):
         _nightly(target, f"--date={DAY}")
 

@@ -7,10 +7,11 @@ is where a job spends most of its time and can hang for most of an hour:
 
 * **Lean requests.** The sink's client batcher turns every row into a ``DirectRow``, then a
   ``RowMutationEntry``, then a proto-plus message, and sizes each one through a dict: several
-  times the cost of building the row. Here each row is encoded once, straight into the raw
-  ``MutateRowsRequest`` protobuf (byte-identical to the client's), and requests are sent on the
-  client's own GAPIC stub (same channel, credentials, emulator and routing headers), two at a
-  time so that building and writing overlap. ``DirectRow`` elements are still accepted.
+  times the cost of building the row. Here each row is written once, straight into the bytes of
+  its ``MutateRowsRequest`` entry (:mod:`transforms.wire`, byte-identical to the client's), and
+  requests are sent on the client's own GAPIC channel (same credentials, emulator and routing
+  headers), two at a time so that building and writing overlap. ``DirectRow`` elements are
+  still accepted.
 * **Bounded waits.** Every request gives up after ``timeout_s`` (retries included) with a
   failure that names the table, how many rows were refused and the server's first errors. Entries
   the server answers with a transient code (``DEADLINE_EXCEEDED``, ``UNAVAILABLE``, as the data
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 from concurrent import futures
 
 import apache_beam as beam
+import grpc
 from apache_beam import pvalue
 from apache_beam.internal.metrics.metric import Metrics as _ServiceMetrics
 from apache_beam.io.gcp import bigtableio
@@ -36,18 +38,18 @@ from apache_beam.io.gcp.bigtableio import WriteToBigTable
 from apache_beam.metrics import Metrics, monitoring_infos
 from apache_beam.metrics.metric import Lineage
 from google.api_core import exceptions as api_exceptions
+from google.api_core import gapic_v1
 from google.cloud.bigtable import Client
 from google.cloud.bigtable.data.mutations import RowMutationEntry
 from google.cloud.bigtable.row import DirectRow
+from google.cloud.bigtable_v2.services.bigtable.transports.base import DEFAULT_CLIENT_INFO
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
-from transforms import retry_harness
+from transforms import retry_harness, wire
 from transforms.ingest import NAMESPACE
-from transforms.mutations import AddCell, RowMutation
+from transforms.mutations import RowMutation
 
-# The raw protobuf classes behind the client's proto-plus types: no wrapper object per row.
-_Request = bigtable_types.MutateRowsRequest.pb()
-_Entry = bigtable_types.MutateRowsRequest.Entry.pb()
+_Response = bigtable_types.MutateRowsResponse.pb()  # the raw protobuf, no proto-plus wrapper
 
 DEFAULT_TIMEOUT_S = 300.0
 MAX_ATTEMPT_S = 60.0
@@ -63,42 +65,33 @@ class WriteFailed(RuntimeError):
     """Rows a table did not accept; the message carries the server's errors."""
 
 
-def fill_entry(entry, row: RowMutation) -> int:
-    """Encode ``row`` (a :class:`RowMutation` or the builder's plain ``(table, key, cells)``)
-    into a raw ``MutateRowsRequest.Entry``; the number of mutations.
-
-    The hot path of every write: attribute assignment on the protobuf itself, no ``SetCell`` or
-    ``datetime`` per cell (the client would only convert them back).
-    """
-    _table, key, cells = row
-    entry.row_key = key
-    add = entry.mutations.add
-    for cell in cells:
-        if type(cell) is AddCell:
-            raise TypeError("AddToCell rows go through WriteAggregates, not WriteToBigTable")
-        family, qualifier, value, timestamp_us = cell  # Cell or its plain tuple
-        set_cell = add().set_cell
-        set_cell.family_name = family
-        set_cell.column_qualifier = qualifier
-        set_cell.value = value
-        set_cell.timestamp_micros = timestamp_us
-    return len(cells)
-
-
-def encode_entry(row: RowMutation):
-    """``row`` as a raw ``MutateRowsRequest.Entry`` protobuf."""
-    entry = _Entry()
-    fill_entry(entry, row)
-    return entry
-
-
-def _fill_from_direct_row(entry, row: DirectRow) -> int:
+def _direct_row_entry(row: DirectRow) -> tuple[bytes, int]:
     """A client ``DirectRow`` (the sink's documented element type), through the client's own
-    conversion: any mutation it can hold, not only SetCell."""
+    conversion: any mutation it can hold, not only SetCell. Its entry bytes and mutations."""
     mutations = row._get_mutations()
     converted = RowMutationEntry(row.row_key, mutations)._to_pb()
-    entry.CopyFrom(type(converted).pb(converted))
-    return len(mutations)
+    return type(converted).pb(converted).SerializeToString(), len(mutations)
+
+
+class _Batch:
+    """One MutateRows request: its leading fields, its entries (framed, ready to join) and
+    their row keys, to resend some entries alone and to name a refused row."""
+
+    __slots__ = ("entries", "head", "keys", "table_name")
+
+    def __init__(self, table_name: str, entries: list[bytes], keys: list[bytes]) -> None:
+        self.table_name = table_name
+        self.head = wire.request_head(table_name)
+        self.entries = entries
+        self.keys = keys
+
+    def to_bytes(self) -> bytes:
+        return self.head + b"".join(self.entries)
+
+    def subset(self, indexes: list[int]) -> _Batch:
+        return _Batch(
+            self.table_name, [self.entries[i] for i in indexes], [self.keys[i] for i in indexes]
+        )
 
 
 class _Attempt:
@@ -112,33 +105,56 @@ class _Attempt:
         self.errors: list[str] = []
 
 
+def mutate_rows_call(stub, table_name: str):
+    """``(request bytes, timeout) -> MutateRowsResponse protobufs``: MutateRows on the GAPIC
+    client's own channel (credentials, emulator), with the routing headers its ``mutate_rows``
+    sends, but no proto-plus wrapping of the request on the way out."""
+    method = stub.transport.grpc_channel.unary_stream(
+        "/google.bigtable.v2.Bigtable/MutateRows",
+        request_serializer=None,  # the request is already bytes
+        response_deserializer=_Response.FromString,
+    )
+    metadata = (
+        gapic_v1.routing_header.to_grpc_metadata({"table_name": table_name, "app_profile_id": ""}),
+        ("x-goog-api-client", DEFAULT_CLIENT_INFO.to_grpc_metadata()[1]),
+    )
+
+    def call(request: bytes, timeout: float):
+        try:
+            yield from method(request, timeout=timeout, metadata=metadata)
+        except grpc.RpcError as err:
+            raise api_exceptions.from_grpc_error(err) from None
+
+    return call
+
+
 class _RequestSender:
-    """Sends raw MutateRows requests, each until all its entries are written, one of them is
+    """Sends MutateRows requests, each until all its entries are written, one of them is
     refused for good, or ``timeout_s`` has passed. Runs in the writer's worker threads."""
 
-    def __init__(self, stub, timeout_s: float) -> None:
-        self._stub = stub
+    def __init__(self, call, timeout_s: float) -> None:
+        self._call = call
         self._timeout_s = timeout_s
 
-    def __call__(self, request) -> _Attempt:
-        outcome = _Attempt(len(request.entries))
+    def __call__(self, batch: _Batch) -> _Attempt:
+        outcome = _Attempt(len(batch.entries))
         deadline = time.monotonic() + self._timeout_s
         delay = 0.01
         while True:
             remaining = deadline - time.monotonic()
-            statuses, failure = self._attempt(request, min(remaining, MAX_ATTEMPT_S))
-            retry = []
-            for index, status in enumerate(statuses):
-                if status is None:  # never answered: the stream broke first
-                    retry.append(index)
-                    continue
+            answered, refused, failure = self._attempt(batch, min(remaining, MAX_ATTEMPT_S))
+            written = answered.count(1) - len(refused)
+            if written:
+                outcome.codes[0] += written
+            retry = [i for i, seen in enumerate(answered) if not seen]  # the stream broke first
+            for index, status in refused:
                 outcome.codes[status.code] += 1
                 if status.code in RETRYABLE_CODES:
                     retry.append(index)
-                elif status.code:
-                    row_key = request.entries[index].row_key
+                else:
                     outcome.errors.append(
-                        f"row {row_key!r}: code {status.code}: {status.message or 'no message'}"
+                        f"row {batch.keys[index]!r}: code {status.code}: "
+                        f"{status.message or 'no message'}"
                     )
             if failure is not None and not isinstance(failure, _RETRYABLE_ERRORS):
                 outcome.errors.append(f"{type(failure).__name__}: {failure}")
@@ -154,33 +170,33 @@ class _RequestSender:
                 return outcome
             time.sleep(delay * random.uniform(0.5, 1.0))
             delay = min(delay * 2, MAX_ATTEMPT_S)
-            again = _Request(table_name=request.table_name, app_profile_id=request.app_profile_id)
-            again.entries.extend(request.entries[i] for i in retry)
-            request = again
+            batch = batch.subset(sorted(retry))
 
-    def _attempt(self, request, timeout: float):
-        """One call: a status per entry (None where none came back) and the call's error."""
-        statuses: list = [None] * len(request.entries)
+    def _attempt(self, batch: _Batch, timeout: float):
+        """One call: which entries were answered, the ``(index, status)`` of those not written,
+        and the call's error."""
+        answered = bytearray(len(batch.entries))
+        refused = []
         try:
-            responses = self._stub.mutate_rows(
-                request=bigtable_types.MutateRowsRequest.wrap(request),
-                timeout=max(timeout, 0.001),
-                retry=None,
-            )
-            for response in responses:
-                for answer in bigtable_types.MutateRowsResponse.pb(response).entries:
-                    statuses[answer.index] = answer.status
+            for response in self._call(batch.to_bytes(), max(timeout, 0.001)):
+                for answer in response.entries:
+                    answered[answer.index] = 1
+                    if answer.status.code:
+                        refused.append((answer.index, answer.status))
         except api_exceptions.GoogleAPICallError as err:
-            return statuses, err
-        return statuses, None
+            return answered, refused, err
+        return answered, refused, None
 
 
 class _LeanBatcher:
-    """Rows into raw requests of at most ``flush_count`` rows or ``flush_bytes`` bytes, sent at
+    """Rows into requests of at most ``flush_count`` rows or ``flush_bytes`` bytes, sent at
     most ``MAX_IN_FLIGHT`` at a time; :meth:`close` waits for all and reports what failed."""
 
-    def __init__(self, table_name: str, flush_count: int, flush_bytes: int, pool, sender):
+    def __init__(
+        self, table_name: str, flush_count: int, flush_bytes: int, pool, sender, encoder=None
+    ):
         self._table_name = table_name
+        self._encode = encoder or wire.EntryEncoder()  # learns the table's layouts: keep it
         self._flush_count = flush_count
         self._flush_bytes = flush_bytes
         self._pool = pool
@@ -190,40 +206,35 @@ class _LeanBatcher:
         self._new_request()
 
     def _new_request(self) -> None:
-        self._request = _Request(table_name=self._table_name)
-        self._add = self._request.entries.add
-        self._rows = self._mutations = self._bytes = 0
+        self._entries: list[bytes] = []
+        self._keys: list[bytes] = []
+        self._mutations = self._bytes = 0
 
     def add(self, row) -> None:
-        entry = self._add()
-        try:
-            if type(row) is tuple or isinstance(row, RowMutation):
-                mutations = fill_entry(entry, row)
-            elif isinstance(row, DirectRow):
-                mutations = _fill_from_direct_row(entry, row)
-            else:
-                raise TypeError(
-                    f"cannot write a {type(row).__name__}: expected RowMutation or DirectRow"
-                )
-        except Exception:
-            del self._request.entries[-1]
-            raise
-        if mutations + self._mutations > MAX_MUTATIONS_PER_REQUEST and self._rows:
-            # the request would be refused whole: send what it holds, start again with this row
-            del self._request.entries[-1]
-            self.flush()
-            self.add(row)
-            return
-        self._rows += 1
+        if type(row) is tuple or isinstance(row, RowMutation):
+            key, data, mutations = row[1], self._encode(row), len(row[2])
+        elif isinstance(row, DirectRow):
+            key = row.row_key
+            data, mutations = _direct_row_entry(row)
+            data = wire.framed(data)
+        else:
+            raise TypeError(
+                f"cannot write a {type(row).__name__}: expected RowMutation or DirectRow"
+            )
+        if mutations + self._mutations > MAX_MUTATIONS_PER_REQUEST and self._entries:
+            self.flush()  # the request would be refused whole: send what it holds first
+        self._entries.append(data)
+        self._keys.append(key)
         self._mutations += mutations
-        self._bytes += entry.ByteSize()
-        if self._rows >= self._flush_count or self._bytes >= self._flush_bytes:
+        self._bytes += len(data)
+        if len(self._entries) >= self._flush_count or self._bytes >= self._flush_bytes:
             self.flush()
 
     def flush(self) -> None:
-        if not self._rows:
+        if not self._entries:
             return
-        self._pending.append(self._pool.submit(self._sender, self._request))
+        batch = _Batch(self._table_name, self._entries, self._keys)
+        self._pending.append(self._pool.submit(self._sender, batch))
         self._new_request()
         while len(self._pending) > MAX_IN_FLIGHT:
             self.done.append(self._pending.popleft().result())
@@ -252,7 +263,10 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
         self._pool = futures.ThreadPoolExecutor(
             MAX_IN_FLIGHT + 1, thread_name_prefix=f"write-{options['table_id']}"
         )
-        self._sender = _RequestSender(self._stub, options["timeout_s"])
+        self._sender = _RequestSender(
+            mutate_rows_call(self._stub, self._table_name), options["timeout_s"]
+        )
+        self._encoder = wire.EntryEncoder()
         self._lean = None
 
     def start_bundle(self) -> None:
@@ -266,6 +280,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
             options["max_row_bytes"],
             self._pool,
             self._sender,
+            self._encoder,
         )
         self._written_in_bundle = 0
         # Test-only retry harness (transforms/retry_harness.py): None in production.
