@@ -288,3 +288,41 @@ def test_a_large_csv_is_cut_at_record_starts_outside_quotes(tmp_path, monkeypatc
         expected.append((line, row))
         line += 1 + row[1].count("\n")
     assert got == expected
+
+
+def _read_steps(pattern: str, input_format: str = "auto") -> set[str]:
+    import apache_beam as beam
+
+    pipeline = beam.Pipeline()
+    _ = pipeline | "Read" >> readers.ReadRecords([pattern], input_format)
+    return {t.full_label.split("/")[1] for t in pipeline.transforms_stack[0].parts[0].parts}
+
+
+def test_only_the_readers_the_files_need_are_built(tmp_path):
+    """A Flatten of reader branches makes the DirectRunner hold the whole input in memory:
+    local JSON lines get the text reader alone; a mix of formats gets every reader."""
+    (tmp_path / "a.jsonl").write_text('{"x": 1}\n')
+    only_text = _read_steps(str(tmp_path / "*.jsonl"))
+    assert "ReadBlocks" in only_text
+    assert not {"ReadParquet", "ReadAvro", "FlattenFormats"} & only_text
+    assert "ReadParquet" not in _read_steps(str(tmp_path / "*"), "csv")
+    _parquet(
+        tmp_path / "b.parquet",
+        [{"station": "A", "ts": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), "temp": 1.0}],
+    )
+    mixed = _read_steps(str(tmp_path / "*"))
+    assert {"ReadBlocks", "ReadParquet", "FlattenFormats"} <= mixed
+    assert "ReadAvro" not in mixed
+    assert {"ReadParquet", "ReadAvro"} <= _read_steps("gs://bucket/in/*")  # decided at run time
+
+
+def test_a_file_that_changed_format_after_the_job_was_built_fails_rather_than_vanish(tmp_path):
+    from apache_beam.io.filesystem import FileMetadata
+
+    path = tmp_path / "b.parquet"
+    _parquet(
+        path, [{"station": "A", "ts": dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc), "temp": 1.0}]
+    )
+    ranges = readers._RangesFn("auto", frozenset({"text"}))
+    with pytest.raises(ValueError, match="is now parquet"):
+        list(ranges.process(FileMetadata(str(path), path.stat().st_size)))

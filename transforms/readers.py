@@ -568,12 +568,19 @@ COLUMNAR = ("parquet", "avro")
 class _RangesFn(beam.DoFn):
     """Each matched file's ranges; Parquet and Avro paths to their own outputs."""
 
-    def __init__(self, forced: str) -> None:
+    def __init__(self, forced: str, kinds: frozenset[str]) -> None:
         self._forced = forced
+        self._kinds = kinds
 
     def process(self, metadata) -> Iterable:
         ranges = file_ranges(metadata.path, metadata.size_in_bytes, self._forced)
-        if ranges[0].format in COLUMNAR:
+        kind = ranges[0].format if ranges[0].format in COLUMNAR else "text"
+        if kind not in self._kinds:  # it changed since the job was built: never drop it
+            raise ValueError(
+                f"{metadata.path} is now {kind}, which this job does not read (it was not when "
+                f"the job was built): run it again"
+            )
+        if kind in COLUMNAR:
             yield beam.pvalue.TaggedOutput(ranges[0].format, metadata.path)
         else:
             yield from ranges
@@ -595,6 +602,30 @@ class ReadRecords(beam.PTransform):
         self._patterns = list(patterns)
         self._format = input_format
 
+    def _kinds(self) -> frozenset[str]:
+        """The readers this job needs: ``text`` (this module), ``parquet``, ``avro``.
+
+        Only the readers needed are put in the graph: on the DirectRunner a Flatten of
+        branches that run as separate stages holds every element of its inputs in memory
+        before the next step starts (the whole input, for a text file). A forced format needs
+        one reader; ``auto`` looks at local files now and keeps every reader for the rest."""
+        if self._format in COLUMNAR:
+            return frozenset({self._format})
+        if self._format != "auto":
+            return frozenset({"text"})
+        kinds = set()
+        for pattern in self._patterns:
+            if "://" in pattern:
+                return frozenset({"text", *COLUMNAR})  # remote: decided at run time
+            try:
+                matched = FileSystems.match([pattern])[0].metadata_list
+            except Exception:  # unreadable now: MatchFiles reports it when the job runs
+                return frozenset({"text", *COLUMNAR})
+            for metadata in matched:
+                fmt = detect(metadata.path)[0] if metadata.size_in_bytes else "jsonl"
+                kinds.add(fmt if fmt in COLUMNAR else "text")
+        return frozenset(kinds) or frozenset({"text"})
+
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
         from apache_beam.io import fileio
         from apache_beam.io.avroio import ReadAllFromAvro
@@ -605,22 +636,29 @@ class ReadRecords(beam.PTransform):
             for i, pattern in enumerate(self._patterns)
         ]
         files = matches | "FlattenMatches" >> beam.Flatten() if len(matches) > 1 else matches[0]
-        parts = files | "Ranges" >> beam.ParDo(_RangesFn(self._format)).with_outputs(
+        kinds = self._kinds()
+        parts = files | "Ranges" >> beam.ParDo(_RangesFn(self._format, kinds)).with_outputs(
             *COLUMNAR, main="ranges"
         )
-        text = (
-            parts.ranges
-            | "Reshuffle" >> beam.Reshuffle()  # ranges of one file to several workers
-            | "ReadBlocks" >> beam.ParDo(_ReadBlocksFn())
-        )
-        parquet = (
-            parts.parquet
-            | "ReadParquet" >> ReadAllFromParquet(with_filename=True)
-            | "ParquetBlocks" >> beam.Map(_record_block)
-        )
-        avro = (
-            parts.avro
-            | "ReadAvro" >> ReadAllFromAvro(with_filename=True)
-            | "AvroBlocks" >> beam.Map(_record_block)
-        )
-        return (text, parquet, avro) | "FlattenFormats" >> beam.Flatten()
+        branches = []
+        if "text" in kinds:
+            branches.append(
+                parts.ranges
+                | "Reshuffle" >> beam.Reshuffle()  # ranges of one file to several workers
+                | "ReadBlocks" >> beam.ParDo(_ReadBlocksFn())
+            )
+        if "parquet" in kinds:
+            branches.append(
+                parts.parquet
+                | "ReadParquet" >> ReadAllFromParquet(with_filename=True)
+                | "ParquetBlocks" >> beam.Map(_record_block)
+            )
+        if "avro" in kinds:
+            branches.append(
+                parts.avro
+                | "ReadAvro" >> ReadAllFromAvro(with_filename=True)
+                | "AvroBlocks" >> beam.Map(_record_block)
+            )
+        if len(branches) == 1:
+            return branches[0]
+        return tuple(branches) | "FlattenFormats" >> beam.Flatten()
