@@ -124,3 +124,23 @@ def test_streaming_dead_letters_land_in_files(tmp_path):
         for line in path.read_text().splitlines()
     ]
     assert sorted(r["reason"] for r in records) == ["a", "b", "c"]
+
+
+def test_the_collector_is_raised_for_blocks_of_rows_and_never_lowered():
+    import gc
+
+    from transforms import ingest
+
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        ingest.tune_gc()
+        assert gc.get_threshold() == (ingest.GC_ALLOCATIONS, 10, 10)
+        gc.set_threshold(ingest.GC_ALLOCATIONS * 5, 3, 4)
+        ingest.tune_gc()
+        assert gc.get_threshold() == (ingest.GC_ALLOCATIONS * 5, 3, 4)
+        gc.set_threshold(0)  # disabled by its owner: left alone
+        ingest.tune_gc()
+        assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*saved)

@@ -10,6 +10,7 @@ builder, counts what happens, and routes every bad line, with its reason and raw
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import logging
 import time
@@ -70,6 +71,21 @@ def dead_letter_record(
     return record
 
 
+GC_ALLOCATIONS = 100_000
+
+
+def tune_gc() -> None:
+    """Let the cyclic garbage collector run every ``GC_ALLOCATIONS`` allocations, not 700.
+
+    A block's rows are many small tuples that live until the block is written and hold no
+    cycles; at the default threshold the collector keeps scanning them and the job builds
+    rows about a sixth slower than the same builder whose rows are dropped at once. Raised
+    once per worker process, never lowered (a threshold set higher elsewhere stays)."""
+    first, *rest = gc.get_threshold()
+    if 0 < first < GC_ALLOCATIONS:
+        gc.set_threshold(GC_ALLOCATIONS, *rest)
+
+
 class _BuildRowsFn(beam.DoFn):
     def __init__(
         self,
@@ -94,6 +110,7 @@ class _BuildRowsFn(beam.DoFn):
         self._started = self._last_report = time.monotonic()
 
         self._kinds: set[str] = set()
+        tune_gc()
 
     def start_bundle(self) -> None:
         # Counted locally and added once per bundle: a metric update per line costs more than
