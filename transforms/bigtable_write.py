@@ -23,6 +23,7 @@ is where a job spends most of its time and can hang for most of an hour:
 from __future__ import annotations
 
 import collections
+import operator
 import random
 import time
 from collections import Counter
@@ -377,6 +378,10 @@ class BoundedWriteToBigTable(WriteToBigTable):
         )
 
 
+_KEY = operator.itemgetter(1)
+_CELLS = operator.itemgetter(2)
+
+
 class _SplitByTableFn(beam.DoFn):
     """Routes each row to its table's output, counting row writes, cells and distinct keys.
 
@@ -403,30 +408,29 @@ class _SplitByTableFn(beam.DoFn):
 
     def process(self, element: RowMutation | list):
         if type(element) is not list:  # one row
-            self._count(element)
+            self._count(element[0], [element])
             yield pvalue.TaggedOutput(element[0], element)
             return
         by_table: dict[str, list] = {}
         for row in element:  # a batch: one list per table
-            self._count(row)
             rows = by_table.get(row[0])
             if rows is None:
                 by_table[row[0]] = [row]
             else:
                 rows.append(row)
         for table, rows in by_table.items():
+            self._count(table, rows)
             yield pvalue.TaggedOutput(table, rows)
 
-    def _count(self, row: RowMutation) -> None:
-        table, key, cells = row
+    def _count(self, table: str, rows: list) -> None:
         counts = self._counts.get(table)
         if counts is None:
             raise ValueError(f"row for table {table!r}, which this write does not declare")
-        counts[0] += 1
-        counts[1] += len(cells)
+        counts[0] += len(rows)
+        counts[1] += sum(map(len, map(_CELLS, rows)))
         keys = self._keys[table]
         if keys is not None:
-            keys.add(key)
+            keys.update(map(_KEY, rows))
             if len(keys) > self.MAX_DISTINCT_KEYS:
                 self._keys[table] = None
 

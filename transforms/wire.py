@@ -191,8 +191,7 @@ def generate(layout: Sequence[tuple[str, bytes] | None]) -> Callable | None:
     src.add("return None", 2)
     src.add("t = TS.get(ts) or T(ts)")
     src.add("lt = len(t)")
-    args = ["V(len(key) + 2" + "".join(f" + b{i} + 4" for i in range(count)) + ")"]
-    args += ["B[len(key)]", "key"]
+    args = ["B[size] if size < 128 else V(size)", "B[len(key)]", "key"]
     fits = []
     for i, head in enumerate(heads):
         src.add(f"x{i} = c{i}[2]")
@@ -203,6 +202,7 @@ def generate(layout: Sequence[tuple[str, bytes] | None]) -> Callable | None:
         args += [f"B[b{i} + 2]", f"B[b{i}]", src.const(head, "H"), "t", f"B[n{i}]", f"x{i}"]
     src.add(f"if not ({' and '.join(fits)}):")
     src.add("return None", 2)
+    src.add(f"size = len(key) + {2 + 4 * count} + {' + '.join(f'b{i}' for i in range(count))}")
     fmt = src.const(b"\x12%b\x0a%b%b" + b"\x12%b\x0a%b%b\x18%b\x22%b%b" * count, "FMT")
     src.add(f"return {fmt} % ({', '.join(args)})")
     source = "\n".join(src.lines)
