@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 PROTOS := $(wildcard protos/*.proto)
 
-.PHONY: venv protos demo test test-fast lint fmt clean
+.PHONY: venv protos demo test test-fast check-guidance lint fmt clean
 
 venv: $(STAMP)
 
@@ -28,6 +28,11 @@ demo: venv
 
 test: venv
 	$(BIN)/python -m pytest -rA -q
+
+# Maintainers holding the guidance's examples file: are all its cases and facts still here?
+check-guidance: venv
+	@test -n "$(GUIDANCE)" || { echo "usage: make check-guidance GUIDANCE=path/to/doc_examples.json"; exit 2; }
+	$(BIN)/python -m tests.guidance "$(GUIDANCE)"
 
 lint: venv
 	$(BIN)/ruff check .

@@ -1,27 +1,16 @@
 """The worked examples are kept in this repository (tests/data/worked_examples/): nothing needs
-anything beside it. When the guidance's own copy of the examples happens to sit beside the
-repository (../shared/golden/doc_examples.json), the in-repo cases must still hold every case
-id and every fact of it; without it this checks the in-repo data on its own."""
+anything beside it. ``make check-guidance GUIDANCE=…`` compares them with a copy of the
+guidance's own file (tests/guidance.py); here that comparison is held to what it must catch."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 
-from tests.conftest import REPO, load_worked_examples
+from tests import guidance
+from tests.conftest import load_worked_examples
 from transforms import keys
-
-ORIGINAL = REPO.parent / "shared" / "golden" / "doc_examples.json"
-PROSE = ("note", "input_format")  # explanations, not facts: the repo words its own
-
-
-def _facts(case: dict) -> dict:
-    out = {k: v for k, v in case.items() if k not in PROSE}
-    if "expected_rows" in out:
-        out["expected_rows"] = [
-            {k: v for k, v in row.items() if k not in PROSE} for row in out["expected_rows"]
-        ]
-    return out
 
 
 def test_the_in_repo_cases_are_well_formed():
@@ -41,12 +30,35 @@ def test_the_in_repo_cases_are_well_formed():
             assert callable(getattr(keys, check["fn"])), check
 
 
-def test_when_the_guidance_copy_is_beside_the_repo_every_case_and_fact_is_here():
+def _as_guidance(cases: dict[str, dict]) -> list[dict]:
+    """The in-repo cases written as the guidance's file has them: ids inside, its own prose."""
+    out = []
+    for case_id, case in cases.items():
+        written = {"id": case_id, **copy.deepcopy(case), "note": "the guidance's wording"}
+        for row in written.get("expected_rows", []):
+            row["note"] = "a row note"
+        out.append(written)
+    return out
+
+
+def test_the_guidance_comparison_passes_prose_and_catches_every_lost_fact(tmp_path):
     cases = load_worked_examples()
-    if not ORIGINAL.exists():  # a clone on its own: the in-repo data is the reference
-        assert cases
-        return
-    original = {c["id"]: c for c in json.loads(ORIGINAL.read_text())["cases"]}
-    assert set(original) <= set(cases), sorted(set(original) - set(cases))
-    for case_id, case in original.items():
-        assert _facts(case) == cases[case_id], case_id
+    original = _as_guidance(cases)
+    assert guidance.differences(original, cases) == []  # prose is the repo's own
+
+    changed = copy.deepcopy(original)
+    changed[0]["spec"] = "another section"
+    with_rows = next(c for c in changed[1:] if c.get("expected_rows"))
+    with_rows["expected_rows"][0]["row_key"] += "x"
+    changed.append({"id": "new-CASE1", "spec": "x", "checks": []})
+    assert guidance.differences(changed, cases) == [
+        f"{changed[0]['id']}: facts differ",
+        f"{with_rows['id']}: facts differ",
+        "new-CASE1: missing from tests/data/worked_examples/",
+    ]
+
+    path = tmp_path / "doc_examples.json"
+    path.write_text(json.dumps({"cases": changed}))
+    assert guidance.main([str(path)]) == 1
+    path.write_text(json.dumps({"cases": original}))
+    assert guidance.main([str(path)]) == 0
