@@ -119,7 +119,8 @@ class _Stub:
 
 def _request(*keys: bytes) -> _Batch:
     rows = [RowMutation("METRIC", key, ROW.cells) for key in keys]
-    return _Batch(TABLE, [wire.framed(wire.entry(row)) for row in rows], list(keys))
+    entries = [wire.framed(wire.entry(row)) for row in rows]
+    return _Batch(wire.request_head(TABLE), entries, list(keys))
 
 
 def test_transient_entries_are_resent_alone_until_written():

@@ -137,3 +137,12 @@ def test_rows_of_unknown_layouts_still_encode_and_stop_the_generated_path():
     for row in rows:
         assert encoder(row) == wire.framed(_protobufs(row))
     assert encoder._fast == []  # past 1000 misses: every row takes entry()
+
+
+def test_a_few_rows_of_unknown_layouts_among_many_known_keep_the_generated_path():
+    encoder = wire.EntryEncoder(max_layouts=1)
+    known = [("T", b"k%d" % i, (("f", b"q", b"v%d" % i, 7),)) for i in range(3000)]
+    odd = [("T", b"o%d" % i, (("f", b"q%d" % i, b"v", 7),)) for i in range(1100)]
+    for row in known + odd:  # 1,100 misses, but most rows hit
+        assert encoder(row) == wire.framed(_protobufs(row))
+    assert len(encoder._fast) == 1

@@ -75,14 +75,13 @@ def _direct_row_entry(row: DirectRow) -> tuple[bytes, int]:
 
 
 class _Batch:
-    """One MutateRows request: its leading fields, its entries (framed, ready to join) and
-    their row keys, to resend some entries alone and to name a refused row."""
+    """One MutateRows request: its leading fields (the table), its entries (framed, ready to
+    join) and their row keys, to resend some entries alone and to name a refused row."""
 
-    __slots__ = ("entries", "head", "keys", "table_name")
+    __slots__ = ("entries", "head", "keys")
 
-    def __init__(self, table_name: str, entries: list[bytes], keys: list[bytes]) -> None:
-        self.table_name = table_name
-        self.head = wire.request_head(table_name)
+    def __init__(self, head: bytes, entries: list[bytes], keys: list[bytes]) -> None:
+        self.head = head
         self.entries = entries
         self.keys = keys
 
@@ -91,7 +90,7 @@ class _Batch:
 
     def subset(self, indexes: list[int]) -> _Batch:
         return _Batch(
-            self.table_name, [self.entries[i] for i in indexes], [self.keys[i] for i in indexes]
+            self.head, [self.entries[i] for i in indexes], [self.keys[i] for i in indexes]
         )
 
 
@@ -196,7 +195,7 @@ class _LeanBatcher:
     def __init__(
         self, table_name: str, flush_count: int, flush_bytes: int, pool, sender, encoder=None
     ):
-        self._table_name = table_name
+        self._head = wire.request_head(table_name)  # the same for every request
         self._encode = encoder or wire.EntryEncoder()  # learns the table's layouts: keep it
         self._flush_count = flush_count
         self._flush_bytes = flush_bytes
@@ -234,7 +233,7 @@ class _LeanBatcher:
     def flush(self) -> None:
         if not self._entries:
             return
-        batch = _Batch(self._table_name, self._entries, self._keys)
+        batch = _Batch(self._head, self._entries, self._keys)
         self._pending.append(self._pool.submit(self._sender, batch))
         self._new_request()
         while len(self._pending) > MAX_IN_FLIGHT:

@@ -624,6 +624,8 @@ class ReadRecords(beam.PTransform):
             for metadata in matched:
                 fmt = detect(metadata.path)[0] if metadata.size_in_bytes else "jsonl"
                 kinds.add(fmt if fmt in COLUMNAR else "text")
+                if len(kinds) == 1 + len(COLUMNAR):
+                    return frozenset(kinds)  # every reader already: no need to open the rest
         return frozenset(kinds) or frozenset({"text"})
 
     def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:

@@ -128,9 +128,10 @@ class EntryEncoder:
         self._max = max_layouts
         self._fast: list[Callable] = []
         self._seen: set[tuple] = set()
-        self._misses = 0
+        self._rows = self._misses = 0
 
     def __call__(self, row) -> bytes:
+        self._rows += 1
         for encode in self._fast:
             out = encode(row)
             if out is not None:
@@ -150,8 +151,8 @@ class EntryEncoder:
                     out = encode(row)
                     if out is not None:
                         return out
-        elif self._fast and self._misses > 1000:
-            self._fast = []  # most rows are of layouts it does not know: entry() is cheaper
+        elif self._fast and self._misses > 1000 and 2 * self._misses > self._rows:
+            self._fast = []  # most rows miss every generated encoder: entry() alone is cheaper
         return framed(entry(row))
 
 
