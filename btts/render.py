@@ -1,6 +1,7 @@
 """Query records as a text table or as JSON (``btts query --format table|json``, the demo).
 
-Records are named tuples. In both formats ``ts_ms`` gains a readable ``time`` (UTC, ISO 8601);
+Records are dicts, field name → value (:mod:`btts.query_engine`). In both formats ``ts_ms``
+gains a readable ``time`` (UTC, ISO 8601);
 decimals keep their exact text (JSON strings, since a JSON number would go through a float in
 most readers); the row key is shown in JSON, and in tables with ``show_keys``.
 """
@@ -8,9 +9,8 @@ most readers); the row key is shown in JSON, and in tables with ``show_keys``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import NamedTuple
 
 from transforms import timefmt
 
@@ -40,17 +40,17 @@ def _json_value(value: object) -> object:
     return value
 
 
-def as_json_object(record: NamedTuple) -> dict:
+def as_json_object(record: Mapping[str, object]) -> dict:
     """One record as a JSON-ready dict (``time`` added after ``ts_ms``)."""
     out: dict[str, object] = {}
-    for name, value in record._asdict().items():
+    for name, value in record.items():
         out[name] = _json_value(value)
         if name == "ts_ms":
             out["time"] = iso(value)
     return out
 
 
-def to_json(records: Sequence[NamedTuple]) -> str:
+def to_json(records: Sequence[Mapping[str, object]]) -> str:
     return json.dumps([as_json_object(r) for r in records], indent=2, ensure_ascii=False)
 
 
@@ -66,16 +66,16 @@ def _clip(text: str) -> str:
     return text if len(text) <= MAX_WIDTH else text[: MAX_WIDTH - 1] + "…"
 
 
-def to_table(records: Sequence[NamedTuple], show_keys: bool = False) -> str:
+def to_table(records: Sequence[Mapping[str, object]], show_keys: bool = False) -> str:
     """A fixed-width table, one line per record; dict fields become columns (or a summary)."""
     if not records:
         return "(no rows)"
-    fields = [f for f in records[0]._fields if show_keys or f != "key"]
+    fields = [f for f in dict.fromkeys(k for r in records for k in r) if show_keys or f != "key"]
     columns: list[tuple[str, object]] = []  # (header, how to get the cell text)
     for name in fields:
-        sample = getattr(records[0], name)
+        sample = next(r[name] for r in records if name in r)
         if isinstance(sample, dict):
-            keys = list(dict.fromkeys(k for r in records for k in getattr(r, name)))
+            keys = list(dict.fromkeys(k for r in records for k in r.get(name, {})))
             if len(keys) <= MAX_DICT_COLUMNS:
                 columns += [(str(k), (name, k)) for k in keys]
             else:
@@ -88,7 +88,7 @@ def to_table(records: Sequence[NamedTuple], show_keys: bool = False) -> str:
     for record in records:
         cells = []
         for _, (name, part) in columns:
-            value = getattr(record, name)
+            value = record.get(name)
             if part == "iso":
                 cells.append(iso(value))
             elif part == "":
@@ -96,7 +96,7 @@ def to_table(records: Sequence[NamedTuple], show_keys: bool = False) -> str:
             elif part is None:
                 cells.append(_clip(_summary(value)))
             else:
-                cells.append(_text(value.get(part)))
+                cells.append(_text((value or {}).get(part)))
         lines.append(cells)
     headers = [h for h, _ in columns]
     widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(headers)]

@@ -25,13 +25,13 @@ import io
 import json
 import logging
 import os
+import shlex
 import shutil
 import subprocess
 import sys
 import time
 import traceback
 import warnings
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -41,6 +41,7 @@ from typing import Any, NamedTuple
 from btts import admin, emulator, render, samples
 from btts import query_engine as q
 from btts.samples import Sizes
+from btts_cli import query_command
 from pipelines import common
 from transforms import key_ranges
 
@@ -298,11 +299,14 @@ def run_nightly(out: Path, sizes: Sizes) -> tuple[list[str], float]:
 @dataclass
 class DemoQuery:
     title: str
-    command: str
-    query: q.Query
+    command: str  # the `btts query …` line shown; the query it plans is the one run
     expected: list
     note: str = ""
     after: Callable[[admin.Target], str] | None = field(default=None)
+
+    @property
+    def query(self) -> q.Query:
+        return query_command.plan(shlex.split(self.command)[2:])
 
 
 def _ms(text: str) -> int:
@@ -313,8 +317,8 @@ def _dec(value: object) -> Decimal:
     return Decimal(str(value))
 
 
-def _no_key(records: Sequence) -> list:
-    return [r._replace(key="") if "key" in r._fields else r for r in records]
+def _no_key(records: Sequence[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "key"} for r in records]
 
 
 def _in(ms: int, start: int, end: int) -> bool:
@@ -323,6 +327,109 @@ def _in(ms: int, start: int, end: int) -> bool:
 
 def _iso(ms: int) -> str:
     return render.iso(ms)
+
+
+# The records a query returns, computed from generated events (never from keys): one per event,
+# the schema's field names (btts/query_engine.py says how a row becomes a record).
+def metric_record(r: dict) -> dict:
+    values = {k.upper(): _dec(v) for k, v in sorted(r["metrics"].items())}
+    return {"hostname": r["hostname"], "ts_ms": _ms(r["timestamp"]), "metrics": values}
+
+
+def latest_metric_records(records: Iterable[dict]) -> dict[str, dict]:
+    """Each host's newest reading (the CURRENT_METRIC row), by host."""
+    latest: dict[str, dict] = {}
+    for r in map(metric_record, records):
+        if r["hostname"] not in latest or r["ts_ms"] > latest[r["hostname"]]["ts_ms"]:
+            latest[r["hostname"]] = r
+    return dict(sorted(latest.items()))
+
+
+def meter_day_records(records: Iterable[dict]) -> dict[tuple[int, str], dict]:
+    """One record per meter and UTC day (a SENSOR row), by (meter, YYYYMMDD)."""
+    days: dict[tuple[int, str], dict] = {}
+    for r in records:
+        moment = dt.datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00"))
+        label = f"{moment:%Y%m%d}"
+        day = days.setdefault(
+            (r["meter_id"], label),
+            {"meter": r["meter_id"], "date": label, "ts_ms": 0, "reading": {}},
+        )
+        day["reading"][f"{moment:%H%M}"] = _dec(r["reading"])
+        day["ts_ms"] = max(day["ts_ms"], _ms(r["timestamp"]))
+    for day in days.values():
+        day["reading"] = dict(sorted(day["reading"].items()))
+    return dict(sorted(days.items()))
+
+
+def quote_record(r: dict) -> dict:
+    return {
+        "exchange": r["exchange"], "symbol": r["symbol"], "ts_ms": _ms(r["quote_time"]),
+        "bid": _dec(r["bid"]), "ask": _dec(r["ask"]),
+        "bid_size": r["bid_size"], "ask_size": r["ask_size"],
+    }  # fmt: skip
+
+
+def trade_record(r: dict) -> dict:
+    return {
+        "exchange": r["exchange"], "symbol": r["symbol"], "ts_ms": _ms(r["trade_time"]),
+        "last_sale": _dec(r["last_sale"]), "last_size": r["last_size"], "volume": r["volume"],
+    }  # fmt: skip
+
+
+def game_record(r: dict) -> dict:
+    day = _ms(f"{r['date']}T00:00:00Z")
+    return {"game": r["game"], "player": r["player"], "ts_ms": day, "win": r["win"],
+            "kda": _dec(r["kda"])}  # fmt: skip
+
+
+BALLOON_FIELDS = ("pressure", "temperature", "humidity", "altitude")
+
+
+def balloon_record(r: dict) -> dict:
+    measured = {m: _dec(r[m]) for m in BALLOON_FIELDS}
+    return {"location": r["location"], "balloon_id": str(r["balloon_id"]),
+            "ts_ms": _ms(r["timestamp"]), **measured}  # fmt: skip
+
+
+def battery_record(r: dict) -> dict:
+    return {"user": r["user"], "ts_ms": _ms(r["timestamp"]), "percentage": _dec(r["percentage"])}
+
+
+def garden_month_record(records: Iterable[dict], garden: str, year: int, month: int) -> dict:
+    """The GARDEN_MONTHLY row: day of month → temperature, stamped with the newest day."""
+    label = f"{year:04d}-{month:02d}"
+    mine = sorted((r for r in records if r["garden"] == garden and r["date"][:7] == label),
+                  key=lambda r: r["date"])  # fmt: skip
+    temps = {str(int(r["date"][8:])): _dec(r["temp"]) for r in mine}
+    newest = max(_ms(f"{r['date']}T00:00:00Z") for r in mine)
+    return {"garden": garden, "date": label.replace("-", ""), "ts_ms": newest, "temp": temps}
+
+
+def monthly_sales_records(records: Iterable[dict], employee: str) -> list[dict]:
+    """SALES_MONTHLY rows: the sums of one employee's months, oldest first."""
+    months: dict[str, dict] = {}
+    for r in records:
+        if r["employee"] == employee:
+            label = r["timestamp"][:7]
+            month = months.setdefault(label, {
+                "employee": employee, "ts": label.replace("-", ""),
+                "ts_ms": _ms(f"{label}-01T00:00:00Z"), "amount_cents": 0, "COUNT": 0,
+            })  # fmt: skip
+            month["amount_cents"] += r["amount_cents"]
+            month["COUNT"] += 1
+    return [months[m] for m in sorted(months)]
+
+
+def tenant_records(records: Iterable[dict], tenant: str) -> list[dict]:
+    """A tenant's device readings in key order (kind, device, day), one record per event."""
+    found = [
+        {"tenant": tenant, "kind": r["kind"], "device": r["device"], "ts_ms": _ms(r["timestamp"]),
+         "readings": {k.upper(): _dec(v) for k, v in sorted(r["readings"].items())}}
+        for r in records
+        if r["tenant"] == tenant
+    ]  # fmt: skip
+    return sorted(found, key=lambda d: (d["kind"], d["device"], d["ts_ms"]))
 
 
 def build_queries(sizes: Sizes) -> list[DemoQuery]:
@@ -335,31 +442,20 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
     span = sizes.metric_minutes * 60_000
     start = samples.METRICS_START_MS + span // 4
     end = start + max(span // 4, 10_000)
-
-    def reading(r: dict) -> q.MetricReading:
-        values = {k.upper(): _dec(v) for k, v in r["metrics"].items()}
-        return q.MetricReading(r["hostname"], _ms(r["timestamp"]), values)
-
-    mine = [reading(r) for r in metrics if r["hostname"] == host]
+    mine = [metric_record(r) for r in metrics if r["hostname"] == host]
     out.append(
         DemoQuery(
             "Metrics of one host between two times (METRIC range)",
             f"btts query metrics --host {host} --start {_iso(start)} --end {_iso(end)}",
-            q.host_metrics_query(host, start, end),
-            [r for r in mine if _in(r.ts_ms, start, end)],
+            [r for r in mine if _in(r["ts_ms"], start, end)],
         )
     )
-    latest: dict[str, q.MetricReading] = {}
-    for r in map(reading, metrics):
-        if r.host not in latest or r.ts_ms > latest[r.host].ts_ms:
-            latest[r.host] = r
-    fleet = [q.CurrentMetrics(*latest[h][:3]) for h in sorted(latest)]
+    fleet = latest_metric_records(metrics)
     out.append(
         DemoQuery(
             "Latest metrics of the whole fleet (CURRENT_METRIC)",
             "btts query current",
-            q.latest_metrics_query(),
-            fleet,
+            list(fleet.values()),
         )
     )
     chosen = [samples.host_name(0), host]
@@ -367,43 +463,36 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
         DemoQuery(
             "Latest metrics of chosen hosts (CURRENT_METRIC rows)",
             "btts query current " + " ".join(f"--host {h}" for h in chosen),
-            q.latest_metrics_query(chosen),
-            [c for c in fleet if c.host in chosen],
+            [fleet[h] for h in chosen],
         )
     )
     out.append(
         DemoQuery(
             "Latest 5 readings of one host, newest first (METRIC_RECENT, reversed timestamps)",
             f"btts query recent --host {host} -n 5",
-            q.recent_metrics_query(host, 5),
-            sorted(mine, key=lambda r: -r.ts_ms)[:5],
+            sorted(mine, key=lambda r: -r["ts_ms"])[:5],
         )
     )
     del metrics
 
     # Smart meters: one meter's day (single row), every meter's day (nightly table).
     last_day = dt.date(2017, 7, 25) + dt.timedelta(days=sizes.meter_days - 1)
-    days: dict[int, dict[str, Decimal]] = defaultdict(dict)
-    for r in _records("smart_meters", sizes):
-        moment = dt.datetime.fromisoformat(r["timestamp"].replace("Z", "+00:00"))
-        if moment.date() == last_day:
-            days[r["meter_id"]][f"{moment:%H%M}"] = _dec(r["reading"])
     label = f"{last_day:%Y%m%d}"
-    every = [q.MeterDay(m, label, dict(sorted(days[m].items()))) for m in sorted(days)]
+    days = meter_day_records(
+        r for r in _records("smart_meters", sizes) if r["timestamp"][:10] == f"{last_day}"
+    )
     out.append(
         DemoQuery(
             "One meter for one day (a single SENSOR row)",
             f"btts query meter --meter 987654 --date {last_day}",
-            q.meter_day_query(987654, last_day),
-            [m for m in every if m.meter_id == 987654],
+            [days[(987654, label)]],
         )
     )
     out.append(
         DemoQuery(
             "All meters for one day (scan of the nightly table SENSOR_YYYYMMDD)",
             f"btts query meters-of-day --date {last_day}",
-            q.meters_of_day_query(last_day),
-            every,
+            list(days.values()),
         )
     )
     del days
@@ -416,75 +505,36 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
         for r in _records("market_data", sizes)
         if (r["exchange"], r["symbol"]) == (exchange, symbol)
     ]
-    expect_quotes = sorted(
-        (
-            q.Quote(
-                exchange,
-                symbol,
-                _ms(r["quote_time"]),
-                _dec(r["bid"]),
-                _dec(r["ask"]),
-                r["bid_size"],
-                r["ask_size"],
-            )
-            for r in ticks
-            if _in(_ms(r["quote_time"]), start, end)
-        ),
-        key=lambda x: x.ts_ms,
-    )
-    expect_trades = sorted(
-        (
-            q.Trade(
-                exchange,
-                symbol,
-                _ms(r["trade_time"]),
-                _dec(r["last_sale"]),
-                r["last_size"],
-                r["volume"],
-            )
-            for r in ticks
-            if _in(_ms(r["trade_time"]), start, end)
-        ),
-        key=lambda x: x.ts_ms,
-    )
     window = f"--exchange {exchange} --symbol {symbol} --start {_iso(start)} --end {_iso(end)}"
-    out.append(
-        DemoQuery(
-            "Quotes of one exchange + symbol between two times (QUOTE range)",
-            f"btts query quotes {window}",
-            q.quotes_query(exchange, symbol, start, end),
-            expect_quotes,
+    for what, record in (("quotes", quote_record), ("trades", trade_record)):
+        found = sorted((record(r) for r in ticks), key=lambda x: x["ts_ms"])
+        out.append(
+            DemoQuery(
+                f"{what.title()} of one exchange + symbol between two times "
+                f"({what[:-1].upper()} range)",
+                f"btts query {what} {window}",
+                [x for x in found if _in(x["ts_ms"], start, end)],
+            )
         )
-    )
-    out.append(
-        DemoQuery(
-            "Trades of one exchange + symbol between two times (TRADE range)",
-            f"btts query trades {window}",
-            q.trades_query(exchange, symbol, start, end),
-            expect_trades,
-        )
-    )
 
     # Game results: a player's month, all games of a month.
     games = [
-        q.GameResult(r["game"], r["player"], r["date"], r["win"], _dec(r["kda"]))
-        for r in _records("game_results", sizes)
+        r for r in _records("game_results", sizes)
         if r["game"] == "LoL" and r["date"].startswith("2015-03")
-    ]
+    ]  # fmt: skip
     out.append(
         DemoQuery(
             "A player's games in a month (GAME_BY_PLAYER range)",
             "btts query player-games --game LoL --player Corrie --month 2015-03",
-            q.player_games_query("LoL", "Corrie", 2015, 3),
-            sorted((g for g in games if g.player == "Corrie"), key=lambda g: g.date),
+            [game_record(g) for g in sorted(games, key=lambda g: g["date"])
+             if g["player"] == "Corrie"],
         )
-    )
+    )  # fmt: skip
     out.append(
         DemoQuery(
             "All games of a month (GAME_BY_DATE range)",
             "btts query games --game LoL --month 2015-03",
-            q.games_of_month_query("LoL", 2015, 3),
-            sorted(games, key=lambda g: (g.date, g.player)),
+            [game_record(g) for g in sorted(games, key=lambda g: (g["date"], g["player"]))],
         )
     )
 
@@ -493,23 +543,16 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
     start = samples.BALLOONS_START_MS + (minutes // 2) * 60_000
     end = start + min(30, max(1, minutes // 4)) * 60_000
     measured = [
-        q.BalloonMeasurement(
-            r["location"],
-            str(r["balloon_id"]),
-            _ms(r["timestamp"]),
-            *(_dec(r[m]) for m in ("pressure", "temperature", "humidity", "altitude")),
-        )
+        balloon_record(r)
         for r in _records("weather_balloons", sizes)
         if r["balloon_id"] == 3698 and _in(_ms(r["timestamp"]), start, end)
     ]
-    for pattern in ("TS-COLS", "TS-BLOB", "TB-CELL", "TB-COL"):
+    for pattern, name in query_command.BALLOON_QUERIES.items():
         out.append(
             DemoQuery(
-                f"Balloon measurements for a time range, layout {pattern} "
-                f"({q.BALLOON_TABLES[pattern].name})",
+                f"Balloon measurements for a time range, layout {pattern} ({name.upper()})",
                 f"btts query balloon --pattern {pattern} --location us-west2 --balloon 3698 "
                 f"--start {_iso(start)} --end {_iso(end)}",
-                q.balloon_measurements_query(pattern, "us-west2", 3698, start, end),
                 measured,
                 note="protobuf blobs decoded" if pattern == "TS-BLOB" else "",
             )
@@ -518,18 +561,16 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
     # Battery: salted reads merged in time order, and the promoted table for one user.
     start = samples.BATTERY_START_MS + (sizes.battery_minutes // 4) * 60_000
     end = start + (sizes.battery_minutes // 2) * 60_000
-    levels = [
-        q.BatteryLevel(r["user"], _ms(r["timestamp"]), _dec(r["percentage"]))
-        for r in _records("battery", sizes)
-        if _in(_ms(r["timestamp"]), start, end)
-    ]
-    levels.sort(key=lambda b: b.ts_ms)
+    levels = sorted(
+        (battery_record(r) for r in _records("battery", sizes)
+         if _in(_ms(r["timestamp"]), start, end)),
+        key=lambda b: b["ts_ms"],
+    )  # fmt: skip
     out.append(
         DemoQuery(
             "Battery levels of every user between two times (BATTERY_SALTED: one scan per "
             "salt bucket, merged in time order)",
             f"btts query battery --start {_iso(start)} --end {_iso(end)}",
-            q.battery_levels_query(start, end),
             levels,
         )
     )
@@ -537,68 +578,49 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
         DemoQuery(
             "One user's battery levels between two times (BATTERY, user promoted)",
             f"btts query battery --user Corrie --start {_iso(start)} --end {_iso(end)}",
-            q.battery_levels_query(start, end, "Corrie"),
-            [b for b in levels if b.user == "Corrie"],
+            [b for b in levels if b["user"] == "Corrie"],
         )
     )
 
     # Garden and sales (short-wide month row; aggregate cells).
-    temps = [r for r in _records("garden", sizes) if r["garden"] == "VEGGIEGARDEN"]
-    march = {int(r["date"][8:]): _dec(r["temp"]) for r in temps if r["date"].startswith("2015-03")}
     out.append(
         DemoQuery(
             "A garden's month as one short-wide row (GARDEN_MONTHLY)",
             "btts query garden --garden VEGGIEGARDEN --month 2015-03",
-            q.garden_month_query("VEGGIEGARDEN", 2015, 3),
-            [q.GardenMonth("VEGGIEGARDEN", "2015-03", march)],
+            [garden_month_record(_records("garden", sizes), "VEGGIEGARDEN", 2015, 3)],
         )
     )
-    totals: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for r in _records("sales", sizes):
-        if r["employee"] == "Corrie":
-            month = r["timestamp"][:7]
-            totals[month][0] += r["amount_cents"]
-            totals[month][1] += 1
+    sales = [
+        m for m in monthly_sales_records(_records("sales", sizes), "Corrie")
+        if "201501" <= m["ts"] <= "201503"
+    ]  # fmt: skip
     out.append(
         DemoQuery(
             "An employee's monthly sales totals (SALES_MONTHLY, AddToCell sums)",
             "btts query sales --employee Corrie --from 2015-01 --to 2015-03",
-            q.monthly_sales_query("Corrie", (2015, 1), (2015, 3)),
-            [q.MonthlySales("Corrie", m, *totals[m]) for m in sorted(totals)],
+            sales,
         )
     )
 
     # Tenants: one tenant's rows; then offboarding another by dropping its prefix.
     devices = list(_records("device", sizes))
-
-    def tenant_readings(tenant: str) -> list[q.DeviceReading]:
-        found = []
-        for r in devices:
-            if r["tenant"] == tenant:
-                for name, value in r["readings"].items():
-                    found.append(
-                        q.DeviceReading(
-                            tenant, r["kind"], r["device"], _ms(r["timestamp"]), name.upper(),
-                            _dec(value),
-                        )
-                    )  # fmt: skip
-        return sorted(found, key=lambda d: (d.device, d.ts_ms, d.reading))
-
     out.append(
         DemoQuery(
             "A tenant's rows (DEVICE prefix TENANT#)",
             "btts query tenant --tenant altostrat",
-            q.tenant_rows_query("altostrat"),
-            tenant_readings("altostrat"),
+            tenant_records(devices, "altostrat"),
         )
     )
     acme_rows = len({(r["device"], r["timestamp"][:10]) for r in devices if r["tenant"] == "acme"})
-    survivors = tenant_readings("acme2")
+    survivors = tenant_records(devices, "acme2")
+
+    def tenant_rows(target: admin.Target, tenant: str) -> list[dict]:
+        return _no_key(q.ask(target, "devices", "tenant_rows", {"tenant": tenant}))
 
     def drop_acme(target: admin.Target) -> str:
         dropped = q.drop_tenant(target, "acme")
-        gone = q.tenant_rows(target, "acme")
-        kept = _no_key(q.tenant_rows(target, "acme2"))
+        gone = tenant_rows(target, "acme")
+        kept = tenant_rows(target, "acme2")
         if dropped != acme_rows or gone or kept != survivors:
             raise SystemExit(
                 f"demo: dropping tenant acme: {dropped} rows dropped (expected {acme_rows}), "
@@ -613,8 +635,7 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
         DemoQuery(
             "Dropping a tenant (one admin call on the row range acme#; acme2# untouched)",
             "btts query tenant --tenant acme",
-            q.tenant_rows_query("acme"),
-            tenant_readings("acme"),
+            tenant_records(devices, "acme"),
             after=drop_acme,
         )
     )
@@ -651,13 +672,14 @@ def run_queries(target: admin.Target, sizes: Sizes) -> float:
     for number, item in enumerate(build_queries(sizes), 1):
         print(f"\nQ{number}. {item.title}")
         print(f"    $ {item.command}")
-        for scan in item.query.scans:
+        query = item.query
+        for scan in query.scans:
             print(f"    read {scan.describe()}")
-        got = q.run(target, item.query)
+        got = q.run(target, query)
         shown = render.to_table(got[:SHOW_ROWS]).replace("\n", "\n    ")
         print(f"    {shown}")
         if len(got) == 1:  # one wide row (a meter's day, a garden's month): every column
-            for value in got[0]:
+            for value in got[0].values():
                 if isinstance(value, dict) and len(value) > render.MAX_DICT_COLUMNS:
                     print("    " + render.dict_grid(value).replace("\n", "\n    "))
         more = f"; first {SHOW_ROWS} shown" if len(got) > SHOW_ROWS else ""
@@ -671,7 +693,7 @@ def run_queries(target: admin.Target, sizes: Sizes) -> float:
         note = f"; {item.note}" if item.note else ""
         print(f"    {len(got):,} record(s){more}{note} — equal to the generated events ✓")
         if number == 1:
-            line = _cbt_check(target, item.query.scans[0], [r.key for r in got])
+            line = _cbt_check(target, query.scans[0], [r["key"] for r in got])
             if line:
                 print(f"    {line}")
         if item.after:

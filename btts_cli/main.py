@@ -369,7 +369,7 @@ def _schema_query(argv: list[str]) -> int:
     for record in records:
         print(record["key"])
         for cell in record["cells"]:
-            stamp = q._iso(cell["timestamp_ms"])
+            stamp = q.iso(cell["timestamp_ms"])
             print(f"    {cell['family']}:{cell['qualifier']} = {cell['value']}  @ {stamp}")
     print(f"\n{len(records):,} row(s)")
     return 0

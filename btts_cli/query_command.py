@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import sys
 import zoneinfo
 from collections.abc import Callable
 
 from btts import admin, render
 from btts import query_engine as q
+from pipelines import nightly
 from transforms import key_ranges, timefmt
 from transforms.errors import InvalidEvent
 
@@ -95,7 +95,7 @@ def _current(p):
     )  # fmt: skip
 
 
-def _recent(p):
+def _recent_args(p):
     p.add_argument("--host", required=True)
     p.add_argument("-n", "--count", type=int, default=10, help="how many (default: 10)")
     p.add_argument("--before", type=_time, help="only readings before this time")
@@ -107,7 +107,7 @@ def _meter(p):
     _tz(p)
 
 
-def _meters_of_day(p):
+def _meters_of_day_args(p):
     p.add_argument("--date", type=_day, required=True, help="the day, YYYY-MM-DD or YYYYMMDD")
     p.add_argument(
         "--layout",
@@ -118,7 +118,7 @@ def _meters_of_day(p):
     _tz(p)
 
 
-def _market(p):
+def _market_args(p):
     p.add_argument("--exchange", required=True, help="e.g. NASDAQ")
     p.add_argument("--symbol", required=True, help="e.g. ZXZZT")
     _range(p)
@@ -135,10 +135,18 @@ def _games(p):
     p.add_argument("--month", type=_month, required=True, help="YYYY-MM")
 
 
+BALLOON_QUERIES = {  # --pattern → the weather_balloons query reading that layout's table
+    "TS-COLS": "balloon_ts_cols",
+    "TS-BLOB": "balloon_ts_blob",
+    "TB-CELL": "balloon_tb_cell",
+    "TB-COL": "balloon_tb_col",
+}
+
+
 def _balloon(p):
     p.add_argument(
         "--pattern",
-        choices=tuple(q.BALLOON_TABLES),
+        choices=tuple(BALLOON_QUERIES),
         default="TS-COLS",
         help="which layout's table to read (default: TS-COLS)",
     )
@@ -153,7 +161,6 @@ def _battery(p):
         "--user", help="one user's levels from BATTERY (promoted); default: every user's from "
         "BATTERY_SALTED, one scan per salt bucket merged in time order"
     )  # fmt: skip
-    p.add_argument("--buckets", type=int, help="salt bucket count of the salted table to read")
 
 
 def _tenant(p):
@@ -174,74 +181,146 @@ def _sales(p):
     _tz(p)
 
 
+# From the command's flags to a built-in schema's declared query: nothing below decodes.
+def _day_window(day: dt.date, tz: dt.tzinfo = dt.timezone.utc) -> tuple[int, int]:
+    return key_ranges.day_bounds(day, tz)
+
+
+def _months(first: tuple[int, int], last: tuple[int, int], tz=dt.timezone.utc):
+    return key_ranges.month_bounds(*first, tz)[0], key_ranges.month_bounds(*last, tz)[1]
+
+
+def _meters_of_day(a):
+    if a.layout == "single_table":
+        return q.builtin_query(
+            "smart_meters", "meters_of_day", {}, *_day_window(a.date, a.timezone)
+        )
+    copy = nightly.daily_table("SENSOR", f"{a.date:%Y%m%d}")
+    return q.builtin_query("smart_meters", "meters_of_day_copy", table=copy)
+
+
+def _recent(a):
+    if a.count < 1:
+        raise ValueError("--count must be at least 1")
+    window = (0, a.before) if a.before is not None else (None, None)
+    return q.builtin_query(
+        "queries", "recent_metrics", {"hostname": a.host}, *window, limit=a.count
+    )
+
+
+def _battery_query(a):
+    if a.user is not None:  # field promotion: one contiguous range
+        return q.builtin_query(
+            "battery", "battery_levels_of_user", {"user": a.user}, a.start, a.end
+        )
+    return q.builtin_query("battery", "battery_levels", {}, a.start, a.end)
+
+
 def _garden_query(a):
     if a.month:
-        return q.garden_month_query(a.garden, *a.month)
+        return q.builtin_query(
+            "garden", "garden_month", {"garden": a.garden}, *_months(a.month, a.month)
+        )
     if a.start is None or a.end is None:
         raise admin.ConfigError("garden: pass --month, or --start and --end")
-    return q.garden_days_query(a.garden, a.start, a.end)
+    return q.builtin_query("garden", "garden_days", {"garden": a.garden}, a.start, a.end)
+
+
+def _latest(a):
+    if a.host:
+        return q.builtin_query("server_metrics", "latest_metrics", {"hostname": a.host})
+    return q.builtin_query("server_metrics", "fleet_metrics")
+
+
+def _market(name: str):
+    def plan(a):
+        values = {"exchange": a.exchange, "symbol": a.symbol}
+        return q.builtin_query("market_data", name, values, a.start, a.end)
+
+    return plan
 
 
 SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "metrics": (
         "one host's metrics between two times (METRIC range)",
         _metrics,
-        lambda a: q.host_metrics_query(a.host, a.start, a.end),
+        lambda a: q.builtin_query(
+            "server_metrics", "host_metrics", {"hostname": a.host}, a.start, a.end
+        ),
     ),
     "current": (
         "latest metrics of the fleet or of chosen hosts (CURRENT_METRIC)",
         _current,
-        lambda a: q.latest_metrics_query(a.host),
+        _latest,
     ),
     "recent": (
         "a host's latest N readings, newest first (METRIC_RECENT, reversed timestamps)",
+        _recent_args,
         _recent,
-        lambda a: q.recent_metrics_query(a.host, a.count, a.before),
     ),
     "meter": (
         "one meter's readings of one day (a single SENSOR row)",
         _meter,
-        lambda a: q.meter_day_query(a.meter, a.date, a.timezone),
+        lambda a: q.builtin_query(
+            "smart_meters",
+            "meter_day",
+            {"meter": a.meter},
+            *_day_window(a.date, a.timezone),
+            a.timezone,
+        ),
     ),
     "meters-of-day": (
         "every meter's readings of one day (the nightly SENSOR_YYYYMMDD table)",
+        _meters_of_day_args,
         _meters_of_day,
-        lambda a: q.meters_of_day_query(a.date, a.layout, a.timezone),
     ),
     "quotes": (
         "quotes of one exchange + symbol between two times (QUOTE range)",
-        _market,
-        lambda a: q.quotes_query(a.exchange, a.symbol, a.start, a.end),
+        _market_args,
+        _market("quotes"),
     ),
     "trades": (
         "trades of one exchange + symbol between two times (TRADE range)",
-        _market,
-        lambda a: q.trades_query(a.exchange, a.symbol, a.start, a.end),
+        _market_args,
+        _market("trades"),
     ),
     "player-games": (
         "one player's results of one game in a month (GAME_BY_PLAYER range)",
         _player_games,
-        lambda a: q.player_games_query(a.game, a.player, *a.month),
+        lambda a: q.builtin_query(
+            "game_results",
+            "player_games",
+            {"game": a.game, "player": a.player},
+            *_months(a.month, a.month),
+        ),
     ),
     "games": (
         "every result of one game in a month (GAME_BY_DATE range)",
         _games,
-        lambda a: q.games_of_month_query(a.game, *a.month),
+        lambda a: q.builtin_query(
+            "game_results", "games_of_month", {"game": a.game}, *_months(a.month, a.month)
+        ),
     ),
     "balloon": (
         "one balloon's measurements between two times, from one of the four layouts",
         _balloon,
-        lambda a: q.balloon_measurements_query(a.pattern, a.location, a.balloon, a.start, a.end),
+        lambda a: q.builtin_query(
+            "weather_balloons",
+            BALLOON_QUERIES[a.pattern],
+            {"location": a.location, "balloon_id": a.balloon},
+            a.start,
+            a.end,
+        ),
     ),
     "battery": (
         "battery levels between two times (salted: merged buckets; --user: promoted)",
         _battery,
-        lambda a: q.battery_levels_query(a.start, a.end, a.user, a.buckets),
+        _battery_query,
     ),
     "tenant": (
         "every device reading of one tenant (DEVICE prefix TENANT#)",
         _tenant,
-        lambda a: q.tenant_rows_query(a.tenant),
+        lambda a: q.builtin_query("devices", "tenant_rows", {"tenant": a.tenant}),
     ),
     "garden": (
         "a garden's days (GARDEN_DAILY range) or month (GARDEN_MONTHLY row)",
@@ -251,7 +330,13 @@ SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
     "sales": (
         "an employee's monthly sales totals (SALES_MONTHLY aggregates)",
         _sales,
-        lambda a: q.monthly_sales_query(a.employee, a.first, a.last or a.first, a.timezone),
+        lambda a: q.builtin_query(
+            "sales",
+            "monthly_sales",
+            {"employee": a.employee},
+            *_months(a.first, a.last or a.first, a.timezone),
+            a.timezone,
+        ),
     ),
 }
 
@@ -260,59 +345,81 @@ SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
 EMPTY_HINTS = {
     "recent": "METRIC_RECENT is empty: `btts ingest server_metrics` does not write it. It is the "
     "newest-first copy of the same server-metric events, written by its own job: "
-    "`btts ingest --schema transforms/declarations/key_ranges.yaml --input FILES --create_tables` "
+    "`btts ingest --schema transforms/declarations/queries.yaml --input FILES --create_tables` "
     "(`btts demo` runs it).",
 }
 
 
-def _run_query(args: argparse.Namespace) -> int:
+def _planned(args: argparse.Namespace) -> q.Query:
     _, _, plan = SUBCOMMANDS[args.query]
     try:
-        query = plan(args)
+        return plan(args)
     except (ValueError, InvalidEvent) as err:
         raise admin.ConfigError(str(err)) from None
+
+
+def plan(words: list[str]) -> q.Query:
+    """The query a ``btts query`` command line runs (without ``btts query``): what the demo
+    shows is what it reads."""
+    parser = argparse.ArgumentParser(prog="btts query")
+    add_query_commands(parser.add_subparsers(dest="command"), lambda _: None, nested=False)
+    return _planned(parser.parse_args(words))
+
+
+def _run_query(args: argparse.Namespace) -> int:
+    query = _planned(args)
     target = admin.resolve_target(args.project, args.instance)
     try:
         records = q.run(target, query)
     except q.MissingTable as err:
         raise admin.ConfigError(str(err)) from None
-    hint = EMPTY_HINTS.get(args.query) if not records else None
+    _print(args, target, query, records, EMPTY_HINTS.get(args.query) if not records else None)
+    return 0
+
+
+def _print(args, target: admin.Target, query: q.Query, records: list, hint: str | None = None):
+    """The answer: JSON records only, or what was read then a table (every column of a lone
+    wide record)."""
     if args.format == "json":
         print(render.to_json(records))
         if hint:
             print(hint, file=sys.stderr)
-        return 0
+        return
     print(f"{query.title} — {target.describe()}")
     for scan in query.scans:
         print(f"  read {scan.describe()}")
     print()
     print(render.to_table(records, show_keys=args.keys))
     if len(records) == 1:
-        for value in records[0]:
+        for value in records[0].values():
             if isinstance(value, dict) and len(value) > render.MAX_DICT_COLUMNS:
                 print()
                 print(render.dict_grid(value))
     print(f"\n{len(records):,} record(s)")
     if hint:
         print(f"\n{hint}")
-    return 0
 
 
-def add_query_commands(sub: argparse._SubParsersAction, target_args: Callable) -> None:
-    """``btts query <what> …``: one subcommand per documented query."""
-    parser = sub.add_parser(
-        "query",
-        help="run one of the documented queries and print the answer (table or JSON)",
-        description="The reads each schema was designed for. Keys and ranges come from the "
-        "table declarations; values are decoded. Times: RFC 3339 (2015-03-16T19:53:32Z), epoch "
-        "milliseconds, or a day (midnight UTC).",
-    )
-    qsub = parser.add_subparsers(dest="query", metavar="QUERY", required=True)
+def add_query_commands(
+    sub: argparse._SubParsersAction, target_args: Callable, nested: bool = True
+) -> None:
+    """``btts query <what> …``: one subcommand per documented query (``nested=False``: the
+    subcommands go straight into ``sub``)."""
+    qsub = sub
+    if nested:
+        parser = sub.add_parser(
+            "query",
+            help="run one of the documented queries and print the answer (table or JSON)",
+            description="The reads each schema was designed for. Keys and ranges come from the "
+            "table declarations; values are decoded. Times: RFC 3339 (2015-03-16T19:53:32Z), "
+            "epoch milliseconds, or a day (midnight UTC).",
+        )
+        qsub = parser.add_subparsers(dest="query", metavar="QUERY", required=True)
     for name, (text, add_args, _) in SUBCOMMANDS.items():
         one = qsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         add_args(one)
         _common(one, target_args)
-        one.set_defaults(func=_run_query)
+        one.set_defaults(func=_run_query, query=name)
 
 
 def _drop_tenant(args: argparse.Namespace) -> int:
@@ -325,8 +432,8 @@ def _drop_tenant(args: argparse.Namespace) -> int:
 
 def _drop(args: argparse.Namespace, target: admin.Target) -> int:
     if not args.yes:
-        rows = q.run(target, q.tenant_rows_query(args.tenant))
-        keys = sorted({r.key for r in rows})
+        rows = q.ask(target, "devices", "tenant_rows", {"tenant": args.tenant})
+        keys = sorted({r["key"] for r in rows})
         print(f"Would drop {len(keys):,} row(s) of tenant {args.tenant} from DEVICE in "
               f"{target.describe()}; pass --yes to drop them.")  # fmt: skip
         return 0
@@ -401,14 +508,5 @@ def run_declared(argv: list[str], target_args: Callable, load: Callable) -> int:
         records = q.run(target, query)
     except q.MissingTable as err:
         raise admin.ConfigError(str(err)) from None
-    if args.format == "json":
-        print(json.dumps(records, indent=2, default=str, ensure_ascii=False))
-        return 0
-    print(f"{query.title} — {target.describe()}")
-    for scan in query.scans:
-        print(f"  read {scan.describe()}")
-    print()
-    for record in records:
-        print("  ".join(f"{k}={v}" for k, v in record.items()))
-    print(f"\n{len(records):,} record(s)")
+    _print(args, target, query, records)
     return 0

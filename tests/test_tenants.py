@@ -1,7 +1,7 @@
 """Tenant isolation (docs/patterns.md §3 rule 11, §5.6): one table, one key prefix per tenant.
 
 No tenant ID, device ID or other key field can produce a key inside another tenant's range;
-a tenant's read (btts.query_engine.tenant_rows) returns its rows only; offboarding a tenant (drop
+a tenant's read (the devices schema's tenant_rows query) returns its rows only; offboarding (drop
 of the row range of its prefix) leaves every other tenant untouched, lookalikes included (``acme``,
 ``acme2``, ``acm``, and names that differ by one byte on either side of the delimiter).
 test_other_shapes.py holds the plain acme/acme2/acm drop; these add adversarial names, the read
@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import unicodedata
 import uuid
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
@@ -46,6 +47,19 @@ _valid = st.text(
 )
 names = st.one_of(_valid, _valid, st.text(alphabet=st.sampled_from(TRICKY), max_size=8))
 timestamps = st.integers(min_value=0, max_value=9_999_999_999_999)
+
+
+def _tenant_query(tenant):
+    return q.builtin_query("devices", "tenant_rows", {"tenant": tenant})
+
+
+def _tenant_rows(target, tenant):
+    """One reading per item (tenant, device, value, key): what the assertions below speak of."""
+    return [
+        SimpleNamespace(**{k: v for k, v in r.items() if k != "readings"}, reading=name, value=v)
+        for r in q.run(target, _tenant_query(tenant))
+        for name, v in r["readings"].items()
+    ]
 
 
 def _key_or_none(tenant: str, kind: str, device: str, ts: int) -> bytes | None:
@@ -88,7 +102,7 @@ def test_no_key_falls_in_another_tenants_read_range(tenant, other, extra, kind, 
     key = _key_or_none(tenant, kind, device, ts)
     if key is None:
         return
-    ((own_start, own_end),) = q.tenant_rows_query(tenant).scans[0].ranges
+    ((own_start, own_end),) = _tenant_query(tenant).scans[0].ranges
     assert own_start <= key < own_end  # the tenant's own read holds it
     # Other readers: an unrelated name, and the lookalikes: every shorter prefix of the tenant
     # (acm for acme) and the tenant with more text after it (acme2 for acme).
@@ -97,7 +111,7 @@ def test_no_key_falls_in_another_tenants_read_range(tenant, other, extra, kind, 
         if _nfc(reader) == _nfc(tenant):
             continue  # the same tenant, typed another way
         try:
-            (scan,) = q.tenant_rows_query(reader).scans
+            (scan,) = _tenant_query(reader).scans
         except InvalidEvent:
             continue  # a name that cannot be a tenant reads nothing (never the whole table)
         ((start, end),) = scan.ranges
@@ -170,7 +184,7 @@ def test_two_tenants_prefix_ranges_never_overlap(a, b):
 def test_a_read_or_drop_for_an_impossible_tenant_is_refused_not_widened(tenant, reason):
     """An empty or malformed tenant must never become the whole table or a wider range."""
     with pytest.raises(InvalidEvent, match=reason):
-        q.tenant_rows_query(tenant)
+        _tenant_query(tenant)
     with pytest.raises(InvalidEvent, match=reason):
         key_ranges.prefix_scan(DEVICE, {"tenant": tenant})
 
@@ -254,7 +268,7 @@ def test_lookalike_tenants_read_only_their_rows_and_survive_a_drop(target, tmp_p
     assert all(any(r in d["reason"] for r in reasons) for d in letters), letters
 
     for i, tenant in enumerate(LOOKALIKES):
-        readings = q.tenant_rows(target, tenant)
+        readings = _tenant_rows(target, tenant)
         assert {r.tenant for r in readings} == {tenant}, tenant
         assert {r.device for r in readings} == {"4c410523", "acme"}
         assert len(readings) == 4 and {int(r.value) for r in readings} == {10 + i}
@@ -264,9 +278,9 @@ def test_lookalike_tenants_read_only_their_rows_and_survive_a_drop(target, tmp_p
     after = dump(target, DEVICE.name)
     assert after == [c for c in before if not c[0].startswith(b"acme#")]
     assert len(before) - len(after) == 4
-    assert q.tenant_rows(target, "acme") == []
+    assert _tenant_rows(target, "acme") == []
     for tenant in LOOKALIKES[1:]:
-        assert len(q.tenant_rows(target, tenant)) == 4, tenant
+        assert len(_tenant_rows(target, tenant)) == 4, tenant
 
 
 def test_a_tenant_typed_in_either_unicode_form_is_one_tenant(target, tmp_path):
@@ -277,12 +291,12 @@ def test_a_tenant_typed_in_either_unicode_form_is_one_tenant(target, tmp_path):
     result, letters = _ingest(target, tmp_path, [*lines, _reading("acme", "d1", 0, 3)])
     assert result.btts_counters["events_valid"] == 3 and letters == []
     for form in (composed, combining):
-        readings = q.tenant_rows(target, form)
+        readings = _tenant_rows(target, form)
         assert sorted(int(r.value) for r in readings) == [1, 2]
         assert {r.key.split("#")[0] for r in readings} == {composed}
     assert q.drop_tenant(target, combining) == 1  # one day row holds both readings
-    assert q.tenant_rows(target, composed) == []
-    assert [int(r.value) for r in q.tenant_rows(target, "acme")] == [3]
+    assert _tenant_rows(target, composed) == []
+    assert [int(r.value) for r in _tenant_rows(target, "acme")] == [3]
 
 
 def _tenant_sets():
@@ -321,7 +335,7 @@ def test_reads_and_drops_isolate_arbitrary_tenant_sets(bigtable_emulator, tenant
             ]
         )
     for t in tenants:
-        assert [r.tenant for r in q.tenant_rows(target, t)] == [t]
+        assert [r.tenant for r in _tenant_rows(target, t)] == [t]
     dropped = tenants[dropped_index % len(tenants)]
     assert q.drop_tenant(target, dropped) == 1
     left = sorted(r.key for r in admin.read_rows(target, DEVICE.name))
