@@ -297,11 +297,6 @@ def field_parser(spec: FieldSpec, key_delimiters: str = "") -> FieldParser:
     raise AssertionError(f"unknown field type {kind}")
 
 
-def parse_field(spec: FieldSpec, record: Mapping) -> object:
-    """One field's checked value (see :func:`field_parser`)."""
-    return field_parser(spec)(record[spec.name])
-
-
 def _text(value: object) -> str:
     """A field value as cell text: integers as digits."""
     if type(value) is int:

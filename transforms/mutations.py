@@ -39,15 +39,6 @@ class RowMutation(NamedTuple):
     cells: tuple
 
 
-_new = tuple.__new__
-
-
-def cells_at(
-    family: str, pairs: Iterable[tuple[bytes, bytes]], timestamp_us: int
-) -> tuple[Cell, ...]:
-    """Cells of one family at one timestamp, from ``(qualifier, value)`` pairs: the hot path's
-    constructor (half the cost of calling ``Cell(...)`` per cell)."""
-    return tuple([_new(Cell, (family, q, v, timestamp_us)) for q, v in pairs])
 
 
 def row_bytes(row: RowMutation) -> int:

@@ -97,10 +97,6 @@ def zero_padded(name: str, width: int) -> Segment:
     return Segment("zero_pad", field=name, width=width)
 
 
-def space_padded(name: str, width: int) -> Segment:
-    return Segment("space_pad", field=name, width=width)
-
-
 def time_label(name: str, fmt: str) -> Segment:
     """``fmt``: hour, day, week, month, minute, yyyymmdd, yyyymm, yyyymmddhhmmssmmm."""
     if fmt not in TIME_FORMATS:

@@ -186,21 +186,6 @@ def time_of_day(ms: int, tz: dt.tzinfo = UTC) -> str:
     return f"{moment:%H%M}"
 
 
-BUCKETS = {
-    "hour": hour_label,
-    "day": day_label,
-    "week": iso_week_label,
-    "month": month_label,
-}
-
-
-def bucket_label(ms: int, bucket: str, tz: dt.tzinfo = UTC) -> str:
-    try:
-        return BUCKETS[bucket](ms, tz)
-    except KeyError:
-        raise ValueError(f"unknown time bucket {bucket!r}; use one of {sorted(BUCKETS)}") from None
-
-
 # -- time formats people write ------------------------------------------------------------------
 
 NAMED_FORMATS = ("auto", "rfc3339", "epoch_s", "epoch_ms", "epoch_us", "date", "yyyymmddhhmmssmmm")
