@@ -1,5 +1,6 @@
-"""``btts query …`` and ``btts tenant drop``: the query functions of :mod:`btts.query_engine` as
-commands, printing a table (default) or JSON.
+"""``btts query …`` and ``btts tenant drop``: the queries the built-in schema files declare, as
+commands with flags of their own, run by :mod:`btts.query_engine` and printed as a table
+(default) or JSON.
 
 Table output starts with what was read (table, key range or rows, cell-time window), so the
 answer can be checked with ``cbt read`` on the same range; ``--format json`` prints only the
