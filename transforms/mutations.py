@@ -39,8 +39,6 @@ class RowMutation(NamedTuple):
     cells: tuple
 
 
-
-
 def row_bytes(row: RowMutation) -> int:
     """Approximate mutation size, for batching and the 100 MB row guidance."""
     _table, key, cells = row
