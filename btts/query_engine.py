@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 from typing import Generic, TypeVar
@@ -40,7 +40,9 @@ from typing import Generic, TypeVar
 from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
+from btts import admin
 from btts.admin import ReadCell, ReadRow, Target
+from btts.render import iso
 from transforms import key_ranges, salted_reads, schema_file, schema_file_queries, timefmt
 from transforms.key_ranges import Scan
 
@@ -126,11 +128,18 @@ def run(target: Target, query: Query[R]) -> list[R]:
         return query.decode([execute(client, target, scan) for scan in query.scans])
 
 
-def count_rows(target: Target, table: str) -> int:
-    """How many rows a table holds (keys only travel: one stripped cell per row)."""
+def count_rows(target: Target, table: str, span: tuple[bytes, bytes] | None = None) -> int:
+    """How many rows a table holds, or its key range ``span`` (keys only travel: one stripped
+    cell per row)."""
+    ranges = [RowRange(*span)] if span is not None else None
     with BigtableDataClient(project=target.project) as client:
         handle = client.get_table(target.instance, table)
-        return sum(1 for _ in handle.read_rows(ReadRowsQuery(row_filter=KEYS_ONLY)))
+        try:
+            return sum(
+                1 for _ in handle.read_rows(ReadRowsQuery(row_ranges=ranges, row_filter=KEYS_ONLY))
+            )
+        except gexc.NotFound:
+            raise MissingTable(f"table {table} does not exist in {target.describe()}") from None
 
 
 # Keys only: the first cell of each row, its value stripped.
@@ -153,10 +162,6 @@ def number(value: bytes, where: str = "value") -> Decimal:
 def int64(value: bytes) -> int:
     """An aggregate (int64 sum) cell: 8 bytes, big-endian, signed."""
     return int.from_bytes(value, "big", signed=True)
-
-
-def iso(ms: int) -> str:
-    return timefmt.to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def typed(spec: schema_file.FieldSpec | None, text: str, where: str) -> object:
@@ -281,19 +286,22 @@ class _Decoder:
         self.times = _time_fields(schema, table)
         self.literal: dict[bytes, schema_file.ColumnSpec] = {}
         self.data_named: list[schema_file.ColumnSpec] = []  # qualifiers from data or time
-        names: list[str] = [*(table.rows_per.fields if table.rows_per else ())]
+        names = [s.field for s in table.decl.key.segments if s.field]
+        names += ["ts_ms", *(table.rows_per.fields if table.rows_per else ())]
         for col in table.columns:
             if isinstance(col.qualifier, str) and col.qualifier and not col.each:
                 self.literal[col.qualifier.encode("utf-8")] = col
             else:
                 self.data_named.append(col)
             names += _column_fields(col)
+        # the column whose qualifiers come from data (one per table, when declared)
+        self.owner = self.data_named[0] if len(self.data_named) == 1 else None
         # record fields: the key's, ts_ms, the columns' in declaration order, the rest, key
-        self.rank = {name: i for i, name in enumerate(dict.fromkeys(names), start=2)}
-        self.rank.update(ts_ms=1, key=1 << 30)
+        self.rank = {name: i for i, name in enumerate(dict.fromkeys(names))}
+        self.rank["key"] = 1 << 30
 
-    def ordered(self, record: Record, key_fields: Sequence[str]) -> Record:
-        rank = {**self.rank, **dict.fromkeys(key_fields, 0)}
+    def ordered(self, record: Record) -> Record:
+        rank = self.rank
         return {k: record[k] for k in sorted(record, key=lambda k: rank.get(k, 1 << 20))}
 
     def cell(self, record: Record, row_field: Mapping, cell: ReadCell, where: str) -> None:
@@ -332,7 +340,7 @@ class _Decoder:
             name = row_field[rows_per.name]
             record[name] = typed(self.fields.get(name), qualifier, where)
             return
-        col = self._owner()
+        col = self.owner
         if col is None:
             record[qualifier] = _loose(value)
             return
@@ -345,10 +353,6 @@ class _Decoder:
             )
         else:
             record[qualifier] = _loose(value)
-
-    def _owner(self) -> schema_file.ColumnSpec | None:
-        """The column whose qualifiers come from data (one per table, when declared)."""
-        return self.data_named[0] if len(self.data_named) == 1 else None
 
 
 def _column_fields(col: schema_file.ColumnSpec) -> list[str]:
@@ -415,7 +419,7 @@ def decode_declared(
                     record["ts_ms"] = max(record["ts_ms"], cell.timestamp_us // 1000)
                     decoder.cell(record, row_fields, cell, where)
             record["key"] = where
-            out.append(decoder.ordered(_sorted_dicts(record), parts))
+            out.append(decoder.ordered(_sorted_dicts(record)))
             continue
         by_time: dict[int, Record] = {}
         for cell in sorted(row.cells, key=lambda c: c.timestamp_us):
@@ -430,12 +434,9 @@ def decode_declared(
         if per is None:
             for ms in sorted(by_time):
                 by_time[ms]["key"] = where
-                out.append(decoder.ordered(_sorted_dicts(by_time[ms]), parts))
+                out.append(decoder.ordered(_sorted_dicts(by_time[ms])))
     if per is not None:  # a record put back together from several rows has no single key
-        fields = [s.field for s in decl.key.segments]  # (the rest are ranked below them)
-        out = [
-            decoder.ordered(r, fields) for r in sorted(pivoted.values(), key=lambda r: r["ts_ms"])
-        ]
+        out = [decoder.ordered(r) for r in sorted(pivoted.values(), key=lambda r: r["ts_ms"])]
     elif len(scans) > 1 and not salted:
         out.sort(key=lambda r: r["ts_ms"])
     return out
@@ -457,7 +458,11 @@ def declared_query(
     values = dict(values or {})
     scans = plan_declared(schema, spec, values, start_ms, end_ms, tz, limit=limit, table=table)
     shown = ", ".join(f"{f}={values[f]}" for f in spec.select)
-    window = f" in [{iso(start_ms)}, {iso(end_ms)})" if start_ms is not None and end_ms else ""
+    window = (
+        f" in [{iso(start_ms)}, {iso(end_ms)})"
+        if start_ms is not None and end_ms is not None
+        else ""
+    )
     return Query(
         f"{name}({shown}){window} from {table or spec.table}",
         scans,
@@ -481,19 +486,11 @@ def ask(target: Target, dataset: str, name: str, *args, **kwargs) -> list[Record
 def drop_tenant(target: Target, tenant: str) -> int:
     """Offboard a tenant: drop the row range of its prefix ``TENANT#`` in DEVICE in one admin
     call (``acme`` never takes ``acme2``'s rows). Returns how many rows it held."""
-    from btts import admin
-
     devices = schema_file.builtin("devices")
     device = devices.table("DEVICE").decl
     (scan,) = plan_declared(devices, declared(devices, "tenant_rows"), {"tenant": tenant})
     ((start, end),) = scan.ranges
-    with BigtableDataClient(project=target.project) as client:
-        table = client.get_table(target.instance, device.name)
-        query = ReadRowsQuery(row_ranges=RowRange(start, end), row_filter=KEYS_ONLY)
-        try:
-            count = sum(1 for _ in table.read_rows(query))
-        except gexc.NotFound:
-            raise MissingTable(f"table DEVICE does not exist in {target.describe()}") from None
+    count = count_rows(target, device.name, (start, end))
     with admin.Admin(target) as client:  # the prefix is never empty: never the whole table
         client.api.drop_row_range(
             request={"name": target.table_path(device.name), "row_key_prefix": start}

@@ -314,6 +314,7 @@ def _schema_query(argv: list[str]) -> int:
     import datetime as dt
 
     from btts import query_engine as q
+    from btts import render
     from btts_cli import query_command as query_cli
     from transforms import generic
 
@@ -369,7 +370,7 @@ def _schema_query(argv: list[str]) -> int:
     for record in records:
         print(record["key"])
         for cell in record["cells"]:
-            stamp = q.iso(cell["timestamp_ms"])
+            stamp = render.iso(cell["timestamp_ms"])
             print(f"    {cell['family']}:{cell['qualifier']} = {cell['value']}  @ {stamp}")
     print(f"\n{len(records):,} row(s)")
     return 0

@@ -183,10 +183,6 @@ def _sales(p):
 
 
 # From the command's flags to a built-in schema's declared query: nothing below decodes.
-def _day_window(day: dt.date, tz: dt.tzinfo = dt.timezone.utc) -> tuple[int, int]:
-    return key_ranges.day_bounds(day, tz)
-
-
 def _months(first: tuple[int, int], last: tuple[int, int], tz=dt.timezone.utc):
     return key_ranges.month_bounds(*first, tz)[0], key_ranges.month_bounds(*last, tz)[1]
 
@@ -194,7 +190,7 @@ def _months(first: tuple[int, int], last: tuple[int, int], tz=dt.timezone.utc):
 def _meters_of_day(a):
     if a.layout == "single_table":
         return q.builtin_query(
-            "smart_meters", "meters_of_day", {}, *_day_window(a.date, a.timezone)
+            "smart_meters", "meters_of_day", {}, *key_ranges.day_bounds(a.date, a.timezone)
         )
     copy = nightly.daily_table("SENSOR", f"{a.date:%Y%m%d}")
     return q.builtin_query("smart_meters", "meters_of_day_copy", table=copy)
@@ -266,7 +262,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
             "smart_meters",
             "meter_day",
             {"meter": a.meter},
-            *_day_window(a.date, a.timezone),
+            *key_ranges.day_bounds(a.date, a.timezone),
             a.timezone,
         ),
     ),
