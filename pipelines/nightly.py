@@ -724,7 +724,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
     except admin.ConfigError as err:
         raise SystemExit(f"{NAME}: error: {err}") from None
     _LOG.info("copying %s day(s) %s of %s", len(plan.days), ", ".join(plan.days), plan.source.name)
-    pipeline = beam.Pipeline(options=options)
+    pipeline = common.new_pipeline(options)
     build_plan(pipeline, plan)
     result = pipeline.run()
     if dry:

@@ -149,3 +149,32 @@ def test_cbt_reads_the_rows_and_values_of_spec_5_2(target, tmp_path, golden_case
         assert f"METRIC:{cell['qualifier']}" in out
         assert f'"{cell["value"]}"' in out
     assert "2015/03/16-19:53:32.045000" in out
+
+
+def test_a_local_run_never_tries_prism(target, tmp_path, monkeypatch):
+    """Beam's DirectRunner first tries Prism (a binary fetched from GitHub); a local job goes
+    straight to the in-process runner, so it neither waits on the network nor switches runner."""
+    from apache_beam.runners.portability import prism_runner
+
+    tried = []
+
+    def refuse(runner, pipeline, options):  # Beam falls back on any error: record the try
+        tried.append(pipeline)
+        raise RuntimeError("no Prism here")
+
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", refuse)
+    good = list(samples.metric_events(hosts=2, seconds=10))
+    result = run_job("server_metrics", target, write_lines(tmp_path / "in.jsonl", good), tmp_path)
+    assert result.btts_counters["rows_METRIC"] == len(good)
+    assert not tried
+
+
+def test_a_named_runner_is_left_alone():
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    from pipelines import common
+
+    local = common.new_pipeline(PipelineOptions([]))
+    assert type(local.runner).__name__ == "SwitchingDirectRunner" and local.runner._is_interactive
+    named = common.new_pipeline(PipelineOptions(["--runner=BundleBasedDirectRunner"]))
+    assert type(named.runner).__name__ == "BundleBasedDirectRunner"
