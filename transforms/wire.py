@@ -119,20 +119,22 @@ class EntryEncoder:
     """``framed(entry(row))``, through a generated function per column layout.
 
     A layout is a row's ``(family, qualifier)`` sequence, every cell at one timestamp. The first
-    ``max_layouts`` seen are learnt; rows of other layouts, and rows the generated code does not
-    cover (a long key or value, an empty value, several timestamps), take :func:`entry`. When
-    most rows miss (qualifiers that change from row to row), it stops trying.
+    ``max_layouts`` seen are learnt as they are; past them, a table whose qualifiers change from
+    row to row (a time of day, a metric name) gets one function per family sequence that takes
+    each qualifier from the row. Rows the generated code does not cover (a long key or value,
+    an empty value, several timestamps) take :func:`entry`; when most rows miss anyway, it stops
+    trying.
     """
 
     def __init__(self, max_layouts: int = 4) -> None:
         self._max = max_layouts
-        self._fast: list[Callable] = []
+        self._fast: list[tuple[tuple, Callable]] = []  # (layout, its function), tried in order
         self._seen: set[tuple] = set()
         self._rows = self._misses = 0
 
     def __call__(self, row) -> bytes:
         self._rows += 1
-        for encode in self._fast:
+        for _layout, encode in self._fast:
             out = encode(row)
             if out is not None:
                 return out
@@ -140,33 +142,54 @@ class EntryEncoder:
 
     def _miss(self, row) -> bytes:
         self._misses += 1
-        if len(self._seen) < self._max:
-            cells = row[2]
-            layout = tuple((c[0], c[1]) if type(c) is not AddCell else None for c in cells)
-            if layout not in self._seen:
-                self._seen.add(layout)
-                encode = generate(layout)
-                if encode is not None:
-                    self._fast.insert(0, encode)
-                    out = encode(row)
-                    if out is not None:
-                        return out
+        cells = row[2]
+        layout = tuple((c[0], c[1]) if type(c) is not AddCell else None for c in cells)
+        exact = len(self._seen) < self._max
+        if not exact and None not in layout:
+            layout = tuple((family, None) for family, _qualifier in layout)  # qualifiers vary
+        if layout not in self._seen and len(self._seen) < 2 * self._max:
+            self._seen.add(layout)
+            encode = generate(layout)
+            if encode is not None:
+                if exact:
+                    self._fast.insert(0, (layout, encode))
+                else:  # it covers this family sequence's exact layouts: try it instead
+                    families = [f for f, _ in layout]
+                    self._fast = [
+                        (known, fn) for known, fn in self._fast if [f for f, _ in known] != families
+                    ]
+                    self._fast.append((layout, encode))
+                out = encode(row)
+                if out is not None:
+                    return out
         elif self._fast and self._misses > 1000 and 2 * self._misses > self._rows:
             self._fast = []  # most rows miss every generated encoder: entry() alone is cheaper
         return framed(entry(row))
 
 
-def generate(layout: Sequence[tuple[str, bytes] | None]) -> Callable | None:
-    """``(row) -> bytes | None``: the framed entry of a row whose cells are exactly ``layout``,
-    sharing one positive timestamp, short enough for one-byte lengths; None for any other row
-    (and no function for a layout it cannot write)."""
+def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | None:
+    """``(row) -> bytes | None``: the framed entry of a row whose cells are exactly ``layout``
+    (a qualifier of None: any qualifier, taken from the row), sharing one positive timestamp,
+    short enough for one-byte lengths; None for any other row (and no function for a layout it
+    cannot write)."""
     from transforms.compiler import _Source
 
     if not layout or any(
-        c is None or len(c) != 2 or type(c[0]) is not str or type(c[1]) is not bytes for c in layout
+        c is None
+        or len(c) != 2
+        or type(c[0]) is not str
+        or (c[1] is not None and type(c[1]) is not bytes)
+        for c in layout
     ):
         return None
-    heads = [_head(family, qualifier) for family, qualifier in layout]
+    # A cell's fields before its timestamp: the whole head when the qualifier is known, else
+    # the family field and the qualifier's tag, its length and bytes following from the row.
+    heads = [
+        _head(family, qualifier)
+        if qualifier is not None
+        else _field(0x0A, family.encode()) + b"\x12"
+        for family, qualifier in layout
+    ]
     if any(len(head) > 100 for head in heads):
         return None
     src = _Source()
@@ -179,11 +202,11 @@ def generate(layout: Sequence[tuple[str, bytes] | None]) -> Callable | None:
     src.add(f"{', '.join(f'c{i}' for i in range(count))}, = cells")
     checks = []
     for i, (family, qualifier) in enumerate(layout):
-        checks += [
-            f"type(c{i}) is A",
-            f"c{i}[0] != {src.const(family, 'F')}",
-            f"c{i}[1] != {src.const(qualifier, 'Q')}",
-        ]
+        checks += [f"type(c{i}) is A", f"c{i}[0] != {src.const(family, 'F')}"]
+        if qualifier is None:
+            checks.append(f"type(c{i}[1]) is not bytes")
+        else:
+            checks.append(f"c{i}[1] != {src.const(qualifier, 'Q')}")
     src.add(f"if {' or '.join(checks)}:")
     src.add("return None", 2)
     src.add("ts = c0[3]")
@@ -194,18 +217,28 @@ def generate(layout: Sequence[tuple[str, bytes] | None]) -> Callable | None:
     src.add("lt = len(t)")
     args = ["B[size] if size < 128 else V(size)", "B[len(key)]", "key"]
     fits = []
-    for i, head in enumerate(heads):
+    fmt = b"\x12%b\x0a%b%b"
+    for i, (head, (_family, qualifier)) in enumerate(zip(heads, layout, strict=True)):
         src.add(f"x{i} = c{i}[2]")
         src.add(f"n{i} = len(x{i})")
         # SetCell = head, 0x18 t, 0x22 n value; its Mutation adds two bytes: all under 128
-        src.add(f"b{i} = {len(head) + 3} + lt + n{i}")
-        fits.append(f"0 < n{i} and b{i} < 126")
-        args += [f"B[b{i} + 2]", f"B[b{i}]", src.const(head, "H"), "t", f"B[n{i}]", f"x{i}"]
+        if qualifier is None:  # head + qualifier length + qualifier; an empty one is left out
+            src.add(f"q{i} = c{i}[1]")
+            src.add(f"b{i} = {len(head) + 4} + len(q{i}) + lt + n{i}")
+            fits.append(f"0 < n{i} and 0 < len(q{i}) and b{i} < 126")
+            args += [f"B[b{i} + 2]", f"B[b{i}]", src.const(head, "H"), f"B[len(q{i})]", f"q{i}"]
+            fmt += b"\x12%b\x0a%b%b%b%b"
+        else:
+            src.add(f"b{i} = {len(head) + 3} + lt + n{i}")
+            fits.append(f"0 < n{i} and b{i} < 126")
+            args += [f"B[b{i} + 2]", f"B[b{i}]", src.const(head, "H")]
+            fmt += b"\x12%b\x0a%b%b"
+        args += ["t", f"B[n{i}]", f"x{i}"]
+        fmt += b"\x18%b\x22%b%b"
     src.add(f"if not ({' and '.join(fits)}):")
     src.add("return None", 2)
     src.add(f"size = len(key) + {2 + 4 * count} + {' + '.join(f'b{i}' for i in range(count))}")
-    fmt = src.const(b"\x12%b\x0a%b%b" + b"\x12%b\x0a%b%b\x18%b\x22%b%b" * count, "FMT")
-    src.add(f"return {fmt} % ({', '.join(args)})")
+    src.add(f"return {src.const(fmt, 'FMT')} % ({', '.join(args)})")
     source = "\n".join(src.lines)
     exec(compile(source, "<btts entry encoder>", "exec"), src.namespace)  # names are constants
     encode = src.namespace["encode"]
