@@ -11,6 +11,7 @@ this one run, on this machine, so noise between machines cancels out.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks import data
@@ -52,8 +54,24 @@ TARGETS = {
 }
 
 
+_EMULATOR_PID: list[int] = []  # the running emulator's process, while there is one
+
+
+def emulator_cpu_s() -> float | None:
+    """CPU seconds the emulator has used so far (Linux /proc; None elsewhere)."""
+    if not _EMULATOR_PID:
+        return None
+    try:
+        with open(f"/proc/{_EMULATOR_PID[-1]}/stat", encoding="ascii") as f:
+            fields = f.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def measure(*args: str, timeout: float = 1800) -> dict:
     started = time.monotonic()
+    emulator_before = emulator_cpu_s()
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.cases", *args],
         capture_output=True,
@@ -69,6 +87,9 @@ def measure(*args: str, timeout: float = 1800) -> dict:
             f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
         )
     result = json.loads(lines[-1][len("RESULT ") :])
+    emulator_after = emulator_cpu_s()
+    if emulator_before is not None and emulator_after is not None:
+        result["emulator_cpu_s"] = round(emulator_after - emulator_before, 2)
     result["wall_s"] = round(time.monotonic() - started, 2)
     for unit in ("events", "rows", "cells"):
         if result.get(unit):
@@ -88,6 +109,18 @@ def fresh_instance(table_names: list[str]) -> str:
         create=True,
     )
     return instance
+
+
+@contextlib.contextmanager
+def fresh_emulator() -> Iterator[None]:
+    """An emulator of its own: it keeps every row written to it, and a fuller emulator spends
+    more CPU per write (its heap is scanned by Go's collector), which would tax later figures."""
+    with emulator.Emulator() as running:
+        _EMULATOR_PID.append(running.process.pid)
+        try:
+            yield
+        finally:
+            _EMULATOR_PID.pop()
 
 
 def log(message: str) -> None:
@@ -142,7 +175,28 @@ def run_dataset(dataset: str, path: Path, quick: bool = False) -> dict:
         # end to end in one process (events/s) over the builder alone: the runner's share
         "ours_events_per_s": out["ours"]["events_per_s"],
         "ours_vs_core": ratio(out["ours"]["events_per_s"], out["core"]["events_per_s"]),
+        **cpu_summary(out["core"], out["ours"]),
     }
+    return out
+
+
+def cpu_summary(core: dict, ours: dict) -> dict:
+    """Where the in-process job's time goes, from CPU seconds of the same run.
+
+    ``ours_cpu_vs_core``: the builder's CPU (core) over the whole job process's CPU, threads
+    and start-up included: 0.5 means the job costs this process twice what the builder does.
+    ``ours_vs_core_bound``: the most ours/core could be on this machine if the job cost no more
+    than the builder, given the CPU the emulator spent storing the same rows (both share
+    ``cpu_count`` cores): emulators whose cost per cell dwarfs the builder's cap it."""
+    core_s, ours_cpu, emulator = core.get("seconds"), ours.get("cpu_s"), ours.get("emulator_cpu_s")
+    out = {
+        "ours_cpu_s": ours_cpu,
+        "emulator_cpu_s": emulator,
+        "ours_cpu_vs_core": ratio(core_s, ours_cpu),
+    }
+    if core_s and emulator is not None:
+        cores = os.cpu_count() or 1
+        out["ours_vs_core_bound"] = round(min(1.0, cores * core_s / (core_s + emulator)), 3)
     return out
 
 
@@ -186,11 +240,15 @@ def run_nightly(meters: int, days: int = 4) -> dict:
     }
 
 
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def table(report: dict) -> str:
     lines = [
         f"{'dataset':<9}{'core ev/s':>11}{'ours rows/s':>13}{'(mode)':>10}{'ceiling':>10}"
         f"{'naive':>9}{'wire':>9}{'ours/ceil':>11}{'ours/naive':>11}{'ours/wire':>10}"
-        f"{'ours/core':>10}"
+        f"{'ours/core':>10}{'(bound)':>8}{'cpu/core':>9}"
         f"{'RSS MB':>8}"
     ]
     for dataset in SIZES:
@@ -204,7 +262,8 @@ def table(report: dict) -> str:
             f"{s['ceiling_rows_per_s']:>10,.0f}{s['naive_rows_per_s']:>9,.0f}"
             f"{s['wire_rows_per_s']:>9,.0f}"
             f"{s['ours_vs_ceiling']:>11.2f}{s['ours_vs_naive']:>11.2f}{s['ours_vs_wire']:>10.2f}"
-            f"{s['ours_vs_core']:>10.2f}"
+            f"{s['ours_vs_core']:>10.2f}{_fmt(s.get('ours_vs_core_bound')):>8}"
+            f"{_fmt(s.get('ours_cpu_vs_core')):>9}"
             f"{d['ours']['peak_rss_mb']:>8.0f}"
         )
     sc = report["scaling"]
@@ -219,6 +278,10 @@ def table(report: dict) -> str:
         f"{n['copy_only_vs_ceiling']:.2f}); rows read from "
         f"the server {n['rows_read_from_server']:,} for a day of {n['day_rows']:,} "
         f"(SENSOR holds {n['sensor_rows']:,})"
+    )
+    lines.append(
+        "(bound): the most ours/core this machine allows, given the emulator's CPU for the same "
+        "rows; cpu/core: the builder's CPU over the job process's CPU"
     )
     lines.append("targets: " + ", ".join(f"{k} {v}" for k, v in TARGETS.items()))
     if report.get("quick"):
@@ -252,14 +315,17 @@ def main(argv: list[str] | None = None) -> int:
         "targets": TARGETS,
         "datasets": {},
     }
-    with tempfile.TemporaryDirectory(prefix="btts-bench-") as tmp, emulator.Emulator():
+    with tempfile.TemporaryDirectory(prefix="btts-bench-") as tmp:
         work = Path(tmp)
         for dataset in args.datasets.split(","):
             path = work / f"{dataset}.jsonl"
             getattr(data, dataset)(path, SIZES[dataset][pick])
-            report["datasets"][dataset] = run_dataset(dataset, path, quick=args.quick)
-        report["scaling"] = run_scaling(work, SIZES["metrics"][pick] // 4)
-        report["nightly"] = run_nightly(NIGHTLY_METERS[pick])
+            with fresh_emulator():  # rows of earlier datasets would slow this one's writes
+                report["datasets"][dataset] = run_dataset(dataset, path, quick=args.quick)
+        with fresh_emulator():
+            report["scaling"] = run_scaling(work, SIZES["metrics"][pick] // 4)
+        with fresh_emulator():
+            report["nightly"] = run_nightly(NIGHTLY_METERS[pick])
     report["seconds"] = round(time.monotonic() - started, 1)
     out = ROOT / "results" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

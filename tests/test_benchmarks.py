@@ -61,6 +61,8 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
         "ours_vs_naive": 3.0,
         "ours_vs_wire": 0.2,
         "ours_vs_core": 0.125,
+        "ours_vs_core_bound": 0.25,
+        "ours_cpu_vs_core": 0.4,
     }
     report = {
         "quick": True,
@@ -81,12 +83,28 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
     meters = next(line for line in text.splitlines() if line.startswith("meters"))
     assert meters.split() == [
         "meters", "120,000", "30,000", "in-proc", "20,000", "10,000", "150,000",
-        "1.50", "3.00", "0.20", "0.12", "199",
+        "1.50", "3.00", "0.20", "0.12", "0.25", "0.40", "199",
     ]  # fmt: skip
     assert "10x events -> 9.50x time, 1.10x peak RSS" in text
     assert "rows read from the server 2,000 for a day of 2,000" in text
     assert "quick run" in text
     assert "quick run" not in run.table({**report, "quick": False})
+
+
+def test_the_cpu_summary_bounds_ours_by_the_emulators_share_of_the_machine(monkeypatch):
+    monkeypatch.setattr(run.os, "cpu_count", lambda: 2)
+    # builder 1 s of CPU, the job's process 2.5 s, the emulator 3 s storing the same rows:
+    # two cores could at best finish in (1 + 3) / 2 = 2 s, so ours/core cannot pass 0.5
+    summary = run.cpu_summary({"seconds": 1.0}, {"cpu_s": 2.5, "emulator_cpu_s": 3.0})
+    assert summary == {
+        "ours_cpu_s": 2.5,
+        "emulator_cpu_s": 3.0,
+        "ours_cpu_vs_core": 0.4,
+        "ours_vs_core_bound": 0.5,
+    }
+    idle = run.cpu_summary({"seconds": 1.0}, {"cpu_s": 1.2, "emulator_cpu_s": 0.2})
+    assert idle["ours_vs_core_bound"] == 1.0  # never more than the builder alone
+    assert "ours_vs_core_bound" not in run.cpu_summary({"seconds": 1.0}, {"cpu_s": 1.2})
 
 
 def test_soak_verdict_never_says_lost_and_all_accounted_for_at_once():
