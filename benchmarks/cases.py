@@ -7,7 +7,7 @@ Modes:
   ceiling DATASET INPUT INSTANCE N   our rows, pre-built, through the data client's batcher
                                      in N processes (nothing else timed)
   wire DATASET INPUT INSTANCE N      our rows, pre-encoded as raw MutateRows requests, sent
-                                     on the GAPIC stub 2 at a time in N processes: the limit
+                                     on the GAPIC stub 4 at a time in N processes: the limit
                                      of this emulator as seen from Python (nothing else timed)
   core DATASET INPUT                 parse + validate + key + cells, no I/O, one core
   nightly_ours INSTANCE DATE         the nightly job for one day
@@ -247,7 +247,7 @@ def _send_requests(requests: list, start: int, step: int) -> None:
     from google.cloud.bigtable import Client
 
     from transforms import wire as encoding
-    from transforms.bigtable_write import mutate_rows_call
+    from transforms.bigtable_write import MAX_IN_FLIGHT, mutate_rows_call
 
     stub = Client(project=PROJECT).table_data_client
     calls = {}
@@ -261,7 +261,7 @@ def _send_requests(requests: list, start: int, step: int) -> None:
             if any(entry.status.code for entry in response.entries):
                 raise SystemExit(f"wire ceiling: a row was refused: {response}")
 
-    with futures.ThreadPoolExecutor(2) as pool:
+    with futures.ThreadPoolExecutor(MAX_IN_FLIGHT) as pool:  # as many as the job has
         for done in pool.map(send, requests[start::step]):
             del done
 

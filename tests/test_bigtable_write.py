@@ -85,6 +85,34 @@ def test_requests_stay_under_the_mutation_limit(monkeypatch):
     assert [len(r.entries) for r in pool.requests] == [1, 1, 1]
 
 
+@pytest.mark.parametrize("flush_count", [1, 3, 7, 100])
+@pytest.mark.parametrize("flush_bytes", [60, 250, 10**9])
+@pytest.mark.parametrize("max_mutations", [3, 9, 100_000])
+def test_a_batch_of_rows_makes_the_requests_rows_one_by_one_make(
+    monkeypatch, flush_count, flush_bytes, max_mutations
+):
+    monkeypatch.setattr(bigtable_write, "MAX_MUTATIONS_PER_REQUEST", max_mutations)
+    rows = [
+        (ROW.table, b"k%d" % i, ROW.cells[: 1 + i % 2]) for i in range(23)
+    ]  # plain tuples, as the builders make them, one or two cells each
+    rows[11] = DirectRow(b"direct")  # anything else goes row by row from there
+    rows[11].set_cell("METRIC", b"Q", b"v", timestamp=None)
+    batches = [rows[:5], rows[5:6], rows[6:20], rows[20:]]
+
+    def requests(add) -> list:
+        pool = _Inline()
+        batcher = _LeanBatcher(TABLE, flush_count, flush_bytes, pool, sender=None)
+        add(batcher)
+        batcher.close()
+        return [b.to_bytes() for b in pool.requests]
+
+    one_by_one = requests(lambda b: [b.add(row) for batch in batches for row in batch])
+    batched = requests(lambda b: [b.add_rows(batch) for batch in batches])
+    assert batched == one_by_one
+    if flush_count < len(rows):  # the limits were met, not only the end
+        assert len(one_by_one) > 1
+
+
 def test_a_bad_element_leaves_no_half_built_entry():
     pool = _Inline()
     batcher = _LeanBatcher(TABLE, 100, 10**9, pool, sender=None)

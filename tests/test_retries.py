@@ -160,13 +160,13 @@ def test_the_harness_reaches_the_setcell_writer(bigtable_emulator, monkeypatch, 
     from transforms import bigtable_write
 
     sent = []
-    add = bigtable_write._LeanBatcher.add
+    flush = bigtable_write._LeanBatcher.flush
 
-    def counting_add(self, row):
-        sent.append(row)
-        add(self, row)
+    def counting_flush(self):  # the rows of each request, as it leaves
+        sent.extend(self._keys)
+        flush(self)
 
-    monkeypatch.setattr(bigtable_write._LeanBatcher, "add", counting_add)
+    monkeypatch.setattr(bigtable_write._LeanBatcher, "flush", counting_flush)
     valid, _ = meter_lines()
     source = write_lines(tmp_path / "in.jsonl", valid)
     run_job("smart_meters", _fresh(bigtable_emulator), source, tmp_path / "dead1")
