@@ -67,7 +67,12 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
     report = {
         "quick": True,
         "datasets": {"meters": {"summary": summary, "ours": {"peak_rss_mb": 199.0}}},
-        "scaling": {"time_ratio": 9.5, "rss_ratio": 1.1},
+        "scaling": {
+            "time_ratio": 9.5,
+            "rss_ratio": 1.1,
+            "large_events": 1_000_000,
+            "large": {"peak_rss_mb": 251.4},
+        },
         "nightly": {
             "ours": {"rows_per_s": 600.0},
             "ceiling": {"rows_per_s": 700.0},
@@ -85,7 +90,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
         "meters", "120,000", "30,000", "in-proc", "20,000", "10,000", "150,000",
         "1.50", "3.00", "0.20", "0.12", "0.25", "0.40", "199",
     ]  # fmt: skip
-    assert "10x events -> 9.50x time, 1.10x peak RSS" in text
+    assert "10x events -> 9.50x time, 1.10x peak RSS (1,000,000 events: 251 MB)" in text
     assert "rows read from the server 2,000 for a day of 2,000" in text
     assert "quick run" in text
     assert "quick run" not in run.table({**report, "quick": False})

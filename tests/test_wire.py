@@ -179,3 +179,10 @@ def test_a_few_rows_of_unknown_layouts_among_many_known_keep_the_generated_path(
     for row in known + odd:  # 1,100 misses, but most rows hit
         assert encoder(row) == wire.framed(_protobufs(row))
     assert len(encoder._fast) == 1
+
+
+@settings(max_examples=500, deadline=None)
+@given(n=st.integers(0, 2**63 - 1) | st.integers(0, 2**20) | st.integers(-(2**63), -1))
+def test_a_stamp_is_the_timestamps_varint(n):
+    assert wire.stamp(n) == wire.varint(n)
+    assert wire.stamp(n) == wire.stamp(n)  # from the cache, the second time
