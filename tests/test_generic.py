@@ -62,6 +62,8 @@ def test_builder_pickles_as_its_schema_text():
     build = generic.Builder(sf.builtin("weather_balloons"), ["BALLOON_TS_BLOB"])
     again = pickle.loads(pickle.dumps(build))
     assert again.tables == ["BALLOON_TS_BLOB"] and again.schema == build.schema
+    # each step of a job unpickles its own copy: the schema is parsed once per process
+    assert pickle.loads(pickle.dumps(build)).schema is again.schema
 
 
 @pytest.mark.parametrize("case_id", GOLDEN_RUNS)

@@ -643,6 +643,13 @@ def _checked_key_fields(schema: Schema) -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=16)
+def _unpickled_schema(text: str, source: str) -> Schema:
+    """A worker unpickles a job's builder once per step that uses it: parse its schema once
+    (a Schema is frozen, so the steps can share it)."""
+    return loads(text, source)
+
+
 class Builder:
     """The pipeline's builder for one schema (the tables it writes, or a chosen subset).
 
@@ -711,7 +718,7 @@ class Builder:
         }
 
     def __setstate__(self, state: dict) -> None:
-        self.schema = loads(state["text"], state["source"])
+        self.schema = _unpickled_schema(state["text"], state["source"])
         self.tables = state["tables"]
         self.tz = state["tz"]
         self._compile()
