@@ -47,3 +47,21 @@ def test_detached_start_and_stop(tmp_path):
         assert emulator.stop_detached(state_file)["pid"] == state["pid"]
     assert not state_file.exists()
     assert emulator.stop_detached(state_file) is None
+
+
+def _environment_of(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/environ", "rb") as f:
+        pairs = (item.decode().partition("=") for item in f.read().split(b"\0") if item)
+    return {name: value for name, _, value in pairs}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/environ"), reason="reads /proc")
+def test_the_emulator_collects_only_near_its_memory_ceiling(monkeypatch):
+    monkeypatch.delenv("GOGC", raising=False)
+    monkeypatch.delenv("GOMEMLIMIT", raising=False)
+    with emulator.Emulator() as emu:
+        env = _environment_of(emu.process.pid)
+    assert (env["GOGC"], env["GOMEMLIMIT"]) == ("off", "2GiB")
+    monkeypatch.setenv("GOGC", "100")  # the user's choice wins
+    with emulator.Emulator() as emu:
+        assert _environment_of(emu.process.pid)["GOGC"] == "100"
