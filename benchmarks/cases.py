@@ -375,8 +375,10 @@ def load_sensor(instance: str, meters: str, days: str) -> None:
     from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 
     from benchmarks.data import START_MS
-    from transforms.declarations.smart_meters import SENSOR
+    from transforms.builtin_tables import get
     from transforms.timefmt import time_of_day
+
+    SENSOR = get("SENSOR")
 
     started = time.perf_counter()
     rows = 0

@@ -17,12 +17,15 @@ from btts import admin
 from pipelines import battery as job
 from tests.conftest import REPO
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
-from transforms import keys, salted_reads
-from transforms.declarations.battery import BATTERY, BATTERY_SALTED, BATTERY_TS_FIRST
+from transforms import builtin_tables, keys, salted_reads
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.mutations import Cell, RowMutation
 from transforms.timefmt import parse_compact_time
+
+BATTERY = builtin_tables.get("BATTERY")
+BATTERY_SALTED = builtin_tables.get("BATTERY_SALTED")
+BATTERY_TS_FIRST = builtin_tables.get("BATTERY_TS_FIRST")
 
 CORRIE = '{"user": "Corrie", "timestamp": "2015-03-01T12:45:01.001Z", "percentage": 98}'
 TS_US = 1425213901001000
@@ -132,7 +135,8 @@ def test_salt_is_stable_across_processes_and_hash_seeds():
     code = (
         "import json, sys\n"
         "from transforms.timefmt import parse_compact_time\n"
-        "from transforms.declarations.battery import BATTERY_SALTED\n"
+        "from transforms.builtin_tables import get\n"
+        "BATTERY_SALTED = get('BATTERY_SALTED')\n"
         "times = json.loads(sys.argv[1])\n"
         "print(json.dumps([BATTERY_SALTED.key.build({'ts': parse_compact_time(t)}).decode() "
         "for t in times]))\n"

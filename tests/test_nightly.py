@@ -19,10 +19,11 @@ from google.cloud.bigtable.data.mutations import DeleteAllFromRow
 from btts import admin
 from pipelines import common, nightly
 from tests.helpers import compiled, dump, run_job, write_lines
-from transforms import bigtable_write, events
-from transforms.declarations.nightly import SENSOR_DAILY
-from transforms.declarations.smart_meters import SENSOR
+from transforms import bigtable_write, builtin_tables, events
 from transforms.mutations import Cell, RowMutation
+
+SENSOR = builtin_tables.get("SENSOR")
+SENSOR_DAILY = builtin_tables.get("SENSOR_DAILY")
 
 REPO = Path(__file__).resolve().parent.parent
 DAYS = ("20170724", "20170725", "20170726", "20170727")

@@ -11,16 +11,15 @@ from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, Set
 from btts import admin
 from transforms import builtin_tables, generic, keys
 from transforms import schema_file as sf
-from transforms.declarations.other_shapes import (
-    DEVICE,
-    FRIENDS,
-    STOCK_PRICE,
-    USER_ACTIVITY,
-    WEB_PAGES,
-)
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.mutations import Cell, RowMutation
+
+DEVICE = builtin_tables.get("DEVICE")
+FRIENDS = builtin_tables.get("FRIENDS")
+STOCK_PRICE = builtin_tables.get("STOCK_PRICE")
+USER_ACTIVITY = builtin_tables.get("USER_ACTIVITY")
+WEB_PAGES = builtin_tables.get("WEB_PAGES")
 
 CLOSE = '{"symbol": "ZXZZT", "timestamp": "2015-03-01T21:00:00Z", "price": 600.60}'
 CORRECTION = (

@@ -27,16 +27,20 @@ from btts_cli import main as cli
 from pipelines import nightly
 from tests.helpers import compiled, run_job, write_lines
 from transforms import builtin_tables, key_ranges, keys
-from transforms.declarations.battery import BATTERY, BATTERY_SALTED
-from transforms.declarations.game_results import GAME_BY_DATE, GAME_BY_PLAYER
-from transforms.declarations.market_data import QUOTE
-from transforms.declarations.other_shapes import DEVICE
-from transforms.declarations.queries import METRIC_RECENT
-from transforms.declarations.server_metrics import CURRENT_METRIC, METRIC
-from transforms.declarations.smart_meters import SENSOR
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.table_model import TIME_FORMATS
+
+BATTERY = builtin_tables.get("BATTERY")
+BATTERY_SALTED = builtin_tables.get("BATTERY_SALTED")
+CURRENT_METRIC = builtin_tables.get("CURRENT_METRIC")
+DEVICE = builtin_tables.get("DEVICE")
+GAME_BY_DATE = builtin_tables.get("GAME_BY_DATE")
+GAME_BY_PLAYER = builtin_tables.get("GAME_BY_PLAYER")
+METRIC = builtin_tables.get("METRIC")
+METRIC_RECENT = builtin_tables.get("METRIC_RECENT")
+QUOTE = builtin_tables.get("QUOTE")
+SENSOR = builtin_tables.get("SENSOR")
 
 T0 = 1426535612045  # 2015-03-16T19:53:32.045Z
 

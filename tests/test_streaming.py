@@ -21,7 +21,7 @@ from btts import admin
 from btts.samples import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
 from pipelines.common import job_tables, parse_args, prepare, validate_input
-from transforms import rollup_core
+from transforms import builtin_tables, rollup_core
 
 HOUR = 3_600_000
 PROJECT = "test-project"
@@ -179,7 +179,7 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
 
 
 def rollup_core_key(host: str, start: int) -> bytes:
-    from transforms.declarations.server_metrics import METRIC_HOURLY
+    METRIC_HOURLY = builtin_tables.get("METRIC_HOURLY")
 
     assert start == rollup_core.window_start(start)
     return METRIC_HOURLY.key.build({"hostname": host, "hour": start})
@@ -251,7 +251,7 @@ def test_meter_and_market_streams_land_with_the_batch_key_logic(bigtable_emulato
 
 
 def smart_meters_key(meter: int, ms: int) -> bytes:
-    from transforms.declarations.smart_meters import SENSOR
+    SENSOR = builtin_tables.get("SENSOR")
 
     return SENSOR.key.build({"meter": meter, "date": ms})
 

@@ -23,11 +23,12 @@ from btts import admin
 from btts import query_engine as q
 from btts_cli import demo
 from tests.helpers import dump, read_dead_letters, write_lines
-from transforms import generic, key_ranges, keys
+from transforms import builtin_tables, generic, key_ranges, keys
 from transforms import schema_file as sf
-from transforms.declarations.other_shapes import DEVICE
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
+
+DEVICE = builtin_tables.get("DEVICE")
 
 DEVICE_READING = generic.Builder(sf.builtin("devices"))  # the device schema, compiled
 
