@@ -41,7 +41,7 @@ PUBSUB_INSTALL_HINT = (
     f"or point {PUBSUB_ENV_BINARY} at the cloud-pubsub-emulator script."
 )
 # cbtemulator keeps every row in Go's heap, and under the collector's default pacing a
-# write-heavy job makes it spend about as much CPU collecting as storing: CPU the job beside it
+# write-heavy job makes it spend over a third of its CPU collecting: CPU the job beside it
 # needs. Collecting at 5x the live heap instead of 2x cut its CPU for 400,000 rows from 4.5 s to
 # 3.3 s (2 cores). GOGC=off with a GOMEMLIMIT went further until the heap neared the ceiling,
 # then collected without pause and slowed writes fivefold: a ratio scales, a ceiling does not.

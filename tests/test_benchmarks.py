@@ -70,8 +70,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
         "scaling": {
             "time_ratio": 9.5,
             "rss_ratio": 1.1,
-            "large_events": 1_000_000,
-            "large": {"peak_rss_mb": 251.4},
+            "large": {"events": 1_000_000, "peak_rss_mb": 251.4},
         },
         "nightly": {
             "ours": {"rows_per_s": 600.0},
