@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from transforms import events
+from transforms import events, generic
 from transforms.errors import InvalidEvent
+from transforms.schema_file import FieldSpec
 
 
 def test_numbers_keep_their_source_text():
@@ -41,32 +42,39 @@ def test_fields_missing_and_unexpected():
     events.check_fields({"a": 1}, ["a"], optional=["b"])
 
 
+def _parsed(kind: str, obj: dict, name: str):
+    """A field of ``obj`` read the way the compiled builders read it (transforms/generic.py)."""
+    return generic.field_parser(FieldSpec(name, kind))(obj[name])
+
+
 def test_typed_fields():
     obj = events.parse_json_object(b'{"s": "x", "n": 12, "f": 1.5, "b": true, "neg": -3}')
-    assert events.text_field(obj, "s") == "x"
-    assert events.number_field(obj, "f") == "1.5"
-    assert events.int_field(obj, "n") == 12
-    assert events.bool_field(obj, "b") is True
+    assert _parsed("text", obj, "s") == "x"
+    assert _parsed("number", obj, "f") == "1.5"
+    assert _parsed("integer", obj, "n") == 12
+    assert _parsed("boolean", obj, "b") == "true"
     with pytest.raises(InvalidEvent, match="expected a string, got number"):
-        events.text_field(obj, "n")
+        _parsed("text", obj, "n")
     with pytest.raises(InvalidEvent, match="expected a number, got boolean"):
-        events.number_field(obj, "b")
+        _parsed("number", obj, "b")
     with pytest.raises(InvalidEvent, match="expected an integer"):
-        events.int_field(obj, "f")
+        _parsed("integer", obj, "f")
+    with pytest.raises(InvalidEvent, match="below its minimum 0"):
+        generic.field_parser(FieldSpec("neg", "integer", minimum="0"))(obj["neg"])
     with pytest.raises(InvalidEvent, match="outside"):
-        events.int_field(obj, "neg")
+        _parsed("integer", {"big": events.Num(str(2**63))}, "big")
 
 
 def test_csv_cells_convert_where_they_fit():
     header = events.parse_csv_header(b"name,value,flag,note")
     rec = events.parse_csv_line(b'web1,600.60,true,"a, b"', header)
     assert rec == {"name": "web1", "value": "600.60", "flag": "true", "note": "a, b"}
-    assert events.text_field(rec, "name") == "web1"
-    assert type(events.number_field(rec, "value")) is events.Num
-    assert events.number_field(rec, "value") == "600.60"
-    assert events.bool_field(rec, "flag") is True
+    assert _parsed("text", rec, "name") == "web1"
+    assert type(events.as_number(rec["value"])) is events.Num
+    assert _parsed("number", rec, "value") == "600.60"
+    assert _parsed("boolean", rec, "flag") == "true"
     with pytest.raises(InvalidEvent, match="expected a number"):
-        events.number_field(rec, "name")
+        _parsed("number", rec, "name")
 
 
 def test_csv_empty_cells_are_absent_and_ragged_lines_refused():

@@ -163,51 +163,10 @@ def check_fields(obj: Mapping, required: Sequence[str], optional: Iterable[str] 
         raise InvalidEvent(f"unexpected field(s): {', '.join(extra)}")
 
 
-def text_field(obj: Mapping, field: str, max_len: int = 1024) -> str:
-    value = obj[field]
-    if type(value) is CsvText:
-        value = str(value)
-    elif type(value) is not str:
-        raise InvalidEvent(f"field {field!r}: expected a string, got {_json_type(value)}")
-    if not value:
-        raise InvalidEvent(f"field {field!r}: empty")
-    if len(value) > max_len:
-        raise InvalidEvent(f"field {field!r}: longer than {max_len} characters")
-    return value
-
-
 def as_number(value: object) -> object:
     """A CSV cell that is a number becomes :class:`Num`; anything else is returned unchanged."""
     if type(value) is CsvText and _NUMBER.match(value):
         return Num(value)
-    return value
-
-
-def number_field(obj: Mapping, field: str) -> Num:
-    value = as_number(obj[field])
-    if type(value) is not Num:
-        raise InvalidEvent(f"field {field!r}: expected a number, got {_json_type(value)}")
-    return value
-
-
-def int_field(obj: Mapping, field: str, minimum: int = 0, maximum: int = 2**63 - 1) -> int:
-    value = as_number(obj[field])
-    if type(value) is not Num or not value.lstrip("-").isdigit():
-        raise InvalidEvent(
-            f"field {field!r}: expected an integer, got {_json_type(value)} {value!r}"
-        )
-    number = int(value)
-    if not minimum <= number <= maximum:
-        raise InvalidEvent(f"field {field!r}: {number} is outside {minimum}..{maximum}")
-    return number
-
-
-def bool_field(obj: Mapping, field: str) -> bool:
-    value = obj[field]
-    if type(value) is CsvText and value in ("true", "false"):
-        return value == "true"
-    if type(value) is not bool:
-        raise InvalidEvent(f"field {field!r}: expected true or false, got {_json_type(value)}")
     return value
 
 
