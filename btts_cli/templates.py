@@ -46,7 +46,6 @@ if TYPE_CHECKING:  # Beam is imported only by the pipelines themselves
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = "nightly"
-MANAGED_FILES = ("metadata.json", "Dockerfile", "main.py")
 
 SDK_IMAGE = "apache/beam_python3.11_sdk"
 LAUNCHER_IMAGE = "gcr.io/dataflow-templates-base/python311-template-launcher-base:latest"

@@ -1464,15 +1464,9 @@ def _segment_dict(seg: Segment) -> dict:
 
 
 def _family_dict(fam: Family) -> dict:
-    out: dict = {"name": fam.name}
-    if fam.max_versions:
-        out["max_versions"] = fam.max_versions
+    out = {"name": fam.name, **_declared(fam)}
     if fam.max_age:
         out["max_age"] = format_duration(fam.max_age)
-    if fam.aggregate:
-        out["aggregate"] = fam.aggregate
-    if fam.doc:
-        out["doc"] = fam.doc
     return out
 
 
@@ -1500,35 +1494,26 @@ def _column_dict(col: ColumnSpec) -> dict:
     return out
 
 
+# Where a file's key is not the attribute's name.
+_FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max"}
+
+
+def _declared(spec: FieldSpec | Family) -> dict:
+    """What a file must say to declare ``spec``: each attribute that differs from its default
+    (the dataclass's own), under its file key; ``name`` and ``line`` are not keys."""
+    out = {}
+    for attr in dataclasses.fields(spec):
+        value = getattr(spec, attr.name)
+        if attr.name not in ("name", "line") and value != attr.default:
+            out[_FILE_KEYS.get(attr.name, attr.name)] = value
+    return out
+
+
 def _field_dict(spec: FieldSpec) -> dict:
-    out: dict = {"type": spec.type}
-    if spec.alias:
-        out["as"] = spec.alias
-    if spec.optional:
-        out["optional"] = True
-    if spec.max_length:
-        out["max_length"] = spec.max_length
-    for key, value in (("min", spec.minimum), ("max", spec.maximum)):
-        if value is not None:
-            out[key] = int(value) if re.fullmatch(r"-?[0-9]+", value) else value
-    if spec.type == "time" and spec.format != "auto":
-        out["format"] = spec.format
-    if spec.whitespace != "allow":
-        out["whitespace"] = spec.whitespace
-    if spec.type == "map" and spec.qualifier != "upper":
-        out["qualifier"] = spec.qualifier
-    if spec.max_entries:
-        out["max_entries"] = spec.max_entries
-    if spec.case != "as_is":
-        out["case"] = spec.case
-    if spec.timezone:
-        out["timezone"] = spec.timezone
-    if spec.ambiguous != "error":
-        out["ambiguous"] = spec.ambiguous
-    if spec.after:
-        out["after"] = spec.after
-    if spec.doc:
-        out["doc"] = spec.doc
+    out = _declared(spec)
+    for key in ("min", "max"):
+        if key in out and re.fullmatch(r"-?[0-9]+", out[key]):
+            out[key] = int(out[key])
     return out
 
 
