@@ -108,7 +108,7 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
     shared: dict[tuple, str] = {}
     for index, table in enumerate(builder.compiled):
         if not _fast_table(table, types):
-            _general_table(src, table, index)
+            _general_table(src, table, local, types, tz, index)
             continue
         cells = shared.get(table.signature)
         if cells is None:  # tables with the same columns and stamps share one cells tuple
@@ -233,19 +233,21 @@ def _fast_table(table, types) -> bool:
     return True
 
 
-def _general_table(src: _Source, table, index: int) -> None:
-    """A table the generated source hands to the general closures."""
+def _general_table(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> None:
+    """A table whose cells the generated source hands to the general closures; its key is
+    written out too, unless salted or unpivoted (the recipe's own builder makes those)."""
     if table.rows_per is not None:
         src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
         return
     stamp = src.const(table.stamp, "S")
     cells = src.const(table.cells, "C")
-    key = src.const(table.key, "K")
     name = src.const(table.name, "T")
+    if any(s.kind == "salt" for s in table.spec.decl.key.segments):
+        key = f"{src.const(table.key, 'K')}(values)"
+    else:
+        key = _key(src, table, local, types, tz, index)
     src.add(f"g_ms{index}, g_us{index} = {stamp}(values)")
-    src.add(
-        f"out.append(({name}, {key}(values), tuple({cells}(values, g_ms{index}, g_us{index}))))"
-    )
+    src.add(f"out.append(({name}, {key}, tuple({cells}(values, g_ms{index}, g_us{index}))))")
 
 
 def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> str:

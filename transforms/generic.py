@@ -38,7 +38,7 @@ from transforms.schema_file import (
     loads,
     message_class,
 )
-from transforms.table_model import TIME_FORMATS, bucket_start_ms, segment_builder
+from transforms.table_model import bucket_start_ms, segment_builder
 
 MAX_QUALIFIER_BYTES = 16 * 1024
 _TEXT_SEGMENTS = ("text", "tenant", "space_pad", "reverse_id", "reverse_domain")
@@ -307,77 +307,19 @@ def _text(value: object) -> str:
 # -- keys -----------------------------------------------------------------------------------------
 
 
-def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo, checked: frozenset):
-    """``values → row key`` for one table, specialised: epoch segments are formatted directly
-    (parsed times are always 0..MAX_EPOCH_MS), calendar labels come from the per-hour cache,
-    text fields checked at parse time are not checked again, and a key made only of text and
-    constants is cached per entity (CURRENT_METRIC: one key per host)."""
-    recipe = spec.decl.key
-    types = {f.ref: f.type for f in schema.fields}
-    delimiter = recipe.delimiter
-    if any(seg.kind == "salt" for seg in recipe.segments) or spec.rows_per is not None:
-        general = recipe.build
-
-        def key_general(values: Values) -> bytes:
-            return general(
-                {k: (str(v) if type(v) is int and types.get(k) != "time" else v)
-                 for k, v in values.items()},
-                tz,
-            )  # fmt: skip
-
-        return key_general
-    parts: list[Callable[[Values], str]] = []
-    refs: list[str] = []
-    simple = True  # only text of fields and constants: cacheable per field values
-    for seg in recipe.segments:
-        name = seg.field
-        if seg.kind == "const":
-            text = keys.check_segment(seg.arg or "", "constant segment", delimiter)
-            parts.append(lambda values, text=text: text)
-            continue
-        if seg.kind == "text" and types.get(name) in ("text", "id") and name in checked:
-            parts.append(lambda values, name=name: values[name])
-            refs.append(name)
-            continue
-        simple = False
-        if seg.kind == "epoch_ms" and types.get(name) == "time":
-            parts.append(lambda values, name=name: f"{values[name]:013d}")
-        elif seg.kind == "time" and types.get(name) == "time":
-            label = TIME_FORMATS[seg.arg]
-            parts.append(lambda values, name=name, label=label: label(values[name], tz))
-        else:
-            one = segment_builder(seg)
-            free = seg.kind in _TEXT_SEGMENTS and name not in checked
-            field_name = f"field {name!r}"
-            as_text = types.get(name) in ("integer",) and seg.kind in _TEXT_SEGMENTS
-
-            def part(values, one=one, free=free, field_name=field_name, as_text=as_text, name=name):
-                if as_text:
-                    values = {**values, name: str(values[name])}
-                text = one(values, tz)
-                if free and (not text or delimiter in text or not text.isprintable()):
-                    keys.check_segment(text, field_name, delimiter)
-                return text
-
-            parts.append(part)
-    limit = keys.MAX_ROW_KEY_BYTES
+def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo):
+    """``values → row key`` for a table whose key the generated source does not write out
+    (transforms/compiler.py: salted or unpivoted tables): the recipe's own builder, which
+    checks every free-text segment; integers are given as their digits."""
+    build = spec.decl.key.build
+    times = frozenset(f.ref for f in schema.fields if f.type == "time")
 
     def key(values: Values) -> bytes:
-        try:
-            text = delimiter.join([part(values) for part in parts])
-        except KeyError as missing:
-            raise InvalidEvent(f"key field {missing} has no value") from None
-        data = text.encode("utf-8")
-        if len(data) > limit:
-            keys.check_key_size(data)
-        return data
+        return build(
+            {k: (str(v) if type(v) is int and k not in times else v) for k, v in values.items()},
+            tz,
+        )
 
-    if simple and refs:
-        cached = lru_cache(maxsize=65536)(lambda *texts: key(dict(zip(refs, texts, strict=True))))
-        if len(refs) == 1:
-            (ref,) = refs
-            return lambda values: cached(values[ref])
-        return lambda values: cached(*[values[r] for r in refs])
     return key
 
 
@@ -563,7 +505,7 @@ class _Table:
         if spec.rows_per is not None:
             types[spec.rows_per.name] = "text"
             types[spec.rows_per.value] = "text"
-        self.key = _key_builder(spec, schema, tz, checked)
+        self.key = _key_builder(spec, schema, tz)
         self.cells = _cells_fn(spec, types, tz)
         self.tz = tz
         self.types = types
