@@ -98,8 +98,7 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
         fail = src.const(builder._after_failure(name), "A")
         src.add(f"if {local[ref]} is not None and {local[ref]} <= {local[after]}:")
         src.add(f"{fail}(record)", 2)
-    needs_values = any(not _fast_table(t, types) for t in builder.compiled)
-    if needs_values:
+    if any(not _fast_table(t, types) or _salted(t) for t in builder.compiled):
         pairs = ", ".join(f"{src.const(ref, 'r')}: {local[ref]}" for ref in local)
         src.add(f"values = {{{pairs}}}")
         if optional:
@@ -115,7 +114,7 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
             stamp_ms = _stamp(src, table, local, tz, index)
             cells = shared[table.signature] = f"cells{index}"
             _cells(src, table, local, types, optional, tz, cells, stamp_ms, index)
-        key = _key(src, table, local, types, tz, index)
+        key = _table_key(src, table, local, types, tz, index)
         name = src.const(table.name, "T")
         src.add(f"out.append(({name}, {key}, {cells}))")
     src.add("return out")
@@ -217,9 +216,9 @@ def _safe_label(text: str) -> str:
 
 
 def _fast_table(table, types) -> bool:
-    """Whether a table's key and cells can be written out in the generated source."""
+    """Whether a table's cells can be written out in the generated source."""
     spec = table.spec
-    if spec.rows_per is not None or any(s.kind == "salt" for s in spec.decl.key.segments):
+    if spec.rows_per is not None:
         return False
     for col in spec.columns:
         if col.add is not None:
@@ -234,20 +233,27 @@ def _fast_table(table, types) -> bool:
 
 
 def _general_table(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> None:
-    """A table whose cells the generated source hands to the general closures; its key is
-    written out too, unless salted or unpivoted (the recipe's own builder makes those)."""
+    """A table whose cells the generated source hands to the general closures."""
     if table.rows_per is not None:
         src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
         return
     stamp = src.const(table.stamp, "S")
     cells = src.const(table.cells, "C")
     name = src.const(table.name, "T")
-    if any(s.kind == "salt" for s in table.spec.decl.key.segments):
-        key = f"{src.const(table.key, 'K')}(values)"
-    else:
-        key = _key(src, table, local, types, tz, index)
+    key = _table_key(src, table, local, types, tz, index)
     src.add(f"g_ms{index}, g_us{index} = {stamp}(values)")
     src.add(f"out.append(({name}, {key}, tuple({cells}(values, g_ms{index}, g_us{index}))))")
+
+
+def _salted(table) -> bool:
+    return any(s.kind == "salt" for s in table.spec.decl.key.segments)
+
+
+def _table_key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
+    """The row key's expression: written out, or for a salted key the recipe's own builder."""
+    if _salted(table):
+        return f"{src.const(table.key, 'K')}(values)"
+    return _key(src, table, local, types, tz, index)
 
 
 def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> str:

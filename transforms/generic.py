@@ -403,9 +403,7 @@ def _qualifier(rule: str | tuple, tz: dt.tzinfo) -> Callable[[Values, int], byte
 
 def _cells_fn(spec: TableSpec, types: Mapping[str, str], tz: dt.tzinfo) -> CellsFn:
     """``(values, event ms, stamp µs) → list of cells`` for one table's columns."""
-    makers = []
-    for col in spec.columns:
-        makers.append(_column(col, types, tz))
+    makers = [_column(col, types, tz) for col in spec.columns]
 
     def cells(values: Values, ts_ms: int, ts_us: int) -> list:
         out: list = []
@@ -413,31 +411,6 @@ def _cells_fn(spec: TableSpec, types: Mapping[str, str], tz: dt.tzinfo) -> Cells
             make(values, ts_ms, ts_us, out)
         return out
 
-    # The common case, every column a literal qualifier fed by a field: one comprehension.
-    plain = []
-    for col in spec.columns:
-        if (
-            col.each
-            or col.add is not None
-            or not isinstance(col.qualifier, str)
-            or not col.value
-            or col.value[0] != "field"
-        ):
-            plain = None
-            break
-        ref = col.value[1]
-        plain.append((col.family, col.qualifier.encode("utf-8"), ref, _encoder(types[ref])))
-    if plain:
-        columns = tuple(plain)
-
-        def plain_cells(values: Values, ts_ms: int, ts_us: int) -> list:
-            return [
-                (family, qualifier, encode(values[ref]), ts_us)
-                for family, qualifier, ref, encode in columns
-                if ref in values
-            ]
-
-        return plain_cells
     return cells
 
 
