@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
-import zoneinfo
 from collections.abc import Callable
 
 from btts import admin, render
@@ -48,12 +47,10 @@ def _month(text: str) -> tuple[int, int]:
 
 
 def _zone(name: str) -> dt.tzinfo:
-    if name.upper() == "UTC":
-        return dt.timezone.utc
-    try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise argparse.ArgumentTypeError(f"unknown time zone {name!r} (use an IANA name)") from None
+    found = timefmt.zone(name)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"unknown time zone {name!r} (use an IANA name)")
+    return found
 
 
 def _common(parser: argparse.ArgumentParser, target_args: Callable) -> None:

@@ -10,7 +10,6 @@ import functools
 import logging
 import sys
 import time
-import zoneinfo
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -26,7 +25,7 @@ from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
-from transforms import builtin_tables, generic, schema_file
+from transforms import builtin_tables, generic, schema_file, timefmt
 from transforms.bigtable_write import WriteRows
 from transforms.ingest import (
     DEAD_LETTER,
@@ -232,12 +231,10 @@ class TimeOptions(PipelineOptions):
 def timezone(options: PipelineOptions) -> dt.tzinfo:
     """The configured zone; an unknown name is a configuration error."""
     name = options.view_as(TimeOptions).timezone or "UTC"
-    if name.upper() == "UTC":
-        return dt.timezone.utc
-    try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise admin.ConfigError(f"unknown time zone {name!r} (use an IANA name)") from None
+    found = timefmt.zone(name)
+    if found is None:
+        raise admin.ConfigError(f"unknown time zone {name!r} (use an IANA name)")
+    return found
 
 
 @dataclass(frozen=True)
