@@ -11,6 +11,7 @@ from pathlib import Path
 
 from btts import admin
 from pipelines import load
+from transforms.table_model import KeyRecipe, Segment
 
 
 def write_lines(path: Path, lines: Sequence[str | bytes]) -> Path:
@@ -71,3 +72,10 @@ def compiled(dataset: str, tables: tuple[str, ...] = (), tz: dt.tzinfo = dt.time
     from transforms import generic, schema_file
 
     return generic.Builder(schema_file.builtin(dataset), list(tables) or None, tz)
+
+
+def recipe_key(*segments: tuple[str, object]) -> str:
+    """The key a table's key recipe builds (the one writes, rollups and queries share) from
+    ``(segment kind, value)`` pairs, e.g. ``("tenant", "acme"), ("text", "phone")``."""
+    recipe = KeyRecipe(tuple(Segment(kind, f"f{i}") for i, (kind, _) in enumerate(segments)))
+    return recipe.build({f"f{i}": value for i, (_, value) in enumerate(segments)}).decode()

@@ -10,7 +10,7 @@ import pytest
 from btts import admin
 from pipelines import job_modules
 from tests.conftest import load_golden_ids
-from tests.helpers import read_dead_letters, run_job, write_lines
+from tests.helpers import read_dead_letters, recipe_key, run_job, write_lines
 from transforms import keys
 
 # How each case is produced: the job, its flags, and which table a case's rows name.
@@ -63,9 +63,11 @@ RUNS: dict[str, tuple[str, list[str], dict]] = {
 PURE = {
     "reverse_timestamp": keys.reverse_timestamp,
     "reverse_domain": keys.reverse_domain,
-    "reverse_numeric_id": keys.reverse_numeric_id,
+    "reverse_numeric_id": lambda digits: recipe_key(("reverse_id", digits)),
     "zero_pad": keys.zero_pad,
-    "tenant_key": keys.tenant_key,
+    "tenant_key": lambda tenant, *rest: recipe_key(
+        ("tenant", tenant), *(("text", s) for s in rest)
+    ),
 }
 
 

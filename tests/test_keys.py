@@ -10,12 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.helpers import recipe_key
 from transforms import keys
 from transforms.errors import InvalidEvent
 
 
+def join_key(segments: list[str]) -> bytes:
+    """Text segments joined as every key recipe joins them."""
+    return recipe_key(*(("text", s) for s in segments)).encode("utf-8")
+
+
 def test_join_key_is_utf8_joined_by_delimiter():
-    assert keys.join_key(["server1.bbb.com", "1426535612045"]) == b"server1.bbb.com#1426535612045"
+    assert join_key(["server1.bbb.com", "1426535612045"]) == b"server1.bbb.com#1426535612045"
 
 
 @pytest.mark.parametrize(
@@ -31,25 +37,24 @@ def test_join_key_is_utf8_joined_by_delimiter():
 )
 def test_join_key_refuses_segments_that_could_forge_or_hide_a_boundary(segment, reason):
     with pytest.raises(InvalidEvent, match=reason):
-        keys.join_key(["ok", segment])
+        join_key(["ok", segment])
 
 
 def test_key_size_limit():
-    assert len(keys.join_key(["a" * 4096])) == 4096
+    assert len(join_key(["a" * 4096])) == 4096
     with pytest.raises(InvalidEvent, match="4096"):
-        keys.join_key(["a" * 4095, "b"])
+        join_key(["a" * 4095, "b"])
 
 
 def test_documented_helpers():
     assert keys.reverse_timestamp(1426535612045) == "9223370610319163762"
     assert keys.reverse_timestamp(0) == "9223372036854775807"
     assert keys.reverse_domain("maps.google.com") == "com.google.maps"
-    assert keys.reverse_numeric_id("12345") == "54321"
+    assert recipe_key(("reverse_id", "12345")) == "54321"
     assert keys.zero_pad(987654, 10) == "0000987654"
     assert keys.space_pad("NYSE", 6) == "NYSE  "
-    assert keys.tenant_key("altostrat", "phone", "4c410523", "20190501") == (
-        "altostrat#phone#4c410523#20190501"
-    )
+    tenant_key = [("tenant", "altostrat"), ("text", "phone"), ("text", "4c410523")]
+    assert recipe_key(*tenant_key, ("text", "20190501")) == "altostrat#phone#4c410523#20190501"
 
 
 @pytest.mark.parametrize(
@@ -59,10 +64,10 @@ def test_documented_helpers():
         (keys.zero_pad, (10**10, 10)),
         (keys.zero_pad, (True, 10)),
         (keys.space_pad, ("NASDAQX", 6)),
-        (keys.reverse_numeric_id, ("12a45",)),
+        (recipe_key, (("reverse_id", "12a45"),)),
         (keys.reverse_domain, ("maps..com",)),
         (keys.reverse_timestamp, (-1,)),
-        (keys.tenant_key, ("acme#2", "phone")),
+        (recipe_key, (("tenant", "acme#2"), ("text", "phone"))),
     ],
 )
 def test_helpers_refuse_values_that_break_ordering_or_structure(call, args):
@@ -104,7 +109,7 @@ def test_epoch_ms_keys_sort_in_time_order(a, b):
 def test_no_segment_can_forge_a_delimiter(segments):
     """A key either is refused or splits back into exactly its segments."""
     try:
-        key = keys.join_key(segments)
+        key = join_key(segments)
     except InvalidEvent:
         assert any("#" in s or not s.isprintable() for s in segments)
         return

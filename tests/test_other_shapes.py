@@ -111,7 +111,8 @@ def test_device_keys_are_tenant_keys():
     )
     (row,) = _build(DEVICE_READING, line)
     assert row.key == b"altostrat#phone#4c410523#20190501"
-    assert row.key == keys.tenant_key("altostrat", "phone", "4c410523", "20190501").encode()
+    values = {"tenant": "altostrat", "kind": "phone", "device": "4c410523", "ts": 1556704800000}
+    assert row.key == DEVICE.key.build(values)
     assert row.key.startswith(keys.tenant_prefix("altostrat"))
     ts = 1556704800000000
     assert row.cells == (

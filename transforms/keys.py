@@ -1,14 +1,14 @@
 """Row-key builders (docs/patterns.md §3, rule 10 and §5): pure functions, no I/O.
 
-Every builder returns ``str`` segments; :func:`join_key` assembles them and is the only place a
-delimiter is inserted, so no field value can forge one.
+Every builder returns ``str`` segments; a key recipe (:mod:`transforms.table_model`) joins them,
+checking each free-text segment with :func:`check_segment` so that no field value can forge a
+delimiter.
 """
 
 from __future__ import annotations
 
 import hashlib
 import unicodedata
-from collections.abc import Iterable, Sequence
 
 from transforms.errors import InvalidEvent
 
@@ -30,15 +30,6 @@ def check_segment(segment: str, name: str = "segment", delimiter: str = DELIMITE
     if not segment.isprintable():
         raise InvalidEvent(f"{name}: contains a control or unprintable character")
     return segment
-
-
-def join_key(
-    segments: Sequence[str], delimiter: str = DELIMITER, names: Sequence[str] = ()
-) -> bytes:
-    """Join checked segments into a UTF-8 row key no larger than Bigtable's 4 KiB limit."""
-    for i, segment in enumerate(segments):
-        check_segment(segment, names[i] if i < len(names) else f"key segment {i}", delimiter)
-    return check_key_size(delimiter.join(segments).encode("utf-8"))
 
 
 def check_key_size(key: bytes) -> bytes:
@@ -82,13 +73,6 @@ def unreverse_timestamp(text: str) -> int:
     return LONG_MAX - int(text)
 
 
-def reverse_numeric_id(text: str) -> str:
-    """Reverse the digits of a sequential numeric ID (``12345`` → ``54321``) to spread writes."""
-    if not text.isascii() or not text.isdigit():
-        raise InvalidEvent(f"numeric id {text!r} is not all digits")
-    return text[::-1]
-
-
 def reverse_domain(domain: str) -> str:
     """``maps.google.com`` → ``com.google.maps``: rows of one site sort together."""
     labels = domain.split(".")
@@ -102,7 +86,7 @@ def site_ranges(domain: str, delimiter: str = DELIMITER) -> list[tuple[bytes, by
     subdomains (``com.google.maps#…``), and not ``com.googleusercontent``: two contiguous
     ranges."""
     base = reverse_domain(domain.lower()).encode("utf-8")
-    return key_ranges_for_prefixes([base + delimiter.encode("utf-8"), base + b"."])
+    return [(p, prefix_end(p)) for p in (base + delimiter.encode("utf-8"), base + b".")]
 
 
 # Scripts that may share one id (Japanese writes Han with kana; Korean Han with Hangul).
@@ -149,14 +133,6 @@ def tenant_id(tenant: str, delimiter: str = DELIMITER, what: str = "field 'tenan
     return nfc
 
 
-def tenant_key(tenant: str, *segments: str, delimiter: str = DELIMITER) -> str:
-    """Tenant-prefixed key; the tenant is checked like any segment so it cannot forge another's."""
-    parts = (tenant_id(tenant, delimiter, "tenant"), *segments)
-    for i, part in enumerate(parts):
-        check_segment(part, "tenant" if i == 0 else f"key segment {i}", delimiter)
-    return delimiter.join(parts)
-
-
 def tenant_prefix(tenant: str, delimiter: str = DELIMITER) -> bytes:
     """The row-key prefix that holds exactly one tenant's rows (delimiter included, so that
     ``acme`` never matches ``acme2``)."""
@@ -188,8 +164,3 @@ def prefix_end(prefix: bytes) -> bytes:
     if not stripped:
         return b""
     return stripped[:-1] + bytes([stripped[-1] + 1])
-
-
-def key_ranges_for_prefixes(prefixes: Iterable[bytes]) -> list[tuple[bytes, bytes]]:
-    """``[start, end)`` ranges covering each prefix."""
-    return [(p, prefix_end(p)) for p in prefixes]
