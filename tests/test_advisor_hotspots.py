@@ -17,7 +17,7 @@ from btts.advisor import cli, hotspots
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Workload, hints_for
 from tests.conftest import REPO
 from transforms import builtin_tables
-from transforms.table_model import Family, declare, epoch_ms, text
+from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 CASES = {case.name: case for case in hotspots.DOCUMENTED}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -116,12 +116,8 @@ def test_deterministic_for_a_seed_and_different_for_another():
 
 
 def test_workload_overrides_and_cardinality():
-    decl = declare(
-        "HOSTS",
-        key=[text("host"), epoch_ms("ts")],
-        families=[Family("F", max_versions=1)],
-        pattern="TS-COLS",
-    )
+    key = KeyRecipe((Segment("text", "host"), Segment("epoch_ms", "ts")))
+    decl = TableDecl("HOSTS", (Family("F", max_versions=1),), key, "TS-COLS")
     config = hotspots.SimConfig(nodes=4, slices=6)
     # A single host is a timestamp-first key in disguise; many hosts spread.
     one = hotspots.simulate(decl, Workload(1000), config, cardinality={"host": 1})

@@ -11,7 +11,7 @@ from btts.advisor import lint, workload
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Hints, Workload, hints_for
 from tests.conftest import REPO
 from transforms import builtin_tables, schema_file
-from transforms.table_model import Family, const, declare, epoch_ms, zero_padded
+from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 # One writer, a row a day, under a time-first key (a daily export's log, say).
 DAILY_LOG = """\
@@ -41,9 +41,8 @@ def _daily(rate: str) -> schema_file.Schema:
 
 
 def _time_first(rate: float) -> lint.Finding:
-    decl = declare(
-        "T", key=[const("EV"), epoch_ms("ts")], families=[Family("F", 1)], pattern="TS-COLS"
-    )
+    key = KeyRecipe((Segment("const", arg="EV"), Segment("epoch_ms", "ts")))
+    decl = TableDecl("T", (Family("F", 1),), key, "TS-COLS")
     found = {f.rule: f for f in lint.lint(decl, Hints(Workload(rate)), declared_tables=20)}
     return found["HOT-TIME-FIRST"]
 
@@ -92,23 +91,15 @@ def test_the_thresholds_are_140_and_1_4_writes_a_second():
 
 
 def test_a_sequential_id_first_is_judged_by_the_rate_too():
-    decl = declare(
-        "T",
-        key=[zero_padded("order", 12), epoch_ms("ts")],
-        families=[Family("F", 1)],
-        pattern="TS-COLS",
-    )
+    key = KeyRecipe((Segment("zero_pad", "order", 12), Segment("epoch_ms", "ts")))
+    decl = TableDecl("T", (Family("F", 1),), key, "TS-COLS")
     fields = {"order": FieldModel(10**6, "sequential")}
     for rate, severity in ((5000, "error"), (10, "warning"), (0.001, "info")):
         found = lint.lint(decl, Hints(Workload(rate, fields)), declared_tables=20)
         assert [(f.rule, f.severity) for f in found] == [("HOT-SEQUENTIAL-ID", severity)]
     # A kind guessed from the name stays at most a warning, however busy.
-    guessed = declare(
-        "T",
-        key=[zero_padded("order_id", 12), epoch_ms("ts")],
-        families=[Family("F", 1)],
-        pattern="TS-COLS",
-    )
+    key = KeyRecipe((Segment("zero_pad", "order_id", 12), Segment("epoch_ms", "ts")))
+    guessed = TableDecl("T", (Family("F", 1),), key, "TS-COLS")
     (finding,) = lint.lint(guessed, Hints(Workload(5000)), declared_tables=20)
     assert finding.severity == "warning"
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import pickle
 
@@ -27,7 +28,7 @@ from transforms.bigtable_read import (
 )
 from transforms.bigtable_write import WriteRows
 from transforms.mutations import Cell, RowMutation
-from transforms.table_model import Family, declare, text
+from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 # -- pure: range splitting ----------------------------------------------------------------------
 
@@ -128,17 +129,17 @@ def test_key_suffix_filter_is_an_escaped_full_key_regex():
 
 # -- on the emulator ----------------------------------------------------------------------------
 
-T = declare(
+T = TableDecl(
     "READ_T",
-    key=[text("k")],
-    families=[Family("F"), Family("G", max_versions=1)],
-    pattern="TS-COLS",
+    (Family("F"), Family("G", max_versions=1)),
+    KeyRecipe((Segment("text", "k"),)),
+    "TS-COLS",
 )
 
 
 def _load(target: admin.Target, rows: list[RowMutation], table: str = "READ_T") -> None:
     with admin.Admin(target) as api:
-        api.ensure(T if table == "READ_T" else declare(table, [text("k")], T.families, "TS-COLS"))
+        api.ensure(T if table == "READ_T" else dataclasses.replace(T, name=table))
     if not rows:
         return
     with BigtableDataClient(project=target.project) as client:

@@ -21,7 +21,7 @@ from transforms.aggregate_write import AggregateWriteError, WriteAggregates, to_
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.mutations import AddCell, Cell, RowMutation
-from transforms.table_model import Family, declare, text
+from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 MARCH_2015_US = 1425168000 * 1_000_000  # 2015-03-01T00:00:00Z
 
@@ -240,9 +240,8 @@ def test_add_to_cell_is_not_idempotent_a_rerun_adds_again(target, tmp_path):
 
 
 def test_a_failed_entry_fails_the_write_and_names_the_key(target):
-    decl = declare(
-        "AGG_CHECK", key=[text("k")], families=[Family("ok", aggregate="sum")], pattern="AGGREGATE"
-    )
+    key = KeyRecipe((Segment("text", "k"),))
+    decl = TableDecl("AGG_CHECK", (Family("ok", aggregate="sum"),), key, "AGGREGATE")
     with admin.Admin(target) as client:
         client.ensure(decl)
     rows = [

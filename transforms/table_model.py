@@ -52,7 +52,7 @@ class Family:
 
 @dataclass(frozen=True)
 class Segment:
-    """One row-key segment. ``kind`` names a builder in :data:`SEGMENT_KINDS`; ``field`` names
+    """One row-key segment. ``kind`` names a builder of :func:`segment_builder`; ``field`` names
     the event field it reads (unused for ``const``); ``width``/``arg`` parameterise it."""
 
     kind: str
@@ -66,55 +66,6 @@ class Segment:
         if self.kind == "const":
             return self.arg or ""
         return (self.field or self.kind).upper()
-
-
-def const(text: str) -> Segment:
-    return Segment("const", arg=text)
-
-
-def text(name: str) -> Segment:
-    return Segment("text", field=name)
-
-
-def tenant(name: str = "tenant") -> Segment:
-    return Segment("tenant", field=name)
-
-
-def epoch_ms(name: str) -> Segment:
-    return Segment("epoch_ms", field=name)
-
-
-def reverse_ts(name: str, bucket: str | None = None) -> Segment:
-    """``Long.MAX_VALUE - ts`` (19 digits), newest first. With ``bucket`` (hour, day, week,
-    month) the time is first truncated to the start of its bucket, so one row holds a bucket's
-    cells and the newest bucket sorts first (TB-CELL rows read latest first)."""
-    if bucket is not None and bucket not in BUCKET_UNITS:
-        raise ValueError(f"unknown bucket {bucket!r}; use one of {list(BUCKET_UNITS)}")
-    return Segment("reverse_ts", field=name, arg=bucket)
-
-
-def zero_padded(name: str, width: int) -> Segment:
-    return Segment("zero_pad", field=name, width=width)
-
-
-def time_label(name: str, fmt: str) -> Segment:
-    """``fmt``: hour, day, week, month, minute, yyyymmdd, yyyymm, yyyymmddhhmmssmmm."""
-    if fmt not in TIME_FORMATS:
-        raise ValueError(f"unknown time format {fmt!r}; use one of {sorted(TIME_FORMATS)}")
-    return Segment("time", field=name, arg=fmt)
-
-
-def salted(buckets: int, *of: str) -> Segment:
-    """A salt bucket from a stable hash of the named fields' key text."""
-    return Segment("salt", width=buckets, of=tuple(of))
-
-
-def reverse_id(name: str) -> Segment:
-    return Segment("reverse_id", field=name)
-
-
-def reverse_domain(name: str) -> Segment:
-    return Segment("reverse_domain", field=name)
 
 
 TIME_FORMATS: dict[str, Callable[[int], str]] = {
@@ -307,15 +258,3 @@ class TableDecl:
 
     def row_key(self, values: Mapping[str, object], tz: dt.tzinfo = timefmt.UTC) -> bytes:
         return self.key.build(values, tz)
-
-
-def declare(
-    name: str,
-    key: list[Segment] | tuple[Segment, ...],
-    families: list[Family] | tuple[Family, ...],
-    pattern: str,
-    doc: str = "",
-    spec: str = "",
-    delimiter: str = keys.DELIMITER,
-) -> TableDecl:
-    return TableDecl(name, tuple(families), KeyRecipe(tuple(key), delimiter), pattern, doc, spec)
