@@ -69,11 +69,6 @@ def _salted_prefix_bytes(layout: SaltLayout) -> int:
     return len(head.encode("utf-8"))
 
 
-def unsalted(decl: TableDecl, key: bytes) -> bytes:
-    """The part of a salted key after its salt (the time and anything following it)."""
-    return key[_salted_prefix_bytes(salt_layout(decl)) :]
-
-
 def merge_in_time_order(decl: TableDecl, scans: Sequence[Iterable]) -> list:
     """Merge per-bucket scans (each in key order; items have a ``key`` attribute) into one list
     in time order. Ties (same time, different buckets) fall back to the full key."""

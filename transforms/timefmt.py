@@ -99,11 +99,6 @@ def to_datetime(ms: int, tz: dt.tzinfo = UTC) -> dt.datetime:
     return (_EPOCH + ms * _MS).astimezone(tz)
 
 
-def micros(ms: int) -> int:
-    """Bigtable's cell timestamp unit (microseconds, millisecond granularity)."""
-    return ms * 1000
-
-
 Parts = tuple[int, int, int, int, int, int]  # year, month, day, hour, ISO year, ISO week
 
 # The hour-granular labels, by position: hour, day, ISO week, month, YYYYMMDD, YYYYMM.
