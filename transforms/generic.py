@@ -638,23 +638,6 @@ class Builder:
         self.tz = state["tz"]
         self._compile()
 
-    def parse(self, record: dict) -> Values:
-        """The record's checked values, by the names keys and columns use."""
-        required = self.required
-        if len(record) != len(required) or not all(name in record for name in required):
-            events.check_fields(record, required, self.optional)
-        values: Values = {}
-        for name, ref, parse in self._steps:
-            if name in record:
-                values[ref] = parse(record[name])
-        for name, ref, after, after_name in self._ordered:
-            if ref in values and values[ref] <= values[after]:
-                raise InvalidEvent(
-                    f"field {name!r}: {record[name]} is not after field {after_name!r} "
-                    f"({record[after_name]})"
-                )
-        return values
-
     def rows(self, record: dict) -> list[tuple]:
         """The hot path: rows as plain tuples ``(table, key, cells)``, cells as plain
         ``(family, qualifier, value, timestamp_us)`` (or :class:`AddCell`). Plain tuples of
@@ -680,9 +663,6 @@ class Builder:
         out = {k: v for k, v in record.items() if k in named}
         out[target] = {k: v for k, v in record.items() if k not in named}
         return out
-
-    def aggregate_tables(self) -> list[str]:
-        return [t.name for t in self.compiled if any(f.aggregate for f in t.decl.families)]
 
 
 # -- queries from the key recipe ---------------------------------------------------------------
