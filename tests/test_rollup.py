@@ -12,7 +12,7 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.utils.timestamp import Timestamp
 
-from transforms import rollup
+from transforms import rollup, rollup_core
 from transforms.errors import InvalidEvent
 from transforms.mutations import AddCell, Cell, RowMutation
 
@@ -21,14 +21,14 @@ MIN = 60_000
 
 
 def test_scale_is_exact_for_decimal_text():
-    assert rollup.scale("0.02") == 20_000
-    assert rollup.scale("253453634") == 253_453_634_000_000
-    assert rollup.scale("-1.5") == -1_500_000
-    assert rollup.scale("0.0000005") == 0  # half-even
-    assert rollup.scale("0.0000015") == 2
-    assert rollup.unscale(20_000) == Decimal("0.02")
+    assert rollup_core.scale("0.02") == 20_000
+    assert rollup_core.scale("253453634") == 253_453_634_000_000
+    assert rollup_core.scale("-1.5") == -1_500_000
+    assert rollup_core.scale("0.0000005") == 0  # half-even
+    assert rollup_core.scale("0.0000015") == 2
+    assert rollup_core.unscale(20_000) == Decimal("0.02")
     with pytest.raises(InvalidEvent, match="int64"):
-        rollup.scale("1e20")
+        rollup_core.scale("1e20")
 
 
 def _key(entity: str, start: int) -> bytes:
@@ -36,7 +36,7 @@ def _key(entity: str, start: int) -> bytes:
 
 
 def _point(ts: int, value: str, entity: str = "h1", metric: bytes = b"CPU"):
-    return rollup.point(entity, metric, ts, value)
+    return rollup_core.point(entity, metric, ts, value)
 
 
 def _row(start: int, total: str, count: int, entity: str = "h1") -> RowMutation:
@@ -44,7 +44,7 @@ def _row(start: int, total: str, count: int, entity: str = "h1") -> RowMutation:
     return RowMutation(
         "ROLL",
         _key(entity, start),
-        (AddCell("sum", b"CPU", rollup.scale(total), ts), AddCell("count", b"CPU", count, ts)),
+        (AddCell("sum", b"CPU", rollup_core.scale(total), ts), AddCell("count", b"CPU", count, ts)),
     )
 
 
@@ -152,7 +152,7 @@ def _exact(start: int, total: str, count: int, pane: int = 0, entity: str = "h1"
         "ROLL",
         _key(entity, start),
         (
-            Cell("exact_sum", b"CPU", rollup.scale(total).to_bytes(8, "big", signed=True), ts),
+            Cell("exact_sum", b"CPU", rollup_core.scale(total).to_bytes(8, "big", signed=True), ts),
             Cell("exact_count", b"CPU", count.to_bytes(8, "big", signed=True), ts),
         ),
     )

@@ -49,28 +49,9 @@ from transforms.rollup_core import (
     RollupPoint,
     RollupSpec,
     exact_row,
-    point,
     rollup_row,
-    scale,
-    unscale,
     window_start,
 )
-
-__all__ = [
-    "HOUR_MS",
-    "MODES",
-    "TOO_LATE",
-    "HourlyRollup",
-    "Rollup",
-    "RollupPoint",
-    "RollupSpec",
-    "exact_row",
-    "point",
-    "rollup_row",
-    "scale",
-    "unscale",
-    "window_start",
-]
 
 TOO_LATE = "too_late"
 
