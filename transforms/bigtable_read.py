@@ -33,12 +33,10 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
+from transforms import keys
 from transforms.ingest import NAMESPACE
+from transforms.key_ranges import WHOLE_TABLE, KeyRange
 from transforms.mutations import Cell, RowMutation
-
-# A key range [start, end): b"" as start is the table's first key, b"" as end is "past the last".
-KeyRange = tuple[bytes, bytes]
-WHOLE_TABLE: KeyRange = (b"", b"")
 
 
 def _end_order(end: bytes) -> tuple[int, bytes]:
@@ -75,12 +73,7 @@ def split_ranges(
 
 def prefix_range(prefix: bytes) -> KeyRange:
     """The key range of every key starting with ``prefix`` (``b""`` = the whole table)."""
-    if not prefix:
-        return WHOLE_TABLE
-    stripped = prefix.rstrip(b"\xff")
-    if not stripped:  # all 0xff bytes: no key above them to stop at
-        return prefix, b""
-    return prefix, stripped[:-1] + bytes([stripped[-1] + 1])
+    return (prefix, keys.prefix_end(prefix)) if prefix else WHOLE_TABLE
 
 
 def merge_ranges(ranges: Iterable[KeyRange]) -> list[KeyRange]:
@@ -187,8 +180,8 @@ class _SplitFn(_ClientDoFn):
         super().setup()
         self._pieces = Metrics.counter(NAMESPACE, f"read_ranges_{self._label}")
 
-    def process(self, ranges: Sequence[KeyRange], *barrier):
-        # ``barrier`` is the optional wait_for side input: it only orders this step after it.
+    def process(self, ranges: Sequence[KeyRange], *_wait_for):
+        # ``_wait_for`` is the optional wait_for side input: it only orders this step after it.
         if not ranges:
             return
         keys = list(self._split_keys)
@@ -260,16 +253,11 @@ class ReadFromBigtableRows(beam.PTransform):
         wait_for: beam.PCollection | Sequence[beam.PCollection] | None = None,
     ) -> None:
         super().__init__()
-        self._project = project
-        self._instance = instance
-        self._table = table
         self._ranges = requested_ranges(key_ranges, prefixes)
-        self._row_filter = row_filter
-        self._split_keys = tuple(split_keys)
-        self._sample = sample
-        self._label = label or table
-        self._out_table = out_table or table
-        self._app_profile_id = app_profile_id
+        client = (project, instance, table, app_profile_id)
+        label = label or table
+        self._split = _SplitFn(*client, split_keys, sample, label)
+        self._read = _ReadRangeFn(*client, row_filter, label, out_table or table)
         if isinstance(wait_for, beam.PCollection):
             wait_for = [wait_for]
         self._wait_for = list(wait_for or [])
@@ -283,28 +271,10 @@ class ReadFromBigtableRows(beam.PTransform):
                 else tuple(self._wait_for) | "JoinWaitFor" >> beam.Flatten()
             )
             side = [pvalue.AsList(done)]
-        split = _SplitFn(
-            self._project,
-            self._instance,
-            self._table,
-            self._app_profile_id,
-            self._split_keys,
-            self._sample,
-            self._label,
-        )
-        read = _ReadRangeFn(
-            self._project,
-            self._instance,
-            self._table,
-            self._app_profile_id,
-            self._row_filter,
-            self._label,
-            self._out_table,
-        )
         return (
             begin
             | "Ranges" >> beam.Create([tuple(self._ranges)])
-            | "SplitRanges" >> beam.ParDo(split, *side)
+            | "SplitRanges" >> beam.ParDo(self._split, *side)
             | "SpreadRanges" >> beam.Reshuffle()
-            | "ReadRanges" >> beam.ParDo(read)
+            | "ReadRanges" >> beam.ParDo(self._read)
         )
