@@ -103,7 +103,7 @@ def parse_json_object(raw: bytes | str) -> dict:
     except RecursionError:
         raise InvalidEvent("invalid JSON: nested too deeply") from None
     if type(obj) is not dict:
-        raise InvalidEvent(f"expected a JSON object, got {_json_type(obj)}")
+        raise InvalidEvent(f"expected a JSON object, got {describe(obj)}")
     return obj
 
 
@@ -128,7 +128,8 @@ def parse_csv_header(raw: bytes | str) -> tuple[str, ...]:
     return tuple(name.strip() for name in names)
 
 
-def _json_type(value: object) -> str:
+def describe(value: object) -> str:
+    """The JSON type of a parsed value, as an error message names it."""
     if isinstance(value, CsvText):
         return "CSV text"
     if isinstance(value, Num):
@@ -168,7 +169,3 @@ def as_number(value: object) -> object:
     if type(value) is CsvText and _NUMBER.match(value):
         return Num(value)
     return value
-
-
-def describe(value: object) -> str:
-    return _json_type(value)

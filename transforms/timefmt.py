@@ -53,8 +53,13 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
             f"field {field!r}: expected an RFC 3339 time or epoch milliseconds, "
             f"got {type(value).__name__}"
         )
+    return _in_range(ms, field, value)
+
+
+def _in_range(ms: int, field: str, raw: object) -> int:
+    """``ms``, if 13-digit epoch-millisecond keys can hold it (``raw``: what the event said)."""
     if not 0 <= ms <= MAX_EPOCH_MS:
-        raise InvalidEvent(f"field {field!r}: {value!r} is outside 1970-01-01..2286-11-20")
+        raise InvalidEvent(f"field {field!r}: {raw!r} is outside 1970-01-01..2286-11-20")
     return ms
 
 
@@ -75,10 +80,7 @@ def parse_date(value: object, field: str = "date") -> int:
         day = dt.date.fromisoformat(value)
     except ValueError as err:
         raise InvalidEvent(f"field {field!r}: {value!r} is not a real date ({err})") from None
-    ms = (day.toordinal() - _EPOCH_DAY) * _DAY_MS
-    if not 0 <= ms <= MAX_EPOCH_MS:
-        raise InvalidEvent(f"field {field!r}: {value!r} is outside 1970-01-01..2286-11-20")
-    return ms
+    return _in_range((day.toordinal() - _EPOCH_DAY) * _DAY_MS, field, value)
 
 
 def parse_compact_time(value: object, field: str = "timestamp") -> int:
@@ -243,10 +245,7 @@ def local_to_ms(
                     "declare ambiguous: earliest or latest"
                 )
             first = first if ambiguous == "earliest" else second
-    ms = (first - _EPOCH) // _MS
-    if not 0 <= ms <= MAX_EPOCH_MS:
-        raise InvalidEvent(f"field {field!r}: {raw!r} is outside 1970-01-01..2286-11-20")
-    return ms
+    return _in_range((first - _EPOCH) // _MS, field, raw)
 
 
 def make_parser(
@@ -292,10 +291,7 @@ def make_parser(
         except ValueError:
             raise InvalidEvent(f"field {field!r}: {value[:60]!r} does not match {fmt!r}") from None
         if offset:
-            ms = (moment - _EPOCH) // _MS
-            if not 0 <= ms <= MAX_EPOCH_MS:
-                raise InvalidEvent(f"field {field!r}: {value!r} is outside 1970-01-01..2286-11-20")
-            return ms
+            return _in_range((moment - _EPOCH) // _MS, field, value)
         return local_to_ms(moment, tz or UTC, field, ambiguous, value)
 
     return pattern
