@@ -318,8 +318,6 @@ def csv_blocks(
 ) -> Iterator[Block]:
     """Records of a CSV file (header first, unless given) with the line each starts on, from
     line ``first_line`` up to (not including) ``end_line`` (0: the end)."""
-    items: list[bytes] = []
-    lines: list[int] = []
 
     def fits(record: bytes) -> bool:
         try:
@@ -328,18 +326,22 @@ def csv_blocks(
             return False
         return header is None or len(cells) == len(header)
 
-    physical = _numbered(chunks, first_line, end_line)
-    for start, record in _csv_records(physical, fits):
-        if header is None:
-            header = events.parse_csv_header(record)
-            continue
-        items.append(record)
-        lines.append(start)
-        if len(items) >= BLOCK_ITEMS:
-            yield Block(source, "csv", items, 0, 0, tuple(lines), header)
-            items, lines = [], []
-    if items:
-        yield Block(source, "csv", items, 0, 0, tuple(lines), header)
+    records = _csv_records(_numbered(chunks, first_line, end_line), fits)
+    if header is None:
+        first = next(records, None)
+        if first is None:
+            return
+        header = events.parse_csv_header(first[1])
+    yield from _numbered_blocks(source, "csv", records, header)
+
+
+def _numbered_blocks(
+    source: str, kind: str, numbered: Iterator[tuple[int, object]], header: tuple | None = None
+) -> Iterator[Block]:
+    """``(line, item)`` pairs as blocks of ``BLOCK_ITEMS``, each item keeping its line."""
+    while chunk := list(itertools.islice(numbered, BLOCK_ITEMS)):
+        lines, items = zip(*chunk, strict=True)
+        yield Block(source, kind, list(items), 0, 0, lines, header)
 
 
 def _numbered(
@@ -413,13 +415,16 @@ def array_blocks(source: str, handle, chunk_bytes: int = CHUNK_BYTES) -> Iterato
     each starts on. Elements are parsed later by the same decoder as JSON lines, so a broken
     element becomes a dead letter; only a broken array (no ``[``, or no element boundary at
     all) stops the file, as one bad item holding what could not be split."""
+    return _numbered_blocks(source, "json_array", _array_elements(source, handle, chunk_bytes))
+
+
+def _array_elements(source: str, handle, chunk_bytes: int) -> Iterator[tuple[int, str]]:
+    """``(line, element text)`` of each element of the top-level array (see array_blocks)."""
     decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
     buf = ""
     pos = 0
     line = 1
     eof = False
-    items: list[str] = []
-    lines: list[int] = []
 
     def more() -> bool:
         nonlocal buf, pos, eof
@@ -449,25 +454,22 @@ def array_blocks(source: str, handle, chunk_bytes: int = CHUNK_BYTES) -> Iterato
     while True:
         skip_space()
         if pos >= len(buf):
-            items.append("")  # unterminated array: say so as one bad item
-            lines.append(line)
-            break
+            yield line, ""  # unterminated array: say so as one bad item
+            return
         if buf[pos] == "]":
             pos += 1
             skip_space()
-            if pos < len(buf):  # more after the array: kept as one bad item, not dropped
-                while more():
-                    pass
-                items.append(buf[pos:].rstrip())
-                lines.append(line)
-            break
+            if pos >= len(buf):
+                return
+            trusted = False  # more after the array: kept as one bad item, not dropped
+        else:
+            trusted = first or buf[pos] == ","  # no comma: nothing after it can be trusted
+        if not trusted:
+            while more():
+                pass
+            yield line, buf[pos:].rstrip()
+            return
         if not first:
-            if buf[pos] != ",":  # no comma: nothing after this point can be trusted
-                while more():
-                    pass
-                items.append(buf[pos:].rstrip())
-                lines.append(line)
-                break
             pos += 1
             skip_space()
         first = False
@@ -476,16 +478,9 @@ def array_blocks(source: str, handle, chunk_bytes: int = CHUNK_BYTES) -> Iterato
             end = _element_end(buf, pos)
         if end < 0:
             end = len(buf)
-        element = buf[pos:end].rstrip()
-        items.append(element)
-        lines.append(line)
+        yield line, buf[pos:end].rstrip()
         line += buf.count("\n", pos, end)
         pos = end
-        if len(items) >= BLOCK_ITEMS:
-            yield Block(source, "json_array", items, 0, 0, tuple(lines))
-            items, lines = [], []
-    if items:
-        yield Block(source, "json_array", items, 0, 0, tuple(lines))
 
 
 def _element_end(buf: str, pos: int) -> int:
