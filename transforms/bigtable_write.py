@@ -27,8 +27,9 @@ import operator
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
+from dataclasses import dataclass, field
 
 import apache_beam as beam
 import grpc
@@ -74,16 +75,14 @@ def _direct_row_entry(row: DirectRow) -> tuple[bytes, int]:
     return type(converted).pb(converted).SerializeToString(), len(mutations)
 
 
+@dataclass(slots=True)
 class _Batch:
     """One MutateRows request: its leading fields (the table), its entries (framed, ready to
     join) and their row keys, to resend some entries alone and to name a refused row."""
 
-    __slots__ = ("entries", "head", "keys")
-
-    def __init__(self, head: bytes, entries: list[bytes], keys: list[bytes]) -> None:
-        self.head = head
-        self.entries = entries
-        self.keys = keys
+    head: bytes
+    entries: list[bytes]
+    keys: list[bytes]
 
     def to_bytes(self) -> bytes:
         return self.head + b"".join(self.entries)
@@ -94,15 +93,13 @@ class _Batch:
         )
 
 
+@dataclass(slots=True)
 class _Attempt:
     """The outcome of one MutateRows request: status codes seen, errors that will not pass."""
 
-    __slots__ = ("codes", "errors", "rows")
-
-    def __init__(self, rows: int) -> None:
-        self.rows = rows
-        self.codes: Counter = Counter()
-        self.errors: list[str] = []
+    rows: int
+    codes: Counter = field(default_factory=Counter)
+    errors: list[str] = field(default_factory=list)
 
 
 def mutate_rows_call(stub, table_name: str):
@@ -128,17 +125,17 @@ def mutate_rows_call(stub, table_name: str):
     return call
 
 
+@dataclass
 class _RequestSender:
     """Sends MutateRows requests, each until all its entries are written, one of them is
     refused for good, or ``timeout_s`` has passed. Runs in the writer's worker threads."""
 
-    def __init__(self, call, timeout_s: float) -> None:
-        self._call = call
-        self._timeout_s = timeout_s
+    call: Callable
+    timeout_s: float
 
     def __call__(self, batch: _Batch) -> _Attempt:
         outcome = _Attempt(len(batch.entries))
-        deadline = time.monotonic() + self._timeout_s
+        deadline = time.monotonic() + self.timeout_s
         delay = 0.01
         while True:
             remaining = deadline - time.monotonic()
@@ -164,7 +161,7 @@ class _RequestSender:
             if time.monotonic() + delay >= deadline:
                 last = f"{type(failure).__name__}: {failure}" if failure else "transient errors"
                 outcome.errors.append(
-                    f"{len(retry)} row(s) still not written after {self._timeout_s:g}s of "
+                    f"{len(retry)} row(s) still not written after {self.timeout_s:g}s of "
                     f"retries (last: {last})"
                 )
                 return outcome
@@ -178,7 +175,7 @@ class _RequestSender:
         answered = bytearray(len(batch.entries))
         refused = []
         try:
-            for response in self._call(batch.to_bytes(), max(timeout, 0.001)):
+            for response in self.call(batch.to_bytes(), max(timeout, 0.001)):
                 for answer in response.entries:
                     answered[answer.index] = 1
                     if answer.status.code:
@@ -386,12 +383,7 @@ class BoundedWriteToBigTable(WriteToBigTable):
     """``WriteToBigTable`` (native path) with lean requests, whose writes give up after
     ``timeout_s``. Takes :class:`RowMutation` s or client ``DirectRow`` s."""
 
-    def __init__(
-        self,
-        *args,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        **kwargs,
-    ) -> None:
+    def __init__(self, *args, timeout_s: float = DEFAULT_TIMEOUT_S, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._timeout_s = timeout_s
 
