@@ -317,8 +317,7 @@ def _cells(
 
 def _time_qualifier(src: _Source, fmt: str, tz: dt.tzinfo, ts: str) -> str:
     if fmt == "hhmm" and tz is timefmt.UTC:
-        table = tuple(f"{m // 60:02d}{m % 60:02d}".encode("ascii") for m in range(1440))
-        return f"{src.const(table, 'H')}[{ts} // 60000 % 1440]"
+        return f"{src.const(timefmt.HHMM_BYTES, 'H')}[{ts} // 60000 % 1440]"
     if fmt == "hhmm":
         fn = src.const(lambda ms: timefmt.time_of_day(ms, tz).encode("ascii"), "H")
     else:

@@ -395,7 +395,7 @@ def _qualifier(rule: str | tuple, tz: dt.tzinfo) -> Callable[[Values, int], byte
         return from_field
     if rule[1] == "hhmm":
         if tz is timefmt.UTC:
-            table = tuple(f"{m // 60:02d}{m % 60:02d}".encode("ascii") for m in range(1440))
+            table = timefmt.HHMM_BYTES
             return lambda values, ts_ms: table[ts_ms // 60_000 % 1440]
         return lambda values, ts_ms: timefmt.time_of_day(ts_ms, tz).encode("ascii")
     return lambda values, ts_ms: str(timefmt.to_datetime(ts_ms, tz).day).encode("ascii")

@@ -7,6 +7,7 @@ import calendar
 import datetime as dt
 import re
 import zoneinfo
+from collections.abc import Callable
 from functools import lru_cache
 
 from transforms.errors import InvalidEvent
@@ -126,47 +127,33 @@ def _utc_labels(hour_index: int) -> tuple[str, ...]:
     return tuple(fmt(*parts) for fmt in _FORMATS)
 
 
-def _label(ms: int, tz: dt.tzinfo, which: int) -> str:
-    # Labels are the hot path: in UTC every label of an hour comes from one cached lookup.
-    # Other zones (some with sub-hour offsets) convert exactly.
-    if tz is UTC:
-        return _utc_labels(ms // 3_600_000)[which]
-    return _FORMATS[which](*_parts(ms, tz))
+def _hourly(which: int) -> Callable[..., str]:
+    """``(ms, tz=UTC) -> label`` of ``_FORMATS[which]``."""
+    fmt = _FORMATS[which]
+
+    def label(ms: int, tz: dt.tzinfo = UTC) -> str:
+        # Labels are the hot path: in UTC every label of an hour comes from one cached lookup.
+        # Other zones (some with sub-hour offsets) convert exactly.
+        if tz is UTC:
+            return _utc_labels(ms // 3_600_000)[which]
+        return fmt(*_parts(ms, tz))
+
+    return label
 
 
+# The ISO-8601 week (``2021-W09``) sorts, and unlike the docs' ``week9`` never repeats;
+# ``YYYYMMDD`` is the day of the SENSOR, game and garden keys.
+hour_label, day_label, iso_week_label, month_label, compact_day, compact_month = map(
+    _hourly, range(len(_FORMATS))
+)
 _HHMM = tuple(f"{minute // 60:02d}{minute % 60:02d}" for minute in range(1440))
-
-
-def hour_label(ms: int, tz: dt.tzinfo = UTC) -> str:
-    return _label(ms, tz, 0)
-
-
-def day_label(ms: int, tz: dt.tzinfo = UTC) -> str:
-    return _label(ms, tz, 1)
-
-
-def iso_week_label(ms: int, tz: dt.tzinfo = UTC) -> str:
-    """ISO-8601 week (``2021-W09``): sorts, and unlike the docs' ``week9`` never repeats."""
-    return _label(ms, tz, 2)
-
-
-def month_label(ms: int, tz: dt.tzinfo = UTC) -> str:
-    return _label(ms, tz, 3)
+HHMM_BYTES = tuple(hhmm.encode("ascii") for hhmm in _HHMM)  # the same as qualifiers
 
 
 def minute_label(ms: int, tz: dt.tzinfo = UTC) -> str:
     """``2021-03-05-1200``: the single-timestamp balloon rows."""
     moment = to_datetime(ms, tz)
     return f"{moment:%Y-%m-%d-%H%M}"
-
-
-def compact_day(ms: int, tz: dt.tzinfo = UTC) -> str:
-    """``YYYYMMDD`` (SENSOR, game and garden keys)."""
-    return _label(ms, tz, 4)
-
-
-def compact_month(ms: int, tz: dt.tzinfo = UTC) -> str:
-    return _label(ms, tz, 5)
 
 
 def compact_millis(ms: int, tz: dt.tzinfo = UTC) -> str:
