@@ -40,7 +40,7 @@ from apache_beam.transforms.userstate import ReadModifyWriteStateSpec, TimerSpec
 from apache_beam.utils.timestamp import Timestamp
 
 from transforms.errors import InvalidEvent
-from transforms.ingest import NAMESPACE
+from transforms.ingest import NAMESPACE, dead_letter_record
 from transforms.mutations import RowMutation
 from transforms.rollup_core import (
     HOUR_MS,
@@ -68,15 +68,9 @@ class _PointsFn(beam.DoFn):
         try:
             yield from list(self._spec.points(row))
         except InvalidEvent as err:
-            yield pvalue.TaggedOutput(
-                TOO_LATE,
-                {
-                    "pipeline": f"rollup:{self._spec.table}",
-                    "source": table,
-                    "reason": str(err),
-                    "raw": key.decode("utf-8", "backslashreplace"),
-                },
-            )
+            raw = key.decode("utf-8", "backslashreplace")
+            record = dead_letter_record(f"rollup:{self._spec.table}", table, raw, str(err))
+            yield pvalue.TaggedOutput(TOO_LATE, record)
 
 
 def _window(windows: dict, start: int) -> tuple[bool, dict, int]:
@@ -200,13 +194,11 @@ class _RollupFn(beam.DoFn):
                 "value": point.text,
             }
         )
-        return {
-            "pipeline": f"rollup:{self._table}",
-            "source": "rollup",
-            "reason": f"later than the allowed lateness ({self._lateness // 60000} min) of its "
-            f"window starting {start} ms",
-            "raw": raw,
-        }
+        reason = (
+            f"later than the allowed lateness ({self._lateness // 60000} min) of its window "
+            f"starting {start} ms"
+        )
+        return dead_letter_record(f"rollup:{self._table}", "rollup", raw, reason)
 
 
 class Rollup(beam.PTransform):
