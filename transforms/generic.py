@@ -38,10 +38,9 @@ from transforms.schema_file import (
     loads,
     message_class,
 )
-from transforms.table_model import bucket_start_ms, segment_builder
+from transforms.table_model import FREE_TEXT_KINDS, bucket_start_ms, segment_builder
 
 MAX_QUALIFIER_BYTES = 16 * 1024
-_TEXT_SEGMENTS = ("text", "tenant", "space_pad", "reverse_id", "reverse_domain")
 # JSON blobs keep numbers as the source wrote them (no float round trip); times as epoch ms.
 _RAW_JSON = ("number", "integer", "time")
 _INT64 = (-(2**63), 2**63 - 1)
@@ -279,22 +278,18 @@ def field_parser(spec: FieldSpec, key_delimiters: str = "") -> FieldParser:
     """The checked value of one field from its raw value: text (str), number/id (their source
     text), integer (int), boolean ("true"/"false"), time (epoch ms), map (((qualifier, value
     text), …)). ``key_delimiters``: the delimiters of the keys a text field is part of."""
-    kind = spec.type
-    if kind == "text":
-        return _text_parser(spec, key_delimiters)
-    if kind == "number":
-        return _number_parser(spec)
-    if kind == "integer":
-        return _integer_parser(spec)
-    if kind == "id":
-        return _id_parser(spec, key_delimiters)
-    if kind == "boolean":
-        return _boolean_parser(spec)
-    if kind == "time":
-        return _time_parser(spec)
-    if kind == "map":
-        return _map_parser(spec)
-    raise AssertionError(f"unknown field type {kind}")
+    if spec.type in ("text", "id"):  # the two that may be key text
+        return (_text_parser if spec.type == "text" else _id_parser)(spec, key_delimiters)
+    return _PARSERS[spec.type](spec)
+
+
+_PARSERS = {
+    "number": _number_parser,
+    "integer": _integer_parser,
+    "boolean": _boolean_parser,
+    "time": _time_parser,
+    "map": _map_parser,
+}
 
 
 def _text(value: object) -> str:
@@ -496,7 +491,7 @@ class _Table:
         """One key segment as a function of its field's value (for the generated builder)."""
         name = seg.field
         delimiter = self.decl.key.delimiter
-        free = seg.kind in _TEXT_SEGMENTS and name not in self.checked
+        free = seg.kind in FREE_TEXT_KINDS and name not in self.checked
         field_name = f"field {name!r}"
         if seg.kind == "space_pad":
             width = seg.width
@@ -513,7 +508,7 @@ class _Table:
             width = seg.width
             return lambda value: keys.zero_pad(value, width)
         one = segment_builder(seg)
-        as_text = self.types.get(name) == "integer" and seg.kind in _TEXT_SEGMENTS
+        as_text = self.types.get(name) == "integer" and seg.kind in FREE_TEXT_KINDS
         tz = self.tz
 
         def part(value: object) -> str:

@@ -157,7 +157,7 @@ def segment_builder(seg: Segment) -> SegmentBuilder:
     raise ValueError(f"unknown key segment kind {seg.kind!r}")
 
 
-_FREE_TEXT = frozenset({"text", "tenant", "space_pad", "reverse_id", "reverse_domain"})
+FREE_TEXT_KINDS = frozenset({"text", "tenant", "space_pad", "reverse_id", "reverse_domain"})
 
 
 @dataclass(frozen=True)
@@ -187,7 +187,7 @@ class KeyRecipe:
         checked = tuple(
             (index, f"field {seg.field!r}" if seg.field else "key")
             for index, seg in enumerate(self.segments)
-            if seg.kind in _FREE_TEXT
+            if seg.kind in FREE_TEXT_KINDS
         )
         object.__setattr__(self, "_checked", checked)
         salts = [index for index, builder in enumerate(builders) if builder is None]
