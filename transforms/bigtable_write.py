@@ -417,12 +417,10 @@ class _SplitByTableFn(beam.DoFn):
         self._tables = frozenset(tables)
 
     def setup(self) -> None:
-        self._rows = {t: Metrics.counter(NAMESPACE, f"rows_{t}") for t in self._tables}
-        self._cells = {t: Metrics.counter(NAMESPACE, f"cells_{t}") for t in self._tables}
-        self._distinct = {t: Metrics.counter(NAMESPACE, f"distinct_rows_{t}") for t in self._tables}
-        self._unknown = {
-            t: Metrics.counter(NAMESPACE, f"distinct_unknown_{t}") for t in self._tables
-        }
+        self._rows, self._cells, self._distinct, self._unknown = (
+            {t: Metrics.counter(NAMESPACE, f"{name}_{t}") for t in self._tables}
+            for name in ("rows", "cells", "distinct_rows", "distinct_unknown")
+        )
 
     def start_bundle(self) -> None:
         self._counts = {t: [0, 0] for t in self._tables}  # rows, cells; added once per bundle

@@ -270,15 +270,10 @@ class BuildRows(beam.PTransform):
         batched: bool = False,
     ) -> None:
         super().__init__()
-        self._builder = builder
-        self._pipeline = pipeline
-        self._csv_adapter = csv_adapter
-        self._batched = batched
+        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, batched)
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
-        return lines | "BuildRows" >> beam.ParDo(
-            _BuildRowsFn(self._builder, self._pipeline, self._csv_adapter, self._batched)
-        ).with_outputs(DEAD_LETTER, main=ROWS)
+        return lines | "BuildRows" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main=ROWS)
 
 
 class WriteDeadLetters(beam.PTransform):
