@@ -40,7 +40,7 @@ from btts import admin
 from pipelines import common, load
 from tests.helpers import dump, read_dead_letters, run_job
 from transforms import builtin_tables
-from transforms.ingest import DEAD_LETTER, BuildRows, WriteDeadLetters, decode
+from transforms.ingest import DEAD_LETTER, BuildRows, WriteDeadLetters, as_block, decoder
 from transforms.mutations import AddCell, RowMutation
 
 CORPUS = Path(__file__).resolve().parent / "data" / "bad"
@@ -118,7 +118,8 @@ def builder_rows(manifest: dict, line: str) -> list[RowMutation]:
     spec = job_spec(manifest)
     # The reader strips the line ending (\n or \r\n): the builder sees the line without it.
     raw = line.removesuffix("\r").encode("utf-8")
-    return list(spec.builder(decode(element(manifest, raw), spec.csv_adapter)))
+    decode = decoder(as_block(element(manifest, raw)), spec.csv_adapter)
+    return list(spec.builder(decode(raw)))
 
 
 def good_lines(manifest: dict) -> list[str]:

@@ -42,12 +42,18 @@ Builder = Callable[[dict], Sequence[RowMutation]]
 CsvAdapter = Callable[[dict], dict]
 
 
-def decode(element: tuple, csv_adapter: CsvAdapter | None = None) -> dict:
-    """The record of a JSON line ``(source, raw)`` or a CSV line ``(source, raw, header)``."""
-    if len(element) == 2:
-        return events.parse_json_object(element[1])
-    record = events.parse_csv_line(element[1], element[2])
-    return csv_adapter(record) if csv_adapter else record
+def decoder(block: Block, csv_adapter: CsvAdapter | None = None) -> Callable[[object], dict]:
+    """``raw item → record`` for the items of ``block`` (``csv_adapter`` reshapes CSV records)."""
+    if block.kind == "csv":
+        header = block.header
+        if csv_adapter is None:
+            return lambda raw: events.parse_csv_line(raw, header)
+        return lambda raw: csv_adapter(events.parse_csv_line(raw, header))
+    if block.kind == "json_array":
+        return _array_element
+    if block.kind == "record":
+        return _columnar_record
+    return events.parse_json_object
 
 
 def dead_letter_record(
@@ -166,7 +172,7 @@ class _BuildRowsFn(beam.DoFn):
             self._next_progress = self._seen + 1024
             self._progress()
         build = self._builder
-        decode = self._decoder(block)
+        decode = decoder(block, self._csv_adapter)
         valid = 0
         batch: list | None = [] if self._batched else None
         limit = 0 if block.kind == "record" else MAX_QUALIFIER_BYTES
@@ -202,18 +208,6 @@ class _BuildRowsFn(beam.DoFn):
         self._bundle_events += valid
         if batch:
             yield batch
-
-    def _decoder(self, block: Block) -> Callable[[object], dict]:
-        if block.kind == "csv":
-            header, adapter = block.header, self._csv_adapter
-            if adapter is None:
-                return lambda raw: events.parse_csv_line(raw, header)
-            return lambda raw: adapter(events.parse_csv_line(raw, header))
-        if block.kind == "json_array":
-            return _array_element
-        if block.kind == "record":
-            return _columnar_record
-        return events.parse_json_object
 
     def _line(self, block: Block, index: int) -> int | None:
         """The line of a bad item; a range read counts its first line from the file, once."""
