@@ -87,12 +87,7 @@ def describe_failures(
 
 class _WriteAggregatesFn(beam.DoFn):
     def __init__(
-        self,
-        project: str,
-        instance: str,
-        table: str,
-        batch_entries: int,
-        operation_timeout: float,
+        self, project: str, instance: str, table: str, batch_entries: int, operation_timeout: float
     ) -> None:
         self._project = project
         self._instance = instance

@@ -30,14 +30,7 @@ from transforms import compiler, events, keys, timefmt
 from transforms.errors import InvalidEvent
 from transforms.events import CsvText, Num
 from transforms.mutations import AddCell, Cell, RowMutation
-from transforms.schema_file import (
-    ColumnSpec,
-    FieldSpec,
-    Schema,
-    TableSpec,
-    loads,
-    message_class,
-)
+from transforms.schema_file import ColumnSpec, FieldSpec, Schema, TableSpec, loads, message_class
 from transforms.table_model import FREE_TEXT_KINDS, bucket_start_ms, segment_builder
 
 MAX_QUALIFIER_BYTES = 16 * 1024
@@ -479,13 +472,7 @@ class _Table:
         self.types = types
         self.checked = checked
         # Tables with the same columns and stamps share one tuple of cells per event.
-        self.signature = (
-            spec.columns,
-            self.time,
-            self.time_else,
-            self.cell_time,
-            spec.rows_per,
-        )
+        self.signature = (spec.columns, self.time, self.time_else, self.cell_time, spec.rows_per)
 
     def segment_part(self, seg) -> Callable[[object], str]:
         """One key segment as a function of its field's value (for the generated builder)."""
@@ -567,10 +554,7 @@ class Builder:
     file: the text is parsed and compiled again on unpickling."""
 
     def __init__(
-        self,
-        schema: Schema,
-        tables: list[str] | None = None,
-        tz: dt.tzinfo = timefmt.UTC,
+        self, schema: Schema, tables: list[str] | None = None, tz: dt.tzinfo = timefmt.UTC
     ) -> None:
         written = [t.name for t in schema.written()]
         chosen = list(tables) if tables else written

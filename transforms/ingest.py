@@ -94,11 +94,7 @@ def tune_gc() -> None:
 
 class _BuildRowsFn(beam.DoFn):
     def __init__(
-        self,
-        builder: Builder,
-        pipeline: str,
-        csv_adapter: CsvAdapter | None,
-        batched: bool = False,
+        self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None, batched: bool = False
     ) -> None:
         self._builder = builder
         self._pipeline = pipeline

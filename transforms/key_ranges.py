@@ -184,11 +184,7 @@ def time_segment(decl: TableDecl, values: Mapping[str, object]) -> Segment:
 
 
 def time_range(
-    decl: TableDecl,
-    values: Mapping[str, object],
-    start_ms: int,
-    end_ms: int,
-    tz: dt.tzinfo = UTC,
+    decl: TableDecl, values: Mapping[str, object], start_ms: int, end_ms: int, tz: dt.tzinfo = UTC
 ) -> KeyRange:
     """``[start, end)`` keys holding every row of ``values`` whose time segment falls in
     ``start_ms <= t < end_ms``. A calendar label covers its whole bucket (the row of the day,

@@ -208,11 +208,7 @@ class Rollup(beam.PTransform):
     hold), as dead-letter records."""
 
     def __init__(
-        self,
-        spec: RollupSpec,
-        allowed_lateness_ms: int,
-        pipeline: str = "",
-        mode: str = "add",
+        self, spec: RollupSpec, allowed_lateness_ms: int, pipeline: str = "", mode: str = "add"
     ) -> None:
         super().__init__()
         self._spec = spec
