@@ -487,12 +487,14 @@ class WriteRows(beam.PTransform):
             raise ValueError("WriteRows needs at least one table")
         if flush_count < 1 or max_row_bytes < 1:
             raise ValueError("flush_count and max_row_bytes must be positive")
-        self._project = project
-        self._instance = instance
         self._tables = list(dict.fromkeys(tables))
-        self._flush_count = flush_count
-        self._max_row_bytes = max_row_bytes
-        self._timeout_s = timeout_s
+        self._sink = {  # BoundedWriteToBigTable's arguments but the table
+            "project_id": project,
+            "instance_id": instance,
+            "flush_count": flush_count,
+            "max_row_bytes": max_row_bytes,
+            "timeout_s": timeout_s,
+        }
 
     def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
         split = rows | "SplitByTable" >> beam.ParDo(_SplitByTableFn(self._tables)).with_outputs(
@@ -500,14 +502,6 @@ class WriteRows(beam.PTransform):
         )
         return {
             table: split[table]
-            | f"Write[{table}]"
-            >> BoundedWriteToBigTable(
-                project_id=self._project,
-                instance_id=self._instance,
-                table_id=table,
-                flush_count=self._flush_count,
-                max_row_bytes=self._max_row_bytes,
-                timeout_s=self._timeout_s,
-            )
+            | f"Write[{table}]" >> BoundedWriteToBigTable(table_id=table, **self._sink)
             for table in self._tables
         }

@@ -644,18 +644,14 @@ class ReadRecords(beam.PTransform):
                 | "Reshuffle" >> beam.Reshuffle()  # ranges of one file to several workers
                 | "ReadBlocks" >> beam.ParDo(_ReadBlocksFn())
             )
-        if "parquet" in kinds:
-            branches.append(
-                parts.parquet
-                | "ReadParquet" >> ReadAllFromParquet(with_filename=True)
-                | "ParquetBlocks" >> beam.Map(_record_block)
-            )
-        if "avro" in kinds:
-            branches.append(
-                parts.avro
-                | "ReadAvro" >> ReadAllFromAvro(with_filename=True)
-                | "AvroBlocks" >> beam.Map(_record_block)
-            )
+        for fmt, read_all in (("parquet", ReadAllFromParquet), ("avro", ReadAllFromAvro)):
+            if fmt in kinds:
+                name = fmt.title()  # ReadParquet, ParquetBlocks, ReadAvro, AvroBlocks
+                branches.append(
+                    parts[fmt]
+                    | f"Read{name}" >> read_all(with_filename=True)
+                    | f"{name}Blocks" >> beam.Map(_record_block)
+                )
         if len(branches) == 1:
             return branches[0]
         return tuple(branches) | "FlattenFormats" >> beam.Flatten()
