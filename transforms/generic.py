@@ -29,11 +29,10 @@ from functools import lru_cache
 from transforms import compiler, events, keys, timefmt
 from transforms.errors import InvalidEvent
 from transforms.events import CsvText, Num
-from transforms.mutations import AddCell, Cell, RowMutation
+from transforms.mutations import MAX_QUALIFIER_BYTES, AddCell, Cell, RowMutation
 from transforms.schema_file import ColumnSpec, FieldSpec, Schema, TableSpec, loads, message_class
 from transforms.table_model import FREE_TEXT_KINDS, bucket_start_ms, segment_builder
 
-MAX_QUALIFIER_BYTES = 16 * 1024
 # JSON blobs keep numbers as the source wrote them (no float round trip); times as epoch ms.
 _RAW_JSON = ("number", "integer", "time")
 _INT64 = (-(2**63), 2**63 - 1)
