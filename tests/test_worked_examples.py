@@ -10,7 +10,7 @@ import re
 
 from tests import guidance
 from tests.conftest import load_worked_examples
-from transforms import keys
+from tests.test_golden import PURE
 
 
 def test_the_in_repo_cases_are_well_formed():
@@ -27,7 +27,7 @@ def test_the_in_repo_cases_are_well_formed():
             for cell in row.get("cells", []):
                 assert set(cell) <= {"family", "qualifier", "value", "timestamp_ms"}
         for check in case.get("checks", []):
-            assert callable(getattr(keys, check["fn"])), check
+            assert callable(PURE[check["fn"]]), check  # a key helper the golden test runs
 
 
 def _as_guidance(cases: dict[str, dict]) -> list[dict]:
