@@ -19,6 +19,39 @@ from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 ONE = Family("F", max_versions=1)
 
 
+# Shorthand for the key segments these tests declare (a schema file's `key:` entries).
+def const(text: str) -> Segment:
+    return Segment("const", arg=text)
+
+
+def text(name: str) -> Segment:
+    return Segment("text", name)
+
+
+def epoch_ms(name: str) -> Segment:
+    return Segment("epoch_ms", name)
+
+
+def reverse_ts(name: str) -> Segment:
+    return Segment("reverse_ts", name)
+
+
+def reverse_id(name: str) -> Segment:
+    return Segment("reverse_id", name)
+
+
+def zero_padded(name: str, width: int) -> Segment:
+    return Segment("zero_pad", name, width)
+
+
+def time_label(name: str, fmt: str) -> Segment:
+    return Segment("time", name, arg=fmt)
+
+
+def salted(buckets: int, *of: str) -> Segment:
+    return Segment("salt", width=buckets, of=of)
+
+
 def _decl(key, families=(ONE,), pattern="TS-COLS", name="T", delimiter="#"):
     return TableDecl(name, tuple(families), KeyRecipe(tuple(key), delimiter), pattern)
 
@@ -84,7 +117,7 @@ def test_the_same_key_without_the_acknowledgement_fails():
 
 def test_every_rule_has_a_spec_section_and_findings_carry_it():
     assert all(r.spec and r.title for r in lint.rules_table())
-    found = _rules(_decl([Segment("epoch_ms", "ts")]))
+    found = _rules(_decl([epoch_ms("ts")]))
     assert found["HOT-TIME-FIRST"].spec == lint.RULES["HOT-TIME-FIRST"].spec
 
 
@@ -92,123 +125,77 @@ def test_every_rule_has_a_spec_section_and_findings_carry_it():
 
 
 def test_timestamp_first():
-    assert (
-        _rules(_decl([Segment("const", arg="EV"), Segment("epoch_ms", "ts")]))[
-            "HOT-TIME-FIRST"
-        ].severity
-        == "error"
-    )
-    assert "HOT-TIME-FIRST" in _rules(
-        _decl([Segment("time", "ts", arg="hour"), Segment("text", "host")])
-    )
-    reverse = _rules(_decl([Segment("reverse_ts", "ts"), Segment("text", "host")]))[
-        "HOT-TIME-FIRST"
-    ]
+    assert _rules(_decl([const("EV"), epoch_ms("ts")]))["HOT-TIME-FIRST"].severity == "error"
+    assert "HOT-TIME-FIRST" in _rules(_decl([time_label("ts", "hour"), text("host")]))
+    reverse = _rules(_decl([reverse_ts("ts"), text("host")]))["HOT-TIME-FIRST"]
     assert "start of the key space" in reverse.message
     # Another increasing value: by its name, or by its modelled kind.
-    assert "HOT-TIME-FIRST" in _rules(_decl([Segment("text", "version"), Segment("text", "doc")]))
+    assert "HOT-TIME-FIRST" in _rules(_decl([text("version"), text("doc")]))
     seq = Workload(fields={"tick": FieldModel(10, "monotonic")})
-    assert "HOT-TIME-FIRST" in _rules(
-        _decl([Segment("text", "tick"), Segment("text", "host")]), seq
-    )
+    assert "HOT-TIME-FIRST" in _rules(_decl([text("tick"), text("host")]), seq)
     # Promotion is the fix.
-    assert (
-        _rules(
-            _decl([Segment("const", arg="EV"), Segment("text", "host"), Segment("epoch_ms", "ts")])
-        )
-        == {}
-    )
+    assert _rules(_decl([const("EV"), text("host"), epoch_ms("ts")])) == {}
 
 
 def test_sequential_numeric_id_first():
-    guessed = _rules(_decl([Segment("zero_pad", "order_id", 12), Segment("epoch_ms", "ts")]))[
-        "HOT-SEQUENTIAL-ID"
-    ]
+    guessed = _rules(_decl([zero_padded("order_id", 12), epoch_ms("ts")]))["HOT-SEQUENTIAL-ID"]
     assert guessed.severity == "warning" and "guessed from its name" in guessed.message
     modelled = Workload(fields={"order": FieldModel(10**6, "sequential")})
-    found = _rules(_decl([Segment("zero_pad", "order", 12), Segment("epoch_ms", "ts")]), modelled)
+    found = _rules(_decl([zero_padded("order", 12), epoch_ms("ts")]), modelled)
     assert found["HOT-SEQUENTIAL-ID"].severity == "error"
     # Reversed (12345 → 54321), or modelled as a plain label: fine.
-    assert _rules(_decl([Segment("reverse_id", "order_id"), Segment("epoch_ms", "ts")])) == {}
+    assert _rules(_decl([reverse_id("order_id"), epoch_ms("ts")])) == {}
     label = Workload(fields={"order_id": FieldModel(10**6, "label")})
-    assert (
-        _rules(_decl([Segment("zero_pad", "order_id", 12), Segment("epoch_ms", "ts")]), label) == {}
-    )
+    assert _rules(_decl([zero_padded("order_id", 12), epoch_ms("ts")]), label) == {}
 
 
 def test_too_few_prefixes_in_front_of_the_time():
     busy = Workload(100_000, fields={"region": FieldModel(3)})
-    found = _rules(_decl([Segment("text", "region"), Segment("epoch_ms", "ts")]), busy)
+    found = _rules(_decl([text("region"), epoch_ms("ts")]), busy)
     assert "3 REGION = 3 distinct prefixes" in found["HOT-NARROW-PREFIX"].message
     spread = Workload(100_000, fields={"region": FieldModel(3), "host": FieldModel(10_000)})
-    assert (
-        _rules(
-            _decl([Segment("text", "region"), Segment("text", "host"), Segment("epoch_ms", "ts")]),
-            spread,
-        )
-        == {}
-    )
+    assert _rules(_decl([text("region"), text("host"), epoch_ms("ts")]), spread) == {}
     # Salt buckets count as prefixes: 3 buckets carry the battery rate under a node's capacity.
     assert _rules(builtin_tables.get("BATTERY_SALTED"), hints_for("BATTERY_SALTED").workload) == {}
 
 
 def test_unpadded_integers():
-    found = _rules(
-        _decl([Segment("text", "host"), Segment("text", "port_number"), Segment("epoch_ms", "ts")])
-    )
+    found = _rules(_decl([text("host"), text("port_number"), epoch_ms("ts")]))
     assert "'10' sorts before '9'" in found["KEY-UNPADDED-INT"].message
     meter = Workload(fields={"meter": FieldModel(10**7, "integer")})
-    assert "KEY-UNPADDED-INT" in _rules(
-        _decl([Segment("text", "meter"), Segment("epoch_ms", "ts")]), meter
-    )
-    assert _rules(_decl([Segment("zero_pad", "meter", 10), Segment("epoch_ms", "ts")]), meter) == {}
+    assert "KEY-UNPADDED-INT" in _rules(_decl([text("meter"), epoch_ms("ts")]), meter)
+    assert _rules(_decl([zero_padded("meter", 10), epoch_ms("ts")]), meter) == {}
 
 
 def test_hashed_whole_keys():
-    found = _rules(_decl([Segment("text", "row_hash")]))
+    found = _rules(_decl([text("row_hash")]))
     assert found["KEY-HASHED"].severity == "error" and "no range" in found["KEY-HASHED"].message
-    wide_salt = _rules(
-        _decl(
-            [
-                Segment("salt", width=1000, of=("host",)),
-                Segment("text", "host"),
-                Segment("epoch_ms", "ts"),
-            ]
-        )
-    )
+    wide_salt = _rules(_decl([salted(1000, "host"), text("host"), epoch_ms("ts")]))
     assert wide_salt["KEY-HASHED"].severity == "error"
-    later = _rules(
-        _decl([Segment("text", "host"), Segment("text", "sha256"), Segment("epoch_ms", "ts")])
-    )
+    later = _rules(_decl([text("host"), text("sha256"), epoch_ms("ts")]))
     assert later["KEY-HASHED"].severity == "warning"
     assert "KEY-HASHED" not in _rules(builtin_tables.get("BATTERY_SALTED"))
 
 
 def test_raw_bytes_in_keys():
-    assert "KEY-RAW-BYTES" in _rules(
-        _decl([Segment("text", "host"), Segment("epoch_ms", "ts")], delimiter="\x00")
-    )
-    assert "KEY-RAW-BYTES" in _rules(
-        _decl([Segment("text", "payload_bytes"), Segment("epoch_ms", "ts")])
-    )
+    assert "KEY-RAW-BYTES" in _rules(_decl([text("host"), epoch_ms("ts")], delimiter="\x00"))
+    assert "KEY-RAW-BYTES" in _rules(_decl([text("payload_bytes"), epoch_ms("ts")]))
     blob = Workload(fields={"device": FieldModel(100, "bytes")})
-    assert "KEY-RAW-BYTES" in _rules(
-        _decl([Segment("text", "device"), Segment("epoch_ms", "ts")]), blob
-    )
+    assert "KEY-RAW-BYTES" in _rules(_decl([text("device"), epoch_ms("ts")]), blob)
 
 
 @pytest.mark.parametrize("name", ["email", "user_email", "phoneNumber", "user_name", "ssn"])
 def test_personal_data_in_keys(name):
-    found = _rules(_decl([Segment("text", name), Segment("epoch_ms", "ts")]))
+    found = _rules(_decl([text(name), epoch_ms("ts")]))
     assert found["KEY-PII"].severity == "error"
 
 
 def test_personal_data_in_family_and_qualifier_names():
     fam = Family("jose@example.com", max_versions=1)
-    found = _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")], families=[fam]))
+    found = _rules(_decl([text("host"), epoch_ms("ts")], families=[fam]))
     assert "family 'jose@example.com' is personal data" in found["KEY-PII"].message
     quals = Workload(families={"F": FamilyLoad(qualifiers=("+1 650-555-0100",))})
-    found = _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")]), quals)
+    found = _rules(_decl([text("host"), epoch_ms("ts")]), quals)
     assert "qualifier '+1 650-555-0100'" in found["KEY-PII"].message
     # A column named for what it holds is not personal data itself.
     assert not lint.looks_like_personal_data("EMAIL")
@@ -219,40 +206,27 @@ def test_personal_data_in_family_and_qualifier_names():
 
 
 def test_long_family_and_qualifier_names():
-    short = _decl(
-        [Segment("text", "host"), Segment("epoch_ms", "ts")],
-        families=[Family("CELL", max_versions=1)],
-    )
+    short = _decl([text("host"), epoch_ms("ts")], families=[Family("CELL", max_versions=1)])
     assert _rules(short) == {}
     longer = Family("CELLPHONE_NUMBER", max_versions=1)
-    found = _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")], families=[longer]))
+    found = _rules(_decl([text("host"), epoch_ms("ts")], families=[longer]))
     assert "CELL, not CELLPHONE_NUMBER" in found["NAME-LONG"].message
     quals = Workload(families={"m": FamilyLoad(qualifiers=("temperature_celsius",))})
     m = Family("m", max_versions=1)
-    assert "NAME-LONG" in _rules(
-        _decl([Segment("text", "host"), Segment("epoch_ms", "ts")], families=[m]), quals
-    )
+    assert "NAME-LONG" in _rules(_decl([text("host"), epoch_ms("ts")], families=[m]), quals)
     # A long name next to a big value is not worth flagging (the TS-BLOB measurements_blob).
     blob = Workload(families={"m": FamilyLoad(qualifiers=("measurements_blob",), value_bytes=400)})
-    assert (
-        _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")], families=[m]), blob)
-        == {}
-    )
+    assert _rules(_decl([text("host"), epoch_ms("ts")], families=[m]), blob) == {}
 
 
 def test_more_than_a_hundred_families():
     many = [Family(f"f{i}", max_versions=1) for i in range(101)]
-    assert "FAMILIES-TOO-MANY" in _rules(
-        _decl([Segment("text", "host"), Segment("epoch_ms", "ts")], families=many)
-    )
-    assert (
-        _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")], families=many[:100]))
-        == {}
-    )
+    assert "FAMILIES-TOO-MANY" in _rules(_decl([text("host"), epoch_ms("ts")], families=many))
+    assert _rules(_decl([text("host"), epoch_ms("ts")], families=many[:100])) == {}
 
 
 def test_rows_that_outgrow_100_mb():
-    key = [Segment("text", "sensor"), Segment("time", "ts", arg="month")]
+    key = [text("sensor"), time_label("ts", "month")]
     fam = [Family("m", max_age=dt.timedelta(days=400))]
     heavy = Workload(
         10_000,
@@ -276,7 +250,7 @@ def test_rows_that_outgrow_100_mb():
     # A GC rule that keeps one week bounds the same month row; so does a daily bucket.
     week = [Family("m", max_age=dt.timedelta(days=7))]
     assert "ROW-TOO-BIG" not in _rules(_decl(key, families=week, pattern="TB-CELL"), medium)
-    daily = [Segment("text", "sensor"), Segment("time", "ts", arg="day")]
+    daily = [text("sensor"), time_label("ts", "day")]
     assert "ROW-TOO-BIG" not in _rules(_decl(daily, families=fam, pattern="TB-CELL"), medium)
 
 
@@ -285,81 +259,53 @@ def test_row_estimate_of_a_shipped_table():
     assert est.events == pytest.approx(96)  # a reading every 15 minutes for a day
     assert est.cells == 97  # 96 HHMM columns and ID, one version each
     unbounded = lint.estimate_row(
-        _decl([Segment("text", "host")], families=[Family("F")], pattern="LATEST"), Workload()
+        _decl([text("host")], families=[Family("F")], pattern="LATEST"), Workload()
     )
     assert unbounded.bytes == float("inf")
 
 
 def test_column_versions_for_new_events():
-    no_time = _rules(_decl([Segment("text", "host")], families=[Family("F", max_versions=1000)]))
+    no_time = _rules(_decl([text("host")], families=[Family("F", max_versions=1000)]))
     assert no_time["VERSIONS-FOR-EVENTS"].severity == "error"
-    daily = _decl(
-        [Segment("text", "host"), Segment("time", "ts", arg="day")],
-        families=[Family("F", max_versions=5)],
-    )
+    daily = _decl([text("host"), time_label("ts", "day")], families=[Family("F", max_versions=5)])
     assert _rules(daily)["VERSIONS-FOR-EVENTS"].severity == "warning"
     # Versions for corrections of one value (VERSIONED, STOCK_PRICE) are the documented use.
     assert _rules(builtin_tables.get("STOCK_PRICE"), hints_for("STOCK_PRICE").workload) == {}
 
 
 def test_gc_rule_missing_where_cells_accumulate():
-    latest = _rules(_decl([Segment("text", "host")], families=[Family("F")], pattern="LATEST"))
+    latest = _rules(_decl([text("host")], families=[Family("F")], pattern="LATEST"))
     assert latest["GC-MISSING"].severity == "error"
     bucket = _decl(
-        [Segment("text", "host"), Segment("time", "ts", arg="day")],
-        families=[Family("F")],
-        pattern="TB-CELL",
+        [text("host"), time_label("ts", "day")], families=[Family("F")], pattern="TB-CELL"
     )
     found = _rules(bucket)["GC-MISSING"]
     assert found.severity == "warning" and "docs/patterns.md §4" in found.message
     # One event per row: nothing accumulates, no GC rule needed; aggregates merge.
-    assert (
-        _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")], families=[Family("F")]))
-        == {}
-    )
+    assert _rules(_decl([text("host"), epoch_ms("ts")], families=[Family("F")])) == {}
     sums = [Family("sum", aggregate="sum")]
-    assert (
-        _rules(
-            _decl([Segment("text", "host"), Segment("time", "ts", arg="hour")], sums, "AGGREGATE")
-        )
-        == {}
-    )
+    assert _rules(_decl([text("host"), time_label("ts", "hour")], sums, "AGGREGATE")) == {}
 
 
 def test_tables_per_period_toward_the_limit():
-    assert "TABLES-GROWTH" in _rules(
-        _decl([Segment("text", "host"), Segment("epoch_ms", "ts")], name="EVENTS_20150301")
-    )
+    assert "TABLES-GROWTH" in _rules(_decl([text("host"), epoch_ms("ts")], name="EVENTS_20150301"))
     forever = Workload(derived=(DerivedTables("X_YYYYMMDD", per_year=365, keep=None, guard=None),))
-    err = _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")]), forever)[
-        "TABLES-GROWTH"
-    ]
+    err = _rules(_decl([text("host"), epoch_ms("ts")]), forever)["TABLES-GROWTH"]
     assert err.severity == "error" and "2.7 years" in err.message
     guarded = Workload(derived=(DerivedTables("X_YYYYMMDD", per_year=365, keep=None, guard=990),))
     assert (
-        "refuses"
-        in _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")]), guarded)[
-            "TABLES-GROWTH"
-        ].message
+        "refuses" in _rules(_decl([text("host"), epoch_ms("ts")]), guarded)["TABLES-GROWTH"].message
     )
     too_many = Workload(derived=(DerivedTables("X_YYYYMMDD", per_year=365, keep=990, guard=None),))
     assert (
-        _rules(_decl([Segment("text", "host"), Segment("epoch_ms", "ts")]), too_many)[
-            "TABLES-GROWTH"
-        ].severity
-        == "error"
+        _rules(_decl([text("host"), epoch_ms("ts")]), too_many)["TABLES-GROWTH"].severity == "error"
     )
     # SENSOR's nightly copies, kept 30 days as scheduled: far from the limit.
     assert _rules(builtin_tables.get("SENSOR"), hints_for("SENSOR").workload) == {}
 
 
 def test_salting_where_promotion_would_do():
-    key = [
-        Segment("const", arg="B"),
-        Segment("salt", width=3, of=("ts",)),
-        Segment("text", "user"),
-        Segment("time", "ts", arg="yyyymmddhhmmssmmm"),
-    ]
+    key = [const("B"), salted(3, "ts"), text("user"), time_label("ts", "yyyymmddhhmmssmmm")]
     users = Workload(fields={"user": FieldModel(10**6)})
     found = _rules(_decl(key), users)["SALT-PROMOTABLE"]
     assert "USER (1,000,000 values)" in found.message
