@@ -5,7 +5,6 @@ Works against the emulator (``BIGTABLE_EMULATOR_HOST``) or a real instance.
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -289,10 +288,3 @@ def read_salted(
         for start, end in salted_reads.salted_time_ranges(decl, start_ms, end_ms)
     ]
     return salted_reads.merge_in_time_order(decl, scans)
-
-
-def cell_time(timestamp_us: int) -> str:
-    moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(
-        microseconds=timestamp_us
-    )
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
