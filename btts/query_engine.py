@@ -491,8 +491,5 @@ def drop_tenant(target: Target, tenant: str) -> int:
     (scan,) = plan_declared(devices, declared(devices, "tenant_rows"), {"tenant": tenant})
     ((start, end),) = scan.ranges
     count = count_rows(target, device.name, (start, end))
-    with admin.Admin(target) as client:  # the prefix is never empty: never the whole table
-        client.api.drop_row_range(
-            request={"name": target.table_path(device.name), "row_key_prefix": start}
-        )
+    admin.drop_tenant(target, device, tenant)  # the same prefix, never empty: never the whole table
     return count
