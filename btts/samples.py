@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from transforms.timefmt import to_datetime
+from btts.render import iso as iso_ms
 
 METRIC_NAMES = ("cpu/cpu1_usr", "cpu/cpu1_nice", "io/blk_read", "io/blk_wrtn", "mem/used_pct")
 # Lines a real feed produces by mistake, each a different reason to dead-letter.
@@ -161,15 +161,6 @@ class Sizes:
         )
 
 
-def iso_ms(ms: int) -> str:
-    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _num(value: float, places: int = 2) -> float:
-    """A float whose JSON text has at most ``places`` decimals (the source's text)."""
-    return round(value, places)
-
-
 # -- server metrics ---------------------------------------------------------------------------
 
 
@@ -240,7 +231,7 @@ def meter_records(
         ts = iso_ms(start_ms + slot * 900_000)
         for i, meter in enumerate(ids):
             totals[i] += rng.uniform(0.0, 0.6)
-            yield {"meter_id": meter, "timestamp": ts, "reading": _num(totals[i])}
+            yield {"meter_id": meter, "timestamp": ts, "reading": round(totals[i], 2)}
 
 
 # -- market data ------------------------------------------------------------------------------
@@ -266,11 +257,11 @@ def tick_records(
             yield {
                 "exchange": ex,
                 "symbol": sym,
-                "bid": _num(price - spread / 2),
-                "ask": _num(price + spread / 2),
+                "bid": round(price - spread / 2, 2),
+                "ask": round(price + spread / 2, 2),
                 "bid_size": rng.randrange(1, 40) * 100,
                 "ask_size": rng.randrange(1, 40) * 100,
-                "last_sale": _num(price),
+                "last_sale": round(price, 2),
                 "last_size": last_size,
                 "quote_time": iso_ms(quote_ms),
                 "trade_time": iso_ms(trade_ms),
@@ -296,7 +287,9 @@ def balloon_records(
                 "balloon_id": balloon,
                 "timestamp": ts,
                 "pressure": int(101_325 * (1 - 2.25577e-5 * altitude) ** 5.25588),
-                "temperature": _num(max(-56.5, 15 - 0.0065 * altitude) + rng.uniform(-0.5, 0.5), 1),
+                "temperature": round(
+                    max(-56.5, 15 - 0.0065 * altitude) + rng.uniform(-0.5, 0.5), 1
+                ),
                 "humidity": rng.randrange(10, 95),
                 "altitude": altitude,
             }
@@ -320,7 +313,7 @@ def game_records(players: int, seed: int = 19) -> Iterator[dict]:
                         "player": player,
                         "date": day,
                         "win": rng.random() < 0.5,
-                        "kda": _num(rng.uniform(0.2, 9.0)),
+                        "kda": round(rng.uniform(0.2, 9.0), 2),
                     }
 
 
@@ -357,7 +350,7 @@ def garden_records(seed: int = 29) -> Iterator[dict]:
         for offset in range(GARDEN_DAYS):
             temp += rng.uniform(-3, 3.4)
             day = (first + dt.timedelta(days=offset)).isoformat()
-            yield {"garden": garden, "date": day, "temp": _num(temp, 1)}
+            yield {"garden": garden, "date": day, "temp": round(temp, 1)}
 
 
 def sales_records(employees: int, start_ms: int = SALES_START_MS, seed: int = 31) -> Iterator[dict]:
