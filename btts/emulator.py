@@ -76,7 +76,6 @@ def find_binary(
         return on_path
     if os.access(default, os.X_OK):
         return default
-    candidates = []
     gcloud = shutil.which("gcloud")
     if gcloud:
         with contextlib.suppress(OSError, subprocess.SubprocessError):
@@ -87,11 +86,9 @@ def find_binary(
                 timeout=30,
                 check=False,
             ).stdout.strip()
-            if root:
-                candidates.append(os.path.join(root, "platform", *sdk_path))
-    for path in candidates:
-        if os.access(path, os.X_OK):
-            return path
+            path = os.path.join(root, "platform", *sdk_path)
+            if root and os.access(path, os.X_OK):
+                return path
     raise EmulatorError(hint)
 
 
