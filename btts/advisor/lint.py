@@ -118,51 +118,16 @@ class Finding:
 # -- field kinds from names ---------------------------------------------------------------------
 
 _PII_WORDS = {
-    "email",
-    "mail",
-    "phone",
-    "mobile",
-    "msisdn",
-    "ssn",
-    "passport",
-    "address",
-    "street",
-    "birthday",
-    "birthdate",
-    "dob",
-    "iban",
-    "surname",
-    "firstname",
-    "lastname",
-    "fullname",
-    "username",
-    "cellphone",
-}
+    "email", "mail", "phone", "mobile", "msisdn", "ssn", "passport", "address", "street",
+    "birthday", "birthdate", "dob", "iban", "surname", "firstname", "lastname", "fullname",
+    "username", "cellphone",
+}  # fmt: skip
 # "<thing>_name" is a person's name unless the thing is not a person.
 _NOT_PERSONS = {
-    "host",
-    "domain",
-    "file",
-    "table",
-    "metric",
-    "column",
-    "field",
-    "device",
-    "product",
-    "app",
-    "service",
-    "server",
-    "site",
-    "node",
-    "game",
-    "kind",
-    "type",
-    "reading",
-    "sensor",
-    "location",
-    "event",
-    "family",
-}
+    "host", "domain", "file", "table", "metric", "column", "field", "device", "product", "app",
+    "service", "server", "site", "node", "game", "kind", "type", "reading", "sensor",
+    "location", "event", "family",
+}  # fmt: skip
 _HASH_WORDS = {"hash", "md5", "sha", "sha1", "sha256", "digest", "checksum"}
 _BYTES_WORDS = {"bytes", "raw", "binary", "bin", "blob"}
 _SEQUENTIAL_WORDS = {"id", "seq", "sequence", "serial"}
@@ -322,9 +287,7 @@ def estimate_row(decl: TableDecl, workload: Workload) -> RowEstimate:
 
 
 def _count(x: float) -> str:
-    if math.isinf(x):
-        return "unbounded"
-    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
+    return "unbounded" if math.isinf(x) else _rate(x)
 
 
 def _rate(x: float) -> str:
@@ -643,8 +606,7 @@ class _Checker:
                 continue  # one event per row: nothing piles up
             why = (
                 "docs/patterns.md §4: a new-cell-per-event family needs a GC rule that keeps at "
-                "least one "
-                "bucket's cells and no more"
+                "least one bucket's cells and no more"
                 if self.decl.pattern == "TB-CELL"
                 else f"cells accumulate in {self.decl.pattern} rows"
             )
