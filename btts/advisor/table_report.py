@@ -187,21 +187,12 @@ def _shown(parts: Sequence[bytes]) -> str:
     return "#".join(p.decode("utf-8", "replace") for p in parts).join("''")
 
 
-def _percentile(sorted_values: Sequence[int], q: float) -> int:
-    if not sorted_values:
-        return 0
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
-
-
 def distribution(values: Sequence[int]) -> dict[str, int]:
+    """The smallest, the 50th/90th/99th percentile and the largest value (0s for none)."""
     ordered = sorted(values)
-    return {
-        "min": ordered[0] if ordered else 0,
-        "p50": _percentile(ordered, 0.5),
-        "p90": _percentile(ordered, 0.9),
-        "p99": _percentile(ordered, 0.99),
-        "max": ordered[-1] if ordered else 0,
-    }
+    n = len(ordered)
+    quantiles = {"min": 0, "p50": 0.5, "p90": 0.9, "p99": 0.99, "max": 1}
+    return {name: ordered[min(n - 1, int(q * n))] if n else 0 for name, q in quantiles.items()}
 
 
 def limit_problems(row_bytes: int, largest_cell: int, key_bytes: int, key: bytes) -> list[str]:
