@@ -25,9 +25,6 @@ from transforms.schema_file import ADVISOR_FIELD_KINDS, advisor_rate
 # Writes per second one SSD node sustains (Bigtable's published figure for small rows).
 NODE_WRITES_PER_S = 14_000
 
-# What a field's values are, when its name does not say (FieldModel.kind).
-FIELD_KINDS = ADVISOR_FIELD_KINDS
-
 DEFAULT_EVENTS_PER_S = 1000.0
 DEFAULT_CARDINALITY = 1000
 
@@ -42,8 +39,9 @@ class FieldModel:
     note: str = ""
 
     def __post_init__(self) -> None:
-        if self.kind is not None and self.kind not in FIELD_KINDS:
-            raise ValueError(f"unknown field kind {self.kind!r}; use one of {sorted(FIELD_KINDS)}")
+        if self.kind is not None and self.kind not in ADVISOR_FIELD_KINDS:
+            kinds = sorted(ADVISOR_FIELD_KINDS)
+            raise ValueError(f"unknown field kind {self.kind!r}; use one of {kinds}")
         if self.cardinality < 1:
             raise ValueError("a field's cardinality is at least 1")
 
