@@ -268,7 +268,6 @@ def simulate(
     total = config.history_slices + config.slices
     origin = config.start_ms - config.history_slices * slice_ms
     synth = _Synth(decl, workload, int(origin))
-    tz = timefmt.UTC
 
     existing: list[bytes] = []
     previous: list[bytes] = []
@@ -280,7 +279,7 @@ def simulate(
     for index in range(total):
         begin = origin + index * slice_ms
         batch = sorted(
-            decl.key.build(synth.values(rng, int(begin + rng.random() * slice_ms)), tz)
+            decl.key.build(synth.values(rng, int(begin + rng.random() * slice_ms)))
             for _ in range(config.samples_per_slice)
         )
         bounds = sorted(
@@ -303,15 +302,7 @@ def simulate(
 
     heat, firsts = _heat(existing, measured_keys)
     return SimResult(
-        decl.name,
-        decl.key.describe(),
-        config,
-        rate,
-        starts,
-        node_writes,
-        heat,
-        firsts,
-        tablets,
+        decl.name, decl.key.describe(), config, rate, starts, node_writes, heat, firsts, tablets
     )
 
 
