@@ -47,10 +47,9 @@ def _hotspots(args: argparse.Namespace) -> int:
     if not args.table:
         raise ValueError("name a TABLE, or pass --documented for the documented cases")
     decl = builtin_tables.get(args.table)
-    base = hotspots.SimConfig()
     config = hotspots.SimConfig(
         nodes=args.nodes,
-        start_ms=hotspots.parse_start(args.start) if args.start else base.start_ms,
+        start_ms=hotspots.parse_start(args.start) if args.start else hotspots.SimConfig.start_ms,
         span_s=hotspots.parse_span(args.span),
         slices=args.slices,
         history_slices=args.history_slices,
@@ -109,9 +108,8 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
         description="Check the table declarations (all, or those named with --table) against "
         "the guidance of docs/patterns.md §3: each finding has a rule id, a severity, a message "
         "and the section of docs/patterns.md. Acknowledged findings (a deliberate design, with "
-        "its reason) and findings "
-        "on documented anti-patterns are shown but do not fail. Exit status 1 when an open "
-        "finding reaches --fail-on.",
+        "its reason) and findings on documented anti-patterns are shown but do not fail. Exit "
+        "status 1 when an open finding reaches --fail-on.",
     )
     lint.add_argument("--table", action="append", metavar="NAME", help="only this table")
     lint.add_argument(
