@@ -209,10 +209,6 @@ def whole_rows(table: schema_file.TableSpec, latest: bool = False) -> bool:
     )
 
 
-def _single_version(table: schema_file.TableSpec) -> bool:
-    return all(f.max_versions == 1 for f in table.decl.families)
-
-
 def plan_declared(
     schema: schema_file.Schema,
     spec: schema_file_queries.QuerySpec,
@@ -235,7 +231,8 @@ def plan_declared(
     if missing:
         raise ValueError(f"query {spec.name}: give {', '.join('--' + m for m in missing)}")
     fixed = {f: values[f] for f in spec.select}
-    latest = spec.latest or _single_version(tspec)
+    # a table keeping one version per column holds only its latest state
+    latest = spec.latest or all(f.max_versions == 1 for f in decl.families)
     window = start_ms is not None and end_ms is not None
     salted = any(s.kind == "salt" for s in decl.key.segments)
     if spec.read == "time" and not window:
@@ -272,18 +269,14 @@ def _time_follows(decl, fixed: Mapping[str, object]) -> bool:
     return bool(rest) and rest[0].kind in key_ranges.TIME_KINDS
 
 
-def _time_fields(schema: schema_file.Schema, table: schema_file.TableSpec) -> set[str]:
-    """The fields that are the event time itself (a record has it once, as ``ts_ms``)."""
-    return {table.time or schema.time, *((table.time_else,) if table.time_else else ())}
-
-
 class _Decoder:
     """How one table's cells become record fields (built once per query)."""
 
     def __init__(self, schema: schema_file.Schema, table: schema_file.TableSpec) -> None:
         self.fields = schema.field_by_ref()
         self.table = table
-        self.times = _time_fields(schema, table)
+        # the fields that are the event time itself (a record has it once, as ``ts_ms``)
+        self.times = {table.time or schema.time, *((table.time_else,) if table.time_else else ())}
         self.literal: dict[bytes, schema_file.ColumnSpec] = {}
         self.data_named: list[schema_file.ColumnSpec] = []  # qualifiers from data or time
         names = [s.field for s in table.decl.key.segments if s.field]
