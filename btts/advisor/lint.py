@@ -176,14 +176,6 @@ def looks_like_personal_data(name: str) -> bool:
     return bool(_PHONE.fullmatch(name.strip())) and sum(c.isdigit() for c in name) >= 7
 
 
-def field_kind(name: str, workload: Workload) -> tuple[str | None, bool]:
-    """The kind of a key field and whether it was only guessed from its name."""
-    model = workload.fields.get(name)
-    if model is not None and model.kind is not None:
-        return model.kind, False
-    return guess_kind(name), True
-
-
 def hot_prefix_severity(writes_per_s: float) -> str:
     """The severity of a key that sends ``writes_per_s`` to one tablet (see
     HOT_ERROR_WRITES_PER_S)."""
@@ -330,9 +322,13 @@ class _Checker:
         self.findings.append(Finding(self.decl.name, rule, severity, message, RULES[rule].spec))
 
     def kind(self, seg: Segment) -> tuple[str | None, bool]:
+        """The kind of a key segment's field and whether it was only guessed from its name."""
         if seg.field is None:
             return None, False
-        return field_kind(seg.field, self.workload)
+        model = self.workload.fields.get(seg.field)
+        if model is not None and model.kind is not None:
+            return model.kind, False
+        return guess_kind(seg.field), True
 
     def run(self) -> list[Finding]:
         for check in (
