@@ -84,7 +84,6 @@ class SimResult:
     node_writes: list[list[int]]  # per measured slice, sampled writes per node
     heat: list[list[int]]  # per key bucket (first keys first), sampled writes per measured slice
     bucket_first_keys: list[bytes] = field(default_factory=list)
-    tablets: list[int] = field(default_factory=list)  # tablet count per measured slice
 
     @property
     def ratios(self) -> list[float]:
@@ -273,7 +272,6 @@ def simulate(
     previous: list[bytes] = []
     measured_keys: list[list[bytes]] = []
     node_writes: list[list[int]] = []
-    tablets: list[int] = []
     starts: list[int] = []
     pieces = config.nodes * config.tablets_per_node
     for index in range(total):
@@ -294,7 +292,6 @@ def simulate(
             for tablet, load in enumerate(loads):
                 per_node[owner[tablet]] += load
             node_writes.append(per_node)
-            tablets.append(len(loads))
             starts.append(int(begin))
             measured_keys.append(batch)
         existing = list(heapq.merge(existing, batch))
@@ -302,7 +299,7 @@ def simulate(
 
     heat, firsts = _heat(existing, measured_keys)
     return SimResult(
-        decl.name, decl.key.describe(), config, rate, starts, node_writes, heat, firsts, tablets
+        decl.name, decl.key.describe(), config, rate, starts, node_writes, heat, firsts
     )
 
 
