@@ -151,7 +151,6 @@ class TableReport:
     segments: Segments | None
     correlation: float
     correlation_rows: int
-    delimiter: bytes
 
     @property
     def monotonic(self) -> bool:
@@ -309,7 +308,6 @@ def summarize(
         segments=analyse_segments(sample_keys, delimiter),
         correlation=spearman(sample_times),
         correlation_rows=len(sample_times),
-        delimiter=delimiter,
     )
 
 
