@@ -221,7 +221,6 @@ def _how(guessed: bool) -> str:
 class RowEstimate:
     """The largest row the declared workload makes: events it receives, cells it keeps, bytes."""
 
-    lifetime_s: float
     events: float
     cells: float
     bytes: float
@@ -275,7 +274,7 @@ def estimate_row(decl: TableDecl, workload: Workload) -> RowEstimate:
         f"{_rate(workload.events_per_s)} events/s over {_count(entities)} rows alive at once, "
         f"a row open for {_span(lifetime)} → {_count(events)} events a row; " + "; ".join(parts)
     )
-    return RowEstimate(lifetime, events, cells_total, size, detail)
+    return RowEstimate(events, cells_total, size, detail)
 
 
 def _count(x: float) -> str:
