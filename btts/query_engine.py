@@ -329,17 +329,13 @@ class _Decoder:
         self, record: Record, row_field: Mapping, qualifier: str, value: bytes, where: str
     ) -> None:
         rows_per = self.table.rows_per
+        col = self.owner
         if rows_per is not None and rows_per.name in row_field:  # TB-COL: the value is the name
             name = row_field[rows_per.name]
             record[name] = typed(self.fields.get(name), qualifier, where)
-            return
-        col = self.owner
-        if col is None:
-            record[qualifier] = _loose(value)
-            return
-        if col.each:
+        elif col is not None and col.each:
             record.setdefault(col.each, {})[qualifier] = _loose(value)
-        elif col.value[:1] == ("field",):
+        elif col is not None and col.value[:1] == ("field",):
             spec = self.fields.get(col.value[1])
             record.setdefault(col.value[1], {})[qualifier] = typed(
                 spec, value.decode("utf-8"), where
