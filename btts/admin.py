@@ -66,10 +66,8 @@ def gc_rule(family: Family) -> admin_types.GcRule | None:
     if family.max_age:
         seconds = int(family.max_age.total_seconds())
         rules.append(admin_types.GcRule(max_age=duration_pb2.Duration(seconds=seconds)))
-    if not rules:
-        return None
-    if len(rules) == 1:
-        return rules[0]
+    if len(rules) < 2:
+        return rules[0] if rules else None
     return admin_types.GcRule(union=admin_types.GcRule.Union(rules=rules))
 
 
