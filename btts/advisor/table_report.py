@@ -252,10 +252,9 @@ def summarize(
     table: str = "",
     where: str = "",
     top: int = 5,
-    limited: bool = False,
     delimiter: bytes = b"#",
 ) -> TableReport:
-    """The report of rows given in key order (pure: no I/O)."""
+    """The report of rows given in key order (pure: no I/O; :func:`report` sets ``limited``)."""
     key_lengths: list[int] = []
     sizes: list[int] = []
     largest: list[RowSize] = []
@@ -298,7 +297,7 @@ def summarize(
         rows=len(sizes),
         cells=cells,
         total_bytes=total,
-        limited=limited,
+        limited=False,
         key_lengths=key_lengths,
         row_sizes=sizes,
         largest=largest,
