@@ -1441,10 +1441,6 @@ def builtin(name: str) -> Schema:
     return load(Path(__file__).parent / "declarations" / f"{name}.yaml")
 
 
-def builtin_tables(name: str) -> dict[str, TableDecl]:
-    return builtin(name).decls()
-
-
 # -- dumping ----------------------------------------------------------------------------------
 
 
