@@ -668,31 +668,29 @@ class _Checker:
                 f"{what}: no 'columns': say which fields feed which qualifiers, or mark the "
                 "table 'written_by: <job>' when another job fills it",
             )
-        decl = None
-        if not self.problems_since(line):
-            try:
-                decl = TableDecl(
-                    name,
-                    tuple(families),
-                    KeyRecipe(tuple(segments), delimiter),
-                    pattern,
-                    self.text(node, "doc", what),
-                    self.text(node, "spec", what),
-                )
-            except ValueError as err:
-                self.bad(_line(node, "key"), f"{what}: {err}")
-        if decl is None:
+        if any(at >= line for at, _ in self.problems):  # this table has problems already
             return None
-        if pattern == "TB-CELL":
-            for fam in families:
-                if fam.max_versions == 1:
-                    self.bad(
-                        line,
-                        f"{what}: TB-CELL adds a timestamped cell per event, but family "
-                        f"{fam.name} keeps 1 version, so each event erases the previous one; "
-                        "give it max_versions covering one bucket's events (e.g. 60 a minute "
-                        "× 60 for an hour bucket)",
-                    )
+        try:
+            decl = TableDecl(
+                name,
+                tuple(families),
+                KeyRecipe(tuple(segments), delimiter),
+                pattern,
+                self.text(node, "doc", what),
+                self.text(node, "spec", what),
+            )
+        except ValueError as err:
+            self.bad(_line(node, "key"), f"{what}: {err}")
+            return None
+        for fam in families:
+            if pattern == "TB-CELL" and fam.max_versions == 1:
+                self.bad(
+                    line,
+                    f"{what}: TB-CELL adds a timestamped cell per event, but family "
+                    f"{fam.name} keeps 1 version, so each event erases the previous one; "
+                    "give it max_versions covering one bucket's events (e.g. 60 a minute "
+                    "× 60 for an hour bucket)",
+                )
         rollup = self.rollup(node, what, decl) if "rollup" in node else None
         return TableSpec(
             decl=decl,
@@ -741,10 +739,8 @@ class _Checker:
         source = self.text(spec, "from", f"{what}: rollup", required=True)
         entity = self.text(spec, "entity", f"{what}: rollup", required=True)
         metric = self.text(spec, "metric", f"{what}: rollup")
-        if decl.pattern != "AGGREGATE" or {f.name for f in decl.families if f.aggregate} != {
-            "sum",
-            "count",
-        }:
+        aggregates = {f.name for f in decl.families if f.aggregate}
+        if decl.pattern != "AGGREGATE" or aggregates != {"sum", "count"}:
             self.bad(
                 spec.line,
                 f"{what}: a rollup table is AGGREGATE with aggregate families sum and count",
@@ -770,9 +766,6 @@ class _Checker:
                 f"table {spec.name}: rollup entity {rule.entity!r} is not a key field of "
                 f"{rule.source}",
             )
-
-    def problems_since(self, line: int) -> bool:
-        return any(at >= line for at, _ in self.problems)
 
     def families(self, node: _Map, what: str) -> list[Family]:
         seq = self.sequence(node.get("families"), f"{what}: families", _line(node, "families"))
