@@ -791,15 +791,13 @@ class _Checker:
                     f"{where}: bad GC rule: max_versions keeps the newest N cells of a column "
                     "(N ≥ 1); write e.g. 'max_versions: 1'",
                 )
-            age = None
-            if "max_age" in fam:
-                age = parse_duration(fam["max_age"])
-                if age is None:
-                    self.bad(
-                        _line(fam, "max_age"),
-                        f"{where}: bad GC rule: max_age {fam['max_age']!r} is not a duration; "
-                        "write a whole number and a unit s, m, h, d or w (e.g. '30d')",
-                    )
+            age = parse_duration(fam["max_age"]) if "max_age" in fam else None
+            if "max_age" in fam and age is None:
+                self.bad(
+                    _line(fam, "max_age"),
+                    f"{where}: bad GC rule: max_age {fam['max_age']!r} is not a duration; "
+                    "write a whole number and a unit s, m, h, d or w (e.g. '30d')",
+                )
             aggregate = self.text(fam, "aggregate", where) or None
             if aggregate and aggregate not in AGGREGATES:
                 self.bad(
@@ -841,14 +839,13 @@ class _Checker:
                 out.append(seg)
         key_fields = {s.field for s in out if s.field}
         for seg in out:
-            if seg.kind == "salt":
-                for name in seg.of:
-                    if name not in key_fields:
-                        self.bad(
-                            seq.line,
-                            f"{what}: the salt hashes {name!r}, which is not another segment "
-                            "of the key; salt the text of key segments (e.g. the time)",
-                        )
+            for name in seg.of:  # only a salt lists fields it hashes
+                if name not in key_fields:
+                    self.bad(
+                        seq.line,
+                        f"{what}: the salt hashes {name!r}, which is not another segment "
+                        "of the key; salt the text of key segments (e.g. the time)",
+                    )
         return out
 
     def segment(
@@ -884,11 +881,7 @@ class _Checker:
             return Segment("const", arg=arg)
         if kind == "salt":
             names = [arg] if isinstance(arg, str) else arg
-            if (
-                not isinstance(names, list)
-                or not names
-                or not all(isinstance(n, str) for n in names)
-            ):
+            if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
                 self.bad(line, f"{where}: list the key fields it hashes, e.g. 'salt: [ts]'")
                 return None
             buckets = self.integer(seg, "buckets", where, minimum=2)
@@ -1059,7 +1052,6 @@ class _Checker:
                 return False
             return True
 
-        each = ""
         if "each" in col:
             each = col["each"]
             if not need(each, "each", ("map",)):
@@ -1095,9 +1087,7 @@ class _Checker:
             add = col["add"]
             if "value" in col:
                 self.bad(line, f"{where}: an aggregate column has 'add', not 'value'")
-            if type(add) is int:
-                return ColumnSpec(family, qualifier, add=add, line=line)
-            if not need(add, "add", ("integer",)):
+            if type(add) is not int and not need(add, "add", ("integer",)):
                 return None
             return ColumnSpec(family, qualifier, add=add, line=line)
         raw = col.get("value")
@@ -1346,19 +1336,16 @@ def loads(text: str, source: str = "<schema>") -> Schema:
         raise SchemaError(source, [(line, f"not valid YAML: {err.problem or err}")]) from None
     except yaml.YAMLError as err:
         raise SchemaError(source, [(0, f"not valid YAML: {err}")]) from None
-    broken = list(_unencodable(document))
-    if broken:  # e.g. "\ud83d" escapes: YAML does not pair surrogates as JSON does
-        raise SchemaError(
-            source,
-            [
-                (
-                    line,
-                    f"{text[:40]!r} is not valid Unicode text (a lone surrogate): write the "
-                    "character itself, not its UTF-16 escapes",
-                )
-                for line, text in broken
-            ],
+    broken = [
+        (
+            line,
+            f"{value[:40]!r} is not valid Unicode text (a lone surrogate): write the "
+            "character itself, not its UTF-16 escapes",
         )
+        for line, value in _unencodable(document)
+    ]
+    if broken:  # e.g. "\ud83d" escapes: YAML does not pair surrogates as JSON does
+        raise SchemaError(source, broken)
     checker = _Checker(source)
     schema = checker.schema(document)
     if checker.problems or schema is None:
