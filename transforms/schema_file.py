@@ -1147,12 +1147,7 @@ class _Checker:
         self.keys(spec, (*ADVISOR_KEYS, "tables"), "advisor")
         families = {f.name for t in tables for f in t.decl.families}
         self.advisor_workload(spec, "advisor", families)
-        per_table = spec.get("tables")
-        if per_table is None:
-            return
-        node_tables = self.mapping(per_table, "advisor.tables", _line(spec, "tables"))
-        if node_tables is None:
-            return
+        node_tables = self.section(spec, "tables", "advisor")
         declared = {t.name: t for t in tables}
         for name, section in node_tables.items():
             where = f"advisor.tables.{name}"
@@ -1178,10 +1173,8 @@ class _Checker:
         for key in ("source", "anti_pattern"):
             if key in spec:
                 self.text(spec, key, where)
-        models = spec.get("fields")
-        if models is not None:
-            models = self.mapping(models, f"{where}.fields", _line(spec, "fields"))
-        for name, model in (models or {}).items():
+        models = self.section(spec, "fields", where)
+        for name, model in models.items():
             at = f"{where}.fields.{name}"
             model = self.mapping(model, at, _line(models, name))
             if model is None:
@@ -1196,10 +1189,8 @@ class _Checker:
                     f"use one of {', '.join(ADVISOR_FIELD_KINDS)}",
                 )
             self.text(model, "note", at)
-        loads = spec.get("families")
-        if loads is not None:
-            loads = self.mapping(loads, f"{where}.families", _line(spec, "families"))
-        for name, load in (loads or {}).items():
+        loads = self.section(spec, "families", where)
+        for name, load in loads.items():
             at = f"{where}.families.{name}"
             if name not in families:
                 self.bad(
@@ -1219,10 +1210,8 @@ class _Checker:
             self.integer(load, "value_bytes", at, minimum=0)
             self.text_list(load, "qualifiers", at)
         self.text_list(spec, "query_fields", where)
-        acks = spec.get("acknowledge")
-        if acks is not None:
-            acks = self.mapping(acks, f"{where}.acknowledge", _line(spec, "acknowledge"))
-        for rule, reason in (acks or {}).items():
+        acks = self.section(spec, "acknowledge", where)
+        for rule, reason in acks.items():
             if not isinstance(rule, str) or not _RULE_ID.match(rule):
                 self.bad(_line(acks, rule), f"{where}.acknowledge: {rule!r} is not a rule id")
             if not isinstance(reason, str) or not reason.strip():
@@ -1245,6 +1234,13 @@ class _Checker:
             self.integer(item, "keep", at, minimum=0)
             self.integer(item, "guard", at)
             self.text(item, "note", at)
+
+    def section(self, spec: _Map, key: str, where: str) -> _Map:
+        """``spec[key]``, an optional mapping: empty when absent (or not a mapping: reported)."""
+        node = spec.get(key)
+        if node is None:
+            return _Map()
+        return self.mapping(node, f"{where}.{key}", _line(spec, key)) or _Map()
 
     def text_list(self, spec: _Map, key: str, where: str) -> None:
         value = spec.get(key)
