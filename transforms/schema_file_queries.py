@@ -47,11 +47,6 @@ class QuerySpec:
     line: int = field(default=0, compare=False)
 
 
-def _key_fields(segments: Sequence) -> list[tuple[str, str]]:
-    """(field, kind) of the segments a caller can give, in key order (no constants or salt)."""
-    return [(s.field, s.kind) for s in segments if s.kind not in ("const", "salt")]
-
-
 def parse(checker, node: object, line: int, tables: Sequence) -> tuple[QuerySpec, ...]:
     """The queries of a ``queries:`` node; problems go to ``checker.bad`` with their line.
     ``tables`` are the file's parsed :class:`~transforms.schema_file.TableSpec` s."""
@@ -60,9 +55,7 @@ def parse(checker, node: object, line: int, tables: Sequence) -> tuple[QuerySpec
         return ()
     by_table: Mapping = {t.name: t for t in tables}
     out: list[QuerySpec] = []
-    for index, item in enumerate(items):
-        where = getattr(items, "lines", [])
-        item_line = where[index] if index < len(where) else line
+    for item, item_line in zip(items, items.lines, strict=True):
         spec = _one(checker, item, item_line, by_table)
         if spec is None:
             continue
@@ -77,7 +70,7 @@ def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
     node = checker.mapping(item, "query", line)
     if node is None:
         return None
-    lines = getattr(node, "lines", {})
+    lines = node.lines
     checker.keys(node, _ALLOWED, "query")
     name = checker.text(node, "name", "query", required=True)
     what = f"query {name or '?'}"
@@ -95,7 +88,8 @@ def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
         )
         return None
     segments = table.decl.key.segments
-    key_fields = _key_fields(segments)
+    # (field, kind) of the segments a caller can give, in key order (no constants or salt)
+    key_fields = [(s.field, s.kind) for s in segments if s.kind not in ("const", "salt")]
     salted = any(s.kind == "salt" for s in segments)
     select_node = node.get("select", [])
     if isinstance(select_node, str):
