@@ -1503,12 +1503,8 @@ def to_dict(schema: Schema) -> dict:
     for spec in schema.tables:
         decl = spec.decl
         table: dict = {"name": decl.name, "pattern": decl.pattern}
-        if decl.spec:
-            table["spec"] = decl.spec
-        if decl.doc:
-            table["doc"] = decl.doc
-        if spec.written_by:
-            table["written_by"] = spec.written_by
+        texts = {"spec": decl.spec, "doc": decl.doc, "written_by": spec.written_by}
+        table |= {key: text for key, text in texts.items() if text}
         if decl.key.delimiter != keys.DELIMITER:
             table["delimiter"] = decl.key.delimiter
         if spec.time:
