@@ -412,13 +412,11 @@ class _Checker:
         advisor = top.get("advisor")
         if advisor is not None:
             self.advisor(advisor, _line(top, "advisor"), tables)
-        found = (
-            ()
-            if "queries" not in top
-            else schema_file_queries.parse(self, top["queries"], _line(top, "queries"), tables)
-        )
+        queries = ()
+        if "queries" in top:
+            queries = schema_file_queries.parse(self, top["queries"], _line(top, "queries"), tables)
         return Schema(
-            queries=found,
+            queries=queries,
             dataset=dataset,
             time=time,
             fields=fields,
@@ -1557,10 +1555,7 @@ def _field_line(spec: FieldSpec) -> str:
     if spec.max_length:
         limits.append(f"at most {spec.max_length} characters")
     if spec.minimum is not None or spec.maximum is not None:
-        limits.append(
-            f"{spec.minimum if spec.minimum is not None else ''}.."
-            f"{spec.maximum if spec.maximum is not None else ''}"
-        )
+        limits.append(f"{spec.minimum or ''}..{spec.maximum or ''}")
     if spec.type == "time" and spec.format != "auto":
         limits.append(f"format {spec.format}")
     if spec.max_entries:
