@@ -380,9 +380,7 @@ class _Checker:
             self.bad(_line(top, "dataset"), f"dataset {dataset!r}: use letters, digits and _")
         fields: tuple[FieldSpec, ...] = ()
         time = example = ""
-        event = None
-        if "event" in top:
-            event = self.mapping(top["event"], "event", _line(top, "event"))
+        event = self.mapping(top["event"], "event", _line(top, "event")) if "event" in top else None
         if event is not None:
             self.keys(event, ("time", "fields", "example"), "event")
             fields = self.fields(event)
