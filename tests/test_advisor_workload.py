@@ -142,6 +142,7 @@ BAD_SECTIONS = [
     ("events_per_second: -3", 18, "positive number"),
     ("tables: {DAILY_TOTL: {events_per_second: 1}}", 18, "no table 'DAILY_TOTL'"),
     ("fields: {day: {kind: clock}}", 18, "kind 'clock'"),
+    ("fields: {day: {kind: [label, 1]}}", 18, "kind ['label', 1]"),  # not text: no crash
     ("fields: {day: {cardinality: 0}}", 18, "'cardinality' must be a whole number ≥ 1"),
     ("families: {e: {columns: 3}}", 18, "no family 'e' here"),
     ("families: {d: {columns: lots}}", 18, "'columns' must be a whole number"),

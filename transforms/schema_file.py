@@ -1178,7 +1178,7 @@ class _Checker:
             self.keys(model, ("cardinality", "kind", "note"), at)
             self.integer(model, "cardinality", at)
             kind = model.get("kind")
-            if kind is not None and kind not in ADVISOR_FIELD_KINDS:
+            if kind is not None and (type(kind) is not str or kind not in ADVISOR_FIELD_KINDS):
                 self.bad(
                     _line(model, "kind"),
                     f"{at}: kind {kind!r}{_suggest(str(kind), ADVISOR_FIELD_KINDS)}; "
