@@ -256,11 +256,13 @@ class JobSpec:
 
     def rows_fn(self) -> Callable[[dict], Sequence[tuple]]:
         """What BuildRows runs per record: the builder's plain rows, checked if asked."""
-        rows = self.builder.rows
-        check = self.check_rows
-        if check is None:
-            return rows
-        return functools.partial(_checked_rows, rows, check)
+        if self.check_rows is None:
+            return self.builder.rows
+        return functools.partial(_checked_rows, self.builder.rows, self.check_rows)
+
+    def decl(self, table: str) -> TableDecl:
+        """A table's declaration: the job's own (from its schema file), else the built-in one."""
+        return self.decls[table] if self.decls else builtin_tables.get(table)
 
 
 def _checked_rows(rows: Callable, check: Callable, record: dict) -> Sequence[tuple]:
@@ -387,10 +389,6 @@ def dead_letter_prefix(options: PipelineOptions, job: str) -> str:
     return options.view_as(FileInputOptions).dead_letter or f"dead-letters/{job}"
 
 
-def is_streaming(options: PipelineOptions) -> bool:
-    return bool(options.view_as(StreamingInputOptions).input_subscription)
-
-
 def validate_input(options: PipelineOptions, job: JobSpec) -> None:
     """Exactly one source; streaming has somewhere to put dead letters; a rollup exists."""
     stream = options.view_as(StreamingInputOptions)
@@ -438,13 +436,8 @@ def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
         )
     except schema_file.SchemaError as err:
         raise admin.ConfigError(str(err)) from None
-    return dataclasses.replace(
-        job, **_builder_parts(generic.Builder(schema, builder.tables, builder.tz))
-    )
-
-
-def _builder_parts(builder: generic.Builder) -> dict:
-    return {"builder": builder, "csv_adapter": builder.csv_adapter}
+    builder = generic.Builder(schema, builder.tables, builder.tz)
+    return dataclasses.replace(job, builder=builder, csv_adapter=builder.csv_adapter)
 
 
 def job_tables(options: PipelineOptions, job: JobSpec) -> list[str]:
@@ -476,12 +469,7 @@ def build_ingest(
         return {"rows": rows, "dead_letter": built[DEAD_LETTER]}
     target = resolve_target(options)
     timeout = options.view_as(BigtableOptions).write_timeout_seconds
-    decls = job.decls or {}
-    aggregates = [
-        t
-        for t in job.tables
-        if any(f.aggregate for f in (decls[t] if t in decls else builtin_tables.get(t)).families)
-    ]
+    aggregates = [t for t in job.tables if any(f.aggregate for f in job.decl(t).families)]
     plain = [t for t in job.tables if t not in aggregates]
     if aggregates:  # AddToCell rows go through the data client, SetCell rows through the sink
         split = rows | "SplitAggregates" >> beam.ParDo(_SplitAggregates(aggregates)).with_outputs(
@@ -515,10 +503,7 @@ def build_ingest(
             )
         else:
             rolled["rows"] | "WriteRollup" >> WriteAggregates(
-                target.project,
-                target.instance,
-                job.rollup.table,
-                operation_timeout=timeout,
+                target.project, target.instance, job.rollup.table, operation_timeout=timeout
             )
         dead.append(rolled[TOO_LATE])
         out["rollup"] = rolled["rows"]
@@ -569,8 +554,7 @@ def prepare(
     target = resolve_target(options)
     bt = options.view_as(BigtableOptions)
     if not bt.skip_preflight:
-        own = job.decls if job is not None and job.decls is not None else None
-        decls = [own[t] if own is not None else builtin_tables.get(t) for t in tables]
+        decls = [job.decl(t) if job is not None else builtin_tables.get(t) for t in tables]
         try:
             for line in admin.preflight(target, decls, create=bt.create_tables):
                 _LOG.info("%s", line)
@@ -785,11 +769,12 @@ def run_file_ingest(
         tables = ", ".join(job_tables(options, job))
         print(dry_run_report(name, options, f"write {tables}"), flush=True)
         return result
-    if is_streaming(options):
+    subscription = options.view_as(StreamingInputOptions).input_subscription
+    if subscription:
         _LOG.info(
             "%s: streaming from %s; stop it with Ctrl-C or by cancelling the job",
             name,
-            options.view_as(StreamingInputOptions).input_subscription,
+            subscription,
         )
     result.wait_until_finish()
     seconds = time.monotonic() - started
