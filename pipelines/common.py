@@ -788,3 +788,9 @@ def run_file_ingest(
             why += f" (dead letters: {dead_letter_prefix(options, job.name)}*)"
         raise JobFailed(f"{name}: error: {why}", result)
     return result
+
+
+def main(run: Callable[[], PipelineResult]) -> None:
+    """A job module run as a script (``python -m pipelines.<job>``): INFO logs, then its run."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()

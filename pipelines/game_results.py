@@ -10,7 +10,6 @@ game over a period). Cell timestamps are midnight UTC of the result's date.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -34,13 +33,8 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
-    return common.run_file_ingest(
-        argv,
-        classes=OPTION_CLASSES,
-        job_for=JOB,
-    )
+    return common.run_file_ingest(argv, classes=OPTION_CLASSES, job_for=JOB)
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    common.main(run)

@@ -15,7 +15,6 @@ go to the dead letters with their reason; aggregate tables are written with AddT
 from __future__ import annotations
 
 import argparse
-import logging
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -100,15 +99,9 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
     """Every ingest job's run, with the job (its tables and their declarations) from the
     schema file instead of the built-in declarations."""
     return common.run_file_ingest(
-        argv,
-        name=NAME,
-        description=__doc__,
-        classes=OPTION_CLASSES,
-        build=build,
-        job_for=job_for,
+        argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, build=build, job_for=job_for
     )
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    common.main(run)

@@ -10,7 +10,6 @@ row's cells carry its own time. Prices and sizes keep the source's decimal text.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -36,13 +35,8 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
 
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
-    return common.run_file_ingest(
-        argv,
-        classes=OPTION_CLASSES,
-        job_for=JOB,
-    )
+    return common.run_file_ingest(argv, classes=OPTION_CLASSES, job_for=JOB)
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    common.main(run)

@@ -745,5 +745,4 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    common.main(run)

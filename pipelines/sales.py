@@ -158,15 +158,9 @@ def build(
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
     return common.run_file_ingest(
-        argv,
-        name=NAME,
-        description=__doc__,
-        classes=OPTION_CLASSES,
-        build=build,
-        job_for=job_for,
+        argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, build=build, job_for=job_for
     )
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    common.main(run)

@@ -11,7 +11,6 @@ the ``HHMM`` names follow --timezone (default UTC); cell timestamps are the even
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -49,14 +48,9 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
     return common.run_file_ingest(
-        argv,
-        name=JOB.name,
-        description=JOB.description,
-        classes=OPTION_CLASSES,
-        job_for=job_for,
+        argv, name=JOB.name, description=JOB.description, classes=OPTION_CLASSES, job_for=job_for
     )
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    common.main(run)

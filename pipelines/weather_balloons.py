@@ -17,7 +17,6 @@ Time labels are UTC; cell timestamps are event times.
 from __future__ import annotations
 
 import argparse
-import logging
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -78,14 +77,9 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
 
 def run(argv: Sequence[str] | None = None) -> PipelineResult:
     return common.run_file_ingest(
-        argv,
-        name=NAME,
-        description=__doc__,
-        classes=OPTION_CLASSES,
-        job_for=job_for,
+        argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, job_for=job_for
     )
 
 
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    common.main(run)
