@@ -1,6 +1,5 @@
 """Garden temperatures → GARDEN_DAILY and/or GARDEN_MONTHLY (docs/patterns.md §5.6), batch from
-JSON lines
-or CSV.
+JSON lines or CSV.
 
 --garden_layout picks the documented shape: ``tall`` (default) writes one row per garden per day
 ``GARDEN#YYYYMMDD`` with ``DAILY:TEMP``; ``month`` writes the bounded short-wide alternative, one

@@ -39,13 +39,12 @@ mismatch fails the job with :class:`VerificationError`, naming the day and both 
 Layouts, and the trade-off:
 
 * ``--layout per_day_table`` (default, what docs/patterns.md §5.3 describes): one table per day. A
-  day is a
-  whole small table (scan it, export it, drop it in one cheap admin call for retention), and the
-  copy never touches the tables of other days. But the general guidance says *not* to create a
-  table per day or per customer: every table counts against the 1,000-table instance limit, each
+  day is a whole small table (scan it, export it, drop it in one cheap admin call for retention),
+  and the copy never touches the tables of other days. But the general guidance says *not* to create
+  a table per day or per customer: every table counts against the 1,000-table instance limit, each
   carries its own metadata and tablets, and tiny tables spread load badly. Hence the guard and
-  ``--keep_days`` are part of this layout, not options to forget: with no retention, a daily
-  table a day reaches the limit in under three years.
+  ``--keep_days`` are part of this layout, not options to forget: with no retention, a daily table a
+  day reaches the limit in under three years.
 * ``--layout single_table``: one table ``SENSOR_DAILY`` keyed ``YYYYMMDD#METER``, what the
   general best practices prefer. "All meters of one day" is a prefix scan of that one table, the
   table count never grows, and retention drops the row ranges of expired day prefixes. The
@@ -727,9 +726,9 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
     pipeline = common.new_pipeline(options)
     build_plan(pipeline, plan)
     result = pipeline.run()
+    result.nightly_plan = plan
     if dry:
         result.btts_counters = {}
-        result.nightly_plan = plan
         what = (
             f"create {', '.join(plan.destinations)} and copy day(s) {', '.join(plan.days)} "
             f"of {plan.source.name} into it ({plan.layout})"
@@ -739,7 +738,6 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
     result.wait_until_finish()
     seconds = time.monotonic() - started
     result.btts_counters = common.counters(result)
-    result.nightly_plan = plan
     print(summary(plan, result.btts_counters, seconds), flush=True)
     return result
 
