@@ -323,10 +323,7 @@ def input_help(name: str, argv: Sequence[str]) -> str:
 
 
 def option_classes_help(
-    prog: str,
-    description: str,
-    classes: Sequence[type[PipelineOptions]],
-    input_text: str = "",
+    prog: str, description: str, classes: Sequence[type[PipelineOptions]], input_text: str = ""
 ) -> argparse.ArgumentParser:
     """A parser holding only this job's flags, for a ``--help`` a person can read (Beam's own
     parser would list every runner flag of every SDK component)."""

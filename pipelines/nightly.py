@@ -257,11 +257,7 @@ def retention_cutoff(run_day: dt.date, keep_days: int) -> dt.date:
 
 
 def expired_tables(
-    names: Iterable[str],
-    source: str,
-    run_day: dt.date,
-    keep_days: int,
-    protect: Iterable[str] = (),
+    names: Iterable[str], source: str, run_day: dt.date, keep_days: int, protect: Iterable[str] = ()
 ) -> list[str]:
     """The per-day tables retention drops: well-formed ``<source>_YYYYMMDD`` names whose day is
     before the cutoff, except the ``protect`` ed ones (the tables this run writes)."""
