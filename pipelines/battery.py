@@ -69,7 +69,6 @@ class BatteryLayoutOptions(PipelineOptions):
         group = parser.add_argument_group("Battery layout")
         group.add_argument(
             "--battery_layout",
-            type=str,
             default="promoted",
             choices=tuple(LAYOUTS),
             help="promoted (default): user before the time, table BATTERY; salted: a stable "
@@ -79,7 +78,6 @@ class BatteryLayoutOptions(PipelineOptions):
         group.add_argument(
             "--salt_buckets",
             type=int,
-            default=None,
             help="Salt bucket count of --battery_layout=salted. It must equal the count the "
             f"salted table declares ({SALT_BUCKETS} for BATTERY_SALTED, the default): changing "
             "it after data exists loses rows from reads, so another count needs another "

@@ -57,21 +57,16 @@ class BigtableOptions(PipelineOptions):
         group = parser.add_argument_group("Bigtable")
         group.add_argument(
             "--bigtable_project",
-            type=str,
-            default=None,
             help="Project of the Bigtable instance. Default: --project, or 'test-project' on the "
             "emulator (when BIGTABLE_EMULATOR_HOST is set).",
         )
         group.add_argument(
             "--bigtable_instance",
-            type=str,
-            default=None,
             help="Bigtable instance ID. Default on the emulator: 'test-instance'.",
         )
         group.add_argument(
             "--create_tables",
             action="store_true",
-            default=False,
             help="Create missing tables and column families (from the declarations) before "
             "writing. Without it, a missing table stops the job before any data is read.",
         )
@@ -85,7 +80,6 @@ class BigtableOptions(PipelineOptions):
         group.add_argument(
             "--skip_preflight",
             action="store_true",
-            default=False,
             help="Do not check that the tables exist before running (the launcher then needs no "
             "Bigtable admin permission).",
         )
@@ -99,15 +93,12 @@ class FileInputOptions(PipelineOptions):
         group = parser.add_argument_group("Input and dead letters")
         group.add_argument(
             "--input",
-            type=str,
             action="append",
-            default=None,
             help="Input file(s): a local path, gs:// path or glob. Repeat the flag or "
             "separate patterns with commas for several.",
         )
         group.add_argument(
             "--input_format",
-            type=str,
             default="auto",
             choices=INPUT_FORMATS,
             help="jsonl (or json): one JSON object per line; json_array: one top-level JSON "
@@ -118,9 +109,7 @@ class FileInputOptions(PipelineOptions):
         )
         group.add_argument(
             "--time_format",
-            type=str,
             action="append",
-            default=None,
             metavar="FIELD=FORMAT",
             help="How a time field of the input is written, when not as the schema says: a named "
             "format (auto, rfc3339, epoch_s, epoch_ms, epoch_us, date, yyyymmddhhmmssmmm) or a "
@@ -128,30 +117,23 @@ class FileInputOptions(PipelineOptions):
         )
         group.add_argument(
             "--input_timezone",
-            type=str,
-            default=None,
             help="IANA zone of input times written without a UTC offset (default: such times "
             "are dead letters, never guessed).",
         )
         group.add_argument(
             "--ambiguous_times",
-            type=str,
-            default=None,
             choices=("error", "earliest", "latest"),
             help="With --input_timezone, a local time the autumn clock change repeats: a dead "
             "letter (error, the default) or its earliest or latest instant.",
         )
         group.add_argument(
             "--dead_letter",
-            type=str,
-            default=None,
             help="Path prefix of the dead-letter files (JSON lines: pipeline, source file, reason, "
             "raw line). Default: dead-letters/<job> in the working directory.",
         )
         group.add_argument(
             "--max_dead_letter_ratio",
             type=float,
-            default=None,
             help="Fail the job (non-zero exit) when dead letters are more than this share of the "
             "records read, e.g. 0.01; what was valid is written first. Default: fail only when "
             "no record at all was valid.",
@@ -159,7 +141,6 @@ class FileInputOptions(PipelineOptions):
         group.add_argument(
             "--validate_only",
             action="store_true",
-            default=False,
             help="Read and validate the input and print the summary (counts, top dead-letter "
             "reasons); write nothing: no Bigtable, no dead-letter files. Needs no Bigtable.",
         )
@@ -173,16 +154,12 @@ class StreamingInputOptions(PipelineOptions):
         group = parser.add_argument_group("Streaming and rollup")
         group.add_argument(
             "--input_subscription",
-            type=str,
-            default=None,
             help="Read events from this Pub/Sub subscription (projects/P/subscriptions/S) "
             "instead of files; implies --streaming. A message holds one JSON event, or several, "
             "one per line (batching events into messages raises the rate a stream can take).",
         )
         group.add_argument(
             "--dead_letter_topic",
-            type=str,
-            default=None,
             help="Publish dead letters (JSON) to this Pub/Sub topic (projects/P/topics/T). "
             "Otherwise they go to files under --dead_letter (when streaming: one file per "
             "bundle that has any).",
@@ -190,13 +167,11 @@ class StreamingInputOptions(PipelineOptions):
         group.add_argument(
             "--hourly_rollup",
             action="store_true",
-            default=False,
             help="Also write hourly sums and counts per entity into the job's rollup table "
             "(how: --rollup_mode).",
         )
         group.add_argument(
             "--rollup_mode",
-            type=str,
             default="exact",
             choices=("exact", "add"),
             help="exact (default): keep each hour's totals in pipeline state and write them with "
@@ -221,7 +196,6 @@ class TimeOptions(PipelineOptions):
         group = parser.add_argument_group("Time")
         group.add_argument(
             "--timezone",
-            type=str,
             default="UTC",
             help="IANA time zone of day boundaries and time-of-day labels (e.g. "
             "Europe/Paris). Cell timestamps stay absolute epoch times. Default: UTC.",

@@ -41,7 +41,6 @@ class GardenLayoutOptions(PipelineOptions):
         group = parser.add_argument_group("Garden")
         group.add_argument(
             "--garden_layout",
-            type=str,
             default=DEFAULT_LAYOUT,
             choices=sorted(LAYOUTS),
             help="tall: one row per garden per day (GARDEN_DAILY); month: one row per garden per "

@@ -36,16 +36,12 @@ class GenericOptions(PipelineOptions):
         group = parser.add_argument_group("Schema")
         group.add_argument(
             "--schema",
-            type=str,
-            default=None,
             help="The schema file (YAML or JSON; a local path or gs://) declaring the events "
             "and the tables they land in. Required. Read and validated at launch.",
         )
         group.add_argument(
             "--schema_table",
-            type=str,
             action="append",
-            default=None,
             help="Write only this table of the schema (repeatable). Default: every table the "
             "schema writes from events.",
         )

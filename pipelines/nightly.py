@@ -114,28 +114,22 @@ class NightlyOptions(PipelineOptions):
         group = parser.add_argument_group("Nightly copy")
         group.add_argument(
             "--date",
-            type=str,
-            default=None,
             help="Day to copy, YYYYMMDD. Default: yesterday in --timezone.",
         )
         group.add_argument(
             "--dates",
-            type=str,
-            default=None,
             help="Days to copy for a backfill, START..END (YYYYMMDD..YYYYMMDD, inclusive), read "
             f"in one scan of the source; at most {MAX_DATES} days. Not with --date.",
         )
         group.add_argument(
             "--keep_days",
             type=int,
-            default=None,
             help="Retention: keep the daily tables of the N days ending with the run date and "
             "drop older <source>_YYYYMMDD tables (single_table layout: older day prefixes). "
             "Default: drop nothing.",
         )
         group.add_argument(
             "--layout",
-            type=str,
             default="per_day_table",
             choices=LAYOUTS,
             help="per_day_table (default): one table <source>_YYYYMMDD per day. single_table: "
@@ -143,7 +137,6 @@ class NightlyOptions(PipelineOptions):
         )
         group.add_argument(
             "--source_table",
-            type=str,
             default="SENSOR",
             help="Declared table to copy from; its keys must end with #YYYYMMDD. Default: SENSOR.",
         )

@@ -48,8 +48,6 @@ class ReplaceOptions(PipelineOptions):
         group = parser.add_argument_group("Re-runs")
         group.add_argument(
             "--replace_months",
-            type=str,
-            default=None,
             help="Comma-separated months YYYYMM (in --timezone) that this input rebuilds: their "
             "SALES_MONTHLY rows (every employee) are deleted before anything is written, and "
             "sales of other months go to the dead letters. Makes a re-run (after a failure or "

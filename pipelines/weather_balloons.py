@@ -45,7 +45,6 @@ class BalloonPatternOptions(PipelineOptions):
         group = parser.add_argument_group("Weather-balloon column pattern")
         group.add_argument(
             "--balloon_pattern",
-            type=str,
             default=DEFAULT_PATTERN,
             choices=tuple(PATTERNS),
             help="TS-COLS (default): one row per balloon and minute, a column per measurement "
