@@ -123,11 +123,9 @@ def delete_months(target: admin.Target, months: Sequence[str]) -> int:
     with BigtableDataClient(project=target.project) as client:
         table = client.get_table(target.instance, TABLE)
         keys = [row.row_key for row in table.read_rows(ReadRowsQuery(row_filter=row_filter))]
-        for start in range(0, len(keys), 1000):
-            entries = [
-                RowMutationEntry(k, [DeleteAllFromRow()]) for k in keys[start : start + 1000]
-            ]
-            table.bulk_mutate_rows(entries)
+        entries = [RowMutationEntry(k, [DeleteAllFromRow()]) for k in keys]
+        for start in range(0, len(entries), 1000):
+            table.bulk_mutate_rows(entries[start : start + 1000])
     return len(keys)
 
 

@@ -38,8 +38,7 @@ OPTION_CLASSES = SmartMetersOptions.__bases__  # what run() parses and --help sh
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for these options: the builder labels days and times in --timezone (an unknown
     zone raises ConfigError before anything runs)."""
-    tz = common.timezone(options)
-    return common.builtin_job("smart_meters", __doc__, tz=tz)
+    return common.builtin_job("smart_meters", __doc__, tz=common.timezone(options))
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
