@@ -629,17 +629,11 @@ def build_plan(pipeline: beam.Pipeline, plan: Plan) -> dict[str, beam.PCollectio
         return out
     done = list(written.values())
     if layout == "single_table":
-        reads = [
-            pipeline
-            | "ReadBack"
-            >> ReadFromBigtableRows(
-                target.project,
-                target.instance,
-                single_table(source),
-                prefixes=[d.encode("ascii") + b"#" for d in plan.days],
-                wait_for=done,
-            )
-        ]
+        prefixes = [d.encode("ascii") + b"#" for d in plan.days]
+        read = ReadFromBigtableRows(
+            target.project, target.instance, single_table(source), prefixes=prefixes, wait_for=done
+        )
+        reads = [pipeline | "ReadBack" >> read]
     else:
         reads = [
             pipeline
