@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import importlib
 import json
 import logging
@@ -33,7 +32,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -141,30 +140,23 @@ class _Parsed(Exception):
         self.classes = tuple(classes)
 
 
-@contextlib.contextmanager
-def _capture_parse() -> Iterator[None]:
+def declared_options(name: str) -> tuple[str, tuple[type[PipelineOptions], ...]]:
+    """The description and option classes a pipeline's ``run`` parses (and ``--help`` shows):
+    ``run`` is called with the parser replaced, so nothing else of it executes."""
     from pipelines import common
 
     def stand_in(argv, prog, description, classes, name=""):  # common.parse_args
         raise _Parsed(description, classes)
 
+    module = pipeline_module(name)
     original = common.parse_args
     common.parse_args = stand_in
     try:
-        yield
+        module.run(["--help"])
+    except _Parsed as parsed:
+        return parsed.description, parsed.classes
     finally:
         common.parse_args = original
-
-
-def declared_options(name: str) -> tuple[str, tuple[type[PipelineOptions], ...]]:
-    """The description and option classes a pipeline's ``run`` parses (and ``--help`` shows):
-    ``run`` is called with the parser replaced, so nothing else of it executes."""
-    module = pipeline_module(name)
-    with _capture_parse():
-        try:
-            module.run(["--help"])
-        except _Parsed as parsed:
-            return parsed.description, parsed.classes
     raise RuntimeError(f"pipelines.{name}.run() did not parse its options with common.parse_args")
 
 
@@ -187,8 +179,11 @@ def _help_text(action: argparse.Action) -> str:
     return " ".join(text.split())
 
 
+_STORE_FLAGS = (argparse._StoreTrueAction, argparse._StoreFalseAction)
+
+
 def _kind(action: argparse.Action) -> str:
-    if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+    if isinstance(action, _STORE_FLAGS):
         return "bool"
     if action.nargs == "?" and isinstance(action.const, bool):
         return "bool"  # e.g. --verify[=true|false]
@@ -216,9 +211,7 @@ def flags(classes: Sequence[type[PipelineOptions]]) -> list[Flag]:
                 kind=_kind(action),
                 choices=tuple(str(c) for c in action.choices or ()),
                 required=bool(action.required),
-                store_flag=isinstance(
-                    action, (argparse._StoreTrueAction, argparse._StoreFalseAction)
-                ),
+                store_flag=isinstance(action, _STORE_FLAGS),
             )
         )
     return out
@@ -496,11 +489,6 @@ def commands(names: Sequence[str] | None = None) -> list[str]:
 # -- the launcher -----------------------------------------------------------------------------
 
 
-def _value(arg: str) -> tuple[str, str | None]:
-    flag, eq, value = arg.partition("=")
-    return flag, (value if eq else None)
-
-
 def template_argv(name: str, argv: Sequence[str], environ: dict | None = None) -> list[str]:
     """The launcher's arguments as the pipeline's flags.
 
@@ -516,10 +504,10 @@ def template_argv(name: str, argv: Sequence[str], environ: dict | None = None) -
     out: list[str] = []
     given: dict[str, str | None] = {}
     for arg in argv:
-        flag, value = _value(arg)
-        given[flag.lstrip("-")] = value
+        flag, eq, value = arg.partition("=")
+        given[flag.lstrip("-")] = value if eq else None
         spec = job_flags.get(flag[2:]) if flag.startswith("--") else None
-        if spec is None or not spec.store_flag or value is None:
+        if spec is None or not spec.store_flag or not eq:
             out.append(arg)
         elif value.strip().lower() == "true":
             out.append(flag)
