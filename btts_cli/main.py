@@ -26,9 +26,15 @@ def _target_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _schema_decls(path: str, names: Sequence[str] | None) -> list:
-    """The declarations of a schema file (all, or those named); a bad file is a ConfigError."""
-    schema = _load_schema(path)
+def _decls(args: argparse.Namespace) -> list:
+    """The declarations of ``--schema FILE`` (all, or those ``--table`` names; a bad file is a
+    ConfigError), else the built-in ones."""
+    from transforms import builtin_tables
+
+    names = args.table
+    if not args.schema:
+        return [builtin_tables.get(n) for n in names or sorted(builtin_tables.all_tables())]
+    schema = _load_schema(args.schema)
     try:
         return [schema.table(n).decl for n in names] if names else list(schema.decls().values())
     except KeyError as err:
@@ -47,13 +53,8 @@ def _load_schema(path: str):
 
 
 def _tables_create(args: argparse.Namespace) -> int:
-    from transforms import builtin_tables
-
     target = admin.resolve_target(args.project, args.instance)
-    if args.schema:
-        decls = _schema_decls(args.schema, args.table)
-    else:
-        decls = [builtin_tables.get(n) for n in args.table or sorted(builtin_tables.all_tables())]
+    decls = _decls(args)
     print(f"Tables in {target.describe()}:")
     with admin.Admin(target) as api:
         for decl in decls:
@@ -80,13 +81,7 @@ def _tables_list(args: argparse.Namespace) -> int:
 
 
 def _tables_show(args: argparse.Namespace) -> int:
-    from transforms import builtin_tables
-
-    if args.schema:
-        decls = _schema_decls(args.schema, args.table)
-    else:
-        decls = [builtin_tables.get(n) for n in args.table or sorted(builtin_tables.all_tables())]
-    for decl in decls:
+    for decl in _decls(args):
         print(
             f"{decl.name}  [{decl.pattern}]  key {decl.key.describe()}  "
             f"(docs/patterns.md §{decl.spec})"
@@ -149,6 +144,12 @@ def _command_index(argv: Sequence[str]) -> int:
     return -1
 
 
+def _schema_follows(argv: list[str], at: int, command: str) -> bool:
+    """Whether ``argv[at]`` is ``command`` and ``--schema`` comes right after it."""
+    pair = argv[at : at + 2] if at >= 0 else []
+    return len(pair) == 2 and pair[0] == command and pair[1].split("=", 1)[0] == "--schema"
+
+
 def _schema_ingest(argv: list[str]) -> list[str]:
     """``btts ingest --schema FILE ...`` is the generic job: ``btts ingest generic --schema …``
     (``btts ingest JOB ...`` is unchanged); ``btts check …`` is ``btts ingest … --validate_only``
@@ -158,8 +159,7 @@ def _schema_ingest(argv: list[str]) -> list[str]:
         helps = [a for a in argv[at + 1 :] if a in ("-h", "--help")]
         rest = [a for a in argv[at + 1 :] if a not in ("-h", "--help")]
         argv = [*argv[:at], "ingest", *rest, "--validate_only", *helps]
-    nxt = argv[at + 1 : at + 2] if at >= 0 else []
-    if argv[at : at + 1] == ["ingest"] and nxt and nxt[0].split("=", 1)[0] == "--schema":
+    if _schema_follows(argv, at, "ingest"):
         return [*argv[: at + 1], "generic", *argv[at + 1 :]]
     return argv
 
@@ -167,18 +167,13 @@ def _schema_ingest(argv: list[str]) -> list[str]:
 def _schema_query_argv(argv: list[str]) -> list[str] | None:
     """The arguments of ``btts query --schema FILE ...``, or None for any other command."""
     at = _command_index(argv)
-    nxt = argv[at + 1 : at + 2] if at >= 0 else []
-    if argv[at : at + 1] == ["query"] and nxt and nxt[0].split("=", 1)[0] == "--schema":
-        return argv[at + 1 :]
-    return None
+    return argv[at + 1 :] if _schema_follows(argv, at, "query") else None
 
 
 def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
-    for index, token in enumerate(argv):
-        if not token.startswith("-"):
-            if token in PASSTHROUGH:
-                return argv[: index + 1], argv[index + 1 :]
-            break
+    at = _command_index(argv)
+    if at >= 0 and argv[at] in PASSTHROUGH:
+        return argv[: at + 1], argv[at + 1 :]
     return argv, None
 
 
@@ -240,9 +235,6 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         "and prints a summary at the end. Your own dataset: `btts ingest --schema FILE "
         "--input ...` (the generic job; see docs/user-guide.md).",
     )
-    ingest.add_argument("job", choices=sorted(job_modules()), help="which dataset")
-    ingest.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
-    ingest.set_defaults(func=_ingest)
     check = sub.add_parser(
         "check",
         help="validate an input without writing: counts and top dead-letter reasons",
@@ -251,9 +243,10 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
         "summary, writing nothing; it exits non-zero when no record is valid or dead letters "
         "pass --max_dead_letter_ratio. Same as `btts ingest ... --validate_only`.",
     )
-    check.add_argument("job", choices=sorted(job_modules()), help="which dataset")
-    check.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
-    check.set_defaults(func=_ingest)
+    for command in (ingest, check):
+        command.add_argument("job", choices=sorted(job_modules()), help="which dataset")
+        command.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
+        command.set_defaults(func=_ingest)
 
 
 def _add_nightly(sub: argparse._SubParsersAction) -> None:
@@ -555,7 +548,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if passthrough is not None:
         args.args = passthrough
     _configure_logging(args.verbose, args.quiet)
-    if args.command != "emulator" and args.command != "demo":
+    if args.command not in ("emulator", "demo"):
         use_started_emulator(args)
     try:
         if args.command == "query" and schema_query_argv is not None:
