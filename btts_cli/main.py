@@ -332,12 +332,8 @@ def _schema_query(argv: list[str]) -> int:
         )  # fmt: skip
     except (KeyError, ValueError, generic.InvalidEvent) as err:
         raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
-    target = admin.resolve_target(args.project, args.instance)
     query = q.Query(f"{table} ({schema.dataset})", (scan,), lambda scans: scans[0])
-    try:
-        rows = q.run(target, query)
-    except q.MissingTable as err:
-        raise admin.ConfigError(str(err)) from None
+    target, rows = query_cli.read(args, query)
     aggregate = {f.name for f in decl.families if f.aggregate}
     records = [
         {

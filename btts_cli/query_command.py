@@ -360,13 +360,18 @@ def plan(words: list[str]) -> q.Query:
     return _planned(parser.parse_args(words))
 
 
-def _run_query(args: argparse.Namespace) -> int:
-    query = _planned(args)
+def read(args: argparse.Namespace, query: q.Query) -> tuple[admin.Target, list]:
+    """Run a query on the instance the flags name; a missing table is a ConfigError."""
     target = admin.resolve_target(args.project, args.instance)
     try:
-        records = q.run(target, query)
+        return target, q.run(target, query)
     except q.MissingTable as err:
         raise admin.ConfigError(str(err)) from None
+
+
+def _run_query(args: argparse.Namespace) -> int:
+    query = _planned(args)
+    target, records = read(args, query)
     _print(args, target, query, records, EMPTY_HINTS.get(args.query) if not records else None)
     return 0
 
@@ -497,10 +502,6 @@ def run_declared(argv: list[str], target_args: Callable, load: Callable) -> int:
         )  # fmt: skip
     except (ValueError, InvalidEvent) as err:
         raise admin.ConfigError(str(err)) from None
-    target = admin.resolve_target(args.project, args.instance)
-    try:
-        records = q.run(target, query)
-    except q.MissingTable as err:
-        raise admin.ConfigError(str(err)) from None
+    target, records = read(args, query)
     _print(args, target, query, records)
     return 0
