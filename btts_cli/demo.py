@@ -32,8 +32,8 @@ import sys
 import time
 import traceback
 import warnings
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -183,7 +183,6 @@ def generate(out: Path, sizes: Sizes) -> dict[str, Dataset]:
 @dataclass
 class JobRun:
     label: str
-    dataset: str
     seconds: float
     counters: dict[str, int]
 
@@ -201,12 +200,11 @@ def _run_step(label: str, run: Callable[[], Any], log_path: Path) -> tuple[Any, 
         with contextlib.redirect_stdout(buffer):
             result = run()
     except SystemExit as stop:  # a job's configuration error
-        log_path.write_text(buffer.getvalue())
         raise SystemExit(f"demo: {label} failed: {stop.code}") from None
     except Exception as err:
-        log_path.write_text(buffer.getvalue())
         raise SystemExit(f"demo: {label} failed: {type(err).__name__}: {err}") from err
-    log_path.write_text(buffer.getvalue())
+    finally:
+        log_path.write_text(buffer.getvalue())
     return result, time.monotonic() - started
 
 
@@ -226,22 +224,16 @@ def _check_counts(label: str, data: Dataset, counters: dict[str, int]) -> None:
 def run_pipelines(out: Path, datasets: dict[str, Dataset]) -> list[JobRun]:
     from pipelines import load
 
+    balloons = load("weather_balloons").run
     steps: list[tuple[str, str, Callable[[list[str]], Any], list[str]]] = [
         ("server_metrics", "server_metrics", load("server_metrics").run, []),
         ("metric_recent", "server_metrics", lambda a: run_job_spec(RECENT_JOB, a), []),
         ("smart_meters", "smart_meters", load("smart_meters").run, []),
         ("market_data", "market_data", load("market_data").run, []),
-    ]
-    for pattern in ("TS-COLS", "TS-BLOB", "TB-CELL", "TB-COL"):
-        steps.append(
-            (
-                f"weather_balloons {pattern}",
-                "weather_balloons",
-                load("weather_balloons").run,
-                [f"--balloon_pattern={pattern}"],
-            )
-        )
-    steps += [
+        *(
+            (f"weather_balloons {p}", "weather_balloons", balloons, [f"--balloon_pattern={p}"])
+            for p in ("TS-COLS", "TS-BLOB", "TB-CELL", "TB-COL")
+        ),
         ("battery promoted", "battery", load("battery").run, ["--battery_layout=promoted"]),
         ("battery salted", "battery", load("battery").run, ["--battery_layout=salted"]),
         ("game_results", "game_results", load("game_results").run, []),
@@ -265,7 +257,7 @@ def run_pipelines(out: Path, datasets: dict[str, Dataset]) -> list[JobRun]:
         result, seconds = _run_step(label, lambda r=run, a=argv: r(a), out / "logs" / slug)
         counters = result.btts_counters
         _check_counts(label, data, counters)
-        job = JobRun(label, name, seconds, counters)
+        job = JobRun(label, seconds, counters)
         runs.append(job)
         print(
             f"  {label:<26}{counters.get('lines_read', 0):>10,}{job.events:>10,}"
@@ -302,7 +294,7 @@ class DemoQuery:
     command: str  # the `btts query …` line shown; the query it plans is the one run
     expected: list
     note: str = ""
-    after: Callable[[admin.Target], str] | None = field(default=None)
+    after: Callable[[admin.Target], str] | None = None
 
     @property
     def query(self) -> q.Query:
@@ -317,16 +309,13 @@ def _dec(value: object) -> Decimal:
     return Decimal(str(value))
 
 
+def _span(start: int, end: int) -> str:
+    """The ``--start``/``--end`` flags of a time range."""
+    return f"--start {render.iso(start)} --end {render.iso(end)}"
+
+
 def _no_key(records: Sequence[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k != "key"} for r in records]
-
-
-def _in(ms: int, start: int, end: int) -> bool:
-    return start <= ms < end
-
-
-def _iso(ms: int) -> str:
-    return render.iso(ms)
 
 
 # The records a query returns, computed from generated events (never from keys): one per event,
@@ -434,8 +423,10 @@ def tenant_records(records: Iterable[dict], tenant: str) -> list[dict]:
 
 def build_queries(sizes: Sizes) -> list[DemoQuery]:
     """Each documented query with its answer computed from the generated records alone."""
-    out: list[DemoQuery] = []
+    return list(_demo_queries(sizes))
 
+
+def _demo_queries(sizes: Sizes) -> Iterator[DemoQuery]:
     # Server metrics: one host's range, the fleet's latest, the latest N.
     metrics = list(_records("server_metrics", sizes))
     host = samples.host_name(min(42, sizes.hosts - 1))
@@ -443,35 +434,27 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
     start = samples.METRICS_START_MS + span // 4
     end = start + max(span // 4, 10_000)
     mine = [metric_record(r) for r in metrics if r["hostname"] == host]
-    out.append(
-        DemoQuery(
-            "Metrics of one host between two times (METRIC range)",
-            f"btts query metrics --host {host} --start {_iso(start)} --end {_iso(end)}",
-            [r for r in mine if _in(r["ts_ms"], start, end)],
-        )
+    yield DemoQuery(
+        "Metrics of one host between two times (METRIC range)",
+        f"btts query metrics --host {host} {_span(start, end)}",
+        [r for r in mine if start <= r["ts_ms"] < end],
     )
     fleet = latest_metric_records(metrics)
-    out.append(
-        DemoQuery(
-            "Latest metrics of the whole fleet (CURRENT_METRIC)",
-            "btts query current",
-            list(fleet.values()),
-        )
+    yield DemoQuery(
+        "Latest metrics of the whole fleet (CURRENT_METRIC)",
+        "btts query current",
+        list(fleet.values()),
     )
     chosen = [samples.host_name(0), host]
-    out.append(
-        DemoQuery(
-            "Latest metrics of chosen hosts (CURRENT_METRIC rows)",
-            "btts query current " + " ".join(f"--host {h}" for h in chosen),
-            [fleet[h] for h in chosen],
-        )
+    yield DemoQuery(
+        "Latest metrics of chosen hosts (CURRENT_METRIC rows)",
+        "btts query current " + " ".join(f"--host {h}" for h in chosen),
+        [fleet[h] for h in chosen],
     )
-    out.append(
-        DemoQuery(
-            "Latest 5 readings of one host, newest first (METRIC_RECENT, reversed timestamps)",
-            f"btts query recent --host {host} -n 5",
-            sorted(mine, key=lambda r: -r["ts_ms"])[:5],
-        )
+    yield DemoQuery(
+        "Latest 5 readings of one host, newest first (METRIC_RECENT, reversed timestamps)",
+        f"btts query recent --host {host} -n 5",
+        sorted(mine, key=lambda r: -r["ts_ms"])[:5],
     )
     del metrics
 
@@ -481,19 +464,15 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
     days = meter_day_records(
         r for r in _records("smart_meters", sizes) if r["timestamp"][:10] == f"{last_day}"
     )
-    out.append(
-        DemoQuery(
-            "One meter for one day (a single SENSOR row)",
-            f"btts query meter --meter 987654 --date {last_day}",
-            [days[(987654, label)]],
-        )
+    yield DemoQuery(
+        "One meter for one day (a single SENSOR row)",
+        f"btts query meter --meter 987654 --date {last_day}",
+        [days[(987654, label)]],
     )
-    out.append(
-        DemoQuery(
-            "All meters for one day (scan of the nightly table SENSOR_YYYYMMDD)",
-            f"btts query meters-of-day --date {last_day}",
-            list(days.values()),
-        )
+    yield DemoQuery(
+        "All meters for one day (scan of the nightly table SENSOR_YYYYMMDD)",
+        f"btts query meters-of-day --date {last_day}",
+        list(days.values()),
     )
     del days
 
@@ -505,16 +484,14 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
         for r in _records("market_data", sizes)
         if (r["exchange"], r["symbol"]) == (exchange, symbol)
     ]
-    window = f"--exchange {exchange} --symbol {symbol} --start {_iso(start)} --end {_iso(end)}"
+    window = f"--exchange {exchange} --symbol {symbol} {_span(start, end)}"
     for what, record in (("quotes", quote_record), ("trades", trade_record)):
         found = sorted((record(r) for r in ticks), key=lambda x: x["ts_ms"])
-        out.append(
-            DemoQuery(
-                f"{what.title()} of one exchange + symbol between two times "
-                f"({what[:-1].upper()} range)",
-                f"btts query {what} {window}",
-                [x for x in found if _in(x["ts_ms"], start, end)],
-            )
+        yield DemoQuery(
+            f"{what.title()} of one exchange + symbol between two times "
+            f"({what[:-1].upper()} range)",
+            f"btts query {what} {window}",
+            [x for x in found if start <= x["ts_ms"] < end],
         )
 
     # Game results: a player's month, all games of a month.
@@ -522,20 +499,16 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
         r for r in _records("game_results", sizes)
         if r["game"] == "LoL" and r["date"].startswith("2015-03")
     ]  # fmt: skip
-    out.append(
-        DemoQuery(
-            "A player's games in a month (GAME_BY_PLAYER range)",
-            "btts query player-games --game LoL --player Corrie --month 2015-03",
-            [game_record(g) for g in sorted(games, key=lambda g: g["date"])
-             if g["player"] == "Corrie"],
-        )
+    yield DemoQuery(
+        "A player's games in a month (GAME_BY_PLAYER range)",
+        "btts query player-games --game LoL --player Corrie --month 2015-03",
+        [game_record(g) for g in sorted(games, key=lambda g: g["date"])
+         if g["player"] == "Corrie"],
     )  # fmt: skip
-    out.append(
-        DemoQuery(
-            "All games of a month (GAME_BY_DATE range)",
-            "btts query games --game LoL --month 2015-03",
-            [game_record(g) for g in sorted(games, key=lambda g: (g["date"], g["player"]))],
-        )
+    yield DemoQuery(
+        "All games of a month (GAME_BY_DATE range)",
+        "btts query games --game LoL --month 2015-03",
+        [game_record(g) for g in sorted(games, key=lambda g: (g["date"], g["player"]))],
     )
 
     # Weather balloons: one time range, the same answer from each of the four layouts.
@@ -545,17 +518,15 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
     measured = [
         balloon_record(r)
         for r in _records("weather_balloons", sizes)
-        if r["balloon_id"] == 3698 and _in(_ms(r["timestamp"]), start, end)
+        if r["balloon_id"] == 3698 and start <= _ms(r["timestamp"]) < end
     ]
     for pattern, name in query_command.BALLOON_QUERIES.items():
-        out.append(
-            DemoQuery(
-                f"Balloon measurements for a time range, layout {pattern} ({name.upper()})",
-                f"btts query balloon --pattern {pattern} --location us-west2 --balloon 3698 "
-                f"--start {_iso(start)} --end {_iso(end)}",
-                measured,
-                note="protobuf blobs decoded" if pattern == "TS-BLOB" else "",
-            )
+        yield DemoQuery(
+            f"Balloon measurements for a time range, layout {pattern} ({name.upper()})",
+            f"btts query balloon --pattern {pattern} --location us-west2 --balloon 3698 "
+            f"{_span(start, end)}",
+            measured,
+            note="protobuf blobs decoded" if pattern == "TS-BLOB" else "",
         )
 
     # Battery: salted reads merged in time order, and the promoted table for one user.
@@ -563,53 +534,43 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
     end = start + (sizes.battery_minutes // 2) * 60_000
     levels = sorted(
         (battery_record(r) for r in _records("battery", sizes)
-         if _in(_ms(r["timestamp"]), start, end)),
+         if start <= _ms(r["timestamp"]) < end),
         key=lambda b: b["ts_ms"],
     )  # fmt: skip
-    out.append(
-        DemoQuery(
-            "Battery levels of every user between two times (BATTERY_SALTED: one scan per "
-            "salt bucket, merged in time order)",
-            f"btts query battery --start {_iso(start)} --end {_iso(end)}",
-            levels,
-        )
+    yield DemoQuery(
+        "Battery levels of every user between two times (BATTERY_SALTED: one scan per "
+        "salt bucket, merged in time order)",
+        f"btts query battery {_span(start, end)}",
+        levels,
     )
-    out.append(
-        DemoQuery(
-            "One user's battery levels between two times (BATTERY, user promoted)",
-            f"btts query battery --user Corrie --start {_iso(start)} --end {_iso(end)}",
-            [b for b in levels if b["user"] == "Corrie"],
-        )
+    yield DemoQuery(
+        "One user's battery levels between two times (BATTERY, user promoted)",
+        f"btts query battery --user Corrie {_span(start, end)}",
+        [b for b in levels if b["user"] == "Corrie"],
     )
 
     # Garden and sales (short-wide month row; aggregate cells).
-    out.append(
-        DemoQuery(
-            "A garden's month as one short-wide row (GARDEN_MONTHLY)",
-            "btts query garden --garden VEGGIEGARDEN --month 2015-03",
-            [garden_month_record(_records("garden", sizes), "VEGGIEGARDEN", 2015, 3)],
-        )
+    yield DemoQuery(
+        "A garden's month as one short-wide row (GARDEN_MONTHLY)",
+        "btts query garden --garden VEGGIEGARDEN --month 2015-03",
+        [garden_month_record(_records("garden", sizes), "VEGGIEGARDEN", 2015, 3)],
     )
     sales = [
         m for m in monthly_sales_records(_records("sales", sizes), "Corrie")
         if "201501" <= m["ts"] <= "201503"
     ]  # fmt: skip
-    out.append(
-        DemoQuery(
-            "An employee's monthly sales totals (SALES_MONTHLY, AddToCell sums)",
-            "btts query sales --employee Corrie --from 2015-01 --to 2015-03",
-            sales,
-        )
+    yield DemoQuery(
+        "An employee's monthly sales totals (SALES_MONTHLY, AddToCell sums)",
+        "btts query sales --employee Corrie --from 2015-01 --to 2015-03",
+        sales,
     )
 
     # Tenants: one tenant's rows; then offboarding another by dropping its prefix.
     devices = list(_records("device", sizes))
-    out.append(
-        DemoQuery(
-            "A tenant's rows (DEVICE prefix TENANT#)",
-            "btts query tenant --tenant altostrat",
-            tenant_records(devices, "altostrat"),
-        )
+    yield DemoQuery(
+        "A tenant's rows (DEVICE prefix TENANT#)",
+        "btts query tenant --tenant altostrat",
+        tenant_records(devices, "altostrat"),
     )
     acme_rows = len({(r["device"], r["timestamp"][:10]) for r in devices if r["tenant"] == "acme"})
     survivors = tenant_records(devices, "acme2")
@@ -631,15 +592,12 @@ def build_queries(sizes: Sizes) -> list[DemoQuery]:
             f"acme2 keeps its {len(kept)} readings ✓"
         )
 
-    out.append(
-        DemoQuery(
-            "Dropping a tenant (one admin call on the row range acme#; acme2# untouched)",
-            "btts query tenant --tenant acme",
-            tenant_records(devices, "acme"),
-            after=drop_acme,
-        )
+    yield DemoQuery(
+        "Dropping a tenant (one admin call on the row range acme#; acme2# untouched)",
+        "btts query tenant --tenant acme",
+        tenant_records(devices, "acme"),
+        after=drop_acme,
     )
-    return out
 
 
 def cbt_row_keys(text: str) -> list[str]:
@@ -704,19 +662,14 @@ def run_queries(target: admin.Target, sizes: Sizes) -> float:
 # -- the summary ------------------------------------------------------------------------------
 
 
-def count_rows(target: admin.Target) -> dict[str, int]:
-    with admin.Admin(target) as api:
-        names = api.list_tables()
-    return {name: q.count_rows(target, name) for name in names}
-
-
 def print_summary(
     target: admin.Target, runs: list[JobRun], phases: dict[str, float], out: Path
 ) -> None:
-    counts = count_rows(target)
+    with admin.Admin(target) as api:
+        names = api.list_tables()
     print("\nRows per table")
-    for name, rows in counts.items():
-        print(f"  {name:<22}{rows:>10,}")
+    for name in names:
+        print(f"  {name:<22}{q.count_rows(target, name):>10,}")
     letters = sorted((out / "dead-letters").glob("server_metrics-*"))
     if letters:
         print(f"\nDead letters of server_metrics ({letters[0]}), by reason:")
@@ -738,11 +691,8 @@ def run(argv: Sequence[str] | None = None) -> None:
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(line_buffering=True)  # progress in order, even through a pipe
     # Show the jobs' progress lines, not their table-creation chatter.
-    for name, level in (
-        ("pipelines.common", logging.WARNING),
-        ("pipelines.nightly", logging.WARNING),
-    ):
-        logging.getLogger(name).setLevel(level)
+    for name in ("pipelines.common", "pipelines.nightly"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
         _demo(opts)
     except (SystemExit, KeyboardInterrupt):
