@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from btts import __version__, admin, emulator
+from btts_cli import templates
 from pipelines import job_modules, load
 
 
@@ -417,12 +418,6 @@ def _lint_or_schema(builtin_lint):
     return run
 
 
-def _add_templates(sub: argparse._SubParsersAction) -> None:
-    from btts_cli import templates
-
-    templates.register(sub)
-
-
 COMMAND_GROUPS = [
     _add_tables,
     _add_emulator,
@@ -430,7 +425,7 @@ COMMAND_GROUPS = [
     _add_nightly,
     _add_query,
     _add_advise,
-    _add_templates,
+    templates.register,
     _add_demo,
 ]
 

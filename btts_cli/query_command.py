@@ -424,19 +424,15 @@ def add_query_commands(
 def _drop_tenant(args: argparse.Namespace) -> int:
     target = admin.resolve_target(args.project, args.instance)
     try:
-        return _drop(args, target)
+        if not args.yes:
+            rows = q.ask(target, "devices", "tenant_rows", {"tenant": args.tenant})
+            keys = sorted({r["key"] for r in rows})
+            print(f"Would drop {len(keys):,} row(s) of tenant {args.tenant} from DEVICE in "
+                  f"{target.describe()}; pass --yes to drop them.")  # fmt: skip
+            return 0
+        dropped = q.drop_tenant(target, args.tenant)
     except (q.MissingTable, InvalidEvent) as err:
         raise admin.ConfigError(str(err)) from None
-
-
-def _drop(args: argparse.Namespace, target: admin.Target) -> int:
-    if not args.yes:
-        rows = q.ask(target, "devices", "tenant_rows", {"tenant": args.tenant})
-        keys = sorted({r["key"] for r in rows})
-        print(f"Would drop {len(keys):,} row(s) of tenant {args.tenant} from DEVICE in "
-              f"{target.describe()}; pass --yes to drop them.")  # fmt: skip
-        return 0
-    dropped = q.drop_tenant(target, args.tenant)
     print(f"Dropped tenant {args.tenant}: {dropped:,} row(s) of DEVICE (prefix {args.tenant}#)")
     return 0
 
