@@ -33,12 +33,12 @@ def _decls(args: argparse.Namespace) -> list:
     from transforms import builtin_tables
 
     names = args.table
-    if not args.schema:
-        return [builtin_tables.get(n) for n in names or sorted(builtin_tables.all_tables())]
-    schema = _load_schema(args.schema)
     try:
+        if not args.schema:
+            return [builtin_tables.get(n) for n in names or sorted(builtin_tables.all_tables())]
+        schema = _load_schema(args.schema)
         return [schema.table(n).decl for n in names] if names else list(schema.decls().values())
-    except KeyError as err:
+    except KeyError as err:  # an unknown --table: the message lists the known ones
         raise admin.ConfigError(str(err.args[0])) from None
 
 

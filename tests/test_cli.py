@@ -87,9 +87,13 @@ def test_tables_create_adds_a_missing_family_and_reports_a_differing_one(target,
         assert api.get_families("METRIC")["METRIC"].gc_rule.max_num_versions == 9
 
 
-def test_unknown_table_is_a_clear_error(target):
-    with pytest.raises(KeyError, match="no table declaration named 'NOPE'"):
-        cli.main(["tables", "create", "--table", "NOPE", "--instance", target.instance])
+@pytest.mark.parametrize("command", ["create", "show"])
+def test_unknown_table_is_a_clear_error(target, capsys, command):
+    where = ["--instance", target.instance] if command == "create" else []
+    assert cli.main(["tables", command, "--table", "NOPE", *where]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("btts: error: no table declaration named 'NOPE'; known: ")
+    assert "METRIC" in err
 
 
 def test_without_emulator_or_instance_the_error_says_what_to_do():
