@@ -42,7 +42,6 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 
 from btts import admin
 from btts.admin import ReadCell, ReadRow, Target
-from btts.render import iso
 from transforms import key_ranges, salted_reads, schema_file, schema_file_queries, timefmt
 from transforms.key_ranges import Scan
 
@@ -448,7 +447,7 @@ def declared_query(
     scans = plan_declared(schema, spec, values, start_ms, end_ms, tz, limit=limit, table=table)
     shown = ", ".join(f"{f}={values[f]}" for f in spec.select)
     window = (
-        f" in [{iso(start_ms)}, {iso(end_ms)})"
+        f" in [{timefmt.iso(start_ms)}, {timefmt.iso(end_ms)})"
         if start_ms is not None and end_ms is not None
         else ""
     )

@@ -12,14 +12,10 @@ import json
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 
-from transforms import timefmt
+from transforms.timefmt import iso
 
 MAX_WIDTH = 60
 MAX_DICT_COLUMNS = 8  # a dict field with more keys is summarised in one column
-
-
-def iso(ms: int) -> str:
-    return timefmt.to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _text(value: object) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from btts.render import iso as iso_ms
+from transforms.timefmt import iso as iso_ms
 
 METRIC_NAMES = ("cpu/cpu1_usr", "cpu/cpu1_nice", "io/blk_read", "io/blk_wrtn", "mem/used_pct")
 # Lines a real feed produces by mistake, each a different reason to dead-letter.

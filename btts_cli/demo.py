@@ -43,7 +43,7 @@ from btts import query_engine as q
 from btts.samples import Sizes
 from btts_cli import query_command
 from pipelines import common
-from transforms import key_ranges
+from transforms import key_ranges, timefmt
 
 _LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5
@@ -311,7 +311,7 @@ def _dec(value: object) -> Decimal:
 
 def _span(start: int, end: int) -> str:
     """The ``--start``/``--end`` flags of a time range."""
-    return f"--start {render.iso(start)} --end {render.iso(end)}"
+    return f"--start {timefmt.iso(start)} --end {timefmt.iso(end)}"
 
 
 def _no_key(records: Sequence[dict]) -> list[dict]:

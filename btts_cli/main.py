@@ -308,9 +308,8 @@ def _schema_query(argv: list[str]) -> int:
     import datetime as dt
 
     from btts import query_engine as q
-    from btts import render
     from btts_cli import query_command as query_cli
-    from transforms import generic
+    from transforms import generic, timefmt
 
     if query_cli.declared_name(argv):  # `--schema FILE NAME …`: a query the file declares
         return query_cli.run_declared(argv, _target_args, _load_schema)
@@ -360,7 +359,7 @@ def _schema_query(argv: list[str]) -> int:
     for record in records:
         print(record["key"])
         for cell in record["cells"]:
-            stamp = render.iso(cell["timestamp_ms"])
+            stamp = timefmt.iso(cell["timestamp_ms"])
             print(f"    {cell['family']}:{cell['qualifier']} = {cell['value']}  @ {stamp}")
     print(f"\n{len(records):,} row(s)")
     return 0

@@ -61,8 +61,8 @@ class Scan:
             what = " + ".join(f"[{_show(s)}, {_show(e) if e else 'end'})" for s, e in self.ranges)
         extra = []
         if self.start_ms is not None or self.end_ms is not None:
-            low = _iso(self.start_ms) if self.start_ms is not None else "-∞"
-            high = _iso(self.end_ms) if self.end_ms is not None else "∞"
+            low = timefmt.iso(self.start_ms) if self.start_ms is not None else "-∞"
+            high = timefmt.iso(self.end_ms) if self.end_ms is not None else "∞"
             extra.append(f"cells stamped [{low}, {high})")
         if self.latest_only:
             extra.append("newest cell per column")
@@ -92,10 +92,6 @@ class Scan:
 
 def _show(key: bytes) -> str:
     return key.decode("utf-8", errors="backslashreplace")
-
-
-def _iso(ms: int) -> str:
-    return timefmt.to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # -- keys and prefixes from the declarations ---------------------------------------------------

@@ -102,6 +102,11 @@ def to_datetime(ms: int, tz: dt.tzinfo = UTC) -> dt.datetime:
     return (_EPOCH + ms * _MS).astimezone(tz)
 
 
+def iso(ms: int) -> str:
+    """Epoch ms as RFC 3339 in UTC with milliseconds (``2015-03-01T00:00:00.000Z``)."""
+    return to_datetime(ms).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 Parts = tuple[int, int, int, int, int, int]  # year, month, day, hour, ISO year, ISO week
 
 # The hour-granular labels, by position: hour, day, ISO week, month, YYYYMMDD, YYYYMM.
