@@ -1167,8 +1167,7 @@ class _Checker:
                 f"(100000 per 5s), got {spec['events_per_second']!r}",
             )
         for key in ("source", "anti_pattern"):
-            if key in spec:
-                self.text(spec, key, where)
+            self.text(spec, key, where)
         models = self.section(spec, "fields", where)
         for name, model in models.items():
             at = f"{where}.fields.{name}"
@@ -1463,10 +1462,10 @@ def _column_dict(col: ColumnSpec) -> dict:
 
 
 # Where a file's key is not the attribute's name.
-_FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max"}
+_FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max", "source": "from"}
 
 
-def _declared(spec: FieldSpec | Family) -> dict:
+def _declared(spec: FieldSpec | Family | RollupRule) -> dict:
     """What a file must say to declare ``spec``: each attribute that differs from its default
     (the dataclass's own), under its file key; ``name`` and ``line`` are not keys."""
     out = {}
@@ -1510,10 +1509,7 @@ def to_dict(schema: Schema) -> dict:
         table["families"] = [_family_dict(f) for f in decl.families]
         table["key"] = [_segment_dict(s) for s in decl.key.segments]
         if spec.rollup:
-            rule = {"from": spec.rollup.source, "entity": spec.rollup.entity}
-            if spec.rollup.metric:
-                rule["metric"] = spec.rollup.metric
-            table["rollup"] = rule
+            table["rollup"] = _declared(spec.rollup)
         if spec.rows_per:
             rp = spec.rows_per
             table["rows_per"] = {"fields": list(rp.fields), "name": rp.name, "value": rp.value}
