@@ -562,7 +562,7 @@ class _Checker:
             refs[spec.ref] = spec
         for spec in out:
             if spec.after:
-                self.time_ref(spec.after, out, spec.line, f"field {spec.name!r}: after", True)
+                self.time_ref(spec.after, refs, spec.line, f"field {spec.name!r}: after", True)
         if not out:
             self.bad(node.line, "event.fields: empty; declare the source's fields")
         return tuple(out)
@@ -578,23 +578,22 @@ class _Checker:
             )
             return ""
         time = self.text(event, "time", "event")
-        self.time_ref(time, fields, _line(event, "time"), "event.time")
+        self.time_ref(time, {f.ref: f for f in fields}, _line(event, "time"), "event.time")
         return time
 
     def time_ref(
         self,
         name: str,
-        fields: Sequence[FieldSpec],
+        refs: Mapping[str, FieldSpec],
         line: int,
         what: str,
         optional_ok: bool = False,
     ) -> None:
-        by_ref = {f.ref: f for f in fields}
-        spec = by_ref.get(name)
+        spec = refs.get(name)
         if spec is None:
             self.bad(
                 line,
-                f"{what}: {name!r} is not a declared field{_suggest(name, by_ref)}; declare it "
+                f"{what}: {name!r} is not a declared field{_suggest(name, refs)}; declare it "
                 "under event.fields with 'type: time'",
             )
         elif spec.type != "time":
@@ -649,7 +648,7 @@ class _Checker:
         if rows_per is not None:
             row_names[rows_per.name] = FieldSpec(rows_per.name, "text")
             row_names[rows_per.value] = FieldSpec(rows_per.value, "text")
-        time, time_else = self.table_time(node, what, fields)
+        time, time_else = self.table_time(node, what, by_ref)
         segments = self.key(node, what, row_names, check_fields=not written_by)
         cell_time = self.text(node, "cell_time", what, default="event")
         if cell_time not in CELL_TIMES:
@@ -700,7 +699,7 @@ class _Checker:
             line=line,
         )
 
-    def table_time(self, node: _Map, what: str, fields: Sequence[FieldSpec]) -> tuple[str, str]:
+    def table_time(self, node: _Map, what: str, refs: Mapping[str, FieldSpec]) -> tuple[str, str]:
         """``time: FIELD``, or ``time: [OPTIONAL, REQUIRED]``: the first that an event has
         stamps its cells (a correction's time when there is one, else the close's)."""
         raw = node.get("time")
@@ -708,22 +707,21 @@ class _Checker:
         if raw is None:
             return "", ""
         if isinstance(raw, str):
-            self.time_ref(raw, fields, line, f"{what}: time")
+            self.time_ref(raw, refs, line, f"{what}: time")
             return raw, ""
-        by_ref = {f.ref: f for f in fields}
         if not (isinstance(raw, list) and len(raw) == 2 and all(isinstance(r, str) for r in raw)):
             self.bad(line, f"{what}: time is a time field, or a list [optional field, field]")
             return "", ""
-        self.time_ref(raw[0], fields, line, f"{what}: time", optional_ok=True)
-        self.time_ref(raw[1], fields, line, f"{what}: time")
+        self.time_ref(raw[0], refs, line, f"{what}: time", optional_ok=True)
+        self.time_ref(raw[1], refs, line, f"{what}: time")
         first, then = raw
-        if first in by_ref and not by_ref[first].optional:
+        if first in refs and not refs[first].optional:
             self.bad(
                 line,
                 f"{what}: time [{first}, {then}]: {first} is required, so {then} "
                 "would never be used; give one field",
             )
-        if then in by_ref and by_ref[then].optional:
+        if then in refs and refs[then].optional:
             self.bad(line, f"{what}: time [{first}, {then}]: the last one must be required")
         return first, then
 
