@@ -52,7 +52,6 @@ FIELD_TYPES = {
     "without an offset; ambiguous: error|earliest|latest for the repeated hour of a DST change",
     "map": "an object of name → number (one column per entry); qualifier: upper|as_is",
 }
-TIME_INPUT_FORMATS = timefmt.NAMED_FORMATS
 WHITESPACE = ("allow", "trimmed", "none")
 CASES = ("as_is", "lower", "upper")
 MAP_QUALIFIERS = ("upper", "as_is")
@@ -479,14 +478,14 @@ class _Checker:
             fmt = self.text(spec, "format", what, default="auto")
             if "format" in spec and kind != "time":
                 self.bad(_line(spec, "format"), f"{what}: 'format' applies to time fields only")
-            if fmt not in TIME_INPUT_FORMATS and "%" not in fmt:
+            if fmt not in timefmt.NAMED_FORMATS and "%" not in fmt:
                 self.bad(
                     _line(spec, "format"),
-                    f"{what}: unknown time format {fmt!r}{_suggest(fmt, TIME_INPUT_FORMATS)}; "
-                    f"use one of {', '.join(TIME_INPUT_FORMATS)} or a strptime pattern such as "
+                    f"{what}: unknown time format {fmt!r}{_suggest(fmt, timefmt.NAMED_FORMATS)}; "
+                    f"use one of {', '.join(timefmt.NAMED_FORMATS)} or a strptime pattern such as "
                     "'%Y/%m/%d %H:%M'",
                 )
-            elif fmt not in TIME_INPUT_FORMATS and timefmt.strptime_problem(fmt):
+            elif fmt not in timefmt.NAMED_FORMATS and timefmt.strptime_problem(fmt):
                 self.bad(_line(spec, "format"), f"{what}: {timefmt.strptime_problem(fmt)}")
             zone = self.text(spec, "timezone", what)
             if zone and kind != "time":
