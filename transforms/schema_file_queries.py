@@ -153,17 +153,9 @@ def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
 
 
 def to_dict(spec: QuerySpec) -> dict:
-    """The YAML form of one query (what :func:`parse` reads back to the same spec)."""
-    out: dict = {"name": spec.name, "table": spec.table}
-    if spec.doc:
-        out["doc"] = spec.doc
+    """The YAML form of one query (what :func:`parse` reads back to the same spec): the keys it
+    sets, in the file's order (a parsed query always has a name, a table and a read)."""
+    out = {key: getattr(spec, key) for key in _ALLOWED if getattr(spec, key)}
     if spec.select:
         out["select"] = list(spec.select)
-    out["read"] = spec.read
-    if spec.latest:
-        out["latest"] = True
-    if spec.limit is not None:
-        out["limit"] = spec.limit
-    if spec.per:
-        out["per"] = spec.per
     return out
