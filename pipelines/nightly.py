@@ -329,20 +329,6 @@ def copy_day(row: RowMutation, layout: str) -> str:
     return row.table[-8:]
 
 
-def row_digest(row: RowMutation) -> bytes:
-    """SHA-256 of a row's key and cells in a canonical order (family, qualifier, newest first),
-    every field length-prefixed so no two different rows encode alike."""
-    digest = hashlib.sha256()
-    digest.update(len(row.key).to_bytes(4, "big") + row.key)
-    for cell in sorted(row.cells, key=lambda c: (c.family, c.qualifier, -c.timestamp_us, c.value)):
-        family = cell.family.encode("utf-8")
-        digest.update(len(family).to_bytes(2, "big") + family)
-        digest.update(len(cell.qualifier).to_bytes(4, "big") + cell.qualifier)
-        digest.update(cell.timestamp_us.to_bytes(8, "big", signed=True))
-        digest.update(len(cell.value).to_bytes(4, "big") + cell.value)
-    return digest.digest()
-
-
 class Digest(NamedTuple):
     """Row count and content checksum of a set of rows."""
 
@@ -361,32 +347,33 @@ EMPTY = Digest(0, 0)
 _MOD = 1 << 256
 
 
+def row_digest(row: RowMutation) -> Digest:
+    """One row's :class:`Digest`: SHA-256 of its key and cells in a canonical order (family,
+    qualifier, newest first), every field length-prefixed so no two different rows encode alike."""
+    digest = hashlib.sha256()
+    digest.update(len(row.key).to_bytes(4, "big") + row.key)
+    for cell in sorted(row.cells, key=lambda c: (c.family, c.qualifier, -c.timestamp_us, c.value)):
+        family = cell.family.encode("utf-8")
+        digest.update(len(family).to_bytes(2, "big") + family)
+        digest.update(len(cell.qualifier).to_bytes(4, "big") + cell.qualifier)
+        digest.update(cell.timestamp_us.to_bytes(8, "big", signed=True))
+        digest.update(len(cell.value).to_bytes(4, "big") + cell.value)
+    return Digest(1, int.from_bytes(digest.digest(), "big"))
+
+
+def add_digests(digests: Iterable[Digest]) -> Digest:
+    """The :class:`Digest` of disjoint sets of rows together. Counts and checksums add in any
+    order, so Beam may combine partial digests as it likes (``beam.CombinePerKey``)."""
+    rows, checksum = 0, 0
+    for digest in digests:
+        rows += digest.rows
+        checksum += digest.checksum
+    return Digest(rows, checksum % _MOD)
+
+
 def digest_rows(rows: Iterable[RowMutation]) -> Digest:
     """The :class:`Digest` of rows (order-independent; equal for equal tables)."""
-    count, total = 0, 0
-    for row in rows:
-        count += 1
-        total = (total + int.from_bytes(row_digest(row), "big")) % _MOD
-    return Digest(count, total)
-
-
-class DigestFn(beam.CombineFn):
-    """:func:`digest_rows` as a Beam combiner (partial sums merge in any order)."""
-
-    def create_accumulator(self) -> tuple[int, int]:
-        return 0, 0
-
-    def add_input(self, acc: tuple[int, int], row: RowMutation) -> tuple[int, int]:
-        return acc[0] + 1, (acc[1] + int.from_bytes(row_digest(row), "big")) % _MOD
-
-    def merge_accumulators(self, accs: Iterable[tuple[int, int]]) -> tuple[int, int]:
-        count, total = 0, 0
-        for c, t in accs:
-            count, total = count + c, (total + t) % _MOD
-        return count, total
-
-    def extract_output(self, acc: tuple[int, int]) -> Digest:
-        return Digest(*acc)
+    return add_digests(map(row_digest, rows))
 
 
 # -- the plan: what a run does, decided before anything moves ----------------------------------
@@ -646,8 +633,8 @@ def build_plan(pipeline: beam.Pipeline, plan: Plan) -> dict[str, beam.PCollectio
     def by_day(pcoll: beam.PCollection, step: str) -> beam.PCollection:
         return (
             pcoll
-            | f"{step}ByDay" >> beam.Map(lambda r: (copy_day(r, layout), r))
-            | f"{step}Digest" >> beam.CombinePerKey(DigestFn())
+            | f"{step}ByDay" >> beam.Map(lambda r: (copy_day(r, layout), row_digest(r)))
+            | f"{step}Digest" >> beam.CombinePerKey(add_digests)
         )
 
     verified = (
