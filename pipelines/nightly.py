@@ -483,14 +483,10 @@ def _first_key(target: admin.Target, table: str) -> bytes | None:
     return bytes(rows[0].row_key) if rows else None
 
 
-def _drop_prefix(api: admin.Admin, table: str, prefix: bytes) -> None:
-    api.api.drop_row_range(request={"name": api.target.table_path(table), "row_key_prefix": prefix})
-
-
-def _clear_table(api: admin.Admin, table: str) -> None:
-    api.api.drop_row_range(
-        request={"name": api.target.table_path(table), "delete_all_data_from_table": True}
-    )
+def _drop_rows(api: admin.Admin, table: str, prefix: bytes | None = None) -> None:
+    """Drop the rows of ``table`` under ``prefix``, or all of them."""
+    which = {"row_key_prefix": prefix} if prefix else {"delete_all_data_from_table": True}
+    api.api.drop_row_range(request={"name": api.target.table_path(table), **which})
 
 
 def _expire_day_prefixes(api: admin.Admin, table: str, cutoff: dt.date) -> list[str]:
@@ -508,7 +504,7 @@ def _expire_day_prefixes(api: admin.Admin, table: str, cutoff: dt.date) -> list[
             return done
         if day >= cutoff or text == last:
             return done
-        _drop_prefix(api, table, key[:9])
+        _drop_rows(api, table, key[:9])
         done.append(f"dropped day {text} from {table} (older than --keep_days)")
         last = text
 
@@ -549,10 +545,10 @@ def prepare(plan: Plan) -> list[str]:
             if decl.name in existing:
                 if plan.layout == "single_table":
                     for day in plan.days:
-                        _drop_prefix(api, decl.name, day.encode("ascii") + b"#")
+                        _drop_rows(api, decl.name, day.encode("ascii") + b"#")
                     done.append(f"cleared days {', '.join(plan.days)} of {decl.name} to re-copy")
                 else:
-                    _clear_table(api, decl.name)
+                    _drop_rows(api, decl.name)
                     done.append(f"cleared {decl.name} to re-copy it")
             done += api.ensure(decl)
     return done
