@@ -611,19 +611,16 @@ def build_plan(pipeline: beam.Pipeline, plan: Plan) -> dict[str, beam.PCollectio
     if not plan.verify:
         return out
     done = list(written.values())
-    if layout == "single_table":
-        prefixes = [d.encode("ascii") + b"#" for d in plan.days]
-        read = ReadFromBigtableRows(
-            target.project, target.instance, single_table(source), prefixes=prefixes, wait_for=done
+    # A per-day table is read back whole; the single table, only the days of this run.
+    prefixes = [d.encode("ascii") + b"#" for d in plan.days] if layout == "single_table" else None
+    reads = [
+        pipeline
+        | f"ReadBack[{name}]"
+        >> ReadFromBigtableRows(
+            target.project, target.instance, name, prefixes=prefixes, wait_for=done
         )
-        reads = [pipeline | "ReadBack" >> read]
-    else:
-        reads = [
-            pipeline
-            | f"ReadBack[{name}]"
-            >> ReadFromBigtableRows(target.project, target.instance, name, wait_for=done)
-            for name in plan.destinations
-        ]
+        for name in plan.destinations
+    ]
     stored = reads[0] if len(reads) == 1 else tuple(reads) | "JoinReadBack" >> beam.Flatten()
 
     def by_day(pcoll: beam.PCollection, step: str) -> beam.PCollection:
