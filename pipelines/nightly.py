@@ -564,10 +564,10 @@ class VerifiedDay(NamedTuple):
 
 
 class _CheckDayFn(beam.DoFn):
-    """(day, {requested, copied, stored}) → VerifiedDay, or :class:`VerificationError`."""
+    """(day, {requested, copied, stored}) → VerifiedDay, or :class:`VerificationError`.
+    ``wheres`` maps each day of the run to where its copy lives."""
 
-    def __init__(self, plan_days: Sequence[str], wheres: dict[str, str], source: str) -> None:
-        self._days = frozenset(plan_days)
+    def __init__(self, wheres: dict[str, str], source: str) -> None:
         self._wheres = dict(wheres)
         self._source = source
 
@@ -580,7 +580,7 @@ class _CheckDayFn(beam.DoFn):
         copied = next(iter(groups["copied"]), EMPTY)
         stored = next(iter(groups["stored"]), EMPTY)
         where = self._wheres.get(day, day)
-        if day not in self._days:
+        if day not in self._wheres:
             raise VerificationError(
                 f"nightly verification failed: {where} holds rows of day {day}, "
                 "which this run did not copy"
@@ -637,8 +637,7 @@ def build_plan(pipeline: beam.Pipeline, plan: Plan) -> dict[str, beam.PCollectio
             "stored": by_day(stored, "Stored"),
         }
         | "JoinDigests" >> beam.CoGroupByKey()
-        | "Verify"
-        >> beam.ParDo(_CheckDayFn(plan.days, {d: plan.where(d) for d in plan.days}, source))
+        | "Verify" >> beam.ParDo(_CheckDayFn({d: plan.where(d) for d in plan.days}, source))
     )
     out["verified"] = verified
     return out
