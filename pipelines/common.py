@@ -440,23 +440,24 @@ def build_ingest(
         return {"rows": rows, "dead_letter": built[DEAD_LETTER]}
     target = resolve_target(options)
     timeout = options.view_as(BigtableOptions).write_timeout_seconds
+    # AddToCell rows go through the data client (one table each), SetCell rows through the sink.
+    add_cells = functools.partial(
+        WriteAggregates, target.project, target.instance, operation_timeout=timeout
+    )
+    set_cells = functools.partial(WriteRows, target.project, target.instance, timeout_s=timeout)
     aggregates = [t for t in job.tables if any(f.aggregate for f in job.decl(t).families)]
     plain = [t for t in job.tables if t not in aggregates]
-    if aggregates:  # AddToCell rows go through the data client, SetCell rows through the sink
+    if aggregates:
         split = rows | "SplitAggregates" >> beam.ParDo(_SplitAggregates(aggregates)).with_outputs(
             *aggregates, main="cells"
         )
         for table in aggregates:
-            split[table] | f"WriteAggregates_{table}" >> WriteAggregates(
-                target.project, target.instance, table, operation_timeout=timeout
-            )
+            split[table] | f"WriteAggregates_{table}" >> add_cells(table)
         cells = split["cells"]
     else:
         cells = rows
     if plain:
-        cells | "WriteBigtable" >> WriteRows(
-            target.project, target.instance, plain, timeout_s=timeout
-        )
+        cells | "WriteBigtable" >> set_cells(plain)
     dead = [built[DEAD_LETTER]]
     out = {"rows": rows}
     if stream.hourly_rollup and job.rollup:
@@ -469,13 +470,9 @@ def build_ingest(
             )
         )
         if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
-            rolled["rows"] | "WriteRollup" >> WriteRows(
-                target.project, target.instance, [job.rollup.table], timeout_s=timeout
-            )
+            rolled["rows"] | "WriteRollup" >> set_cells([job.rollup.table])
         else:
-            rolled["rows"] | "WriteRollup" >> WriteAggregates(
-                target.project, target.instance, job.rollup.table, operation_timeout=timeout
-            )
+            rolled["rows"] | "WriteRollup" >> add_cells(job.rollup.table)
         dead.append(rolled[TOO_LATE])
         out["rollup"] = rolled["rows"]
     letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
