@@ -600,14 +600,12 @@ def dead_letter_reasons(result: PipelineResult) -> list[Reason]:
     if getattr(result, "has_job", True) is False:
         return []
     counts: dict[str, int] = {}
-    firsts: dict[str, tuple[str, int | None]] = {}
+    firsts: dict[str, str] = {}  # each kind's first source (by name) when no line is known
     query = result.metrics().query(MetricsFilter().with_namespace(REASONS_NAMESPACE))
     for counter in query["counters"]:
         kind, source = split_reason_metric_name(counter.key.metric.name)
         counts[kind] = counts.get(kind, 0) + int(_metric_value(counter) or 0)
-        firsts.setdefault(kind, (source, None))
-        if source < firsts[kind][0]:
-            firsts[kind] = (source, None)
+        firsts[kind] = min(firsts.get(kind, source), source)
     lines: dict[tuple[str, str], int] = {}
     for dist in query["distributions"]:
         value = _metric_value(dist)
@@ -616,7 +614,7 @@ def dead_letter_reasons(result: PipelineResult) -> list[Reason]:
     out = []
     for kind, count in counts.items():
         known = sorted((src, line) for (k, src), line in lines.items() if k == kind)
-        source, line = known[0] if known else firsts[kind]
+        source, line = known[0] if known else (firsts[kind], None)
         out.append(Reason(kind, count, source, line))
     return sorted(out, key=lambda r: (-r.count, r.kind))
 
