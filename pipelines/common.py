@@ -645,17 +645,14 @@ def summary(
     ]
     if totals.get("blank_lines"):
         lines.append(f"  blank lines     {totals['blank_lines']:>12,}")
-    for name in sorted(totals):
-        if name.startswith("rows_"):
-            table = name[5:]
-            line = (
-                f"  rows {table:<15}{totals[name]:>8,}   cells {totals.get('cells_' + table, 0):,}"
-            )
-            distinct = totals.get("distinct_rows_" + table)
-            if distinct and distinct < totals[name] and not totals.get("distinct_unknown_" + table):
-                plural = "s" if distinct > 1 else ""
-                line += f"   ({totals[name]:,} row writes into {distinct:,} distinct row{plural})"
-            lines.append(line)
+    for table in sorted(name[5:] for name in totals if name.startswith("rows_")):
+        rows = totals["rows_" + table]
+        line = f"  rows {table:<15}{rows:>8,}   cells {totals.get('cells_' + table, 0):,}"
+        distinct = totals.get("distinct_rows_" + table)
+        if distinct and distinct < rows and not totals.get("distinct_unknown_" + table):
+            plural = "s" if distinct > 1 else ""
+            line += f"   ({rows:,} row writes into {distinct:,} distinct row{plural})"
+        lines.append(line)
     if reasons:
         lines.append("  top dead-letter reasons:")
         for reason in reasons[:top]:
