@@ -256,12 +256,8 @@ def expired_tables(
     before the cutoff, except the ``protect`` ed ones (the tables this run writes)."""
     cutoff = retention_cutoff(run_day, keep_days)
     keep = set(protect)
-    out = []
-    for name in names:
-        day = daily_table_day(name, source)
-        if day is not None and day < cutoff and name not in keep:
-            out.append(name)
-    return sorted(out)
+    days = ((name, daily_table_day(name, source)) for name in names if name not in keep)
+    return sorted(name for name, day in days if day is not None and day < cutoff)
 
 
 def key_day(key: bytes) -> str:
