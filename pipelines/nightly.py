@@ -480,8 +480,11 @@ def _first_key(target: admin.Target, table: str) -> bytes | None:
 
 
 def _drop_rows(api: admin.Admin, table: str, prefix: bytes | None = None) -> None:
-    """Drop the rows of ``table`` under ``prefix``, or all of them."""
-    which = {"row_key_prefix": prefix} if prefix else {"delete_all_data_from_table": True}
+    """Drop the rows of ``table`` under ``prefix``, or all of them when no prefix is given (an
+    empty prefix is sent as one, never taken to mean the whole table)."""
+    which = (
+        {"row_key_prefix": prefix} if prefix is not None else {"delete_all_data_from_table": True}
+    )
     api.api.drop_row_range(request={"name": api.target.table_path(table), **which})
 
 
