@@ -179,13 +179,6 @@ class Admin:
         self.api.delete_table(name=self.target.table_path(table))
 
 
-def tenant_tables() -> list[TableDecl]:
-    """Built-in tables whose key starts with a tenant segment (where drop_tenant applies)."""
-    from transforms import builtin_tables
-
-    return [d for d in builtin_tables.all_tables().values() if d.key.segments[0].kind == "tenant"]
-
-
 def drop_tenant(target: Target, table: TableDecl | str, tenant: str) -> bytes:
     """Offboard ``tenant``: drop the row range of its prefix (``tenant#``) in one admin call,
     so ``acme`` never takes ``acme2``'s rows. Returns the prefix dropped. Refuses a table whose
@@ -272,17 +265,3 @@ def read_rows(
     with BigtableDataClient(project=target.project) as client:
         handle = client.get_table(target.instance, table)
         return [ReadRow.of(row) for row in handle.read_rows(query)]
-
-
-def read_salted(
-    target: Target, decl: TableDecl, start_ms: int, end_ms: int, latest_only: bool = True
-) -> list[ReadRow]:
-    """The rows of ``[start_ms, end_ms)`` of a salted table, in time order: one scan per salt
-    bucket, merged (``transforms.salted_reads`` plans the ranges and the merge)."""
-    from transforms import salted_reads
-
-    scans = [
-        read_rows(target, decl.name, start, end, latest_only=latest_only)
-        for start, end in salted_reads.salted_time_ranges(decl, start_ms, end_ms)
-    ]
-    return salted_reads.merge_in_time_order(decl, scans)

@@ -4,6 +4,7 @@ its fixed bucket count; salted time-range reads fanned out and merged."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -14,10 +15,11 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import admin
+from btts import query_engine as q
 from pipelines import battery as job
 from tests.conftest import REPO
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
-from transforms import builtin_tables, key_ranges, keys, salted_reads
+from transforms import builtin_tables, key_ranges, keys, salted_reads, schema_file
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.mutations import Cell, RowMutation
@@ -323,7 +325,11 @@ def test_salted_time_range_read_equals_the_promoted_layout(target, tmp_path):
     )
     start, end = base + 100_000, base + 400_000
 
-    salted = admin.read_salted(target, BATTERY_SALTED, start, end)
+    # the engine's plan of the declared salted read: one scan per bucket, merged by time
+    schema = schema_file.builtin("battery")
+    scans = q.plan_declared(schema, q.declared(schema, "battery_levels"), {}, start, end)
+    merge = functools.partial(salted_reads.merge_in_time_order, BATTERY_SALTED)
+    salted = q.run(target, q.Query("battery_levels", scans, merge))
     promoted = sorted(
         (
             e

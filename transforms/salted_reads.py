@@ -5,8 +5,8 @@ A salted key is ``<constants>#<salt>#<time>…``. Rows of one time range sit in 
 time-range read issues one range scan per bucket and merges the scans on the key *after* the
 salt: each scan is in time order already, so a k-way merge gives the global time order.
 
-:func:`salted_time_ranges` and :func:`merge_in_time_order` are pure; :func:`btts.admin.read_salted`
-does the scans (through :func:`btts.admin.read_rows`).
+:func:`salted_time_ranges` and :func:`merge_in_time_order` are pure; the query engine
+(:func:`btts.query_engine.plan_declared`) does the scans.
 """
 
 from __future__ import annotations
