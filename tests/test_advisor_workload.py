@@ -186,9 +186,6 @@ def test_a_full_section_loads_and_per_table_values_win():
     assert hints.workload.families["d"].columns is None
     assert hints.acknowledged == {"HOT-TIME-FIRST": "one writer, a row a day"}
     assert hints.workload.derived[0].guard == 990
-    # Dump and load again: the section survives unchanged.
-    again = schema_file.loads(schema_file.dump(schema), "again.yaml")
-    assert again.advisor == schema.advisor
     (finding,) = [f for f in lint.lint_schema(schema)["DAILY_TOTAL"] if f.rule == "HOT-TIME-FIRST"]
     assert finding.status == "acknowledged"
 

@@ -3,10 +3,12 @@ files fail with the line and the fix (transforms/schema_file.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import REPO
 from transforms import builtin_tables
@@ -71,20 +73,10 @@ def test_every_declared_table_comes_from_a_schema_file():
         assert sf.builtin(owner).table(name).decl is decl  # the very same object, not a copy
 
 
-@pytest.mark.parametrize("path", [*(f"builtin:{b}" for b in BUILTIN), *map(str, DOC_SCHEMAS)])
-def test_round_trip_load_dump_load(path):
-    schema = sf.builtin(path[8:]) if path.startswith("builtin:") else sf.load(path)
-    text = sf.dump(schema)
-    again = sf.loads(text, "dumped")
-    assert again == schema
-    assert [t.decl for t in again.tables] == [t.decl for t in schema.tables]
-    assert sf.dump(again) == text
-
-
 def test_json_schema_files_load_too(tmp_path):
     schema = sf.builtin("garden")
     path = tmp_path / "garden.json"
-    path.write_text(json.dumps(sf.to_dict(schema), indent=2))
+    path.write_text(json.dumps(yaml.safe_load(schema.text), indent=2))
     assert sf.load(path) == schema
 
 
@@ -242,9 +234,9 @@ def test_a_table_without_columns_must_say_who_writes_it():
 
 
 def test_durations():
-    assert sf.format_duration(sf.parse_duration("90d")) == "90d"
-    assert sf.format_duration(sf.parse_duration("36h")) == "36h"
-    assert sf.format_duration(sf.parse_duration(120)) == "2m"
+    assert sf.parse_duration("90d") == dt.timedelta(days=90)
+    assert sf.parse_duration("36h") == dt.timedelta(hours=36)
+    assert sf.parse_duration(120) == dt.timedelta(minutes=2)
     assert sf.parse_duration("0d") is None and sf.parse_duration("1y") is None
 
 

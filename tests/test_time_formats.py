@@ -90,7 +90,6 @@ tables:
 def test_the_schema_file_accepts_strptime_patterns_and_refuses_broken_ones():
     schema = sf.loads(SEATTLE)
     assert schema.fields[0].format == "%Y/%m/%d"
-    assert sf.loads(sf.dump(schema)) == schema
     with pytest.raises(sf.SchemaError, match=r":5: .*bad directive"):
         sf.loads(SEATTLE.replace("%Y/%m/%d", "%Y/%Q"))
     with pytest.raises(sf.SchemaError, match=r"unknown time zone 'Mars/Base'"):

@@ -9,8 +9,7 @@ One file describes one source of events and every table it lands in (fan-out):
 * ``advisor`` (optional): the workload the schema advisor judges the keys against.
 
 :func:`load` validates everything before any data is read and reports every problem with the
-file's line number and the fix; :func:`dump` writes a :class:`Schema` back (load → dump → load
-gives an equal schema). The built-in datasets' declarations are schema files too
+file's line number and the fix. The built-in datasets' declarations are schema files too
 (``transforms/declarations/*.yaml``), so the format can say everything they say. The user guide
 (``docs/user-guide.md``) documents every key; ``docs/schemas/`` has one worked file per pattern.
 Pure: no Beam, no client.
@@ -21,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import difflib
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -1300,17 +1300,6 @@ def advisor_rate(value: object) -> float | None:
     return None
 
 
-def format_duration(age: dt.timedelta) -> str:
-    seconds = int(age.total_seconds())
-    for unit, size in _DURATION_UNITS.items():
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    raise AssertionError("unreachable")
-
-
-# -- loading ----------------------------------------------------------------------------------
-
-
 def loads(text: str, source: str = "<schema>") -> Schema:
     """A :class:`Schema` from YAML or JSON text; :class:`SchemaError` lists every problem with
     its line and the fix."""
@@ -1377,19 +1366,22 @@ def with_times(
             [(0, f"--time_format: {', '.join(unknown)} is not a time field; the time fields "
               f"are {', '.join(sorted(times)) or 'none'}")],
         )  # fmt: skip
-    fields = []
+    doc = yaml.safe_load(schema.text)  # the file's own data: only the time fields change
+    fields = doc["event"]["fields"]
     for spec in schema.fields:
-        if spec.type == "time":
-            fmt = formats.get(spec.name, spec.format)
-            spec = dataclasses.replace(
-                spec,
-                format=fmt,
-                timezone=spec.timezone if not zone or (timefmt.has_offset(fmt) and fmt != "auto")
-                else zone,
-                ambiguous=ambiguous or spec.ambiguous,
-            )  # fmt: skip
-        fields.append(spec)
-    return loads(dump(dataclasses.replace(schema, fields=tuple(fields))), schema.source)
+        if spec.type != "time":
+            continue
+        entry = fields[spec.name]
+        if not isinstance(entry, dict):  # the shorthand "name: time"
+            entry = fields[spec.name] = {"type": entry}
+        fmt = entry["format"] = formats.get(spec.name, spec.format)
+        if zone and not (timefmt.has_offset(fmt) and fmt != "auto"):
+            entry["timezone"] = zone
+        if ambiguous == "error":  # the default, which a file without a zone may not name
+            entry.pop("ambiguous", None)
+        elif ambiguous:
+            entry["ambiguous"] = ambiguous
+    return loads(json.dumps(doc, indent=1), schema.source)
 
 
 def load(path: str | Path) -> Schema:
@@ -1407,135 +1399,6 @@ def load(path: str | Path) -> Schema:
 def builtin(name: str) -> Schema:
     """The built-in dataset ``name``'s schema (``transforms/declarations/<name>.yaml``)."""
     return load(Path(__file__).parent / "declarations" / f"{name}.yaml")
-
-
-# -- dumping ----------------------------------------------------------------------------------
-
-
-def _segment_dict(seg: Segment) -> dict:
-    if seg.kind == "const":
-        return {"const": seg.arg}
-    if seg.kind == "salt":
-        return {"salt": list(seg.of), "buckets": seg.width}
-    out: dict = {seg.kind: seg.field}
-    if seg.kind in ("zero_pad", "space_pad"):
-        out["width"] = seg.width
-    if seg.kind == "time":
-        out["format"] = seg.arg
-    if seg.kind == "reverse_ts" and seg.arg:
-        out["bucket"] = seg.arg
-    return out
-
-
-def _family_dict(fam: Family) -> dict:
-    out = {"name": fam.name, **_declared(fam)}
-    if fam.max_age:
-        out["max_age"] = format_duration(fam.max_age)
-    return out
-
-
-def _column_dict(col: ColumnSpec) -> dict:
-    out: dict = {"family": col.family}
-    if col.each:
-        out["each"] = col.each
-        return out
-    if isinstance(col.qualifier, tuple):
-        out["qualifier"] = {col.qualifier[0]: col.qualifier[1]}
-    else:
-        out["qualifier"] = col.qualifier
-    if col.add is not None:
-        out["add"] = col.add
-        return out
-    kind = col.value[0]
-    if kind == "field":
-        out["value"] = col.value[1]
-    elif kind == "const":
-        out["value"] = {"const": col.value[1]}
-    elif kind == "json":
-        out["value"] = {"json": list(col.value[1])}
-    else:
-        out["value"] = {"protobuf": col.value[1], "fields": dict(col.value[2])}
-    return out
-
-
-# Where a file's key is not the attribute's name.
-_FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max", "source": "from"}
-
-
-def _declared(spec: FieldSpec | Family | RollupRule) -> dict:
-    """What a file must say to declare ``spec``: each attribute that differs from its default
-    (the dataclass's own), under its file key; ``name`` and ``line`` are not keys."""
-    out = {}
-    for attr in dataclasses.fields(spec):
-        value = getattr(spec, attr.name)
-        if attr.name not in ("name", "line") and value != attr.default:
-            out[_FILE_KEYS.get(attr.name, attr.name)] = value
-    return out
-
-
-def _field_dict(spec: FieldSpec) -> dict:
-    out = _declared(spec)
-    for key in ("min", "max"):
-        if key in out and re.fullmatch(r"-?[0-9]+", out[key]):
-            out[key] = int(out[key])
-    return out
-
-
-def to_dict(schema: Schema) -> dict:
-    """The schema as the plain data of its file."""
-    out: dict = {"dataset": schema.dataset}
-    if schema.doc:
-        out["doc"] = schema.doc
-    if schema.fields or schema.time:
-        fields = {f.name: _field_dict(f) for f in schema.fields}
-        out["event"] = {"time": schema.time, "fields": fields}
-        if schema.example:
-            out["event"]["example"] = schema.example
-    tables = []
-    for spec in schema.tables:
-        decl = spec.decl
-        table: dict = {"name": decl.name, "pattern": decl.pattern}
-        texts = {"spec": decl.spec, "doc": decl.doc, "written_by": spec.written_by}
-        table |= {key: text for key, text in texts.items() if text}
-        if decl.key.delimiter != keys.DELIMITER:
-            table["delimiter"] = decl.key.delimiter
-        if spec.time:
-            table["time"] = [spec.time, spec.time_else] if spec.time_else else spec.time
-        if spec.cell_time != "event":
-            table["cell_time"] = spec.cell_time
-        table["families"] = [_family_dict(f) for f in decl.families]
-        table["key"] = [_segment_dict(s) for s in decl.key.segments]
-        if spec.rollup:
-            table["rollup"] = _declared(spec.rollup)
-        if spec.rows_per:
-            rp = spec.rows_per
-            table["rows_per"] = {"fields": list(rp.fields), "name": rp.name, "value": rp.value}
-        if spec.columns:
-            table["columns"] = [_column_dict(c) for c in spec.columns]
-        tables.append(table)
-    out["tables"] = tables
-    if schema.queries:
-        out["queries"] = [schema_file_queries.to_dict(q) for q in schema.queries]
-    if schema.advisor is not None:
-        out["advisor"] = schema.advisor
-    return out
-
-
-class _Dumper(yaml.SafeDumper):
-    pass
-
-
-def _str_representer(dumper: yaml.SafeDumper, data: str) -> yaml.Node:
-    style = ">" if len(data) > 80 and "\n" not in data else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _str_representer)
-
-
-def dump(schema: Schema) -> str:
-    """The schema as YAML text that :func:`loads` reads back equal."""
-    return yaml.dump(to_dict(schema), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=96)
 
 
 # -- describing the input -----------------------------------------------------------------------

@@ -150,12 +150,3 @@ def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
         doc=checker.text(node, "doc", what),
         line=line,
     )
-
-
-def to_dict(spec: QuerySpec) -> dict:
-    """The YAML form of one query (what :func:`parse` reads back to the same spec): the keys it
-    sets, in the file's order (a parsed query always has a name, a table and a read)."""
-    out = {key: getattr(spec, key) for key in _ALLOWED if getattr(spec, key)}
-    if spec.select:
-        out["select"] = list(spec.select)
-    return out
