@@ -285,11 +285,10 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
 
     def setup(self) -> None:
         options = self.beam_options
+        self._ids = (options["project_id"], options["instance_id"], options["table_id"])
         client = Client(project=options["project_id"])
         self._stub = client.table_data_client  # the GAPIC client: channel, auth, emulator
-        self._table_name = self._stub.table_path(
-            options["project_id"], options["instance_id"], options["table_id"]
-        )
+        self._table_name = self._stub.table_path(*self._ids)
         self._pool = futures.ThreadPoolExecutor(
             MAX_IN_FLIGHT + 1, thread_name_prefix=f"write-{options['table_id']}"
         )
@@ -301,9 +300,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
 
     def start_bundle(self) -> None:
         options = self.beam_options
-        self.service_call_metric = self.start_service_call_metrics(
-            options["project_id"], options["instance_id"], options["table_id"]
-        )
+        self.service_call_metric = self.start_service_call_metrics(*self._ids)
         self._lean = _LeanBatcher(
             self._table_name,
             options["flush_count"],
@@ -363,10 +360,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
             )
         self.written.inc(self._written_in_bundle)
         self._written_in_bundle = 0
-        options = self.beam_options
-        Lineage.sinks().add(
-            "bigtable", options["project_id"], options["instance_id"], options["table_id"]
-        )
+        Lineage.sinks().add("bigtable", *self._ids)
 
     def teardown(self) -> None:
         pool = getattr(self, "_pool", None)
