@@ -49,13 +49,12 @@ from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
 from transforms import retry_harness, wire
 from transforms.ingest import NAMESPACE
-from transforms.mutations import RowMutation
+from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, RowMutation
 
 _Response = bigtable_types.MutateRowsResponse.pb()  # the raw protobuf, no proto-plus wrapper
 
 DEFAULT_TIMEOUT_S = 300.0
 MAX_ATTEMPT_S = 60.0
-MAX_MUTATIONS_PER_REQUEST = 100_000  # Bigtable refuses a MutateRows request with more
 DEFAULT_FLUSH_COUNT = 2_000
 DEFAULT_FLUSH_BYTES = 5 * 1024 * 1024
 MAX_IN_FLIGHT = 4
