@@ -57,9 +57,8 @@ TOO_LATE = "too_late"
 
 
 class _PointsFn(beam.DoFn):
-    def __init__(self, spec: RollupSpec, pipeline: str) -> None:
+    def __init__(self, spec: RollupSpec) -> None:
         self._spec = spec
-        self._pipeline = pipeline
 
     def process(self, row: RowMutation) -> Iterable:
         table, key, _cells = row
@@ -205,7 +204,7 @@ class Rollup(beam.PTransform):
     """Rows → rows of the spec's table (output ``rows``: SetCell totals in ``exact`` mode,
     AddToCell deltas in ``add`` mode) and everything not rolled up
     (output ``too_late``: points past the allowed lateness and values the int64 sum cannot
-    hold), as dead-letter records."""
+    hold), as dead-letter records, named ``rollup:<table>`` (``pipeline`` is not used)."""
 
     def __init__(
         self, spec: RollupSpec, allowed_lateness_ms: int, pipeline: str = "", mode: str = "add"
@@ -213,11 +212,10 @@ class Rollup(beam.PTransform):
         super().__init__()
         self._spec = spec
         self._lateness = allowed_lateness_ms
-        self._pipeline = pipeline
         self._mode = mode
 
     def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
-        points = rows | "Points" >> beam.ParDo(_PointsFn(self._spec, self._pipeline)).with_outputs(
+        points = rows | "Points" >> beam.ParDo(_PointsFn(self._spec)).with_outputs(
             TOO_LATE, main="points"
         )
         rolled = points["points"] | "Hourly" >> HourlyRollup(
