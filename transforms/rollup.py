@@ -102,19 +102,16 @@ class _RollupFn(beam.DoFn):
         self._too_late = Metrics.counter(NAMESPACE, f"rollup_too_late_{self._table}")
         self._rows = Metrics.counter(NAMESPACE, f"rollup_rows_{self._table}")
 
-    def _next_due(self, windows: dict) -> int | None:
-        due = [
+    def _arm(self, timer, windows: dict) -> None:
+        """The timer at the next window end or lateness deadline; cleared when none is left."""
+        if not windows:
+            timer.clear()
+            return
+        due = min(
             start + self._size + (self._lateness if fired else 0)
             for start, (fired, *_) in windows.items()
-        ]
-        return min(due) if due else None
-
-    def _arm(self, timer, windows: dict) -> None:
-        due = self._next_due(windows)
-        if due is None:
-            timer.clear()
-        else:
-            timer.set(Timestamp(micros=due * 1000))
+        )
+        timer.set(Timestamp(micros=due * 1000))
 
     def process(
         self,
