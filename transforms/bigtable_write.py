@@ -68,10 +68,10 @@ class WriteFailed(RuntimeError):
 
 def _direct_row_entry(row: DirectRow) -> tuple[bytes, int]:
     """A client ``DirectRow`` (the sink's documented element type), through the client's own
-    conversion: any mutation it can hold, not only SetCell. Its entry bytes and mutations."""
+    conversion: any mutation it can hold, not only SetCell. Its framed entry and mutations."""
     mutations = row._get_mutations()
     converted = RowMutationEntry(row.row_key, mutations)._to_pb()
-    return type(converted).pb(converted).SerializeToString(), len(mutations)
+    return wire.framed(type(converted).pb(converted).SerializeToString()), len(mutations)
 
 
 @dataclass(slots=True)
@@ -212,7 +212,6 @@ class _LeanBatcher:
         elif isinstance(row, DirectRow):
             key = row.row_key
             data, mutations = _direct_row_entry(row)
-            data = wire.framed(data)
         else:
             raise TypeError(
                 f"cannot write a {type(row).__name__}: expected RowMutation or DirectRow"
