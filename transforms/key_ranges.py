@@ -166,19 +166,6 @@ def prefix_scan(
     return Scan(decl.name, ranges=(span,), latest_only=latest_only, limit=limit)
 
 
-def time_segment(decl: TableDecl, values: Mapping[str, object]) -> Segment:
-    """The segment right after the fixed ones; it must hold a time for a time-range read."""
-    count = _fixed_count(decl, values)
-    segments = decl.key.segments
-    if count >= len(segments) or segments[count].kind not in TIME_KINDS:
-        after = segments[count].label if count < len(segments) else "nothing"
-        raise ValueError(
-            f"{decl.name}: after the given fields the key {decl.key.describe()} has {after}, "
-            "not a time: a time range is not one contiguous range here"
-        )
-    return segments[count]
-
-
 def time_range(
     decl: TableDecl, values: Mapping[str, object], start_ms: int, end_ms: int, tz: dt.tzinfo = UTC
 ) -> KeyRange:
@@ -187,8 +174,16 @@ def time_range(
     week… holding ``end_ms - 1`` is included); a reversed timestamp swaps the bounds."""
     if end_ms <= start_ms:
         raise ValueError(f"time range ends ({end_ms}) at or before it starts ({start_ms})")
-    seg = time_segment(decl, values)
-    recipe = _partial(decl, _fixed_count(decl, values) + 1)
+    count = _fixed_count(decl, values)
+    segments = decl.key.segments
+    if count >= len(segments) or segments[count].kind not in TIME_KINDS:
+        found = segments[count].label if count < len(segments) else "nothing"
+        raise ValueError(
+            f"{decl.name}: after the given fields the key {decl.key.describe()} has {found}, "
+            "not a time: a time range is not one contiguous range here"
+        )
+    seg = segments[count]  # the segment right after the fixed ones holds the time
+    recipe = _partial(decl, count + 1)
 
     def key_at(ms: int) -> bytes:
         return recipe.build({**values, seg.field: ms}, tz)
