@@ -37,9 +37,8 @@ from google.cloud.bigtable.data import (
 
 from transforms import retry_harness
 from transforms.ingest import NAMESPACE
-from transforms.mutations import AddCell, RowMutation
+from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, AddCell, RowMutation
 
-MAX_MUTATIONS_PER_REQUEST = 100_000  # Bigtable's limit for one MutateRows request
 _LOG = logging.getLogger(__name__)
 
 

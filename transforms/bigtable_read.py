@@ -33,9 +33,8 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
-from transforms import keys
 from transforms.ingest import NAMESPACE
-from transforms.key_ranges import WHOLE_TABLE, KeyRange
+from transforms.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
 from transforms.mutations import Cell, RowMutation
 
 
@@ -69,11 +68,6 @@ def split_ranges(
     cuts = sorted({k for k in split_keys if k and k > start and (not end or k < end)})
     bounds = [start, *cuts, end]
     return list(itertools.pairwise(bounds))
-
-
-def prefix_range(prefix: bytes) -> KeyRange:
-    """The key range of every key starting with ``prefix`` (``b""`` = the whole table)."""
-    return (prefix, keys.prefix_end(prefix)) if prefix else WHOLE_TABLE
 
 
 def merge_ranges(ranges: Iterable[KeyRange]) -> list[KeyRange]:

@@ -49,13 +49,12 @@ from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
 from transforms import retry_harness, wire
 from transforms.ingest import NAMESPACE
-from transforms.mutations import RowMutation
+from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, RowMutation
 
 _Response = bigtable_types.MutateRowsResponse.pb()  # the raw protobuf, no proto-plus wrapper
 
 DEFAULT_TIMEOUT_S = 300.0
 MAX_ATTEMPT_S = 60.0
-MAX_MUTATIONS_PER_REQUEST = 100_000  # Bigtable refuses a MutateRows request with more
 DEFAULT_FLUSH_COUNT = 2_000
 DEFAULT_FLUSH_BYTES = 5 * 1024 * 1024
 MAX_IN_FLIGHT = 4
@@ -69,10 +68,10 @@ class WriteFailed(RuntimeError):
 
 def _direct_row_entry(row: DirectRow) -> tuple[bytes, int]:
     """A client ``DirectRow`` (the sink's documented element type), through the client's own
-    conversion: any mutation it can hold, not only SetCell. Its entry bytes and mutations."""
+    conversion: any mutation it can hold, not only SetCell. Its framed entry and mutations."""
     mutations = row._get_mutations()
     converted = RowMutationEntry(row.row_key, mutations)._to_pb()
-    return type(converted).pb(converted).SerializeToString(), len(mutations)
+    return wire.framed(type(converted).pb(converted).SerializeToString()), len(mutations)
 
 
 @dataclass(slots=True)
@@ -213,7 +212,6 @@ class _LeanBatcher:
         elif isinstance(row, DirectRow):
             key = row.row_key
             data, mutations = _direct_row_entry(row)
-            data = wire.framed(data)
         else:
             raise TypeError(
                 f"cannot write a {type(row).__name__}: expected RowMutation or DirectRow"
@@ -285,11 +283,10 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
 
     def setup(self) -> None:
         options = self.beam_options
+        self._ids = (options["project_id"], options["instance_id"], options["table_id"])
         client = Client(project=options["project_id"])
         self._stub = client.table_data_client  # the GAPIC client: channel, auth, emulator
-        self._table_name = self._stub.table_path(
-            options["project_id"], options["instance_id"], options["table_id"]
-        )
+        self._table_name = self._stub.table_path(*self._ids)
         self._pool = futures.ThreadPoolExecutor(
             MAX_IN_FLIGHT + 1, thread_name_prefix=f"write-{options['table_id']}"
         )
@@ -301,9 +298,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
 
     def start_bundle(self) -> None:
         options = self.beam_options
-        self.service_call_metric = self.start_service_call_metrics(
-            options["project_id"], options["instance_id"], options["table_id"]
-        )
+        self.service_call_metric = self.start_service_call_metrics(*self._ids)
         self._lean = _LeanBatcher(
             self._table_name,
             options["flush_count"],
@@ -363,10 +358,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
             )
         self.written.inc(self._written_in_bundle)
         self._written_in_bundle = 0
-        options = self.beam_options
-        Lineage.sinks().add(
-            "bigtable", options["project_id"], options["instance_id"], options["table_id"]
-        )
+        Lineage.sinks().add("bigtable", *self._ids)
 
     def teardown(self) -> None:
         pool = getattr(self, "_pool", None)

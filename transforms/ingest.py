@@ -52,7 +52,7 @@ def decoder(block: Block, csv_adapter: CsvAdapter | None = None) -> Callable[[ob
     if block.kind == "json_array":
         return _array_element
     if block.kind == "record":
-        return _columnar_record
+        return lambda record: record  # converted by readers.columnar_record when read
     return events.parse_json_object
 
 
@@ -229,10 +229,6 @@ def _array_element(raw: str) -> dict:
     if not raw:
         raise InvalidEvent("the JSON array ends without ']': is the file truncated?")
     return events.parse_json_object(raw)
-
-
-def _columnar_record(record: dict) -> dict:
-    return record  # converted by readers.columnar_record when read
 
 
 def reason_metric_name(kind: str, source: str) -> str:

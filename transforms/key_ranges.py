@@ -101,11 +101,7 @@ def _fixed_count(decl: TableDecl, values: Mapping[str, object]) -> int:
     """How many leading segments ``values`` determines. A given field that is not part of that
     leading run is an error: it could not narrow a contiguous range, only a full scan."""
     segments = decl.key.segments
-    count = 0
-    for seg in segments:
-        if not _is_fixed(seg, values):
-            break
-        count += 1
+    count = next((i for i, s in enumerate(segments) if not _is_fixed(s, values)), len(segments))
     later = {s.field for s in segments[count:] if s.field}
     stray = sorted(f for f in values if f in later)
     unknown = sorted(f for f in values if f not in decl.key.fields and f not in _salt_inputs(decl))
@@ -152,6 +148,11 @@ def key_prefix(decl: TableDecl, values: Mapping[str, object], tz: dt.tzinfo = UT
     return _partial(decl, count).build(values, tz) + decl.key.delimiter.encode("utf-8")
 
 
+def prefix_range(prefix: bytes) -> KeyRange:
+    """The key range of every key starting with ``prefix`` (``b""`` = the whole table)."""
+    return (prefix, keys.prefix_end(prefix)) if prefix else WHOLE_TABLE
+
+
 def prefix_scan(
     decl: TableDecl,
     values: Mapping[str, object],
@@ -161,22 +162,8 @@ def prefix_scan(
     limit: int | None = None,
 ) -> Scan:
     """Every row whose leading segments equal ``values`` (the whole table for none)."""
-    prefix = key_prefix(decl, values, tz)
-    span = (prefix, keys.prefix_end(prefix)) if prefix else WHOLE_TABLE
+    span = prefix_range(key_prefix(decl, values, tz))
     return Scan(decl.name, ranges=(span,), latest_only=latest_only, limit=limit)
-
-
-def time_segment(decl: TableDecl, values: Mapping[str, object]) -> Segment:
-    """The segment right after the fixed ones; it must hold a time for a time-range read."""
-    count = _fixed_count(decl, values)
-    segments = decl.key.segments
-    if count >= len(segments) or segments[count].kind not in TIME_KINDS:
-        after = segments[count].label if count < len(segments) else "nothing"
-        raise ValueError(
-            f"{decl.name}: after the given fields the key {decl.key.describe()} has {after}, "
-            "not a time: a time range is not one contiguous range here"
-        )
-    return segments[count]
 
 
 def time_range(
@@ -187,8 +174,16 @@ def time_range(
     week… holding ``end_ms - 1`` is included); a reversed timestamp swaps the bounds."""
     if end_ms <= start_ms:
         raise ValueError(f"time range ends ({end_ms}) at or before it starts ({start_ms})")
-    seg = time_segment(decl, values)
-    recipe = _partial(decl, _fixed_count(decl, values) + 1)
+    count = _fixed_count(decl, values)
+    segments = decl.key.segments
+    if count >= len(segments) or segments[count].kind not in TIME_KINDS:
+        found = segments[count].label if count < len(segments) else "nothing"
+        raise ValueError(
+            f"{decl.name}: after the given fields the key {decl.key.describe()} has {found}, "
+            "not a time: a time range is not one contiguous range here"
+        )
+    seg = segments[count]  # the segment right after the fixed ones holds the time
+    recipe = _partial(decl, count + 1)
 
     def key_at(ms: int) -> bytes:
         return recipe.build({**values, seg.field: ms}, tz)

@@ -51,6 +51,7 @@ def row_bytes(row: RowMutation) -> int:
 
 MAX_CELL_BYTES = 10 * 1024 * 1024  # Bigtable's advised cell limit
 MAX_QUALIFIER_BYTES = 16 * 1024  # Bigtable's qualifier limit
+MAX_MUTATIONS_PER_REQUEST = 100_000  # Bigtable refuses a MutateRows request with more
 
 
 def check_limits(rows: Iterable[RowMutation]) -> None:

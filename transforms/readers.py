@@ -106,20 +106,13 @@ def format_from_name(path: str) -> str | None:
     return None
 
 
-def _columnar(head: bytes) -> str | None:
-    if head.startswith(b"PAR1"):
-        return "parquet"
-    if head.startswith(b"Obj\x01"):
-        return "avro"
-    return None
+_COLUMNAR_MAGIC = {b"PAR1": "parquet", b"Obj\x01": "avro"}
+_COMPRESSION_MAGIC = {b"\x1f\x8b": CompressionTypes.GZIP, b"BZh": CompressionTypes.BZIP2}
 
 
-def _compression(head: bytes) -> str:
-    if head.startswith(b"\x1f\x8b"):
-        return CompressionTypes.GZIP
-    if head.startswith(b"BZh"):
-        return CompressionTypes.BZIP2
-    return CompressionTypes.UNCOMPRESSED
+def _magic(head: bytes, table: dict[bytes, str], default: str | None = None) -> str | None:
+    """What the magic bytes ``head`` starts with say, by ``table``; else ``default``."""
+    return next((what for magic, what in table.items() if head.startswith(magic)), default)
 
 
 def _first_char(path: str, compression: str) -> bytes:
@@ -139,9 +132,9 @@ def detect(path: str, forced: str = "auto") -> tuple[str, str]:
     forced, from its name, or from its content (``[`` first: one JSON array; else JSON lines)."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         head = handle.read(4)
-    compression = _compression(head)
+    compression = _magic(head, _COMPRESSION_MAGIC, CompressionTypes.UNCOMPRESSED)
     fmt = {"auto": None, "json": "jsonl"}.get(forced, forced)  # json: JSON lines, as before
-    fmt = fmt or _columnar(head) or format_from_name(path)
+    fmt = fmt or _magic(head, _COLUMNAR_MAGIC) or format_from_name(path)
     if fmt is None or (fmt == "jsonl" and forced == "auto"):
         fmt = "json_array" if _first_char(path, compression) == b"[" else "jsonl"
     return fmt, compression

@@ -57,9 +57,8 @@ TOO_LATE = "too_late"
 
 
 class _PointsFn(beam.DoFn):
-    def __init__(self, spec: RollupSpec, pipeline: str) -> None:
+    def __init__(self, spec: RollupSpec) -> None:
         self._spec = spec
-        self._pipeline = pipeline
 
     def process(self, row: RowMutation) -> Iterable:
         table, key, _cells = row
@@ -103,19 +102,16 @@ class _RollupFn(beam.DoFn):
         self._too_late = Metrics.counter(NAMESPACE, f"rollup_too_late_{self._table}")
         self._rows = Metrics.counter(NAMESPACE, f"rollup_rows_{self._table}")
 
-    def _next_due(self, windows: dict) -> int | None:
-        due = [
+    def _arm(self, timer, windows: dict) -> None:
+        """The timer at the next window end or lateness deadline; cleared when none is left."""
+        if not windows:
+            timer.clear()
+            return
+        due = min(
             start + self._size + (self._lateness if fired else 0)
             for start, (fired, *_) in windows.items()
-        ]
-        return min(due) if due else None
-
-    def _arm(self, timer, windows: dict) -> None:
-        due = self._next_due(windows)
-        if due is None:
-            timer.clear()
-        else:
-            timer.set(Timestamp(micros=due * 1000))
+        )
+        timer.set(Timestamp(micros=due * 1000))
 
     def process(
         self,
@@ -205,7 +201,7 @@ class Rollup(beam.PTransform):
     """Rows → rows of the spec's table (output ``rows``: SetCell totals in ``exact`` mode,
     AddToCell deltas in ``add`` mode) and everything not rolled up
     (output ``too_late``: points past the allowed lateness and values the int64 sum cannot
-    hold), as dead-letter records."""
+    hold), as dead-letter records, named ``rollup:<table>`` (``pipeline`` is not used)."""
 
     def __init__(
         self, spec: RollupSpec, allowed_lateness_ms: int, pipeline: str = "", mode: str = "add"
@@ -213,11 +209,10 @@ class Rollup(beam.PTransform):
         super().__init__()
         self._spec = spec
         self._lateness = allowed_lateness_ms
-        self._pipeline = pipeline
         self._mode = mode
 
     def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
-        points = rows | "Points" >> beam.ParDo(_PointsFn(self._spec, self._pipeline)).with_outputs(
+        points = rows | "Points" >> beam.ParDo(_PointsFn(self._spec)).with_outputs(
             TOO_LATE, main="points"
         )
         rolled = points["points"] | "Hourly" >> HourlyRollup(

@@ -63,14 +63,11 @@ def salted_time_ranges(
     return out
 
 
-def _salted_prefix_bytes(layout: SaltLayout) -> int:
-    """Bytes up to and including the delimiter after the salt (every salt has the same width)."""
-    head = layout.head + "0" * keys.salt_width(layout.buckets) + layout.delimiter
-    return len(head.encode("utf-8"))
-
-
 def merge_in_time_order(decl: TableDecl, scans: Sequence[Iterable]) -> list:
     """Merge per-bucket scans (each in key order; items have a ``key`` attribute) into one list
     in time order. Ties (same time, different buckets) fall back to the full key."""
-    skip = _salted_prefix_bytes(salt_layout(decl))
+    layout = salt_layout(decl)
+    # Time order is the key after the salt's delimiter (every salt has the same width).
+    head = layout.head + "0" * keys.salt_width(layout.buckets) + layout.delimiter
+    skip = len(head.encode("utf-8"))
     return list(heapq.merge(*scans, key=lambda row: (row.key[skip:], row.key)))
