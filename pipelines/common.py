@@ -465,9 +465,7 @@ def build_ingest(
             rows
             | "Unbatch" >> beam.FlatMap(list)
             | "HourlyRollup"
-            >> Rollup(
-                job.rollup, stream.allowed_lateness_minutes * 60_000, job.name, stream.rollup_mode
-            )
+            >> Rollup(job.rollup, stream.allowed_lateness_minutes * 60_000, stream.rollup_mode)
         )
         if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
             rolled["rows"] | "WriteRollup" >> set_cells([job.rollup.table])

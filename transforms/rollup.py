@@ -201,11 +201,9 @@ class Rollup(beam.PTransform):
     """Rows → rows of the spec's table (output ``rows``: SetCell totals in ``exact`` mode,
     AddToCell deltas in ``add`` mode) and everything not rolled up
     (output ``too_late``: points past the allowed lateness and values the int64 sum cannot
-    hold), as dead-letter records, named ``rollup:<table>`` (``pipeline`` is not used)."""
+    hold), as dead-letter records, named ``rollup:<table>``."""
 
-    def __init__(
-        self, spec: RollupSpec, allowed_lateness_ms: int, pipeline: str = "", mode: str = "add"
-    ) -> None:
+    def __init__(self, spec: RollupSpec, allowed_lateness_ms: int, mode: str = "add") -> None:
         super().__init__()
         self._spec = spec
         self._lateness = allowed_lateness_ms
