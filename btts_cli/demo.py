@@ -74,6 +74,15 @@ def run_job_spec(job: common.JobSpec, argv: Sequence[str]):
 
 # -- options ----------------------------------------------------------------------------------
 
+# The size flags: --flag → (the Sizes field it sets, its help).
+SIZE_FLAGS = {
+    "meters": ("meters", "smart meters"),
+    "meter_days": ("meter_days", "days of 15-min readings"),
+    "hosts": ("hosts", "servers"),
+    "minutes": ("metric_minutes", "minutes of server metrics at one reading per 5 s"),
+    "symbols": ("symbols", "exchange symbols (at most 8)"),
+}
+
 
 def _options(argv: Sequence[str] | None) -> argparse.Namespace:
     defaults = Sizes()
@@ -87,20 +96,8 @@ def _options(argv: Sequence[str] | None) -> argparse.Namespace:
         default="demo-output",
         help="inputs, dead letters and each job's log (default: %(default)s)",
     )
-    parser.add_argument("--meters", type=int, default=defaults.meters, help="smart meters")
-    parser.add_argument(
-        "--meter_days", type=int, default=defaults.meter_days, help="days of 15-min readings"
-    )
-    parser.add_argument("--hosts", type=int, default=defaults.hosts, help="servers")
-    parser.add_argument(
-        "--minutes",
-        type=int,
-        default=defaults.metric_minutes,
-        help="minutes of server metrics at one reading per 5 s",
-    )
-    parser.add_argument(
-        "--symbols", type=int, default=defaults.symbols, help="exchange symbols (at most 8)"
-    )
+    for flag, (field, text) in SIZE_FLAGS.items():
+        parser.add_argument(f"--{flag}", type=int, default=getattr(defaults, field), help=text)
     parser.add_argument(
         "--tiny", action="store_true", help="tiny sizes (the test of the demo); overrides others"
     )
@@ -112,13 +109,7 @@ def _options(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error("--meter_days must be at least 2 (the nightly job copies a past day)")
         if not 1 <= opts.symbols <= len(samples.SYMBOLS):
             parser.error(f"--symbols must be 1..{len(samples.SYMBOLS)}")
-        opts.sizes = Sizes(
-            meters=opts.meters,
-            meter_days=opts.meter_days,
-            hosts=opts.hosts,
-            metric_minutes=opts.minutes,
-            symbols=opts.symbols,
-        )
+        opts.sizes = Sizes(**{field: getattr(opts, f) for f, (field, _) in SIZE_FLAGS.items()})
     return opts
 
 
