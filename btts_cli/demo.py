@@ -24,7 +24,6 @@ import datetime as dt
 import io
 import json
 import logging
-import os
 import shlex
 import shutil
 import subprocess
@@ -604,9 +603,7 @@ def _cbt_check(target: admin.Target, scan: key_ranges.Scan, keys: list[str]) -> 
     if not cbt or not args:
         return None
     command = [cbt, "-project", target.project, "-instance", target.instance, *args]
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=60, env=dict(os.environ), check=False
-    )
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     if done.returncode != 0:
         raise SystemExit(f"demo: cbt failed: {done.stderr.strip()}")
     seen = cbt_row_keys(done.stdout)
