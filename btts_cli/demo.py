@@ -238,12 +238,8 @@ def run_pipelines(out: Path, datasets: dict[str, Dataset]) -> list[JobRun]:
             continue
         data = datasets[name]
         slug = label.replace(" ", "_")
-        argv = [
-            f"--input={data.path}",
-            f"--dead_letter={out / 'dead-letters' / slug}",
-            "--create_tables",
-            *extra,
-        ]
+        dead_letter = out / "dead-letters" / slug
+        argv = [f"--input={data.path}", f"--dead_letter={dead_letter}", "--create_tables", *extra]
         result, seconds = _run_step(label, lambda r=run, a=argv: r(a), out / "logs" / slug)
         counters = result.btts_counters
         _check_counts(label, data, counters)
