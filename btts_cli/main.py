@@ -530,8 +530,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     schema_query_argv = _schema_query_argv(head)
     if schema_query_argv is not None:  # `btts query --schema FILE ...`: no QUERY subcommand
         args = argparse.Namespace(
-            command="query", verbose="-v" in head or "--verbose" in head,
-            quiet="-q" in head or "--quiet" in head, args=schema_query_argv,
+            command="query", verbose="--verbose" in head, quiet="--quiet" in head,
+            args=schema_query_argv, func=lambda a: _schema_query(a.args),
         )  # fmt: skip
     else:
         args = top.parse_args(head)
@@ -541,8 +541,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command not in ("emulator", "demo"):
         use_started_emulator(args)
     try:
-        if args.command == "query" and schema_query_argv is not None:
-            return _schema_query(schema_query_argv)
         return args.func(args)
     except (admin.ConfigError, emulator.EmulatorError) as err:
         print(f"btts: error: {err}", file=sys.stderr)
