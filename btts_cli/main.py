@@ -335,22 +335,16 @@ def _schema_query(argv: list[str]) -> int:
     query = q.Query(f"{table} ({schema.dataset})", (scan,), lambda scans: scans[0])
     target, rows = query_cli.read(args, query)
     aggregate = {f.name for f in decl.families if f.aggregate}
-    records = [
-        {
-            "key": row.key.decode("utf-8", errors="backslashreplace"),
-            "cells": [
-                {
-                    "family": c.family,
-                    "qualifier": c.qualifier.decode("utf-8", errors="backslashreplace"),
-                    "value": q.int64(c.value) if c.family in aggregate
-                    else c.value.decode("utf-8", errors="backslashreplace"),
-                    "timestamp_ms": c.timestamp_us // 1000,
-                }
-                for c in row.cells
-            ],
-        }
-        for row in rows
-    ]  # fmt: skip
+
+    def text(raw: bytes) -> str:
+        return raw.decode("utf-8", errors="backslashreplace")
+
+    def cell(c) -> dict:
+        value = q.int64(c.value) if c.family in aggregate else text(c.value)
+        return {"family": c.family, "qualifier": text(c.qualifier), "value": value,
+                "timestamp_ms": c.timestamp_us // 1000}  # fmt: skip
+
+    records = [{"key": text(row.key), "cells": [cell(c) for c in row.cells]} for row in rows]
     if args.format == "json":
         print(json.dumps(records, indent=2, ensure_ascii=False))
         return 0
