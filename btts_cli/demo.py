@@ -679,9 +679,7 @@ def run(argv: Sequence[str] | None = None) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     try:
         _demo(opts)
-    except (SystemExit, KeyboardInterrupt):
-        raise
-    except Exception as err:
+    except Exception as err:  # not SystemExit or KeyboardInterrupt: those pass through
         traceback.print_exc()
         raise SystemExit(f"demo: failed: {type(err).__name__}: {err}") from None
 
