@@ -139,10 +139,8 @@ PASSTHROUGH = ("nightly", "demo")
 
 
 def _command_index(argv: Sequence[str]) -> int:
-    for index, token in enumerate(argv):
-        if not token.startswith("-"):
-            return index
-    return -1
+    """Where the command is: the first argument that is no flag (-1: none)."""
+    return next((index for index, token in enumerate(argv) if not token.startswith("-")), -1)
 
 
 def _schema_follows(argv: list[str], at: int, command: str) -> bool:
