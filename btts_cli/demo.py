@@ -24,7 +24,6 @@ import datetime as dt
 import io
 import json
 import logging
-import os
 import shlex
 import shutil
 import subprocess
@@ -74,6 +73,15 @@ def run_job_spec(job: common.JobSpec, argv: Sequence[str]):
 
 # -- options ----------------------------------------------------------------------------------
 
+# The size flags: --flag → (the Sizes field it sets, its help).
+SIZE_FLAGS = {
+    "meters": ("meters", "smart meters"),
+    "meter_days": ("meter_days", "days of 15-min readings"),
+    "hosts": ("hosts", "servers"),
+    "minutes": ("metric_minutes", "minutes of server metrics at one reading per 5 s"),
+    "symbols": ("symbols", "exchange symbols (at most 8)"),
+}
+
 
 def _options(argv: Sequence[str] | None) -> argparse.Namespace:
     defaults = Sizes()
@@ -87,20 +95,8 @@ def _options(argv: Sequence[str] | None) -> argparse.Namespace:
         default="demo-output",
         help="inputs, dead letters and each job's log (default: %(default)s)",
     )
-    parser.add_argument("--meters", type=int, default=defaults.meters, help="smart meters")
-    parser.add_argument(
-        "--meter_days", type=int, default=defaults.meter_days, help="days of 15-min readings"
-    )
-    parser.add_argument("--hosts", type=int, default=defaults.hosts, help="servers")
-    parser.add_argument(
-        "--minutes",
-        type=int,
-        default=defaults.metric_minutes,
-        help="minutes of server metrics at one reading per 5 s",
-    )
-    parser.add_argument(
-        "--symbols", type=int, default=defaults.symbols, help="exchange symbols (at most 8)"
-    )
+    for flag, (field, text) in SIZE_FLAGS.items():
+        parser.add_argument(f"--{flag}", type=int, default=getattr(defaults, field), help=text)
     parser.add_argument(
         "--tiny", action="store_true", help="tiny sizes (the test of the demo); overrides others"
     )
@@ -112,13 +108,7 @@ def _options(argv: Sequence[str] | None) -> argparse.Namespace:
             parser.error("--meter_days must be at least 2 (the nightly job copies a past day)")
         if not 1 <= opts.symbols <= len(samples.SYMBOLS):
             parser.error(f"--symbols must be 1..{len(samples.SYMBOLS)}")
-        opts.sizes = Sizes(
-            meters=opts.meters,
-            meter_days=opts.meter_days,
-            hosts=opts.hosts,
-            metric_minutes=opts.minutes,
-            symbols=opts.symbols,
-        )
+        opts.sizes = Sizes(**{field: getattr(opts, f) for f, (field, _) in SIZE_FLAGS.items()})
     return opts
 
 
@@ -248,12 +238,8 @@ def run_pipelines(out: Path, datasets: dict[str, Dataset]) -> list[JobRun]:
             continue
         data = datasets[name]
         slug = label.replace(" ", "_")
-        argv = [
-            f"--input={data.path}",
-            f"--dead_letter={out / 'dead-letters' / slug}",
-            "--create_tables",
-            *extra,
-        ]
+        dead_letter = out / "dead-letters" / slug
+        argv = [f"--input={data.path}", f"--dead_letter={dead_letter}", "--create_tables", *extra]
         result, seconds = _run_step(label, lambda r=run, a=argv: r(a), out / "logs" / slug)
         counters = result.btts_counters
         _check_counts(label, data, counters)
@@ -613,9 +599,7 @@ def _cbt_check(target: admin.Target, scan: key_ranges.Scan, keys: list[str]) -> 
     if not cbt or not args:
         return None
     command = [cbt, "-project", target.project, "-instance", target.instance, *args]
-    done = subprocess.run(
-        command, capture_output=True, text=True, timeout=60, env=dict(os.environ), check=False
-    )
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
     if done.returncode != 0:
         raise SystemExit(f"demo: cbt failed: {done.stderr.strip()}")
     seen = cbt_row_keys(done.stdout)
@@ -695,9 +679,7 @@ def run(argv: Sequence[str] | None = None) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     try:
         _demo(opts)
-    except (SystemExit, KeyboardInterrupt):
-        raise
-    except Exception as err:
+    except Exception as err:  # not SystemExit or KeyboardInterrupt: those pass through
         traceback.print_exc()
         raise SystemExit(f"demo: failed: {type(err).__name__}: {err}") from None
 

@@ -139,10 +139,8 @@ PASSTHROUGH = ("nightly", "demo")
 
 
 def _command_index(argv: Sequence[str]) -> int:
-    for index, token in enumerate(argv):
-        if not token.startswith("-"):
-            return index
-    return -1
+    """Where the command is: the first argument that is no flag (-1: none)."""
+    return next((index for index, token in enumerate(argv) if not token.startswith("-")), -1)
 
 
 def _schema_follows(argv: list[str], at: int, command: str) -> bool:
@@ -335,22 +333,16 @@ def _schema_query(argv: list[str]) -> int:
     query = q.Query(f"{table} ({schema.dataset})", (scan,), lambda scans: scans[0])
     target, rows = query_cli.read(args, query)
     aggregate = {f.name for f in decl.families if f.aggregate}
-    records = [
-        {
-            "key": row.key.decode("utf-8", errors="backslashreplace"),
-            "cells": [
-                {
-                    "family": c.family,
-                    "qualifier": c.qualifier.decode("utf-8", errors="backslashreplace"),
-                    "value": q.int64(c.value) if c.family in aggregate
-                    else c.value.decode("utf-8", errors="backslashreplace"),
-                    "timestamp_ms": c.timestamp_us // 1000,
-                }
-                for c in row.cells
-            ],
-        }
-        for row in rows
-    ]  # fmt: skip
+
+    def text(raw: bytes) -> str:
+        return raw.decode("utf-8", errors="backslashreplace")
+
+    def cell(c) -> dict:
+        value = q.int64(c.value) if c.family in aggregate else text(c.value)
+        return {"family": c.family, "qualifier": text(c.qualifier), "value": value,
+                "timestamp_ms": c.timestamp_us // 1000}  # fmt: skip
+
+    records = [{"key": text(row.key), "cells": [cell(c) for c in row.cells]} for row in rows]
     if args.format == "json":
         print(json.dumps(records, indent=2, ensure_ascii=False))
         return 0
@@ -530,8 +522,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     schema_query_argv = _schema_query_argv(head)
     if schema_query_argv is not None:  # `btts query --schema FILE ...`: no QUERY subcommand
         args = argparse.Namespace(
-            command="query", verbose="-v" in head or "--verbose" in head,
-            quiet="-q" in head or "--quiet" in head, args=schema_query_argv,
+            command="query", verbose="--verbose" in head, quiet="--quiet" in head,
+            args=schema_query_argv, func=lambda a: _schema_query(a.args),
         )  # fmt: skip
     else:
         args = top.parse_args(head)
@@ -541,8 +533,6 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command not in ("emulator", "demo"):
         use_started_emulator(args)
     try:
-        if args.command == "query" and schema_query_argv is not None:
-            return _schema_query(schema_query_argv)
         return args.func(args)
     except (admin.ConfigError, emulator.EmulatorError) as err:
         print(f"btts: error: {err}", file=sys.stderr)

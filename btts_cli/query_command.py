@@ -180,8 +180,8 @@ def _sales(p):
 
 
 # From the command's flags to a built-in schema's declared query: nothing below decodes.
-def _months(first: tuple[int, int], last: tuple[int, int], tz=dt.timezone.utc):
-    return key_ranges.month_bounds(*first, tz)[0], key_ranges.month_bounds(*last, tz)[1]
+def _months(first: tuple[int, int], last: tuple[int, int] | None = None, tz=dt.timezone.utc):
+    return key_ranges.month_bounds(*first, tz)[0], key_ranges.month_bounds(*(last or first), tz)[1]
 
 
 def _meters_of_day(a):
@@ -212,9 +212,7 @@ def _battery_query(a):
 
 def _garden_query(a):
     if a.month:
-        return q.builtin_query(
-            "garden", "garden_month", {"garden": a.garden}, *_months(a.month, a.month)
-        )
+        return q.builtin_query("garden", "garden_month", {"garden": a.garden}, *_months(a.month))
     if a.start is None or a.end is None:
         raise admin.ConfigError("garden: pass --month, or --start and --end")
     return q.builtin_query("garden", "garden_days", {"garden": a.garden}, a.start, a.end)
@@ -285,14 +283,14 @@ SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
             "game_results",
             "player_games",
             {"game": a.game, "player": a.player},
-            *_months(a.month, a.month),
+            *_months(a.month),
         ),
     ),
     "games": (
         "every result of one game in a month (GAME_BY_DATE range)",
         _games,
         lambda a: q.builtin_query(
-            "game_results", "games_of_month", {"game": a.game}, *_months(a.month, a.month)
+            "game_results", "games_of_month", {"game": a.game}, *_months(a.month)
         ),
     ),
     "balloon": (
@@ -328,7 +326,7 @@ SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
             "sales",
             "monthly_sales",
             {"employee": a.employee},
-            *_months(a.first, a.last or a.first, a.timezone),
+            *_months(a.first, a.last, a.timezone),
             a.timezone,
         ),
     ),

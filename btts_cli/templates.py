@@ -60,26 +60,19 @@ LABELS = {
     "schema": "Schema file",
     "schema_table": "Only these tables",
     "input": "Input files",
-    "input_format": "Input format",
     "dead_letter": "Dead-letter path prefix",
-    "bigtable_project": "Bigtable project",
-    "bigtable_instance": "Bigtable instance",
     "create_tables": "Create missing tables",
     "skip_preflight": "Skip the table check",
     "input_subscription": "Pub/Sub input subscription",
     "dead_letter_topic": "Pub/Sub dead-letter topic",
-    "hourly_rollup": "Hourly rollup",
     "allowed_lateness_minutes": "Allowed lateness (minutes)",
     "timezone": "Time zone",
     "balloon_pattern": "Column pattern",
     "battery_layout": "Battery key layout",
-    "salt_buckets": "Salt buckets",
-    "garden_layout": "Garden layout",
     "date": "Day to copy",
     "dates": "Days to backfill",
     "keep_days": "Days of daily tables to keep",
     "layout": "Daily copy layout",
-    "source_table": "Source table",
     "verify": "Verify the copy",
     "no_verify": "Skip the verification",
 }
@@ -183,10 +176,8 @@ _STORE_FLAGS = (argparse._StoreTrueAction, argparse._StoreFalseAction)
 
 
 def _kind(action: argparse.Action) -> str:
-    if isinstance(action, _STORE_FLAGS):
-        return "bool"
-    if action.nargs == "?" and isinstance(action.const, bool):
-        return "bool"  # e.g. --verify[=true|false]
+    if isinstance(action, _STORE_FLAGS) or (action.nargs == "?" and isinstance(action.const, bool)):
+        return "bool"  # a bare flag, or e.g. --verify[=true|false]
     if action.choices:
         return "enum"
     if action.type is int:
@@ -254,19 +245,18 @@ def parameter(flag: Flag, names: set[str]) -> dict:
         "isOptional": not required,
     }
     if flag.kind == "bool":
-        param["paramType"] = "BOOLEAN"
-        param["regexes"] = [_BOOLEAN]
+        param.update(paramType="BOOLEAN", regexes=[_BOOLEAN])
     elif flag.kind == "enum":
-        param["paramType"] = "ENUM"
-        param["regexes"] = ["^(" + "|".join(re.escape(c) for c in flag.choices) + ")$"]
-        param["enumOptions"] = [{"value": c, "label": c} for c in flag.choices]
+        param.update(
+            paramType="ENUM",
+            regexes=["^(" + "|".join(re.escape(c) for c in flag.choices) + ")$"],
+            enumOptions=[{"value": c, "label": c} for c in flag.choices],
+        )
     elif flag.name in FORMATS:
         regex, param_type = FORMATS[flag.name]
-        param["paramType"] = param_type
-        param["regexes"] = [regex]
+        param.update(paramType=param_type, regexes=[regex])
     elif flag.kind == "int":
-        param["paramType"] = "TEXT"
-        param["regexes"] = [_INTEGER]
+        param.update(paramType="TEXT", regexes=[_INTEGER])
     else:
         param["paramType"] = "TEXT"
     return param
@@ -283,10 +273,7 @@ def metadata(name: str) -> dict:
     description, classes = declared_options(name)
     job_flags = flags(classes)
     names = {f.name for f in job_flags}
-    meta: dict = {
-        "name": f"bigtable-timeseries {name}",
-        "description": _summary(description),
-    }
+    meta: dict = {"name": f"bigtable-timeseries {name}", "description": _summary(description)}
     if "input_subscription" in names:
         meta["streaming"] = True
     meta["parameters"] = [parameter(f, names) for f in job_flags]
@@ -439,9 +426,7 @@ def drift(root: Path = PACKAGE_ROOT) -> list[str]:
                     reasons = mismatches(name, json.loads(committed))
                 except (ValueError, AttributeError):
                     reasons = ["not a JSON object"]
-            problems += [f"{where}: {r}" for r in reasons] or [
-                f"{where}: differs from the pipeline"
-            ]
+            problems += [f"{where}: {r}" for r in reasons or ["differs from the pipeline"]]
     if folder.is_dir():
         for meta in sorted(folder.glob("*/metadata.json")):
             if meta.parent.name not in expected:
@@ -515,10 +500,9 @@ def template_argv(name: str, argv: Sequence[str], environ: dict | None = None) -
             raise SystemExit(f"{name}: error: {flag} takes true or false, got {value!r}")
     temp = given.get("temp_location")
     if (
-        "dead_letter" in job_flags
-        and "dead_letter" not in given
-        and "input_subscription" not in given
-        and temp
+        temp
+        and "dead_letter" in job_flags
+        and not {"dead_letter", "input_subscription"} & set(given)
     ):
         out.append(f"--dead_letter={temp.rstrip('/')}/dead-letters/{name}")
     own_image = environ.get(IMAGE_ENV)
