@@ -339,8 +339,12 @@ def _schema_query(argv: list[str]) -> int:
 
     def cell(c) -> dict:
         value = q.int64(c.value) if c.family in aggregate else text(c.value)
-        return {"family": c.family, "qualifier": text(c.qualifier), "value": value,
-                "timestamp_ms": c.timestamp_us // 1000}  # fmt: skip
+        return {
+            "family": c.family,
+            "qualifier": text(c.qualifier),
+            "value": value,
+            "timestamp_ms": c.timestamp_us // 1000,
+        }
 
     records = [{"key": text(row.key), "cells": [cell(c) for c in row.cells]} for row in rows]
     if args.format == "json":
