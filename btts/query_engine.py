@@ -42,7 +42,7 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 
 from btts import admin
 from btts.admin import ReadCell, ReadRow, Target
-from transforms import key_ranges, salted_reads, schema_file, schema_file_queries, timefmt
+from transforms import generic, key_ranges, salted_reads, schema_file, schema_file_queries, timefmt
 from transforms.key_ranges import Scan
 
 UTC = timefmt.UTC
@@ -243,10 +243,7 @@ def plan_declared(
         rows = [dict(zip(fixed, combo, strict=True)) for combo in zip(*many, strict=True)]
         scans = (key_ranges.row_scan(decl, rows, tz),)
     elif spec.read == "time" and salted:
-        ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
-        scans = tuple(
-            Scan(decl.name, ranges=(r,), start_ms=start_ms, end_ms=end_ms) for r in ranges
-        )
+        scans = _salted_scans(decl, start_ms, end_ms, tz)
     elif spec.read == "time" and spec.per:
         scans = tuple(
             key_ranges.time_scan(decl, {**fixed, spec.per: f}, start_ms, end_ms, tz)
@@ -261,6 +258,19 @@ def plan_declared(
         replace(s, table=table or s.table, latest_only=latest, limit=count or s.limit)
         for s in scans
     )
+
+
+def _salted_scans(decl, start_ms: int, end_ms: int, tz: dt.tzinfo) -> tuple[Scan, ...]:
+    """A salted table's time window: one range per bucket (merged by :func:`_rows_in_order`)."""
+    ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
+    return tuple(Scan(decl.name, ranges=(r,), start_ms=start_ms, end_ms=end_ms) for r in ranges)
+
+
+def _rows_in_order(decl, scans: list[list[ReadRow]]) -> list[ReadRow]:
+    """The rows of a query's scans: a salted table's merged in time order, else in scan order."""
+    if any(s.kind == "salt" for s in decl.key.segments):
+        return salted_reads.merge_in_time_order(decl, scans)
+    return [row for scan in scans for row in scan]
 
 
 def _time_follows(decl, fixed: Mapping[str, object]) -> bool:
@@ -382,11 +392,7 @@ def decode_declared(
     time_keys = {s.field for s in decl.key.segments if s.kind in key_ranges.TIME_KINDS}
     exact = {s.field for s in decl.key.segments if s.kind in ("epoch_ms", "reverse_ts")}
     per = table.rows_per.name if table.rows_per is not None else None
-    rows = (
-        salted_reads.merge_in_time_order(decl, scans)
-        if salted
-        else [row for scan in scans for row in scan]
-    )
+    rows = _rows_in_order(decl, scans)
     out: list[Record] = []
     pivoted: dict[tuple, Record] = {}  # rows_per: (key fields, time) → the event's record
     for row in rows:
@@ -456,6 +462,61 @@ def declared_query(
         scans,
         lambda rows: decode_declared(schema, spec, rows),
     )
+
+
+def typed_values(schema: schema_file.Schema, table: str, given: Mapping[str, str]) -> dict:
+    """Key values given as text (``--field device=dev-1``) typed like the event's: integers
+    as int, times as epoch ms (RFC 3339 or epoch ms), the rest as text."""
+    refs = schema.field_by_ref()
+    key = schema.table(table).decl.key
+    out: dict[str, object] = {}
+    for name, text in given.items():
+        if name not in key.fields:
+            raise ValueError(f"{table}: {name!r} is not a field of the key {key.describe()}")
+        spec = refs.get(name)
+        kind = spec.type if spec else "text"
+        if kind == "integer":
+            try:
+                out[name] = int(text)
+            except ValueError:
+                raise ValueError(f"{name}: {text!r} is not an integer") from None
+        elif kind == "time":
+            out[name] = generic.field_parser(spec)(text) if spec else int(text)
+        else:
+            out[name] = text
+    return out
+
+
+def table_query(
+    schema: schema_file.Schema,
+    table: str,
+    given: Mapping[str, str],
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    *,
+    limit: int | None = None,
+    latest_only: bool = False,
+    tz: dt.tzinfo = UTC,
+) -> Query[ReadRow]:
+    """A read of any table by its key recipe, rows as stored (``btts query --schema FILE
+    --table T``): one row when every key field is given, a time range when ``start_ms`` and
+    ``end_ms`` are (a time must follow the given fields; a salted table reads one range per
+    bucket, merged), else the prefix the given leading fields fix."""
+    decl = schema.table(table).decl
+    values = typed_values(schema, table, given)
+    if (start_ms is None) != (end_ms is None):
+        raise ValueError("give both a start and an end time, or neither")
+    salt = next((s for s in decl.key.segments if s.kind == "salt"), None)
+    if start_ms is not None and salt is not None and not values:
+        scans = _salted_scans(decl, start_ms, end_ms, tz)
+    elif start_ms is not None:
+        scans = (key_ranges.time_scan(decl, values, start_ms, end_ms, tz),)
+    elif set(decl.key.fields) <= set(values) and (salt is None or set(salt.of) <= set(values)):
+        scans = (key_ranges.row_scan(decl, [values], tz),)
+    else:
+        scans = (key_ranges.prefix_scan(decl, values, tz),)
+    scans = tuple(replace(s, latest_only=latest_only, limit=limit or s.limit) for s in scans)
+    return Query(f"{table} ({schema.dataset})", scans, lambda rows: _rows_in_order(decl, rows))
 
 
 def builtin_query(dataset: str, name: str, *args, **kwargs) -> Query[Record]:

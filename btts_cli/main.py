@@ -307,7 +307,8 @@ def _schema_query(argv: list[str]) -> int:
 
     from btts import query_engine as q
     from btts_cli import query_command as query_cli
-    from transforms import generic, timefmt
+    from transforms import timefmt
+    from transforms.errors import InvalidEvent
 
     if query_cli.declared_name(argv):  # `--schema FILE NAME …`: a query the file declares
         return query_cli.run_declared(argv, _target_args, _load_schema)
@@ -324,13 +325,12 @@ def _schema_query(argv: list[str]) -> int:
         given[name] = value
     try:
         decl = schema.table(table).decl
-        scan = generic.plan_query(
+        query = q.table_query(
             schema, table, given, args.start, args.end, limit=args.limit,
             latest_only=args.latest, tz=args.timezone or dt.timezone.utc,
         )  # fmt: skip
-    except (KeyError, ValueError, generic.InvalidEvent) as err:
+    except (KeyError, ValueError, InvalidEvent) as err:
         raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
-    query = q.Query(f"{table} ({schema.dataset})", (scan,), lambda scans: scans[0])
     target, rows = query_cli.read(args, query)
     aggregate = {f.name for f in decl.families if f.aggregate}
 
@@ -351,7 +351,7 @@ def _schema_query(argv: list[str]) -> int:
         print(json.dumps(records, indent=2, ensure_ascii=False))
         return 0
     print(f"{query.title} — {target.describe()}")
-    print(f"  read {scan.describe()}\n")
+    print(f"  read {query.describe()}\n")
     for record in records:
         print(record["key"])
         for cell in record["cells"]:

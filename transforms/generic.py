@@ -56,11 +56,6 @@ FieldParser = Callable[[object], object]
 # -- fields -------------------------------------------------------------------------------------
 
 
-def _parse_time(spec: FieldSpec, value: object) -> int:
-    """The general time parser (also for query arguments)."""
-    return _time_parser(spec)(value)
-
-
 def _bounds_check(spec: FieldSpec) -> Callable[[str], None] | None:
     """The min/max check of a number field (exact: decimal text compared as Decimal)."""
     if spec.minimum is None and spec.maximum is None:
@@ -641,65 +636,3 @@ class Builder:
         out = {k: v for k, v in record.items() if k in named}
         out[target] = {k: v for k, v in record.items() if k not in named}
         return out
-
-
-# -- queries from the key recipe ---------------------------------------------------------------
-
-
-def typed_values(schema: Schema, table: str, given: Mapping[str, str]) -> dict[str, object]:
-    """Query values given as text (``--field device=dev-1``) typed like the event's: integers
-    as int, times as epoch ms (RFC 3339 or epoch ms), the rest as text."""
-    refs = schema.field_by_ref()
-    key_fields = set(schema.table(table).decl.key.fields)
-    out: dict[str, object] = {}
-    for name, text in given.items():
-        if name not in key_fields:
-            raise ValueError(
-                f"{table}: {name!r} is not a field of the key "
-                f"{schema.table(table).decl.key.describe()}"
-            )
-        spec = refs.get(name)
-        kind = spec.type if spec else "text"
-        if kind == "integer":
-            try:
-                out[name] = int(text)
-            except ValueError:
-                raise ValueError(f"{name}: {text!r} is not an integer") from None
-        elif kind == "time":
-            out[name] = _parse_time(spec, text) if spec else int(text)
-        else:
-            out[name] = text
-    return out
-
-
-def plan_query(
-    schema: Schema,
-    table: str,
-    given: Mapping[str, str],
-    start_ms: int | None = None,
-    end_ms: int | None = None,
-    *,
-    limit: int | None = None,
-    latest_only: bool = False,
-    tz: dt.tzinfo = timefmt.UTC,
-):
-    """The scan a schema's key recipe gives for these key values: one row when every key
-    field is given, a time range when ``start_ms``/``end_ms`` are (the segment after the given
-    ones must be a time), else the prefix the given leading fields fix."""
-    import dataclasses
-
-    from transforms import key_ranges
-
-    decl = schema.table(table).decl
-    values = typed_values(schema, table, given)
-    if (start_ms is None) != (end_ms is None):
-        raise ValueError("give both a start and an end time, or neither")
-    if start_ms is not None and end_ms is not None:
-        scan = key_ranges.time_scan(decl, values, start_ms, end_ms, tz, latest_only=latest_only)
-    elif set(decl.key.fields) <= set(values) and all(
-        set(s.of) <= set(values) for s in decl.key.segments if s.kind == "salt"
-    ):
-        scan = key_ranges.row_scan(decl, [values], tz, latest_only=latest_only)
-    else:
-        return key_ranges.prefix_scan(decl, values, tz, latest_only=latest_only, limit=limit)
-    return dataclasses.replace(scan, limit=limit) if limit else scan
