@@ -258,8 +258,9 @@ def simulate(
         for name, card in cardinality.items():
             if name not in decl.key.fields:
                 raise ValueError(f"{decl.name} has no key field {name!r}")
-            old = workload.field(name)
-            fields[name] = workload_mod.FieldModel(card, old.kind, old.note)
+            if card < 1:
+                raise ValueError("a field's cardinality is at least 1")
+            fields[name] = dataclasses.replace(workload.field(name), cardinality=card)
         workload = dataclasses.replace(workload, fields=fields)
     rate = events_per_s if events_per_s is not None else workload.events_per_s
     rng = random.Random(config.seed)
