@@ -580,9 +580,7 @@ class _Checker:
                     "of its columns. Write a new row per event (a time segment in the key); keep "
                     "versions for corrections of one value.",
                 )
-            elif (
-                timed and keeps > 1 and self.decl.pattern in ONE_CELL_PATTERNS and fam.max_versions
-            ):
+            elif keeps > 1 and fam.max_versions and self.decl.pattern in ONE_CELL_PATTERNS:
                 self.add(
                     "VERSIONS-FOR-EVENTS",
                     "warning",
@@ -651,25 +649,25 @@ class _Checker:
                 )
 
     def salting(self) -> None:
+        segments = self.decl.key.segments
         salts = [
-            (i, s)
-            for i, s in enumerate(self.decl.key.segments)
+            i
+            for i, s in enumerate(segments)
             if s.kind == "salt" and (s.width or 1) <= MAX_SALT_BUCKETS
         ]
         if not salts:
             return
-        at = salts[0][0]
-        candidates = []
-        for seg in self.decl.key.segments[at + 1 :]:
-            if seg.kind in (*TIME_KINDS, "const", "salt") or seg.field in candidates:
-                continue
-            if self.workload.field(seg.field).cardinality >= PROMOTABLE_CARDINALITY:
-                candidates.append(seg.field)
-        for name in self.workload.query_fields:
-            if name not in candidates and (
-                self.workload.field(name).cardinality >= PROMOTABLE_CARDINALITY
-            ):
-                candidates.append(name)
+        # The entity fields after the first salt, then the fields every main query knows.
+        after = [
+            s.field
+            for s in segments[salts[0] + 1 :]
+            if s.kind not in (*TIME_KINDS, "const", "salt")
+        ]
+        candidates = [
+            name
+            for name in dict.fromkeys([*after, *self.workload.query_fields])
+            if self.workload.field(name).cardinality >= PROMOTABLE_CARDINALITY
+        ]
         if candidates:
             shown = ", ".join(
                 f"{n.upper()} ({self.workload.field(n).cardinality:,} values)" for n in candidates
