@@ -309,10 +309,9 @@ def human_bytes(n: float) -> str:
 
 
 class _Checker:
-    def __init__(self, decl: TableDecl, hints: Hints, declared_tables: int) -> None:
+    def __init__(self, decl: TableDecl, workload: Workload, declared_tables: int) -> None:
         self.decl = decl
-        self.hints = hints
-        self.workload = hints.workload
+        self.workload = workload
         self.declared_tables = declared_tables
         self.findings: list[Finding] = []
         self.key = decl.key.describe()
@@ -692,7 +691,7 @@ def lint(
 
         declared_tables = len(builtin_tables.all_tables())
     out = []
-    for f in _Checker(decl, hints, declared_tables).run():
+    for f in _Checker(decl, hints.workload, declared_tables).run():
         if f.rule in hints.acknowledged:
             f = replace(f, status="acknowledged", reason=hints.acknowledged[f.rule])
         elif hints.anti_pattern:
