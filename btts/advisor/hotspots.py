@@ -105,7 +105,7 @@ class SimResult:
     @property
     def peak_share(self) -> float:
         """The largest share of a slice's writes that one node took."""
-        return max(r / self.config.nodes for r in self.ratios)
+        return self.peak_ratio / self.config.nodes
 
     @property
     def hottest_node_writes_per_s(self) -> float:
@@ -408,9 +408,6 @@ class Case:
     workload_of: str = ""  # whose declared workload to use (default: the table's own)
     expect: str = ""
 
-    def workload(self) -> Workload:
-        return workload_mod.hints_for(self.workload_of or self.table).workload
-
 
 _BATTERY_RUN = SimConfig(nodes=3, start_ms=1425211200000, span_s=3600, slices=30)
 # Live meter readings around midnight 2017-07-26/27 UTC, 5-minute slices.
@@ -462,7 +459,8 @@ DOCUMENTED: tuple[Case, ...] = (
 def run_case(case: Case) -> SimResult:
     from transforms import builtin_tables
 
-    return simulate(builtin_tables.get(case.table), case.workload(), case.config)
+    workload = workload_mod.hints_for(case.workload_of or case.table).workload
+    return simulate(builtin_tables.get(case.table), workload, case.config)
 
 
 def write_documented(out_dir: str | Path) -> dict[str, tuple[SimResult, Path]]:
