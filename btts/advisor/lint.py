@@ -237,17 +237,17 @@ def bucket_seconds(decl: TableDecl) -> float:
     return min(spans) if spans else math.inf
 
 
-def entity_fields(decl: TableDecl) -> list[str]:
+def entity_fields(segments: Sequence[Segment]) -> list[str]:
     """Key fields that name an entity (not time, salt or constant), each once, in key order."""
     out: list[str] = []
-    for seg in decl.key.segments:
+    for seg in segments:
         if seg.kind not in (*TIME_KINDS, "const", "salt") and seg.field not in out:
             out.append(seg.field)
     return out
 
 
 def estimate_row(decl: TableDecl, workload: Workload) -> RowEstimate:
-    entities = math.prod(workload.field(f).cardinality for f in entity_fields(decl))
+    entities = math.prod(workload.field(f).cardinality for f in entity_fields(decl.key.segments))
     row_rate = workload.events_per_s / entities
     lifetime = bucket_seconds(decl)
     events = row_rate * lifetime if math.isfinite(lifetime) else math.inf
@@ -467,8 +467,7 @@ class _Checker:
             )
 
     def raw_bytes(self) -> None:
-        delim = self.decl.key.delimiter
-        texts = [("delimiter", delim)] + [
+        texts = [("delimiter", self.decl.key.delimiter)] + [
             (f"constant {s.arg!r}", s.arg or "")
             for s in self.decl.key.segments
             if s.kind == "const"
@@ -657,11 +656,7 @@ class _Checker:
         if not salts:
             return
         # The entity fields after the first salt, then the fields every main query knows.
-        after = [
-            s.field
-            for s in segments[salts[0] + 1 :]
-            if s.kind not in (*TIME_KINDS, "const", "salt")
-        ]
+        after = entity_fields(segments[salts[0] + 1 :])
         candidates = [
             name
             for name in dict.fromkeys([*after, *self.workload.query_fields])
