@@ -42,7 +42,7 @@ from pathlib import Path
 from btts.advisor import workload as workload_mod
 from btts.advisor.lint import TIME_KINDS
 from btts.advisor.workload import NODE_WRITES_PER_S, Workload
-from transforms import timefmt
+from transforms import builtin_tables, timefmt
 from transforms.table_model import Segment, TableDecl
 
 ASSIGNMENTS = ("balanced", "round_robin")
@@ -457,8 +457,6 @@ DOCUMENTED: tuple[Case, ...] = (
 
 
 def run_case(case: Case) -> SimResult:
-    from transforms import builtin_tables
-
     workload = workload_mod.hints_for(case.workload_of or case.table).workload
     return simulate(builtin_tables.get(case.table), workload, case.config)
 

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, replace
 
 from btts.advisor import workload as workload_mod
 from btts.advisor.workload import NODE_WRITES_PER_S, Hints, Workload
+from transforms import builtin_tables
 from transforms.table_model import Segment, TableDecl
 
 SEVERITIES = ("info", "warning", "error")
@@ -682,8 +683,6 @@ def lint(
     """Every finding for one declaration, with its acknowledgement status from the hints."""
     hints = hints if hints is not None else workload_mod.hints_for(decl.name)
     if declared_tables is None:
-        from transforms import builtin_tables
-
         declared_tables = len(builtin_tables.all_tables())
     out = []
     for f in _Checker(decl, hints.workload, declared_tables).run():
@@ -697,8 +696,6 @@ def lint(
 
 def lint_all(decls: Iterable[TableDecl] | None = None) -> dict[str, list[Finding]]:
     """Findings per table for these declarations (default: every shipped one)."""
-    from transforms import builtin_tables
-
     declared = builtin_tables.all_tables()
     chosen = list(declared.values()) if decls is None else list(decls)
     return {d.name: lint(d, declared_tables=len(declared)) for d in chosen}
