@@ -12,13 +12,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from btts.advisor import lint as lint_mod
+from transforms import builtin_tables
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs" / "advisor"
 
 
 def _lint(args: argparse.Namespace) -> int:
-    from transforms import builtin_tables
-
     if args.rules:
         for rule in lint_mod.rules_table():
             print(f"{rule.id:<20} docs/patterns.md §{rule.spec:<10} {rule.title}")
@@ -36,7 +35,6 @@ def _lint(args: argparse.Namespace) -> int:
 
 def _hotspots(args: argparse.Namespace) -> int:
     from btts.advisor import hotspots, workload
-    from transforms import builtin_tables
 
     if args.documented:
         out = Path(args.out) if args.out else DOCS_DIR

@@ -42,7 +42,7 @@ from pathlib import Path
 from btts.advisor import workload as workload_mod
 from btts.advisor.lint import TIME_KINDS
 from btts.advisor.workload import NODE_WRITES_PER_S, Workload
-from transforms import timefmt
+from transforms import builtin_tables, timefmt
 from transforms.table_model import Segment, TableDecl
 
 ASSIGNMENTS = ("balanced", "round_robin")
@@ -105,7 +105,7 @@ class SimResult:
     @property
     def peak_share(self) -> float:
         """The largest share of a slice's writes that one node took."""
-        return max(r / self.config.nodes for r in self.ratios)
+        return self.peak_ratio / self.config.nodes
 
     @property
     def hottest_node_writes_per_s(self) -> float:
@@ -258,8 +258,9 @@ def simulate(
         for name, card in cardinality.items():
             if name not in decl.key.fields:
                 raise ValueError(f"{decl.name} has no key field {name!r}")
-            old = workload.field(name)
-            fields[name] = workload_mod.FieldModel(card, old.kind, old.note)
+            if card < 1:
+                raise ValueError("a field's cardinality is at least 1")
+            fields[name] = dataclasses.replace(workload.field(name), cardinality=card)
         workload = dataclasses.replace(workload, fields=fields)
     rate = events_per_s if events_per_s is not None else workload.events_per_s
     rng = random.Random(config.seed)
@@ -407,9 +408,6 @@ class Case:
     workload_of: str = ""  # whose declared workload to use (default: the table's own)
     expect: str = ""
 
-    def workload(self) -> Workload:
-        return workload_mod.hints_for(self.workload_of or self.table).workload
-
 
 _BATTERY_RUN = SimConfig(nodes=3, start_ms=1425211200000, span_s=3600, slices=30)
 # Live meter readings around midnight 2017-07-26/27 UTC, 5-minute slices.
@@ -459,9 +457,8 @@ DOCUMENTED: tuple[Case, ...] = (
 
 
 def run_case(case: Case) -> SimResult:
-    from transforms import builtin_tables
-
-    return simulate(builtin_tables.get(case.table), case.workload(), case.config)
+    workload = workload_mod.hints_for(case.workload_of or case.table).workload
+    return simulate(builtin_tables.get(case.table), workload, case.config)
 
 
 def write_documented(out_dir: str | Path) -> dict[str, tuple[SimResult, Path]]:

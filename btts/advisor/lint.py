@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, replace
 
 from btts.advisor import workload as workload_mod
 from btts.advisor.workload import NODE_WRITES_PER_S, Hints, Workload
+from transforms import builtin_tables
 from transforms.table_model import Segment, TableDecl
 
 SEVERITIES = ("info", "warning", "error")
@@ -237,17 +238,17 @@ def bucket_seconds(decl: TableDecl) -> float:
     return min(spans) if spans else math.inf
 
 
-def entity_fields(decl: TableDecl) -> list[str]:
+def entity_fields(segments: Sequence[Segment]) -> list[str]:
     """Key fields that name an entity (not time, salt or constant), each once, in key order."""
     out: list[str] = []
-    for seg in decl.key.segments:
+    for seg in segments:
         if seg.kind not in (*TIME_KINDS, "const", "salt") and seg.field not in out:
             out.append(seg.field)
     return out
 
 
 def estimate_row(decl: TableDecl, workload: Workload) -> RowEstimate:
-    entities = math.prod(workload.field(f).cardinality for f in entity_fields(decl))
+    entities = math.prod(workload.field(f).cardinality for f in entity_fields(decl.key.segments))
     row_rate = workload.events_per_s / entities
     lifetime = bucket_seconds(decl)
     events = row_rate * lifetime if math.isfinite(lifetime) else math.inf
@@ -309,10 +310,9 @@ def human_bytes(n: float) -> str:
 
 
 class _Checker:
-    def __init__(self, decl: TableDecl, hints: Hints, declared_tables: int) -> None:
+    def __init__(self, decl: TableDecl, workload: Workload, declared_tables: int) -> None:
         self.decl = decl
-        self.hints = hints
-        self.workload = hints.workload
+        self.workload = workload
         self.declared_tables = declared_tables
         self.findings: list[Finding] = []
         self.key = decl.key.describe()
@@ -468,8 +468,7 @@ class _Checker:
             )
 
     def raw_bytes(self) -> None:
-        delim = self.decl.key.delimiter
-        texts = [("delimiter", delim)] + [
+        texts = [("delimiter", self.decl.key.delimiter)] + [
             (f"constant {s.arg!r}", s.arg or "")
             for s in self.decl.key.segments
             if s.kind == "const"
@@ -580,9 +579,7 @@ class _Checker:
                     "of its columns. Write a new row per event (a time segment in the key); keep "
                     "versions for corrections of one value.",
                 )
-            elif (
-                timed and keeps > 1 and self.decl.pattern in ONE_CELL_PATTERNS and fam.max_versions
-            ):
+            elif keeps > 1 and fam.max_versions and self.decl.pattern in ONE_CELL_PATTERNS:
                 self.add(
                     "VERSIONS-FOR-EVENTS",
                     "warning",
@@ -651,25 +648,21 @@ class _Checker:
                 )
 
     def salting(self) -> None:
+        segments = self.decl.key.segments
         salts = [
-            (i, s)
-            for i, s in enumerate(self.decl.key.segments)
+            i
+            for i, s in enumerate(segments)
             if s.kind == "salt" and (s.width or 1) <= MAX_SALT_BUCKETS
         ]
         if not salts:
             return
-        at = salts[0][0]
-        candidates = []
-        for seg in self.decl.key.segments[at + 1 :]:
-            if seg.kind in (*TIME_KINDS, "const", "salt") or seg.field in candidates:
-                continue
-            if self.workload.field(seg.field).cardinality >= PROMOTABLE_CARDINALITY:
-                candidates.append(seg.field)
-        for name in self.workload.query_fields:
-            if name not in candidates and (
-                self.workload.field(name).cardinality >= PROMOTABLE_CARDINALITY
-            ):
-                candidates.append(name)
+        # The entity fields after the first salt, then the fields every main query knows.
+        after = entity_fields(segments[salts[0] + 1 :])
+        candidates = [
+            name
+            for name in dict.fromkeys([*after, *self.workload.query_fields])
+            if self.workload.field(name).cardinality >= PROMOTABLE_CARDINALITY
+        ]
         if candidates:
             shown = ", ".join(
                 f"{n.upper()} ({self.workload.field(n).cardinality:,} values)" for n in candidates
@@ -690,11 +683,9 @@ def lint(
     """Every finding for one declaration, with its acknowledgement status from the hints."""
     hints = hints if hints is not None else workload_mod.hints_for(decl.name)
     if declared_tables is None:
-        from transforms import builtin_tables
-
         declared_tables = len(builtin_tables.all_tables())
     out = []
-    for f in _Checker(decl, hints, declared_tables).run():
+    for f in _Checker(decl, hints.workload, declared_tables).run():
         if f.rule in hints.acknowledged:
             f = replace(f, status="acknowledged", reason=hints.acknowledged[f.rule])
         elif hints.anti_pattern:
@@ -705,8 +696,6 @@ def lint(
 
 def lint_all(decls: Iterable[TableDecl] | None = None) -> dict[str, list[Finding]]:
     """Findings per table for these declarations (default: every shipped one)."""
-    from transforms import builtin_tables
-
     declared = builtin_tables.all_tables()
     chosen = list(declared.values()) if decls is None else list(decls)
     return {d.name: lint(d, declared_tables=len(declared)) for d in chosen}
