@@ -55,7 +55,7 @@ bench-quick: venv
 	$(BIN)/python -m benchmarks.run --quick
 
 # Dataflow flex templates: regenerate templates/<pipeline>/ (metadata.json from the pipelines'
-# option classes, Dockerfile, main.py) and print the gcloud commands that build each image and
+# option classes, Dockerfile) and print the gcloud commands that build each image and
 # template spec. PROJECT, REGION and BUCKET (optionally REPOSITORY, TAG) come from the
 # environment, else stay ${...} placeholders; `python -m btts_cli.templates build --run` runs them.
 .PHONY: templates wheel-check

@@ -48,13 +48,13 @@ def _offline_env() -> dict[str, str]:
     return env
 
 
-def _run(argv: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
+def _run(argv: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     source = tmp_path / "in.jsonl"
     source.write_text("{}\n")
     args = [a.format(input=source) for a in argv]
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=240, cwd=tmp_path,
-        env=_offline_env(),
+        env={**_offline_env(), **(env or {})},
     )  # fmt: skip
 
 
@@ -76,8 +76,8 @@ def test_the_template_entry_points_translate_with_the_launchers_arguments(job, t
         "server_metrics": [*STREAM, "--hourly_rollup=true", "--create_tables=false"],
         "nightly": ["--date=20170726"],
     }[job]
-    main = ROOT / "templates" / job / "main.py"
-    done = _run([str(main), *DATAFLOW, *flags], tmp_path)
+    main = ROOT / "templates" / "main.py"  # every image's entry point; its ENV names the job
+    done = _run([str(main), *DATAFLOW, *flags], tmp_path, {"BTTS_PIPELINE": job})
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"{job}: dry run: the " in done.stdout
     assert "translated for DataflowRunner" in done.stdout

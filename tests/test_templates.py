@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -324,8 +325,8 @@ def test_dockerfile_builds_on_the_pinned_beam_sdk_image(name):
     )
     env = dict(arg.split("=", 1) for op, arg in steps if op == "ENV")
     entry = env["FLEX_TEMPLATE_PYTHON_PY_FILE"]
-    assert f"templates/{name}/main.py {entry}" in copies
-    assert (REPO / "templates" / name / "main.py").is_file()
+    assert f"templates/main.py {entry}" in copies
+    assert env[templates.PIPELINE_ENV] == name  # what the one entry point launches
     assert "FLEX_TEMPLATE_PYTHON_SETUP_FILE" not in env  # the package is in the image
     assert env[templates.IMAGE_ENV] == "${IMAGE}"
     # worker: Beam's boot entry point, the project wheel installed
@@ -351,25 +352,28 @@ def test_cloud_build_config_builds_a_template_dockerfile_with_its_own_name():
 
 @pytest.mark.parametrize("name", PIPELINES)
 def test_entry_point_launches_its_pipeline(name, capsys):
-    source = (REPO / "templates" / name / "main.py").read_text(encoding="utf-8")
-    assert f'launch("{name}")' in source
-    compile(source, "main.py", "exec")
     with pytest.raises(SystemExit) as stop:
         templates.launch(name, ["--help"])
     assert stop.value.code == 0
     assert f"python -m pipelines.{name}" in capsys.readouterr().out
 
 
-def test_entry_point_runs_as_a_script():
-    shown = subprocess.run(
-        [sys.executable, str(REPO / "templates" / "nightly" / "main.py"), "--help"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=REPO,
-    )
+def _entry_point(pipeline: str | None, *argv: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != templates.PIPELINE_ENV}
+    if pipeline is not None:
+        env[templates.PIPELINE_ENV] = pipeline
+    return subprocess.run(
+        [sys.executable, str(REPO / "templates" / "main.py"), *argv],
+        capture_output=True, text=True, timeout=120, cwd=REPO, env=env,
+    )  # fmt: skip
+
+
+def test_entry_point_runs_the_pipeline_its_image_names():
+    shown = _entry_point("nightly", "--help")
     assert shown.returncode == 0, shown.stderr
     assert "--keep_days" in shown.stdout
+    unset = _entry_point(None, "--help")
+    assert unset.returncode == 1 and "BTTS_PIPELINE is not set" in unset.stderr
 
 
 # -- the launcher's arguments ----------------------------------------------------------------
