@@ -26,6 +26,18 @@ class ConfigError(RuntimeError):
     """A wrong or missing setting, reported before any work is done."""
 
 
+def load_schema(path: str):
+    """A user's schema file; its problems, or a file that cannot be read, as a ConfigError."""
+    from transforms import schema_file
+
+    try:
+        return schema_file.load(path)
+    except schema_file.SchemaError as err:
+        raise ConfigError(str(err)) from None
+    except OSError as err:
+        raise ConfigError(f"cannot read the schema {path}: {err}") from None
+
+
 @dataclass(frozen=True)
 class Target:
     project: str

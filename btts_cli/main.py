@@ -36,21 +36,10 @@ def _decls(args: argparse.Namespace) -> list:
     try:
         if not args.schema:
             return [builtin_tables.get(n) for n in names or sorted(builtin_tables.all_tables())]
-        schema = _load_schema(args.schema)
+        schema = admin.load_schema(args.schema)
         return [schema.table(n).decl for n in names] if names else list(schema.decls().values())
     except KeyError as err:  # an unknown --table: the message lists the known ones
         raise admin.ConfigError(str(err.args[0])) from None
-
-
-def _load_schema(path: str):
-    from transforms import schema_file
-
-    try:
-        return schema_file.load(path)
-    except schema_file.SchemaError as err:
-        raise admin.ConfigError(str(err)) from None
-    except OSError as err:
-        raise admin.ConfigError(f"cannot read the schema {path}: {err}") from None
 
 
 def _tables_create(args: argparse.Namespace) -> int:
@@ -311,9 +300,9 @@ def _schema_query(argv: list[str]) -> int:
     from transforms.errors import InvalidEvent
 
     if query_cli.declared_name(argv):  # `--schema FILE NAME …`: a query the file declares
-        return query_cli.run_declared(argv, _target_args, _load_schema)
+        return query_cli.run_declared(argv, _target_args, admin.load_schema)
     args = _schema_query_parser().parse_args(argv)
-    schema = _load_schema(args.schema)
+    schema = admin.load_schema(args.schema)
     table = args.table or (schema.table_names[0] if len(schema.tables) == 1 else None)
     if table is None:
         raise admin.ConfigError(f"pass --table: the schema has {', '.join(schema.table_names)}")
@@ -378,39 +367,7 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 def _add_advise(sub: argparse._SubParsersAction) -> None:
     from btts.advisor import cli as advisor_cli
 
-    advise = advisor_cli.register(sub)
-    lint = _subcommand(advise, "lint")
-    lint.add_argument(
-        "--schema",
-        metavar="FILE",
-        help="lint the tables of this schema file (with its advisor: workload) instead",
-    )
-    lint.set_defaults(func=_lint_or_schema(lint.get_default("func")))
-
-
-def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices[name]
-    raise KeyError(name)
-
-
-def _lint_or_schema(builtin_lint):
-    def run(args: argparse.Namespace) -> int:
-        if not getattr(args, "schema", None) or args.rules:
-            return builtin_lint(args)
-        from btts.advisor import lint
-
-        schema = _load_schema(args.schema)
-        results = lint.lint_schema(schema, args.table)
-        bad = lint.failing([f for fs in results.values() for f in fs], args.fail_on)
-        if args.json:
-            print(json.dumps({n: [f.as_dict() for f in fs] for n, fs in results.items()}, indent=2))
-        else:
-            print(lint.format_report(results, schema.decls(), args.fail_on))
-        return 1 if bad else 0
-
-    return run
+    advisor_cli.register(sub)
 
 
 COMMAND_GROUPS = [

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from btts import admin
 from btts.advisor import lint as lint_mod
 from transforms import builtin_tables
 
@@ -22,9 +23,14 @@ def _lint(args: argparse.Namespace) -> int:
         for rule in lint_mod.rules_table():
             print(f"{rule.id:<20} docs/patterns.md §{rule.spec:<10} {rule.title}")
         return 0
-    declared = builtin_tables.all_tables()
-    decls = [builtin_tables.get(n) for n in args.table] if args.table else list(declared.values())
-    results = lint_mod.lint_all(decls)
+    if args.schema:  # a user's file, judged against its own advisor: workload
+        schema = admin.load_schema(args.schema)
+        declared = schema.decls()
+        results = lint_mod.lint_schema(schema, args.table)
+    else:
+        declared = builtin_tables.all_tables()
+        decls = [builtin_tables.get(n) for n in args.table] if args.table else declared.values()
+        results = lint_mod.lint_all(list(decls))
     bad = lint_mod.failing([f for fs in results.values() for f in fs], args.fail_on)
     if args.json:
         print(json.dumps({n: [f.as_dict() for f in fs] for n, fs in results.items()}, indent=2))
@@ -71,7 +77,6 @@ def _hotspots(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from btts import admin
     from btts.advisor import table_report
 
     target = admin.resolve_target(args.project, args.instance)
@@ -118,6 +123,11 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
     )
     lint.add_argument("--json", action="store_true", help="findings as JSON")
     lint.add_argument("--rules", action="store_true", help="list the rules and exit")
+    lint.add_argument(
+        "--schema",
+        metavar="FILE",
+        help="lint the tables of this schema file (with its advisor: workload) instead",
+    )
     lint.set_defaults(func=_guarded(_lint))
 
     hot = sub.add_parser(
@@ -184,8 +194,6 @@ def _guarded(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
     def run(args: argparse.Namespace) -> int:
         from google.api_core import exceptions as api_errors
         from google.auth import exceptions as auth_errors
-
-        from btts import admin
 
         try:
             return action(args)
