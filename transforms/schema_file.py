@@ -134,9 +134,9 @@ class FieldSpec:
     qualifier: str = "upper"  # map fields
     max_entries: int | None = None  # map fields
     case: str = "as_is"  # text fields: lower|upper folds the value (domain names ignore case)
+    after: str = ""  # time fields: the name of a time field this one must be later than
     timezone: str = ""  # time fields: the IANA zone of times written without an offset
     ambiguous: str = "error"  # time fields: the repeated hour of a DST change
-    after: str = ""  # time fields: the name of a time field this one must be later than
     doc: str = ""
     line: int = field(default=0, compare=False)
 
@@ -235,6 +235,15 @@ class Schema:
 
     def field_by_ref(self) -> dict[str, FieldSpec]:
         return {f.ref: f for f in self.fields}
+
+
+# A field's keys in a file: its attributes (but its name, the entry's key), three renamed.
+_FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max"}
+FIELD_KEYS = tuple(
+    _FILE_KEYS.get(f.name, f.name)
+    for f in dataclasses.fields(FieldSpec)
+    if f.name not in ("name", "line")
+)
 
 
 # -- YAML with line numbers -------------------------------------------------------------------
@@ -443,24 +452,7 @@ class _Checker:
             spec = self.mapping(spec, what, line)
             if spec is None:
                 continue
-            allowed = (
-                "type",
-                "as",
-                "optional",
-                "max_length",
-                "min",
-                "max",
-                "format",
-                "whitespace",
-                "qualifier",
-                "max_entries",
-                "case",
-                "after",
-                "timezone",
-                "ambiguous",
-                "doc",
-            )
-            self.keys(spec, allowed, what)
+            self.keys(spec, FIELD_KEYS, what)
             kind = self.text(spec, "type", what, required=True)
             if kind and kind not in FIELD_TYPES:
                 self.bad(
