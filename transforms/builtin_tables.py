@@ -18,7 +18,8 @@ def builtin_datasets() -> list[str]:
 
 
 @cache
-def _all() -> dict[str, TableDecl]:
+def _registry() -> tuple[dict[str, TableDecl], dict[str, str]]:
+    """Every built-in table's declaration, and the dataset whose file declares it."""
     found: dict[str, TableDecl] = {}
     origin: dict[str, str] = {}
     for dataset in builtin_datasets():
@@ -26,16 +27,21 @@ def _all() -> dict[str, TableDecl]:
             if name in found:
                 raise ValueError(f"table {name} is declared in {origin[name]} and {dataset}")
             found[name], origin[name] = decl, dataset
-    return dict(sorted(found.items()))
+    return dict(sorted(found.items())), origin
 
 
 def all_tables() -> dict[str, TableDecl]:
-    return _all()
+    return _registry()[0]
+
+
+def dataset_of(table: str) -> str | None:
+    """The built-in dataset whose schema file declares ``table`` (None: no built-in does)."""
+    return _registry()[1].get(table)
 
 
 def get(name: str) -> TableDecl:
     try:
-        return _all()[name]
+        return all_tables()[name]
     except KeyError:
-        known = ", ".join(_all())
+        known = ", ".join(all_tables())
         raise KeyError(f"no table declaration named {name!r}; known: {known}") from None

@@ -138,8 +138,7 @@ def hints_from_advisor(advisor: Mapping | None, table: str | None = None) -> Hin
 def hints_for(table: str) -> Hints:
     """A built-in table's hints, from its declaration file's ``advisor:`` section (defaults for
     a table no file declares)."""
-    for dataset in builtin_tables.builtin_datasets():
-        schema = schema_file.builtin(dataset)
-        if table in schema.table_names:
-            return hints_from_advisor(schema.advisor, table)
-    return Hints()
+    dataset = builtin_tables.dataset_of(table)
+    if dataset is None:
+        return Hints()
+    return hints_from_advisor(schema_file.builtin(dataset).advisor, table)
