@@ -481,7 +481,7 @@ def typed_values(schema: schema_file.Schema, table: str, given: Mapping[str, str
             except ValueError:
                 raise ValueError(f"{name}: {text!r} is not an integer") from None
         elif kind == "time":
-            out[name] = generic.field_parser(spec)(text) if spec else int(text)
+            out[name] = generic.field_parser(spec)(text)
         else:
             out[name] = text
     return out

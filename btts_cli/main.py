@@ -300,7 +300,7 @@ def _schema_query(argv: list[str]) -> int:
     from transforms.errors import InvalidEvent
 
     if query_cli.declared_name(argv):  # `--schema FILE NAME …`: a query the file declares
-        return query_cli.run_declared(argv, _target_args, admin.load_schema)
+        return query_cli.run_declared(argv, _target_args)
     args = _schema_query_parser().parse_args(argv)
     schema = admin.load_schema(args.schema)
     table = args.table or (schema.table_names[0] if len(schema.tables) == 1 else None)

@@ -477,12 +477,12 @@ def _declared_parser(schema, spec, target_args: Callable) -> argparse.ArgumentPa
     return parser
 
 
-def run_declared(argv: list[str], target_args: Callable, load: Callable) -> int:
+def run_declared(argv: list[str], target_args: Callable) -> int:
     """Run a query a schema file declares; prints like the documented queries."""
     name = declared_name(argv)
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--schema", required=True)
-    schema = load(pre.parse_known_args(argv)[0].schema)
+    schema = admin.load_schema(pre.parse_known_args(argv)[0].schema)
     try:
         spec = q.declared(schema, name)
     except ValueError as err:
