@@ -23,7 +23,6 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
-from btts import admin
 from pipelines import common
 
 NAME = "weather_balloons"
@@ -64,9 +63,7 @@ OPTION_CLASSES = WeatherBalloonOptions.__bases__  # what run() parses and --help
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job writing the table of the chosen column pattern."""
-    pattern = options.view_as(BalloonPatternOptions).balloon_pattern or DEFAULT_PATTERN
-    if pattern not in PATTERNS:
-        raise admin.ConfigError(f"--balloon_pattern={pattern!r}: use one of {', '.join(PATTERNS)}")
+    pattern = options.view_as(BalloonPatternOptions).balloon_pattern  # argparse checked it
     return common.builtin_job(NAME, __doc__, tables=(PATTERNS[pattern],))
 
 
