@@ -26,7 +26,6 @@ from apache_beam.runners.runner import PipelineResult
 from pipelines import common
 
 NAME = "weather_balloons"
-DEFAULT_PATTERN = "TS-COLS"
 # --balloon_pattern → the table of that column pattern (the same events land in any of them).
 PATTERNS = {
     "TS-COLS": "BALLOON_TS_COLS",
@@ -44,7 +43,7 @@ class BalloonPatternOptions(PipelineOptions):
         group = parser.add_argument_group("Weather-balloon column pattern")
         group.add_argument(
             "--balloon_pattern",
-            default=DEFAULT_PATTERN,
+            default="TS-COLS",
             choices=tuple(PATTERNS),
             help="TS-COLS (default): one row per balloon and minute, a column per measurement "
             "(table BALLOON_TS_COLS); TS-BLOB: the same rows, the event as one protobuf cell "
