@@ -95,19 +95,15 @@ OPTION_CLASSES = BatteryOptions.__bases__  # what run() parses and --help shows
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for the chosen layout; a --salt_buckets no declaration holds is refused."""
     opts = options.view_as(BatteryLayoutOptions)
-    layout = opts.battery_layout
-    if layout not in LAYOUTS:
-        raise admin.ConfigError(f"--battery_layout={layout!r}: use one of {', '.join(LAYOUTS)}")
-    buckets = opts.salt_buckets
-    if layout != "salted":
-        if buckets is not None:
-            raise admin.ConfigError(
-                f"--salt_buckets only applies to --battery_layout=salted (got layout {layout})"
-            )
-        if layout == "promoted":
-            return JOB
-        table = LAYOUTS[layout]
-    else:
+    layout, buckets = opts.battery_layout, opts.salt_buckets  # argparse checked the layout
+    if layout != "salted" and buckets is not None:
+        raise admin.ConfigError(
+            f"--salt_buckets only applies to --battery_layout=salted (got layout {layout})"
+        )
+    if layout == "promoted":
+        return JOB
+    table = LAYOUTS[layout]
+    if layout == "salted":
         salted = salted_tables()
         if buckets is None:
             buckets = SALT_BUCKETS

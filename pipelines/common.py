@@ -219,11 +219,10 @@ class JobSpec:
     description: str
     builder: Builder
     tables: Sequence[str]
+    decls: Mapping[str, TableDecl]  # every table of the job's schema file
     csv_adapter: CsvAdapter | None = None
     rollup: RollupSpec | None = None
-    # Declarations from a schema file (None: the built-in ones), and that file for messages.
-    decls: Mapping[str, TableDecl] | None = None
-    schema_source: str | None = None
+    schema_source: str | None = None  # a user's schema file, named in messages
     # A rule on every event's rows beyond the schema's (raises InvalidEvent), e.g. sales'
     # --replace_months; kept apart from the builder so --time_format can rebuild that.
     check_rows: Callable[[Sequence[tuple]], None] | None = None
@@ -233,10 +232,6 @@ class JobSpec:
         if self.check_rows is None:
             return self.builder.rows
         return functools.partial(_checked_rows, self.builder.rows, self.check_rows)
-
-    def decl(self, table: str) -> TableDecl:
-        """A table's declaration: the job's own (from its schema file), else the built-in one."""
-        return self.decls[table] if self.decls else builtin_tables.get(table)
 
 
 def _checked_rows(rows: Callable, check: Callable, record: dict) -> Sequence[tuple]:
@@ -268,9 +263,9 @@ def schema_job(
         description=description,
         builder=builder,
         tables=tuple(builder.tables),
+        decls=schema.decls(),
         csv_adapter=builder.csv_adapter,
         rollup=rollup,
-        decls=schema.decls(),
         schema_source=None if builtin else str(schema.source),
     )
 
@@ -445,7 +440,7 @@ def build_ingest(
         WriteAggregates, target.project, target.instance, operation_timeout=timeout
     )
     set_cells = functools.partial(WriteRows, target.project, target.instance, timeout_s=timeout)
-    aggregates = [t for t in job.tables if any(f.aggregate for f in job.decl(t).families)]
+    aggregates = [t for t in job.tables if any(f.aggregate for f in job.decls[t].families)]
     plain = [t for t in job.tables if t not in aggregates]
     if aggregates:
         split = rows | "SplitAggregates" >> beam.ParDo(_SplitAggregates(aggregates)).with_outputs(
@@ -516,11 +511,11 @@ def prepare(
     options: PipelineOptions, tables: Sequence[str], job: JobSpec | None = None
 ) -> admin.Target:
     """Validate and preflight before any data moves: fail early, with the fix in the message.
-    The tables' declarations come from ``job.decls`` when the job has its own (a schema file)."""
+    The tables' declarations come from ``job``, else from the built-in ones."""
     target = resolve_target(options)
     bt = options.view_as(BigtableOptions)
     if not bt.skip_preflight:
-        decls = [job.decl(t) if job is not None else builtin_tables.get(t) for t in tables]
+        decls = [job.decls[t] if job is not None else builtin_tables.get(t) for t in tables]
         try:
             for line in admin.preflight(target, decls, create=bt.create_tables):
                 _LOG.info("%s", line)

@@ -18,7 +18,6 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
-from btts import admin
 from pipelines import common
 
 DEFAULT_LAYOUT = "tall"
@@ -58,11 +57,7 @@ OPTION_CLASSES = GardenOptions.__bases__  # what run() parses and --help shows
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for these options: --garden_layout chooses the tables and the rows built."""
-    layout = options.view_as(GardenLayoutOptions).garden_layout or DEFAULT_LAYOUT
-    if layout not in LAYOUTS:
-        raise admin.ConfigError(
-            f"--garden_layout {layout!r}: use one of {', '.join(sorted(LAYOUTS))}"
-        )
+    layout = options.view_as(GardenLayoutOptions).garden_layout  # argparse checked it
     return common.builtin_job("garden", __doc__, tables=LAYOUTS[layout])
 
 

@@ -23,7 +23,6 @@ from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
 from pipelines import common
-from transforms.schema_file import Schema, SchemaError, load
 
 NAME = "generic"
 
@@ -60,22 +59,12 @@ class GenericPipelineOptions(
 OPTION_CLASSES = GenericPipelineOptions.__bases__  # what run() parses and --help shows
 
 
-def load_schema(options: PipelineOptions) -> Schema:
+def job_for(options: PipelineOptions) -> common.JobSpec:
     path = options.view_as(GenericOptions).schema
     if not path:
         raise admin.ConfigError("pass --schema with the schema file describing the events")
-    try:
-        return load(path)
-    except SchemaError as err:
-        raise admin.ConfigError(str(err)) from None
-    except OSError as err:
-        raise admin.ConfigError(f"cannot read the schema {path}: {err}") from None
-
-
-def job_for(options: PipelineOptions, schema: Schema | None = None) -> common.JobSpec:
-    schema = schema or load_schema(options)
     return common.schema_job(
-        schema,
+        admin.load_schema(path),
         description=__doc__,
         tables=options.view_as(GenericOptions).schema_table,
         tz=common.timezone(options),

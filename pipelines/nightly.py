@@ -71,6 +71,7 @@ from apache_beam.runners.runner import PipelineResult
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, row_filters
 
 from btts import admin
+from btts.query_engine import KEYS_ONLY
 from pipelines import common
 from transforms import builtin_tables
 from transforms.bigtable_read import ReadFromBigtableRows, key_suffix_filter, re2_literal
@@ -468,12 +469,7 @@ def make_plan(options: PipelineOptions) -> Plan:
 
 
 def _first_key(target: admin.Target, table: str) -> bytes | None:
-    query = ReadRowsQuery(
-        limit=1,
-        row_filter=row_filters.RowFilterChain(
-            [row_filters.CellsRowLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
-        ),
-    )
+    query = ReadRowsQuery(limit=1, row_filter=KEYS_ONLY)
     with BigtableDataClient(project=target.project) as client:
         rows = client.get_table(target.instance, table).read_rows(query)
     return bytes(rows[0].row_key) if rows else None

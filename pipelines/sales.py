@@ -27,9 +27,18 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
+from google.cloud.bigtable.data import (
+    BigtableDataClient,
+    DeleteAllFromRow,
+    ReadRowsQuery,
+    RowMutationEntry,
+)
+from google.cloud.bigtable.data.row_filters import RowFilterChain
 
 from btts import admin
+from btts.query_engine import KEYS_ONLY
 from pipelines import common
+from transforms.bigtable_read import key_suffix_filter
 from transforms.errors import InvalidEvent
 
 NAME = "sales"
@@ -103,23 +112,8 @@ def delete_months(target: admin.Target, months: Sequence[str]) -> int:
     """Delete every SALES_MONTHLY row of ``months``; the number deleted. One key-only scan of
     the table with a key regex: rows are per employee first, so a month's rows are not one
     range (the table holds one row per employee and month: small). Idempotent."""
-    from google.cloud.bigtable.data import (
-        BigtableDataClient,
-        DeleteAllFromRow,
-        ReadRowsQuery,
-        RowMutationEntry,
-    )
-    from google.cloud.bigtable.data.row_filters import (
-        CellsRowLimitFilter,
-        RowFilterChain,
-        RowKeyRegexFilter,
-        StripValueTransformerFilter,
-    )
-
-    pattern = b"(?s)^.*#(?:" + b"|".join(m.encode() for m in months) + b")$"
-    row_filter = RowFilterChain(
-        [RowKeyRegexFilter(pattern), CellsRowLimitFilter(1), StripValueTransformerFilter(True)]
-    )
+    in_months = key_suffix_filter([b"#" + m.encode() for m in months])
+    row_filter = RowFilterChain([in_months, KEYS_ONLY])
     with BigtableDataClient(project=target.project) as client:
         table = client.get_table(target.instance, TABLE)
         keys = [row.row_key for row in table.read_rows(ReadRowsQuery(row_filter=row_filter))]

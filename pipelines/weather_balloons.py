@@ -23,11 +23,9 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.runner import PipelineResult
 
-from btts import admin
 from pipelines import common
 
 NAME = "weather_balloons"
-DEFAULT_PATTERN = "TS-COLS"
 # --balloon_pattern → the table of that column pattern (the same events land in any of them).
 PATTERNS = {
     "TS-COLS": "BALLOON_TS_COLS",
@@ -45,7 +43,7 @@ class BalloonPatternOptions(PipelineOptions):
         group = parser.add_argument_group("Weather-balloon column pattern")
         group.add_argument(
             "--balloon_pattern",
-            default=DEFAULT_PATTERN,
+            default="TS-COLS",
             choices=tuple(PATTERNS),
             help="TS-COLS (default): one row per balloon and minute, a column per measurement "
             "(table BALLOON_TS_COLS); TS-BLOB: the same rows, the event as one protobuf cell "
@@ -64,9 +62,7 @@ OPTION_CLASSES = WeatherBalloonOptions.__bases__  # what run() parses and --help
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job writing the table of the chosen column pattern."""
-    pattern = options.view_as(BalloonPatternOptions).balloon_pattern or DEFAULT_PATTERN
-    if pattern not in PATTERNS:
-        raise admin.ConfigError(f"--balloon_pattern={pattern!r}: use one of {', '.join(PATTERNS)}")
+    pattern = options.view_as(BalloonPatternOptions).balloon_pattern  # argparse checked it
     return common.builtin_job(NAME, __doc__, tables=(PATTERNS[pattern],))
 
 
