@@ -483,13 +483,10 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--schema", required=True)
     schema = admin.load_schema(pre.parse_known_args(argv)[0].schema)
-    try:
+    try:  # (argparse reports bad flags itself: usage, exit 2)
         spec = q.declared(schema, name)
-    except ValueError as err:
-        raise admin.ConfigError(str(err)) from None
-    args = _declared_parser(schema, spec, target_args).parse_args(argv)
-    values = {f: getattr(args, f) for f in spec.select}
-    try:
+        args = _declared_parser(schema, spec, target_args).parse_args(argv)
+        values = {f: getattr(args, f) for f in spec.select}
         query = q.declared_query(
             schema, spec.name, values, getattr(args, "start", None), getattr(args, "end", None),
             args.timezone,
