@@ -353,9 +353,9 @@ def _planned(args: argparse.Namespace) -> q.Query:
 def plan(words: list[str]) -> q.Query:
     """The query a ``btts query`` command line runs (without ``btts query``): what the demo
     shows is what it reads."""
-    parser = argparse.ArgumentParser(prog="btts query")
-    add_query_commands(parser.add_subparsers(dest="command"), lambda _: None, nested=False)
-    return _planned(parser.parse_args(words))
+    parser = argparse.ArgumentParser(prog="btts")
+    add_query_commands(parser.add_subparsers(dest="command"), lambda _: None)
+    return _planned(parser.parse_args(["query", *words]))
 
 
 def read(args: argparse.Namespace, query: q.Query) -> tuple[admin.Target, list]:
@@ -397,21 +397,16 @@ def _print(args, target: admin.Target, query: q.Query, records: list, hint: str 
         print(f"\n{hint}")
 
 
-def add_query_commands(
-    sub: argparse._SubParsersAction, target_args: Callable, nested: bool = True
-) -> None:
-    """``btts query <what> …``: one subcommand per documented query (``nested=False``: the
-    subcommands go straight into ``sub``)."""
-    qsub = sub
-    if nested:
-        parser = sub.add_parser(
-            "query",
-            help="run one of the documented queries and print the answer (table or JSON)",
-            description="The reads each schema was designed for. Keys and ranges come from the "
-            "table declarations; values are decoded. Times: RFC 3339 (2015-03-16T19:53:32Z), "
-            "epoch milliseconds, or a day (midnight UTC).",
-        )
-        qsub = parser.add_subparsers(dest="query", metavar="QUERY", required=True)
+def add_query_commands(sub: argparse._SubParsersAction, target_args: Callable) -> None:
+    """``btts query <what> …``: one subcommand per documented query."""
+    parser = sub.add_parser(
+        "query",
+        help="run one of the documented queries and print the answer (table or JSON)",
+        description="The reads each schema was designed for. Keys and ranges come from the "
+        "table declarations; values are decoded. Times: RFC 3339 (2015-03-16T19:53:32Z), "
+        "epoch milliseconds, or a day (midnight UTC).",
+    )
+    qsub = parser.add_subparsers(dest="query", metavar="QUERY", required=True)
     for name, (text, add_args, _) in SUBCOMMANDS.items():
         one = qsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         add_args(one)
