@@ -378,9 +378,8 @@ def add_query_commands(sub: argparse._SubParsersAction, target_args: Callable) -
     qsub = parser.add_subparsers(dest="query", metavar="QUERY", required=True)
     for name, (text, add_args) in SUBCOMMANDS.items():
         one = qsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-        plan = add_args(one)
+        one.set_defaults(func=_run_query, query=name, plan=add_args(one))
         _common(one, target_args)
-        one.set_defaults(func=_run_query, query=name, plan=plan)
 
 
 def _drop_tenant(args: argparse.Namespace) -> int:
