@@ -388,7 +388,6 @@ def decode_declared(
     decl = table.decl
     decoder = _Decoder(schema, table)
     whole = whole_rows(table, spec.latest)
-    salted = any(s.kind == "salt" for s in decl.key.segments)
     time_keys = {s.field for s in decl.key.segments if s.kind in key_ranges.TIME_KINDS}
     exact = {s.field for s in decl.key.segments if s.kind in ("epoch_ms", "reverse_ts")}
     per = table.rows_per.name if table.rows_per is not None else None
@@ -431,8 +430,6 @@ def decode_declared(
                 out.append(decoder.ordered(_sorted_dicts(by_time[ms])))
     if per is not None:  # a record put back together from several rows has no single key
         out = [decoder.ordered(r) for r in sorted(pivoted.values(), key=lambda r: r["ts_ms"])]
-    elif len(scans) > 1 and not salted:
-        out.sort(key=lambda r: r["ts_ms"])
     return out
 
 

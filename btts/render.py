@@ -9,7 +9,7 @@ most readers); the row key is shown in JSON, and in tables with ``show_keys``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 
 from transforms.timefmt import iso
@@ -67,40 +67,29 @@ def to_table(records: Sequence[Mapping[str, object]], show_keys: bool = False) -
     if not records:
         return "(no rows)"
     fields = [f for f in dict.fromkeys(k for r in records for k in r) if show_keys or f != "key"]
-    columns: list[tuple[str, object]] = []  # (header, how to get the cell text)
+    columns: list[tuple[str, Callable[[Mapping], str]]] = []  # (header, a record's cell text)
     for name in fields:
         sample = next(r[name] for r in records if name in r)
         if isinstance(sample, dict):
             keys = list(dict.fromkeys(k for r in records for k in r.get(name, {})))
             if len(keys) <= MAX_DICT_COLUMNS:
-                columns += [(str(k), (name, k)) for k in keys]
+                columns += [
+                    (str(k), lambda r, n=name, k=k: _text((r.get(n) or {}).get(k))) for k in keys
+                ]
             else:
-                columns.append((name, (name, None)))
+                columns.append((name, lambda r, n=name: _clip(_summary(r.get(n)))))
         elif name == "ts_ms":
-            columns.append(("time", (name, "iso")))
+            columns.append(("time", lambda r: iso(r.get("ts_ms"))))
         else:
-            columns.append((name, (name, "")))
-    lines = []
-    for record in records:
-        cells = []
-        for _, (name, part) in columns:
-            value = record.get(name)
-            if part == "iso":
-                cells.append(iso(value))
-            elif part == "":
-                cells.append(_clip(_text(value)))
-            elif part is None:
-                cells.append(_clip(_summary(value)))
-            else:
-                cells.append(_text((value or {}).get(part)))
-        lines.append(cells)
+            columns.append((name, lambda r, n=name: _clip(_text(r.get(n)))))
     headers = [h for h, _ in columns]
+    lines = [[cell(record) for _, cell in columns] for record in records]
     widths = [max(len(h), *(len(row[i]) for row in lines)) for i, h in enumerate(headers)]
-    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    out.append("  ".join("-" * w for w in widths))
-    for row in lines:
-        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(out)
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, lines)])
 
 
 def dict_grid(values: dict, per_line: int = 6) -> str:

@@ -80,10 +80,18 @@ def _tz(parser: argparse.ArgumentParser) -> None:
     )
 
 
-# Each subcommand: (name, help, add its arguments, build the Query from the parsed arguments).
+def _months(first: tuple[int, int], last: tuple[int, int] | None = None, tz=dt.timezone.utc):
+    return key_ranges.month_bounds(*first, tz)[0], key_ranges.month_bounds(*(last or first), tz)[1]
+
+
+# Each subcommand adds its arguments and returns how the parsed arguments become its Query: a
+# built-in schema's declared query (nothing here decodes).
 def _metrics(p):
     p.add_argument("--host", required=True, help="host name, e.g. server1.bbb.com")
     _range(p)
+    return lambda a: q.builtin_query(
+        "server_metrics", "host_metrics", {"hostname": a.host}, a.start, a.end
+    )
 
 
 def _current(p):
@@ -91,12 +99,27 @@ def _current(p):
         "--host", action="append", metavar="HOST", help="only this host (repeatable); "
         "default: the whole fleet"
     )  # fmt: skip
+    return lambda a: (
+        q.builtin_query("server_metrics", "latest_metrics", {"hostname": a.host})
+        if a.host
+        else q.builtin_query("server_metrics", "fleet_metrics")
+    )
 
 
-def _recent_args(p):
+def _recent(p):
     p.add_argument("--host", required=True)
     p.add_argument("-n", "--count", type=int, default=10, help="how many (default: 10)")
     p.add_argument("--before", type=_time, help="only readings before this time")
+
+    def plan(a):
+        if a.count < 1:
+            raise ValueError("--count must be at least 1")
+        window = (0, a.before) if a.before is not None else (None, None)
+        return q.builtin_query(
+            "queries", "recent_metrics", {"hostname": a.host}, *window, limit=a.count
+        )
+
+    return plan
 
 
 def _meter(p):
@@ -104,8 +127,14 @@ def _meter(p):
     p.add_argument("--date", type=_day, required=True, help="the day, YYYY-MM-DD or YYYYMMDD")
     _tz(p)
 
+    def plan(a):
+        window = key_ranges.day_bounds(a.date, a.timezone)
+        return q.builtin_query("smart_meters", "meter_day", {"meter": a.meter}, *window, a.timezone)
 
-def _meters_of_day_args(p):
+    return plan
+
+
+def _meters_of_day(p):
     p.add_argument("--date", type=_day, required=True, help="the day, YYYY-MM-DD or YYYYMMDD")
     p.add_argument(
         "--layout",
@@ -115,22 +144,43 @@ def _meters_of_day_args(p):
     )
     _tz(p)
 
+    def plan(a):
+        if a.layout == "single_table":
+            window = key_ranges.day_bounds(a.date, a.timezone)
+            return q.builtin_query("smart_meters", "meters_of_day", {}, *window)
+        copy = nightly.daily_table("SENSOR", f"{a.date:%Y%m%d}")
+        return q.builtin_query("smart_meters", "meters_of_day_copy", table=copy)
 
-def _market_args(p):
-    p.add_argument("--exchange", required=True, help="e.g. NASDAQ")
-    p.add_argument("--symbol", required=True, help="e.g. ZXZZT")
-    _range(p)
+    return plan
+
+
+def _market(name: str):
+    def add(p):
+        p.add_argument("--exchange", required=True, help="e.g. NASDAQ")
+        p.add_argument("--symbol", required=True, help="e.g. ZXZZT")
+        _range(p)
+        return lambda a: q.builtin_query(
+            "market_data", name, {"exchange": a.exchange, "symbol": a.symbol}, a.start, a.end
+        )
+
+    return add
 
 
 def _player_games(p):
     p.add_argument("--game", required=True, help="e.g. LoL")
     p.add_argument("--player", required=True, help="e.g. Corrie")
     p.add_argument("--month", type=_month, required=True, help="YYYY-MM")
+    return lambda a: q.builtin_query(
+        "game_results", "player_games", {"game": a.game, "player": a.player}, *_months(a.month)
+    )
 
 
 def _games(p):
     p.add_argument("--game", required=True, help="e.g. LoL")
     p.add_argument("--month", type=_month, required=True, help="YYYY-MM")
+    return lambda a: q.builtin_query(
+        "game_results", "games_of_month", {"game": a.game}, *_months(a.month)
+    )
 
 
 BALLOON_QUERIES = {  # --pattern → the weather_balloons query reading that layout's table
@@ -151,6 +201,13 @@ def _balloon(p):
     p.add_argument("--location", required=True, help="e.g. us-west2")
     p.add_argument("--balloon", required=True, help="balloon id, e.g. 3698")
     _range(p)
+    return lambda a: q.builtin_query(
+        "weather_balloons",
+        BALLOON_QUERIES[a.pattern],
+        {"location": a.location, "balloon_id": a.balloon},
+        a.start,
+        a.end,
+    )
 
 
 def _battery(p):
@@ -160,9 +217,19 @@ def _battery(p):
         "BATTERY_SALTED, one scan per salt bucket merged in time order"
     )  # fmt: skip
 
+    def plan(a):
+        if a.user is not None:  # field promotion: one contiguous range
+            return q.builtin_query(
+                "battery", "battery_levels_of_user", {"user": a.user}, a.start, a.end
+            )
+        return q.builtin_query("battery", "battery_levels", {}, a.start, a.end)
+
+    return plan
+
 
 def _tenant(p):
     p.add_argument("--tenant", required=True, help="e.g. altostrat")
+    return lambda a: q.builtin_query("devices", "tenant_rows", {"tenant": a.tenant})
 
 
 def _garden(p):
@@ -171,6 +238,16 @@ def _garden(p):
     p.add_argument("--start", type=_time, help="daily rows from this day (with --end)")
     p.add_argument("--end", type=_time, help="… to this day (exclusive)")
 
+    def plan(a):
+        values = {"garden": a.garden}
+        if a.month:
+            return q.builtin_query("garden", "garden_month", values, *_months(a.month))
+        if a.start is None or a.end is None:
+            raise admin.ConfigError("garden: pass --month, or --start and --end")
+        return q.builtin_query("garden", "garden_days", values, a.start, a.end)
+
+    return plan
+
 
 def _sales(p):
     p.add_argument("--employee", required=True)
@@ -178,158 +255,51 @@ def _sales(p):
     p.add_argument("--to", dest="last", type=_month, help="last month (default: --from)")
     _tz(p)
 
-
-# From the command's flags to a built-in schema's declared query: nothing below decodes.
-def _months(first: tuple[int, int], last: tuple[int, int] | None = None, tz=dt.timezone.utc):
-    return key_ranges.month_bounds(*first, tz)[0], key_ranges.month_bounds(*(last or first), tz)[1]
-
-
-def _meters_of_day(a):
-    if a.layout == "single_table":
-        return q.builtin_query(
-            "smart_meters", "meters_of_day", {}, *key_ranges.day_bounds(a.date, a.timezone)
-        )
-    copy = nightly.daily_table("SENSOR", f"{a.date:%Y%m%d}")
-    return q.builtin_query("smart_meters", "meters_of_day_copy", table=copy)
-
-
-def _recent(a):
-    if a.count < 1:
-        raise ValueError("--count must be at least 1")
-    window = (0, a.before) if a.before is not None else (None, None)
-    return q.builtin_query(
-        "queries", "recent_metrics", {"hostname": a.host}, *window, limit=a.count
-    )
-
-
-def _battery_query(a):
-    if a.user is not None:  # field promotion: one contiguous range
-        return q.builtin_query(
-            "battery", "battery_levels_of_user", {"user": a.user}, a.start, a.end
-        )
-    return q.builtin_query("battery", "battery_levels", {}, a.start, a.end)
-
-
-def _garden_query(a):
-    if a.month:
-        return q.builtin_query("garden", "garden_month", {"garden": a.garden}, *_months(a.month))
-    if a.start is None or a.end is None:
-        raise admin.ConfigError("garden: pass --month, or --start and --end")
-    return q.builtin_query("garden", "garden_days", {"garden": a.garden}, a.start, a.end)
-
-
-def _latest(a):
-    if a.host:
-        return q.builtin_query("server_metrics", "latest_metrics", {"hostname": a.host})
-    return q.builtin_query("server_metrics", "fleet_metrics")
-
-
-def _market(name: str):
     def plan(a):
-        values = {"exchange": a.exchange, "symbol": a.symbol}
-        return q.builtin_query("market_data", name, values, a.start, a.end)
+        window = _months(a.first, a.last, a.timezone)
+        return q.builtin_query(
+            "sales", "monthly_sales", {"employee": a.employee}, *window, a.timezone
+        )
 
     return plan
 
 
-SUBCOMMANDS: dict[str, tuple[str, Callable, Callable]] = {
-    "metrics": (
-        "one host's metrics between two times (METRIC range)",
-        _metrics,
-        lambda a: q.builtin_query(
-            "server_metrics", "host_metrics", {"hostname": a.host}, a.start, a.end
-        ),
-    ),
-    "current": (
-        "latest metrics of the fleet or of chosen hosts (CURRENT_METRIC)",
-        _current,
-        _latest,
-    ),
+SUBCOMMANDS: dict[str, tuple[str, Callable]] = {  # name → (help, add its arguments)
+    "metrics": ("one host's metrics between two times (METRIC range)", _metrics),
+    "current": ("latest metrics of the fleet or of chosen hosts (CURRENT_METRIC)", _current),
     "recent": (
         "a host's latest N readings, newest first (METRIC_RECENT, reversed timestamps)",
-        _recent_args,
         _recent,
     ),
-    "meter": (
-        "one meter's readings of one day (a single SENSOR row)",
-        _meter,
-        lambda a: q.builtin_query(
-            "smart_meters",
-            "meter_day",
-            {"meter": a.meter},
-            *key_ranges.day_bounds(a.date, a.timezone),
-            a.timezone,
-        ),
-    ),
+    "meter": ("one meter's readings of one day (a single SENSOR row)", _meter),
     "meters-of-day": (
         "every meter's readings of one day (the nightly SENSOR_YYYYMMDD table)",
-        _meters_of_day_args,
         _meters_of_day,
     ),
     "quotes": (
         "quotes of one exchange + symbol between two times (QUOTE range)",
-        _market_args,
         _market("quotes"),
     ),
     "trades": (
         "trades of one exchange + symbol between two times (TRADE range)",
-        _market_args,
         _market("trades"),
     ),
     "player-games": (
         "one player's results of one game in a month (GAME_BY_PLAYER range)",
         _player_games,
-        lambda a: q.builtin_query(
-            "game_results",
-            "player_games",
-            {"game": a.game, "player": a.player},
-            *_months(a.month),
-        ),
     ),
-    "games": (
-        "every result of one game in a month (GAME_BY_DATE range)",
-        _games,
-        lambda a: q.builtin_query(
-            "game_results", "games_of_month", {"game": a.game}, *_months(a.month)
-        ),
-    ),
+    "games": ("every result of one game in a month (GAME_BY_DATE range)", _games),
     "balloon": (
         "one balloon's measurements between two times, from one of the four layouts",
         _balloon,
-        lambda a: q.builtin_query(
-            "weather_balloons",
-            BALLOON_QUERIES[a.pattern],
-            {"location": a.location, "balloon_id": a.balloon},
-            a.start,
-            a.end,
-        ),
     ),
     "battery": (
         "battery levels between two times (salted: merged buckets; --user: promoted)",
         _battery,
-        _battery_query,
     ),
-    "tenant": (
-        "every device reading of one tenant (DEVICE prefix TENANT#)",
-        _tenant,
-        lambda a: q.builtin_query("devices", "tenant_rows", {"tenant": a.tenant}),
-    ),
-    "garden": (
-        "a garden's days (GARDEN_DAILY range) or month (GARDEN_MONTHLY row)",
-        _garden,
-        _garden_query,
-    ),
-    "sales": (
-        "an employee's monthly sales totals (SALES_MONTHLY aggregates)",
-        _sales,
-        lambda a: q.builtin_query(
-            "sales",
-            "monthly_sales",
-            {"employee": a.employee},
-            *_months(a.first, a.last, a.timezone),
-            a.timezone,
-        ),
-    ),
+    "tenant": ("every device reading of one tenant (DEVICE prefix TENANT#)", _tenant),
+    "garden": ("a garden's days (GARDEN_DAILY range) or month (GARDEN_MONTHLY row)", _garden),
+    "sales": ("an employee's monthly sales totals (SALES_MONTHLY aggregates)", _sales),
 }
 
 
@@ -343,9 +313,8 @@ EMPTY_HINTS = {
 
 
 def _planned(args: argparse.Namespace) -> q.Query:
-    _, _, plan = SUBCOMMANDS[args.query]
     try:
-        return plan(args)
+        return args.plan(args)
     except (ValueError, InvalidEvent) as err:
         raise admin.ConfigError(str(err)) from None
 
@@ -353,9 +322,9 @@ def _planned(args: argparse.Namespace) -> q.Query:
 def plan(words: list[str]) -> q.Query:
     """The query a ``btts query`` command line runs (without ``btts query``): what the demo
     shows is what it reads."""
-    parser = argparse.ArgumentParser(prog="btts query")
-    add_query_commands(parser.add_subparsers(dest="command"), lambda _: None, nested=False)
-    return _planned(parser.parse_args(words))
+    parser = argparse.ArgumentParser(prog="btts")
+    add_query_commands(parser.add_subparsers(dest="command"), lambda _: None)
+    return _planned(parser.parse_args(["query", *words]))
 
 
 def read(args: argparse.Namespace, query: q.Query) -> tuple[admin.Target, list]:
@@ -397,26 +366,20 @@ def _print(args, target: admin.Target, query: q.Query, records: list, hint: str 
         print(f"\n{hint}")
 
 
-def add_query_commands(
-    sub: argparse._SubParsersAction, target_args: Callable, nested: bool = True
-) -> None:
-    """``btts query <what> …``: one subcommand per documented query (``nested=False``: the
-    subcommands go straight into ``sub``)."""
-    qsub = sub
-    if nested:
-        parser = sub.add_parser(
-            "query",
-            help="run one of the documented queries and print the answer (table or JSON)",
-            description="The reads each schema was designed for. Keys and ranges come from the "
-            "table declarations; values are decoded. Times: RFC 3339 (2015-03-16T19:53:32Z), "
-            "epoch milliseconds, or a day (midnight UTC).",
-        )
-        qsub = parser.add_subparsers(dest="query", metavar="QUERY", required=True)
-    for name, (text, add_args, _) in SUBCOMMANDS.items():
+def add_query_commands(sub: argparse._SubParsersAction, target_args: Callable) -> None:
+    """``btts query <what> …``: one subcommand per documented query."""
+    parser = sub.add_parser(
+        "query",
+        help="run one of the documented queries and print the answer (table or JSON)",
+        description="The reads each schema was designed for. Keys and ranges come from the "
+        "table declarations; values are decoded. Times: RFC 3339 (2015-03-16T19:53:32Z), "
+        "epoch milliseconds, or a day (midnight UTC).",
+    )
+    qsub = parser.add_subparsers(dest="query", metavar="QUERY", required=True)
+    for name, (text, add_args) in SUBCOMMANDS.items():
         one = qsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-        add_args(one)
+        one.set_defaults(func=_run_query, query=name, plan=add_args(one))
         _common(one, target_args)
-        one.set_defaults(func=_run_query, query=name)
 
 
 def _drop_tenant(args: argparse.Namespace) -> int:
@@ -483,13 +446,10 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--schema", required=True)
     schema = admin.load_schema(pre.parse_known_args(argv)[0].schema)
-    try:
+    try:  # (argparse reports bad flags itself: usage, exit 2)
         spec = q.declared(schema, name)
-    except ValueError as err:
-        raise admin.ConfigError(str(err)) from None
-    args = _declared_parser(schema, spec, target_args).parse_args(argv)
-    values = {f: getattr(args, f) for f in spec.select}
-    try:
+        args = _declared_parser(schema, spec, target_args).parse_args(argv)
+        values = {f: getattr(args, f) for f in spec.select}
         query = q.declared_query(
             schema, spec.name, values, getattr(args, "start", None), getattr(args, "end", None),
             args.timezone,

@@ -7,7 +7,7 @@ Pure: no Beam, no client. A query is planned as a :class:`Scan` — the table, t
 disagree with a write about a padding width, a label format or a delimiter. ``btts.query_engine``
 executes the scans and decodes the rows.
 
-* :func:`row_key` — one row (all the key's fields given).
+* :func:`row_scan` — whole rows (all the key's fields given): the keys the writer built.
 * :func:`key_prefix` / :func:`prefix_scan` — every row whose leading segments are fixed.
 * :func:`time_range` — the rows of ``start_ms <= t < end_ms`` after the fixed leading segments:
   the time segment that follows them gives the bounds (13-digit epoch ms, a calendar label, or a
@@ -132,11 +132,6 @@ def _partial(decl: TableDecl, count: int) -> KeyRecipe:
     return KeyRecipe(tuple(decl.key.segments[:count]), decl.key.delimiter)
 
 
-def row_key(decl: TableDecl, values: Mapping[str, object], tz: dt.tzinfo = UTC) -> bytes:
-    """The one row key of ``values`` (every key field given): what the writer built."""
-    return decl.key.build(values, tz)
-
-
 def key_prefix(decl: TableDecl, values: Mapping[str, object], tz: dt.tzinfo = UTC) -> bytes:
     """The key text of the leading segments ``values`` fixes, with the delimiter after it
     (``acme#`` never matches ``acme2#…``); ``b""`` when nothing is fixed (the whole table)."""
@@ -153,17 +148,9 @@ def prefix_range(prefix: bytes) -> KeyRange:
     return (prefix, keys.prefix_end(prefix)) if prefix else WHOLE_TABLE
 
 
-def prefix_scan(
-    decl: TableDecl,
-    values: Mapping[str, object],
-    tz: dt.tzinfo = UTC,
-    *,
-    latest_only: bool = False,
-    limit: int | None = None,
-) -> Scan:
+def prefix_scan(decl: TableDecl, values: Mapping[str, object], tz: dt.tzinfo = UTC) -> Scan:
     """Every row whose leading segments equal ``values`` (the whole table for none)."""
-    span = prefix_range(key_prefix(decl, values, tz))
-    return Scan(decl.name, ranges=(span,), latest_only=latest_only, limit=limit)
+    return Scan(decl.name, ranges=(prefix_range(key_prefix(decl, values, tz)),))
 
 
 def time_range(
@@ -204,35 +191,16 @@ def time_range(
 
 
 def time_scan(
-    decl: TableDecl,
-    values: Mapping[str, object],
-    start_ms: int,
-    end_ms: int,
-    tz: dt.tzinfo = UTC,
-    *,
-    latest_only: bool = False,
+    decl: TableDecl, values: Mapping[str, object], start_ms: int, end_ms: int, tz: dt.tzinfo = UTC
 ) -> Scan:
     """The range of :func:`time_range`, keeping only cells stamped in ``[start_ms, end_ms)``."""
-    return Scan(
-        decl.name,
-        ranges=(time_range(decl, values, start_ms, end_ms, tz),),
-        start_ms=start_ms,
-        end_ms=end_ms,
-        latest_only=latest_only,
-    )
+    span = time_range(decl, values, start_ms, end_ms, tz)
+    return Scan(decl.name, ranges=(span,), start_ms=start_ms, end_ms=end_ms)
 
 
-def row_scan(
-    decl: TableDecl,
-    rows: Sequence[Mapping[str, object]],
-    tz: dt.tzinfo = UTC,
-    *,
-    latest_only: bool = False,
-) -> Scan:
+def row_scan(decl: TableDecl, rows: Sequence[Mapping[str, object]], tz: dt.tzinfo = UTC) -> Scan:
     """Exactly the rows of these key values (point reads)."""
-    return Scan(
-        decl.name, row_keys=tuple(row_key(decl, v, tz) for v in rows), latest_only=latest_only
-    )
+    return Scan(decl.name, row_keys=tuple(decl.row_key(v, tz) for v in rows))
 
 
 # -- calendar helpers for the CLI and the query functions --------------------------------------

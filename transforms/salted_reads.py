@@ -14,25 +14,15 @@ from __future__ import annotations
 import datetime as dt
 import heapq
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
 
 from transforms import keys
 from transforms.table_model import TIME_FORMATS, TableDecl
 
 
-class SaltLayout(NamedTuple):
-    """Where the salt sits in a key: the constant text before it, its bucket count, and how the
-    time segment after it is written."""
-
-    head: str  # e.g. "BATTERY#" (constants and their delimiters)
-    buckets: int
-    time_format: str
-    delimiter: str
-
-
-def salt_layout(decl: TableDecl) -> SaltLayout:
-    """The salt's place in ``decl``'s key. Only constants may precede the salt and a time label
-    must follow it: otherwise a time range is not one contiguous range per bucket."""
+def salt_prefixes(decl: TableDecl) -> tuple[list[str], str]:
+    """The key text before the time segment in each salt bucket (``BATTERY#0#``…, in key order),
+    and that segment's time format. Only constants may precede the salt and a time label must
+    follow it: otherwise a time range is not one contiguous range per bucket."""
     segments = decl.key.segments
     at = next((i for i, s in enumerate(segments) if s.kind == "salt"), None)
     if at is None:
@@ -43,7 +33,8 @@ def salt_layout(decl: TableDecl) -> SaltLayout:
         raise ValueError(f"{decl.name}: the salt must be followed by a time segment")
     delimiter = decl.key.delimiter
     head = "".join(s.arg + delimiter for s in segments[:at])
-    return SaltLayout(head, segments[at].width or 1, segments[at + 1].arg, delimiter)
+    buckets = keys.salt_buckets(segments[at].width or 1)
+    return [f"{head}{salt}{delimiter}" for salt in buckets], segments[at + 1].arg
 
 
 def salted_time_ranges(
@@ -53,21 +44,16 @@ def salted_time_ranges(
     ``start_ms <= t < end_ms`` (at the time segment's granularity: exact for milliseconds)."""
     if end_ms < start_ms:
         raise ValueError(f"time range ends ({end_ms}) before it starts ({start_ms})")
-    layout = salt_layout(decl)
-    label = TIME_FORMATS[layout.time_format]
+    prefixes, time_format = salt_prefixes(decl)
+    label = TIME_FORMATS[time_format]
     low, high = label(start_ms, tz), label(end_ms, tz)
-    out = []
-    for salt in keys.salt_buckets(layout.buckets):
-        prefix = f"{layout.head}{salt}{layout.delimiter}"
-        out.append(((prefix + low).encode("utf-8"), (prefix + high).encode("utf-8")))
-    return out
+    return [((p + low).encode("utf-8"), (p + high).encode("utf-8")) for p in prefixes]
 
 
 def merge_in_time_order(decl: TableDecl, scans: Sequence[Iterable]) -> list:
     """Merge per-bucket scans (each in key order; items have a ``key`` attribute) into one list
     in time order. Ties (same time, different buckets) fall back to the full key."""
-    layout = salt_layout(decl)
     # Time order is the key after the salt's delimiter (every salt has the same width).
-    head = layout.head + "0" * keys.salt_width(layout.buckets) + layout.delimiter
-    skip = len(head.encode("utf-8"))
+    prefixes, _ = salt_prefixes(decl)
+    skip = len(prefixes[0].encode("utf-8"))
     return list(heapq.merge(*scans, key=lambda row: (row.key[skip:], row.key)))

@@ -26,8 +26,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from transforms.key_ranges import TIME_KINDS
+
 READS = ("time", "prefix", "row", "table")
-_TIME_KINDS = ("epoch_ms", "time", "reverse_ts")
 _QUERY_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _ALLOWED = ("name", "table", "doc", "select", "read", "latest", "limit", "per")
 
@@ -108,15 +109,15 @@ def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
             f"order (a prefix of {names})",
         )
         return None
-    following = key_fields[len(fixed)] if len(fixed) < len(key_fields) else None
-    default = "time" if following and following[1] in _TIME_KINDS else "prefix"
+    time_follows = len(fixed) < len(key_fields) and key_fields[len(fixed)][1] in TIME_KINDS
+    default = "time" if time_follows else "prefix"
     if len(fixed) == len(key_fields) and fixed:
         default = "row"
     read = checker.text(node, "read", what, default=default)
     if read not in READS:
         checker.bad(lines.get("read", line), f"{what}: read must be one of {', '.join(READS)}")
         return None
-    if read == "time" and not salted and (following is None or following[1] not in _TIME_KINDS):
+    if read == "time" and not salted and not time_follows:
         checker.bad(
             lines.get("read", line),
             f"{what}: read: time needs a time segment right after {list(select) or 'the start'}"
