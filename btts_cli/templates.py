@@ -413,10 +413,9 @@ def drift(root: Path = PACKAGE_ROOT) -> list[str]:
                 except (ValueError, AttributeError):
                     reasons = ["not a JSON object"]
             problems += [f"{where}: {r}" for r in reasons or ["differs from the pipeline"]]
-    if folder.is_dir():
-        for meta in sorted(folder.glob("*/metadata.json")):
-            if meta.parent.name not in expected:
-                problems.append(f"{meta.relative_to(root)}: no pipeline {meta.parent.name!r}")
+    for meta in sorted(folder.glob("*/metadata.json")):  # none when there is no folder
+        if meta.parent.name not in expected:
+            problems.append(f"{meta.relative_to(root)}: no pipeline {meta.parent.name!r}")
     return problems
 
 
@@ -574,14 +573,13 @@ def add_actions(parser: argparse.ArgumentParser) -> None:
         "--pipeline", action="append", choices=pipeline_names(), help="only this one"
     )
     build.add_argument("--run", action="store_true", help="run the gcloud commands too")
-    build.add_argument("--root", help="repository root (default: this checkout)")
-    build.set_defaults(func=_build)
     check = actions.add_parser(
         "check",
         help="fail when a committed template differs from its pipeline's options",
     )
-    check.add_argument("--root", help="repository root (default: this checkout)")
-    check.set_defaults(func=_check)
+    for action, func in ((build, _build), (check, _check)):
+        action.add_argument("--root", help="repository root (default: this checkout)")
+        action.set_defaults(func=func)
 
 
 def register(subparsers) -> None:
