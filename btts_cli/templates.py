@@ -224,10 +224,6 @@ def required_on_dataflow(flag: Flag, names: set[str]) -> bool:
 # -- metadata.json ----------------------------------------------------------------------------
 
 
-def _label(name: str) -> str:
-    return LABELS.get(name) or name.replace("_", " ").capitalize()
-
-
 def parameter(flag: Flag, names: set[str]) -> dict:
     """One template parameter: the flag's name, a label, its help, whether it is optional, and
     the regexes and input type Dataflow validates a launch with."""
@@ -241,7 +237,7 @@ def parameter(flag: Flag, names: set[str]) -> dict:
         notes.append(DATAFLOW_NOTES[flag.name])
     param = {
         "name": flag.name,
-        "label": _label(flag.name),
+        "label": LABELS.get(flag.name) or flag.name.replace("_", " ").capitalize(),
         "helpText": " ".join(n for n in notes if n),
         "isOptional": not required,
     }
