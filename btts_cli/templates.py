@@ -361,11 +361,10 @@ def write(root: Path = PACKAGE_ROOT, names: Sequence[str] | None = None) -> list
     changed."""
     changed = []
     for name in names or pipeline_names():
-        folder = root / "templates" / name
-        folder.mkdir(parents=True, exist_ok=True)
         for file_name, text in rendered(name, root).items():
-            path = folder / file_name
+            path = root / "templates" / name / file_name
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
                 changed.append(path)
     return changed
