@@ -199,8 +199,7 @@ def metric_events(
     metrics: tuple[str, ...] = METRIC_NAMES,
 ) -> Iterator[str]:
     """JSON lines of :func:`metric_records`."""
-    for record in metric_records(hosts, seconds, interval_s, start_ms, seed, metrics):
-        yield json.dumps(record)
+    return map(json.dumps, metric_records(hosts, seconds, interval_s, start_ms, seed, metrics))
 
 
 # -- smart meters -----------------------------------------------------------------------------
@@ -327,7 +326,8 @@ def battery_records(
     millisecond, so no two users share a time (the salted key does not hold the user)."""
     rng = random.Random(seed)
     names = [
-        PLAYERS[i % len(PLAYERS)] + (str(i // len(PLAYERS)) or "") * (i >= 20) for i in range(users)
+        PLAYERS[i % len(PLAYERS)] + (str(i // len(PLAYERS)) if i >= len(PLAYERS) else "")
+        for i in range(users)
     ]
     levels = [rng.randrange(40, 100) for _ in names]
     offsets = [i * 1_013 + 1 for i in range(users)]  # distinct ms offsets within the minute

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import os
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from btts import __version__, admin, emulator
 from btts_cli import templates
-from pipelines import job_modules, load
+from pipelines import job_modules
 
 
 def _target_args(parser: argparse.ArgumentParser) -> None:
@@ -95,15 +96,9 @@ def _emulator_stop(args: argparse.Namespace) -> int:
     return 0
 
 
-def _ingest(args: argparse.Namespace) -> int:
-    load(args.job).run(_instance_flag(args.args))
-    return 0
-
-
-def _nightly(args: argparse.Namespace) -> int:
-    from pipelines import nightly
-
-    nightly.run(_instance_flag(args.args))
+def _run_job(args: argparse.Namespace) -> int:
+    """``btts ingest|check JOB …`` and ``btts nightly …``: the job module's ``run``."""
+    importlib.import_module(f"pipelines.{args.job}").run(_instance_flag(args.args))
     return 0
 
 
@@ -234,7 +229,7 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
     for command in (ingest, check):
         command.add_argument("job", choices=sorted(job_modules()), help="which dataset")
         command.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
-        command.set_defaults(func=_ingest)
+        command.set_defaults(func=_run_job)
 
 
 def _add_nightly(sub: argparse._SubParsersAction) -> None:
@@ -247,7 +242,7 @@ def _add_nightly(sub: argparse._SubParsersAction) -> None:
         "is passed to it.",
     )
     nightly.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
-    nightly.set_defaults(func=_nightly)
+    nightly.set_defaults(func=_run_job, job="nightly")
 
 
 def _add_query(sub: argparse._SubParsersAction) -> None:

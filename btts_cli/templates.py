@@ -224,10 +224,6 @@ def required_on_dataflow(flag: Flag, names: set[str]) -> bool:
 # -- metadata.json ----------------------------------------------------------------------------
 
 
-def _label(name: str) -> str:
-    return LABELS.get(name) or name.replace("_", " ").capitalize()
-
-
 def parameter(flag: Flag, names: set[str]) -> dict:
     """One template parameter: the flag's name, a label, its help, whether it is optional, and
     the regexes and input type Dataflow validates a launch with."""
@@ -241,7 +237,7 @@ def parameter(flag: Flag, names: set[str]) -> dict:
         notes.append(DATAFLOW_NOTES[flag.name])
     param = {
         "name": flag.name,
-        "label": _label(flag.name),
+        "label": LABELS.get(flag.name) or flag.name.replace("_", " ").capitalize(),
         "helpText": " ".join(n for n in notes if n),
         "isOptional": not required,
     }
@@ -365,11 +361,10 @@ def write(root: Path = PACKAGE_ROOT, names: Sequence[str] | None = None) -> list
     changed."""
     changed = []
     for name in names or pipeline_names():
-        folder = root / "templates" / name
-        folder.mkdir(parents=True, exist_ok=True)
         for file_name, text in rendered(name, root).items():
-            path = folder / file_name
+            path = root / "templates" / name / file_name
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(text, encoding="utf-8")
                 changed.append(path)
     return changed
@@ -413,10 +408,9 @@ def drift(root: Path = PACKAGE_ROOT) -> list[str]:
                 except (ValueError, AttributeError):
                     reasons = ["not a JSON object"]
             problems += [f"{where}: {r}" for r in reasons or ["differs from the pipeline"]]
-    if folder.is_dir():
-        for meta in sorted(folder.glob("*/metadata.json")):
-            if meta.parent.name not in expected:
-                problems.append(f"{meta.relative_to(root)}: no pipeline {meta.parent.name!r}")
+    for meta in sorted(folder.glob("*/metadata.json")):  # none when there is no folder
+        if meta.parent.name not in expected:
+            problems.append(f"{meta.relative_to(root)}: no pipeline {meta.parent.name!r}")
     return problems
 
 
@@ -574,14 +568,13 @@ def add_actions(parser: argparse.ArgumentParser) -> None:
         "--pipeline", action="append", choices=pipeline_names(), help="only this one"
     )
     build.add_argument("--run", action="store_true", help="run the gcloud commands too")
-    build.add_argument("--root", help="repository root (default: this checkout)")
-    build.set_defaults(func=_build)
     check = actions.add_parser(
         "check",
         help="fail when a committed template differs from its pipeline's options",
     )
-    check.add_argument("--root", help="repository root (default: this checkout)")
-    check.set_defaults(func=_check)
+    for action, func in ((build, _build), (check, _check)):
+        action.add_argument("--root", help="repository root (default: this checkout)")
+        action.set_defaults(func=func)
 
 
 def register(subparsers) -> None:
