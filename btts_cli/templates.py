@@ -560,8 +560,8 @@ def add_actions(parser: argparse.ArgumentParser) -> None:
     build = actions.add_parser(
         "build",
         help="regenerate templates/<pipeline>/ and print (or --run) the gcloud build commands",
-        description="Write metadata.json, Dockerfile and main.py of every pipeline's flex "
-        "template from its option classes, then print the commands that build each image "
+        description="Write metadata.json and the Dockerfile of every pipeline's flex template "
+        "from its option classes, then print the commands that build each image "
         "(Cloud Build) and template spec (gcloud dataflow flex-template build).",
     )
     build.add_argument(
