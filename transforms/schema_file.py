@@ -91,6 +91,7 @@ _ADVISOR_RATE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s+per\s+([0-9]+\s*[smhdw])
 _RULE_ID = re.compile(r"[A-Z]+(-[A-Z]+)+\Z")
 _TABLE = re.compile(r"[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}\Z")
 _FAMILY = re.compile(r"[-_.a-zA-Z0-9]{1,64}\Z")
+DECLARATIONS = Path(__file__).parent / "declarations"  # the built-in datasets' schema files
 
 
 class SchemaError(ValueError):
@@ -1380,7 +1381,7 @@ def load(path: str | Path) -> Schema:
 @cache
 def builtin(name: str) -> Schema:
     """The built-in dataset ``name``'s schema (``transforms/declarations/<name>.yaml``)."""
-    return load(Path(__file__).parent / "declarations" / f"{name}.yaml")
+    return load(DECLARATIONS / f"{name}.yaml")
 
 
 # -- describing the input -----------------------------------------------------------------------
