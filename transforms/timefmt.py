@@ -268,8 +268,6 @@ def make_parser(
             return parse_event_time(value, field)
 
         return iso
-    if problem := strptime_problem(fmt):
-        raise ValueError(f"time format {fmt!r}: {problem}")
     offset = "%z" in fmt
 
     def pattern(value: object) -> int:
