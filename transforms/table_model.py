@@ -185,8 +185,7 @@ class KeyRecipe:
             if seg.kind in FREE_TEXT_KINDS
         )
         object.__setattr__(self, "_checked", checked)
-        salts = [index for index, builder in enumerate(builders) if builder is None]
-        object.__setattr__(self, "_salt_at", salts[0] if salts else -1)
+        object.__setattr__(self, "_salt_at", builders.index(None) if None in builders else -1)
 
     @property
     def fields(self) -> tuple[str, ...]:
