@@ -4,17 +4,14 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
 
 from transforms import schema_file
 from transforms.table_model import TableDecl
 
-DECLARATIONS = Path(__file__).parent / "declarations"
-
 
 def builtin_datasets() -> list[str]:
     """The built-in schema files' names (``server_metrics``, ``smart_meters``…)."""
-    return sorted(path.stem for path in DECLARATIONS.glob("*.yaml"))
+    return sorted(path.stem for path in schema_file.DECLARATIONS.glob("*.yaml"))
 
 
 @cache

@@ -28,10 +28,6 @@ def reason_kind(reason: str) -> str:
     value-like numbers after it become ``'…'`` and ``N``."""
     field = _FIELD.match(reason)
     head = field.group() if field else ""
-    kind = head + _generalise(reason[len(head) :])
+    kind = head + _NUMBER.sub(r"\1N", _QUOTED.sub("'…'", reason[len(head) :]))
     kind = _SPACE.sub(" ", kind).strip()
     return kind if len(kind) <= MAX_KIND_CHARS else kind[: MAX_KIND_CHARS - 1] + "…"
-
-
-def _generalise(text: str) -> str:
-    return _NUMBER.sub(r"\1N", _QUOTED.sub("'…'", text))

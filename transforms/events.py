@@ -49,8 +49,8 @@ _decoder = json.JSONDecoder(
     parse_float=Num, parse_int=Num, parse_constant=_reject_constant, object_pairs_hook=_object
 )
 _decode = _decoder.decode
-_scan = _decoder.scan_once  # the C scanner: decode() without its two whitespace regexes
-scan_json = _scan  # (text, index) -> (value, end): how readers find a JSON array's elements
+# The C scanner, (text, index) -> (value, end): decode() without its two whitespace regexes.
+scan_json = _decoder.scan_once
 
 _ARRAY_HINT = (
     " (the line looks like part of one JSON array: read the file as an array with "
@@ -80,15 +80,13 @@ def _utf8(raw: bytes) -> str:
 
 def parse_json_object(raw: bytes | str) -> dict:
     """One JSON object per line. Raises :class:`InvalidEvent` with a precise reason."""
-    if type(raw) is bytes:
+    if isinstance(raw, bytes):
         try:
             raw = raw.decode()
         except UnicodeDecodeError:
             raw = _utf8(raw)  # raises with the offending byte
-    elif isinstance(raw, bytes):
-        raw = _utf8(raw)
     try:
-        obj, end = _scan(raw, 0)  # the common case: an object from the first character on
+        obj, end = scan_json(raw, 0)  # the common case: an object from the first character on
         if end != len(raw) and not raw[end:].isspace():
             obj = _decode(raw)  # says what the extra data is
     except (StopIteration, json.JSONDecodeError, RecursionError):

@@ -40,18 +40,8 @@ from transforms.table_model import (
     TableDecl,
 )
 
-FIELD_TYPES = {
-    "text": "a string (CSV: any cell); optional max_length, whitespace: allow|trimmed|none",
-    "number": "a JSON number kept as its source text (600.60 stays 600.60); optional min, max",
-    "integer": "a whole number (key segments may zero-pad it); optional min, max",
-    "id": "a non-negative integer or a text id, kept as the source wrote it",
-    "boolean": "true or false",
-    "time": "an event time; format: auto (RFC 3339 or epoch ms), rfc3339, epoch_s, epoch_ms, "
-    "epoch_us, date (YYYY-MM-DD, midnight UTC), yyyymmddhhmmssmmm (17 digits UTC, or anything "
-    "auto takes) or any strptime pattern (%Y/%m/%d); timezone: the IANA zone of times written "
-    "without an offset; ambiguous: error|earliest|latest for the repeated hour of a DST change",
-    "map": "an object of name → number (one column per entry); qualifier: upper|as_is",
-}
+# docs/user-guide.md's table of field types says what each accepts and keeps, and its options.
+FIELD_TYPES = ("text", "number", "integer", "id", "boolean", "time", "map")
 WHITESPACE = ("allow", "trimmed", "none")
 CASES = ("as_is", "lower", "upper")
 MAP_QUALIFIERS = ("upper", "as_is")
@@ -101,6 +91,7 @@ _ADVISOR_RATE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s+per\s+([0-9]+\s*[smhdw])
 _RULE_ID = re.compile(r"[A-Z]+(-[A-Z]+)+\Z")
 _TABLE = re.compile(r"[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}\Z")
 _FAMILY = re.compile(r"[-_.a-zA-Z0-9]{1,64}\Z")
+DECLARATIONS = Path(__file__).parent / "declarations"  # the built-in datasets' schema files
 
 
 class SchemaError(ValueError):
@@ -1390,7 +1381,7 @@ def load(path: str | Path) -> Schema:
 @cache
 def builtin(name: str) -> Schema:
     """The built-in dataset ``name``'s schema (``transforms/declarations/<name>.yaml``)."""
-    return load(Path(__file__).parent / "declarations" / f"{name}.yaml")
+    return load(DECLARATIONS / f"{name}.yaml")
 
 
 # -- describing the input -----------------------------------------------------------------------

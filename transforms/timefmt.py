@@ -157,22 +157,19 @@ HHMM_BYTES = tuple(hhmm.encode("ascii") for hhmm in _HHMM)  # the same as qualif
 
 def minute_label(ms: int, tz: dt.tzinfo = UTC) -> str:
     """``2021-03-05-1200``: the single-timestamp balloon rows."""
-    moment = to_datetime(ms, tz)
-    return f"{moment:%Y-%m-%d-%H%M}"
+    return f"{to_datetime(ms, tz):%Y-%m-%d-%H%M}"
 
 
 def compact_millis(ms: int, tz: dt.tzinfo = UTC) -> str:
     """``YYYYMMDDHHMMSSmmm`` (the battery keys)."""
-    moment = to_datetime(ms, tz)
-    return f"{moment:%Y%m%d%H%M%S}{ms % 1000:03d}"
+    return f"{to_datetime(ms, tz):%Y%m%d%H%M%S}{ms % 1000:03d}"
 
 
 def time_of_day(ms: int, tz: dt.tzinfo = UTC) -> str:
     """``HHMM``: the smart-meter reading columns."""
     if tz is UTC:  # the hot path: a table lookup, no datetime
         return _HHMM[ms // 60_000 % 1440]
-    moment = to_datetime(ms, tz)
-    return f"{moment:%H%M}"
+    return f"{to_datetime(ms, tz):%H%M}"
 
 
 # -- time formats people write ------------------------------------------------------------------
@@ -271,8 +268,6 @@ def make_parser(
             return parse_event_time(value, field)
 
         return iso
-    if strptime_problem(fmt):
-        raise ValueError(f"time format {fmt!r}: {strptime_problem(fmt)}")
     offset = "%z" in fmt
 
     def pattern(value: object) -> int:
