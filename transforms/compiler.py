@@ -94,8 +94,8 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
             continue
         src.add(f"{value} = record[{key}]")
         _parse_inline(src, spec, value, fn, key_fields.get(ref, ""), ref in digits)
-    for name, ref, after, _after_name in builder._ordered:
-        fail = src.const(builder._after_failure(name), "A")
+    for name, ref, after, after_name in builder._ordered:
+        fail = src.const(builder._after_failure(name, after_name), "A")
         src.add(f"if {local[ref]} is not None and {local[ref]} <= {local[after]}:")
         src.add(f"{fail}(record)", 2)
     if any(not _fast_table(t, types) or _salted(t) for t in builder.compiled):

@@ -585,9 +585,8 @@ class Builder:
         ]
         self._call = compiler.generate(self)
 
-    def _after_failure(self, name: str) -> Callable[[dict], None]:
+    def _after_failure(self, name: str, after_name: str) -> Callable[[dict], None]:
         """Raises for a field that must be later than another and is not."""
-        after_name = next(o[3] for o in self._ordered if o[0] == name)
 
         def fail(record: dict) -> None:
             raise InvalidEvent(
