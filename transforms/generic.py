@@ -160,17 +160,15 @@ def _id_parser(spec: FieldSpec, key_delimiters: str) -> FieldParser:
 
     def ident(value: object) -> str:
         value = events.as_number(value)
-        if type(value) is Num:
-            if not (value.isascii() and value.isdigit()):
-                raise InvalidEvent(
-                    f"field {name!r}: expected a non-negative integer or a text id, got {value}"
-                )
-            text = str(value)
-        else:
-            text = as_text(value)
-        if limit and len(text) > limit:
+        if type(value) is not Num:
+            return as_text(value)  # which checks the same max_length
+        if not (value.isascii() and value.isdigit()):
+            raise InvalidEvent(
+                f"field {name!r}: expected a non-negative integer or a text id, got {value}"
+            )
+        if limit and len(value) > limit:
             raise InvalidEvent(f"field {name!r}: longer than {limit} characters")
-        return text
+        return str(value)
 
     return ident
 
