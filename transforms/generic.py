@@ -448,7 +448,6 @@ class _Table:
 
     def __init__(self, spec: TableSpec, schema: Schema, tz: dt.tzinfo, checked: frozenset) -> None:
         self.name = spec.name
-        self.decl = spec.decl
         self.spec = spec
         self.time = spec.time or schema.time
         self.time_else = spec.time_else
@@ -469,7 +468,7 @@ class _Table:
     def segment_part(self, seg) -> Callable[[object], str]:
         """One key segment as a function of its field's value (for the generated builder)."""
         name = seg.field
-        delimiter = self.decl.key.delimiter
+        delimiter = self.spec.decl.key.delimiter
         free = seg.kind in FREE_TEXT_KINDS and name not in self.checked
         field_name = f"field {name!r}"
         if seg.kind == "space_pad":
@@ -540,10 +539,8 @@ def _unpickled_schema(text: str, source: str) -> Schema:
 
 
 class Builder:
-    """The pipeline's builder for one schema (the tables it writes, or a chosen subset).
-
-    Pickles as the schema's text, so a worker (or a template launch) needs no access to the
-    file: the text is parsed and compiled again on unpickling."""
+    """The pipeline's builder for one schema (the tables it writes, or a chosen subset). Pickles
+    as the schema's text, so a worker (or a template launch) needs no access to the file."""
 
     def __init__(
         self, schema: Schema, tables: list[str] | None = None, tz: dt.tzinfo = timefmt.UTC
@@ -565,7 +562,6 @@ class Builder:
 
     def _compile(self) -> None:
         schema = self.schema
-        self.fields = schema.fields
         self.required = tuple(f.name for f in schema.fields if not f.optional)
         self.optional = tuple(f.name for f in schema.fields if f.optional)
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
@@ -628,8 +624,8 @@ class Builder:
         entries (``hostname,timestamp,cpu,mem`` → ``metrics: {cpu, mem}``)."""
         if not self.map_fields:
             return record
-        (target,) = self.map_fields[:1]
-        named = {f.name for f in self.fields}
+        target = self.map_fields[0]
+        named = {f.name for f in self.schema.fields}
         out = {k: v for k, v in record.items() if k in named}
         out[target] = {k: v for k, v in record.items() if k not in named}
         return out
