@@ -558,10 +558,6 @@ class Builder:
         self.schema = schema
         self.tables = chosen
         self.tz = tz
-        self._compile()
-
-    def _compile(self) -> None:
-        schema = self.schema
         self.required = tuple(f.name for f in schema.fields if not f.optional)
         self.optional = tuple(f.name for f in schema.fields if f.optional)
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
@@ -574,9 +570,7 @@ class Builder:
             (f.name, f.ref, f.after, names[f.after]) for f in schema.fields if f.after
         )
         checked = frozenset(key_fields)
-        self.compiled = [
-            _Table(schema.table(name), schema, self.tz, checked) for name in self.tables
-        ]
+        self.compiled = [_Table(schema.table(name), schema, tz, checked) for name in chosen]
         self._call = compiler.generate(self)
 
     def _after_failure(self, name: str, after_name: str) -> Callable[[dict], None]:
@@ -599,10 +593,8 @@ class Builder:
         }
 
     def __setstate__(self, state: dict) -> None:
-        self.schema = _unpickled_schema(state["text"], state["source"])
-        self.tables = state["tables"]
-        self.tz = state["tz"]
-        self._compile()
+        schema = _unpickled_schema(state["text"], state["source"])
+        self.__init__(schema, state["tables"], state["tz"])  # compiled again, as when made
 
     def rows(self, record: dict) -> list[tuple]:
         """The hot path: rows as plain tuples ``(table, key, cells)``, cells as plain
