@@ -105,14 +105,18 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
             src.add("values = {k: v for k, v in values.items() if v is not None}")
     src.add("out = []")
     for index, table in enumerate(builder.compiled):
-        if not _fast_table(table, types):
-            _general_table(src, table, local, types, tz, index)
+        if table.rows_per is not None:  # unpivoted: the general closure makes every row
+            src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
             continue
-        cells = src.shared.get(("cells", table.signature))
-        if cells is None:  # tables with the same columns and stamps share one cells tuple
-            stamp_ms = _stamp(src, table, local, tz, index)
-            cells = src.shared[("cells", table.signature)] = f"cells{index}"
-            _cells(src, table, local, types, optional, tz, cells, stamp_ms, index)
+        if not _fast_table(table, types):  # cells from the general closures
+            stamp = src.const(table.stamp, "S")
+            cells = f"tuple({src.const(table.cells, 'C')}(values, *{stamp}(values)))"
+        else:
+            cells = src.shared.get(("cells", table.signature))
+            if cells is None:  # tables with the same columns and stamps share one cells tuple
+                stamp_ms = _stamp(src, table, local, tz, index)
+                cells = src.shared[("cells", table.signature)] = f"cells{index}"
+                _cells(src, table, local, types, optional, tz, cells, stamp_ms, index)
         key = _key(src, table, local, types, tz, index)
         name = src.const(table.name, "T")
         src.add(f"out.append(({name}, {key}, {cells}))")
@@ -229,19 +233,6 @@ def _fast_table(table, types) -> bool:
         if not col.value or col.value[0] != "field" or types.get(col.value[1]) not in _ENCODE:
             return False
     return True
-
-
-def _general_table(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> None:
-    """A table whose cells the generated source hands to the general closures."""
-    if table.rows_per is not None:
-        src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
-        return
-    stamp = src.const(table.stamp, "S")
-    cells = src.const(table.cells, "C")
-    name = src.const(table.name, "T")
-    key = _key(src, table, local, types, tz, index)
-    src.add(f"g_ms{index}, g_us{index} = {stamp}(values)")
-    src.add(f"out.append(({name}, {key}, tuple({cells}(values, g_ms{index}, g_us{index}))))")
 
 
 def _salted(table) -> bool:
