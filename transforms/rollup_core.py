@@ -131,10 +131,8 @@ class SchemaRollup:
             if isinstance(col.qualifier, str) and col.qualifier and not col.each
         )
         self._key = spec.decl.key
-        self._key_fields = {
-            seg.field: (rule.entity if seg.field == rule.entity else None)
-            for seg in spec.decl.key.segments
-            if seg.field
+        self._key_fields = {  # field → whether it is the entity (else the window start)
+            seg.field: seg.field == rule.entity for seg in spec.decl.key.segments if seg.field
         }
 
     def __getstate__(self) -> dict:
