@@ -114,9 +114,9 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
         else:
             cells = src.shared.get(("cells", table.signature))
             if cells is None:  # tables with the same columns and stamps share one cells tuple
-                stamp_ms = _stamp(src, table, local, tz, index)
+                _stamp(src, table, local, tz, index)
+                _cells(src, table, local, types, optional, tz, index)
                 cells = src.shared[("cells", table.signature)] = f"cells{index}"
-                _cells(src, table, local, types, optional, tz, cells, stamp_ms, index)
         key = _key(src, table, local, types, tz, index)
         name = src.const(table.name, "T")
         src.add(f"out.append(({name}, {key}, {cells}))")
@@ -239,7 +239,7 @@ def _salted(table) -> bool:
     return any(s.kind == "salt" for s in table.spec.decl.key.segments)
 
 
-def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> str:
+def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> None:
     """Defines ``t{index}`` (the event ms of the table's cells) and ``u{index}`` (their µs)."""
     first = local[table.time]
     if table.time_else:
@@ -251,13 +251,12 @@ def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> str:
     else:
         start = src.const(lambda ms, unit=table.cell_time: bucket_start_ms(ms, unit, tz), "B")
         src.add(f"u{index} = {start}(t{index}) * 1000")
-    return f"t{index}"
 
 
-def _cells(
-    src: _Source, table, local, types, optional_refs, tz, out: str, ts: str, index: int
-) -> None:
-    """``out`` = the tuple of the table's cells, in column order."""
+def _cells(src: _Source, table, local, types, optional_refs, tz, index: int) -> None:
+    """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`."""
+    out = f"cells{index}"
+    ts = f"t{index}"
     us = f"u{index}"
     parts: list[tuple[str, str | None]] = []  # (expression, optional field's local or None)
     for col in table.spec.columns:
