@@ -94,8 +94,8 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
             continue
         src.add(f"{value} = record[{key}]")
         _parse_inline(src, spec, value, fn, key_fields.get(ref, ""), ref in digits)
-    for name, ref, after, _after_name in builder._ordered:
-        fail = src.const(builder._after_failure(name), "A")
+    for name, ref, after, after_name in builder._ordered:
+        fail = src.const(builder._after_failure(name, after_name), "A")
         src.add(f"if {local[ref]} is not None and {local[ref]} <= {local[after]}:")
         src.add(f"{fail}(record)", 2)
     if any(not _fast_table(t, types) or _salted(t) for t in builder.compiled):
@@ -104,17 +104,20 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
         if optional:
             src.add("values = {k: v for k, v in values.items() if v is not None}")
     src.add("out = []")
-    shared: dict[tuple, str] = {}
     for index, table in enumerate(builder.compiled):
-        if not _fast_table(table, types):
-            _general_table(src, table, local, types, tz, index)
+        if table.rows_per is not None:  # unpivoted: the general closure makes every row
+            src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
             continue
-        cells = shared.get(table.signature)
-        if cells is None:  # tables with the same columns and stamps share one cells tuple
-            stamp_ms = _stamp(src, table, local, tz, index)
-            cells = shared[table.signature] = f"cells{index}"
-            _cells(src, table, local, types, optional, tz, cells, stamp_ms, index)
-        key = _table_key(src, table, local, types, tz, index)
+        if not _fast_table(table, types):  # cells from the general closures
+            stamp = src.const(table.stamp, "S")
+            cells = f"tuple({src.const(table.cells, 'C')}(values, *{stamp}(values)))"
+        else:
+            cells = src.shared.get(("cells", table.signature))
+            if cells is None:  # tables with the same columns and stamps share one cells tuple
+                _stamp(src, table, local, tz, index)
+                _cells(src, table, local, types, optional, tz, index)
+                cells = src.shared[("cells", table.signature)] = f"cells{index}"
+        key = _key(src, table, local, types, tz, index)
         name = src.const(table.name, "T")
         src.add(f"out.append(({name}, {key}, {cells}))")
     src.add("return out")
@@ -232,31 +235,11 @@ def _fast_table(table, types) -> bool:
     return True
 
 
-def _general_table(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> None:
-    """A table whose cells the generated source hands to the general closures."""
-    if table.rows_per is not None:
-        src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
-        return
-    stamp = src.const(table.stamp, "S")
-    cells = src.const(table.cells, "C")
-    name = src.const(table.name, "T")
-    key = _table_key(src, table, local, types, tz, index)
-    src.add(f"g_ms{index}, g_us{index} = {stamp}(values)")
-    src.add(f"out.append(({name}, {key}, tuple({cells}(values, g_ms{index}, g_us{index}))))")
-
-
 def _salted(table) -> bool:
     return any(s.kind == "salt" for s in table.spec.decl.key.segments)
 
 
-def _table_key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
-    """The row key's expression: written out, or for a salted key the recipe's own builder."""
-    if _salted(table):
-        return f"{src.const(table.key, 'K')}(values)"
-    return _key(src, table, local, types, tz, index)
-
-
-def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> str:
+def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> None:
     """Defines ``t{index}`` (the event ms of the table's cells) and ``u{index}`` (their µs)."""
     first = local[table.time]
     if table.time_else:
@@ -268,23 +251,21 @@ def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> str:
     else:
         start = src.const(lambda ms, unit=table.cell_time: bucket_start_ms(ms, unit, tz), "B")
         src.add(f"u{index} = {start}(t{index}) * 1000")
-    return f"t{index}"
 
 
-def _cells(
-    src: _Source, table, local, types, optional_refs, tz, out: str, ts: str, index: int
-) -> None:
-    """``out`` = the tuple of the table's cells, in column order."""
+def _cells(src: _Source, table, local, types, optional_refs, tz, index: int) -> None:
+    """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`."""
+    out = f"cells{index}"
+    ts = f"t{index}"
     us = f"u{index}"
     parts: list[tuple[str, str | None]] = []  # (expression, optional field's local or None)
     for col in table.spec.columns:
         family = src.const(col.family, "F")
         if col.each:
-            item = f"*[({family}, q, x, {us}) for q, x in {local[col.each]}]"
+            entries = local[col.each]
             if col.each in optional_refs:
-                optional = local[col.each]
-                item = f"*[({family}, q, x, {us}) for q, x in ({optional} or ())]"
-            parts.append((item, None))
+                entries = f"({entries} or ())"
+            parts.append((f"*[({family}, q, x, {us}) for q, x in {entries}]", None))
             continue
         ref = col.value[1]
         value = _ENCODE[types[ref]].format(v=local[ref])
@@ -326,13 +307,16 @@ def _time_qualifier(src: _Source, fmt: str, tz: dt.tzinfo, ts: str) -> str:
 
 
 def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
-    """An expression of the table's row key (bytes); may define ``key{index}`` first."""
+    """An expression of the table's row key (bytes); may define ``key{index}`` first. A salted
+    key is the recipe's own builder."""
+    if _salted(table):
+        return f"{src.const(table.key, 'K')}(values)"
     recipe = table.spec.decl.key
     delimiter = src.const(recipe.delimiter, "D")
     parts: list[str] = []
     text_only = True
     segments = recipe.segments
-    lead = _cached_lead(segments, table, types)
+    lead = _cached_lead(segments, types)
     if lead:
         # Entity segments (padded names, constants) before a time: few distinct values, so their
         # text is cached, and computed once for every table that shares them.
@@ -372,7 +356,7 @@ def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
     return f"key{index}"
 
 
-def _cached_lead(segments, table, types) -> int:
+def _cached_lead(segments, types) -> int:
     """How many leading segments form a cacheable prefix (0: none worth caching)."""
     lead = 0
     for seg in segments:
@@ -391,21 +375,18 @@ def _key_prefix(src: _Source, table, segments, local) -> str:
     name = src.shared.get(signature)
     if name is not None:
         return name
-    steps = []
-    for seg in segments:
-        if seg.kind == "const":
-            text = keys.check_segment(seg.arg or "", "constant", delimiter)
-            steps.append(lambda values, text=text: text)
-        else:
-            steps.append(table.segment_part(seg))
+    # A constant's text, or the function of its field's value that makes the segment's text.
+    parts = [
+        keys.check_segment(seg.arg or "", "constant", delimiter)
+        if seg.kind == "const"
+        else table.segment_part(seg)
+        for seg in segments
+    ]
     refs = [seg.field for seg in segments if seg.kind != "const"]
 
     def prefix(*values: str) -> str:
         given = iter(values)
-        texts = [
-            step(None) if seg.kind == "const" else step(next(given))
-            for seg, step in zip(segments, steps, strict=True)
-        ]
+        texts = [part if type(part) is str else part(next(given)) for part in parts]
         return delimiter.join(texts) + delimiter
 
     fn = src.const(lru_cache(maxsize=65536)(prefix), "KP")

@@ -160,17 +160,15 @@ def _id_parser(spec: FieldSpec, key_delimiters: str) -> FieldParser:
 
     def ident(value: object) -> str:
         value = events.as_number(value)
-        if type(value) is Num:
-            if not (value.isascii() and value.isdigit()):
-                raise InvalidEvent(
-                    f"field {name!r}: expected a non-negative integer or a text id, got {value}"
-                )
-            text = str(value)
-        else:
-            text = as_text(value)
-        if limit and len(text) > limit:
+        if type(value) is not Num:
+            return as_text(value)  # which checks the same max_length
+        if not (value.isascii() and value.isdigit()):
+            raise InvalidEvent(
+                f"field {name!r}: expected a non-negative integer or a text id, got {value}"
+            )
+        if limit and len(value) > limit:
             raise InvalidEvent(f"field {name!r}: longer than {limit} characters")
-        return text
+        return str(value)
 
     return ident
 
@@ -450,7 +448,6 @@ class _Table:
 
     def __init__(self, spec: TableSpec, schema: Schema, tz: dt.tzinfo, checked: frozenset) -> None:
         self.name = spec.name
-        self.decl = spec.decl
         self.spec = spec
         self.time = spec.time or schema.time
         self.time_else = spec.time_else
@@ -471,7 +468,7 @@ class _Table:
     def segment_part(self, seg) -> Callable[[object], str]:
         """One key segment as a function of its field's value (for the generated builder)."""
         name = seg.field
-        delimiter = self.decl.key.delimiter
+        delimiter = self.spec.decl.key.delimiter
         free = seg.kind in FREE_TEXT_KINDS and name not in self.checked
         field_name = f"field {name!r}"
         if seg.kind == "space_pad":
@@ -542,10 +539,8 @@ def _unpickled_schema(text: str, source: str) -> Schema:
 
 
 class Builder:
-    """The pipeline's builder for one schema (the tables it writes, or a chosen subset).
-
-    Pickles as the schema's text, so a worker (or a template launch) needs no access to the
-    file: the text is parsed and compiled again on unpickling."""
+    """The pipeline's builder for one schema (the tables it writes, or a chosen subset). Pickles
+    as the schema's text, so a worker (or a template launch) needs no access to the file."""
 
     def __init__(
         self, schema: Schema, tables: list[str] | None = None, tz: dt.tzinfo = timefmt.UTC
@@ -563,11 +558,6 @@ class Builder:
         self.schema = schema
         self.tables = chosen
         self.tz = tz
-        self._compile()
-
-    def _compile(self) -> None:
-        schema = self.schema
-        self.fields = schema.fields
         self.required = tuple(f.name for f in schema.fields if not f.optional)
         self.optional = tuple(f.name for f in schema.fields if f.optional)
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
@@ -580,14 +570,11 @@ class Builder:
             (f.name, f.ref, f.after, names[f.after]) for f in schema.fields if f.after
         )
         checked = frozenset(key_fields)
-        self.compiled = [
-            _Table(schema.table(name), schema, self.tz, checked) for name in self.tables
-        ]
+        self.compiled = [_Table(schema.table(name), schema, tz, checked) for name in chosen]
         self._call = compiler.generate(self)
 
-    def _after_failure(self, name: str) -> Callable[[dict], None]:
+    def _after_failure(self, name: str, after_name: str) -> Callable[[dict], None]:
         """Raises for a field that must be later than another and is not."""
-        after_name = next(o[3] for o in self._ordered if o[0] == name)
 
         def fail(record: dict) -> None:
             raise InvalidEvent(
@@ -606,10 +593,8 @@ class Builder:
         }
 
     def __setstate__(self, state: dict) -> None:
-        self.schema = _unpickled_schema(state["text"], state["source"])
-        self.tables = state["tables"]
-        self.tz = state["tz"]
-        self._compile()
+        schema = _unpickled_schema(state["text"], state["source"])
+        self.__init__(schema, state["tables"], state["tz"])  # compiled again, as when made
 
     def rows(self, record: dict) -> list[tuple]:
         """The hot path: rows as plain tuples ``(table, key, cells)``, cells as plain
@@ -631,8 +616,8 @@ class Builder:
         entries (``hostname,timestamp,cpu,mem`` → ``metrics: {cpu, mem}``)."""
         if not self.map_fields:
             return record
-        (target,) = self.map_fields[:1]
-        named = {f.name for f in self.fields}
+        target = self.map_fields[0]
+        named = {f.name for f in self.schema.fields}
         out = {k: v for k, v in record.items() if k in named}
         out[target] = {k: v for k, v in record.items() if k not in named}
         return out

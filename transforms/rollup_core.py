@@ -115,14 +115,11 @@ class SchemaRollup:
     def __init__(self, schema, table: str) -> None:
         self._schema = schema
         self.table = table
-        self._compile()
-
-    def _compile(self) -> None:
-        spec = self._schema.table(self.table)
+        spec = schema.table(table)
         rule = spec.rollup
         if rule is None:
-            raise ValueError(f"table {self.table} declares no rollup")
-        source = self._schema.table(rule.source)
+            raise ValueError(f"table {table} declares no rollup")
+        source = schema.table(rule.source)
         self.source = rule.source
         self._metric = rule.metric.encode("utf-8") if rule.metric else None
         self._delimiter = source.decl.key.delimiter.encode("utf-8")
@@ -134,10 +131,8 @@ class SchemaRollup:
             if isinstance(col.qualifier, str) and col.qualifier and not col.each
         )
         self._key = spec.decl.key
-        self._key_fields = {
-            seg.field: (rule.entity if seg.field == rule.entity else None)
-            for seg in spec.decl.key.segments
-            if seg.field
+        self._key_fields = {  # field → whether it is the entity (else the window start)
+            seg.field: seg.field == rule.entity for seg in spec.decl.key.segments if seg.field
         }
 
     def __getstate__(self) -> dict:
@@ -146,9 +141,7 @@ class SchemaRollup:
     def __setstate__(self, state: dict) -> None:
         from transforms.schema_file import loads
 
-        self._schema = loads(state["text"], state["source"])
-        self.table = state["table"]
-        self._compile()
+        self.__init__(loads(state["text"], state["source"]), state["table"])
 
     def points(self, row: RowMutation) -> list[RollupPoint]:
         _table, key, cells = row
