@@ -35,7 +35,7 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 
 from transforms.ingest import NAMESPACE
 from transforms.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
-from transforms.mutations import Cell, RowMutation
+from transforms.mutations import RowMutation, stored_cells
 
 
 def _end_order(end: bytes) -> tuple[int, bytes]:
@@ -129,15 +129,6 @@ def key_suffix_filter(suffixes: Sequence[bytes]) -> row_filters.RowKeyRegexFilte
     return row_filters.RowKeyRegexFilter(b"\\C*(?:" + alternatives + b")")
 
 
-def to_row_mutation(row, table: str) -> RowMutation:
-    """A data-client ``Row`` as a :class:`RowMutation` carrying every returned cell as stored."""
-    cells = tuple(
-        Cell(cell.family, bytes(cell.qualifier), bytes(cell.value), cell.timestamp_micros)
-        for cell in row.cells
-    )
-    return RowMutation(table, bytes(row.row_key), cells)
-
-
 class _ClientDoFn(beam.DoFn):
     """Holds one data client per DoFn instance: opened in setup, closed in teardown."""
 
@@ -209,7 +200,7 @@ class _ReadRangeFn(_ClientDoFn):
             row_filter=self._row_filter,
         )
         for row in self._table.read_rows_stream(query):
-            out = to_row_mutation(row, self._out_table)
+            out = RowMutation(self._out_table, bytes(row.row_key), stored_cells(row))
             size = len(out.key)
             for cell in out.cells:
                 size += len(cell.family) + len(cell.qualifier) + len(cell.value)
