@@ -38,11 +38,6 @@ from transforms.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
 from transforms.mutations import RowMutation, stored_cells
 
 
-def _end_order(end: bytes) -> tuple[int, bytes]:
-    """Sort key for range ends: the empty end (unbounded) sorts after every key."""
-    return (1, b"") if not end else (0, end)
-
-
 def _check_range(key_range: KeyRange) -> KeyRange:
     start, end = key_range
     if not isinstance(start, bytes) or not isinstance(end, bytes):
@@ -73,7 +68,8 @@ def split_ranges(
 def merge_ranges(ranges: Iterable[KeyRange]) -> list[KeyRange]:
     """Sorted ranges with overlapping or touching ones merged, so no row is read twice when the
     caller asks for overlapping ranges or prefixes."""
-    ordered = sorted((_check_range(r) for r in ranges), key=lambda r: (r[0], _end_order(r[1])))
+    # by start, then end, the empty end (unbounded) after every key
+    ordered = sorted((_check_range(r) for r in ranges), key=lambda r: (r[0], not r[1], r[1]))
     merged: list[KeyRange] = []
     for start, end in ordered:
         if end and start == end:
