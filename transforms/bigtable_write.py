@@ -339,8 +339,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
         if self._held is not None:  # the retry harness: each attempt sent and waited for
             held, self._held = self._held, None
             for attempt in retry_harness.attempts(held, self._harness):
-                for row in attempt:
-                    lean.add(row)
+                lean.add_rows(attempt)
                 lean.close()
         lean.close()
         errors, refused = [], 0
