@@ -17,6 +17,7 @@ from google.cloud.bigtable_admin_v2 import types as admin_types
 from google.protobuf import duration_pb2
 
 from btts.emulator import EMULATOR_INSTANCE, EMULATOR_PROJECT, ENV_HOST
+from transforms.mutations import Cell, stored_cells
 from transforms.table_model import Family, TableDecl
 
 MAX_TABLES_PER_INSTANCE = 1000
@@ -232,11 +233,7 @@ def preflight(target: Target, decls: Sequence[TableDecl], create: bool = False) 
 # -- reading back -----------------------------------------------------------------------------
 
 
-class ReadCell(NamedTuple):
-    family: str
-    qualifier: bytes
-    value: bytes
-    timestamp_us: int
+ReadCell = Cell  # a cell read back is the builders' Cell: (family, qualifier, value, timestamp_us)
 
 
 class ReadRow(NamedTuple):
@@ -253,11 +250,7 @@ class ReadRow(NamedTuple):
     @classmethod
     def of(cls, row) -> ReadRow:
         """A data-client ``Row`` as plain tuples, cells as stored."""
-        cells = tuple(
-            ReadCell(c.family, bytes(c.qualifier), bytes(c.value), c.timestamp_micros)
-            for c in row.cells
-        )
-        return cls(bytes(row.row_key), cells)
+        return cls(bytes(row.row_key), stored_cells(row))
 
 
 def read_rows(

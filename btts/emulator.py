@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -90,16 +89,6 @@ def find_binary(
             if root and os.access(path, os.X_OK):
                 return path
     raise EmulatorError(hint)
-
-
-def find_pubsub_binary() -> str:
-    return find_binary(
-        PUBSUB_ENV_BINARY,
-        "cloud-pubsub-emulator",
-        ("pubsub-emulator", "bin", "cloud-pubsub-emulator"),
-        PUBSUB_DEFAULT_BINARY,
-        PUBSUB_INSTALL_HINT,
-    )
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -190,7 +179,14 @@ class PubSubEmulator(Emulator):
     runtime_env: ClassVar[dict[str, str]] = {}
 
     def command(self) -> list[str]:
-        return [self.binary or find_pubsub_binary(), f"--host={self.host}", f"--port={self.port}"]
+        binary = self.binary or find_binary(
+            PUBSUB_ENV_BINARY,
+            "cloud-pubsub-emulator",
+            ("pubsub-emulator", "bin", "cloud-pubsub-emulator"),
+            PUBSUB_DEFAULT_BINARY,
+            PUBSUB_INSTALL_HINT,
+        )
+        return [binary, f"--host={self.host}", f"--port={self.port}"]
 
     def stop(self) -> None:
         # The launcher script starts java as a child: stop the whole process group.
@@ -231,18 +227,6 @@ def _alive(pid: int) -> bool:
         if done == pid:
             return False
     return True
-
-
-@contextlib.contextmanager
-def running(reuse_existing: bool = True) -> Iterator[str]:
-    """An emulator endpoint for the duration: the one BIGTABLE_EMULATOR_HOST names, if any and
-    ``reuse_existing``, or a fresh one that is stopped afterwards."""
-    existing = os.environ.get(ENV_HOST)
-    if existing and reuse_existing:
-        yield existing
-        return
-    with Emulator() as emu:
-        yield emu.endpoint
 
 
 # -- a detached emulator for `btts emulator start|stop` ------------------------------------------

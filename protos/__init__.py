@@ -36,10 +36,6 @@ class ProtocError(RuntimeError):
     """The code of a ``.proto`` could not be generated; the message says how to fix it."""
 
 
-def proto_sources(package_dir: Path = PACKAGE_DIR) -> list[Path]:
-    return sorted(package_dir.glob("*.proto"))
-
-
 def generated_module(proto: Path) -> Path:
     return proto.with_name(f"{proto.stem}{SUFFIX}.py")
 
@@ -56,7 +52,7 @@ def generate(
     """Compile ``.proto`` files of this package into ``<out_root>/protos/<name>_pb2.py`` (and
     ``.pyi``). Files are written to a temporary folder first and moved into place, so a reader
     (another test process, a Beam worker) never imports half a file. Returns the modules."""
-    sources = proto_sources(package_dir) if sources is None else list(sources)
+    sources = sorted(package_dir.glob("*.proto")) if sources is None else list(sources)
     if not sources:
         return []
     try:

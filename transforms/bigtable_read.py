@@ -35,12 +35,7 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 
 from transforms.ingest import NAMESPACE
 from transforms.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
-from transforms.mutations import Cell, RowMutation
-
-
-def _end_order(end: bytes) -> tuple[int, bytes]:
-    """Sort key for range ends: the empty end (unbounded) sorts after every key."""
-    return (1, b"") if not end else (0, end)
+from transforms.mutations import RowMutation, stored_cells
 
 
 def _check_range(key_range: KeyRange) -> KeyRange:
@@ -73,7 +68,8 @@ def split_ranges(
 def merge_ranges(ranges: Iterable[KeyRange]) -> list[KeyRange]:
     """Sorted ranges with overlapping or touching ones merged, so no row is read twice when the
     caller asks for overlapping ranges or prefixes."""
-    ordered = sorted((_check_range(r) for r in ranges), key=lambda r: (r[0], _end_order(r[1])))
+    # by start, then end, the empty end (unbounded) after every key
+    ordered = sorted((_check_range(r) for r in ranges), key=lambda r: (r[0], not r[1], r[1]))
     merged: list[KeyRange] = []
     for start, end in ordered:
         if end and start == end:
@@ -127,15 +123,6 @@ def key_suffix_filter(suffixes: Sequence[bytes]) -> row_filters.RowKeyRegexFilte
         raise ValueError("key_suffix_filter needs at least one suffix")
     alternatives = b"|".join(re2_literal(s) for s in dict.fromkeys(suffixes))
     return row_filters.RowKeyRegexFilter(b"\\C*(?:" + alternatives + b")")
-
-
-def to_row_mutation(row, table: str) -> RowMutation:
-    """A data-client ``Row`` as a :class:`RowMutation` carrying every returned cell as stored."""
-    cells = tuple(
-        Cell(cell.family, bytes(cell.qualifier), bytes(cell.value), cell.timestamp_micros)
-        for cell in row.cells
-    )
-    return RowMutation(table, bytes(row.row_key), cells)
 
 
 class _ClientDoFn(beam.DoFn):
@@ -209,7 +196,7 @@ class _ReadRangeFn(_ClientDoFn):
             row_filter=self._row_filter,
         )
         for row in self._table.read_rows_stream(query):
-            out = to_row_mutation(row, self._out_table)
+            out = RowMutation(self._out_table, bytes(row.row_key), stored_cells(row))
             size = len(out.key)
             for cell in out.cells:
                 size += len(cell.family) + len(cell.qualifier) + len(cell.value)

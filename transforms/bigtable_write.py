@@ -66,14 +66,6 @@ class WriteFailed(RuntimeError):
     """Rows a table did not accept; the message carries the server's errors."""
 
 
-def _direct_row_entry(row: DirectRow) -> tuple[bytes, int]:
-    """A client ``DirectRow`` (the sink's documented element type), through the client's own
-    conversion: any mutation it can hold, not only SetCell. Its framed entry and mutations."""
-    mutations = row._get_mutations()
-    converted = RowMutationEntry(row.row_key, mutations)._to_pb()
-    return wire.framed(type(converted).pb(converted).SerializeToString()), len(mutations)
-
-
 @dataclass(slots=True)
 class _Batch:
     """One MutateRows request: its leading fields (the table), its entries (framed, ready to
@@ -210,8 +202,12 @@ class _LeanBatcher:
         if type(row) is tuple or isinstance(row, RowMutation):
             key, data, mutations = row[1], self._encode(row), len(row[2])
         elif isinstance(row, DirectRow):
-            key = row.row_key
-            data, mutations = _direct_row_entry(row)
+            # The sink's documented element type, through the client's own conversion: any
+            # mutation it can hold, not only SetCell.
+            key, changes = row.row_key, row._get_mutations()
+            converted = RowMutationEntry(key, changes)._to_pb()
+            data = wire.framed(type(converted).pb(converted).SerializeToString())
+            mutations = len(changes)
         else:
             raise TypeError(
                 f"cannot write a {type(row).__name__}: expected RowMutation or DirectRow"
@@ -339,8 +335,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
         if self._held is not None:  # the retry harness: each attempt sent and waited for
             held, self._held = self._held, None
             for attempt in retry_harness.attempts(held, self._harness):
-                for row in attempt:
-                    lean.add(row)
+                lean.add_rows(attempt)
                 lean.close()
         lean.close()
         errors, refused = [], 0

@@ -39,6 +39,13 @@ class RowMutation(NamedTuple):
     cells: tuple
 
 
+def stored_cells(row) -> tuple[Cell, ...]:
+    """A data-client ``Row``'s cells as :class:`Cell` s, every version as stored."""
+    return tuple(
+        Cell(c.family, bytes(c.qualifier), bytes(c.value), c.timestamp_micros) for c in row.cells
+    )
+
+
 def row_bytes(row: RowMutation) -> int:
     """Approximate mutation size, for batching and the 100 MB row guidance."""
     _table, key, cells = row

@@ -215,8 +215,7 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
     if any(len(head) > 100 for head in heads):
         return None
     src = _Source()
-    src.namespace.update({"V": varint, "B": _ONE_BYTE, "A": AddCell})
-    src.namespace.update({"TS": _STAMPS, "T": _stamp})
+    src.namespace.update({"V": varint, "B": _ONE_BYTE, "A": AddCell, "TS": _STAMPS, "T": _stamp})
     count = len(layout)
     src.add("def encode(row):", 0)
     src.add("_t, key, cells = row")

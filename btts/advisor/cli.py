@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from btts import admin
@@ -33,7 +34,7 @@ def _lint(args: argparse.Namespace) -> int:
         results = lint_mod.lint_all(list(decls))
     bad = lint_mod.failing([f for fs in results.values() for f in fs], args.fail_on)
     if args.json:
-        print(json.dumps({n: [f.as_dict() for f in fs] for n, fs in results.items()}, indent=2))
+        print(json.dumps({n: [asdict(f) for f in fs] for n, fs in results.items()}, indent=2))
     else:
         print(lint_mod.format_report(results, declared, args.fail_on))
     return 1 if bad else 0

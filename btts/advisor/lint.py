@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 from btts.advisor import workload as workload_mod
 from btts.advisor.workload import NODE_WRITES_PER_S, Hints, Workload
@@ -111,9 +111,6 @@ class Finding:
     @property
     def is_open(self) -> bool:
         return self.status == "open"
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 # -- field kinds from names ---------------------------------------------------------------------
