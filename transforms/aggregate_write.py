@@ -167,8 +167,7 @@ class _WriteAggregatesFn(beam.DoFn):
     def finish_bundle(self) -> None:
         try:
             if self._held is not None:  # the retry harness: AddToCell adds on every attempt
-                held, self._held = self._held, None
-                for attempt in retry_harness.attempts(held, self._harness):
+                for attempt in retry_harness.attempts(self._held, self._harness):
                     for row in attempt:
                         self._add(row)
                     self._flush()

@@ -333,8 +333,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
     def finish_bundle(self) -> None:
         lean, self._lean = self._lean, None
         if self._held is not None:  # the retry harness: each attempt sent and waited for
-            held, self._held = self._held, None
-            for attempt in retry_harness.attempts(held, self._harness):
+            for attempt in retry_harness.attempts(self._held, self._harness):
                 lean.add_rows(attempt)
                 lean.close()
         lean.close()
