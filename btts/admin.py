@@ -45,10 +45,6 @@ class Target:
     instance: str
 
     @property
-    def emulator(self) -> str | None:
-        return os.environ.get(ENV_HOST)
-
-    @property
     def instance_path(self) -> str:
         return f"projects/{self.project}/instances/{self.instance}"
 
@@ -56,7 +52,8 @@ class Target:
         return f"{self.instance_path}/tables/{table}"
 
     def describe(self) -> str:
-        where = f"emulator {self.emulator}" if self.emulator else "Cloud Bigtable"
+        host = os.environ.get(ENV_HOST)
+        where = f"emulator {host}" if host else "Cloud Bigtable"
         return f"{self.instance_path} ({where})"
 
 

@@ -22,7 +22,6 @@ bundle is sent as several attempts and its rows and cells counters count every a
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 
 import apache_beam as beam
@@ -38,8 +37,6 @@ from google.cloud.bigtable.data import (
 from transforms import retry_harness
 from transforms.ingest import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, AddCell, RowMutation
-
-_LOG = logging.getLogger(__name__)
 
 
 class AggregateWriteError(RuntimeError):
@@ -170,8 +167,7 @@ class _WriteAggregatesFn(beam.DoFn):
     def finish_bundle(self) -> None:
         try:
             if self._held is not None:  # the retry harness: AddToCell adds on every attempt
-                held, self._held = self._held, None
-                for attempt in retry_harness.attempts(held, self._harness):
+                for attempt in retry_harness.attempts(self._held, self._harness):
                     for row in attempt:
                         self._add(row)
                     self._flush()

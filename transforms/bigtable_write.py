@@ -333,8 +333,7 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
     def finish_bundle(self) -> None:
         lean, self._lean = self._lean, None
         if self._held is not None:  # the retry harness: each attempt sent and waited for
-            held, self._held = self._held, None
-            for attempt in retry_harness.attempts(held, self._harness):
+            for attempt in retry_harness.attempts(self._held, self._harness):
                 lean.add_rows(attempt)
                 lean.close()
         lean.close()
@@ -387,10 +386,6 @@ class BoundedWriteToBigTable(WriteToBigTable):
         )
 
 
-_KEY = operator.itemgetter(1)
-_CELLS = operator.itemgetter(2)
-
-
 class _SplitByTableFn(beam.DoFn):
     """Routes each row to its table's output, counting row writes, cells and distinct keys.
 
@@ -418,13 +413,9 @@ class _SplitByTableFn(beam.DoFn):
             self._count(element[0], [element])
             yield pvalue.TaggedOutput(element[0], element)
             return
-        by_table: dict[str, list] = {}
+        by_table: collections.defaultdict[str, list] = collections.defaultdict(list)
         for row in element:  # a batch: one list per table
-            rows = by_table.get(row[0])
-            if rows is None:
-                by_table[row[0]] = [row]
-            else:
-                rows.append(row)
+            by_table[row[0]].append(row)
         for table, rows in by_table.items():
             self._count(table, rows)
             yield pvalue.TaggedOutput(table, rows)
@@ -434,10 +425,10 @@ class _SplitByTableFn(beam.DoFn):
         if counts is None:
             raise ValueError(f"row for table {table!r}, which this write does not declare")
         counts[0] += len(rows)
-        counts[1] += sum(map(len, map(_CELLS, rows)))
+        counts[1] += sum(map(len, map(operator.itemgetter(2), rows)))
         keys = self._keys[table]
         if keys is not None:
-            keys.update(map(_KEY, rows))
+            keys.update(map(operator.itemgetter(1), rows))
             if len(keys) > self.MAX_DISTINCT_KEYS:
                 self._keys[table] = None
 

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from btts.admin import MAX_TABLES_PER_INSTANCE as MAX_TABLES
 from btts.advisor import workload as workload_mod
 from btts.advisor.workload import NODE_WRITES_PER_S, Hints, Workload
 from transforms import builtin_tables
@@ -33,7 +34,6 @@ ROW_HARD_BYTES = 256 * 1024 * 1024
 CELL_BYTES = 10 * 1024 * 1024
 KEY_BYTES = 4 * 1024
 MAX_FAMILIES = 100
-MAX_TABLES = 1000
 # Names longer than this are "long" when, with the qualifier, they outweigh the cell's value.
 LONG_NAME_BYTES = 12
 # A salt is a small bucket count (about the node count); past this it is a hash of the key.

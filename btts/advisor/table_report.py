@@ -25,10 +25,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from btts import admin
+from btts.advisor import lint
 from btts.advisor.lint import CELL_BYTES, KEY_BYTES, ROW_ADVISED_BYTES, ROW_HARD_BYTES, human_bytes
 from transforms import keys as keys_mod
 
-CELL_TIMESTAMP_BYTES = 8
 PAGE_ROWS = 2000
 # Rows kept for the prefix analysis (every k-th row beyond this, k doubling as needed).
 MAX_SAMPLE = 100_000
@@ -268,8 +268,7 @@ def summarize(
         big = 0
         newest = 0
         for c in row.cells:
-            cell = len(c.family) + len(c.qualifier) + len(c.value) + CELL_TIMESTAMP_BYTES
-            size += cell
+            size += len(c.family) + len(c.qualifier) + len(c.value) + lint.CELL_OVERHEAD_BYTES
             big = max(big, len(c.value))
             newest = max(newest, c.timestamp_us)
         cells += len(row.cells)
