@@ -85,11 +85,8 @@ class BatteryLayoutOptions(PipelineOptions):
         )
 
 
-class BatteryOptions(common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions):
-    """The flags of this job: input files, dead letters, the Bigtable target and the layout."""
-
-
-OPTION_CLASSES = BatteryOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

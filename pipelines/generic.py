@@ -46,17 +46,14 @@ class GenericOptions(PipelineOptions):
         )
 
 
-class GenericPipelineOptions(
+# What run() parses and --help shows.
+OPTION_CLASSES = (
     GenericOptions,
     common.FileInputOptions,
     common.StreamingInputOptions,
     common.BigtableOptions,
     common.TimeOptions,
-):
-    """The flags of this job: the schema, input (files or Pub/Sub), Bigtable target, zone."""
-
-
-OPTION_CLASSES = GenericPipelineOptions.__bases__  # what run() parses and --help shows
+)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
