@@ -38,10 +38,8 @@ LAYOUTS = {
 
 def salt_count(table: str) -> int | None:
     """The bucket count a table's declaration fixes for its salt segment (None: not salted)."""
-    for segment in SCHEMA.table(table).decl.key.segments:
-        if segment.kind == "salt":
-            return segment.width
-    return None
+    segments = SCHEMA.table(table).decl.key.segments
+    return next((s.width for s in segments if s.kind == "salt"), None)
 
 
 def salted_tables() -> dict[int, str]:
