@@ -38,10 +38,8 @@ LAYOUTS = {
 
 def salt_count(table: str) -> int | None:
     """The bucket count a table's declaration fixes for its salt segment (None: not salted)."""
-    for segment in SCHEMA.table(table).decl.key.segments:
-        if segment.kind == "salt":
-            return segment.width
-    return None
+    segments = SCHEMA.table(table).decl.key.segments
+    return next((s.width for s in segments if s.kind == "salt"), None)
 
 
 def salted_tables() -> dict[int, str]:
@@ -85,11 +83,8 @@ class BatteryLayoutOptions(PipelineOptions):
         )
 
 
-class BatteryOptions(common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions):
-    """The flags of this job: input files, dead letters, the Bigtable target and the layout."""
-
-
-OPTION_CLASSES = BatteryOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

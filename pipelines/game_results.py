@@ -21,11 +21,8 @@ from pipelines import common
 JOB = common.builtin_job("game_results", __doc__)
 
 
-class GameResultsOptions(common.FileInputOptions, common.BigtableOptions):
-    """The flags of this job: input files, dead letters and the Bigtable target."""
-
-
-OPTION_CLASSES = GameResultsOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions)
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:

@@ -48,11 +48,8 @@ class GardenLayoutOptions(PipelineOptions):
         )
 
 
-class GardenOptions(common.FileInputOptions, common.BigtableOptions, GardenLayoutOptions):
-    """The flags of this job: input files, dead letters, the Bigtable target, the layout."""
-
-
-OPTION_CLASSES = GardenOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, GardenLayoutOptions)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

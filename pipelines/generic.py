@@ -46,17 +46,14 @@ class GenericOptions(PipelineOptions):
         )
 
 
-class GenericPipelineOptions(
+# What run() parses and --help shows.
+OPTION_CLASSES = (
     GenericOptions,
     common.FileInputOptions,
     common.StreamingInputOptions,
     common.BigtableOptions,
     common.TimeOptions,
-):
-    """The flags of this job: the schema, input (files or Pub/Sub), Bigtable target, zone."""
-
-
-OPTION_CLASSES = GenericPipelineOptions.__bases__  # what run() parses and --help shows
+)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
@@ -75,8 +72,6 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
 def build(
     pipeline: beam.Pipeline, options: PipelineOptions, job: common.JobSpec | None = None
 ) -> dict[str, beam.PCollection]:
-    """Read (files or Pub/Sub) → build rows (bad input to dead letters) → write each table:
-    SetCell tables with WriteToBigTable, aggregate tables with AddToCell."""
     return common.build_ingest(pipeline, options, job or job_for(options))
 
 
@@ -84,7 +79,7 @@ def run(argv: Sequence[str] | None = None) -> PipelineResult:
     """Every ingest job's run, with the job (its tables and their declarations) from the
     schema file instead of the built-in declarations."""
     return common.run_file_ingest(
-        argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, build=build, job_for=job_for
+        argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, job_for=job_for
     )
 
 

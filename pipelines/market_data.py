@@ -21,13 +21,8 @@ from pipelines import common
 JOB = common.builtin_job("market_data", __doc__)
 
 
-class MarketDataOptions(
-    common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions
-):
-    """The flags of this job: input files, dead letters and the Bigtable target."""
-
-
-OPTION_CLASSES = MarketDataOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:

@@ -159,11 +159,8 @@ class NightlyOptions(PipelineOptions):
         )
 
 
-class NightlyJobOptions(NightlyOptions, common.BigtableOptions, common.TimeOptions):
-    """Every flag of this job: the copy, the Bigtable target, the time zone of days."""
-
-
-OPTION_CLASSES = NightlyJobOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (NightlyOptions, common.BigtableOptions, common.TimeOptions)
 
 
 # -- pure helpers: dates, names, keys, retention, checksums -----------------------------------

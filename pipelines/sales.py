@@ -64,14 +64,13 @@ class ReplaceOptions(PipelineOptions):
         )
 
 
-class SalesOptions(
-    common.FileInputOptions, common.BigtableOptions, common.TimeOptions, ReplaceOptions
-):
-    """The flags of this job: input files, dead letters, the Bigtable target, the zone and the
-    months to replace."""
-
-
-OPTION_CLASSES = SalesOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (
+    common.FileInputOptions,
+    common.BigtableOptions,
+    common.TimeOptions,
+    ReplaceOptions,
+)
 
 
 TABLE = "SALES_MONTHLY"

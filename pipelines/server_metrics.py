@@ -22,13 +22,8 @@ from pipelines import common
 JOB = common.builtin_job("server_metrics", __doc__)
 
 
-class ServerMetricsOptions(
-    common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions
-):
-    """The flags of this job: input (files or Pub/Sub), dead letters, rollup, Bigtable target."""
-
-
-OPTION_CLASSES = ServerMetricsOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:

@@ -23,16 +23,13 @@ from pipelines import common
 JOB = common.builtin_job("smart_meters", __doc__)
 
 
-class SmartMetersOptions(
+# What run() parses and --help shows.
+OPTION_CLASSES = (
     common.FileInputOptions,
     common.StreamingInputOptions,
     common.BigtableOptions,
     common.TimeOptions,
-):
-    """The flags of this job: input (files or Pub/Sub), dead letters, rollup, Bigtable, zone."""
-
-
-OPTION_CLASSES = SmartMetersOptions.__bases__  # what run() parses and --help shows
+)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

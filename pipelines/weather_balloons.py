@@ -53,11 +53,8 @@ class BalloonPatternOptions(PipelineOptions):
         )
 
 
-class WeatherBalloonOptions(common.FileInputOptions, common.BigtableOptions, BalloonPatternOptions):
-    """The flags of this job: input files, dead letters, the Bigtable target and the pattern."""
-
-
-OPTION_CLASSES = WeatherBalloonOptions.__bases__  # what run() parses and --help shows
+# What run() parses and --help shows.
+OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, BalloonPatternOptions)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
