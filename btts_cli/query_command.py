@@ -356,11 +356,8 @@ def _print(args, target: admin.Target, query: q.Query, records: list, hint: str 
         print(f"  read {scan.describe()}")
     print()
     print(render.to_table(records, show_keys=args.keys))
-    if len(records) == 1:
-        for value in records[0].values():
-            if isinstance(value, dict) and len(value) > render.MAX_DICT_COLUMNS:
-                print()
-                print(render.dict_grid(value))
+    for grid in render.wide_grids(records):
+        print(f"\n{grid}")
     print(f"\n{len(records):,} record(s)")
     if hint:
         print(f"\n{hint}")
