@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from btts import __version__, admin, emulator
+from btts.advisor import cli as advisor_cli
 from btts_cli import query_command as query_cli
 from btts_cli import templates
 from pipelines import job_modules
@@ -265,19 +266,13 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 # One function per command group, in --help order: a new group is one more entry.
-def _add_advise(sub: argparse._SubParsersAction) -> None:
-    from btts.advisor import cli as advisor_cli
-
-    advisor_cli.register(sub)
-
-
 COMMAND_GROUPS = [
     _add_tables,
     _add_emulator,
     _add_ingest,
     _add_nightly,
     _add_query,
-    _add_advise,
+    advisor_cli.register,
     templates.register,
     _add_demo,
 ]
