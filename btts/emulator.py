@@ -207,7 +207,7 @@ def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 5.0)
         if proc is not None:
             if proc.poll() is not None:
                 return
-        elif not _alive(pid):
+        elif not alive(pid):
             return
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
@@ -216,11 +216,13 @@ def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 5.0)
         proc.wait(timeout=5)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
+    except PermissionError:  # another user's process
+        return True
     # A zombie child of ours still answers kill(0); reap it if it is ours.
     with contextlib.suppress(ChildProcessError):
         done, _ = os.waitpid(pid, os.WNOHANG)
@@ -237,7 +239,7 @@ STATE_FILE = Path(".btts") / "emulator.json"
 def start_detached(state_file: Path = STATE_FILE, port: int = 0) -> dict:
     if state_file.exists():
         state = json.loads(state_file.read_text())
-        if _alive(state["pid"]):
+        if alive(state["pid"]):
             return state
     emu = Emulator(port=port).start()
     state = {"pid": emu.process.pid, "host": emu.host, "port": emu.port, "endpoint": emu.endpoint}

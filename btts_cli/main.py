@@ -323,16 +323,6 @@ def _explicit_target(args: argparse.Namespace) -> bool:
     return any(a.startswith(prefixes) for a in passed)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def use_started_emulator(args: argparse.Namespace, state_file: Path | None = None) -> str | None:
     """The emulator of `btts emulator start` (this directory), when no other target is given:
     sets BIGTABLE_EMULATOR_HOST for this command and returns its endpoint."""
@@ -343,7 +333,7 @@ def use_started_emulator(args: argparse.Namespace, state_file: Path | None = Non
         state = json.loads(state_file.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(state, dict) or not _pid_alive(int(state.get("pid", 0)) or -1):
+    if not isinstance(state, dict) or not emulator.alive(int(state.get("pid", 0)) or -1):
         return None
     os.environ[emulator.ENV_HOST] = state["endpoint"]
     return state["endpoint"]
