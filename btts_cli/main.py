@@ -364,7 +364,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = _hoist_logging_flags(list(sys.argv[1:] if argv is None else argv))
     argv = _schema_ingest(argv)
-    top = parser()
     head, passthrough = _split_passthrough(argv)
     schema_query_argv = _schema_query_argv(head)
     if schema_query_argv is not None:  # `btts query --schema FILE ...`: no QUERY subcommand
@@ -373,7 +372,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
             args=schema_query_argv, func=lambda a: query_cli.run_schema(a.args, _target_args),
         )  # fmt: skip
     else:
-        args = top.parse_args(head)
+        args = parser().parse_args(head)
     if passthrough is not None:
         args.args = passthrough
     _configure_logging(args.verbose, args.quiet)
