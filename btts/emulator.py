@@ -21,7 +21,7 @@ from typing import ClassVar
 
 ENV_BINARY = "BTTS_CBTEMULATOR"
 ENV_HOST = "BIGTABLE_EMULATOR_HOST"
-DEFAULT_BINARY = "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator"
+DEBIAN_SDK_ROOT = "/usr/lib/google-cloud-sdk"  # where the Debian packages install the SDK
 INSTALL_HINT = (
     "The Bigtable emulator (cbtemulator) was not found. Install it with one of:\n"
     "  sudo apt-get install google-cloud-cli-bigtable-emulator\n"
@@ -30,9 +30,6 @@ INSTALL_HINT = (
 )
 PUBSUB_ENV_BINARY = "BTTS_PUBSUB_EMULATOR"
 PUBSUB_ENV_HOST = "PUBSUB_EMULATOR_HOST"
-PUBSUB_DEFAULT_BINARY = (
-    "/usr/lib/google-cloud-sdk/platform/pubsub-emulator/bin/cloud-pubsub-emulator"
-)
 PUBSUB_INSTALL_HINT = (
     "The Pub/Sub emulator was not found. Install it (it needs Java 11+) with one of:\n"
     "  sudo apt-get install google-cloud-cli-pubsub-emulator\n"
@@ -57,22 +54,21 @@ class EmulatorError(RuntimeError):
 
 def find_binary(
     env_var: str = ENV_BINARY,
-    name: str = "cbtemulator",
     sdk_path: tuple[str, ...] = ("bigtable-emulator", "cbtemulator"),
-    default: str = DEFAULT_BINARY,
     hint: str = INSTALL_HINT,
 ) -> str:
-    """An emulator binary: $env_var, then PATH, then the Debian package's path, then gcloud's
-    SDK root (asking gcloud takes seconds). Raises :class:`EmulatorError` with an install
-    hint."""
+    """An emulator binary (``sdk_path`` under an SDK root's platform/): $env_var, then PATH,
+    then the Debian packages' SDK root, then gcloud's (asking gcloud takes seconds). Raises
+    :class:`EmulatorError` with an install hint."""
     explicit = os.environ.get(env_var)
     if explicit:
         if os.access(explicit, os.X_OK):
             return explicit
         raise EmulatorError(f"{env_var}={explicit} is not an executable file.\n{hint}")
-    on_path = shutil.which(name)
+    on_path = shutil.which(sdk_path[-1])
     if on_path:
         return on_path
+    default = os.path.join(DEBIAN_SDK_ROOT, "platform", *sdk_path)
     if os.access(default, os.X_OK):
         return default
     gcloud = shutil.which("gcloud")
@@ -181,25 +177,17 @@ class PubSubEmulator(Emulator):
     def command(self) -> list[str]:
         binary = self.binary or find_binary(
             PUBSUB_ENV_BINARY,
-            "cloud-pubsub-emulator",
             ("pubsub-emulator", "bin", "cloud-pubsub-emulator"),
-            PUBSUB_DEFAULT_BINARY,
             PUBSUB_INSTALL_HINT,
         )
         return [binary, f"--host={self.host}", f"--port={self.port}"]
 
-    def stop(self) -> None:
-        # The launcher script starts java as a child: stop the whole process group.
-        if self.process is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGTERM)
-        super().stop()
-
 
 def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 5.0) -> None:
-    """SIGTERM, wait, then SIGKILL: the emulator never outlives its owner."""
+    """SIGTERM, wait, then SIGKILL: the emulator never outlives its owner. The signals go to its
+    whole session (:meth:`Emulator.start`): the Pub/Sub launcher script starts java as a child."""
     try:
-        os.kill(pid, signal.SIGTERM)
+        os.killpg(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + grace
@@ -207,20 +195,22 @@ def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 5.0)
         if proc is not None:
             if proc.poll() is not None:
                 return
-        elif not _alive(pid):
+        elif not alive(pid):
             return
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     if proc is not None:
         proc.wait(timeout=5)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
+    except PermissionError:  # another user's process
+        return True
     # A zombie child of ours still answers kill(0); reap it if it is ours.
     with contextlib.suppress(ChildProcessError):
         done, _ = os.waitpid(pid, os.WNOHANG)
@@ -237,7 +227,7 @@ STATE_FILE = Path(".btts") / "emulator.json"
 def start_detached(state_file: Path = STATE_FILE, port: int = 0) -> dict:
     if state_file.exists():
         state = json.loads(state_file.read_text())
-        if _alive(state["pid"]):
+        if alive(state["pid"]):
             return state
     emu = Emulator(port=port).start()
     state = {"pid": emu.process.pid, "host": emu.host, "port": emu.port, "endpoint": emu.endpoint}

@@ -9,7 +9,7 @@ most readers); the row key is shown in JSON, and in tables with ``show_keys``.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 
 from transforms.timefmt import iso
@@ -92,11 +92,15 @@ def to_table(records: Sequence[Mapping[str, object]], show_keys: bool = False) -
     return "\n".join([line(headers), "  ".join("-" * w for w in widths), *map(line, lines)])
 
 
-def dict_grid(values: dict, per_line: int = 6) -> str:
-    """All entries of a wide dict (a meter's 96 readings), several per line."""
-    items = [f"{k}={_text(v)}" for k, v in values.items()]
-    width = max((len(i) for i in items), default=0)
-    return "\n".join(
-        "  ".join(i.ljust(width) for i in items[n : n + per_line]).rstrip()
-        for n in range(0, len(items), per_line)
-    )
+def wide_grids(records: Sequence[Mapping[str, object]], per_line: int = 6) -> Iterator[str]:
+    """Every entry of a lone record's dict fields too wide for :func:`to_table` (a meter's 96
+    readings, a garden's month), several per line: one grid per field."""
+    lone = records[0] if len(records) == 1 else {}
+    for value in lone.values():
+        if isinstance(value, dict) and len(value) > MAX_DICT_COLUMNS:
+            items = [f"{k}={_text(v)}" for k, v in value.items()]
+            width = max(len(i) for i in items)
+            yield "\n".join(
+                "  ".join(i.ljust(width) for i in items[n : n + per_line]).rstrip()
+                for n in range(0, len(items), per_line)
+            )

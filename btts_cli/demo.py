@@ -620,10 +620,8 @@ def run_queries(target: admin.Target, sizes: Sizes) -> float:
         got = q.run(target, query)
         shown = render.to_table(got[:SHOW_ROWS]).replace("\n", "\n    ")
         print(f"    {shown}")
-        if len(got) == 1:  # one wide row (a meter's day, a garden's month): every column
-            for value in got[0].values():
-                if isinstance(value, dict) and len(value) > render.MAX_DICT_COLUMNS:
-                    print("    " + render.dict_grid(value).replace("\n", "\n    "))
+        for grid in render.wide_grids(got):
+            print("    " + grid.replace("\n", "\n    "))
         more = f"; first {SHOW_ROWS} shown" if len(got) > SHOW_ROWS else ""
         if _no_key(got) != item.expected:
             raise SystemExit(

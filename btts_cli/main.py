@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from btts import __version__, admin, emulator
+from btts.advisor import cli as advisor_cli
+from btts_cli import query_command as query_cli
 from btts_cli import templates
 from pipelines import job_modules
 
@@ -246,103 +248,8 @@ def _add_nightly(sub: argparse._SubParsersAction) -> None:
 
 
 def _add_query(sub: argparse._SubParsersAction) -> None:
-    from btts_cli import query_command as query_cli
-
     query_cli.add_query_commands(sub, _target_args)
     query_cli.add_tenant_commands(sub, _target_args)
-    sub.choices["query"].epilog = (
-        "Your own dataset: `btts query --schema FILE --table T --field NAME=VALUE ... "
-        "[--start T --end T] [--limit N]` reads the key range the schema's key recipe gives "
-        "(`btts query --schema FILE --help`)."
-    )
-
-
-def _schema_query_parser() -> argparse.ArgumentParser:
-    from btts_cli import query_command as query_cli
-
-    parser = argparse.ArgumentParser(
-        prog="btts query --schema FILE",
-        description="Read a schema file's table with the key range its key recipe gives: one "
-        "row (every key field given), a time range (--start/--end after the leading fields), or "
-        "the prefix the leading fields fix (with --limit: the first N rows, e.g. the newest "
-        "buckets of a reversed-time key).",
-    )
-    parser.add_argument("--schema", required=True, metavar="FILE", help="the schema file")
-    parser.add_argument("--table", help="which of its tables (default: its only table)")
-    parser.add_argument(
-        "--field", action="append", default=[], metavar="NAME=VALUE",
-        help="a key field's value (repeatable), e.g. --field device=dev-1",
-    )  # fmt: skip
-    parser.add_argument("--start", type=query_cli._time, help="from this time (inclusive)")
-    parser.add_argument("--end", type=query_cli._time, help="to this time (exclusive)")
-    parser.add_argument("--limit", type=int, help="at most N rows (in key order)")
-    parser.add_argument("--latest", action="store_true", help="newest cell per column only")
-    parser.add_argument(
-        "--timezone", type=query_cli._zone, default=None,
-        help="zone of the calendar labels the rows were written with (default: UTC)",
-    )  # fmt: skip
-    parser.add_argument("--format", choices=("table", "json"), default="table")
-    _target_args(parser)
-    return parser
-
-
-def _schema_query(argv: list[str]) -> int:
-    import datetime as dt
-
-    from btts import query_engine as q
-    from btts_cli import query_command as query_cli
-    from transforms import timefmt
-    from transforms.errors import InvalidEvent
-
-    if query_cli.declared_name(argv):  # `--schema FILE NAME …`: a query the file declares
-        return query_cli.run_declared(argv, _target_args)
-    args = _schema_query_parser().parse_args(argv)
-    schema = admin.load_schema(args.schema)
-    table = args.table or (schema.table_names[0] if len(schema.tables) == 1 else None)
-    if table is None:
-        raise admin.ConfigError(f"pass --table: the schema has {', '.join(schema.table_names)}")
-    given = {}
-    for item in args.field:
-        name, eq, value = item.partition("=")
-        if not eq or not name:
-            raise admin.ConfigError(f"--field {item!r}: use NAME=VALUE")
-        given[name] = value
-    try:
-        decl = schema.table(table).decl
-        query = q.table_query(
-            schema, table, given, args.start, args.end, limit=args.limit,
-            latest_only=args.latest, tz=args.timezone or dt.timezone.utc,
-        )  # fmt: skip
-    except (KeyError, ValueError, InvalidEvent) as err:
-        raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
-    target, rows = query_cli.read(args, query)
-    aggregate = {f.name for f in decl.families if f.aggregate}
-
-    def text(raw: bytes) -> str:
-        return raw.decode("utf-8", errors="backslashreplace")
-
-    def cell(c) -> dict:
-        value = q.int64(c.value) if c.family in aggregate else text(c.value)
-        return {
-            "family": c.family,
-            "qualifier": text(c.qualifier),
-            "value": value,
-            "timestamp_ms": c.timestamp_us // 1000,
-        }
-
-    records = [{"key": text(row.key), "cells": [cell(c) for c in row.cells]} for row in rows]
-    if args.format == "json":
-        print(json.dumps(records, indent=2, ensure_ascii=False))
-        return 0
-    print(f"{query.title} — {target.describe()}")
-    print(f"  read {query.describe()}\n")
-    for record in records:
-        print(record["key"])
-        for cell in record["cells"]:
-            stamp = timefmt.iso(cell["timestamp_ms"])
-            print(f"    {cell['family']}:{cell['qualifier']} = {cell['value']}  @ {stamp}")
-    print(f"\n{len(records):,} row(s)")
-    return 0
 
 
 def _add_demo(sub: argparse._SubParsersAction) -> None:
@@ -359,19 +266,13 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 # One function per command group, in --help order: a new group is one more entry.
-def _add_advise(sub: argparse._SubParsersAction) -> None:
-    from btts.advisor import cli as advisor_cli
-
-    advisor_cli.register(sub)
-
-
 COMMAND_GROUPS = [
     _add_tables,
     _add_emulator,
     _add_ingest,
     _add_nightly,
     _add_query,
-    _add_advise,
+    advisor_cli.register,
     templates.register,
     _add_demo,
 ]
@@ -422,16 +323,6 @@ def _explicit_target(args: argparse.Namespace) -> bool:
     return any(a.startswith(prefixes) for a in passed)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def use_started_emulator(args: argparse.Namespace, state_file: Path | None = None) -> str | None:
     """The emulator of `btts emulator start` (this directory), when no other target is given:
     sets BIGTABLE_EMULATOR_HOST for this command and returns its endpoint."""
@@ -442,7 +333,7 @@ def use_started_emulator(args: argparse.Namespace, state_file: Path | None = Non
         state = json.loads(state_file.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(state, dict) or not _pid_alive(int(state.get("pid", 0)) or -1):
+    if not isinstance(state, dict) or not emulator.alive(int(state.get("pid", 0)) or -1):
         return None
     os.environ[emulator.ENV_HOST] = state["endpoint"]
     return state["endpoint"]
@@ -473,16 +364,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = _hoist_logging_flags(list(sys.argv[1:] if argv is None else argv))
     argv = _schema_ingest(argv)
-    top = parser()
     head, passthrough = _split_passthrough(argv)
     schema_query_argv = _schema_query_argv(head)
     if schema_query_argv is not None:  # `btts query --schema FILE ...`: no QUERY subcommand
         args = argparse.Namespace(
             command="query", verbose="--verbose" in head, quiet="--quiet" in head,
-            args=schema_query_argv, func=lambda a: _schema_query(a.args),
+            args=schema_query_argv, func=lambda a: query_cli.run_schema(a.args, _target_args),
         )  # fmt: skip
     else:
-        args = top.parse_args(head)
+        args = parser().parse_args(head)
     if passthrough is not None:
         args.args = passthrough
     _configure_logging(args.verbose, args.quiet)

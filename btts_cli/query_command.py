@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import sys
 from collections.abc import Callable
 
@@ -66,9 +67,9 @@ def _common(parser: argparse.ArgumentParser, target_args: Callable) -> None:
     )
 
 
-def _range(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--start", type=_time, required=True, help="from this time (inclusive)")
-    parser.add_argument("--end", type=_time, required=True, help="to this time (exclusive)")
+def _range(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument("--start", type=_time, required=required, help="from this time (inclusive)")
+    parser.add_argument("--end", type=_time, required=required, help="to this time (exclusive)")
 
 
 def _tz(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +77,7 @@ def _tz(parser: argparse.ArgumentParser) -> None:
         "--timezone",
         type=_zone,
         default=dt.timezone.utc,
-        help="zone of the day/month boundaries the rows were written with (default: UTC)",
+        help="zone of the calendar labels the rows were written with (default: UTC)",
     )
 
 
@@ -356,11 +357,8 @@ def _print(args, target: admin.Target, query: q.Query, records: list, hint: str 
         print(f"  read {scan.describe()}")
     print()
     print(render.to_table(records, show_keys=args.keys))
-    if len(records) == 1:
-        for value in records[0].values():
-            if isinstance(value, dict) and len(value) > render.MAX_DICT_COLUMNS:
-                print()
-                print(render.dict_grid(value))
+    for grid in render.wide_grids(records):
+        print(f"\n{grid}")
     print(f"\n{len(records):,} record(s)")
     if hint:
         print(f"\n{hint}")
@@ -374,6 +372,9 @@ def add_query_commands(sub: argparse._SubParsersAction, target_args: Callable) -
         description="The reads each schema was designed for. Keys and ranges come from the "
         "table declarations; values are decoded. Times: RFC 3339 (2015-03-16T19:53:32Z), "
         "epoch milliseconds, or a day (midnight UTC).",
+        epilog="Your own dataset: `btts query --schema FILE --table T --field NAME=VALUE ... "
+        "[--start T --end T] [--limit N]` reads the key range the schema's key recipe gives "
+        "(`btts query --schema FILE --help`).",
     )
     qsub = parser.add_subparsers(dest="query", metavar="QUERY", required=True)
     for name, (text, add_args) in SUBCOMMANDS.items():
@@ -414,7 +415,7 @@ def add_tenant_commands(sub: argparse._SubParsersAction, target_args: Callable) 
     drop.set_defaults(func=_drop_tenant)
 
 
-# -- declared queries: ``btts query --schema FILE NAME --FIELD VALUE … [--start T --end T]`` ----
+# -- schema files: ``btts query --schema FILE`` with a query it declares, or with --table T ------
 
 
 def declared_name(argv: list[str]) -> str | None:
@@ -458,4 +459,81 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
         raise admin.ConfigError(str(err)) from None
     target, records = read(args, query)
     _print(args, target, query, records)
+    return 0
+
+
+def _table_parser(target_args: Callable) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="btts query --schema FILE",
+        description="Read a schema file's table with the key range its key recipe gives: one "
+        "row (every key field given), a time range (--start/--end after the leading fields), or "
+        "the prefix the leading fields fix (with --limit: the first N rows, e.g. the newest "
+        "buckets of a reversed-time key).",
+    )
+    parser.add_argument("--schema", required=True, metavar="FILE", help="the schema file")
+    parser.add_argument("--table", help="which of its tables (default: its only table)")
+    parser.add_argument(
+        "--field", action="append", default=[], metavar="NAME=VALUE",
+        help="a key field's value (repeatable), e.g. --field device=dev-1",
+    )  # fmt: skip
+    _range(parser, required=False)
+    parser.add_argument("--limit", type=int, help="at most N rows (in key order)")
+    parser.add_argument("--latest", action="store_true", help="newest cell per column only")
+    _tz(parser)
+    parser.add_argument("--format", choices=("table", "json"), default="table")
+    target_args(parser)
+    return parser
+
+
+def run_schema(argv: list[str], target_args: Callable) -> int:
+    """``btts query --schema FILE …``: a query the file declares, else a read of one of its
+    tables by its key recipe, printed as the rows are stored."""
+    if declared_name(argv):
+        return run_declared(argv, target_args)
+    args = _table_parser(target_args).parse_args(argv)
+    schema = admin.load_schema(args.schema)
+    table = args.table or (schema.table_names[0] if len(schema.tables) == 1 else None)
+    if table is None:
+        raise admin.ConfigError(f"pass --table: the schema has {', '.join(schema.table_names)}")
+    given = {}
+    for item in args.field:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise admin.ConfigError(f"--field {item!r}: use NAME=VALUE")
+        given[name] = value
+    try:
+        decl = schema.table(table).decl
+        query = q.table_query(
+            schema, table, given, args.start, args.end, limit=args.limit,
+            latest_only=args.latest, tz=args.timezone,
+        )  # fmt: skip
+    except (KeyError, ValueError, InvalidEvent) as err:
+        raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
+    target, rows = read(args, query)
+    aggregate = {f.name for f in decl.families if f.aggregate}
+
+    def text(raw: bytes) -> str:
+        return raw.decode("utf-8", errors="backslashreplace")
+
+    def cell(c) -> dict:
+        value = q.int64(c.value) if c.family in aggregate else text(c.value)
+        return {
+            "family": c.family,
+            "qualifier": text(c.qualifier),
+            "value": value,
+            "timestamp_ms": c.timestamp_us // 1000,
+        }
+
+    records = [{"key": text(row.key), "cells": [cell(c) for c in row.cells]} for row in rows]
+    if args.format == "json":
+        print(json.dumps(records, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{query.title} — {target.describe()}")
+    print(f"  read {query.describe()}\n")
+    for record in records:
+        print(record["key"])
+        for cell in record["cells"]:
+            stamp = timefmt.iso(cell["timestamp_ms"])
+            print(f"    {cell['family']}:{cell['qualifier']} = {cell['value']}  @ {stamp}")
+    print(f"\n{len(records):,} row(s)")
     return 0
