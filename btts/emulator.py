@@ -182,12 +182,18 @@ class PubSubEmulator(Emulator):
         )
         return [binary, f"--host={self.host}", f"--port={self.port}"]
 
+    def stop(self) -> None:
+        # The launcher script starts java as a child: stop the whole process group.
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGTERM)
+        super().stop()
+
 
 def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 5.0) -> None:
-    """SIGTERM, wait, then SIGKILL: the emulator never outlives its owner. The signals go to its
-    whole session (:meth:`Emulator.start`): the Pub/Sub launcher script starts java as a child."""
+    """SIGTERM, wait, then SIGKILL: the emulator never outlives its owner."""
     try:
-        os.killpg(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGTERM)
     except ProcessLookupError:
         return
     deadline = time.monotonic() + grace
@@ -199,7 +205,7 @@ def stop_pid(pid: int, proc: subprocess.Popen | None = None, grace: float = 5.0)
             return
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):
-        os.killpg(pid, signal.SIGKILL)
+        os.kill(pid, signal.SIGKILL)
     if proc is not None:
         proc.wait(timeout=5)
 
