@@ -503,12 +503,12 @@ def table_query(
     values = typed_values(schema, table, given)
     if (start_ms is None) != (end_ms is None):
         raise ValueError("give both a start and an end time, or neither")
-    salt = next((s for s in decl.key.segments if s.kind == "salt"), None)
-    if start_ms is not None and salt is not None and not values:
+    salted = any(s.kind == "salt" for s in decl.key.segments)
+    if start_ms is not None and salted and not values:
         scans = _salted_scans(decl, start_ms, end_ms, tz)
     elif start_ms is not None:
         scans = (key_ranges.time_scan(decl, values, start_ms, end_ms, tz),)
-    elif set(decl.key.fields) <= set(values) and (salt is None or set(salt.of) <= set(values)):
+    elif set(decl.key.fields) <= set(values):  # a salt hashes key fields: it is known too
         scans = (key_ranges.row_scan(decl, [values], tz),)
     else:
         scans = (key_ranges.prefix_scan(decl, values, tz),)
