@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from transforms import keys, schema_file_queries, timefmt
+from transforms.mutations import MAX_QUALIFIER_BYTES
 from transforms.table_model import (
     BUCKET_UNITS,
     PATTERNS,
@@ -1038,7 +1039,7 @@ class _Checker:
         qualifier: str | tuple = ""
         raw = col.get("qualifier")
         if isinstance(raw, str) and raw:
-            if len(raw.encode()) > 16 * 1024:
+            if len(raw.encode()) > MAX_QUALIFIER_BYTES:
                 self.bad(_line(col, "qualifier"), f"{where}: a qualifier is at most 16 KiB")
             qualifier = raw
         elif isinstance(raw, _Map) and len(raw) == 1 and "field" in raw:

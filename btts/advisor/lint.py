@@ -31,7 +31,6 @@ SEVERITIES = ("info", "warning", "error")
 # Bigtable's limits and the guidance's budgets (docs/patterns.md §3 rule 7).
 ROW_ADVISED_BYTES = 100 * 1024 * 1024
 ROW_HARD_BYTES = 256 * 1024 * 1024
-CELL_BYTES = 10 * 1024 * 1024
 KEY_BYTES = 4 * 1024
 MAX_FAMILIES = 100
 # Names longer than this are "long" when, with the qualifier, they outweigh the cell's value.

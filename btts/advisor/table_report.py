@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 
 from btts import admin
 from btts.advisor import lint
-from btts.advisor.lint import CELL_BYTES, KEY_BYTES, ROW_ADVISED_BYTES, ROW_HARD_BYTES, human_bytes
+from btts.advisor.lint import KEY_BYTES, ROW_ADVISED_BYTES, ROW_HARD_BYTES, human_bytes
 from transforms import keys as keys_mod
+from transforms.mutations import MAX_CELL_BYTES
 
 PAGE_ROWS = 2000
 # Rows kept for the prefix analysis (every k-th row beyond this, k doubling as needed).
@@ -202,7 +203,7 @@ def limit_problems(row_bytes: int, largest_cell: int, key_bytes: int, key: bytes
         out.append(f"ERROR row {shown!r}: {human_bytes(row_bytes)} over the 256 MB hard limit")
     elif row_bytes > ROW_ADVISED_BYTES:
         out.append(f"WARNING row {shown!r}: {human_bytes(row_bytes)} over the advised 100 MB")
-    if largest_cell > CELL_BYTES:
+    if largest_cell > MAX_CELL_BYTES:
         out.append(f"WARNING row {shown!r}: a {human_bytes(largest_cell)} cell (limit 10 MB)")
     if key_bytes > KEY_BYTES:
         out.append(f"ERROR row {shown!r}: a {key_bytes:,}-byte key (limit 4 KiB)")
