@@ -39,10 +39,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import apache_beam as beam
-from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
+from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange
 
 from btts import admin
 from btts.emulator import Emulator, PubSubEmulator
+from btts.query_engine import KEYS_ONLY
 from pipelines import common, server_metrics
 
 ROOT = Path(__file__).resolve().parent
@@ -50,9 +51,6 @@ DEFAULT_OUTPUT = ROOT / "results" / "soak.json"
 PROJECT = "test-project"
 METRICS = ("cpu/cpu1_usr", "cpu/cpu1_nice", "io/blk_read", "mem/used_pct")
 FLAT_GROWTH = 0.10  # RSS growth over the second half below this is "flat"
-_KEYS_ONLY = row_filters.RowFilterChain(
-    filters=[row_filters.CellsRowLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
-)
 
 
 def rss_bytes() -> int:
@@ -184,7 +182,7 @@ class Landed:
             for h in self._hosts
         ]
         table = client.get_table(self._target.instance, "METRIC")
-        for row in table.read_rows(ReadRowsQuery(row_ranges=ranges, row_filter=_KEYS_ONLY)):
+        for row in table.read_rows(ReadRowsQuery(row_ranges=ranges, row_filter=KEYS_ONLY)):
             host, ts = bytes(row.row_key).decode().rsplit("#", 1)
             self.newest[host] = max(self.newest[host], int(ts))
             self.rows += 1
@@ -248,7 +246,7 @@ def final_check(target: admin.Target, good: int, hosts: int) -> dict:
             rows += 1
             cells += len(row.cells)
         current = client.get_table(target.instance, "CURRENT_METRIC")
-        current_rows = sum(1 for _ in current.read_rows(ReadRowsQuery(row_filter=_KEYS_ONLY)))
+        current_rows = sum(1 for _ in current.read_rows(ReadRowsQuery(row_filter=KEYS_ONLY)))
     return {
         "metric_rows": rows,
         "metric_cells": cells,
