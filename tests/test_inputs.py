@@ -233,6 +233,46 @@ def test_formats_are_detected_by_content_then_name(tmp_path):
     assert readers.detect(str(tmp_path / "array.json"), "jsonl")[0] == "jsonl"  # forced
 
 
+def test_the_content_names_the_format_whatever_the_name_says(tmp_path):
+    csv_text = b"station,ts,temp\nA,2024-05-01T12:00:00Z,1.5\n"
+    (tmp_path / "data.gz").write_bytes(gzip.compress(csv_text))
+    (tmp_path / "export").write_bytes(bz2.compress(csv_text))
+    (tmp_path / "lines.csv.gz").write_bytes(gzip.compress(b'{"a": 1}\n'))
+    (tmp_path / "array.csv").write_text('[{"a": 1}]')
+    (tmp_path / "csv.jsonl").write_bytes(csv_text)  # the name claims JSON lines: it stays so
+    (tmp_path / "one.tsv").write_text("a\tb\n1\t2\n")
+    assert readers.detect(str(tmp_path / "data.gz")) == ("csv", "gzip")
+    assert readers.detect(str(tmp_path / "export")) == ("csv", "bzip2")
+    assert readers.detect(str(tmp_path / "lines.csv.gz")) == ("jsonl", "gzip")
+    assert readers.detect(str(tmp_path / "array.csv"))[0] == "json_array"
+    assert readers.detect(str(tmp_path / "csv.jsonl"))[0] == "jsonl"
+    assert readers.detect(str(tmp_path / "one.tsv"))[0] == "jsonl"
+    assert readers.detect(str(tmp_path / "data.gz"), "jsonl")[0] == "jsonl"  # forced
+
+
+def test_a_json_lines_reason_says_when_the_line_looks_like_csv():
+    line = b"A,2024-05-01T12:00:00Z,1.5"
+    with pytest.raises(Exception) as err:
+        events.parse_json_object(line)
+    reason = events.array_hint(line, str(err.value))
+    assert reason.startswith("invalid JSON") and "--input_format=csv" in reason
+    assert events.array_hint(b'{"a": 1, "b"', "invalid JSON: x") == "invalid JSON: x"
+    assert not events.looks_like_csv("a,b\n1,2,3\n")  # records of unequal width
+
+
+def test_a_gzip_csv_named_data_gz_lands(target, tmp_path):
+    schema = tmp_path / "stations.yaml"
+    schema.write_text(SCHEMA)
+    rows = "".join(f"S,{_ts(m)},{m}.5\n" for m in range(3))
+    (tmp_path / "data.gz").write_bytes(gzip.compress(f"station,ts,temp\n{rows}".encode()))
+    dead = tmp_path / "dead" / "s"
+    run_job("generic", target, tmp_path / "data.gz", dead, [f"--schema={schema}"])
+    landed = {r.key: r.latest() for r in admin.read_rows(target, "READING", latest_only=True)}
+    assert {k for k in landed if k.startswith(b"S#")} == {_key("S", m) for m in range(3)}
+    assert landed[_key("S", 2)][("r", b"temp")] == b"2.5"
+    assert not list(read_dead_letters(dead))
+
+
 def test_columnar_values_become_what_a_json_line_gives():
     from decimal import Decimal
 

@@ -58,9 +58,13 @@ _ARRAY_HINT = (
 )
 
 
+_CSV_HINT = " (the line looks like CSV: read the file as CSV with --input_format=csv)"
+
+
 def array_hint(raw: bytes | str, reason: str) -> str:
     """A JSON-lines reason, saying so when the line looks like a piece of a top-level array
-    (``[{...},``, ``{...},``, ``]``): the usual export that is not JSON lines at all."""
+    (``[{...},``, ``{...},``, ``]``) or like a CSV record: the usual exports that are not JSON
+    lines at all."""
     if not reason.startswith("invalid JSON"):  # a whole value (even an array) is not a piece
         return reason
     text = raw.strip()
@@ -68,7 +72,19 @@ def array_hint(raw: bytes | str, reason: str) -> str:
         text = text.decode("utf-8", errors="replace")
     if text.startswith("[") or text.endswith(",") or text in ("]", "],"):
         return reason + _ARRAY_HINT
+    if looks_like_csv(text):
+        return reason + _CSV_HINT
     return reason
+
+
+def looks_like_csv(text: str) -> bool:
+    """Whether the first lines of ``text`` read as CSV records of two or more fields, the same
+    number on each, and not as JSON (a line of JSON starts with ``{`` or ``[``)."""
+    lines = text.removeprefix("\ufeff").lstrip().splitlines()[:2]
+    if not lines or lines[0][:1] in ("{", "[") or "," not in lines[0]:
+        return False
+    widths = {len(record) for record in csv.reader(lines)}
+    return len(widths) == 1 and widths.pop() >= 2
 
 
 def _utf8(raw: bytes) -> str:

@@ -115,29 +115,51 @@ def _magic(head: bytes, table: dict[bytes, str], default: str | None = None) -> 
     return next((what for magic, what in table.items() if head.startswith(magic)), default)
 
 
-def _first_char(path: str, compression: str) -> bytes:
-    """The first byte that is not whitespace or a byte-order mark (b"" for an empty file)."""
+_SNIFF_BYTES = 64 << 10  # enough for a CSV header and its first record
+
+
+def _text_head(path: str, compression: str) -> str:
+    """The (decompressed) start of the file from its first character that is not whitespace or
+    a byte-order mark ("" for an empty file)."""
     with FileSystems.open(path, compression_type=compression) as handle:
         head = handle.read(4096)
         while head:
             text = head.removeprefix(codecs.BOM_UTF8).lstrip()
             if text:
-                return text[:1]
+                text += handle.read(_SNIFF_BYTES)
+                return text.decode("utf-8", errors="replace")
             head = handle.read(4096)
-    return b""
+    return ""
+
+
+def _by_content(path: str, compression: str) -> str | None:
+    """The text format the content shows, or None when it shows none: ``[`` first is one JSON
+    array, ``{`` first JSON lines, records of two or more comma-separated fields CSV."""
+    head = _text_head(path, compression)
+    first = head[:1]
+    if first in ("[", "{"):
+        return "json_array" if first == "[" else "jsonl"
+    return "csv" if events.looks_like_csv(head) else None
 
 
 def detect(path: str, forced: str = "auto") -> tuple[str, str]:
     """``(format, compression)`` of ``path``: its compression from its first bytes; its format
-    forced, from its name, or from its content (``[`` first: one JSON array; else JSON lines)."""
+    forced; else a text file's content when it shows JSON (an array or lines, whatever the
+    name); else its name; else content that shows CSV (a ``data.gz`` of CSV); else JSON lines."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         head = handle.read(4)
     compression = _magic(head, _COMPRESSION_MAGIC, CompressionTypes.UNCOMPRESSED)
     fmt = {"auto": None, "json": "jsonl"}.get(forced, forced)  # json: JSON lines, as before
-    fmt = fmt or _magic(head, _COLUMNAR_MAGIC) or format_from_name(path)
-    if fmt is None or (fmt == "jsonl" and forced == "auto"):
-        fmt = "json_array" if _first_char(path, compression) == b"[" else "jsonl"
-    return fmt, compression
+    if fmt:
+        return fmt, compression
+    fmt = _magic(head, _COLUMNAR_MAGIC) or format_from_name(path)
+    if fmt in (None, "jsonl", "csv"):
+        shown = _by_content(path, compression)
+        # JSON shows itself whatever the name says; CSV only where the name claims no format
+        # (a .jsonl of CSV lines stays JSON lines, each dead letter saying it looks like CSV).
+        if shown in ("json_array", "jsonl") or (shown and fmt is None):
+            fmt = shown
+    return fmt or "jsonl", compression
 
 
 def file_ranges(path: str, size: int, forced: str = "auto") -> list[FileRange]:
