@@ -90,30 +90,30 @@ def test_percentage_keeps_its_source_text():
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
-        ('{"user": "Corrie", "timestamp": 1}', "missing field(s): percentage"),
+        ('{"user": "Corrie", "timestamp": 1425243600001}', "missing field(s): percentage"),
         (
-            '{"user": "C", "timestamp": 1, "percentage": 1, "level": 2}',
+            '{"user": "C", "timestamp": 1425243600001, "percentage": 1, "level": 2}',
             "unexpected field(s): level",
         ),
         (
-            '{"user": "Co#rrie", "timestamp": 1, "percentage": 1}',
+            '{"user": "Co#rrie", "timestamp": 1425243600001, "percentage": 1}',
             "field 'user': contains the key delimiter '#'",
         ),
-        ('{"user": "", "timestamp": 1, "percentage": 1}', "field 'user': empty"),
+        ('{"user": "", "timestamp": 1425243600001, "percentage": 1}', "field 'user': empty"),
         (
-            '{"user": 7, "timestamp": 1, "percentage": 1}',
+            '{"user": 7, "timestamp": 1425243600001, "percentage": 1}',
             "field 'user': expected a string, got number",
         ),
         (
-            '{"user": "C", "timestamp": 1, "percentage": 101}',
+            '{"user": "C", "timestamp": 1425243600001, "percentage": 101}',
             "field 'percentage': 101 is above its maximum 100",
         ),
         (
-            '{"user": "C", "timestamp": 1, "percentage": -1}',
+            '{"user": "C", "timestamp": 1425243600001, "percentage": -1}',
             "field 'percentage': -1 is below its minimum 0",
         ),
         (
-            '{"user": "C", "timestamp": 1, "percentage": "98"}',
+            '{"user": "C", "timestamp": 1425243600001, "percentage": "98"}',
             "field 'percentage': expected a number, got string",
         ),
         (
@@ -251,9 +251,9 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
     good = [_line(f"user{i % 4}", 1425213901000 + i * 61_000, i % 101) for i in range(20)]
     bad = {
         "{not json": "invalid JSON: Expecting property name enclosed in double quotes at column 2",
-        '{"user": "a#b", "timestamp": 1, "percentage": 5}': "field 'user': contains the key "
+        '{"user": "a#b", "timestamp": 1425243600001, "percentage": 5}': "field 'user': contains the key "
         "delimiter '#'",
-        '{"user": "a", "timestamp": 1, "percentage": 500}': "field 'percentage': 500 is above "
+        '{"user": "a", "timestamp": 1425243600001, "percentage": 500}': "field 'percentage': 500 is above "
         "its maximum 100",
         '{"user": "a", "percentage": 5}': "missing field(s): timestamp",
     }

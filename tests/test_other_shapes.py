@@ -97,7 +97,7 @@ def test_friend_names_are_qualifiers_and_circles_are_values():
     with pytest.raises(InvalidEvent) as err:
         _build(
             FRIEND,
-            '{"person": "Jose", "friend": "a\\u0000b", "circle": "x", "timestamp": 1}',
+            '{"person": "Jose", "friend": "a\\u0000b", "circle": "x", "timestamp": 1425243600001}',
         )
     assert str(err.value) == (
         "field 'friend': 'a\\x00b' contains a control or unprintable character, and names a column"
@@ -127,7 +127,7 @@ def test_device_keys_are_tenant_keys():
 )
 def test_a_tenant_cannot_forge_another_tenants_prefix(tenant, reason):
     line = (
-        f'{{"tenant": "{tenant}", "kind": "phone", "device": "d", "timestamp": 1, '
+        f'{{"tenant": "{tenant}", "kind": "phone", "device": "d", "timestamp": 1425243600001, '
         '"readings": {"x": 1}}'
     )
     with pytest.raises(InvalidEvent, match=reason):
@@ -208,10 +208,10 @@ def test_a_correction_is_a_newer_version_and_history_is_kept(target):
 
 def test_one_row_holds_a_persons_friends(target):
     lines = [
-        '{"person": "Jose", "friend": "Sofia", "circle": "work", "timestamp": 1}',
-        '{"person": "Jose", "friend": "Lucas", "circle": "family", "timestamp": 2}',
-        '{"person": "Jose", "friend": "Ana", "circle": "school", "timestamp": 3}',
-        '{"person": "Sofia", "friend": "Jose", "circle": "work", "timestamp": 1}',
+        '{"person": "Jose", "friend": "Sofia", "circle": "work", "timestamp": 1425243600001}',
+        '{"person": "Jose", "friend": "Lucas", "circle": "family", "timestamp": 1425243600002}',
+        '{"person": "Jose", "friend": "Ana", "circle": "school", "timestamp": 1425243600003}',
+        '{"person": "Sofia", "friend": "Jose", "circle": "work", "timestamp": 1425243600001}',
     ]
     _write(target, [r for line in lines for r in _build(FRIEND, line)])
     rows = admin.read_rows(target, "FRIENDS", start=b"Jose", end=b"Jose\x00")

@@ -49,6 +49,53 @@ def test_epoch_seconds_and_microseconds_as_well_as_milliseconds():
         timefmt.make_parser("epoch_s", "t")("1426535612")  # a JSON string, not a number
 
 
+@pytest.mark.parametrize(
+    ("value", "looks"),
+    [
+        (Num("1956"), "looks like a year; declare format: year"),
+        (1956, "looks like a year; declare format: year"),
+        ("2001", "looks like a year; declare format: year"),
+        (Num("1426535612"), "looks like epoch seconds; declare format: epoch_s"),
+        (Num("99999999999"), "looks like epoch seconds; declare format: epoch_s"),
+        (Num("123456"), "too small to be epoch milliseconds; declare format: epoch_ms"),
+        (Num("0"), "too small to be epoch milliseconds"),
+    ],
+)
+def test_auto_never_guesses_epoch_milliseconds_for_a_number_that_is_not_plausibly_one(value, looks):
+    """A JSON ``"year": 1956`` under ``format: auto`` once landed at 1970-01-01T00:00:01.956Z."""
+    for parse in (timefmt.parse_event_time, timefmt.make_parser("auto", "t", PARIS)):
+        with pytest.raises(InvalidEvent, match=looks):
+            parse(value)
+    assert timefmt.parse_event_time(Num("100000000000")) == 10**11  # 1973-03-03: plausible
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (Num("2001"), _ms(2001, 1, 1)),
+        ("2001", _ms(2001, 1, 1)),
+        (" 2024 ", _ms(2024, 1, 1)),
+        (2024, _ms(2024, 1, 1)),
+    ],
+)
+def test_a_year_format_reads_numbers_and_text(value, expected):
+    assert timefmt.make_parser("year", "y")(value) == expected
+    assert timefmt.make_parser("year", "y", PARIS)(value) == expected - 3_600_000
+
+
+@pytest.mark.parametrize("value", [Num("2001.5"), "20O1", "0", "12345", Num("-5"), None, True])
+def test_a_year_format_refuses_what_is_not_a_year(value):
+    with pytest.raises(InvalidEvent, match="expected a year such as 1956"):
+        timefmt.make_parser("year", "y")(value)
+
+
+def test_strptime_patterns_read_json_numbers_by_their_digits():
+    assert timefmt.make_parser("%Y%m%d", "d")(Num("20240501")) == _ms(2024, 5, 1)
+    assert timefmt.make_parser("%Y", "d")(Num("2024")) == _ms(2024, 1, 1)
+    with pytest.raises(InvalidEvent, match="expected a time '%Y%m%d', got number"):
+        timefmt.make_parser("%Y%m%d", "d")(Num("2024.5"))
+
+
 def test_the_hours_a_dst_change_repeats_or_skips_are_never_shifted_silently():
     parse = timefmt.make_parser("%d/%m/%Y %H:%M", "t", PARIS)
     with pytest.raises(InvalidEvent, match="does not exist in Europe/Paris"):
@@ -154,3 +201,52 @@ def test_a_builtin_job_takes_the_same_choices_as_flags(target, tmp_path):
     assert "happens twice in Europe/Paris" in letter["reason"]
     with pytest.raises(SystemExit, match="not a time field"):
         run_job("smart_meters", target, source, dead, ["--time_format=reading=epoch_s"])
+
+
+DRIVING = """\
+dataset: driving
+event:
+  time: year
+  fields:
+    year: {type: time, format: FORMAT}
+    miles: number
+tables:
+  - name: DRIVING_TABLE
+    pattern: TS-COLS
+    families:
+      - {name: d, max_versions: 1}
+    key:
+      - const: US
+      - {time: year, format: yyyymm}
+    columns:
+      - {family: d, qualifier: miles, value: miles}
+"""
+
+
+@pytest.mark.parametrize("fmt", ["year", "auto"])
+def test_integer_years_land_with_format_year_and_never_near_1970_without_it(target, tmp_path, fmt):
+    """A JSON array of yearly statistics with ``"year": 2001``: with ``format: year`` each year
+    lands at its 1 January; with ``auto`` every record is a dead letter saying to declare it."""
+    schema_path = tmp_path / "driving.yaml"
+    schema_path.write_text(DRIVING.replace("FORMAT", fmt).replace("TABLE", fmt.upper()))
+    source = tmp_path / "driving.json"
+    source.write_text('[{"year": 2001, "miles": 2.78}, {"year": 2002, "miles": 2.83}]')
+    dead = tmp_path / "dead" / "d"
+    if fmt == "year":
+        run_job("generic", target, source, dead, [f"--schema={schema_path}"])
+    else:  # nothing valid: the job fails, naming the reason
+        with pytest.raises(SystemExit, match=r"no valid event.*looks like a year"):
+            run_job("generic", target, source, dead, [f"--schema={schema_path}"])
+    rows = admin.read_rows(target, f"DRIVING_{fmt.upper()}", latest_only=True)
+    letters = read_dead_letters(dead)
+    if fmt == "year":
+        assert [r.key for r in rows] == [b"US#200101", b"US#200201"]
+        assert rows[1].latest()[("d", b"miles")] == b"2.83"
+        assert rows[0].cells[0].timestamp_us == _ms(2001, 1, 1) * 1000
+        assert not letters
+    else:
+        assert rows == []
+        assert [d["reason"] for d in letters] == [
+            "field 'year': the number 2001 looks like a year; declare format: year",
+            "field 'year': the number 2002 looks like a year; declare format: year",
+        ]

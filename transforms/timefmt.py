@@ -46,15 +46,34 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
             raise InvalidEvent(f"field {field!r}: time {value!r} has no UTC offset (add 'Z')")
         ms = (moment - _EPOCH) // _MS
     elif isinstance(value, str):  # a JSON integer kept as its text, or digits in a string
-        ms = int(value)
+        ms = plausible_epoch_ms(int(value), field)
     elif isinstance(value, int) and not isinstance(value, bool):
-        ms = value
+        ms = plausible_epoch_ms(value, field)
     else:
         raise InvalidEvent(
             f"field {field!r}: expected an RFC 3339 time or epoch milliseconds, "
             f"got {type(value).__name__}"
         )
     return _in_range(ms, field, value)
+
+
+# The smallest number taken for epoch milliseconds without a declared format: 1973-03-03. Below
+# it a number is far likelier a year (1956) or epoch seconds than a time in the early 1970s.
+MIN_GUESSED_EPOCH_MS = 10**11
+
+
+def plausible_epoch_ms(number: int, field: str = "timestamp") -> int:
+    """``number``, when it can pass for epoch milliseconds with no format declared; otherwise a
+    dead letter that says what it looks like and which format to declare."""
+    if number >= MIN_GUESSED_EPOCH_MS or number < 0:  # a negative one: the range check says why
+        return number
+    if 1 <= number <= 9999:
+        looks = "looks like a year; declare format: year"
+    elif number >= 10**8:
+        looks = "looks like epoch seconds; declare format: epoch_s"
+    else:
+        looks = "is too small to be epoch milliseconds; declare format: epoch_ms if it is one"
+    raise InvalidEvent(f"field {field!r}: the number {number} {looks}")
 
 
 def _in_range(ms: int, field: str, raw: object) -> int:
@@ -174,7 +193,16 @@ def time_of_day(ms: int, tz: dt.tzinfo = UTC) -> str:
 
 # -- time formats people write ------------------------------------------------------------------
 
-NAMED_FORMATS = ("auto", "rfc3339", "epoch_s", "epoch_ms", "epoch_us", "date", "yyyymmddhhmmssmmm")
+NAMED_FORMATS = (
+    "auto",
+    "rfc3339",
+    "epoch_s",
+    "epoch_ms",
+    "epoch_us",
+    "date",
+    "year",
+    "yyyymmddhhmmssmmm",
+)
 DST_CHOICES = ("error", "earliest", "latest")
 _EPOCH_DIVISORS = {"epoch_s": None, "epoch_ms": 1, "epoch_us": 1000}
 _NUMERIC = re.compile(r"[0-9]+(\.[0-9]+)?\Z")
@@ -250,6 +278,8 @@ def make_parser(
         return _epoch_parser(fmt, field)
     if fmt == "date":
         return lambda value: parse_date(value, field)
+    if fmt == "year":
+        return _year_parser(field, tz or UTC, ambiguous)
     if fmt == "yyyymmddhhmmssmmm":
         return lambda value: parse_compact_time(value, field)
     if fmt in ("auto", "rfc3339"):
@@ -271,7 +301,9 @@ def make_parser(
     offset = "%z" in fmt
 
     def pattern(value: object) -> int:
-        if type(value) is not str and type(value) is not CsvText:
+        if type(value) is Num and value.isdigit():  # 20240501 as a JSON number: its digits
+            value = str(value)
+        elif type(value) is not str and type(value) is not CsvText:
             raise InvalidEvent(f"field {field!r}: expected a time {fmt!r}, got {describe(value)}")
         try:
             moment = dt.datetime.strptime(value, fmt)
@@ -282,6 +314,22 @@ def make_parser(
         return local_to_ms(moment, tz or UTC, field, ambiguous, value)
 
     return pattern
+
+
+_YEAR = re.compile(r"[0-9]{1,4}\Z")
+
+
+def _year_parser(field: str, tz: dt.tzinfo, ambiguous: str):
+    """A year, as a JSON number or text (``1956``, ``"1956"``) → the start of its 1 January in
+    ``tz``."""
+
+    def year(value: object) -> int:
+        text = str(value) if type(value) is int else value.strip() if isinstance(value, str) else ""
+        if not _YEAR.match(text) or int(text) == 0:
+            raise InvalidEvent(f"field {field!r}: expected a year such as 1956, got {value!r}")
+        return local_to_ms(dt.datetime(int(text), 1, 1), tz, field, ambiguous, value)
+
+    return year
 
 
 def _epoch_parser(fmt: str, field: str):
