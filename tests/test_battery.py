@@ -251,10 +251,12 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
     good = [_line(f"user{i % 4}", 1425213901000 + i * 61_000, i % 101) for i in range(20)]
     bad = {
         "{not json": "invalid JSON: Expecting property name enclosed in double quotes at column 2",
-        '{"user": "a#b", "timestamp": 1425243600001, "percentage": 5}': "field 'user': contains the key "
-        "delimiter '#'",
-        '{"user": "a", "timestamp": 1425243600001, "percentage": 500}': "field 'percentage': 500 is above "
-        "its maximum 100",
+        '{"user": "a#b", "timestamp": 1425243600001, "percentage": 5}': (
+            "field 'user': contains the key delimiter '#'"
+        ),
+        '{"user": "a", "timestamp": 1425243600001, "percentage": 500}': (
+            "field 'percentage': 500 is above its maximum 100"
+        ),
         '{"user": "a", "percentage": 5}': "missing field(s): timestamp",
     }
     lines = good[:10] + list(bad) + good[10:]
