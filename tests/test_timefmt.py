@@ -58,7 +58,7 @@ def test_the_fast_utc_path_agrees_with_the_general_parser(ms, sep):
         moment.strftime(f"%Y-%m-%d{sep}%H:%M:%SZ"),
     ]
     for text in texts:
-        expected = (timefmt.dt.datetime.fromisoformat(text) - _EPOCH) // timefmt._MS
+        expected = (timefmt.dt.datetime.fromisoformat(text) - _EPOCH) // timefmt.MILLISECOND
         assert timefmt.parse_event_time(text) == expected
 
 

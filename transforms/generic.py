@@ -1,4 +1,4 @@
-"""The schema compiler: a schema file's event mapping compiled into the builder every job runs.
+"""The schema builder: a schema file's event mapping compiled into the builder every job runs.
 Pure: no Beam, no client.
 
 ``Builder(schema)(record)`` validates one record against ``event.fields`` (missing and
@@ -7,12 +7,14 @@ of every table the schema writes, raising :class:`InvalidEvent` with a precise r
 otherwise. The built-in datasets are schema files too, so this is the only builder.
 
 It is the hot path of every job, so the schema is compiled once per worker (the builder pickles
-as the schema's text and compiles again on unpickling) into closures specialised per field, per
-key segment and per column: type checks written for the one type a field has, qualifiers encoded
-once, the checked qualifiers of a map field's name list cached (a fleet reports the same names
-over and over), keys made only of text cached per entity, calendar labels cached per hour, and
-one tuple of cells shared by the tables that hold the same cells (METRIC and CURRENT_METRIC).
-No text of the schema file ever becomes code: names and values are closure constants.
+as the schema's text and compiles again on unpickling). This module makes the general rules as
+closures specialised per field (:mod:`transforms.field_parsers`), per key segment and per
+column: qualifiers encoded once, the checked qualifiers of a map field's name list cached (a
+fleet reports the same names over and over), calendar labels cached per hour. It states them
+as a :class:`~transforms.codegen.BuildPlan`, and :mod:`transforms.codegen` writes the function
+that runs them (common cases inline, keys made only of text cached per entity, one tuple of
+cells shared by the tables that hold the same cells, as METRIC and CURRENT_METRIC do).
+No text of the schema file ever becomes code: names and values are constants and closures.
 Keys come from the same :class:`~transforms.table_model.KeyRecipe` as queries and table creation;
 cells are stamped with the event time (or the start of its bucket for aggregates); values are
 the source's text (``600.60`` stays ``600.60``).
@@ -23,20 +25,20 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping
-from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
-from transforms import compiler, events, keys, timefmt
+from transforms import codegen, keys, timefmt
+from transforms.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
 from transforms.errors import InvalidEvent
-from transforms.events import CsvText, Num
+from transforms.field_parsers import FieldParser, field_parser
 from transforms.mutations import MAX_QUALIFIER_BYTES, AddCell, Cell, RowMutation
-from transforms.schema_file import ColumnSpec, FieldSpec, Schema, TableSpec, loads, message_class
+from transforms.schema_file import ColumnSpec, Schema, TableSpec, loads, message_class
 from transforms.table_model import FREE_TEXT_KINDS, bucket_start_ms, segment_builder
+
+__all__ = ["Builder", "FieldParser", "build_plan", "field_parser"]
 
 # JSON blobs keep numbers as the source wrote them (no float round trip); times as epoch ms.
 _RAW_JSON = ("number", "integer", "time")
-_INT64 = (-(2**63), 2**63 - 1)
-_CACHED_NAMES = 64  # a map's name lists longer than this are checked without being cached
 _new = tuple.__new__  # NamedTuple construction without its Python-level __new__
 
 
@@ -45,236 +47,7 @@ def _named(cell: tuple) -> tuple:
     return _new(Cell, cell) if type(cell) is tuple else cell
 
 
-_describe = events.describe
-_NUMBERS_ONLY = {Num}
-_encode = str.encode
-
 Values = dict  # field ref → checked value
-FieldParser = Callable[[object], object]
-
-
-# -- fields -------------------------------------------------------------------------------------
-
-
-def _bounds_check(spec: FieldSpec) -> Callable[[str], None] | None:
-    """The min/max check of a number field (exact: decimal text compared as Decimal)."""
-    if spec.minimum is None and spec.maximum is None:
-        return None
-    name = spec.name
-    low = Decimal(spec.minimum) if spec.minimum is not None else None
-    high = Decimal(spec.maximum) if spec.maximum is not None else None
-
-    def check(number: str) -> None:
-        try:
-            value = Decimal(number)
-        except InvalidOperation:
-            raise InvalidEvent(f"field {name!r}: {number!r} is not a number") from None
-        if low is not None and value < low:
-            raise InvalidEvent(f"field {name!r}: {number} is below its minimum {spec.minimum}")
-        if high is not None and value > high:
-            raise InvalidEvent(f"field {name!r}: {number} is above its maximum {spec.maximum}")
-
-    return check
-
-
-def _text_parser(spec: FieldSpec, key_delimiters: str) -> FieldParser:
-    name = spec.name
-    limit = spec.max_length or 1024
-    whitespace = spec.whitespace
-    case = spec.case
-    delimiters = tuple(key_delimiters)
-
-    def text(value: object) -> str:
-        if type(value) is not str:
-            if type(value) is not CsvText:
-                raise InvalidEvent(f"field {name!r}: expected a string, got {_describe(value)}")
-            value = str(value)
-        if not value:
-            raise InvalidEvent(f"field {name!r}: empty")
-        if len(value) > limit:
-            raise InvalidEvent(f"field {name!r}: longer than {limit} characters")
-        if whitespace != "allow":
-            if whitespace == "trimmed" and value != value.strip():
-                raise InvalidEvent(f"field {name!r}: {value!r} has leading or trailing whitespace")
-            if whitespace == "none" and value.split() != [value]:
-                raise InvalidEvent(f"field {name!r}: {value[:40]!r} contains whitespace")
-        if case != "as_is":
-            value = value.lower() if case == "lower" else value.upper()
-        # A key field is checked here, whichever of the schema's tables a job writes: an event
-        # is valid or not whatever the layout.
-        for delimiter in delimiters:
-            if delimiter in value or not value.isprintable():
-                keys.check_segment(value, f"field {name!r}", delimiter)
-        return value
-
-    return text
-
-
-def _number_parser(spec: FieldSpec) -> FieldParser:
-    name = spec.name
-    limit = spec.max_length
-    bounds = _bounds_check(spec)
-
-    def number(value: object) -> str:
-        if type(value) is not Num:
-            value = events.as_number(value)
-            if type(value) is not Num:
-                raise InvalidEvent(f"field {name!r}: expected a number, got {_describe(value)}")
-        if limit and len(value) > limit:
-            raise InvalidEvent(f"field {name!r}: number longer than {limit} characters")
-        if bounds is not None:
-            bounds(value)
-        return str(value)
-
-    return number
-
-
-def _integer_parser(spec: FieldSpec) -> FieldParser:
-    name = spec.name
-    bounds = _bounds_check(spec)
-    low, high = _INT64
-
-    def integer(value: object) -> int:
-        if type(value) is not Num:
-            value = events.as_number(value)
-        if type(value) is not Num or not value.lstrip("-").isdigit():
-            raise InvalidEvent(
-                f"field {name!r}: expected an integer, got {_describe(value)} {value!r}"
-            )
-        number = int(value)
-        if not low <= number <= high:
-            raise InvalidEvent(f"field {name!r}: {number} is outside {low}..{high}")
-        if bounds is not None:
-            bounds(value)
-        return number
-
-    return integer
-
-
-def _id_parser(spec: FieldSpec, key_delimiters: str) -> FieldParser:
-    name = spec.name
-    limit = spec.max_length
-    as_text = _text_parser(
-        FieldSpec(name, "text", max_length=spec.max_length or 1024), key_delimiters
-    )
-
-    def ident(value: object) -> str:
-        value = events.as_number(value)
-        if type(value) is not Num:
-            return as_text(value)  # which checks the same max_length
-        if not (value.isascii() and value.isdigit()):
-            raise InvalidEvent(
-                f"field {name!r}: expected a non-negative integer or a text id, got {value}"
-            )
-        if limit and len(value) > limit:
-            raise InvalidEvent(f"field {name!r}: longer than {limit} characters")
-        return str(value)
-
-    return ident
-
-
-def _boolean_parser(spec: FieldSpec) -> FieldParser:
-    name = spec.name
-
-    def boolean(value: object) -> str:
-        if value is True or value is False:
-            return "true" if value else "false"
-        if type(value) is CsvText and value in ("true", "false"):
-            return str(value)
-        raise InvalidEvent(f"field {name!r}: expected true or false, got {_describe(value)}")
-
-    return boolean
-
-
-def _time_parser(spec: FieldSpec) -> FieldParser:
-    if spec.format == "auto" and not spec.timezone:  # the common case: one C call inside
-        name = spec.name
-        parse = timefmt.parse_event_time
-        return lambda value: parse(value, name)
-    zone = timefmt.zone(spec.timezone) if spec.timezone else None
-    return timefmt.make_parser(spec.format, spec.name, zone, spec.ambiguous)
-
-
-def _check_names(name: str, upper: bool, names: tuple) -> tuple[bytes, ...]:
-    """A map field's entry names → their qualifiers, every one checked, collisions refused."""
-    out = []
-    seen: dict[bytes, str] = {}
-    for entry in names:
-        if type(entry) is not str or not entry:
-            raise InvalidEvent(f"field {name!r}: entry name {entry!r}: expected non-empty text")
-        if not entry.isprintable() or entry.split() != [entry]:
-            raise InvalidEvent(
-                f"field {name!r}: entry {entry[:80]!r} contains whitespace or a control character"
-            )
-        qualifier = (entry.upper() if upper else entry).encode("utf-8")
-        if len(qualifier) > MAX_QUALIFIER_BYTES:
-            raise InvalidEvent(f"field {name!r}: entry {entry[:40]!r}… is over 16 KiB")
-        if qualifier in seen:
-            raise InvalidEvent(
-                f"field {name!r}: entry {entry!r} collides with {seen[qualifier]!r}"
-                + (" once upper-cased" if upper else "")
-            )
-        seen[qualifier] = entry
-        out.append(qualifier)
-    return tuple(out)
-
-
-def _map_parser(spec: FieldSpec) -> FieldParser:
-    name = spec.name
-    upper = spec.qualifier == "upper"
-    most = spec.max_entries
-
-    @lru_cache(maxsize=4096)  # a source reports the same few name lists over and over
-    def cached(names: tuple) -> tuple[bytes, ...]:
-        return _check_names(name, upper, names)
-
-    def slow_values(entries: dict) -> list[bytes]:
-        out = []
-        for entry, value in entries.items():
-            number = events.as_number(value)
-            if type(number) is not Num:
-                raise InvalidEvent(
-                    f"field {name!r}: entry {entry!r}: expected a number, got {_describe(number)}"
-                )
-            out.append(number.encode("ascii"))
-        return out
-
-    def mapping(entries: object) -> tuple[tuple[bytes, bytes], ...]:
-        if type(entries) is not dict:
-            raise InvalidEvent(f"field {name!r}: expected an object, got {_describe(entries)}")
-        if not entries:
-            raise InvalidEvent(f"field {name!r}: empty; an event needs at least one entry")
-        if most and len(entries) > most:
-            raise InvalidEvent(f"field {name!r}: {len(entries)} entries, over {most}")
-        names = tuple(entries)
-        if len(names) <= _CACHED_NAMES:
-            qualifiers = cached(names)
-        else:
-            qualifiers = _check_names(name, upper, names)
-        values = entries.values()
-        if set(map(type, values)) == _NUMBERS_ONLY:  # the common case, in C
-            return tuple(zip(qualifiers, map(_encode, values), strict=True))
-        return tuple(zip(qualifiers, slow_values(entries), strict=True))
-
-    return mapping
-
-
-def field_parser(spec: FieldSpec, key_delimiters: str = "") -> FieldParser:
-    """The checked value of one field from its raw value: text (str), number/id (their source
-    text), integer (int), boolean ("true"/"false"), time (epoch ms), map (((qualifier, value
-    text), …)). ``key_delimiters``: the delimiters of the keys a text field is part of."""
-    if spec.type in ("text", "id"):  # the two that may be key text
-        return (_text_parser if spec.type == "text" else _id_parser)(spec, key_delimiters)
-    return _PARSERS[spec.type](spec)
-
-
-_PARSERS = {
-    "number": _number_parser,
-    "integer": _integer_parser,
-    "boolean": _boolean_parser,
-    "time": _time_parser,
-    "map": _map_parser,
-}
 
 
 def _text(value: object) -> str:
@@ -516,6 +289,30 @@ class _Table:
                 out.append((self.name, self.key(row_values), cells))
         return out
 
+    def plan(self) -> TablePlan:
+        """What the generated builder needs of this table (its closures as values)."""
+        segments = self.spec.decl.key.segments
+        general = self.rows_per is not None or any(seg.kind == "salt" for seg in segments)
+        parts = (
+            ()
+            if general
+            else tuple(None if seg.kind == "const" else self.segment_part(seg) for seg in segments)
+        )
+        return TablePlan(
+            name=self.name,
+            spec=self.spec,
+            time=self.time,
+            time_else=self.time_else,
+            cell_time=self.cell_time,
+            checked=self.checked,
+            signature=self.signature,
+            key=self.key,
+            cells=self.cells,
+            stamp=self.stamp,
+            rows=self.rows,
+            segment_parts=parts,
+        )
+
 
 def _checked_key_fields(schema: Schema) -> dict[str, str]:
     """Field ref → the delimiters of the keys (of any table written from events) that hold it
@@ -529,6 +326,40 @@ def _checked_key_fields(schema: Schema) -> dict[str, str]:
             if seg.kind in ("text", "tenant") and types.get(seg.field) in ("text", "id"):
                 out[seg.field] = known if delimiter in known else known + delimiter
     return out
+
+
+def _after_failure(name: str, after_name: str) -> Callable[[dict], None]:
+    """Raises for a field that must be later than another and is not."""
+
+    def fail(record: dict) -> None:
+        raise InvalidEvent(
+            f"field {name!r}: {record[name]} is not after field {after_name!r} "
+            f"({record[after_name]})"
+        )
+
+    return fail
+
+
+def build_plan(schema: Schema, tables: list[str], tz: dt.tzinfo) -> BuildPlan:
+    """The code generator's input for ``tables`` of ``schema``: every field's parser, the order
+    checks, and each table's general closures (:mod:`transforms.codegen` writes the rest)."""
+    key_fields = _checked_key_fields(schema)
+    names = {f.ref: f.name for f in schema.fields}
+    checked = frozenset(key_fields)
+    return BuildPlan(
+        label=schema.dataset,
+        tz=tz,
+        fields=tuple(
+            FieldPlan(f, field_parser(f, key_fields.get(f.ref, "")), key_fields.get(f.ref, ""))
+            for f in schema.fields
+        ),
+        ordered=tuple(
+            OrderCheck(f.ref, f.after, _after_failure(f.name, names[f.after]))
+            for f in schema.fields
+            if f.after
+        ),
+        tables=tuple(_Table(schema.table(n), schema, tz, checked).plan() for n in tables),
+    )
 
 
 @lru_cache(maxsize=16)
@@ -561,28 +392,8 @@ class Builder:
         self.required = tuple(f.name for f in schema.fields if not f.optional)
         self.optional = tuple(f.name for f in schema.fields if f.optional)
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
-        key_fields = self.key_delimiters = _checked_key_fields(schema)
-        self._steps = tuple(
-            (f.name, f.ref, field_parser(f, key_fields.get(f.ref, ""))) for f in schema.fields
-        )
-        names = {f.ref: f.name for f in schema.fields}
-        self._ordered = tuple(
-            (f.name, f.ref, f.after, names[f.after]) for f in schema.fields if f.after
-        )
-        checked = frozenset(key_fields)
-        self.compiled = [_Table(schema.table(name), schema, tz, checked) for name in chosen]
-        self._call = compiler.generate(self)
-
-    def _after_failure(self, name: str, after_name: str) -> Callable[[dict], None]:
-        """Raises for a field that must be later than another and is not."""
-
-        def fail(record: dict) -> None:
-            raise InvalidEvent(
-                f"field {name!r}: {record[name]} is not after field {after_name!r} "
-                f"({record[after_name]})"
-            )
-
-        return fail
+        self.key_delimiters = _checked_key_fields(schema)
+        self._call = codegen.build_function(build_plan(schema, chosen, tz))
 
     def __getstate__(self) -> dict:
         return {

@@ -13,9 +13,40 @@ from functools import lru_cache
 from transforms.errors import InvalidEvent
 from transforms.events import CsvText, Num, describe
 
+__all__ = [
+    "DST_CHOICES",
+    "EPOCH",
+    "HHMM_BYTES",
+    "MAX_EPOCH_MS",
+    "MILLISECOND",
+    "NAMED_FORMATS",
+    "UTC",
+    "Parts",
+    "compact_day",
+    "compact_millis",
+    "compact_month",
+    "day_label",
+    "has_offset",
+    "hour_label",
+    "iso",
+    "iso_week_label",
+    "local_to_ms",
+    "make_parser",
+    "minute_label",
+    "month_label",
+    "parse_compact_time",
+    "parse_date",
+    "parse_event_time",
+    "strptime_problem",
+    "time_of_day",
+    "to_datetime",
+    "zone",
+]
+
 UTC = dt.timezone.utc
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
-_MS = dt.timedelta(milliseconds=1)
+# Epoch milliseconds of an aware datetime: ``(moment - EPOCH) // MILLISECOND`` (exact, no float).
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
+MILLISECOND = dt.timedelta(milliseconds=1)
 # 13-digit epoch milliseconds is the guidance's key format; beyond it keys stop sorting.
 MAX_EPOCH_MS = 9_999_999_999_999
 
@@ -31,7 +62,7 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
             pass  # the general path below says what is wrong
         else:
             if moment.tzinfo is not None:
-                ms = (moment - _EPOCH) // _MS
+                ms = (moment - EPOCH) // MILLISECOND
                 if 0 <= ms <= MAX_EPOCH_MS:
                     return ms
     if isinstance(value, str) and not value.isdigit():
@@ -44,7 +75,7 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
             raise InvalidEvent(f"field {field!r}: not an RFC 3339 time: {value!r}") from None
         if moment.tzinfo is None:
             raise InvalidEvent(f"field {field!r}: time {value!r} has no UTC offset (add 'Z')")
-        ms = (moment - _EPOCH) // _MS
+        ms = (moment - EPOCH) // MILLISECOND
     elif isinstance(value, str):  # a JSON integer kept as its text, or digits in a string
         ms = plausible_epoch_ms(int(value), field)
     elif isinstance(value, int) and not isinstance(value, bool):
@@ -118,7 +149,7 @@ def parse_compact_time(value: object, field: str = "timestamp") -> int:
 
 
 def to_datetime(ms: int, tz: dt.tzinfo = UTC) -> dt.datetime:
-    return (_EPOCH + ms * _MS).astimezone(tz)
+    return (EPOCH + ms * MILLISECOND).astimezone(tz)
 
 
 def iso(ms: int) -> str:
@@ -262,7 +293,7 @@ def local_to_ms(
                     "declare ambiguous: earliest or latest"
                 )
             first = first if ambiguous == "earliest" else second
-    return _in_range((first - _EPOCH) // _MS, field, raw)
+    return _in_range((first - EPOCH) // MILLISECOND, field, raw)
 
 
 def make_parser(
@@ -310,7 +341,7 @@ def make_parser(
         except ValueError:
             raise InvalidEvent(f"field {field!r}: {value[:60]!r} does not match {fmt!r}") from None
         if offset:
-            return _in_range((moment - _EPOCH) // _MS, field, value)
+            return _in_range((moment - EPOCH) // MILLISECOND, field, value)
         return local_to_ms(moment, tz or UTC, field, ambiguous, value)
 
     return pattern

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from transforms.codegen import SourceWriter
 from transforms.mutations import AddCell
 
-__all__ = ["EntryEncoder", "entry", "framed", "request_head", "stamp", "varint"]
+__all__ = ["EntryEncoder", "entry", "framed", "generate", "request_head", "stamp", "varint"]
 
 _ONE_BYTE = tuple(bytes((n,)) for n in range(128))
 
@@ -194,8 +195,6 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
     (a qualifier of None: any qualifier, taken from the row), sharing one positive timestamp,
     short enough for one-byte lengths; None for any other row (and no function for a layout it
     cannot write)."""
-    from transforms.compiler import _Source
-
     if not layout or any(
         c is None
         or len(c) != 2
@@ -214,8 +213,7 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
     ]
     if any(len(head) > 100 for head in heads):
         return None
-    src = _Source()
-    src.namespace.update({"V": varint, "B": _ONE_BYTE, "A": AddCell, "TS": _STAMPS, "T": _stamp})
+    src = SourceWriter({"V": varint, "B": _ONE_BYTE, "A": AddCell, "TS": _STAMPS, "T": _stamp})
     count = len(layout)
     src.add("def encode(row):", 0)
     src.add("_t, key, cells = row")
@@ -261,8 +259,4 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
     src.add("return None", 2)
     src.add(f"size = len(key) + {2 + 4 * count} + {' + '.join(f'b{i}' for i in range(count))}")
     src.add(f"return {src.const(fmt, 'FMT')} % ({', '.join(args)})")
-    source = "\n".join(src.lines)
-    exec(compile(source, "<btts entry encoder>", "exec"), src.namespace)  # names are constants
-    encode = src.namespace["encode"]
-    encode.source = source  # for tests and curious readers
-    return encode
+    return src.function("encode", "<btts entry encoder>")  # names are constants

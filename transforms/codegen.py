@@ -1,26 +1,42 @@
-"""Code generation for the schema builder: one straight-line Python function per schema (and
-chosen tables and zone), as ``dataclasses`` and ``attrs`` generate ``__init__``.
+"""Code generation: one straight-line Python function per schema (and chosen tables and zone),
+as ``dataclasses`` and ``attrs`` generate ``__init__``.
 
 Why: a loop over column rules pays a call, a tuple unpack and a branch per cell; the generated
 function reads each field once into a local and writes every cell as one tuple, which is what a
-hand-written builder does. Safety: **no text of the schema file is ever part of the source**.
-Field names, table names, families, qualifiers, delimiters and constants are values in the
-function's namespace, under names this module makes up (``n0``, ``q3``, ``D1``…); the source
-holds only those names, integers this module computed and fixed templates. Anything the fast
-path does not cover (computed values, qualifiers from data, salted or unpivoted tables) calls the
-general closures of :mod:`transforms.generic`, so every schema compiles.
+hand-written builder does.
+
+One direction: :class:`transforms.generic.Builder` states what it needs as a :class:`BuildPlan`
+(plain frozen values: the schema's field and table declarations, and the general closures of
+:mod:`transforms.generic` for what the fast path does not cover), :func:`build_function` turns
+the plan into a function. This module never sees the builder. :class:`SourceWriter` is the
+generated source and its namespace, shared with :mod:`transforms.wire`'s encoders.
+
+Safety: **no text of the schema file is ever part of the source**. Field names, table names,
+families, qualifiers, delimiters and constants are values in the function's namespace, under
+names this module makes up (``n0``, ``q3``, ``D1``…); the source holds only those names,
+integers this module computed and fixed templates. Anything the fast path does not cover
+(computed values, qualifiers from data, salted or unpivoted tables) calls the plan's closures,
+so every schema compiles.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from transforms import events, keys, timefmt
 from transforms.errors import InvalidEvent
 from transforms.mutations import RowMutation
 from transforms.table_model import TIME_FORMATS, bucket_start_ms
+
+if TYPE_CHECKING:
+    from transforms.schema_file import FieldSpec, TableSpec
+    from transforms.table_model import Segment
+
+__all__ = ["BuildPlan", "FieldPlan", "OrderCheck", "SourceWriter", "TablePlan", "build_function"]
 
 _ENCODE = {  # how a parsed value of each type becomes cell bytes, as an expression template
     "time": "b'%013d' % {v}",
@@ -33,21 +49,69 @@ _ENCODE = {  # how a parsed value of each type becomes cell bytes, as an express
 }
 
 
-class _Source:
-    """The generated function's lines and the constants its names stand for."""
+# -- the plan: what the builder hands over ----------------------------------------------------
 
-    def __init__(self) -> None:
+
+@dataclass(frozen=True)
+class FieldPlan:
+    """One event field: its declaration, its general parser (every check, every error text)
+    and the delimiters of the keys it is free text of."""
+
+    spec: FieldSpec
+    parse: Callable[[object], object]
+    delimiters: str = ""
+
+
+@dataclass(frozen=True)
+class OrderCheck:
+    """Field ``ref`` must be later than field ``after``; ``fail(record)`` raises the error."""
+
+    ref: str
+    after: str
+    fail: Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """One written table: its declaration, how its cells are stamped, and the general closures
+    the generated source calls for what it does not write out."""
+
+    name: str
+    spec: TableSpec
+    time: str  # the field ref of the cells' event time
+    time_else: str | None  # used when ``time`` is absent
+    cell_time: str  # "event", or the bucket whose start stamps the cells
+    checked: frozenset[str]  # fields already checked as key text when parsed
+    signature: tuple  # equal for tables whose cells are the same (they share one tuple)
+    key: Callable[[dict], bytes]  # values → row key (salted keys)
+    cells: Callable[[dict, int, int], list]  # (values, event ms, stamp µs) → cells
+    stamp: Callable[[dict], tuple[int, int]]  # values → (event ms, stamp µs)
+    rows: Callable[[dict], list]  # values → rows (unpivoted tables)
+    # per key segment: its field's value → the segment's text (None: a constant or salt)
+    segment_parts: tuple[Callable[[object], str] | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything :func:`build_function` needs: fields in declaration order, the order checks,
+    the tables in the order their rows come out, and the zone of calendar labels."""
+
+    label: str  # for the code object's file name (made safe here)
+    tz: dt.tzinfo
+    fields: tuple[FieldPlan, ...]
+    ordered: tuple[OrderCheck, ...]
+    tables: tuple[TablePlan, ...]
+
+
+# -- the source -----------------------------------------------------------------------------
+
+
+class SourceWriter:
+    """A generated function's lines and the constants its names stand for."""
+
+    def __init__(self, namespace: dict[str, object] | None = None) -> None:
         self.lines: list[str] = []
-        self.namespace: dict[str, object] = {
-            "InvalidEvent": InvalidEvent,
-            "_fromiso": dt.datetime.fromisoformat,
-            "_EPOCH": timefmt._EPOCH,  # the fast path of timefmt.parse_event_time, inlined
-            "_MS": timefmt._MS,
-            "MAX_MS": timefmt.MAX_EPOCH_MS,
-            "check_fields": events.check_fields,
-            "check_key_size": keys.check_key_size,
-            "MAX_KEY": keys.MAX_ROW_KEY_BYTES,
-        }
+        self.namespace: dict[str, object] = dict(namespace or {})
         self._count = 0
         self.shared: dict[tuple, str] = {}  # locals computed once for several tables
 
@@ -61,51 +125,74 @@ class _Source:
     def add(self, line: str, indent: int = 1) -> None:
         self.lines.append("    " * indent + line)
 
+    def function(self, name: str, filename: str) -> Callable:
+        """Compiles the lines and returns the function ``name`` they define, with its source
+        as ``.source`` (for tests and curious readers)."""
+        source = "\n".join(self.lines)
+        exec(compile(source, filename, "exec"), self.namespace)  # generated names only
+        fn = self.namespace[name]
+        fn.source = source
+        return fn
 
-def generate(builder) -> Callable[[dict], list[RowMutation]]:
-    """The build function of a compiled :class:`transforms.generic.Builder`."""
-    src = _Source()
-    schema = builder.schema
-    tz = builder.tz
-    fields = schema.fields
+
+_BUILD_NAMESPACE = {
+    "InvalidEvent": InvalidEvent,
+    "_fromiso": dt.datetime.fromisoformat,
+    "_EPOCH": timefmt.EPOCH,  # the fast path of timefmt.parse_event_time, inlined
+    "_MS": timefmt.MILLISECOND,
+    "MAX_MS": timefmt.MAX_EPOCH_MS,
+    "check_fields": events.check_fields,
+    "check_key_size": keys.check_key_size,
+    "MAX_KEY": keys.MAX_ROW_KEY_BYTES,
+}
+
+
+def build_function(plan: BuildPlan) -> Callable[[dict], list[RowMutation]]:
+    """``record → rows`` for ``plan``: every field checked, then every table's row."""
+    src = SourceWriter(_BUILD_NAMESPACE)
+    tz = plan.tz
+    fields = [f.spec for f in plan.fields]
     local = {f.ref: f"v{i}" for i, f in enumerate(fields)}
     types = {f.ref: f.type for f in fields}
     optional = {f.ref for f in fields if f.optional}
-    digits = _digits_only(builder, types, optional)
+    digits = _digits_only(plan, types, optional)
     types.update(dict.fromkeys(digits, "integer_text"))
     src.add("def build(record):", 0)
     # The set of fields: one C comparison first; check_fields says precisely what is wrong.
-    names_req = src.const(builder.required, "R")
-    names_opt = src.const(builder.optional, "O")
-    every = src.const(frozenset(builder.required), "S")
-    if builder.optional:
-        allowed = src.const(frozenset(builder.required + builder.optional), "S")
+    required = tuple(f.name for f in fields if not f.optional)
+    optional_names = tuple(f.name for f in fields if f.optional)
+    names_req = src.const(required, "R")
+    names_opt = src.const(optional_names, "O")
+    every = src.const(frozenset(required), "S")
+    if optional_names:
+        allowed = src.const(frozenset(required + optional_names), "S")
         src.add(f"if not ({every} <= record.keys() <= {allowed}):")
     else:
         src.add(f"if record.keys() != {every}:")
     src.add(f"check_fields(record, {names_req}, {names_opt})", 2)
-    key_fields = builder.key_delimiters
-    for (name, ref, parse), spec in zip(builder._steps, fields, strict=True):
-        fn = src.const(parse, "p")
-        key = src.const(name, "n")
-        value = local[ref]
+    for field in plan.fields:
+        spec = field.spec
+        fn = src.const(field.parse, "p")
+        key = src.const(spec.name, "n")
+        value = local[spec.ref]
         if spec.optional:
             src.add(f"{value} = {fn}(record[{key}]) if {key} in record else None")
             continue
         src.add(f"{value} = record[{key}]")
-        _parse_inline(src, spec, value, fn, key_fields.get(ref, ""), ref in digits)
-    for name, ref, after, after_name in builder._ordered:
-        fail = src.const(builder._after_failure(name, after_name), "A")
-        src.add(f"if {local[ref]} is not None and {local[ref]} <= {local[after]}:")
+        _parse_inline(src, spec, value, fn, field.delimiters, spec.ref in digits)
+    for check in plan.ordered:
+        fail = src.const(check.fail, "A")
+        later, earlier = local[check.ref], local[check.after]
+        src.add(f"if {later} is not None and {later} <= {earlier}:")
         src.add(f"{fail}(record)", 2)
-    if any(not _fast_table(t, types) or _salted(t) for t in builder.compiled):
+    if any(not _fast_table(t, types) or _salted(t) for t in plan.tables):
         pairs = ", ".join(f"{src.const(ref, 'r')}: {local[ref]}" for ref in local)
         src.add(f"values = {{{pairs}}}")
         if optional:
             src.add("values = {k: v for k, v in values.items() if v is not None}")
     src.add("out = []")
-    for index, table in enumerate(builder.compiled):
-        if table.rows_per is not None:  # unpivoted: the general closure makes every row
+    for index, table in enumerate(plan.tables):
+        if table.spec.rows_per is not None:  # unpivoted: the general closure makes every row
             src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
             continue
         if not _fast_table(table, types):  # cells from the general closures
@@ -121,28 +208,27 @@ def generate(builder) -> Callable[[dict], list[RowMutation]]:
         name = src.const(table.name, "T")
         src.add(f"out.append(({name}, {key}, {cells}))")
     src.add("return out")
-    code = compile("\n".join(src.lines), f"<btts build {_safe_label(schema.dataset)}>", "exec")
-    exec(code, src.namespace)  # the source holds generated names only (module docstring)
-    build = src.namespace["build"]
-    build.source = "\n".join(src.lines)  # for reading what was generated (tests, debugging)
-    return build  # type: ignore[return-value]
+    return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
 
 
-def _digits_only(builder, types, optional) -> set:
+def _digits_only(plan: BuildPlan, types: dict, optional: set) -> set:
     """Integer fields that only ever become cell values (not keys, order checks or general
     tables): their JSON digits are already the cell's text, so they are never made ints."""
-    if any(not _fast_table(t, types) for t in builder.compiled):
+    if any(not _fast_table(t, types) for t in plan.tables):
         return set()
-    used = {seg.field for t in builder.compiled for seg in t.spec.decl.key.segments}
-    used |= {ref for _n, ref, after, _a in builder._ordered for ref in (ref, after)}
+    used = {seg.field for t in plan.tables for seg in t.spec.decl.key.segments}
+    used |= {ref for check in plan.ordered for ref in (check.ref, check.after)}
     return {
-        f.ref
-        for f in builder.schema.fields
-        if f.type == "integer" and f.ref not in used and f.ref not in optional and _plain_int(f)
+        f.spec.ref
+        for f in plan.fields
+        if f.spec.type == "integer"
+        and f.spec.ref not in used
+        and f.spec.ref not in optional
+        and _plain_int(f.spec)
     }
 
 
-def _plain_int(spec) -> bool:
+def _plain_int(spec: FieldSpec) -> bool:
     """An integer whose only checks are 'digits, under 19 of them' on its common path."""
     return spec.maximum is None and (
         spec.minimum is None or (spec.minimum.lstrip("-").isdigit() and int(spec.minimum) <= 0)
@@ -150,7 +236,7 @@ def _plain_int(spec) -> bool:
 
 
 def _parse_inline(
-    src: _Source, spec, value: str, fn: str, delimiters: str, as_text: bool = False
+    src: SourceWriter, spec: FieldSpec, value: str, fn: str, delimiters: str, as_text: bool = False
 ) -> None:
     """The field's check, its common case written out (no call), the rest by its parser.
     ``as_text``: an integer kept as its canonical digits (the parser's int made text)."""
@@ -218,7 +304,7 @@ def _safe_label(text: str) -> str:
     return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)[:40]
 
 
-def _fast_table(table, types) -> bool:
+def _fast_table(table: TablePlan, types: dict) -> bool:
     """Whether a table's cells can be written out in the generated source."""
     spec = table.spec
     if spec.rows_per is not None:
@@ -235,11 +321,11 @@ def _fast_table(table, types) -> bool:
     return True
 
 
-def _salted(table) -> bool:
+def _salted(table: TablePlan) -> bool:
     return any(s.kind == "salt" for s in table.spec.decl.key.segments)
 
 
-def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> None:
+def _stamp(src: SourceWriter, table: TablePlan, local: dict, tz: dt.tzinfo, index: int) -> None:
     """Defines ``t{index}`` (the event ms of the table's cells) and ``u{index}`` (their µs)."""
     first = local[table.time]
     if table.time_else:
@@ -253,7 +339,15 @@ def _stamp(src: _Source, table, local, tz: dt.tzinfo, index: int) -> None:
         src.add(f"u{index} = {start}(t{index}) * 1000")
 
 
-def _cells(src: _Source, table, local, types, optional_refs, tz, index: int) -> None:
+def _cells(
+    src: SourceWriter,
+    table: TablePlan,
+    local: dict,
+    types: dict,
+    optional_refs: set,
+    tz: dt.tzinfo,
+    index: int,
+) -> None:
     """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`."""
     out = f"cells{index}"
     ts = f"t{index}"
@@ -296,7 +390,7 @@ def _cells(src: _Source, table, local, types, optional_refs, tz, index: int) -> 
     src.add(f"{out} = tuple({out})")
 
 
-def _time_qualifier(src: _Source, fmt: str, tz: dt.tzinfo, ts: str) -> str:
+def _time_qualifier(src: SourceWriter, fmt: str, tz: dt.tzinfo, ts: str) -> str:
     if fmt == "hhmm" and tz is timefmt.UTC:
         return f"{src.const(timefmt.HHMM_BYTES, 'H')}[{ts} // 60000 % 1440]"
     if fmt == "hhmm":
@@ -306,7 +400,9 @@ def _time_qualifier(src: _Source, fmt: str, tz: dt.tzinfo, ts: str) -> str:
     return f"{fn}({ts})"
 
 
-def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
+def _key(
+    src: SourceWriter, table: TablePlan, local: dict, types: dict, tz: dt.tzinfo, index: int
+) -> str:
     """An expression of the table's row key (bytes); may define ``key{index}`` first. A salted
     key is the recipe's own builder."""
     if _salted(table):
@@ -316,16 +412,18 @@ def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
     parts: list[str] = []
     text_only = True
     segments = recipe.segments
+    part_fns = table.segment_parts
     lead = _cached_lead(segments, types)
     if lead:
         # Entity segments (padded names, constants) before a time: few distinct values, so their
         # text is cached, and computed once for every table that shares them.
-        prefix = _key_prefix(src, table, segments[:lead], local)
+        prefix = _key_prefix(src, table, segments[:lead], part_fns[:lead], local)
         text_only = False
         segments = segments[lead:]
+        part_fns = part_fns[lead:]
     else:
         prefix = None
-    for seg in segments:
+    for seg, part_fn in zip(segments, part_fns, strict=True):
         ref = seg.field
         if seg.kind == "const":
             parts.append(src.const(keys.check_segment(seg.arg or "", "constant", recipe.delimiter)))
@@ -341,7 +439,7 @@ def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
             zone = src.const(tz, "Z")
             parts.append(f"{src.const(label, 'L')}({local[ref]}, {zone})")
         else:  # the general segment builder, on a dict of the one field it reads
-            fn = src.const(table.segment_part(seg), "P")
+            fn = src.const(part_fn, "P")
             parts.append(f"{fn}({local[ref]})")
     joined = f" + {delimiter} + ".join(parts)
     if prefix:
@@ -356,7 +454,7 @@ def _key(src: _Source, table, local, types, tz: dt.tzinfo, index: int) -> str:
     return f"key{index}"
 
 
-def _cached_lead(segments, types) -> int:
+def _cached_lead(segments: tuple[Segment, ...], types: dict) -> int:
     """How many leading segments form a cacheable prefix (0: none worth caching)."""
     lead = 0
     for seg in segments:
@@ -368,7 +466,13 @@ def _cached_lead(segments, types) -> int:
     return lead if worth and lead < len(segments) else 0
 
 
-def _key_prefix(src: _Source, table, segments, local) -> str:
+def _key_prefix(
+    src: SourceWriter,
+    table: TablePlan,
+    segments: tuple[Segment, ...],
+    part_fns: tuple[Callable[[object], str] | None, ...],
+    local: dict,
+) -> str:
     """A local holding the key text of ``segments`` and the delimiter after them."""
     delimiter = table.spec.decl.key.delimiter
     signature = ("key prefix", delimiter, tuple(segments))
@@ -377,10 +481,8 @@ def _key_prefix(src: _Source, table, segments, local) -> str:
         return name
     # A constant's text, or the function of its field's value that makes the segment's text.
     parts = [
-        keys.check_segment(seg.arg or "", "constant", delimiter)
-        if seg.kind == "const"
-        else table.segment_part(seg)
-        for seg in segments
+        keys.check_segment(seg.arg or "", "constant", delimiter) if seg.kind == "const" else fn
+        for seg, fn in zip(segments, part_fns, strict=True)
     ]
     refs = [seg.field for seg in segments if seg.kind != "const"]
 
