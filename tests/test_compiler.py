@@ -1,4 +1,4 @@
-"""The schema compiler (transforms/compiler.py): schema files come from users, so no text of
+"""The schema compiler (transforms/codegen.py): schema files come from users, so no text of
 theirs may ever become code. Hostile names compile, build exactly the bytes the schema says,
 and never run anything; the generated source holds none of their text."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import pickle
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -237,3 +238,108 @@ def test_an_integer_kept_as_digits_writes_what_the_parser_gives(value, source):
         return
     ((_table, _key, (cell,)),) = builder.rows(record)
     assert cell[2] == b"%d" % expected
+
+
+def _every_path_schema(name: str, where: str) -> str:
+    """A schema whose build takes every path of the generator (optional and ordered fields, a
+    cached key prefix, a JSON value, a map's entries, a salted table's general closures), with
+    ``name`` at one place (``where``) and plain names elsewhere."""
+
+    def at(place: str, plain: str) -> str:
+        return q(name if where == place else plain)
+
+    f = name if where == "field" else "f"
+    fam = at("family", "fam")
+    return f"""
+dataset: {at("dataset", "d")}
+event:
+  time: ts
+  fields:
+    {q(f)}: {{type: text, max_length: 8}}
+    {q(f + "_n")}: {{type: number, optional: true}}
+    when: {{type: time, as: ts}}
+    {q(f + "_later")}: {{type: time, optional: true, after: ts}}
+    {q(f + "_m")}: map
+tables:
+  - name: {at("table", "T")}
+    pattern: TS-COLS
+    families: [{{name: {fam}, max_versions: 1}}]
+    key:
+      - const: {at("const", "c")}
+      - {{space_pad: {q(f)}, width: 8}}
+      - epoch_ms: ts
+    columns:
+      - {{family: {fam}, qualifier: {at("qualifier", "q")}, value: {q(f + "_n")}}}
+      - {{family: {fam}, qualifier: {q("j")}, value: {{json: [{q(f)}, {q(f + "_n")}]}}}}
+      - {{family: {fam}, each: {q(f + "_m")}}}
+  - name: {q((name if where == "table" else "T") + "S")}
+    pattern: TS-COLS
+    families: [{{name: {fam}, max_versions: 1}}]
+    key:
+      - const: {at("const", "c")}
+      - {{salt: [ts], buckets: 3}}
+      - epoch_ms: ts
+    columns:
+      - {{family: {fam}, qualifier: {at("qualifier", "q")}, value: {q(f)}}}
+"""
+
+
+_IDENTIFIER_LIKE = ["v0", "record", "out", "_new", "build"]  # what names of tables may be
+_PLACES = [
+    *(("field", n) for n in HOSTILE),
+    *(("qualifier", n) for n in HOSTILE),
+    *(("const", n) for n in HOSTILE if n.isprintable() and n != "#"),
+    *((place, n) for place in ("dataset", "table", "family") for n in _IDENTIFIER_LIKE),
+]
+
+
+@pytest.mark.parametrize(("where", "name"), _PLACES)
+def test_hostile_names_on_every_generated_path(where, name, tmp_path):
+    builder = generic.Builder(sf.loads(_every_path_schema(name, where)))
+    f = name if where == "field" else "f"
+    table = name if where == "table" else "T"
+    family = name if where == "family" else "fam"
+    qualifier = (name if where == "qualifier" else "q").encode()
+    const = name if where == "const" else "c"
+    when, later = "2015-03-16T19:53:32.045Z", "2015-03-16T19:53:33Z"
+    record = {f: "abc", f + "_n": 1.5, "when": when, f + "_later": later, f + "_m": {"cpu": 2}}
+    rows = builder(parse_json_object(json.dumps(record)))
+    assert [row.table for row in rows] == [table, table + "S"]
+    us = 1426535612045000
+    assert rows[0].key == f"{const}#abc     #1426535612045".encode()
+    assert rows[0].cells == (
+        Cell(family, qualifier, b"1.5", us),
+        Cell(family, b"j", f'{{{json.dumps(f)}:"abc",{json.dumps(f + "_n")}:1.5}}'.encode(), us),
+        Cell(family, b"CPU", b"2", us),  # a map's entry names are upper-cased by default
+    )
+    assert rows[1].key.startswith(f"{const}#".encode())
+    assert rows[1].cells == (Cell(family, qualifier, b"abc", us),)
+    with pytest.raises(ValueError, match="is not after field"):
+        builder(parse_json_object(json.dumps({**record, f + "_later": "2015-03-16T19:53:32Z"})))
+    assert _literals(builder._call.source) <= GENERATED_LITERALS
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_code_generation_runs_one_way_from_a_plain_plan():
+    """The builder hands a frozen BuildPlan to transforms.codegen and gets a function back;
+    codegen knows nothing of the builder (it does not import transforms.generic)."""
+    import dataclasses
+
+    from transforms import codegen, timefmt
+
+    schema = sf.builtin("server_metrics")
+    plan = generic.build_plan(schema, [t.name for t in schema.written()], timefmt.UTC)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.tz = None  # type: ignore[misc]
+    build = codegen.build_function(plan)
+    record = parse_json_object(schema.example)
+    assert build(record) == generic.Builder(schema).rows(record)
+    assert build.source == generic.Builder(schema)._call.source
+    tree = ast.parse(Path(codegen.__file__).read_text(encoding="utf-8"))
+    imported = {
+        alias.name if isinstance(node, ast.Import) else f"{node.module}.{alias.name}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not any("generic" in name for name in imported), imported
