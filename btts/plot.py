@@ -4,9 +4,9 @@ A series is one numeric field of one entity: the records are grouped by the key 
 name an entity (``hostname``, ``exchange``+``symbol``; :attr:`btts.query_engine.Query.entity`),
 and every number in them (``bid``, ``percentage``; an integer or an exact decimal, never a
 bool) is one line over ``ts_ms``. A dict field whose qualifiers are data (a host's metrics map)
-gives one line per entry, ``metrics.CPU/CPU1_USR``. A lone record holding a wide dict (one
-meter's day of readings by ``HHMM``, a garden's month by day) has no time per value: its
-entries are drawn against their qualifiers instead.
+gives one line per entry, ``metrics.CPU/CPU1_USR``. Records holding only wide dicts (a meter's
+day of readings by ``HHMM``, a garden's month by day) have no time per value: each record's
+entries are drawn against their qualifiers instead, one line per record.
 
 The time axis is labelled in the query's ``--timezone``; labels are the field names. Drawn with
 matplotlib's Agg backend (no display needed); :func:`figure` returns the Figure, so what was
@@ -43,7 +43,7 @@ class NothingToPlot(ValueError):
 @dataclass(frozen=True)
 class Series:
     """One line: ``label`` in the legend, ``field`` the record field (or ``field.ENTRY``),
-    ``x`` epoch milliseconds (or qualifiers, for a lone wide record), ``y`` the values."""
+    ``x`` epoch milliseconds (or qualifiers, for a wide row), ``y`` the values."""
 
     label: str
     field: str
@@ -60,16 +60,22 @@ def _entity(record: Mapping, entity: Sequence[str]) -> str:
 
 
 def _wide(records: Sequence[Mapping], entity: Sequence[str]) -> list[Series]:
-    """A lone record's dict fields, each drawn against its qualifiers."""
-    (record,) = records
+    """Records whose dict fields are all wide rows (a meter's day, a garden's month): each
+    record's dict drawn against its qualifiers, one line per record and field."""
     out = []
-    for name, value in record.items():
-        if isinstance(value, dict) and value and all(_number(v) for v in value.values()):
-            who = _entity(record, entity)
-            label = f"{name} ({who})" if who else name
-            x = tuple(str(k) for k in value)
-            out.append(Series(label, name, x, tuple(float(v) for v in value.values())))
+    for record in records:
+        who = _entity(record, entity)
+        for name, value in record.items():
+            if isinstance(value, dict) and value and all(_number(v) for v in value.values()):
+                label = f"{name} ({who})" if who else name
+                x = tuple(str(k) for k in value)
+                out.append(Series(label, name, x, tuple(float(v) for v in value.values())))
     return out
+
+
+def _all_wide(records: Sequence[Mapping]) -> bool:
+    dicts = [v for r in records for v in r.values() if isinstance(v, dict)]
+    return bool(dicts) and all(len(d) > MAX_DICT_COLUMNS for d in dicts)
 
 
 def series(records: Sequence[Mapping], entity: Sequence[str] = ()) -> list[Series]:
@@ -78,9 +84,7 @@ def series(records: Sequence[Mapping], entity: Sequence[str] = ()) -> list[Serie
     if not records:
         raise NothingToPlot("the query returned no records")
     entity = [f for f in entity if f not in SKIP]
-    if len(records) == 1 and any(
-        isinstance(v, dict) and len(v) > MAX_DICT_COLUMNS for v in records[0].values()
-    ):
+    if _all_wide(records):
         found = _wide(records, entity)
         if found:
             return found

@@ -388,12 +388,18 @@ def decode_declared(
     return decode_table(schema, spec.table, scans, spec.latest)
 
 
-def entity_fields(decl) -> tuple[str, ...]:
-    """The key fields that tell one entity's series from another's (no salt, const or time)."""
+def entity_fields(schema: schema_file.Schema, table_name: str) -> tuple[str, ...]:
+    """The fields that tell one entity's series from another's (``--plot``): the key's (no salt,
+    constant or time), then text fields kept in columns (a user the key cannot hold)."""
+    table = schema.table(table_name)
     skip = ("const", "salt", *key_ranges.TIME_KINDS)
-    return tuple(
-        dict.fromkeys(s.field for s in decl.key.segments if s.field and s.kind not in skip)
-    )
+    names = [s.field for s in table.decl.key.segments if s.field and s.kind not in skip]
+    refs = schema.field_by_ref()
+    for col in table.columns:
+        rule = col.value or ()
+        if rule[:1] == ("field",) and getattr(refs.get(rule[1]), "type", None) == "text":
+            names.append(rule[1])
+    return tuple(dict.fromkeys(names))
 
 
 def decode_table(
@@ -478,7 +484,7 @@ def declared_query(
         f"{name}({shown}){window} from {table or spec.table}",
         scans,
         lambda rows: decode_declared(schema, spec, rows),
-        entity_fields(schema.table(spec.table).decl),
+        entity_fields(schema, spec.table),
     )
 
 
@@ -536,7 +542,7 @@ def table_query(
     scans = tuple(replace(s, latest_only=latest_only, limit=limit or s.limit) for s in scans)
     return Query(
         f"{table} ({schema.dataset})", scans, lambda rows: _rows_in_order(decl, rows),
-        entity_fields(decl),
+        entity_fields(schema, table),
     )  # fmt: skip
 
 

@@ -132,10 +132,28 @@ def test_the_time_axis_is_in_the_zone_asked_for():
     assert _lines(figure) == {"v": [(0, 1.0), (3_600_000, 2.0)]}
 
 
-def test_a_lone_wide_record_is_drawn_against_its_qualifiers():
+def test_wide_rows_are_drawn_against_their_qualifiers_one_line_per_row():
     readings = {f"{h:02d}00": Decimal(h) for h in range(12)}
     (line,) = plot.series([{"meter": 7, "date": "20170725", "ts_ms": 5, "reading": readings}])
     assert line.x == tuple(readings) and line.y == tuple(float(v) for v in readings.values())
+    other = {k: v + 1 for k, v in readings.items()}
+    rows = [{"meter": m, "ts_ms": 5, "reading": r} for m, r in ((7, readings), (8, other))]
+    lines = plot.series(rows, ("meter",))
+    assert [(s.label, s.y[0]) for s in lines] == [
+        ("reading (meter=7)", 0.0),
+        ("reading (meter=8)", 1.0),
+    ]
+
+
+def test_a_text_column_names_a_series_when_the_key_cannot():
+    from btts import query_engine as q
+    from transforms import schema_file
+
+    battery = schema_file.builtin("battery")
+    assert q.entity_fields(battery, "BATTERY_SALTED") == ("user",)  # salt + time key, user a column
+    assert q.entity_fields(battery, "BATTERY") == ("user",)
+    query = q.builtin_query("market_data", "quotes", {"exchange": "X", "symbol": "Y"}, 0, 1)
+    assert query.entity == ("exchange", "symbol")
 
 
 # -- the CLI: every query form ------------------------------------------------------------------
