@@ -65,7 +65,7 @@ class Query(Generic[R]):
     title: str
     scans: tuple[Scan, ...]
     decode: Callable[[list[list[ReadRow]]], list[R]]
-    entity: tuple[str, ...] = ()  # the key fields naming a series (``hostname``), no time
+    entity: tuple[str, ...] = ()  # the fields naming a series (``hostname``): see entity_fields
 
     def describe(self) -> str:
         return "\n".join(scan.describe() for scan in self.scans)

@@ -78,7 +78,7 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
 
 
 def declared_help(schema) -> str:
-    """The queries a schema file declares, each with the flags it takes (``--help``)."""
+    """The queries a loaded schema file declares, each with the flags it takes (``--help``)."""
     if not schema.queries:
         return f"{schema.dataset} declares no queries: read a table with --table/--field."
     lines = [f"Queries {schema.dataset} declares (btts query --schema FILE NAME --help):"]
@@ -163,11 +163,11 @@ def run_schema(argv: list[str], target_args: Callable) -> int:
     except (KeyError, ValueError, InvalidEvent) as err:
         raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
     if not args.raw:
-        records = replace(
+        decoded = replace(
             query, decode=lambda scans: q.decode_table(schema, table, scans, args.latest)
         )
-        target, found = read(args, records)
-        return print_answer(args, target, records, found)
+        target, records = read(args, decoded)
+        return print_answer(args, target, decoded, records)
     target, rows = read(args, query)
     _print_raw(args, target, query, decl, rows)
     return 0
