@@ -17,10 +17,9 @@ from google.cloud.bigtable_admin_v2 import types as admin_types
 from google.protobuf import duration_pb2
 
 from btts.emulator import EMULATOR_INSTANCE, EMULATOR_PROJECT, ENV_HOST
+from transforms.limits import MAX_TABLES_PER_INSTANCE as MAX_TABLES_PER_INSTANCE  # re-exported
 from transforms.mutations import Cell, stored_cells
 from transforms.table_model import Family, TableDecl
-
-MAX_TABLES_PER_INSTANCE = 1000
 
 
 class ConfigError(RuntimeError):

@@ -65,6 +65,7 @@ class Query(Generic[R]):
     title: str
     scans: tuple[Scan, ...]
     decode: Callable[[list[list[ReadRow]]], list[R]]
+    entity: tuple[str, ...] = ()  # the fields naming a series (``hostname``): see entity_fields
 
     def describe(self) -> str:
         return "\n".join(scan.describe() for scan in self.scans)
@@ -384,10 +385,35 @@ def decode_declared(
     scans: list[list[ReadRow]],
 ) -> list[Record]:
     """The records of a declared query's rows (see the module docstring)."""
-    table = schema.table(spec.table)
+    return decode_table(schema, spec.table, scans, spec.latest)
+
+
+def entity_fields(schema: schema_file.Schema, table_name: str) -> tuple[str, ...]:
+    """The fields that tell one entity's series from another's (``--plot``): the key's (no salt,
+    constant or time), then text fields kept in columns (a user the key cannot hold)."""
+    table = schema.table(table_name)
+    skip = ("const", "salt", *key_ranges.TIME_KINDS)
+    names = [s.field for s in table.decl.key.segments if s.field and s.kind not in skip]
+    refs = schema.field_by_ref()
+    for col in table.columns:
+        rule = col.value or ()
+        if rule[:1] == ("field",) and getattr(refs.get(rule[1]), "type", None) == "text":
+            names.append(rule[1])
+    return tuple(dict.fromkeys(names))
+
+
+def decode_table(
+    schema: schema_file.Schema,
+    table_name: str,
+    scans: list[list[ReadRow]],
+    latest: bool = False,
+) -> list[Record]:
+    """The records of rows read from one of the schema's tables, however they were selected
+    (a declared query's, or ``btts query --schema FILE --table T``'s key range)."""
+    table = schema.table(table_name)
     decl = table.decl
     decoder = _Decoder(schema, table)
-    whole = whole_rows(table, spec.latest)
+    whole = whole_rows(table, latest)
     time_keys = {s.field for s in decl.key.segments if s.kind in key_ranges.TIME_KINDS}
     exact = {s.field for s in decl.key.segments if s.kind in ("epoch_ms", "reverse_ts")}
     per = table.rows_per.name if table.rows_per is not None else None
@@ -458,6 +484,7 @@ def declared_query(
         f"{name}({shown}){window} from {table or spec.table}",
         scans,
         lambda rows: decode_declared(schema, spec, rows),
+        entity_fields(schema, spec.table),
     )
 
 
@@ -513,7 +540,10 @@ def table_query(
     else:
         scans = (key_ranges.prefix_scan(decl, values, tz),)
     scans = tuple(replace(s, latest_only=latest_only, limit=limit or s.limit) for s in scans)
-    return Query(f"{table} ({schema.dataset})", scans, lambda rows: _rows_in_order(decl, rows))
+    return Query(
+        f"{table} ({schema.dataset})", scans, lambda rows: _rows_in_order(decl, rows),
+        entity_fields(schema, table),
+    )  # fmt: skip
 
 
 def builtin_query(dataset: str, name: str, *args, **kwargs) -> Query[Record]:

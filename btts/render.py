@@ -1,18 +1,32 @@
-"""Query records as a text table or as JSON (``btts query --format table|json``, the demo).
+"""Query records as a text table, JSON or CSV (``btts query --format table|json|csv``, the
+demo).
 
-Records are dicts, field name → value (:mod:`btts.query_engine`). In both formats ``ts_ms``
+Records are dicts, field name → value (:mod:`btts.query_engine`). In every format ``ts_ms``
 gains a readable ``time`` (UTC, ISO 8601);
 decimals keep their exact text (JSON strings, since a JSON number would go through a float in
-most readers); the row key is shown in JSON, and in tables with ``show_keys``.
+most readers); the row key is shown in JSON and CSV, and in tables with ``show_keys``. CSV has
+one column per entry of a dict field (``metrics.CPU/CPU1_USR``), so a spreadsheet gets numbers.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 
 from transforms.timefmt import iso
+
+__all__ = [
+    "MAX_DICT_COLUMNS",
+    "MAX_WIDTH",
+    "as_json_object",
+    "to_csv",
+    "to_json",
+    "to_table",
+    "wide_grids",
+]
 
 MAX_WIDTH = 60
 MAX_DICT_COLUMNS = 8  # a dict field with more keys is summarised in one column
@@ -48,6 +62,51 @@ def as_json_object(record: Mapping[str, object]) -> dict:
 
 def to_json(records: Sequence[Mapping[str, object]]) -> str:
     return json.dumps([as_json_object(r) for r in records], indent=2, ensure_ascii=False)
+
+
+_ISO = object()  # the CSV column that shows ts_ms as ISO 8601
+
+
+def _csv_text(value: object) -> str:
+    return "" if value is None else _text(value)
+
+
+def to_csv(records: Sequence[Mapping[str, object]]) -> str:
+    """RFC 4180 CSV with a header: the records' fields in order (``time`` after ``ts_ms``),
+    each dict field spread into ``field.ENTRY`` columns; an empty answer is the header only."""
+    fields: dict[str, dict[str, None] | None] = {}  # field → its dict entries (None: a value)
+    for record in records:
+        for name, value in record.items():
+            if isinstance(value, dict):
+                entries = fields.setdefault(name, {}) or {}
+                entries.update(dict.fromkeys(map(str, value)))
+                fields[name] = entries
+            else:
+                fields.setdefault(name, None)
+    columns: dict[str, tuple[str, object]] = {}  # header → (field, dict entry, None or _ISO)
+    for name, entries in fields.items():
+        if entries is None:
+            columns[name] = (name, None)
+            if name == "ts_ms":
+                columns["time"] = (name, _ISO)
+        else:
+            columns.update((f"{name}.{k}", (name, k)) for k in entries)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for record in records:
+        row = []
+        for name, entry in columns.values():
+            value = record.get(name)
+            if entry is _ISO:
+                row.append(iso(value) if value is not None else "")
+            elif entry is None:
+                row.append(_csv_text(value))
+            else:
+                found = {str(k): v for k, v in (value or {}).items()}
+                row.append(_csv_text(found.get(entry)))
+        writer.writerow(row)
+    return out.getvalue()
 
 
 def _summary(values: dict) -> str:

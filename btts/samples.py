@@ -18,6 +18,48 @@ from pathlib import Path
 
 from transforms.timefmt import iso as iso_ms
 
+__all__ = [
+    "BAD_BALLOON_LINES",
+    "BAD_BATTERY_LINES",
+    "BAD_GAME_LINES",
+    "BAD_GARDEN_LINES",
+    "BAD_METER_LINES",
+    "BAD_METRIC_LINES",
+    "BAD_SALES_LINES",
+    "BAD_TICK_LINES",
+    "BALLOONS_START_MS",
+    "BATTERY_START_MS",
+    "DEVICE_START_MS",
+    "GAMES",
+    "GAMES_DAYS",
+    "GAMES_FIRST_DAY",
+    "GARDENS",
+    "GARDEN_DAYS",
+    "METERS_START_MS",
+    "METRICS_START_MS",
+    "METRIC_NAMES",
+    "PLAYERS",
+    "SALES_DAYS",
+    "SALES_START_MS",
+    "SYMBOLS",
+    "TENANTS",
+    "TICKS_START_MS",
+    "Sizes",
+    "balloon_records",
+    "battery_records",
+    "device_records",
+    "game_records",
+    "garden_records",
+    "host_name",
+    "meter_ids",
+    "meter_records",
+    "metric_events",
+    "metric_records",
+    "sales_records",
+    "tick_records",
+    "write_jsonl",
+]
+
 METRIC_NAMES = ("cpu/cpu1_usr", "cpu/cpu1_nice", "io/blk_read", "io/blk_wrtn", "mem/used_pct")
 # Lines a real feed produces by mistake, each a different reason to dead-letter.
 BAD_METRIC_LINES = (

@@ -63,10 +63,11 @@ def _tables_list(args: argparse.Namespace) -> int:
     target = admin.resolve_target(args.project, args.instance)
     with admin.Admin(target) as api:
         present = api.list_tables()
+    mine = admin.load_schema(args.schema).decls() if args.schema else {}
     print(f"Tables in {target.describe()}:")
     for name in present:
-        note = "declared" if name in builtin_tables.all_tables() else "not declared here"
-        print(f"  {name:<24} {note}")
+        builtin = "built-in" if name in builtin_tables.all_tables() else "not declared"
+        print(f"  {name:<24} {f'declared in {args.schema}' if name in mine else builtin}")
     if not present:
         print("  (none; `btts tables create` makes the declared ones)")
     print(f"{len(present)} of at most {admin.MAX_TABLES_PER_INSTANCE} tables per instance")
@@ -75,10 +76,8 @@ def _tables_list(args: argparse.Namespace) -> int:
 
 def _tables_show(args: argparse.Namespace) -> int:
     for decl in _decls(args):
-        print(
-            f"{decl.name}  [{decl.pattern}]  key {decl.key.describe()}  "
-            f"(docs/patterns.md §{decl.spec})"
-        )
+        section = f"  (docs/patterns.md §{decl.spec})" if decl.spec else ""
+        print(f"{decl.name}  [{decl.pattern}]  key {decl.key.describe()}{section}")
         for fam in decl.families:
             print(f"    family {fam.name}: {fam.gc_description()}")
         print(f"    {decl.doc}")
@@ -188,6 +187,9 @@ def _add_tables(sub: argparse._SubParsersAction) -> None:
     create.set_defaults(func=_tables_create)
     listing = tsub.add_parser("list", help="list the tables of the instance")
     _target_args(listing)
+    listing.add_argument(
+        "--schema", metavar="FILE", help="also say which tables this file declares"
+    )
     listing.set_defaults(func=_tables_list)
     show = tsub.add_parser("show", help="print the declarations: key recipe, families, GC rules")
     show.add_argument("--table", action="append", metavar="NAME", help="only this table")

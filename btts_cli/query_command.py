@@ -1,84 +1,43 @@
 """``btts query …`` and ``btts tenant drop``: the queries the built-in schema files declare, as
-commands with flags of their own, run by :mod:`btts.query_engine` and printed as a table
-(default) or JSON.
-
-Table output starts with what was read (table, key range or rows, cell-time window), so the
-answer can be checked with ``cbt read`` on the same range; ``--format json`` prints only the
-records, for scripts.
+commands with flags of their own, run by :mod:`btts.query_engine`, printed as a table
+(default), JSON or CSV and drawn with ``--plot`` (:mod:`btts_cli.query_output`). The schema-file
+forms, ``btts query --schema FILE …``, are :mod:`btts_cli.query_schema`.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
-import sys
 from collections.abc import Callable
 
-from btts import admin, render
+from btts import admin
 from btts import query_engine as q
+from btts_cli.query_output import (
+    add_common,
+    add_range,
+    add_timezone,
+    day_arg,
+    month_arg,
+    print_answer,
+    read,
+    time_arg,
+)
+from btts_cli.query_schema import declared_name, run_declared, run_schema
 from pipelines import nightly
-from transforms import key_ranges, timefmt
+from transforms import key_ranges
 from transforms.errors import InvalidEvent
 
-
-def _time(text: str) -> int:
-    """RFC 3339 (``2015-03-16T19:53:32Z``), epoch milliseconds, or a day (midnight UTC)."""
-    try:
-        return timefmt.parse_event_time(text, "time")
-    except InvalidEvent as err:
-        try:
-            return key_ranges.day_bounds(key_ranges.parse_day(text))[0]
-        except ValueError:
-            raise argparse.ArgumentTypeError(str(err).replace("field 'time': ", "")) from None
-
-
-def _day(text: str) -> dt.date:
-    try:
-        return key_ranges.parse_day(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _month(text: str) -> tuple[int, int]:
-    try:
-        return key_ranges.parse_month(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _zone(name: str) -> dt.tzinfo:
-    found = timefmt.zone(name)
-    if found is None:
-        raise argparse.ArgumentTypeError(f"unknown time zone {name!r} (use an IANA name)")
-    return found
-
-
-def _common(parser: argparse.ArgumentParser, target_args: Callable) -> None:
-    target_args(parser)
-    parser.add_argument(
-        "--format",
-        choices=("table", "json"),
-        default="table",
-        help="table (default): what was read, then one line per record; json: the records only",
-    )
-    parser.add_argument(
-        "--keys", action="store_true", help="table format: show each record's row key"
-    )
-
-
-def _range(parser: argparse.ArgumentParser, required: bool = True) -> None:
-    parser.add_argument("--start", type=_time, required=required, help="from this time (inclusive)")
-    parser.add_argument("--end", type=_time, required=required, help="to this time (exclusive)")
-
-
-def _tz(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--timezone",
-        type=_zone,
-        default=dt.timezone.utc,
-        help="zone of the calendar labels the rows were written with (default: UTC)",
-    )
+__all__ = [
+    "BALLOON_QUERIES",
+    "EMPTY_HINTS",
+    "SUBCOMMANDS",
+    "add_query_commands",
+    "add_tenant_commands",
+    "declared_name",
+    "plan",
+    "run_declared",
+    "run_schema",
+]
 
 
 def _months(first: tuple[int, int], last: tuple[int, int] | None = None, tz=dt.timezone.utc):
@@ -89,7 +48,7 @@ def _months(first: tuple[int, int], last: tuple[int, int] | None = None, tz=dt.t
 # built-in schema's declared query (nothing here decodes).
 def _metrics(p):
     p.add_argument("--host", required=True, help="host name, e.g. server1.bbb.com")
-    _range(p)
+    add_range(p)
     return lambda a: q.builtin_query(
         "server_metrics", "host_metrics", {"hostname": a.host}, a.start, a.end
     )
@@ -110,7 +69,7 @@ def _current(p):
 def _recent(p):
     p.add_argument("--host", required=True)
     p.add_argument("-n", "--count", type=int, default=10, help="how many (default: 10)")
-    p.add_argument("--before", type=_time, help="only readings before this time")
+    p.add_argument("--before", type=time_arg, help="only readings before this time")
 
     def plan(a):
         if a.count < 1:
@@ -125,8 +84,8 @@ def _recent(p):
 
 def _meter(p):
     p.add_argument("--meter", type=int, required=True, help="numeric meter id, e.g. 987654")
-    p.add_argument("--date", type=_day, required=True, help="the day, YYYY-MM-DD or YYYYMMDD")
-    _tz(p)
+    p.add_argument("--date", type=day_arg, required=True, help="the day, YYYY-MM-DD or YYYYMMDD")
+    add_timezone(p)
 
     def plan(a):
         window = key_ranges.day_bounds(a.date, a.timezone)
@@ -136,14 +95,14 @@ def _meter(p):
 
 
 def _meters_of_day(p):
-    p.add_argument("--date", type=_day, required=True, help="the day, YYYY-MM-DD or YYYYMMDD")
+    p.add_argument("--date", type=day_arg, required=True, help="the day, YYYY-MM-DD or YYYYMMDD")
     p.add_argument(
         "--layout",
         choices=("per_day_table", "single_table"),
         default="per_day_table",
         help="where the nightly job copied the day (default: per_day_table, SENSOR_YYYYMMDD)",
     )
-    _tz(p)
+    add_timezone(p)
 
     def plan(a):
         if a.layout == "single_table":
@@ -159,7 +118,7 @@ def _market(name: str):
     def add(p):
         p.add_argument("--exchange", required=True, help="e.g. NASDAQ")
         p.add_argument("--symbol", required=True, help="e.g. ZXZZT")
-        _range(p)
+        add_range(p)
         return lambda a: q.builtin_query(
             "market_data", name, {"exchange": a.exchange, "symbol": a.symbol}, a.start, a.end
         )
@@ -170,7 +129,7 @@ def _market(name: str):
 def _player_games(p):
     p.add_argument("--game", required=True, help="e.g. LoL")
     p.add_argument("--player", required=True, help="e.g. Corrie")
-    p.add_argument("--month", type=_month, required=True, help="YYYY-MM")
+    p.add_argument("--month", type=month_arg, required=True, help="YYYY-MM")
     return lambda a: q.builtin_query(
         "game_results", "player_games", {"game": a.game, "player": a.player}, *_months(a.month)
     )
@@ -178,7 +137,7 @@ def _player_games(p):
 
 def _games(p):
     p.add_argument("--game", required=True, help="e.g. LoL")
-    p.add_argument("--month", type=_month, required=True, help="YYYY-MM")
+    p.add_argument("--month", type=month_arg, required=True, help="YYYY-MM")
     return lambda a: q.builtin_query(
         "game_results", "games_of_month", {"game": a.game}, *_months(a.month)
     )
@@ -201,7 +160,7 @@ def _balloon(p):
     )
     p.add_argument("--location", required=True, help="e.g. us-west2")
     p.add_argument("--balloon", required=True, help="balloon id, e.g. 3698")
-    _range(p)
+    add_range(p)
     return lambda a: q.builtin_query(
         "weather_balloons",
         BALLOON_QUERIES[a.pattern],
@@ -212,7 +171,7 @@ def _balloon(p):
 
 
 def _battery(p):
-    _range(p)
+    add_range(p)
     p.add_argument(
         "--user", help="one user's levels from BATTERY (promoted); default: every user's from "
         "BATTERY_SALTED, one scan per salt bucket merged in time order"
@@ -235,9 +194,9 @@ def _tenant(p):
 
 def _garden(p):
     p.add_argument("--garden", required=True, help="e.g. VEGGIEGARDEN")
-    p.add_argument("--month", type=_month, help="one month as one short-wide row")
-    p.add_argument("--start", type=_time, help="daily rows from this day (with --end)")
-    p.add_argument("--end", type=_time, help="… to this day (exclusive)")
+    p.add_argument("--month", type=month_arg, help="one month as one short-wide row")
+    p.add_argument("--start", type=time_arg, help="daily rows from this day (with --end)")
+    p.add_argument("--end", type=time_arg, help="… to this day (exclusive)")
 
     def plan(a):
         values = {"garden": a.garden}
@@ -252,9 +211,11 @@ def _garden(p):
 
 def _sales(p):
     p.add_argument("--employee", required=True)
-    p.add_argument("--from", dest="first", type=_month, required=True, help="first month YYYY-MM")
-    p.add_argument("--to", dest="last", type=_month, help="last month (default: --from)")
-    _tz(p)
+    p.add_argument(
+        "--from", dest="first", type=month_arg, required=True, help="first month YYYY-MM"
+    )
+    p.add_argument("--to", dest="last", type=month_arg, help="last month (default: --from)")
+    add_timezone(p)
 
     def plan(a):
         window = _months(a.first, a.last, a.timezone)
@@ -328,40 +289,11 @@ def plan(words: list[str]) -> q.Query:
     return _planned(parser.parse_args(["query", *words]))
 
 
-def read(args: argparse.Namespace, query: q.Query) -> tuple[admin.Target, list]:
-    """Run a query on the instance the flags name; a missing table is a ConfigError."""
-    target = admin.resolve_target(args.project, args.instance)
-    try:
-        return target, q.run(target, query)
-    except q.MissingTable as err:
-        raise admin.ConfigError(str(err)) from None
-
-
 def _run_query(args: argparse.Namespace) -> int:
     query = _planned(args)
     target, records = read(args, query)
-    _print(args, target, query, records, EMPTY_HINTS.get(args.query) if not records else None)
-    return 0
-
-
-def _print(args, target: admin.Target, query: q.Query, records: list, hint: str | None = None):
-    """The answer: JSON records only, or what was read then a table (every column of a lone
-    wide record)."""
-    if args.format == "json":
-        print(render.to_json(records))
-        if hint:
-            print(hint, file=sys.stderr)
-        return
-    print(f"{query.title} — {target.describe()}")
-    for scan in query.scans:
-        print(f"  read {scan.describe()}")
-    print()
-    print(render.to_table(records, show_keys=args.keys))
-    for grid in render.wide_grids(records):
-        print(f"\n{grid}")
-    print(f"\n{len(records):,} record(s)")
-    if hint:
-        print(f"\n{hint}")
+    hint = EMPTY_HINTS.get(args.query) if not records else None
+    return print_answer(args, target, query, records, hint)
 
 
 def add_query_commands(sub: argparse._SubParsersAction, target_args: Callable) -> None:
@@ -380,7 +312,7 @@ def add_query_commands(sub: argparse._SubParsersAction, target_args: Callable) -
     for name, (text, add_args) in SUBCOMMANDS.items():
         one = qsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         one.set_defaults(func=_run_query, query=name, plan=add_args(one))
-        _common(one, target_args)
+        add_common(one, target_args)
 
 
 def _drop_tenant(args: argparse.Namespace) -> int:
@@ -413,127 +345,3 @@ def add_tenant_commands(sub: argparse._SubParsersAction, target_args: Callable) 
     drop.add_argument("--yes", action="store_true", help="really drop them")
     target_args(drop)
     drop.set_defaults(func=_drop_tenant)
-
-
-# -- schema files: ``btts query --schema FILE`` with a query it declares, or with --table T ------
-
-
-def declared_name(argv: list[str]) -> str | None:
-    """The query NAME right after ``--schema FILE``, or None (the --table/--field form)."""
-    at = 1 if argv[:1] and argv[0].startswith("--schema=") else 2
-    name = argv[at] if len(argv) > at else ""
-    return name if name and not name.startswith("-") else None
-
-
-def _declared_parser(schema, spec, target_args: Callable) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog=f"btts query --schema FILE {spec.name}",
-        description=spec.doc or f"the query {spec.name} of {schema.dataset} ({spec.table})",
-    )
-    parser.add_argument("--schema", required=True, metavar="FILE", help="the schema file")
-    parser.add_argument("name", help="the query's name in the file's queries: section")
-    for name in spec.select:
-        parser.add_argument(f"--{name}", required=True, help=f"the key field {name}")
-    if spec.read == "time":
-        _range(parser)
-    _tz(parser)
-    _common(parser, target_args)
-    return parser
-
-
-def run_declared(argv: list[str], target_args: Callable) -> int:
-    """Run a query a schema file declares; prints like the documented queries."""
-    name = declared_name(argv)
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--schema", required=True)
-    schema = admin.load_schema(pre.parse_known_args(argv)[0].schema)
-    try:  # (argparse reports bad flags itself: usage, exit 2)
-        spec = q.declared(schema, name)
-        args = _declared_parser(schema, spec, target_args).parse_args(argv)
-        values = {f: getattr(args, f) for f in spec.select}
-        query = q.declared_query(
-            schema, spec.name, values, getattr(args, "start", None), getattr(args, "end", None),
-            args.timezone,
-        )  # fmt: skip
-    except (ValueError, InvalidEvent) as err:
-        raise admin.ConfigError(str(err)) from None
-    target, records = read(args, query)
-    _print(args, target, query, records)
-    return 0
-
-
-def _table_parser(target_args: Callable) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="btts query --schema FILE",
-        description="Read a schema file's table with the key range its key recipe gives: one "
-        "row (every key field given), a time range (--start/--end after the leading fields), or "
-        "the prefix the leading fields fix (with --limit: the first N rows, e.g. the newest "
-        "buckets of a reversed-time key).",
-    )
-    parser.add_argument("--schema", required=True, metavar="FILE", help="the schema file")
-    parser.add_argument("--table", help="which of its tables (default: its only table)")
-    parser.add_argument(
-        "--field", action="append", default=[], metavar="NAME=VALUE",
-        help="a key field's value (repeatable), e.g. --field device=dev-1",
-    )  # fmt: skip
-    _range(parser, required=False)
-    parser.add_argument("--limit", type=int, help="at most N rows (in key order)")
-    parser.add_argument("--latest", action="store_true", help="newest cell per column only")
-    _tz(parser)
-    parser.add_argument("--format", choices=("table", "json"), default="table")
-    target_args(parser)
-    return parser
-
-
-def run_schema(argv: list[str], target_args: Callable) -> int:
-    """``btts query --schema FILE …``: a query the file declares, else a read of one of its
-    tables by its key recipe, printed as the rows are stored."""
-    if declared_name(argv):
-        return run_declared(argv, target_args)
-    args = _table_parser(target_args).parse_args(argv)
-    schema = admin.load_schema(args.schema)
-    table = args.table or (schema.table_names[0] if len(schema.tables) == 1 else None)
-    if table is None:
-        raise admin.ConfigError(f"pass --table: the schema has {', '.join(schema.table_names)}")
-    given = {}
-    for item in args.field:
-        name, eq, value = item.partition("=")
-        if not eq or not name:
-            raise admin.ConfigError(f"--field {item!r}: use NAME=VALUE")
-        given[name] = value
-    try:
-        decl = schema.table(table).decl
-        query = q.table_query(
-            schema, table, given, args.start, args.end, limit=args.limit,
-            latest_only=args.latest, tz=args.timezone,
-        )  # fmt: skip
-    except (KeyError, ValueError, InvalidEvent) as err:
-        raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
-    target, rows = read(args, query)
-    aggregate = {f.name for f in decl.families if f.aggregate}
-
-    def text(raw: bytes) -> str:
-        return raw.decode("utf-8", errors="backslashreplace")
-
-    def cell(c) -> dict:
-        value = q.int64(c.value) if c.family in aggregate else text(c.value)
-        return {
-            "family": c.family,
-            "qualifier": text(c.qualifier),
-            "value": value,
-            "timestamp_ms": c.timestamp_us // 1000,
-        }
-
-    records = [{"key": text(row.key), "cells": [cell(c) for c in row.cells]} for row in rows]
-    if args.format == "json":
-        print(json.dumps(records, indent=2, ensure_ascii=False))
-        return 0
-    print(f"{query.title} — {target.describe()}")
-    print(f"  read {query.describe()}\n")
-    for record in records:
-        print(record["key"])
-        for cell in record["cells"]:
-            stamp = timefmt.iso(cell["timestamp_ms"])
-            print(f"    {cell['family']}:{cell['qualifier']} = {cell['value']}  @ {stamp}")
-    print(f"\n{len(records):,} row(s)")
-    return 0

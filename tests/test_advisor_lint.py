@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from btts.advisor import cli, lint
+from btts.advisor import cli, lint, naming
 from btts.advisor.workload import DerivedTables, FamilyLoad, FieldModel, Hints, Workload, hints_for
 from transforms import builtin_tables
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
@@ -317,7 +317,7 @@ def test_salting_where_promotion_would_do():
 
 
 def test_field_kinds_guessed_from_names():
-    assert lint.name_tokens("userEmailAddress") == ["user", "email", "address"]
+    assert naming.name_tokens("userEmailAddress") == ["user", "email", "address"]
     assert lint.guess_kind("order_id") == "sequential"
     assert lint.guess_kind("port_number") == "integer"
     assert lint.guess_kind("key_hash") == "hash"

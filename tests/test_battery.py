@@ -351,7 +351,8 @@ def test_salted_time_range_read_equals_the_promoted_layout(target, tmp_path, cap
     declarations = str(REPO / "transforms" / "declarations" / "battery.yaml")
     window = ["--start", iso(start), "--end", iso(end), "--format", "json"]
     where = ["--project", target.project, "--instance", target.instance]
-    argv = ["query", "--schema", declarations, "--table", "BATTERY_SALTED", *window, *where]
+    argv = ["query", "--schema", declarations, "--table", "BATTERY_SALTED", "--raw", *window]
+    argv += where
     capsys.readouterr()  # the jobs' summaries
     assert cli.main(argv) == 0
     assert [r["key"] for r in json.loads(capsys.readouterr().out)] == [

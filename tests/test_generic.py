@@ -194,7 +194,7 @@ def test_iot_through_the_cli_ingest_query_and_lint(target, tmp_path, capsys):
     # the latest hour of dev-1: the first row of its prefix
     code, out = _cli(
         capsys, "query", "--schema", str(IOT), "--field", "device=dev-1", "--limit", "1",
-        "--format", "json", *where,
+        "--raw", "--format", "json", *where,
     )  # fmt: skip
     assert code == 0
     (latest,) = json.loads(out)
@@ -206,7 +206,7 @@ def test_iot_through_the_cli_ingest_query_and_lint(target, tmp_path, capsys):
 
     # dev-1 between 10:30 and 11:00: the 10:00 bucket row, only the 10:45 cell
     code, out = _cli(
-        capsys, "query", "--schema", str(IOT), "--field", "device=dev-1",
+        capsys, "query", "--schema", str(IOT), "--field", "device=dev-1", "--raw",
         "--start", "2024-05-01T10:30:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
         *where,
     )  # fmt: skip

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btts import admin, render, samples
+from btts import admin, render, sample_checks, samples
 from btts import query_engine as q
 from btts_cli import demo, query_command
 from btts_cli import main as cli
@@ -53,7 +53,7 @@ def dec(value: object) -> Decimal:
     return Decimal(str(value))
 
 
-no_key = demo._no_key
+no_key = sample_checks.without_key
 
 
 # -- pure: keys, prefixes and ranges from the declarations -------------------------------------
@@ -293,7 +293,7 @@ def test_host_metrics_between_two_times(loaded):
     host = samples.host_name(2)
     start, end = samples.METRICS_START_MS + 20_000, samples.METRICS_START_MS + 45_000
     expected = [
-        demo.metric_record(r)
+        sample_checks.metric_record(r)
         for r in loaded.metrics
         if r["hostname"] == host and start <= ms(r["timestamp"]) < end
     ]
@@ -304,7 +304,7 @@ def test_host_metrics_between_two_times(loaded):
 
 
 def test_latest_metrics_of_the_fleet_and_of_chosen_hosts(loaded):
-    fleet = list(demo.latest_metric_records(loaded.metrics).values())
+    fleet = list(sample_checks.latest_metric_records(loaded.metrics).values())
     assert no_key(q.ask(loaded.target, "server_metrics", "fleet_metrics")) == fleet
     chosen = [samples.host_name(3), samples.host_name(1)]
     got = q.ask(loaded.target, "server_metrics", "latest_metrics", {"hostname": chosen})
@@ -313,7 +313,7 @@ def test_latest_metrics_of_the_fleet_and_of_chosen_hosts(loaded):
 
 def test_latest_n_readings_newest_first(loaded):
     host = samples.host_name(0)
-    mine = sorted((demo.metric_record(r) for r in loaded.metrics if r["hostname"] == host),
+    mine = sorted((sample_checks.metric_record(r) for r in loaded.metrics if r["hostname"] == host),
                   key=lambda r: -r["ts_ms"])  # fmt: skip
 
     def recent(count, before=None):
@@ -331,7 +331,7 @@ def _meter_day(target, meter, day):
 
 
 def test_one_meter_for_one_day(loaded):
-    days = demo.meter_day_records(loaded.meters)
+    days = sample_checks.meter_day_records(loaded.meters)
     (got,) = _meter_day(loaded.target, 987654, "2017-07-26")
     assert len(got["reading"]) == 96
     assert got == days[(987654, "20170726")]
@@ -339,7 +339,7 @@ def test_one_meter_for_one_day(loaded):
 
 
 def test_all_meters_for_one_day_from_the_nightly_table(loaded):
-    days = demo.meter_day_records(loaded.meters)
+    days = sample_checks.meter_day_records(loaded.meters)
     for day in ("20170725", "20170726"):
         expected = [record for (_, d), record in days.items() if d == day]
         copy = nightly.daily_table("SENSOR", day)
@@ -354,7 +354,10 @@ def test_quotes_and_trades_of_one_symbol_between_two_times(loaded):
     start, end = samples.TICKS_START_MS + 3 * 3_600_000, samples.TICKS_START_MS + 7 * 3_600_000
     mine = [r for r in loaded.ticks if (r["exchange"], r["symbol"]) == (ex, sym)]
     values = {"exchange": ex, "symbol": sym}
-    for name, record in (("quotes", demo.quote_record), ("trades", demo.trade_record)):
+    for name, record in (
+        ("quotes", sample_checks.quote_record),
+        ("trades", sample_checks.trade_record),
+    ):
         expected = sorted((record(r) for r in mine), key=lambda x: x["ts_ms"])
         expected = [x for x in expected if start <= x["ts_ms"] < end]
         assert len(expected) == 16
@@ -364,12 +367,12 @@ def test_quotes_and_trades_of_one_symbol_between_two_times(loaded):
 def test_a_players_month_and_all_games_of_a_month(loaded):
     results = sorted(loaded.games, key=lambda r: (r["date"], r["player"]))
     april = key_ranges.month_bounds(2015, 4)
-    april_dota = [demo.game_record(g) for g in results
+    april_dota = [sample_checks.game_record(g) for g in results
                   if g["game"] == "Dota" and g["date"].startswith("2015-04")]  # fmt: skip
     got = q.ask(loaded.target, "game_results", "games_of_month", {"game": "Dota"}, *april)
     assert no_key(got) == april_dota
     corrie = [g for g in results if g["game"] == "LoL" and g["player"] == "Corrie"]
-    march = [demo.game_record(g) for g in corrie if g["date"].startswith("2015-03")]
+    march = [sample_checks.game_record(g) for g in corrie if g["date"].startswith("2015-03")]
     values = {"game": "LoL", "player": "Corrie"}
     got = q.ask(loaded.target, "game_results", "player_games", values,
                 *key_ranges.month_bounds(2015, 3))  # fmt: skip
@@ -383,7 +386,7 @@ def test_balloon_measurements_are_the_same_in_every_layout(loaded, pattern):
     start = samples.BALLOONS_START_MS + 20 * 60_000 + 30_000
     end = samples.BALLOONS_START_MS + 75 * 60_000
     expected = [
-        demo.balloon_record(r)
+        sample_checks.balloon_record(r)
         for r in loaded.balloons
         if r["balloon_id"] == 3699 and start <= ms(r["timestamp"]) < end
     ]
@@ -397,7 +400,11 @@ def test_balloon_measurements_are_the_same_in_every_layout(loaded, pattern):
 def test_salted_reads_merge_every_bucket_in_time_order(loaded):
     start, end = ms("2015-03-01T01:00:00Z"), ms("2015-03-01T03:00:00Z")
     levels = sorted(
-        (demo.battery_record(r) for r in loaded.battery if start <= ms(r["timestamp"]) < end),
+        (
+            sample_checks.battery_record(r)
+            for r in loaded.battery
+            if start <= ms(r["timestamp"]) < end
+        ),
         key=lambda b: b["ts_ms"],
     )
     got = q.ask(loaded.target, "battery", "battery_levels", {}, start, end)
@@ -409,7 +416,7 @@ def test_salted_reads_merge_every_bucket_in_time_order(loaded):
 
 
 def _tenant(records, tenant):
-    return demo.tenant_records(records, tenant)
+    return sample_checks.tenant_records(records, tenant)
 
 
 def _tenant_rows(target, tenant):
@@ -426,7 +433,7 @@ def test_garden_days_and_month(loaded):
     veggie = [r for r in loaded.garden if r["garden"] == "VEGGIEGARDEN"]
     march = key_ranges.month_bounds(2015, 3)
     month = q.ask(loaded.target, "garden", "garden_month", {"garden": "VEGGIEGARDEN"}, *march)
-    assert no_key(month) == [demo.garden_month_record(veggie, "VEGGIEGARDEN", 2015, 3)]
+    assert no_key(month) == [sample_checks.garden_month_record(veggie, "VEGGIEGARDEN", 2015, 3)]
     start, end = ms("2015-04-10T00:00:00Z"), ms("2015-04-13T00:00:00Z")
     days = q.ask(loaded.target, "garden", "garden_days", {"garden": "VEGGIEGARDEN"}, start, end)
     assert no_key(days) == [
@@ -437,7 +444,7 @@ def test_garden_days_and_month(loaded):
 
 
 def test_monthly_sales_sum_every_sale(loaded):
-    expected = [m for m in demo.monthly_sales_records(loaded.sales, "Ana")
+    expected = [m for m in sample_checks.monthly_sales_records(loaded.sales, "Ana")
                 if m["ts"] in ("201502", "201503")]  # fmt: skip
     window = key_ranges.month_bounds(2015, 2)[0], key_ranges.month_bounds(2015, 3)[1]
     got = q.ask(loaded.target, "sales", "monthly_sales", {"employee": "Ana"}, *window)
@@ -480,7 +487,7 @@ def test_btts_query_meter_prints_every_reading_of_the_day(loaded, capsys):
             "--instance", loaded.target.instance]  # fmt: skip
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    day = demo.meter_day_records(loaded.meters)[(987654, "20170725")]["reading"]
+    day = sample_checks.meter_day_records(loaded.meters)[(987654, "20170725")]["reading"]
     assert f"2345={day['2345']}" in out and f"0000={day['0000']}" in out
 
 

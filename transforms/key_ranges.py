@@ -26,11 +26,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms import keys, timefmt
-from transforms.table_model import KeyRecipe, Segment, TableDecl
+from transforms.table_model import TIME_KINDS, KeyRecipe, Segment, TableDecl
 
 KeyRange = tuple[bytes, bytes]  # [start, end); b"" as end = to the end of the table
 WHOLE_TABLE: KeyRange = (b"", b"")
-TIME_KINDS = ("epoch_ms", "time", "reverse_ts")
 UTC = timefmt.UTC
 
 

@@ -11,9 +11,9 @@ import hashlib
 import unicodedata
 
 from transforms.errors import InvalidEvent
+from transforms.limits import MAX_ROW_KEY_BYTES
 
 DELIMITER = "#"
-MAX_ROW_KEY_BYTES = 4096
 LONG_MAX = 9223372036854775807  # Java's Long.MAX_VALUE, used by the guidance for reversed times
 _LONG_DIGITS = 19
 EPOCH_MS_DIGITS = 13

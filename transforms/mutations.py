@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from transforms.limits import MAX_CELL_BYTES, MAX_QUALIFIER_BYTES
+
 
 class Cell(NamedTuple):
     """SetCell: ``timestamp_us`` is the event time in microseconds (millisecond granularity)."""
@@ -56,8 +58,6 @@ def row_bytes(row: RowMutation) -> int:
     return size
 
 
-MAX_CELL_BYTES = 10 * 1024 * 1024  # Bigtable's advised cell limit
-MAX_QUALIFIER_BYTES = 16 * 1024  # Bigtable's qualifier limit
 MAX_MUTATIONS_PER_REQUEST = 100_000  # Bigtable refuses a MutateRows request with more
 
 

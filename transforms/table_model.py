@@ -154,6 +154,8 @@ def segment_builder(seg: Segment) -> SegmentBuilder:
     raise ValueError(f"unknown key segment kind {seg.kind!r}")
 
 
+# Segment kinds holding the event time (a row per time bucket; a range of them is a time range).
+TIME_KINDS = ("epoch_ms", "time", "reverse_ts")
 FREE_TEXT_KINDS = frozenset({"text", "tenant", "space_pad", "reverse_id", "reverse_domain"})
 
 

@@ -1,6 +1,8 @@
 """``btts advise``: lint the declarations, simulate hotspots, report on a real table.
 
-Hooked into ``btts`` by :func:`register`; also runs alone: ``python -m btts.advisor.cli lint``.
+Every command takes ``--schema FILE``: the tables (and the ``advisor:`` workload) of a user's
+schema file instead of the built-in declarations. Hooked into ``btts`` by :func:`register`;
+also runs alone: ``python -m btts.advisor.cli lint``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from pathlib import Path
 from btts import admin
 from btts.advisor import lint as lint_mod
 from transforms import builtin_tables
+
+__all__ = ["DOCS_DIR", "main", "register"]
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs" / "advisor"
 
@@ -44,6 +48,8 @@ def _hotspots(args: argparse.Namespace) -> int:
     from btts.advisor import hotspots, workload
 
     if args.documented:
+        if args.schema:
+            raise ValueError("--documented runs the built-in cases: drop --schema")
         out = Path(args.out) if args.out else DOCS_DIR
         for name, (result, path) in hotspots.write_documented(out).items():
             print(f"[{name}] → {path}")
@@ -51,7 +57,8 @@ def _hotspots(args: argparse.Namespace) -> int:
         return 0
     if not args.table:
         raise ValueError("name a TABLE, or pass --documented for the documented cases")
-    decl = builtin_tables.get(args.table)
+    schema = admin.load_schema(args.schema) if args.schema else None
+    decl = schema.table(args.table).decl if schema else builtin_tables.get(args.table)
     config = hotspots.SimConfig(
         nodes=args.nodes,
         start_ms=hotspots.parse_start(args.start) if args.start else hotspots.SimConfig.start_ms,
@@ -63,7 +70,12 @@ def _hotspots(args: argparse.Namespace) -> int:
         assign=args.assign,
         seed=args.seed,
     )
-    model = workload.hints_for(args.workload_of or decl.name).workload
+    of = args.workload_of or decl.name
+    if schema:  # the workload of the file's own advisor: section
+        schema.table(of)  # (a KeyError naming the file's tables)
+        model = workload.hints_from_advisor(schema.advisor, of).workload
+    else:
+        model = workload.hints_for(of).workload
     cards = {}
     for item in args.cardinality or ():
         name, eq, value = item.partition("=")
@@ -80,9 +92,13 @@ def _hotspots(args: argparse.Namespace) -> int:
 def _table(args: argparse.Namespace) -> int:
     from btts.advisor import table_report
 
+    delimiter = args.delimiter
+    if args.schema:  # a table the file declares: its key's delimiter unless --delimiter says
+        decl = admin.load_schema(args.schema).table(args.table).decl
+        delimiter = delimiter or decl.key.delimiter
     target = admin.resolve_target(args.project, args.instance)
     rep = table_report.report(
-        target, args.table, limit=args.limit, top=args.top, delimiter=args.delimiter.encode()
+        target, args.table, limit=args.limit, top=args.top, delimiter=(delimiter or "#").encode()
     )
     if args.json:
         print(json.dumps(table_report.as_dict(rep), indent=2))
@@ -168,6 +184,11 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
     )
     hot.add_argument("--workload-of", metavar="TABLE", help="use another table's workload")
     hot.add_argument("--seed", type=int, default=0)
+    hot.add_argument(
+        "--schema",
+        metavar="FILE",
+        help="a table of this schema file, with the workload of its advisor: section",
+    )
     hot.set_defaults(func=_guarded(_hotspots))
 
     table = sub.add_parser(
@@ -183,7 +204,14 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
     table.add_argument("--instance", help="Bigtable instance (default on the emulator)")
     table.add_argument("--limit", type=int, help="read only the first N rows")
     table.add_argument("--top", type=int, default=5, help="largest rows to list (5)")
-    table.add_argument("--delimiter", default="#", help="key segment delimiter (#)")
+    table.add_argument(
+        "--delimiter", help="key segment delimiter (default: the declared key's with --schema, "
+        "else #)"
+    )  # fmt: skip
+    table.add_argument(
+        "--schema", metavar="FILE", help="the table is one this schema file declares: its key's "
+        "delimiter, and a clear error when the file has no such table"
+    )  # fmt: skip
     table.add_argument("--json", action="store_true", help="the report as JSON")
     table.set_defaults(func=_guarded(_table))
 

@@ -40,10 +40,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from btts.advisor import workload as workload_mod
-from btts.advisor.lint import TIME_KINDS
 from btts.advisor.workload import NODE_WRITES_PER_S, Workload
 from transforms import builtin_tables, timefmt
-from transforms.table_model import Segment, TableDecl
+from transforms.table_model import TIME_KINDS, Segment, TableDecl
+
+__all__ = [
+    "ASSIGNMENTS",
+    "HEAT_BUCKETS",
+    "MIDNIGHT_MS",
+    "Case",
+    "SimConfig",
+    "SimResult",
+    "draw",
+    "midnight_after",
+    "parse_span",
+    "parse_start",
+    "run_case",
+    "simulate",
+    "write_documented",
+]
 
 ASSIGNMENTS = ("balanced", "round_robin")
 HEAT_BUCKETS = 48

@@ -11,6 +11,10 @@ A finding is *open* unless the table's ``advisor:`` section acknowledges that ru
 (a deliberate design, shown with the finding) or names the table a documented anti-pattern kept
 to be flagged (``BATTERY_TS_FIRST``). ``btts advise lint`` fails when an open finding reaches
 ``--fail-on``.
+
+The rules, findings and report are :mod:`~btts.advisor.findings`; the row-size estimate
+:mod:`~btts.advisor.rows`; the kinds guessed from names :mod:`~btts.advisor.naming`; Bigtable's
+limits :mod:`transforms.limits`.
 """
 
 from __future__ import annotations
@@ -18,21 +22,60 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
-from btts.admin import MAX_TABLES_PER_INSTANCE as MAX_TABLES
 from btts.advisor import workload as workload_mod
+from btts.advisor.findings import (
+    RULES,
+    SEVERITIES,
+    Finding,
+    Rule,
+    failing,
+    format_report,
+    rules_table,
+)
+from btts.advisor.naming import guess_kind, looks_like_personal_data
+from btts.advisor.rows import (
+    bucket_seconds,
+    count_text,
+    entity_fields,
+    estimate_row,
+    human_bytes,
+    rate_text,
+)
 from btts.advisor.workload import NODE_WRITES_PER_S, Hints, Workload
 from transforms import builtin_tables
-from transforms.table_model import Segment, TableDecl
+from transforms.limits import (
+    MAX_FAMILIES_PER_TABLE,
+    MAX_TABLES_PER_INSTANCE,
+    ROW_ADVISED_BYTES,
+    ROW_HARD_BYTES,
+)
+from transforms.table_model import TIME_KINDS, Segment, TableDecl
 
-SEVERITIES = ("info", "warning", "error")
+__all__ = [
+    "ACCUMULATING_PATTERNS",
+    "HOT_ERROR_WRITES_PER_S",
+    "HOT_WARNING_WRITES_PER_S",
+    "LONG_NAME_BYTES",
+    "MAX_SALT_BUCKETS",
+    "ONE_CELL_PATTERNS",
+    "PROMOTABLE_CARDINALITY",
+    "RULES",
+    "SEVERITIES",
+    "Finding",
+    "Rule",
+    "failing",
+    "format_report",
+    "hot_prefix_severity",
+    "lint",
+    "lint_all",
+    "lint_schema",
+    "rules_table",
+]
 
-# Bigtable's limits and the guidance's budgets (docs/patterns.md §3 rule 7).
-ROW_ADVISED_BYTES = 100 * 1024 * 1024
-ROW_HARD_BYTES = 256 * 1024 * 1024
-KEY_BYTES = 4 * 1024
-MAX_FAMILIES = 100
+
+# The guidance's budgets (docs/patterns.md §3 rule 7); Bigtable's own limits: transforms.limits.
 # Names longer than this are "long" when, with the qualifier, they outweigh the cell's value.
 LONG_NAME_BYTES = 12
 # A salt is a small bucket count (about the node count); past this it is a hash of the key.
@@ -47,130 +90,10 @@ PROMOTABLE_CARDINALITY = 100
 # it for good, with four orders of magnitude to spare: information. In between: a warning.
 HOT_ERROR_WRITES_PER_S = NODE_WRITES_PER_S / 100
 HOT_WARNING_WRITES_PER_S = NODE_WRITES_PER_S / 10_000
-# Bigtable cells carry a timestamp of this many bytes besides their family, qualifier, value.
-CELL_OVERHEAD_BYTES = 8
-
-TIME_KINDS = ("epoch_ms", "reverse_ts", "time")
-BUCKET_SECONDS = {
-    "epoch_ms": 0.001,
-    "reverse_ts": 0.001,
-    "yyyymmddhhmmssmmm": 0.001,
-    "minute": 60,
-    "hour": 3600,
-    "day": 86400,
-    "yyyymmdd": 86400,
-    "week": 7 * 86400,
-    "month": 31 * 86400,
-    "yyyymm": 31 * 86400,
-}
 # Patterns where a column holds one cell per row (a second version is a second event).
 ONE_CELL_PATTERNS = ("TS-COLS", "TS-BLOB", "SHORT-WIDE", "LATEST", "QUALIFIER-DATA")
 # Patterns whose rows keep receiving cells (versions or new columns) after they are created.
 ACCUMULATING_PATTERNS = ("TB-CELL", "TB-COL", "LATEST", "VERSIONED", "SHORT-WIDE", "QUALIFIER-DATA")
-
-
-@dataclass(frozen=True)
-class Rule:
-    id: str
-    title: str
-    spec: str
-
-
-RULES = {
-    r.id: r
-    for r in (
-        Rule("HOT-TIME-FIRST", "key starts with a timestamp or another increasing value", "3.5"),
-        Rule("HOT-SEQUENTIAL-ID", "key starts with a sequential numeric ID", "3.5, 3.10"),
-        Rule("HOT-NARROW-PREFIX", "too few distinct prefixes in front of the time", "3.5"),
-        Rule("KEY-UNPADDED-INT", "integer key segment without zero padding", "3.10"),
-        Rule("KEY-HASHED", "hashed key (no range scans)", "3.10"),
-        Rule("KEY-RAW-BYTES", "raw bytes in the key", "3.10"),
-        Rule("KEY-PII", "personal data in a key, family or qualifier name", "3.10"),
-        Rule("NAME-LONG", "long family or qualifier name", "3.1"),
-        Rule("FAMILIES-TOO-MANY", "more than 100 column families", "3.7"),
-        Rule("ROW-TOO-BIG", "rows can outgrow 100 MB", "3.7, 3.2"),
-        Rule("VERSIONS-FOR-EVENTS", "column versions used for new events", "3.3"),
-        Rule("GC-MISSING", "no GC rule where cells accumulate", "3.8, 4"),
-        Rule("TABLES-GROWTH", "tables per day/tenant growing toward 1,000", "3.11, 3.7"),
-        Rule("SALT-PROMOTABLE", "salting where field promotion would do", "3.5"),
-    )
-}
-
-
-@dataclass(frozen=True)
-class Finding:
-    table: str
-    rule: str
-    severity: str
-    message: str
-    spec: str
-    status: str = "open"  # open | acknowledged | anti-pattern
-    reason: str = ""
-
-    @property
-    def is_open(self) -> bool:
-        return self.status == "open"
-
-
-# -- field kinds from names ---------------------------------------------------------------------
-
-_PII_WORDS = {
-    "email", "mail", "phone", "mobile", "msisdn", "ssn", "passport", "address", "street",
-    "birthday", "birthdate", "dob", "iban", "surname", "firstname", "lastname", "fullname",
-    "username", "cellphone",
-}  # fmt: skip
-# "<thing>_name" is a person's name unless the thing is not a person.
-_NOT_PERSONS = {
-    "host", "domain", "file", "table", "metric", "column", "field", "device", "product", "app",
-    "service", "server", "site", "node", "game", "kind", "type", "reading", "sensor",
-    "location", "event", "family",
-}  # fmt: skip
-_HASH_WORDS = {"hash", "md5", "sha", "sha1", "sha256", "digest", "checksum"}
-_BYTES_WORDS = {"bytes", "raw", "binary", "bin", "blob"}
-_SEQUENTIAL_WORDS = {"id", "seq", "sequence", "serial"}
-_INTEGER_WORDS = {"num", "number", "no", "count", "index", "idx"}
-_MONOTONIC_WORDS = {"ts", "time", "timestamp", "datetime", "date", "version", "counter"}
-
-
-def name_tokens(name: str) -> list[str]:
-    """``userEmail`` / ``user_email`` / ``USER-EMAIL`` → ``["user", "email"]``."""
-    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
-    return [t for t in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if t]
-
-
-def guess_kind(name: str) -> str | None:
-    """What a field's name suggests it holds, or None when it says nothing."""
-    tokens = name_tokens(name)
-    if not tokens:
-        return None
-    if any(t in _PII_WORDS for t in tokens):
-        return "pii"
-    for before, token in zip([None, *tokens], tokens, strict=False):
-        if token == "name" and before not in _NOT_PERSONS:
-            return "pii"
-    if any(t in _HASH_WORDS for t in tokens):
-        return "hash"
-    if any(t in _BYTES_WORDS for t in tokens):
-        return "bytes"
-    if tokens[-1] in _SEQUENTIAL_WORDS:
-        return "sequential"
-    if any(t in _INTEGER_WORDS for t in tokens):
-        return "integer"
-    if any(t in _MONOTONIC_WORDS for t in tokens):
-        return "monotonic"
-    return None
-
-
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
-_PHONE = re.compile(r"\+?[0-9][0-9 ().-]{6,}")
-
-
-def looks_like_personal_data(name: str) -> bool:
-    """A family or qualifier *name* that is itself personal data (the words of a field name say
-    what a key segment holds; a column named EMAIL holds e-mails but is not one)."""
-    if _EMAIL.search(name):
-        return True
-    return bool(_PHONE.fullmatch(name.strip())) and sum(c.isdigit() for c in name) >= 7
 
 
 def hot_prefix_severity(writes_per_s: float) -> str:
@@ -191,7 +114,7 @@ def _hot_load(rate: float, severity: str) -> str:
     """What the declared rate means for the one tablet taking every write."""
     share = rate / NODE_WRITES_PER_S
     text = (
-        f"At the declared {_rate(rate)} events/s that tablet takes {share:.2%} of one node's "
+        f"At the declared {rate_text(rate)} events/s that tablet takes {share:.2%} of one node's "
         f"{NODE_WRITES_PER_S:,} writes/s"
     )
     if severity == "info":
@@ -209,97 +132,6 @@ def _how(guessed: bool) -> str:
         " (guessed from its name: give the field's kind in the schema file's advisor: section)"
         * guessed
     )
-
-
-# -- row growth ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RowEstimate:
-    """The largest row the declared workload makes: events it receives, cells it keeps, bytes."""
-
-    events: float
-    cells: float
-    bytes: float
-    detail: str
-
-
-def bucket_seconds(decl: TableDecl) -> float:
-    """How long one row keeps receiving events: its finest time segment (inf when none)."""
-    spans = [
-        BUCKET_SECONDS[seg.arg if seg.kind == "time" else seg.kind]
-        for seg in decl.key.segments
-        if seg.kind in TIME_KINDS
-    ]
-    return min(spans) if spans else math.inf
-
-
-def entity_fields(segments: Sequence[Segment]) -> list[str]:
-    """Key fields that name an entity (not time, salt or constant), each once, in key order."""
-    out: list[str] = []
-    for seg in segments:
-        if seg.kind not in (*TIME_KINDS, "const", "salt") and seg.field not in out:
-            out.append(seg.field)
-    return out
-
-
-def estimate_row(decl: TableDecl, workload: Workload) -> RowEstimate:
-    entities = math.prod(workload.field(f).cardinality for f in entity_fields(decl.key.segments))
-    row_rate = workload.events_per_s / entities
-    lifetime = bucket_seconds(decl)
-    events = row_rate * lifetime if math.isfinite(lifetime) else math.inf
-    cells_total = 0.0
-    size = 0.0
-    parts = []
-    for fam in decl.families:
-        load = workload.family(fam.name)
-        if fam.aggregate:  # AddToCell merges a column's inputs of one timestamp into one cell
-            cells = load.columns if load.columns else max(1.0, events) * load.cells_per_event
-        else:
-            window = lifetime
-            if fam.max_age:
-                window = min(window, fam.max_age.total_seconds())
-            arriving = row_rate * window * load.cells_per_event if math.isfinite(window) else None
-            cells = math.inf if arriving is None else max(load.cells_per_event, arriving)
-            if fam.max_versions and load.columns is not None:
-                cells = min(cells, load.columns * fam.max_versions)
-        cell_bytes = len(fam.name) + load.qualifier_bytes + load.value_bytes + CELL_OVERHEAD_BYTES
-        cells_total += cells
-        size += cells * cell_bytes
-        parts.append(f"{fam.name}: {_count(cells)} cells × {cell_bytes} B")
-    detail = (
-        f"{_rate(workload.events_per_s)} events/s over {_count(entities)} rows alive at once, "
-        f"a row open for {_span(lifetime)} → {_count(events)} events a row; " + "; ".join(parts)
-    )
-    return RowEstimate(events, cells_total, size, detail)
-
-
-def _count(x: float) -> str:
-    return "unbounded" if math.isinf(x) else _rate(x)
-
-
-def _rate(x: float) -> str:
-    return f"{x:,.0f}" if x >= 10 else f"{x:.2g}"
-
-
-def _span(seconds: float) -> str:
-    if math.isinf(seconds):
-        return "ever (no time segment)"
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60), ("second", 1)):
-        if seconds >= size:
-            n = seconds / size
-            return f"{n:g} {unit}{'s' * (n != 1)}"
-    return f"{seconds * 1000:g} ms"
-
-
-def human_bytes(n: float) -> str:
-    if math.isinf(n):
-        return "unbounded"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
 
 
 # -- the rules ----------------------------------------------------------------------------------
@@ -417,8 +249,8 @@ class _Checker:
                 "HOT-NARROW-PREFIX",
                 "warning",
                 f"key {self.key}: the time follows only {' × '.join(names)} = {prefix:,} "
-                f"distinct prefixes; at {_rate(self.workload.events_per_s)} events/s each prefix's "
-                f"newest range takes {per_range:,.0f} writes/s, more than one node's "
+                f"distinct prefixes; at {rate_text(self.workload.events_per_s)} events/s each "
+                f"prefix's newest range takes {per_range:,.0f} writes/s, more than one node's "
                 f"{NODE_WRITES_PER_S:,}. Put a higher-cardinality field before the time.",
             )
 
@@ -532,12 +364,12 @@ class _Checker:
                     )
 
     def family_count(self) -> None:
-        if len(self.decl.families) > MAX_FAMILIES:
+        if len(self.decl.families) > MAX_FAMILIES_PER_TABLE:
             self.add(
                 "FAMILIES-TOO-MANY",
                 "error",
                 f"{len(self.decl.families)} column families: Bigtable advises at most "
-                f"{MAX_FAMILIES} per table. Group what one query reads into one family.",
+                f"{MAX_FAMILIES_PER_TABLE} per table. Group what one query reads into one family.",
             )
 
     def row_size(self) -> None:
@@ -570,8 +402,9 @@ class _Checker:
                 self.add(
                     "VERSIONS-FOR-EVENTS",
                     "error",
-                    f"family {fam.name} keeps {_count(keeps)} versions and the key {self.key} has "
-                    "no time segment: every new event of a row's entity becomes another version "
+                    f"family {fam.name} keeps {count_text(keeps)} versions and the key "
+                    f"{self.key} has no time segment: every new event of a row's entity "
+                    "becomes another version "
                     "of its columns. Write a new row per event (a time segment in the key); keep "
                     "versions for corrections of one value.",
                 )
@@ -618,7 +451,7 @@ class _Checker:
             )
         for derived in self.workload.derived:
             if derived.keep is None:
-                years = (MAX_TABLES - self.declared_tables) / derived.per_year
+                years = (MAX_TABLES_PER_INSTANCE - self.declared_tables) / derived.per_year
                 stop = (
                     f"the job refuses new tables at {derived.guard:,}, so it stops working"
                     if derived.guard
@@ -628,19 +461,19 @@ class _Checker:
                     "TABLES-GROWTH",
                     "warning" if derived.guard else "error",
                     f"{derived.name}: {derived.per_year:g} new tables a year and no retention "
-                    f"reach the {MAX_TABLES:,}-table limit in {years:.1f} years ({stop}). Keep "
-                    f"a bounded number ({derived.note}).",
+                    f"reach the {MAX_TABLES_PER_INSTANCE:,}-table limit in {years:.1f} years "
+                    f"({stop}). Keep a bounded number ({derived.note}).",
                 )
                 continue
             total = derived.keep + self.declared_tables
-            if total > 0.8 * MAX_TABLES:
+            if total > 0.8 * MAX_TABLES_PER_INSTANCE:
                 self.add(
                     "TABLES-GROWTH",
-                    "error" if total > MAX_TABLES else "warning",
+                    "error" if total > MAX_TABLES_PER_INSTANCE else "warning",
                     f"{derived.name}: keeping {derived.keep:,} tables plus "
                     f"{self.declared_tables} declared ones makes {total:,} of the "
-                    f"{MAX_TABLES:,} an instance allows ({derived.note}). Keep fewer or use one "
-                    "table keyed by the period.",
+                    f"{MAX_TABLES_PER_INSTANCE:,} an instance allows ({derived.note}). Keep "
+                    "fewer or use one table keyed by the period.",
                 )
 
     def salting(self) -> None:
@@ -695,49 +528,6 @@ def lint_all(decls: Iterable[TableDecl] | None = None) -> dict[str, list[Finding
     declared = builtin_tables.all_tables()
     chosen = list(declared.values()) if decls is None else list(decls)
     return {d.name: lint(d, declared_tables=len(declared)) for d in chosen}
-
-
-def failing(findings: Iterable[Finding], fail_on: str = "warning") -> list[Finding]:
-    """Open findings at or above ``fail_on`` (``never``: none)."""
-    if fail_on == "never":
-        return []
-    floor = SEVERITIES.index(fail_on)
-    return [f for f in findings if f.is_open and SEVERITIES.index(f.severity) >= floor]
-
-
-def format_report(
-    results: dict[str, list[Finding]], decls: dict[str, TableDecl], fail_on: str = "warning"
-) -> str:
-    """The human report: one block per table, acknowledged findings with their reason."""
-    lines = []
-    for name, findings in results.items():
-        decl = decls[name]
-        head = f"{name}  key {decl.key.describe()}  [{decl.pattern}]"
-        if not findings:
-            lines.append(f"ok    {head}")
-            continue
-        status = "FAIL" if failing(findings, fail_on) else "note"
-        lines.append(f"{status}  {head}")
-        for f in findings:
-            lines.append(
-                f"      {f.severity.upper():<7} {f.rule} (docs/patterns.md §{f.spec}): {f.message}"
-            )
-            if f.status != "open":
-                lines.append(f"              [{f.status}] {f.reason}")
-    every = [f for fs in results.values() for f in fs]
-    bad = failing(every, fail_on)
-    counts = {s: sum(1 for f in every if f.is_open and f.severity == s) for s in SEVERITIES}
-    lines.append(
-        f"{len(results)} tables: {counts['error']} open errors, {counts['warning']} open "
-        f"warnings, {sum(1 for f in every if f.status == 'acknowledged')} acknowledged, "
-        f"{sum(1 for f in every if f.status == 'anti-pattern')} on documented anti-patterns"
-        f" → {'FAIL' if bad else 'pass'} (--fail-on {fail_on})"
-    )
-    return "\n".join(lines)
-
-
-def rules_table() -> Sequence[Rule]:
-    return tuple(RULES.values())
 
 
 def lint_schema(schema, tables: Sequence[str] | None = None) -> dict[str, list[Finding]]:

@@ -25,10 +25,36 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from btts import admin
-from btts.advisor import lint
-from btts.advisor.lint import KEY_BYTES, ROW_ADVISED_BYTES, ROW_HARD_BYTES, human_bytes
+from btts.advisor.rows import CELL_OVERHEAD_BYTES, human_bytes
 from transforms import keys as keys_mod
-from transforms.mutations import MAX_CELL_BYTES
+from transforms.limits import (
+    MAX_CELL_BYTES,
+    MAX_ROW_KEY_BYTES,
+    ROW_ADVISED_BYTES,
+    ROW_HARD_BYTES,
+)
+
+__all__ = [
+    "MAX_LISTED",
+    "MAX_SAMPLE",
+    "MIN_ROWS_FOR_CORRELATION",
+    "MONOTONIC_CORRELATION",
+    "PAGE_ROWS",
+    "TIME_CLASSES",
+    "RowSize",
+    "Segments",
+    "TableReport",
+    "analyse_segments",
+    "as_dict",
+    "classify_segment",
+    "distribution",
+    "format_report",
+    "iter_rows",
+    "limit_problems",
+    "report",
+    "spearman",
+    "summarize",
+]
 
 PAGE_ROWS = 2000
 # Rows kept for the prefix analysis (every k-th row beyond this, k doubling as needed).
@@ -205,7 +231,7 @@ def limit_problems(row_bytes: int, largest_cell: int, key_bytes: int, key: bytes
         out.append(f"WARNING row {shown!r}: {human_bytes(row_bytes)} over the advised 100 MB")
     if largest_cell > MAX_CELL_BYTES:
         out.append(f"WARNING row {shown!r}: a {human_bytes(largest_cell)} cell (limit 10 MB)")
-    if key_bytes > KEY_BYTES:
+    if key_bytes > MAX_ROW_KEY_BYTES:
         out.append(f"ERROR row {shown!r}: a {key_bytes:,}-byte key (limit 4 KiB)")
     return out
 
@@ -269,7 +295,7 @@ def summarize(
         big = 0
         newest = 0
         for c in row.cells:
-            size += len(c.family) + len(c.qualifier) + len(c.value) + lint.CELL_OVERHEAD_BYTES
+            size += len(c.family) + len(c.qualifier) + len(c.value) + CELL_OVERHEAD_BYTES
             big = max(big, len(c.value))
             newest = max(newest, c.timestamp_us)
         cells += len(row.cells)
@@ -354,7 +380,7 @@ def format_report(rep: TableReport) -> str:
         lines.append("  (empty: nothing to report)")
         return "\n".join(lines)
     for label, values, limit in (
-        ("key length", rep.key_lengths, f"limit {KEY_BYTES:,} B"),
+        ("key length", rep.key_lengths, f"limit {MAX_ROW_KEY_BYTES:,} B"),
         ("row size", rep.row_sizes, "advised 100 MB, hard 256 MB"),
     ):
         d = distribution(values)

@@ -20,6 +20,19 @@ from dataclasses import dataclass, field
 from transforms import builtin_tables, schema_file
 from transforms.schema_file import advisor_rate
 
+__all__ = [
+    "DEFAULT_CARDINALITY",
+    "DEFAULT_EVENTS_PER_S",
+    "NODE_WRITES_PER_S",
+    "DerivedTables",
+    "FamilyLoad",
+    "FieldModel",
+    "Hints",
+    "Workload",
+    "hints_for",
+    "hints_from_advisor",
+]
+
 # Writes per second one SSD node sustains (Bigtable's published figure for small rows).
 NODE_WRITES_PER_S = 14_000
 

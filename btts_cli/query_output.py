@@ -1,0 +1,176 @@
+"""What every ``btts query`` form shares: how times, days, months and zones are read from the
+command line, the output flags (``--format table|json|csv``, ``--plot FILE.png|FILE.svg``), and
+how an answer is printed and drawn.
+
+Table output starts with what was read (table, key range or rows, cell-time window), so the
+answer can be checked with ``cbt read`` on the same range; ``--format json|csv`` prints only
+the records, for scripts. ``--plot`` draws one line per series (:mod:`btts.plot`); an answer
+with nothing to draw says so in one line on stderr, writes no file and exits
+:data:`NOTHING_TO_PLOT_EXIT` (1), after the answer was printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from btts import admin, plot, render
+from btts import query_engine as q
+from transforms import key_ranges, timefmt
+from transforms.errors import InvalidEvent
+
+__all__ = [
+    "FORMATS",
+    "NOTHING_TO_PLOT_EXIT",
+    "add_common",
+    "add_output",
+    "add_range",
+    "add_timezone",
+    "day_arg",
+    "month_arg",
+    "plot_file",
+    "print_answer",
+    "read",
+    "time_arg",
+    "zone_arg",
+]
+
+FORMATS = ("table", "json", "csv")
+
+
+NOTHING_TO_PLOT_EXIT = 1  # the answer was printed, but the chart asked for was not written
+
+
+def time_arg(text: str) -> int:
+    """RFC 3339 (``2015-03-16T19:53:32Z``), epoch milliseconds, or a day (midnight UTC)."""
+    try:
+        return timefmt.parse_event_time(text, "time")
+    except InvalidEvent as err:
+        try:
+            return key_ranges.day_bounds(key_ranges.parse_day(text))[0]
+        except ValueError:
+            raise argparse.ArgumentTypeError(str(err).replace("field 'time': ", "")) from None
+
+
+def day_arg(text: str) -> dt.date:
+    try:
+        return key_ranges.parse_day(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def month_arg(text: str) -> tuple[int, int]:
+    try:
+        return key_ranges.parse_month(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def zone_arg(name: str) -> dt.tzinfo:
+    found = timefmt.zone(name)
+    if found is None:
+        raise argparse.ArgumentTypeError(f"unknown time zone {name!r} (use an IANA name)")
+    return found
+
+
+def plot_file(text: str) -> Path:
+    path = Path(text)
+    if path.suffix.lower() not in plot.FORMATS:
+        raise argparse.ArgumentTypeError(f"{text!r}: the chart file must end in .png or .svg")
+    return path
+
+
+def add_output(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="table",
+        help="table (default): what was read, then one line per record; json or csv: the "
+        "records only (csv: one column per field, dict fields spread into FIELD.ENTRY columns)",
+    )
+    parser.add_argument(
+        "--plot",
+        type=plot_file,
+        metavar="FILE.png|FILE.svg",
+        help="also draw the answer: one line per series (entity and numeric field), the time "
+        "axis in --timezone (UTC if the query has none); nothing to draw: a message on stderr, "
+        f"no file, exit {NOTHING_TO_PLOT_EXIT}",
+    )
+
+
+def add_common(parser: argparse.ArgumentParser, target_args: Callable) -> None:
+    target_args(parser)
+    add_output(parser)
+    parser.add_argument(
+        "--keys", action="store_true", help="table format: show each record's row key"
+    )
+
+
+def add_range(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    parser.add_argument(
+        "--start", type=time_arg, required=required, help="from this time (inclusive)"
+    )
+    parser.add_argument("--end", type=time_arg, required=required, help="to this time (exclusive)")
+
+
+def add_timezone(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--timezone",
+        type=zone_arg,
+        default=dt.timezone.utc,
+        help="zone of the calendar labels the rows were written with (default: UTC)",
+    )
+
+
+def read(args: argparse.Namespace, query: q.Query) -> tuple[admin.Target, list]:
+    """Run a query on the instance the flags name; a missing table is a ConfigError."""
+    target = admin.resolve_target(args.project, args.instance)
+    try:
+        return target, q.run(target, query)
+    except q.MissingTable as err:
+        raise admin.ConfigError(str(err)) from None
+
+
+def print_answer(
+    args, target: admin.Target, query: q.Query, records: list, hint: str | None = None
+) -> int:
+    """The answer: JSON or CSV records only, or what was read then a table (every column of a
+    lone wide record); then the chart of ``--plot``. The exit code."""
+    if args.format in ("json", "csv"):
+        text = render.to_json(records) + "\n" if args.format == "json" else render.to_csv(records)
+        print(text, end="")
+        if hint:
+            print(hint, file=sys.stderr)
+        return _plot(args, query, records, sys.stderr)
+    print(f"{query.title} — {target.describe()}")
+    for scan in query.scans:
+        print(f"  read {scan.describe()}")
+    print()
+    print(render.to_table(records, show_keys=getattr(args, "keys", False)))
+    for grid in render.wide_grids(records):
+        print(f"\n{grid}")
+    print(f"\n{len(records):,} record(s)")
+    if hint:
+        print(f"\n{hint}")
+    return _plot(args, query, records, sys.stdout)
+
+
+def _plot(args, query: q.Query, records: list, out) -> int:
+    """``--plot FILE``: draw the records; one line on ``out`` saying what was drawn, or on
+    stderr why nothing was (exit :data:`NOTHING_TO_PLOT_EXIT`)."""
+    path = getattr(args, "plot", None)
+    if path is None:
+        return 0
+    tz = getattr(args, "timezone", dt.timezone.utc)
+    try:
+        drawn = plot.save(records, path, entity=query.entity, tz=tz, title=query.title)
+    except plot.NothingToPlot as err:
+        print(f"btts: nothing to plot: {err}; {path} not written", file=sys.stderr)
+        return NOTHING_TO_PLOT_EXIT
+    except OSError as err:
+        raise admin.ConfigError(f"--plot {path}: {err.strerror or err}") from None
+    print(f"plotted {len(drawn)} series to {path}", file=out)
+    return 0
