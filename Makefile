@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 PROTOS := $(wildcard protos/*.proto)
 
-.PHONY: venv protos demo test test-fast check-guidance lint fmt clean
+.PHONY: venv protos demo test test-fast check-guidance lint fmt clean browser
 
 venv: $(STAMP)
 
@@ -26,8 +26,20 @@ protos:
 demo: venv
 	$(BIN)/btts demo
 
-test: venv
+test: venv browser
 	$(BIN)/python -m pytest -rA -q
+
+# Headless Chromium and its driver for the btts serve page test (tests/test_serve_page.py):
+# Debian's packages, installed only when missing and apt-get is there (as root, or with sudo);
+# otherwise the test skips and says why.
+browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
+		$$SUDO apt-get install -y chromium chromium-driver >/dev/null \
+		|| { $$SUDO apt-get update >/dev/null && $$SUDO apt-get install -y chromium chromium-driver >/dev/null; } \
+		|| echo "make browser: could not install chromium (the page test will skip)"; \
+	else echo "make browser: no apt-get here (the page test will skip)"; fi
 
 # Maintainers holding the guidance's examples file: are all its cases and facts still here?
 check-guidance: venv

@@ -73,7 +73,12 @@ setup(
             "protos.*",
         ]
     ),
-    package_data={"protos": ["*.proto"], "transforms": ["declarations/*.yaml"]},
+    package_data={
+        "protos": ["*.proto"],
+        "transforms": ["declarations/*.yaml"],
+        # btts serve's chart page (no build step: the files as written)
+        "btts": ["tsdb/page/*.html", "tsdb/page/*.js"],
+    },
     install_requires=INSTALL_REQUIRES,
     extras_require={
         "test": [
@@ -82,6 +87,8 @@ setup(
             "ruff>=0.6",
             # regenerates protos/*_pb2.py in a checkout (protos/__init__.py, `make protos`)
             GRPCIO_TOOLS,
+            # drives headless Chromium in the btts serve page test (make browser installs it)
+            "selenium>=4.20,<5",
         ],
     },
     entry_points={"console_scripts": ["btts = btts_cli.main:main"]},

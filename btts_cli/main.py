@@ -14,7 +14,7 @@ from pathlib import Path
 from btts import __version__, admin, emulator
 from btts.advisor import cli as advisor_cli
 from btts_cli import query_command as query_cli
-from btts_cli import templates
+from btts_cli import serve_command, templates
 from pipelines import job_modules
 
 
@@ -276,6 +276,7 @@ COMMAND_GROUPS = [
     _add_query,
     advisor_cli.register,
     templates.register,
+    serve_command.register,
     _add_demo,
 ]
 

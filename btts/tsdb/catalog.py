@@ -1,0 +1,222 @@
+"""Metric and tag names from the schema files (pure: no client).
+
+A metric is ``DATASET.FIELD``: a numeric event field (``number`` or ``integer``) that some
+table stores one value per event of, with a time in its key. A ``map`` field's entries are
+metrics too, ``DATASET.FIELD.ENTRY`` (the column qualifier, e.g. ``CPU/CPU1_USR``); the
+entries come from the data (:func:`btts.tsdb.reads.discover_entries`), the schema does not
+list them. Tags are the text-like fields of the key of the table that serves the read
+(``hostname``, ``user``, ``tenant``…): the key decides what a query can narrow.
+
+An ``AGGREGATE`` table filled by the hourly rollup (``rollup: {from: T, entity: F}``) is a
+second source of the metrics of ``T``: hourly sums and counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from transforms import key_ranges, schema_file
+from transforms.schema_file import Schema, TableSpec
+
+NUMERIC = ("number", "integer")
+TIME_KINDS = key_ranges.TIME_KINDS
+
+
+@dataclass(frozen=True)
+class Source:
+    """One table that answers a metric: its points (``rollup`` False) or hourly sums/counts."""
+
+    schema: Schema
+    table: TableSpec
+    field: str  # the record field holding the value (a map field for map entries)
+    entry: str = ""  # the map entry (qualifier) of a map metric
+    rollup: bool = False
+    qualifier: bytes = b""  # the rollup's column of this metric
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The key's fields a query can name as tags, in key order (no time, no salt)."""
+        return tag_fields(self.table)
+
+    def key_text(self) -> str:
+        return self.table.decl.key.describe()
+
+
+@dataclass
+class Metric:
+    name: str
+    dataset: str
+    field: str
+    entry: str = ""
+    points: list[Source] = field(default_factory=list)
+    rollups: list[Source] = field(default_factory=list)
+
+    @property
+    def tags(self) -> list[str]:
+        """Every tag some source of the metric can narrow by, in first-seen key order."""
+        return list(dict.fromkeys(t for s in self.points + self.rollups for t in s.tags))
+
+
+def tag_fields(table: TableSpec) -> tuple[str, ...]:
+    per = table.rows_per.name if table.rows_per is not None else None
+    return tuple(
+        s.field
+        for s in table.decl.key.segments
+        if s.field
+        and s.kind not in TIME_KINDS
+        and s.kind not in ("const", "salt")
+        and s.field != per
+    )
+
+
+def has_time(table: TableSpec) -> bool:
+    """Does the key hold the event time (so a time range is a key range)?"""
+    return any(s.kind in TIME_KINDS for s in table.decl.key.segments)
+
+
+def tenant_keyed(table: TableSpec) -> bool:
+    return any(s.kind == "tenant" for s in table.decl.key.segments)
+
+
+def point_table(table: TableSpec) -> bool:
+    """A table holding one cell per event and field, its time in the key: a time series.
+    Aggregates, latest-only rows and short-wide rows (qualifiers made of times, one record
+    per row) are left out."""
+    decl = table.decl
+    if any(f.aggregate for f in decl.families) or not has_time(table):
+        return False
+    return not any(
+        isinstance(c.qualifier, tuple) and c.qualifier[0] == "time" for c in table.columns
+    )
+
+
+def stored_fields(schema: Schema, table: TableSpec) -> list[tuple[str, bool]]:
+    """The numeric fields (name, is a map) one table stores a value of per event."""
+    refs = schema.field_by_ref()
+    out: list[tuple[str, bool]] = []
+    if table.rows_per is not None:
+        out += [(f, False) for f in table.rows_per.fields]
+    for col in table.columns:
+        if col.add is not None:
+            continue
+        if col.each:
+            out.append((col.each, True))
+            continue
+        kind = col.value[:1]
+        if kind == ("field",):
+            out.append((col.value[1], False))
+        elif kind == ("protobuf",):
+            out += [(name, False) for _, name in col.value[2]]
+        elif kind == ("json",):
+            out += [(name, False) for name in col.value[1]]
+    times = {schema.time, table.time, table.time_else}
+    keep = []
+    for name, is_map in dict.fromkeys(out):
+        spec = refs.get(name)
+        if name in times or spec is None:
+            continue
+        if (is_map and spec.type == "map") or (not is_map and spec.type in NUMERIC):
+            keep.append((name, is_map))
+    return keep
+
+
+class Catalog:
+    """Every metric of the given schemas, by name; ``entries`` holds the map entries found
+    in the data: ``{(dataset, table, field): [ENTRY, …]}``. With ``tenant`` only the tables
+    whose key starts with a tenant are served."""
+
+    def __init__(
+        self,
+        schemas: Sequence[Schema],
+        entries: Mapping[tuple[str, str, str], Iterable[str]] | None = None,
+        tenant: str | None = None,
+    ) -> None:
+        self.schemas = list(schemas)
+        self.tenant = tenant
+        self.metrics: dict[str, Metric] = {}
+        entries = entries or {}
+        for schema in self.schemas:
+            by_table = {t.name: t for t in schema.tables}
+            for table in schema.tables:
+                if tenant is not None and not tenant_keyed(table):
+                    continue
+                if point_table(table):
+                    for name, is_map in stored_fields(schema, table):
+                        found = (
+                            entries.get((schema.dataset, table.name, name), ()) if is_map else [""]
+                        )
+                        for entry in found:
+                            self._add(Source(schema, table, name, entry))
+                elif table.rollup is not None and has_time(table):
+                    source = by_table.get(table.rollup.source)
+                    if source is not None:
+                        self._add_rollup(schema, table, source, entries)
+
+    def _metric(self, schema: Schema, field_name: str, entry: str) -> Metric:
+        name = f"{schema.dataset}.{field_name}" + (f".{entry}" if entry else "")
+        return self.metrics.setdefault(name, Metric(name, schema.dataset, field_name, entry))
+
+    def _add(self, source: Source) -> None:
+        self._metric(source.schema, source.field, source.entry).points.append(source)
+
+    def _add_rollup(self, schema: Schema, table: TableSpec, source: TableSpec, entries) -> None:
+        rule = table.rollup
+        if rule.metric:  # every value of the source is one metric (a short-wide row's HHMMs)
+            fields = _time_qualified(schema, source)
+            for name in dict.fromkeys(f for f, _ in fields):
+                metric = self._metric(schema, name, "")
+                metric.rollups.append(
+                    Source(schema, table, name, "", True, rule.metric.encode("utf-8"))
+                )
+            return
+        for name, is_map in stored_fields(schema, source):
+            if is_map:
+                for entry in entries.get((schema.dataset, source.name, name), ()):
+                    src = Source(schema, table, name, entry, True, entry.encode("utf-8"))
+                    self._metric(schema, name, entry).rollups.append(src)
+
+    def get(self, name: str) -> Metric:
+        metric = self.metrics.get(name)
+        if metric is None:
+            close = [m for m in self.metrics if m.startswith(name.split(".")[0] + ".")][:5]
+            hint = f"; known here: {', '.join(close)}" if close else ""
+            raise LookupError(f"No such name for 'metrics': '{name}'{hint}")
+        return metric
+
+    def tag_keys(self) -> list[str]:
+        return sorted({t for m in self.metrics.values() for t in m.tags})
+
+    def map_tables(self) -> list[tuple[Schema, TableSpec, str]]:
+        """(schema, point table, map field) whose entries must be found in the data."""
+        out = []
+        for schema in self.schemas:
+            for table in schema.tables:
+                if point_table(table) and (self.tenant is None or tenant_keyed(table)):
+                    out += [
+                        (schema, table, f) for f, is_map in stored_fields(schema, table) if is_map
+                    ]
+        return out
+
+
+def _time_qualified(schema: Schema, table: TableSpec) -> list[tuple[str, bool]]:
+    refs = schema.field_by_ref()
+    return [
+        (c.value[1], False)
+        for c in table.columns
+        if isinstance(c.qualifier, tuple)
+        and c.qualifier[0] == "time"
+        and c.value[:1] == ("field",)
+        and refs.get(c.value[1]) is not None
+        and refs[c.value[1]].type in NUMERIC
+    ]
+
+
+def builtin_schemas() -> list[Schema]:
+    """Every built-in dataset's schema (``transforms/declarations/*.yaml``)."""
+    names = sorted(p.stem for p in schema_file.DECLARATIONS.glob("*.yaml"))
+    return [schema_file.builtin(n) for n in names]

@@ -1,0 +1,396 @@
+"""Which table and key ranges answer a query, and reading them (the key decides the read).
+
+For a metric and its tag filters, every table storing the metric is walked key segment by key
+segment up to its time: a tag given literal values fixes a segment (one range per value), a
+``*``/wildcard/regexp tag over a key field enumerates that field's values from the keys (one
+one-row, keys-only read per distinct value: never every cell), a salt fans out over its
+buckets, and the time segment bounds each range (reversed timestamps swap the bounds, via
+:mod:`transforms.key_ranges`). A key field before the time that the query does not mention
+would make the read a scan: that table is not used, and when no table serves the query it is
+refused naming the tag and the table (:class:`NeedsTag`), unless ``max_scan_rows`` allows a
+bounded scan.
+
+Rows are decoded by the query engine's declared-query decoder, so every layout (columns,
+blobs, one row per field) gives the same records as ``btts query``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from google.api_core import exceptions as gexc
+from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
+
+from btts import query_engine
+from btts.admin import ReadRow, Target
+from btts.tsdb.catalog import Metric, Source
+from btts.tsdb.request import BadRequest, TagFilter
+from transforms import key_ranges, keys, rollup_core, salted_reads, schema_file_queries
+from transforms.key_ranges import Scan
+
+HOUR_MS = rollup_core.HOUR_MS
+MAX_DISTINCT = 10_000
+SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
+
+
+class NeedsTag(BadRequest):
+    """A query no table serves as key ranges: it would scan."""
+
+
+@dataclass
+class Plan:
+    """The reads of one query on one table, and what to tell ``showQuery``."""
+
+    source: Source
+    scans: list[Scan] = field(default_factory=list)
+    scanning: bool = False  # a bounded scan allowed by max_scan_rows
+    combos: list[dict] = field(default_factory=list)  # the key fields' values before the time
+    notes: list[str] = field(default_factory=list)
+
+    def describe(self) -> list[str]:
+        return [s.describe() for s in self.scans] + self.notes
+
+
+class Reader:
+    """One request's reads: one client, a deadline, a row budget for bounded scans."""
+
+    def __init__(
+        self,
+        client: BigtableDataClient,
+        target: Target,
+        deadline_s: float = 30.0,
+        max_scan_rows: int = 0,
+        tenant: str | None = None,
+    ) -> None:
+        self.client = client
+        self.target = target
+        self.until = time.monotonic() + deadline_s
+        self.max_scan_rows = max_scan_rows
+        self.tenant = tenant
+        self.rows_read = 0
+
+    def _remaining(self) -> float:
+        left = self.until - time.monotonic()
+        if left <= 0:
+            raise BadRequest("The read did not finish before the deadline: narrow the query", 504)
+        return left
+
+    def read(self, table: str, query: ReadRowsQuery, scanning: bool = False) -> list[ReadRow]:
+        handle = self.client.get_table(self.target.instance, table)
+        try:
+            rows = handle.read_rows(query, operation_timeout=self._remaining())
+        except gexc.NotFound:
+            raise BadRequest(f"Table {table} does not exist in {self.target.describe()}") from None
+        except (gexc.DeadlineExceeded, gexc.RetryError, TimeoutError):
+            raise BadRequest(
+                "The read did not finish before the deadline: narrow the query", 504
+            ) from None
+        self.rows_read += len(rows)
+        if scanning and self.rows_read > self.max_scan_rows:
+            raise BadRequest(
+                f"The query scans more than --max_scan_rows={self.max_scan_rows} rows: give "
+                "the tags the key starts with",
+                413,
+            )
+        return [ReadRow.of(r) for r in rows]
+
+    def scan(
+        self, scan: Scan, cells: row_filters.RowFilter | None, scanning: bool
+    ) -> list[ReadRow]:
+        base = query_engine.read_query(scan)
+        if base is None:
+            return []
+        parts = [f for f in (query_engine.row_filter(scan), cells) if f is not None]
+        flt = (
+            parts[0]
+            if len(parts) == 1
+            else row_filters.RowFilterChain(filters=parts)
+            if parts
+            else None
+        )
+        limit = self.max_scan_rows + 1 if scanning else None
+        query = ReadRowsQuery(
+            row_keys=list(scan.row_keys) or None,
+            row_ranges=[RowRange(start_key=s or None, end_key=e or None) for s, e in scan.ranges]
+            if scan.ranges and scan.ranges != (key_ranges.WHOLE_TABLE,)
+            else None,
+            limit=limit,
+            row_filter=flt,
+        )
+        return self.read(scan.table, query, scanning)
+
+    def distinct(self, decl, prefix: bytes, seg_field: str, scanning: bool) -> list[object]:
+        """The distinct values of the key segment right after ``prefix``: one keys-only,
+        one-row read per value, each skipping past the previous value's rows."""
+        delim = decl.key.delimiter.encode("utf-8")
+        end = keys.prefix_end(prefix) if prefix else b""
+        start, out = prefix, []
+        while True:
+            query = ReadRowsQuery(
+                row_ranges=[RowRange(start_key=start or None, end_key=end or None)],
+                limit=1,
+                row_filter=query_engine.KEYS_ONLY,
+            )
+            rows = self.read(decl.name, query, scanning)
+            if not rows:
+                return out
+            key = rows[0].key
+            text = key[len(prefix) :].split(delim)[0]
+            try:
+                out.append(key_ranges.split_key(decl, key)[seg_field])
+            except ValueError as exc:  # not this declaration's key: say so, do not guess
+                raise BadRequest(f"{decl.name}: {exc}", 500) from None
+            if len(out) > MAX_DISTINCT:
+                raise BadRequest(f"More than {MAX_DISTINCT} values of {seg_field}", 413)
+            start = keys.prefix_end(prefix + text + delim)
+
+
+# -- planning ---------------------------------------------------------------------------------
+
+
+def _by_tag(filters: Sequence[TagFilter]) -> dict[str, list[TagFilter]]:
+    out: dict[str, list[TagFilter]] = {}
+    for f in filters:
+        out.setdefault(f.tagk, []).append(f)
+    return out
+
+
+def _literals(fs: Sequence[TagFilter]) -> list[str] | None:
+    for f in fs:
+        values = f.literals()
+        if values is not None:
+            return [v for v in values if all(g.match(v) for g in fs)]
+    return None
+
+
+def missing_tag(source: Source, filters: Sequence[TagFilter], tenant: str | None) -> str | None:
+    """The key field before the time that the query leaves open (a scan), or None."""
+    given = _by_tag(filters)
+    per = source.table.rows_per.name if source.table.rows_per is not None else None
+    for seg in source.table.decl.key.segments:
+        if seg.kind in key_ranges.TIME_KINDS or seg.kind == "salt":
+            return None
+        if not seg.field or seg.field == per or (seg.kind == "tenant" and tenant):
+            continue
+        if seg.field not in given:
+            return seg.field
+    return None
+
+
+def choose(
+    metric: Metric, filters: Sequence[TagFilter], tenant: str | None, allow_scan: bool
+) -> tuple[Source, bool]:
+    """The point table of ``metric`` whose key serves ``filters`` as ranges (fewest
+    enumerations first), and whether it is read as a bounded scan."""
+    tags = {f.tagk for f in filters}
+    fits = [s for s in metric.points if tags <= set(s.tags)]
+    if not fits:
+        known = ", ".join(metric.tags) or "none"
+        raise BadRequest(
+            f"{metric.name} has no tag {', '.join(sorted(tags - set(metric.tags)))}; tags: {known}"
+        )
+    ready = [s for s in fits if missing_tag(s, filters, tenant) is None]
+    if ready:
+        by_tag = _by_tag(filters)
+        return min(
+            ready, key=lambda s: sum(_literals(by_tag[t]) is None for t in s.tags if t in by_tag)
+        ), False
+    source = fits[0]
+    need = missing_tag(source, filters, tenant)
+    if allow_scan:
+        return source, True
+    raise NeedsTag(
+        f"{metric.name}: the query would scan table {source.name} (key {source.key_text()}): "
+        f"give the tag {need} (a value, a|b, or * to group by it); table {source.name} then "
+        "reads one key range per value. Or start btts serve with --max_scan_rows N."
+    )
+
+
+def plan(
+    reader: Reader,
+    source: Source,
+    filters: Sequence[TagFilter],
+    start_ms: int,
+    end_ms: int,
+    scanning: bool = False,
+) -> Plan:
+    """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
+    segments, others enumerate, a salt fans out, the time segment bounds each range."""
+    schema, table = source.schema, source.table
+    decl = table.decl
+    given = _by_tag(filters)
+    per = table.rows_per.name if table.rows_per is not None else None
+    out = Plan(source, scanning=scanning)
+    combos: list[dict] = [{}]
+    for seg in decl.key.segments:
+        if seg.kind == "const":
+            continue
+        if seg.kind == "salt":
+            if combos != [{}]:
+                raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
+            for span in salted_reads.salted_time_ranges(decl, start_ms, end_ms):
+                out.scans.append(Scan(decl.name, ranges=(span,), start_ms=start_ms, end_ms=end_ms))
+            out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
+            return out
+        if seg.kind in key_ranges.TIME_KINDS:
+            out.combos = combos
+            for combo in combos:
+                out.scans.append(key_ranges.time_scan(decl, combo, start_ms, end_ms))
+            return out
+        name = seg.field
+        if name == per:
+            values: list[object] = [source.field]
+        elif seg.kind == "tenant" and reader.tenant:
+            values = [reader.tenant]
+        else:
+            literal = _literals(given.get(name, [])) if name in given else None
+            if literal is not None:
+                typed = query_engine.typed_values
+                values = [typed(schema, table.name, {name: v})[name] for v in literal]
+            else:
+                values = []
+                for combo in combos:
+                    prefix = key_ranges.key_prefix(decl, combo)
+                    found = reader.distinct(decl, prefix, name, scanning)
+                    matched = [
+                        v for v in found if all(f.match(str(v)) for f in given.get(name, []))
+                    ]
+                    values += [v for v in matched if v not in values]
+                out.notes.append(f"{table.name}: {len(values)} value(s) of {name} from the keys")
+        combos = [{**c, name: v} for c in combos for v in dict.fromkeys(values)]
+        if not combos:
+            return out
+    raise BadRequest(f"{table.name}: the key {decl.key.describe()} holds no time")
+
+
+def _cells_filter(source: Source) -> row_filters.RowFilter | None:
+    """Only the metric's own column travels when it is a map entry."""
+    if not source.entry:
+        return None
+    return row_filters.ColumnQualifierRegexFilter(_exact_regex(source.entry.encode("utf-8")))
+
+
+def _exact_regex(raw: bytes) -> bytes:
+    return b"".join(
+        b"\\" + bytes([c]) if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122) else bytes([c])
+        for c in raw
+    )
+
+
+def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
+    """Every series of the plan: ``{(tag, value)…: [(ts_ms, value), …]}`` in time order."""
+    source = p.source
+    cells = _cells_filter(source)
+    rows = [reader.scan(s, cells, p.scanning) for s in p.scans]
+    spec = schema_file_queries.QuerySpec(name="tsdb", table=source.table.name)
+    records = query_engine.decode_declared(source.schema, spec, rows)
+    tags = source.tags
+    out: dict[SeriesKey, list] = {}
+    for record in records:
+        value = record.get(source.field)
+        if source.entry:
+            value = value.get(source.entry) if isinstance(value, dict) else None
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
+            continue
+        labels = tuple(sorted((t, str(record.get(t, ""))) for t in tags))
+        if not _passes(dict(labels), filters):
+            continue
+        out.setdefault(labels, []).append((record["ts_ms"], value))
+    for points in out.values():
+        points.sort(key=lambda p: p[0])
+    return out
+
+
+def _passes(labels: Mapping[str, str], filters: Sequence[TagFilter]) -> bool:
+    return all(f.match(labels.get(f.tagk, "")) for f in filters)
+
+
+# -- rollups ----------------------------------------------------------------------------------
+
+
+def read_rollup(
+    reader: Reader, p: Plan, filters, start_ms: int, end_ms: int
+) -> dict[SeriesKey, list]:
+    """``{series: [(hour start, sum, count), …]}`` from a rollup table: the exact_* totals
+    (latest cell) when the rollup wrote them, else the AddToCell sum/count."""
+    source = p.source
+    cells = row_filters.RowFilterChain(
+        filters=[
+            row_filters.ColumnQualifierRegexFilter(_exact_regex(source.qualifier)),
+            row_filters.CellsColumnLimitFilter(1),
+        ]
+    )
+    decl = source.table.decl
+    entity = source.table.rollup.entity
+    out: dict[SeriesKey, list] = {}
+    for scan in p.scans:
+        for row in reader.scan(scan, cells, p.scanning):
+            got: dict[str, tuple[int, int]] = {}
+            for cell in row.cells:
+                got[cell.family] = (query_engine.int64(cell.value), cell.timestamp_us // 1000)
+            total = got.get(rollup_core.EXACT_SUM_FAMILY) or got.get(rollup_core.SUM_FAMILY)
+            count = got.get(rollup_core.EXACT_COUNT_FAMILY) or got.get(rollup_core.COUNT_FAMILY)
+            if total is None or count is None:
+                continue
+            hour = total[1] - total[1] % HOUR_MS
+            if not start_ms <= hour < end_ms:
+                continue
+            labels = ((entity, str(key_ranges.split_key(decl, row.key)[entity])),)
+            if _passes(dict(labels), filters):
+                out.setdefault(labels, []).append((hour, rollup_core.unscale(total[0]), count[0]))
+    for parts in out.values():
+        parts.sort(key=lambda p: p[0])
+    return out
+
+
+# -- map entries ------------------------------------------------------------------------------
+
+
+def discover_entries(
+    target: Target, tables: Sequence, tenant: str | None = None, rows: int = 200
+) -> dict[tuple[str, str, str], list[str]]:
+    """The map entries (column qualifiers) the first ``rows`` rows of each map table hold:
+    the names of ``DATASET.FIELD.ENTRY`` metrics."""
+    out: dict[tuple[str, str, str], list[str]] = {}
+    with BigtableDataClient(project=target.project) as client:
+        for schema, table, field_name in tables:
+            families = {c.family for c in table.columns if c.each == field_name}
+            span = None
+            if tenant is not None:
+                prefix = key_ranges.key_prefix(table.decl, {_tenant_field(table): tenant})
+                span = [RowRange(start_key=prefix, end_key=keys.prefix_end(prefix))]
+            query = ReadRowsQuery(
+                row_ranges=span,
+                limit=rows,
+                row_filter=row_filters.RowFilterChain(
+                    filters=[
+                        row_filters.CellsColumnLimitFilter(1),
+                        row_filters.StripValueTransformerFilter(True),
+                    ]
+                ),
+            )
+            try:
+                found = client.get_table(target.instance, table.name).read_rows(query)
+            except gexc.NotFound:
+                continue
+            names = {
+                c.qualifier.decode("utf-8", "replace")
+                for r in found
+                for c in r.cells
+                if c.family in families
+            }
+            out[(schema.dataset, table.name, field_name)] = sorted(names)
+    return out
+
+
+def _tenant_field(table) -> str:
+    return next(s.field for s in table.decl.key.segments if s.kind == "tenant")
+
+
+def whole_hours(start_ms: int, end_ms: int) -> tuple[int, int]:
+    """``[first whole hour, end of the last whole hour)`` inside ``[start_ms, end_ms)``."""
+    first = start_ms + (-start_ms) % HOUR_MS
+    return first, max(first, end_ms - end_ms % HOUR_MS)

@@ -1,0 +1,127 @@
+"""``btts serve``: the OpenTSDB-compatible read API and chart page (:mod:`btts.tsdb.server`)
+over the declared schemas, on the emulator or a Cloud Bigtable instance."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from btts import admin, emulator
+from btts.tsdb import answer, catalog, reads, server
+from transforms import schema_file
+
+
+def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add ``serve`` to a ``btts`` subparser set."""
+    serve = subparsers.add_parser(
+        "serve",
+        help="read-only OpenTSDB-compatible HTTP API (Grafana) and a chart page",
+        description="Serve the tables of the declared schemas over the OpenTSDB 2.x HTTP API "
+        "Grafana's built-in OpenTSDB data source speaks (/api/query, /api/suggest, "
+        "/api/search/lookup, /api/aggregators, /api/config/filters, /api/version), and a chart "
+        "page at /. Metrics are DATASET.FIELD (map entries DATASET.FIELD.ENTRY); tags are the "
+        "key's fields. Read-only; loopback unless --bind says otherwise.",
+    )
+    serve.add_argument(
+        "--schema",
+        action="append",
+        metavar="FILE",
+        help="a schema file to serve (repeatable; default: every built-in dataset)",
+    )
+    serve.add_argument("--project", help="Google Cloud project of the Bigtable instance")
+    serve.add_argument("--instance", help="Bigtable instance ID (default on the emulator: its own)")
+    serve.add_argument(
+        "--bind", default="127.0.0.1", help="address to listen on (default: loopback)"
+    )
+    serve.add_argument(
+        "--port", type=int, default=4242, help="TCP port (default: 4242, OpenTSDB's)"
+    )
+    serve.add_argument(
+        "--max_points",
+        type=int,
+        default=100_000,
+        help="most data points one answer may hold (413 beyond)",
+    )
+    serve.add_argument(
+        "--max_scan_rows",
+        type=int,
+        default=0,
+        help="allow queries that scan (a key field before the time left open) up to N rows; "
+        "default 0: such queries get a 400 naming the tag they need",
+    )
+    serve.add_argument(
+        "--deadline", type=float, default=30.0, help="seconds one request may read for (504 beyond)"
+    )
+    serve.add_argument(
+        "--tenant",
+        help="serve only the tables whose key starts with a tenant, pinned to this tenant's rows",
+    )
+    serve.add_argument(
+        "--list", action="store_true", help="print the metrics and their tags, then exit"
+    )
+    serve.set_defaults(func=run)
+    return serve
+
+
+def load_catalog(args: argparse.Namespace, target: admin.Target | None) -> catalog.Catalog:
+    schemas = (
+        [schema_file.load(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
+    )
+    bare = catalog.Catalog(schemas, tenant=args.tenant)
+    entries = {}
+    if target is not None:
+        entries = reads.discover_entries(target, bare.map_tables(), args.tenant)
+    return catalog.Catalog(schemas, entries, args.tenant)
+
+
+def run(args: argparse.Namespace) -> int:
+    target = None  # --list without an instance: the names the schemas give (no map entries)
+    if not args.list or args.project or args.instance or os.environ.get(emulator.ENV_HOST):
+        target = admin.resolve_target(args.project, args.instance)
+    try:
+        cat = load_catalog(args, target)
+    except (OSError, schema_file.SchemaError) as err:
+        print(f"btts serve: error: {err}", file=sys.stderr)
+        return 2
+    if args.tenant and not cat.metrics:
+        print(
+            "btts serve: error: --tenant: no served table's key starts with a tenant",
+            file=sys.stderr,
+        )
+        return 2
+    if args.list:
+        print(list_text(cat))
+        return 0
+    limits = answer.Limits(args.max_points, args.max_scan_rows, args.deadline)
+    service = server.Service(cat, target, limits, args.tenant)
+    try:
+        httpd = server.make_server(service, args.bind, args.port)
+    except OSError as err:
+        print(
+            f"btts serve: error: cannot listen on {args.bind}:{args.port}: {err}", file=sys.stderr
+        )
+        return 2
+    host, port = httpd.server_address[:2]
+    print(
+        f"btts serve: {len(cat.metrics)} metrics of {target.describe()} on http://{host}:{port}/ "
+        "(OpenTSDB API; Ctrl-C stops)",
+        flush=True,
+    )
+    try:
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.server_close()
+        service.close()
+    return 0
+
+
+def list_text(cat: catalog.Catalog) -> str:
+    """The served metrics, one per line, with the tables that answer them and their tags."""
+    lines = []
+    for name, metric in sorted(cat.metrics.items()):
+        tables = [s.name for s in metric.points] + [f"{s.name} (1h rollup)" for s in metric.rollups]
+        lines.append(f"{name}\ttags: {', '.join(metric.tags) or '-'}\ttables: {', '.join(tables)}")
+    return "\n".join(lines)

@@ -1,0 +1,395 @@
+"""``btts serve`` on the emulator over data landed by the real pipelines: the requests are the
+ones Grafana's OpenTSDB data source sends (shapes from its datasource.ts), and every ``dps``
+value is checked against values computed here from the generated events, never from keys."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from decimal import Decimal
+
+import pytest
+
+from btts import samples
+from tests import serve_support as S
+from tests.serve_support import GAP, HOUR, T0, _ms, grafana_body, grafana_query
+
+CPU = "CPU/CPU1_USR"
+IO = "IO/BLK_READ"
+EVENT_CPU, EVENT_IO = "cpu/cpu1_usr", "io/blk_read"
+H0, H1, H2 = (samples.host_name(i) for i in range(3))
+
+
+@pytest.fixture(scope="module")
+def landed(bigtable_emulator, tmp_path_factory):
+    return S.land(S.new_target(), tmp_path_factory.mktemp("serve"))
+
+
+@pytest.fixture(scope="module")
+def server(landed):
+    srv = S.Server(landed.target)
+    yield srv
+    srv.stop()
+
+
+def dps(answer: list, **tags) -> dict[int, object]:
+    """The dps of the one series with these tags, timestamps as ints."""
+    (series,) = [s for s in answer if all(s["tags"].get(k) == v for k, v in tags.items())]
+    return {int(t): v for t, v in series["dps"].items()}
+
+
+def query(server, q: dict, start: int, end: int, **body):
+    status, answer = server.call("/api/query", {**grafana_body([q], start, end), **body})
+    assert status == 200, answer
+    return answer
+
+
+def close(a, b) -> bool:
+    if isinstance(a, float) and math.isnan(a):
+        return isinstance(b, float) and math.isnan(b)
+    if a is None or b is None:
+        return a is b
+    return abs(Decimal(str(a)) - Decimal(str(b))) <= Decimal("1e-9") * max(1, abs(Decimal(str(b))))
+
+
+def expected_buckets(points, interval, agg, fill, start, end):
+    groups: dict[int, list] = {}
+    for t, v in points:
+        groups.setdefault(t - t % interval, []).append(v)
+    funcs = {
+        "avg": lambda vs: sum(vs) / len(vs),
+        "sum": sum,
+        "min": min,
+        "max": max,
+        "count": len,
+    }
+    out = {b: funcs[agg](vs) for b, vs in groups.items()}
+    if fill != "none":
+        value = {"nan": float("nan"), "null": None, "zero": 0}[fill]
+        for b in range(start - start % interval, end, interval):
+            out.setdefault(b, value)
+    return out
+
+
+# -- the Grafana editor's calls -------------------------------------------------------------------
+
+
+def test_suggest_lookup_aggregators_filters_version(server):
+    status, metrics = server.call("/api/suggest?type=metrics&q=server_metrics&max=1000")
+    assert status == 200 and f"server_metrics.metrics.{CPU}" in metrics
+    assert all(m.startswith("server_metrics") for m in metrics)
+    assert "battery.percentage" in server.call("/api/suggest?type=metrics&q=&max=1000")[1]
+    assert "hostname" in server.call("/api/suggest?type=tagk&q=host&max=1000")[1]
+    assert server.call("/api/suggest?type=tagv&q=server000&max=1000")[1] == [H0, H1, H2]
+    # _performMetricKeyLookup, then _performMetricKeyValueLookup (m=metric{key=*})
+    status, found = server.call(f"/api/search/lookup?m=server_metrics.metrics.{CPU}&limit=1000")
+    assert status == 200 and {r["tags"]["hostname"] for r in found["results"]} == {H0, H1, H2}
+    status, found = server.call(
+        f"/api/search/lookup?m=server_metrics.metrics.{CPU}{{hostname=*}}&limit=1000"
+    )
+    assert [r["tags"] for r in found["results"]] == [{"hostname": h} for h in (H0, H1, H2)]
+    status, aggs = server.call("/api/aggregators")
+    assert {
+        "sum",
+        "avg",
+        "min",
+        "max",
+        "count",
+        "dev",
+        "p50",
+        "p999",
+        "first",
+        "last",
+        "none",
+    } <= set(aggs)
+    status, filters = server.call("/api/config/filters")
+    assert {"literal_or", "iliteral_or", "not_literal_or", "wildcard", "regexp"} == set(filters)
+    assert server.call("/api/version")[1]["version"].startswith("2.")
+
+
+# -- downsampling and fill over a gap -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fill", ["none", "nan", "null", "zero"])
+@pytest.mark.parametrize("agg", ["avg", "sum", "min", "max", "count"])
+def test_downsample_each_aggregator_and_fill_over_a_gap(server, landed, agg, fill):
+    start, end = T0, T0 + HOUR
+    metric = f"server_metrics.metrics.{CPU}"
+    ds = f"10m-{agg}" + ("" if fill == "none" else f"-{fill}")  # as convertTargetToQuery
+    answer = query(
+        server, grafana_query(metric, "sum", ds, tags={"hostname": S.GAP_HOST}), start, end
+    )
+    got = dps(answer)
+    pts = S.points(landed.metrics, S.GAP_HOST, EVENT_CPU, start, end)[S.GAP_HOST]
+    want = expected_buckets(pts, 600_000, agg, fill, start, end)
+    assert sorted(got) == sorted(want)
+    assert all(close(got[t], want[t]) for t in want), (got, want)
+    gap_buckets = [b for b in want if GAP[0] <= b < GAP[1]]
+    assert (len(gap_buckets) == 2) == (fill != "none")
+
+
+def test_seconds_resolution_when_grafana_does_not_ask_for_ms(server, landed):
+    q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", "10m-max", tags={"hostname": H0})
+    _status, answer = server.call(
+        "/api/query", grafana_body([q], T0, T0 + HOUR, ms_resolution=False)
+    )
+    pts = S.points(landed.metrics, H0, EVENT_CPU, T0, T0 + HOUR)[H0]
+    want = expected_buckets(pts, 600_000, "max", "none", T0, T0 + HOUR)
+    assert {int(t) * 1000: v for t, v in answer[0]["dps"].items()} == {
+        t: float(v) for t, v in want.items()
+    }
+
+
+# -- grouping and aggregating across entities -----------------------------------------------------
+
+
+def test_group_by_host_gives_one_series_per_host(server, landed):
+    q = grafana_query(
+        f"server_metrics.metrics.{CPU}",
+        "sum",
+        "20m-avg",
+        filters=[{"type": "wildcard", "tagk": "hostname", "filter": "*", "groupBy": True}],
+    )
+    answer = query(server, q, T0, T0 + HOUR)
+    assert sorted(s["tags"]["hostname"] for s in answer) == [H0, H1, H2]
+    for host, pts in S.points(landed.metrics, None, EVENT_CPU, T0, T0 + HOUR).items():
+        want = expected_buckets(pts, 1_200_000, "avg", "none", T0, T0 + HOUR)
+        got = dps(answer, hostname=host)
+        assert sorted(got) == sorted(want) and all(close(got[t], want[t]) for t in want)
+
+
+def test_aggregate_across_hosts_interpolates_the_gap(server, landed):
+    start, end = T0, T0 + HOUR
+    q = grafana_query(
+        f"server_metrics.metrics.{CPU}",
+        "sum",
+        filters=[
+            {"type": "regexp", "tagk": "hostname", "filter": "^server000[0-2]", "groupBy": False}
+        ],
+    )
+    (series,) = query(server, q, start, end)
+    assert series["tags"] == {} and series["aggregateTags"] == ["hostname"]
+    per_host = S.points(landed.metrics, None, EVENT_CPU, start, end)
+    times = sorted({t for pts in per_host.values() for t, _ in pts})
+    want = {}
+    for t in times:
+        total = Decimal(0)
+        for pts in per_host.values():
+            values = dict(pts)
+            if t in values:
+                total += values[t]
+            else:  # inside this host's span: linear interpolation between its neighbours
+                before = max(p for p in values if p < t)
+                after = min(p for p in values if p > t)
+                total += values[before] + (values[after] - values[before]) * (t - before) / (
+                    after - before
+                )
+        want[t] = total
+    got = {int(t): v for t, v in series["dps"].items()}
+    assert sorted(got) == times and all(close(got[t], want[t]) for t in times)
+    assert any(GAP[0] <= t < GAP[1] for t in times)  # the gap was interpolated, not dropped
+
+
+def test_avg_across_two_named_hosts_with_a_pipe(server, landed):
+    q = grafana_query(
+        f"server_metrics.metrics.{CPU}", "avg", "30m-sum", tags={"hostname": f"{H0}|{H2}"}
+    )
+    answer = query(server, q, T0, T0 + HOUR)
+    assert sorted(s["tags"]["hostname"] for s in answer) == [H0, H2]  # tags group (OpenTSDB 1.x)
+    q = grafana_query(
+        f"server_metrics.metrics.{CPU}",
+        "avg",
+        "30m-sum",
+        filters=[
+            {"type": "literal_or", "tagk": "hostname", "filter": f"{H0}|{H2}", "groupBy": False}
+        ],
+    )
+    (series,) = query(server, q, T0, T0 + HOUR)
+    sums = {
+        h: expected_buckets(p, 1_800_000, "sum", "none", T0, T0 + HOUR)
+        for h, p in S.points(landed.metrics, None, EVENT_CPU, T0, T0 + HOUR).items()
+        if h in (H0, H2)
+    }
+    got = {int(t): v for t, v in series["dps"].items()}
+    assert all(close(got[b], (sums[H0][b] + sums[H2][b]) / 2) for b in sums[H0])
+
+
+# -- rates ----------------------------------------------------------------------------------------
+
+
+def expected_rate(points, counter, drop_resets, counter_max=2**63 - 1):
+    out = {}
+    for (t0, v0), (t1, v1) in itertools.pairwise(points):
+        dt_s = (t1 - t0) / 1000
+        if counter and v1 < v0:
+            if drop_resets:
+                continue
+            out[t1] = (counter_max - float(v0) + float(v1)) / dt_s
+        else:
+            out[t1] = (float(v1) - float(v0)) / dt_s
+    return out
+
+
+@pytest.mark.parametrize(
+    "options,counter,drop",
+    [
+        ({"counter": False}, False, False),
+        (
+            {"counter": True, "dropResets": True},
+            True,
+            True,
+        ),  # Grafana: no counterMax, no reset value
+        ({"counter": True, "counterMax": 1_000_000_000}, True, False),
+    ],
+)
+def test_rate_with_and_without_counter_resets(server, landed, options, counter, drop):
+    q = grafana_query(
+        f"server_metrics.metrics.{IO}", "sum", tags={"hostname": H0}, rate=True, rateOptions=options
+    )
+    got = dps(query(server, q, T0, T0 + HOUR))
+    pts = S.points(landed.metrics, H0, EVENT_IO, T0, T0 + HOUR)[H0]
+    resets = [b for a, b in itertools.pairwise(pts) if b[1] < a[1]]
+    assert resets, "the sample must hold counter resets"
+    want = expected_rate(pts, counter, drop, options.get("counterMax", 2**63 - 1))
+    assert sorted(got) == sorted(want) and all(close(got[t], want[t]) for t in want)
+
+
+# -- other key shapes -----------------------------------------------------------------------------
+
+
+def test_salted_table_answers_a_query_without_tags(server, landed):
+    start = samples.BATTERY_START_MS
+    end = start + 2 * HOUR
+    answer = query(server, grafana_query("battery.percentage", "sum"), start, end, showQuery=True)
+    (series,) = answer
+    assert any("BATTERY_SALTED" in r for r in series["query"]["btts"]["reads"])
+    want = {
+        _ms(r["timestamp"]): r["percentage"]
+        for r in landed.battery
+        if start <= _ms(r["timestamp"]) < end
+    }
+    assert {int(t): v for t, v in series["dps"].items()} == want
+
+
+def test_promoted_table_serves_a_user_group_by(server, landed):
+    start = samples.BATTERY_START_MS
+    end = start + 2 * HOUR
+    q = grafana_query("battery.percentage", "sum", "30m-min", tags={"user": "*"})
+    answer = query(server, q, start, end, showQuery=True)
+    users = {r["user"] for r in landed.battery}
+    assert {s["tags"]["user"] for s in answer} == users
+    assert any(r.startswith("BATTERY:") for r in answer[0]["query"]["btts"]["reads"])
+    for user in users:
+        pts = [(_ms(r["timestamp"]), r["percentage"]) for r in landed.battery if r["user"] == user]
+        pts = [(t, v) for t, v in pts if start <= t < end]
+        assert dps(answer, user=user) == expected_buckets(pts, 1_800_000, "min", "none", start, end)
+
+
+def test_reversed_timestamp_table_reads_the_same_points(server, landed):
+    q = grafana_query(f"queries.metrics.{CPU}", "sum", tags={"hostname": H2})
+    answer = query(server, q, T0 + 600_000, T0 + 1_800_000, showQuery=True)
+    assert any("METRIC_RECENT" in r for r in answer[0]["query"]["btts"]["reads"])
+    pts = S.points(landed.metrics, H2, EVENT_CPU, T0 + 600_000, T0 + 1_800_000)[H2]
+    got = dps(answer)
+    assert sorted(got) == [t for t, _ in pts] and all(close(got[t], v) for t, v in pts)
+
+
+def test_exact_decimals_stay_exact_in_the_text(server, landed):
+    q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", tags={"hostname": H0})
+    _, text = server.call("/api/query", raw=None, body=grafana_body([q], T0, T0 + 300_000))
+    pts = S.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 300_000)[H0]
+    assert dps(text) == {t: float(v) for t, v in pts}
+
+
+# -- rollups --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("agg", ["avg", "sum", "count"])
+def test_rollup_answer_equals_the_point_answer(server, landed, agg):
+    start, end = T0 - 30 * 60_000, T0 + 2 * HOUR  # a partial hour first, then two whole hours
+    metric = f"server_metrics.metrics.{CPU}"
+    q = grafana_query(metric, "sum", f"1h-{agg}", tags={"hostname": S.GAP_HOST})
+    answer = query(server, q, start, end, showQuery=True)
+    reads = answer[0]["query"]["btts"]["reads"]
+    assert any("rollup METRIC_HOURLY" in r for r in reads)
+    pts = S.points(landed.metrics, S.GAP_HOST, EVENT_CPU, start, end)[S.GAP_HOST]
+    want = expected_buckets(pts, HOUR, agg, "none", start, end)
+    got = dps(answer)
+    assert sorted(got) == sorted(want) and all(close(got[t], want[t]) for t in want)
+    # the point answer: the raw points the server reads from METRIC, bucketed here
+    raw = query(
+        server,
+        grafana_query(metric, "sum", tags={"hostname": S.GAP_HOST}),
+        start,
+        end,
+        showQuery=True,
+    )
+    assert not any("METRIC_HOURLY" in r for r in raw[0]["query"]["btts"]["reads"])
+    point_answer = expected_buckets(sorted(dps(raw).items()), HOUR, agg, "none", start, end)
+    assert sorted(point_answer) == sorted(got) and all(close(got[t], point_answer[t]) for t in got)
+
+
+# -- refusals -------------------------------------------------------------------------------------
+
+
+def test_a_query_that_would_scan_is_refused_naming_the_tag(server):
+    status, body = server.call(
+        "/api/query", grafana_body([grafana_query(f"server_metrics.metrics.{CPU}")], T0, T0 + HOUR)
+    )
+    assert status == 400
+    message = body["error"]["message"]
+    assert "hostname" in message and "METRIC" in message and body["error"]["code"] == 400
+
+
+def test_max_scan_rows_allows_a_bounded_scan_then_refuses_a_bigger_one(landed):
+    q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", "0all-count")
+    small = S.Server(landed.target, "--max_scan_rows", "10")
+    big = S.Server(landed.target, "--max_scan_rows", "100000", "--max_points", "5")
+    try:
+        status, body = small.call("/api/query", grafana_body([q], T0, T0 + HOUR))
+        assert status == 413 and "max_scan_rows" in body["error"]["message"]
+        status, body = big.call("/api/query", grafana_body([q], T0, T0 + HOUR))
+        assert status == 200, body
+        (series,) = body
+        assert series["aggregateTags"] == ["hostname"]
+        counts = S.points(landed.metrics, None, EVENT_CPU, T0, T0 + HOUR)
+        assert series["dps"] == {str(T0): sum(len(p) for p in counts.values())}
+        status, body = big.call(
+            "/api/query", grafana_body([{**q, "downsample": "1m-count-zero"}], T0, T0 + HOUR)
+        )
+        assert status == 413 and "max_points" in body["error"]["message"]
+    finally:
+        small.stop()
+        big.stop()
+
+
+def test_a_tenant_server_never_reaches_another_tenants_rows(landed):
+    srv = S.Server(landed.target, "--tenant", "acme")
+    try:
+        metrics = srv.call("/api/suggest?type=metrics&q=&max=1000")[1]
+        assert metrics and all(m.startswith("devices.") for m in metrics)
+        tagv = srv.call("/api/suggest?type=tagv&q=&max=1000")[1]
+        assert "acme" in tagv and "acme2" not in tagv and "altostrat" not in tagv
+        start, end = samples.DEVICE_START_MS, samples.DEVICE_START_MS + 24 * HOUR
+        for tenant in ("acme2", "altostrat", "acme|acme2", "*"):
+            q = grafana_query(
+                "devices.readings.BATTERY",
+                "sum",
+                tags={"tenant": tenant, "kind": "*", "device": "*"},
+            )
+            status, answer = srv.call("/api/query", grafana_body([q], start, end))
+            assert status == 200
+            assert all(s["tags"].get("tenant") == "acme" for s in answer)
+        q = grafana_query("devices.readings.BATTERY", "sum", tags={"kind": "*", "device": "*"})
+        answer = srv.call("/api/query", grafana_body([q], start, end))[1]
+        own = [r for r in landed.devices if r["tenant"] == "acme"]
+        assert {s["tags"]["device"] for s in answer} == {r["device"] for r in own}
+        for s in answer:
+            want = {
+                _ms(r["timestamp"]): r["readings"]["battery"]
+                for r in own
+                if r["device"] == s["tags"]["device"]
+            }
+            assert {int(t): v for t, v in s["dps"].items()} == want
+    finally:
+        srv.stop()
