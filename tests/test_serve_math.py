@@ -1,0 +1,130 @@
+"""btts serve's pure parts: OpenTSDB's arithmetic (btts.tsdb.series), request parsing
+(btts.tsdb.request) and the names the built-in schemas give (btts.tsdb.catalog)."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+
+import pytest
+
+from btts.tsdb import catalog, request, series
+from btts.tsdb.request import BadRequest
+
+D = Decimal
+
+
+def test_exact_decimals_stay_exact_through_sum_min_max_and_avg():
+    values = [D("0.1"), D("0.2"), D("0.6")]
+    assert series.run_aggregator("sum", values) == D("0.9")  # 0.1 + 0.2 in float is not 0.3
+    assert series.run_aggregator("avg", values) == D("0.3")
+    assert series.render_number(series.run_aggregator("sum", [D("600.55"), D("0.05")])) == "600.60"
+    assert series.render_number(D("5.00")) == "5"
+    assert series.render_number(float("nan")) == "NaN" and series.render_number(None) == "null"
+
+
+def test_dev_is_the_population_deviation_and_percentiles_follow_commons_math():
+    assert series.run_aggregator("dev", [2, 4, 4, 4, 5, 5, 7, 9]) == 2.0
+    values = list(range(1, 11))  # p50 of 1..10: position 5.5 → 5.5
+    assert series.run_aggregator("p50", values) == 5.5
+    assert series.run_aggregator("p90", values) == 9.9
+    assert series.run_aggregator("p999", values) == 10
+    assert series.run_aggregator("count", [1, None, float("nan"), 2]) == 2
+
+
+@pytest.mark.parametrize(
+    "fill,value", [("none", "absent"), ("zero", 0), ("null", None), ("nan", "nan")]
+)
+def test_downsample_fills_empty_buckets(fill, value):
+    points = [(0, D(1)), (5, D(3)), (25, D(5))]
+    out = dict(series.downsample(points, 10, "avg", fill, 0, 30))
+    assert out[0] == 2 and out[20] == 5
+    if value == "absent":
+        assert 10 not in out
+    elif value == "nan":
+        assert math.isnan(out[10])
+    else:
+        assert out[10] == value
+
+
+def test_rate_counter_wrap_reset_value_and_dropped_resets():
+    pts = [(0, 10), (1000, 20), (2000, 5), (3000, 15)]
+    assert series.rate(pts) == [(1000, 10.0), (2000, -15.0), (3000, 10.0)]
+    assert series.rate(pts, counter=True, drop_resets=True) == [(1000, 10.0), (3000, 10.0)]
+    assert series.rate(pts, counter=True, counter_max=30) == [
+        (1000, 10.0),
+        (2000, 15.0),
+        (3000, 10.0),
+    ]
+    assert series.rate(pts, counter=True, counter_max=30, reset_value=12) == [
+        (1000, 10.0),
+        (2000, 0.0),
+        (3000, 10.0),
+    ]
+
+
+def test_aggregation_interpolates_inside_a_series_only():
+    a = [(0, D(0)), (10, D(10))]
+    b = [(5, D(100)), (20, D(200))]
+    out = dict(series.aggregate([a, b], "sum", interpolate=True))
+    # t=0: b has not started; t=5: a interpolated 5; t=10: b interpolated; t=20: a has ended
+    assert out == {0: D(0), 5: D(105), 10: D(10) + D(100) + D(100) * 5 / 15, 20: D(200)}
+    assert dict(series.aggregate([a, b], "zimsum", interpolate=True)) == {
+        0: 0,
+        5: 100,
+        10: 10,
+        20: 200,
+    }
+    assert dict(series.aggregate([a, b], "sum", interpolate=False))[5] == D(100)
+
+
+def test_times_intervals_and_m_expressions():
+    now = 1_700_000_000_000
+    assert request.parse_time("1h-ago", now, "start") == now - 3_600_000
+    assert request.parse_time(1_426_536_000, now, "start") == 1_426_536_000_000
+    assert request.parse_time("1426536000000", now, "start") == 1_426_536_000_000
+    assert request.parse_time("2015/03/16-20:00:00", now, "start") == 1_426_536_000_000
+    assert request.parse_downsample("0all-sum") == request.Downsample(0, "sum", "none")
+    assert request.parse_downsample("500ms-avg-zero").interval_ms == 500
+    m = request.parse_m("sum:rate{counter,100,5}:10m-avg:a.b{host=x|y}{dc=regexp(^e)}")
+    assert m["aggregator"] == "sum" and m["downsample"] == "10m-avg" and m["metric"] == "a.b"
+    assert m["rateOptions"] == {"counter": True, "counterMax": "100", "resetValue": "5"}
+    assert m["filters"] == [
+        {"type": "literal_or", "tagk": "host", "filter": "x|y", "groupBy": True},
+        {"type": "regexp", "tagk": "dc", "filter": "^e", "groupBy": False},
+    ]
+    with pytest.raises(BadRequest):
+        request.parse_interval("1 h")
+
+
+def test_filters_match_like_opentsdb():
+    def f(kind, text):
+        return request.tag_filter("host", kind, text, True)
+
+    assert f("literal_or", "a|b").match("b") and not f("literal_or", "a|b").match("c")
+    assert f("iliteral_or", "Web01").match("web01")
+    assert f("not_literal_or", "a").match("b") and not f("not_literal_or", "a").match("a")
+    assert f("wildcard", "web*.com").match("WEB01.example.com")
+    assert f("regexp", "^web0[12]").match("web02.x") and not f("regexp", "^web0[12]").match("web3")
+
+
+def test_builtin_metrics_and_tags():
+    entries = {("server_metrics", "METRIC", "metrics"): ["CPU/CPU1_USR"]}
+    cat = catalog.Catalog(catalog.builtin_schemas(), entries)
+    cpu = cat.get("server_metrics.metrics.CPU/CPU1_USR")
+    assert [s.name for s in cpu.points] == ["METRIC"] and [s.name for s in cpu.rollups] == [
+        "METRIC_HOURLY"
+    ]
+    assert cpu.tags == ["hostname"]
+    battery = cat.get("battery.percentage")
+    assert [s.name for s in battery.points][:2] == [
+        "BATTERY",
+        "BATTERY_SALTED",
+    ] and battery.tags == ["user"]
+    assert cat.get("weather_balloons.pressure").tags == ["location", "balloon_id"]
+    assert cat.get("market_data.bid").tags == ["exchange", "symbol"]
+    assert not cat.get("smart_meters.reading").points  # kept per row (short-wide) and hourly
+    with pytest.raises(LookupError, match="No such name"):
+        cat.get("server_metrics.nope")
+    tenant_only = catalog.Catalog(catalog.builtin_schemas(), {}, tenant="acme")
+    assert all(m.startswith("devices.") for m in tenant_only.metrics)
