@@ -74,7 +74,8 @@ function draw(answer) {
   svg.textContent = "";
   const W = Number(svg.getAttribute("width"));
   const H = Number(svg.getAttribute("height"));
-  const pad = { left: 70, right: 20, top: 20, bottom: 60 };
+  const shown = Math.min(answer.length, 8);
+  const pad = { left: 70, right: 30, top: 20, bottom: 40 + 16 * shown };
   const series = answer.map((s) => ({
     label: label(s),
     points: Object.entries(s.dps)
@@ -100,7 +101,8 @@ function draw(answer) {
     svg.appendChild(el("line", { class: "grid", x1: pad.left, x2: W - pad.right, y1: py(v), y2: py(v) }));
     svg.appendChild(el("text", { class: "tick", x: pad.left - 6, y: py(v) + 4, "text-anchor": "end" }, Number(v.toPrecision(4)).toString()));
     const t = x0 + ((x1 - x0) * i) / 4;
-    svg.appendChild(el("text", { class: "tick", x: px(t), y: H - pad.bottom + 16, "text-anchor": "middle" }, new Date(t).toISOString().replace(".000Z", "Z")));
+    const anchor = i === 0 ? "start" : i === 4 ? "end" : "middle";
+    svg.appendChild(el("text", { class: "tick", x: px(t), y: H - pad.bottom + 16, "text-anchor": anchor }, new Date(t).toISOString().slice(0, 19).replace("T", " ")));
   }
   svg.appendChild(el("line", { class: "axis", x1: pad.left, x2: pad.left, y1: pad.top, y2: H - pad.bottom }));
   svg.appendChild(el("line", { class: "axis", x1: pad.left, x2: W - pad.right, y1: H - pad.bottom, y2: H - pad.bottom }));
@@ -108,7 +110,10 @@ function draw(answer) {
     const color = COLORS[i % COLORS.length];
     const pts = s.points.map(([t, v]) => px(t).toFixed(3) + "," + py(v).toFixed(3)).join(" ");
     svg.appendChild(el("polyline", { class: "series", points: pts, fill: "none", stroke: color, "stroke-width": 1.5, "data-label": s.label }));
-    svg.appendChild(el("text", { class: "legend", x: pad.left + 10 + (i % 3) * 300, y: H - 20 + Math.floor(i / 3) * 14, fill: color }, s.label));
+    if (i < shown) {
+      const y = H - pad.bottom + 40 + 16 * i;
+      svg.appendChild(el("text", { class: "legend", x: pad.left, y: y, fill: color }, s.label));
+    }
   });
   status(series.length + " series, " + all.length + " points", false);
 }
