@@ -16,8 +16,10 @@ blobs, one row per field) gives the same records as ``btts query``.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -33,6 +35,7 @@ from transforms.key_ranges import Scan
 
 HOUR_MS = rollup_core.HOUR_MS
 MAX_DISTINCT = 10_000
+PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
 
 
@@ -71,6 +74,7 @@ class Reader:
         self.max_scan_rows = max_scan_rows
         self.tenant = tenant
         self.rows_read = 0
+        self._lock = threading.Lock()
 
     def _remaining(self) -> float:
         left = self.until - time.monotonic()
@@ -88,7 +92,8 @@ class Reader:
             raise BadRequest(
                 "The read did not finish before the deadline: narrow the query", 504
             ) from None
-        self.rows_read += len(rows)
+        with self._lock:
+            self.rows_read += len(rows)
         if scanning and self.rows_read > self.max_scan_rows:
             raise BadRequest(
                 f"The query scans more than --max_scan_rows={self.max_scan_rows} rows: give "
@@ -121,6 +126,14 @@ class Reader:
             row_filter=flt,
         )
         return self.read(scan.table, query, scanning)
+
+    def scan_all(self, scans: Sequence[Scan], cells, scanning: bool) -> list[list[ReadRow]]:
+        """Several scans at once (one per value of a group-by tag, one per salt bucket): the
+        waits on the network overlap; the results keep the scans' order."""
+        if len(scans) < 2:
+            return [self.scan(s, cells, scanning) for s in scans]
+        with ThreadPoolExecutor(max_workers=min(PARALLEL_SCANS, len(scans))) as pool:
+            return list(pool.map(lambda s: self.scan(s, cells, scanning), scans))
 
     def distinct(self, decl, prefix: bytes, seg_field: str, scanning: bool) -> list[object]:
         """The distinct values of the key segment right after ``prefix``: one keys-only,
@@ -284,7 +297,7 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     """Every series of the plan: ``{(tag, value)…: [(ts_ms, value), …]}`` in time order."""
     source = p.source
     cells = _cells_filter(source)
-    rows = [reader.scan(s, cells, p.scanning) for s in p.scans]
+    rows = reader.scan_all(p.scans, cells, p.scanning)
     spec = schema_file_queries.QuerySpec(name="tsdb", table=source.table.name)
     records = query_engine.decode_declared(source.schema, spec, rows)
     tags = source.tags
