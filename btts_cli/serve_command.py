@@ -120,8 +120,21 @@ def run(args: argparse.Namespace) -> int:
 
 def list_text(cat: catalog.Catalog) -> str:
     """The served metrics, one per line, with the tables that answer them and their tags."""
-    lines = []
-    for name, metric in sorted(cat.metrics.items()):
+    rows = []
+    for name, metric in cat.metrics.items():
         tables = [s.name for s in metric.points] + [f"{s.name} (1h rollup)" for s in metric.rollups]
-        lines.append(f"{name}\ttags: {', '.join(metric.tags) or '-'}\ttables: {', '.join(tables)}")
-    return "\n".join(lines)
+        rows.append((name, metric.tags, tables))
+    found = {(m.dataset, m.field) for m in cat.metrics.values() if m.entry}
+    for schema, table, field_name in cat.map_tables():  # entries not seen in the data (yet)
+        if (schema.dataset, field_name) not in found:
+            rollups = [
+                f"{t.name} (1h rollup)"
+                for t in schema.tables
+                if t.rollup and t.rollup.source == table.name
+            ]
+            name = f"{schema.dataset}.{field_name}.<ENTRY>"
+            rows.append((name, list(catalog.tag_fields(table)), [table.name, *rollups]))
+    return "\n".join(
+        f"{name}\ttags: {', '.join(tags) or '-'}\ttables: {', '.join(tables)}"
+        for name, tags, tables in sorted(rows)
+    )

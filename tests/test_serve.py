@@ -107,6 +107,22 @@ def test_suggest_lookup_aggregators_filters_version(server):
     assert server.call("/api/version")[1]["version"].startswith("2.")
 
 
+def test_grafana_2_3_maps_answers_to_queries_by_show_query_index(server):
+    # tsdbVersion 3: showQuery is sent and mapMetricsToTargets reads metricData.query.index
+    one = grafana_query(f"server_metrics.metrics.{CPU}", "avg", "30m-avg", tags={"hostname": H0})
+    two = grafana_query("battery.percentage", "max", "30m-max", tags={"user": "*"})
+    body = {**grafana_body([one, two], T0, T0 + HOUR), "showQuery": True}
+    status, answer = server.call("/api/query", body)
+    assert status == 200 and answer[0]["query"]["index"] == 0
+    assert answer[0]["metric"] == f"server_metrics.metrics.{CPU}"
+    start = samples.BATTERY_START_MS
+    body = {**grafana_body([two, one], start, start + HOUR), "showQuery": True}
+    answer = server.call("/api/query", body)[1]
+    assert {s["query"]["index"] for s in answer} == {0} and answer[0][
+        "metric"
+    ] == "battery.percentage"
+
+
 # -- downsampling and fill over a gap -------------------------------------------------------------
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
 from btts.tsdb import catalog, request, series
 from btts.tsdb.request import BadRequest
+from btts_cli import serve_command
+
+README = Path(__file__).resolve().parent.parent / "README.md"
 
 D = Decimal
 
@@ -128,3 +132,20 @@ def test_builtin_metrics_and_tags():
         cat.get("server_metrics.nope")
     tenant_only = catalog.Catalog(catalog.builtin_schemas(), {}, tenant="acme")
     assert all(m.startswith("devices.") for m in tenant_only.metrics)
+
+
+def test_the_readme_lists_the_builtin_metrics_btts_serve_list_prints():
+    listed = serve_command.list_text(catalog.Catalog(catalog.builtin_schemas()))
+    want = []
+    for line in listed.splitlines():
+        name, tags, tables = line.split("\t")
+        want.append(
+            f"| `{name}` | {tags.removeprefix('tags: ')} | {tables.removeprefix('tables: ')} |"
+        )
+    section = README.read_text(encoding="utf-8").split("## Dashboards", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        line
+        for line in section.splitlines()
+        if line.startswith("| `") and "." in line.split("`")[1]
+    ]
+    assert rows == want
