@@ -123,6 +123,15 @@ def test_grafana_2_3_maps_answers_to_queries_by_show_query_index(server):
     ] == "battery.percentage"
 
 
+def test_get_query_with_an_m_expression_is_the_post_answer(server):
+    from urllib.parse import quote
+
+    m = quote(f"sum:10m-max-zero:server_metrics.metrics.{CPU}{{hostname={H1}}}")
+    status, got = server.call(f"/api/query?start={T0}&end={T0 + HOUR}&m={m}&ms=true")
+    q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", "10m-max-zero", tags={"hostname": H1})
+    assert status == 200 and got == query(server, q, T0, T0 + HOUR)
+
+
 # -- downsampling and fill over a gap -------------------------------------------------------------
 
 
