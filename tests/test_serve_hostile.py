@@ -83,6 +83,14 @@ CORPUS = [
     ),
     ("tags a list", "POST", "/api/query", body(tags=["a"]), 400, "tags"),
     ("tag value a number", "POST", "/api/query", body(tags={"hostname": 5}), 400, "text"),
+    (
+        "a delimiter in a tag",
+        "POST",
+        "/api/query",
+        body(tags={"exchange": "NY#SE", "symbol": "IBM"}),
+        400,
+        "#",
+    ),
     ("unknown tag", "POST", "/api/query", body(tags={"colour": "red"}), 400, "colour"),
     ("filters an object", "POST", "/api/query", body(filters={"a": 1}), 400, "filters"),
     (

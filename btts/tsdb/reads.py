@@ -231,7 +231,17 @@ def plan(
     scanning: bool = False,
 ) -> Plan:
     """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
-    segments, others enumerate, a salt fans out, the time segment bounds each range."""
+    segments, others enumerate, a salt fans out, the time segment bounds each range. A tag
+    value no key can hold (a delimiter, text for a number) is a 400."""
+    try:
+        return _plan(reader, source, filters, start_ms, end_ms, scanning)
+    except BadRequest:
+        raise
+    except ValueError as exc:
+        raise BadRequest(f"{source.name}: {exc}") from None
+
+
+def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
     schema, table = source.schema, source.table
     decl = table.decl
     given = _by_tag(filters)

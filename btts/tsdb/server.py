@@ -30,6 +30,7 @@ LOG = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "page"
 PAGE_FILES = {"/": ("index.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
 MAX_BODY = 1 << 20
+DRAIN_MAX = 16 << 20  # an oversize body is read and dropped up to this, then the connection closes
 VERSION = "2.4.0"
 CACHE_S = 60.0
 
@@ -240,6 +241,14 @@ class Handler(BaseHTTPRequestHandler):
         if length is None or not length.isdigit():
             raise BadRequest("A POST needs a Content-Length", 411)
         if int(length) > MAX_BODY:
+            # read (a bounded amount of) it first, so the client hears the 413, not a reset
+            left = min(int(length), DRAIN_MAX)
+            while left > 0:
+                chunk = self.rfile.read(min(left, 1 << 16))
+                if not chunk:
+                    break
+                left -= len(chunk)
+            self.close_connection = True
             raise BadRequest(f"The body is larger than {MAX_BODY} bytes", 413)
         raw = self.rfile.read(int(length))
         try:
