@@ -324,6 +324,15 @@ def test_flow_control_is_on_by_default_on_dataflow_only(setting, runner, expecte
     assert (resolve_flow_control(setting, options) is not None) is expected
 
 
+@pytest.mark.parametrize("flag, expected", [("on", True), ("off", False), ("auto", False)])
+def test_the_job_option_reaches_the_write(flag, expected):
+    from pipelines import common  # registers --flow_control (BigtableOptions)
+
+    options = PipelineOptions([f"--flow_control={flag}"])
+    assert options.view_as(common.BigtableOptions).flow_control == flag
+    assert (resolve_flow_control(None, options) is not None) is expected
+
+
 def test_a_mistyped_flow_control_setting_fails_loudly():
     with pytest.raises(ValueError, match="expected one of auto, on, off"):
         resolve_flow_control("yes", PipelineOptions([]))
