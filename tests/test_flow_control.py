@@ -336,3 +336,77 @@ def test_the_job_option_reaches_the_write(flag, expected):
 def test_a_mistyped_flow_control_setting_fails_loudly():
     with pytest.raises(ValueError, match="expected one of auto, on, off"):
         resolve_flow_control("yes", PipelineOptions([]))
+
+
+# -- a drop-in for WriteToBigTable: arguments, elements, metrics by name (on the emulator) ------
+
+
+def test_the_constructor_takes_write_to_bigtables_arguments():
+    import inspect
+
+    from apache_beam.io.gcp.bigtableio import WriteToBigTable
+
+    ours = inspect.signature(BoundedWriteToBigTable).parameters
+    for name, param in inspect.signature(WriteToBigTable).parameters.items():
+        assert name in ours, name
+        assert (ours[name].kind, ours[name].default) == (param.kind, param.default), name
+
+
+def test_beams_sink_metrics_and_display_data_by_name(target):
+    """ "Written Row" in Beam's sink namespace, the sink lineage, the display data keys and
+    labels of Beam's sink; our status counters; DirectRows and RowMutations both land."""
+    import datetime as dt
+
+    from apache_beam.io.gcp import bigtableio
+    from apache_beam.metrics import Metrics
+    from apache_beam.metrics.metric import Lineage, MetricsFilter
+    from apache_beam.transforms.display import DisplayData
+
+    from btts import admin
+    from transforms import bigtable_write
+    from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
+
+    decl = TableDecl("DROPIN", (Family("f"),), KeyRecipe((Segment("text", "k"),)), "TS-COLS")
+    with admin.Admin(target) as api:
+        api.ensure(decl)
+    rows = [
+        RowMutation("DROPIN", b"r%02d" % i, (Cell("f", b"q", b"v%d" % i, 5_000),))
+        for i in range(30)
+    ]
+    direct = DirectRow(b"direct")
+    direct.set_cell("f", b"q", b"dv", timestamp=dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc))
+    p = beam.Pipeline()
+    _ = (
+        p
+        | beam.Create([*rows, direct])
+        | BoundedWriteToBigTable(target.project, target.instance, "DROPIN", flush_count=7)
+    )
+    result = p.run()
+    result.wait_until_finish()
+    stored = {r.key: r.latest()[("f", b"q")] for r in admin.read_rows(target, "DROPIN")}
+    assert stored == {**{r.key: r.cells[0].value for r in rows}, b"direct": b"dv"}
+
+    metrics = result.metrics()
+    (written,) = metrics.query(MetricsFilter().with_name("Written Row"))["counters"]
+    assert written.key.metric.namespace == Metrics.get_namespace(bigtableio._BigTableWriteFn)
+    assert written.committed == 31
+    ok = metrics.query(
+        MetricsFilter().with_namespace(bigtable_write.REQUESTS_NAMESPACE).with_name("ok")
+    )["counters"]
+    assert sum(c.committed for c in ok) == 31
+    sinks = Lineage.query(metrics, Lineage.SINK)
+    assert any(
+        target.project in s and target.instance in s and "DROPIN" in s and s.startswith("bigtable")
+        for s in sinks
+    ), sinks
+
+    ids = (target.project, target.instance, "DROPIN")
+    ours = {
+        i.key: (i.value, i.label)
+        for i in DisplayData.create_from(bigtable_write._BoundedWriteFn(*ids, 7, 10, 5.0)).items
+    }
+    beams = {
+        i.key: (i.value, i.label)
+        for i in DisplayData.create_from(bigtableio._BigTableWriteFn(*ids, 7, 10)).items
+    }
+    assert beams and all(ours[key] == value for key, value in beams.items())

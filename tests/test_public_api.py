@@ -56,9 +56,7 @@ KNOWN_PRIVATE = frozenset(
 def product_files() -> list[Path]:
     files = [p for d in PRODUCT for p in sorted((REPO / d).rglob("*.py"))]
     files += [REPO / f for f in EXTRA_FILES]
-    return [
-        p for p in files if p.exists() and not p.name.endswith(("_pb2.py", "_pb2_grpc.py"))
-    ]
+    return [p for p in files if p.exists() and not p.name.endswith(("_pb2.py", "_pb2_grpc.py"))]
 
 
 def _private(name: str) -> bool:

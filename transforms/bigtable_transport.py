@@ -368,7 +368,9 @@ class RequestSender:
 def direct_rows_sender(table, timeout_s: float, flow: FlowControl | None, table_name: str):
     """``(DirectRows) -> Attempt`` through the legacy client's public ``Table.mutate_rows``:
     the client converts the rows and retries only their idempotent entries; failures come
-    back per row and are reported with the row's key."""
+    back per row and are reported with the row's key. Flow control caps them in flight; the
+    client's own requests do not carry the rate-limit opt-in, so the rate limiter does not
+    apply to them."""
     from google.cloud.bigtable.table import DEFAULT_RETRY
 
     retry = DEFAULT_RETRY.with_deadline(timeout_s)
