@@ -2,9 +2,10 @@
 
 Dataflow re-runs a failed bundle whole and keeps what the failed attempt wrote. The retry
 harness (transforms/retry_harness.py, put in by tests.helpers.retry_harness) makes every write
-DoFn send each bundle's rows twice, or half and then all. Under it every table must come out identical to
-a clean run's, and the hourly rollups (default --rollup_mode exact) must hold the sums computed
-here from the input events. The add mode is the control: under the harness it adds again.
+DoFn send each bundle's rows twice, or half and then all. Under it every table must come out
+identical to a clean run's, and the hourly rollups (default --rollup_mode exact) must hold the
+sums computed here from the input events. The add mode is the control: under the harness it adds
+again.
 """
 
 from __future__ import annotations
