@@ -78,6 +78,16 @@ class BigtableOptions(PipelineOptions):
             "seconds, failing the job with the server's error instead of hanging. Default: 300.",
         )
         group.add_argument(
+            "--flow_control",
+            type=str,
+            choices=("auto", "on", "off"),
+            default="auto",
+            help="Bigtable batch write flow control: the writes follow the rate the cluster "
+            "asks for (RateLimitInfo), back off on RESOURCE_EXHAUSTED and keep at most 16 "
+            "requests (64 MiB) in flight per worker and table. 'auto' (default): on for "
+            "Dataflow, off elsewhere (the emulator never asks to slow down).",
+        )
+        group.add_argument(
             "--skip_preflight",
             action="store_true",
             help="Do not check that the tables exist before running (the launcher then needs no "

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import glob
 import json
 from collections.abc import Sequence
 from pathlib import Path
+
+import pytest
 
 from btts import admin
 from pipelines import load
@@ -79,3 +82,21 @@ def recipe_key(*segments: tuple[str, object]) -> str:
     ``(segment kind, value)`` pairs, e.g. ``("tenant", "acme"), ("text", "phone")``."""
     recipe = KeyRecipe(tuple(Segment(kind, f"f{i}") for i, (kind, _) in enumerate(segments)))
     return recipe.build({f"f{i}": value for i, (_, value) in enumerate(segments)}).decode()
+
+
+@contextlib.contextmanager
+def retry_harness(how: str):
+    """Jobs built inside this block write through the retry harness (transforms/retry_harness.py):
+    every WriteRows and WriteAggregates they construct gets ``retry_harness=how``."""
+    from transforms.aggregate_write import WriteAggregates
+    from transforms.bigtable_write import WriteRows
+
+    with pytest.MonkeyPatch.context() as patch:
+        for cls in (WriteRows, WriteAggregates):
+
+            def init(self, *args, _original=cls.__init__, **kwargs):
+                kwargs.setdefault("retry_harness", how)
+                _original(self, *args, **kwargs)
+
+            patch.setattr(cls, "__init__", init)
+        yield

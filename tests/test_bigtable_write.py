@@ -8,7 +8,6 @@ from collections import Counter
 import pytest
 from google.api_core import exceptions as api_exceptions
 from google.cloud.bigtable.data.mutations import DeleteAllFromRow, RowMutationEntry, SetCell
-from google.cloud.bigtable.row import DirectRow
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 from google.rpc import status_pb2
 
@@ -58,11 +57,12 @@ class _Inline:
         return future
 
 
-def test_requests_split_by_row_count_and_direct_rows_are_accepted():
+def test_requests_split_by_row_count_and_client_entries_are_accepted():
+    # Any mutation the data client's public RowMutationEntry holds, not only SetCell. (The
+    # legacy DirectRow goes through the client's own Table.mutate_rows: test_direct_rows_*.)
     pool = _Inline()
     batcher = _LeanBatcher(TABLE, 2, 10**9, pool, sender=None)
-    direct = DirectRow(b"direct")
-    direct._get_mutations().append(DeleteAllFromRow())
+    direct = RowMutationEntry(b"direct", [DeleteAllFromRow()])
     for row in (ROW, ROW, direct):
         batcher.add(row)
     batcher.close()
@@ -95,8 +95,8 @@ def test_a_batch_of_rows_makes_the_requests_rows_one_by_one_make(
     rows = [
         (ROW.table, b"k%d" % i, ROW.cells[: 1 + i % 2]) for i in range(23)
     ]  # plain tuples, as the builders make them, one or two cells each
-    rows[11] = DirectRow(b"direct")  # anything else goes row by row from there
-    rows[11].set_cell("METRIC", b"Q", b"v", timestamp=None)
+    # anything else goes row by row from there
+    rows[11] = RowMutationEntry(b"direct", [SetCell("METRIC", b"Q", b"v", -1)])
     batches = [rows[:5], rows[5:6], rows[6:20], rows[20:]]
 
     def requests(add) -> list:

@@ -1,10 +1,11 @@
 """Exactly once when the runner retries bundles (README, "Retries and exactly-once").
 
 Dataflow re-runs a failed bundle whole and keeps what the failed attempt wrote. The retry
-harness (transforms/retry_harness.py, env BTTS_TEST_RETRY_WRITES) makes every write DoFn send
-each bundle's rows twice, or half and then all. Under it every table must come out identical to
-a clean run's, and the hourly rollups (default --rollup_mode exact) must hold the sums computed
-here from the input events. The add mode is the control: under the harness it adds again.
+harness (transforms/retry_harness.py, put in by tests.helpers.retry_harness) makes every write
+DoFn send each bundle's rows twice, or half and then all. Under it every table must come out
+identical to a clean run's, and the hourly rollups (default --rollup_mode exact) must hold the
+sums computed here from the input events. The add mode is the control: under the harness it adds
+again.
 """
 
 from __future__ import annotations
@@ -18,9 +19,11 @@ from decimal import Decimal
 import pytest
 
 from btts import admin, samples
+from tests.helpers import retry_harness as harness_on
 from tests.helpers import run_job, write_lines
 from tests.test_idempotence import snapshot
 from transforms import retry_harness, schema_file
+from transforms.bigtable_write import WriteRows
 from transforms.rollup_core import HOUR_MS, schema_rollups, window_start
 
 SCALE = 10**6
@@ -113,10 +116,9 @@ def test_retried_bundles_leave_every_table_as_a_clean_run(
 
     clean = _fresh(bigtable_emulator)
     run_job(dataset, clean, source, tmp_path / "dead1", ["--hourly_rollup"])
-    monkeypatch.setenv(retry_harness.ENV, how)
     retried = _fresh(bigtable_emulator)
-    run_job(dataset, retried, source, tmp_path / "dead2", ["--hourly_rollup"])
-    monkeypatch.delenv(retry_harness.ENV)
+    with harness_on(how):
+        run_job(dataset, retried, source, tmp_path / "dead2", ["--hourly_rollup"])
 
     first, second = snapshot(clean), snapshot(retried)
     assert first.get(table)
@@ -129,11 +131,15 @@ def test_add_mode_adds_again_under_the_harness(bigtable_emulator, monkeypatch, t
     valid, bad = meter_lines()
     source = write_lines(tmp_path / "in.jsonl", valid + bad)
     expected = meter_sums(valid)
-    monkeypatch.setenv(retry_harness.ENV, "twice")
     target = _fresh(bigtable_emulator)
-    run_job(
-        "smart_meters", target, source, tmp_path / "dead", ["--hourly_rollup", "--rollup_mode=add"]
-    )
+    with harness_on("twice"):
+        run_job(
+            "smart_meters",
+            target,
+            source,
+            tmp_path / "dead",
+            ["--hourly_rollup", "--rollup_mode=add"],
+        )
     doubled = {k: {m: (2 * s, 2 * n) for m, (s, n) in v.items()} for k, v in expected.items()}
     assert hourly(target, "smart_meters", "SENSOR_HOURLY", expected) == doubled
 
@@ -145,14 +151,24 @@ def test_harness_attempts():
     assert retry_harness.attempts([], "half") == [[], []]
 
 
-def test_harness_mode_reads_the_environment(monkeypatch):
-    monkeypatch.delenv(retry_harness.ENV, raising=False)
-    assert retry_harness.mode() is None
-    monkeypatch.setenv(retry_harness.ENV, "Twice")
-    assert retry_harness.mode() == "twice"
-    monkeypatch.setenv(retry_harness.ENV, "thrice")
+def test_harness_mode_is_checked():
+    assert retry_harness.parse(None) is None
+    assert retry_harness.parse("Twice") == "twice"
     with pytest.raises(ValueError, match="expected one of"):
-        retry_harness.mode()
+        retry_harness.parse("thrice")
+    with pytest.raises(ValueError, match="expected one of"):
+        WriteRows("p", "i", ["T"], retry_harness="thrice")  # at construction, not on a worker
+
+
+def test_production_code_reads_no_harness_switch():
+    """The harness comes in through the constructors only: no environment variable."""
+    import inspect
+
+    from transforms import aggregate_write, bigtable_write
+
+    for module in (retry_harness, bigtable_write, aggregate_write):
+        source = inspect.getsource(module)
+        assert "os.environ" not in source and "getenv" not in source
 
 
 def test_the_harness_reaches_the_setcell_writer(bigtable_emulator, monkeypatch, tmp_path):
@@ -173,8 +189,8 @@ def test_the_harness_reaches_the_setcell_writer(bigtable_emulator, monkeypatch, 
     once = len(sent)
     assert once > 0
     sent.clear()
-    monkeypatch.setenv(retry_harness.ENV, "twice")
-    run_job("smart_meters", _fresh(bigtable_emulator), source, tmp_path / "dead2")
+    with harness_on("twice"):
+        run_job("smart_meters", _fresh(bigtable_emulator), source, tmp_path / "dead2")
     assert len(sent) == 2 * once
 
 
@@ -209,9 +225,8 @@ def test_sales_replace_months_makes_a_rerun_exact(bigtable_emulator, monkeypatch
     assert jan_feb and march
     target = _fresh(bigtable_emulator)
     everything = write_lines(tmp_path / "all.jsonl", [json.dumps(r) for r in records])
-    monkeypatch.setenv(retry_harness.ENV, "twice")
-    run_job("sales", target, everything, tmp_path / "dead1")
-    monkeypatch.delenv(retry_harness.ENV)
+    with harness_on("twice"):
+        run_job("sales", target, everything, tmp_path / "dead1")
     doubled = {k: (2 * a, 2 * n) for k, (a, n) in _sales_sums(records).items()}
     assert _sales_table(target) == doubled  # what a retried bundle does to AddToCell
 

@@ -34,7 +34,7 @@ from google.cloud.bigtable.data import (
     RowMutationEntry,
 )
 
-from transforms import retry_harness
+from transforms import retry_harness as retry_harness_modes
 from transforms.ingest import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, AddCell, RowMutation
 
@@ -83,13 +83,20 @@ def describe_failures(
 
 class _WriteAggregatesFn(beam.DoFn):
     def __init__(
-        self, project: str, instance: str, table: str, batch_entries: int, operation_timeout: float
+        self,
+        project: str,
+        instance: str,
+        table: str,
+        batch_entries: int,
+        operation_timeout: float,
+        retry_harness: str | None = None,
     ) -> None:
         self._project = project
         self._instance = instance
         self._table_id = table
         self._batch_entries = batch_entries
         self._operation_timeout = operation_timeout
+        self._harness = retry_harness_modes.parse(retry_harness)  # tests only
         self._client: BigtableDataClient | None = None
 
     def setup(self) -> None:
@@ -104,8 +111,6 @@ class _WriteAggregatesFn(beam.DoFn):
         self._table = self._client.get_table(self._instance, self._table_id)
         self._batch: list[RowMutationEntry] = []
         self._batch_cells = 0
-        # Test-only retry harness (transforms/retry_harness.py): None in production.
-        self._harness = retry_harness.mode()
         self._held: list[RowMutation] | None = [] if self._harness else None
 
     def process(self, element: RowMutation | list) -> Iterable[None]:
@@ -167,7 +172,7 @@ class _WriteAggregatesFn(beam.DoFn):
     def finish_bundle(self) -> None:
         try:
             if self._held is not None:  # the retry harness: AddToCell adds on every attempt
-                for attempt in retry_harness.attempts(self._held, self._harness):
+                for attempt in retry_harness_modes.attempts(self._held, self._harness):
                     for row in attempt:
                         self._add(row)
                     self._flush()
@@ -188,7 +193,8 @@ class WriteAggregates(beam.PTransform):
     """Write rows of :class:`AddCell` s to one aggregate table with ``AddToCell``.
 
     ``batch_entries`` rows go in one ``MutateRows`` request (also capped at Bigtable's 100,000
-    mutations); ``operation_timeout`` bounds each request's wait, in seconds."""
+    mutations); ``operation_timeout`` bounds each request's wait, in seconds. ``retry_harness``
+    is for tests (:mod:`transforms.retry_harness`)."""
 
     def __init__(
         self,
@@ -197,11 +203,14 @@ class WriteAggregates(beam.PTransform):
         table: str,
         batch_entries: int = 1000,
         operation_timeout: float = 300.0,
+        retry_harness: str | None = None,
     ) -> None:
         super().__init__()
         if batch_entries < 1:
             raise ValueError("batch_entries must be at least 1")
-        self._fn = _WriteAggregatesFn(project, instance, table, batch_entries, operation_timeout)
+        self._fn = _WriteAggregatesFn(
+            project, instance, table, batch_entries, operation_timeout, retry_harness
+        )
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
         return rows | "AddToCell" >> beam.ParDo(self._fn)

@@ -1,187 +1,152 @@
-"""Writing row mutations with Beam's ``WriteToBigTable``, one sink per table.
+"""Writing row mutations to Bigtable, one sink per table: a drop-in for Beam's
+``WriteToBigTable`` built on public APIs only.
 
 The pure builders produce client-neutral :class:`RowMutation` tuples. :class:`WriteRows` routes
-them by table to :class:`BoundedWriteToBigTable`: Beam's sink (same transform, same "Written
-Row", request-count and lineage metrics) with two things changed, because the sink as shipped
-is where a job spends most of its time and can hang for most of an hour:
+them by table to :class:`BoundedWriteToBigTable`, which takes ``WriteToBigTable``'s arguments and
+elements and reports Beam's sink metrics under the same names ("Written Row" in Beam's sink
+namespace, the sink lineage, the sink's display data) with three things changed, because the
+sink as shipped is where a job spends most of its time and can hang for most of an hour:
 
 * **Lean requests.** The sink's client batcher turns every row into a ``DirectRow``, then a
   ``RowMutationEntry``, then a proto-plus message, and sizes each one through a dict: several
   times the cost of building the row. Here each row is written once, straight into the bytes of
   its ``MutateRowsRequest`` entry (:mod:`transforms.wire`, byte-identical to the client's), and
-  requests are sent on the client's own GAPIC channel (same credentials, emulator and routing
-  headers), four at a time so that building and writing overlap. ``DirectRow`` elements are
-  still accepted.
-* **Bounded waits.** Every request gives up after ``timeout_s`` (retries included) with a
-  failure that names the table, how many rows were refused and the server's first errors. Entries
-  the server answers with a transient code (``DEADLINE_EXCEEDED``, ``UNAVAILABLE``, as the data
-  client retries) are re-sent alone, with exponential backoff. Failed rows are never dropped: the
-  bundle, and so the job, fails; cells carry event-time timestamps, so a retried bundle rewrites
-  the same cells.
+  sent by :mod:`transforms.bigtable_transport`, four requests at a time so that building and
+  writing overlap. The data client's ``RowMutationEntry`` takes the same path; the legacy
+  ``DirectRow`` goes through the client's own public ``Table.mutate_rows``.
+* **Bounded waits, safe resends.** Every request gives up after ``timeout_s`` (retries
+  included) with a failure that names the table, how many rows were refused and the server's
+  first errors. Only idempotent entries are re-sent (see the transport). Failed rows are never
+  dropped: the bundle, and so the job, fails; cells carry event-time timestamps, so a retried
+  bundle rewrites the same cells.
+* **Flow control** (``flow_control``; on by default on Dataflow): Bigtable's server-side rate
+  limiting and a per-worker cap on requests and bytes in flight.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import operator
-import random
-import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from concurrent import futures
-from dataclasses import dataclass, field
 
 import apache_beam as beam
 import grpc
 from apache_beam import pvalue
-from apache_beam.internal.metrics.metric import Metrics as _ServiceMetrics
-from apache_beam.io.gcp import bigtableio
-from apache_beam.io.gcp.bigtableio import WriteToBigTable
-from apache_beam.metrics import Metrics, monitoring_infos
+from apache_beam.io.gcp.bigtableio import FLUSH_COUNT, MAX_ROW_BYTES, WriteToBigTable
+from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import Lineage
-from google.api_core import exceptions as api_exceptions
-from google.api_core import gapic_v1
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.transforms.display import DisplayDataItem
 from google.cloud.bigtable import Client
-from google.cloud.bigtable.data.mutations import RowMutationEntry
+from google.cloud.bigtable.data import mutations as data_mutations
 from google.cloud.bigtable.row import DirectRow
-from google.cloud.bigtable_v2.services.bigtable.transports.base import DEFAULT_CLIENT_INFO
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
-from transforms import retry_harness, wire
+from transforms import retry_harness as harness_modes
+from transforms import wire
+from transforms.bigtable_transport import (
+    DEFAULT_TIMEOUT_S,
+    MAX_IN_FLIGHT,
+    Attempt,
+    Batch,
+    FlowControl,
+    RequestSender,
+    WriteFailed,
+    direct_rows_sender,
+    mutate_rows_call,
+)
 from transforms.ingest import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, RowMutation
 
-_Response = bigtable_types.MutateRowsResponse.pb()  # the raw protobuf, no proto-plus wrapper
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "MAX_IN_FLIGHT",
+    "BoundedWriteToBigTable",
+    "FlowControl",
+    "WriteFailed",
+    "WriteRows",
+    "mutate_rows_call",
+]
 
-DEFAULT_TIMEOUT_S = 300.0
-MAX_ATTEMPT_S = 60.0
+# The names tests and older callers know these by.
+_Attempt, _Batch, _RequestSender = Attempt, Batch, RequestSender
+
 DEFAULT_FLUSH_COUNT = 2_000
 DEFAULT_FLUSH_BYTES = 5 * 1024 * 1024
-MAX_IN_FLIGHT = 4
-RETRYABLE_CODES = frozenset({4, 14})  # DEADLINE_EXCEEDED, UNAVAILABLE
-_RETRYABLE_ERRORS = (api_exceptions.DeadlineExceeded, api_exceptions.ServiceUnavailable)
+# Beam's sink counts "Written Row" under its DoFn's namespace; so does this one, so that a
+# dashboard or test written for WriteToBigTable reads the same counter.
+BEAM_SINK_NAMESPACE = "apache_beam.io.gcp.bigtableio._BigTableWriteFn"
+WRITTEN_ROW = "Written Row"
+# Entries per status code ("ok", "unavailable", ...), and the time spent waiting for flow
+# control under the name Dataflow's autoscaler reads as throttling.
+REQUESTS_NAMESPACE = "btts.bigtable.requests"
+THROTTLED = "cumulativeThrottlingSeconds"
+_STATUS_NAMES = {code.value[0]: code.name.lower() for code in grpc.StatusCode}
+FLOW_CONTROL_CHOICES = ("auto", "on", "off")
 
 
-class WriteFailed(RuntimeError):
-    """Rows a table did not accept; the message carries the server's errors."""
-
-
-@dataclass(slots=True)
-class _Batch:
-    """One MutateRows request: its leading fields (the table), its entries (framed, ready to
-    join) and their row keys, to resend some entries alone and to name a refused row."""
-
-    head: bytes
-    entries: list[bytes]
-    keys: list[bytes]
-
-    def to_bytes(self) -> bytes:
-        return self.head + b"".join(self.entries)
-
-    def subset(self, indexes: list[int]) -> _Batch:
-        return _Batch(
-            self.head, [self.entries[i] for i in indexes], [self.keys[i] for i in indexes]
-        )
-
-
-@dataclass(slots=True)
-class _Attempt:
-    """The outcome of one MutateRows request: status codes seen, errors that will not pass."""
-
-    rows: int
-    codes: Counter = field(default_factory=Counter)
-    errors: list[str] = field(default_factory=list)
-
-
-def mutate_rows_call(stub, table_name: str):
-    """``(request bytes, timeout) -> MutateRowsResponse protobufs``: MutateRows on the GAPIC
-    client's own channel (credentials, emulator), with the routing headers its ``mutate_rows``
-    sends, but no proto-plus wrapping of the request on the way out."""
-    method = stub.transport.grpc_channel.unary_stream(
-        "/google.bigtable.v2.Bigtable/MutateRows",
-        request_serializer=None,  # the request is already bytes
-        response_deserializer=_Response.FromString,
+def _mutation_dict(mutation) -> dict:
+    """A data client mutation as the fields of its ``Mutation`` message, from its public
+    attributes (what the client itself sends for it)."""
+    if isinstance(mutation, data_mutations.SetCell):
+        return {
+            "set_cell": {
+                "family_name": mutation.family,
+                "column_qualifier": mutation.qualifier,
+                "timestamp_micros": mutation.timestamp_micros,
+                "value": mutation.new_value,
+            }
+        }
+    if isinstance(mutation, data_mutations.DeleteRangeFromColumn):
+        time_range = {
+            name: value
+            for name, value in (
+                ("start_timestamp_micros", mutation.start_timestamp_micros),
+                ("end_timestamp_micros", mutation.end_timestamp_micros),
+            )
+            if value is not None
+        }
+        return {
+            "delete_from_column": {
+                "family_name": mutation.family,
+                "column_qualifier": mutation.qualifier,
+                "time_range": time_range,
+            }
+        }
+    if isinstance(mutation, data_mutations.DeleteAllFromFamily):
+        return {"delete_from_family": {"family_name": mutation.family_to_delete}}
+    if isinstance(mutation, data_mutations.DeleteAllFromRow):
+        return {"delete_from_row": {}}
+    raise TypeError(
+        f"cannot write a {type(mutation).__name__} here: AddToCell rows go through "
+        "WriteAggregates; this sink takes SetCell and deletions"
     )
-    metadata = (
-        gapic_v1.routing_header.to_grpc_metadata({"table_name": table_name, "app_profile_id": ""}),
-        ("x-goog-api-client", DEFAULT_CLIENT_INFO.to_grpc_metadata()[1]),
+
+
+def entry_bytes(entry: data_mutations.RowMutationEntry) -> bytes:
+    """A data client ``RowMutationEntry`` as a framed request entry."""
+    message = bigtable_types.MutateRowsRequest.Entry(
+        row_key=entry.row_key, mutations=[_mutation_dict(m) for m in entry.mutations]
     )
-
-    def call(request: bytes, timeout: float):
-        try:
-            yield from method(request, timeout=timeout, metadata=metadata)
-        except grpc.RpcError as err:
-            raise api_exceptions.from_grpc_error(err) from None
-
-    return call
-
-
-@dataclass
-class _RequestSender:
-    """Sends MutateRows requests, each until all its entries are written, one of them is
-    refused for good, or ``timeout_s`` has passed. Runs in the writer's worker threads."""
-
-    call: Callable
-    timeout_s: float
-
-    def __call__(self, batch: _Batch) -> _Attempt:
-        outcome = _Attempt(len(batch.entries))
-        deadline = time.monotonic() + self.timeout_s
-        delay = 0.01
-        while True:
-            remaining = deadline - time.monotonic()
-            answered, refused, failure = self._attempt(batch, min(remaining, MAX_ATTEMPT_S))
-            written = answered.count(1) - len(refused)
-            if written:
-                outcome.codes[0] += written
-            retry = [i for i, seen in enumerate(answered) if not seen]  # the stream broke first
-            for index, status in refused:
-                outcome.codes[status.code] += 1
-                if status.code in RETRYABLE_CODES:
-                    retry.append(index)
-                else:
-                    outcome.errors.append(
-                        f"row {batch.keys[index]!r}: code {status.code}: "
-                        f"{status.message or 'no message'}"
-                    )
-            if failure is not None and not isinstance(failure, _RETRYABLE_ERRORS):
-                outcome.errors.append(f"{type(failure).__name__}: {failure}")
-                return outcome
-            if outcome.errors or not retry:
-                return outcome
-            if time.monotonic() + delay >= deadline:
-                last = f"{type(failure).__name__}: {failure}" if failure else "transient errors"
-                outcome.errors.append(
-                    f"{len(retry)} row(s) still not written after {self.timeout_s:g}s of "
-                    f"retries (last: {last})"
-                )
-                return outcome
-            time.sleep(delay * random.uniform(0.5, 1.0))
-            delay = min(delay * 2, MAX_ATTEMPT_S)
-            batch = batch.subset(sorted(retry))
-
-    def _attempt(self, batch: _Batch, timeout: float):
-        """One call: which entries were answered, the ``(index, status)`` of those not written,
-        and the call's error."""
-        answered = bytearray(len(batch.entries))
-        refused = []
-        try:
-            for response in self.call(batch.to_bytes(), max(timeout, 0.001)):
-                for answer in response.entries:
-                    answered[answer.index] = 1
-                    if answer.status.code:
-                        refused.append((answer.index, answer.status))
-        except api_exceptions.GoogleAPICallError as err:
-            return answered, refused, err
-        return answered, refused, None
+    return wire.framed(bigtable_types.MutateRowsRequest.Entry.serialize(message))
 
 
 class _LeanBatcher:
     """Rows into requests of at most ``flush_count`` rows or ``flush_bytes`` bytes, sent at
-    most ``MAX_IN_FLIGHT`` at a time; :meth:`close` waits for all and reports what failed."""
+    most ``MAX_IN_FLIGHT`` at a time; :meth:`close` waits for all and reports what failed.
+    ``DirectRow`` s go in batches of their own to ``direct_sender``."""
 
     def __init__(
-        self, table_name: str, flush_count: int, flush_bytes: int, pool, sender, encoder=None
+        self,
+        table_name: str,
+        flush_count: int,
+        flush_bytes: int,
+        pool,
+        sender,
+        encoder=None,
+        direct_sender: Callable | None = None,
     ):
         self._head = wire.request_head(table_name)  # the same for every request
         self._encode = encoder or wire.EntryEncoder()  # learns the table's layouts: keep it
@@ -189,8 +154,10 @@ class _LeanBatcher:
         self._flush_bytes = flush_bytes
         self._pool = pool
         self._sender = sender
+        self._direct_sender = direct_sender
+        self._direct: list[DirectRow] = []
         self._pending: collections.deque = collections.deque()
-        self.done: list[_Attempt] = []
+        self.done: list[Attempt] = []
         self._new_request()
 
     def _new_request(self) -> None:
@@ -201,18 +168,25 @@ class _LeanBatcher:
     def add(self, row) -> None:
         if type(row) is tuple or isinstance(row, RowMutation):
             key, data, mutations = row[1], self._encode(row), len(row[2])
+        elif isinstance(row, data_mutations.RowMutationEntry):
+            key, data, mutations = row.row_key, entry_bytes(row), len(row.mutations)
         elif isinstance(row, DirectRow):
-            # The sink's documented element type, through the client's own conversion: any
-            # mutation it can hold, not only SetCell.
-            key, changes = row.row_key, row._get_mutations()
-            converted = RowMutationEntry(key, changes)._to_pb()
-            data = wire.framed(type(converted).pb(converted).SerializeToString())
-            mutations = len(changes)
+            self._add_direct(row)
+            return
         else:
             raise TypeError(
-                f"cannot write a {type(row).__name__}: expected RowMutation or DirectRow"
+                f"cannot write a {type(row).__name__}: expected RowMutation or DirectRow (or the "
+                "data client's RowMutationEntry)"
             )
         self._append(key, data, mutations)
+
+    def _add_direct(self, row: DirectRow) -> None:
+        if self._direct_sender is None:
+            raise TypeError("this writer takes no DirectRow (no client table to send it to)")
+        self._direct.append(row)
+        if len(self._direct) >= self._flush_count:
+            self._submit(self._direct_sender, self._direct)
+            self._direct = []
 
     def _append(self, key: bytes, data: bytes, mutations: int) -> None:
         if mutations + self._mutations > MAX_MUTATIONS_PER_REQUEST and self._entries:
@@ -232,7 +206,7 @@ class _LeanBatcher:
         while start < len(rows):
             room = self._flush_count - len(self._entries)
             chunk = rows[start : start + room]
-            if any(type(row) is not tuple for row in chunk):  # DirectRows and the like
+            if any(type(row) is not tuple for row in chunk):  # other row types
                 for row in rows[start:]:
                     self.add(row)
                 return
@@ -257,60 +231,102 @@ class _LeanBatcher:
     def flush(self) -> None:
         if not self._entries:
             return
-        batch = _Batch(self._head, self._entries, self._keys)
-        self._pending.append(self._pool.submit(self._sender, batch))
+        batch = Batch(self._head, self._entries, self._keys)
         self._new_request()
+        self._submit(self._sender, batch)
+
+    def _submit(self, sender, batch) -> None:
+        self._pending.append(self._pool.submit(sender, batch))
         while len(self._pending) > MAX_IN_FLIGHT:
             self.done.append(self._pending.popleft().result())
 
     def close(self) -> None:
         self.flush()
+        if self._direct:
+            self._submit(self._direct_sender, self._direct)
+            self._direct = []
         while self._pending:
             self.done.append(self._pending.popleft().result())
 
 
-class _BoundedWriteFn(bigtableio._BigTableWriteFn):
-    """Beam's WriteToBigTable DoFn with lean requests, bounded waits and a failure that says
-    what failed (see the module docstring)."""
+class _BoundedWriteFn(beam.DoFn):
+    """Writes one table's rows: lean requests, bounded waits, safe resends, optional flow
+    control, and a failure that says what failed (see the module docstring).
 
-    def __init__(self, project_id, instance_id, table_id, flush_count, max_row_bytes, timeout_s):
-        super().__init__(project_id, instance_id, table_id, flush_count, max_row_bytes)
-        self.beam_options["timeout_s"] = float(timeout_s)  # beam_options is what pickles
+    ``retry_harness`` (tests only, :mod:`transforms.retry_harness`) replays each bundle's
+    writes as a runner retrying the bundle would."""
+
+    def __init__(
+        self,
+        project_id: str,
+        instance_id: str,
+        table_id: str,
+        flush_count: int,
+        max_row_bytes: int,
+        timeout_s: float,
+        flow_control: FlowControl | None = None,
+        retry_harness: str | None = None,
+    ) -> None:
+        self._ids = (project_id, instance_id, table_id)
+        self._flush_count = flush_count
+        self._max_row_bytes = max_row_bytes
+        self._timeout_s = float(timeout_s)
+        self._flow = flow_control
+        self._harness = harness_modes.parse(retry_harness)  # tests only
+
+    def display_data(self) -> dict:
+        project, instance, table = self._ids
+        return {  # the keys and labels of Beam's sink
+            "projectId": DisplayDataItem(project, label="Bigtable Project Id"),
+            "instanceId": DisplayDataItem(instance, label="Bigtable Instance Id"),
+            "tableId": DisplayDataItem(table, label="Bigtable Table Id"),
+            "flowControl": DisplayDataItem(self._flow is not None, label="Flow control"),
+        }
 
     def setup(self) -> None:
-        options = self.beam_options
-        self._ids = (options["project_id"], options["instance_id"], options["table_id"])
-        client = Client(project=options["project_id"])
-        self._stub = client.table_data_client  # the GAPIC client: channel, auth, emulator
+        project, _instance, table = self._ids
+        self._client = Client(project=project)
+        self._stub = self._client.table_data_client  # the GAPIC client: channel, auth, emulator
         self._table_name = self._stub.table_path(*self._ids)
         self._pool = futures.ThreadPoolExecutor(
-            MAX_IN_FLIGHT + 1, thread_name_prefix=f"write-{options['table_id']}"
+            MAX_IN_FLIGHT + 1, thread_name_prefix=f"write-{table}"
         )
-        self._sender = _RequestSender(
-            mutate_rows_call(self._stub, self._table_name), options["timeout_s"]
-        )
+        limiter = in_flight = None
+        if self._flow is not None:
+            limiter, in_flight = self._flow.shared(self._table_name)
+        call = mutate_rows_call(self._stub, self._table_name, self._flow is not None)
+        self._sender = RequestSender(call, self._timeout_s, limiter, in_flight)
+        self._direct_sender = None  # made for the first DirectRow: most jobs send none
         self._encoder = wire.EntryEncoder()
+        self._written = Metrics.counter(BEAM_SINK_NAMESPACE, WRITTEN_ROW)
+        self._throttled = Metrics.counter(REQUESTS_NAMESPACE, THROTTLED)
+        self._throttled_s = 0.0
         self._lean = None
 
+    def _send_direct(self, rows: list) -> Attempt:
+        if self._direct_sender is None:
+            _project, instance, table = self._ids
+            legacy = self._client.instance(instance).table(table)
+            self._direct_sender = direct_rows_sender(
+                legacy, self._timeout_s, self._flow, self._table_name
+            )
+        return self._direct_sender(rows)
+
     def start_bundle(self) -> None:
-        options = self.beam_options
-        self.service_call_metric = self.start_service_call_metrics(*self._ids)
         self._lean = _LeanBatcher(
             self._table_name,
-            options["flush_count"],
-            options["max_row_bytes"],
+            self._flush_count,
+            self._max_row_bytes,
             self._pool,
             self._sender,
             self._encoder,
+            self._send_direct,
         )
         self._written_in_bundle = 0
-        # Test-only retry harness (transforms/retry_harness.py): None in production.
-        self._harness = retry_harness.mode()
         self._held: list | None = [] if self._harness else None
 
     def process(self, element) -> None:
-        # Beam's own process, with its "Written Row" counter added once per bundle; a list is
-        # a batch of rows (WriteRows' split hands them over a block at a time).
+        # One row, or a list of rows (WriteRows' split hands them over a block at a time).
         rows = element if type(element) is list else (element,)
         self._written_in_bundle += len(rows)
         if self._held is not None:
@@ -318,39 +334,37 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
             return
         self._lean.add_rows(rows)
 
-    def _record(self, codes: Counter) -> None:
-        """Beam's request-count metric, one increment per status code per request instead of
-        a labelled counter lookup per row."""
-        metric = self.service_call_metric
-        for code, count in codes.items():
-            status = metric.bigtable_error_code_to_grpc_status_string(code)
-            labels = {**metric.base_labels, monitoring_infos.STATUS_LABEL: status}
-            counter = _ServiceMetrics.counter(
-                urn=metric.request_count_urn, labels=labels, process_wide=True
-            )
-            counter.inc(count)
+    def _record(self, attempt: Attempt) -> None:
+        for code, count in attempt.codes.items():
+            name = _STATUS_NAMES.get(code, f"code_{code}")
+            Metrics.counter(REQUESTS_NAMESPACE, name).inc(count)
+        self._throttled_s += attempt.throttled_s
 
     def finish_bundle(self) -> None:
         lean, self._lean = self._lean, None
         if self._held is not None:  # the retry harness: each attempt sent and waited for
-            for attempt in retry_harness.attempts(self._held, self._harness):
+            for attempt in harness_modes.attempts(self._held, self._harness):
                 lean.add_rows(attempt)
                 lean.close()
         lean.close()
         errors, refused = [], 0
         for attempt in lean.done:
-            self._record(attempt.codes)
+            self._record(attempt)
             if attempt.errors:
                 refused += attempt.rows
                 errors.extend(attempt.errors)
+        if self._throttled_s >= 1:  # whole seconds, as Beam's own sinks count them
+            whole = math.floor(self._throttled_s)
+            self._throttled.inc(whole)
+            self._throttled_s -= whole
         if errors:
             shown = "; ".join(errors[:3])
             raise WriteFailed(
-                f"{len(errors)} write error(s) on table {self.beam_options['table_id']} "
+                f"{len(errors)} write error(s) on table {self._ids[2]} "
                 f"(requests of {refused} rows not fully written; the bundle fails, nothing is "
                 f"dropped): {shown}"
             )
-        self.written.inc(self._written_in_bundle)
+        self._written.inc(self._written_in_bundle)
         self._written_in_bundle = 0
         Lineage.sinks().add("bigtable", *self._ids)
 
@@ -365,25 +379,67 @@ class _BoundedWriteFn(bigtableio._BigTableWriteFn):
             self._stub = None
 
 
-class BoundedWriteToBigTable(WriteToBigTable):
-    """``WriteToBigTable`` (native path) with lean requests, whose writes give up after
-    ``timeout_s``. Takes :class:`RowMutation` s or client ``DirectRow`` s."""
+def resolve_flow_control(
+    setting: FlowControl | bool | str | None, options: PipelineOptions
+) -> FlowControl | None:
+    """The flow control a write uses. ``None`` reads ``--flow_control`` from the pipeline's
+    options (``auto`` when absent): ``auto`` is on for Dataflow, off elsewhere."""
+    if isinstance(setting, FlowControl):
+        return setting
+    if setting is None:
+        setting = options.get_all_options().get("flow_control") or "auto"
+    if setting == "auto":
+        runner = options.view_as(StandardOptions).runner
+        setting = "dataflow" in str(runner or "").lower()
+    if isinstance(setting, str):
+        if setting not in FLOW_CONTROL_CHOICES:
+            raise ValueError(
+                f"flow_control={setting!r}: expected one of {', '.join(FLOW_CONTROL_CHOICES)}"
+            )
+        setting = setting == "on"
+    return FlowControl() if setting else None
 
-    def __init__(self, *args, timeout_s: float = DEFAULT_TIMEOUT_S, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
+
+class BoundedWriteToBigTable(beam.PTransform):
+    """A drop-in for ``WriteToBigTable``: the same arguments and elements (``DirectRow`` s, and
+    also :class:`RowMutation` s and ``RowMutationEntry`` s), lean requests, writes that give up
+    after ``timeout_s``, and ``flow_control`` (see :func:`resolve_flow_control`).
+    ``use_cross_language`` hands the write to Beam's own (Java) sink."""
+
+    def __init__(
+        self,
+        project_id: str,
+        instance_id: str,
+        table_id: str,
+        use_cross_language: bool = False,
+        expansion_service=None,
+        flush_count: int = FLUSH_COUNT,
+        max_row_bytes: int = MAX_ROW_BYTES,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        flow_control: FlowControl | bool | str | None = None,
+        retry_harness: str | None = None,
+    ) -> None:
+        super().__init__()
+        self._args = (project_id, instance_id, table_id, flush_count, max_row_bytes)
+        self._cross_language = (use_cross_language, expansion_service)
         self._timeout_s = timeout_s
+        self._flow_control = flow_control
+        self._harness = harness_modes.parse(retry_harness)  # tests only
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
-        return rows | beam.ParDo(
-            _BoundedWriteFn(
-                self._project_id,
-                self._instance_id,
-                self._table_id,
-                self._flush_count,
-                self._max_row_bytes,
-                self._timeout_s,
+        project, instance, table = self._args[:3]
+        use_cross_language, expansion_service = self._cross_language
+        if use_cross_language:
+            return rows | WriteToBigTable(
+                project,
+                instance,
+                table,
+                use_cross_language=True,
+                expansion_service=expansion_service,
             )
-        )
+        flow = resolve_flow_control(self._flow_control, rows.pipeline.options)
+        return rows | beam.ParDo(_BoundedWriteFn(*self._args, self._timeout_s, flow, self._harness))
 
 
 class _SplitByTableFn(beam.DoFn):
@@ -457,6 +513,8 @@ class WriteRows(beam.PTransform):
         flush_count: int = DEFAULT_FLUSH_COUNT,
         max_row_bytes: int = DEFAULT_FLUSH_BYTES,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        flow_control: FlowControl | bool | str | None = None,
+        retry_harness: str | None = None,
     ) -> None:
         super().__init__()
         if timeout_s <= 0:
@@ -465,6 +523,7 @@ class WriteRows(beam.PTransform):
             raise ValueError("WriteRows needs at least one table")
         if flush_count < 1 or max_row_bytes < 1:
             raise ValueError("flush_count and max_row_bytes must be positive")
+        harness_modes.parse(retry_harness)  # a typo fails here, not on a worker
         self._tables = list(dict.fromkeys(tables))
         self._sink = {  # BoundedWriteToBigTable's arguments but the table
             "project_id": project,
@@ -472,6 +531,8 @@ class WriteRows(beam.PTransform):
             "flush_count": flush_count,
             "max_row_bytes": max_row_bytes,
             "timeout_s": timeout_s,
+            "flow_control": flow_control,
+            "retry_harness": retry_harness,
         }
 
     def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:

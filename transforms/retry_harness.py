@@ -1,9 +1,10 @@
 """Test hook: replay every bundle's writes as a runner retrying the bundle would.
 
 Dataflow re-runs a failed bundle whole, and what the failed attempt had already written stays.
-The DirectRunner never retries, so tests set ``BTTS_TEST_RETRY_WRITES`` and the write DoFns
-(:mod:`transforms.bigtable_write`, :mod:`transforms.aggregate_write`) hold each bundle's rows and
-send them at ``finish_bundle`` as the attempts below. Unset (production), nothing changes.
+The DirectRunner never retries, so tests build the write transforms with ``retry_harness=MODE``
+(:class:`transforms.bigtable_write.WriteRows`, :class:`transforms.aggregate_write.
+WriteAggregates`): their DoFns hold each bundle's rows and send them at ``finish_bundle`` as the
+attempts below. Production code never sets it.
 
 * ``twice``: the bundle is written whole, then written whole again (a retry after a failure
   that came after the writes).
@@ -14,20 +15,18 @@ Pure: no Beam, no client.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
-ENV = "BTTS_TEST_RETRY_WRITES"
 MODES = ("twice", "half")
 
 
-def mode() -> str | None:
-    """The harness mode from the environment; None when off. A typo fails loudly."""
-    value = os.environ.get(ENV, "").strip().lower()
+def parse(value: str | None) -> str | None:
+    """A harness mode from text (any case); None when empty. A typo fails loudly."""
+    value = (value or "").strip().lower()
     if not value:
         return None
     if value not in MODES:
-        raise ValueError(f"{ENV}={value!r}: expected one of {', '.join(MODES)} (or unset)")
+        raise ValueError(f"retry harness {value!r}: expected one of {', '.join(MODES)} (or none)")
     return value
 
 
