@@ -153,3 +153,14 @@ def test_logging_flags_work_wherever_they_stand(flag):
     )
     args = cli.parser().parse_args(["tables", "list", flag])
     assert args.quiet is (flag != "-v") and args.verbose is (flag == "-v")
+
+
+def test_tables_show_of_a_schema_file_points_at_no_empty_section(capsys):
+    schema = os.path.join(
+        os.path.dirname(__file__), "..", "docs", "schemas", "tb-col-door-sensors.yaml"
+    )
+    assert cli.main(["tables", "show", "--schema", schema]) == 0
+    out = capsys.readouterr().out
+    assert out and "§)" not in out
+    assert cli.main(["tables", "show", "--table", "METRIC"]) == 0
+    assert "(docs/patterns.md §5.2)" in capsys.readouterr().out
