@@ -435,10 +435,14 @@ def _build(args: argparse.Namespace) -> int:
         return 0
     missing = [v for v in ("PROJECT", "REGION", "BUCKET") if not os.environ.get(v)]
     if missing:
-        print(f"btts templates: set {', '.join(missing)} to run the commands", file=sys.stderr)
+        print(
+            f"btts templates: error: set {', '.join(missing)} to run the commands", file=sys.stderr
+        )
         return 2
     if not shutil.which("gcloud"):
-        print("btts templates: gcloud not found; run without --run to print", file=sys.stderr)
+        print(
+            "btts templates: error: gcloud not found; run without --run to print", file=sys.stderr
+        )
         return 2
     for line in lines:
         print(f"+ {line}", flush=True)
