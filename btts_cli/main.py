@@ -19,6 +19,11 @@ from btts_cli import serve_command, templates
 from btts_cli.cliparse import Commands, Parser
 from pipelines import job_modules
 
+__all__ = [
+    "COMMAND_GROUPS", "OWN_LOGGERS", "check_emulator", "main", "parser", "reaches_bigtable",
+    "use_started_emulator", "user_errors",
+]  # fmt: skip
+
 
 def _target_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -260,7 +265,9 @@ def _add_demo(sub: Commands) -> None:
     demo.rest = lambda _, args: {"func": _demo, "args": args}  # --help too: the demo's flags
 
 
-# One function per command group, in --help order: a new group is one more entry.
+# One function per command group, in --help order: a new group is one more entry. Each gets
+# the subparsers (cliparse.Commands), adds its commands with `add_parser` and sets each one's
+# `func` (args -> exit status) with `set_defaults`; a user error it raises as ConfigError.
 COMMAND_GROUPS = [
     _add_tables,
     _add_emulator,
