@@ -357,16 +357,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # Job flags with which a job reads no table (a check, a translation for Dataflow, its help).
-NO_TABLES = ("--validate_only", "--dry_run", "--dry_run=True", "--dry_run=true", "-h", "--help")
+NO_TABLES = ("--validate_only", "--dry_run", "--dry_run=True", "--dry_run=true")
 
 
 def reaches_bigtable(args: argparse.Namespace) -> bool:
     """Whether the command reads or writes tables (so an emulator that is not there deserves
     a quick clear error rather than a minute of retries)."""
+    passed = getattr(args, "args", None) or []  # a job's flags, or `query --schema`'s
+    if "-h" in passed or "--help" in passed:
+        return False
     if args.command in ("query", "tenant"):
         return True
     if args.command in ("ingest", "nightly"):
-        return not any(a in NO_TABLES for a in args.args)
+        return not any(a in NO_TABLES for a in passed)
     actions = {"tables": ("create", "list"), "advise": ("table",)}.get(args.command, ())
     return (getattr(args, "action", None) or getattr(args, "advise_action", None)) in actions
 
