@@ -296,7 +296,7 @@ def test_btts_ingest_job_is_unchanged_and_schema_means_the_generic_job():
         "ingest", "battery", "--input=x",
     ]  # fmt: skip
     assert _schema_query_args(["query", "--schema", "f"]) == ["--schema", "f"]
-    when = ["--start", "1", "--end", "2"]
+    when = ["--start", "2015-03-16T00:00:00Z", "--end", "2015-03-17T00:00:00Z"]
     assert _schema_query_args(["query", "metrics", "--host", "h", *when]) is None
 
 
