@@ -40,6 +40,7 @@ from btts import admin, emulator, render, sample_checks, samples
 from btts import query_engine as q
 from btts.samples import Sizes
 from btts_cli import query_command
+from btts_cli.cliparse import Parser
 from pipelines import common
 from transforms import key_ranges
 
@@ -84,7 +85,7 @@ SIZE_FLAGS = {
 
 def _options(argv: Sequence[str] | None) -> argparse.Namespace:
     defaults = Sizes()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="btts demo",
         description=__doc__.split("\n\n")[0],
         epilog="Sizes default to the issue's minimums; the demo's phases are timed.",

@@ -7,6 +7,7 @@ import importlib
 import json
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,7 +16,13 @@ from btts import __version__, admin, emulator
 from btts.advisor import cli as advisor_cli
 from btts_cli import query_command as query_cli
 from btts_cli import serve_command, templates
+from btts_cli.cliparse import Commands, Parser
 from pipelines import job_modules
+
+__all__ = [
+    "COMMAND_GROUPS", "OWN_LOGGERS", "check_emulator", "main", "parser", "reaches_bigtable",
+    "use_started_emulator", "user_errors",
+]  # fmt: skip
 
 
 def _target_args(parser: argparse.ArgumentParser) -> None:
@@ -98,67 +105,57 @@ def _emulator_stop(args: argparse.Namespace) -> int:
 
 
 def _run_job(args: argparse.Namespace) -> int:
-    """``btts ingest|check JOB …`` and ``btts nightly …``: the job module's ``run``."""
-    importlib.import_module(f"pipelines.{args.job}").run(_instance_flag(args.args))
+    """``btts ingest|check JOB …`` and ``btts nightly …``: the job module's ``run``; ``check``
+    is ``ingest`` with ``--validate_only``."""
+    argv = _instance_flag(args.args)
+    if args.command == "check":
+        argv.append("--validate_only")
+    importlib.import_module(f"pipelines.{args.job}").run(argv)
     return 0
 
 
 def _instance_flag(argv: Sequence[str]) -> list[str]:
     """The CLI's ``--instance X``/``--project X`` → the pipelines' ``--bigtable_instance=X`` and
-    ``--bigtable_project=X``, so every command takes the same spelling."""
+    ``--bigtable_project=X``, so every command takes the same spelling. ``--project`` also
+    stays: on Dataflow it is the job's project (as with ``python -m pipelines.JOB``)."""
     names = {"--instance": "--bigtable_instance", "--project": "--bigtable_project"}
     out, rest = [], list(argv)
     while rest:
         arg = rest.pop(0)
         flag, eq, value = arg.partition("=")
         if flag in names and (eq or rest):
-            out.append(f"{names[flag]}={value if eq else rest.pop(0)}")
+            value = value if eq else rest.pop(0)
+            out.append(f"{names[flag]}={value}")
+            if flag == "--project":
+                out.append(f"--project={value}")
         else:
             out.append(arg)
     return out
 
 
-# Commands whose every argument goes to a job untouched (argparse's REMAINDER cannot take a
-# leading --flag when it is the subcommand's only positional).
-PASSTHROUGH = ("nightly", "demo")
+def _is_schema(arg: str) -> bool:
+    return arg.split("=", 1)[0] == "--schema"
 
 
-def _command_index(argv: Sequence[str]) -> int:
-    """Where the command is: the first argument that is no flag (-1: none)."""
-    return next((index for index, token in enumerate(argv) if not token.startswith("-")), -1)
+def _job_args(parser: argparse.ArgumentParser, args: list[str]) -> dict | None:
+    """``btts ingest|check JOB FLAGS…``, or ``--schema FILE FLAGS…`` (the generic job): every
+    flag goes to the job, ``--help`` too. None: the command's own ``--help`` (or a bad JOB)."""
+    jobs = sorted(job_modules())
+    if args[:1] and args[0] in jobs:
+        return {"func": _run_job, "job": args[0], "args": args[1:]}
+    if any(_is_schema(a) for a in args):
+        return {"func": _run_job, "job": "generic", "args": args}
+    if not args or (args[0].startswith("-") and args[0] not in ("-h", "--help")):
+        parser.error(f"name a job ({', '.join(jobs)}) or pass --schema FILE for your own data")
+    return None
 
 
-def _schema_follows(argv: list[str], at: int, command: str) -> bool:
-    """Whether ``argv[at]`` is ``command`` and ``--schema`` comes right after it."""
-    pair = argv[at : at + 2] if at >= 0 else []
-    return len(pair) == 2 and pair[0] == command and pair[1].split("=", 1)[0] == "--schema"
-
-
-def _schema_ingest(argv: list[str]) -> list[str]:
-    """``btts ingest --schema FILE ...`` is the generic job: ``btts ingest generic --schema …``
-    (``btts ingest JOB ...`` is unchanged); ``btts check …`` is ``btts ingest … --validate_only``
-    (``--help`` stays last, so it shows the job's flags)."""
-    at = _command_index(argv)
-    if argv[at : at + 1] == ["check"] and at + 1 < len(argv):
-        helps = [a for a in argv[at + 1 :] if a in ("-h", "--help")]
-        rest = [a for a in argv[at + 1 :] if a not in ("-h", "--help")]
-        argv = [*argv[:at], "ingest", *rest, "--validate_only", *helps]
-    if _schema_follows(argv, at, "ingest"):
-        return [*argv[: at + 1], "generic", *argv[at + 1 :]]
-    return argv
-
-
-def _schema_query_argv(argv: list[str]) -> list[str] | None:
-    """The arguments of ``btts query --schema FILE ...``, or None for any other command."""
-    at = _command_index(argv)
-    return argv[at + 1 :] if _schema_follows(argv, at, "query") else None
-
-
-def _split_passthrough(argv: list[str]) -> tuple[list[str], list[str] | None]:
-    at = _command_index(argv)
-    if at >= 0 and argv[at] in PASSTHROUGH:
-        return argv[: at + 1], argv[at + 1 :]
-    return argv, None
+def _schema_query(parser: argparse.ArgumentParser, args: list[str]) -> dict | None:
+    """``btts query --schema FILE …`` (a query the file declares, or a read of one of its
+    tables); None: one of the documented queries."""
+    if args[:1] and _is_schema(args[0]):
+        return {"func": lambda a: query_cli.run_schema(a.args, _target_args), "args": args}
+    return None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -168,7 +165,7 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_tables(sub: argparse._SubParsersAction) -> None:
+def _add_tables(sub: Commands) -> None:
     tables = sub.add_parser("tables", help="create, list or show the declared tables")
     tsub = tables.add_subparsers(dest="action", metavar="ACTION", required=True)
     create = tsub.add_parser(
@@ -197,7 +194,7 @@ def _add_tables(sub: argparse._SubParsersAction) -> None:
     show.set_defaults(func=_tables_show)
 
 
-def _add_emulator(sub: argparse._SubParsersAction) -> None:
+def _add_emulator(sub: Commands) -> None:
     emu = sub.add_parser("emulator", help="start or stop a local Bigtable emulator")
     esub = emu.add_subparsers(dest="action", metavar="ACTION", required=True)
     start = esub.add_parser(
@@ -213,7 +210,7 @@ def _add_emulator(sub: argparse._SubParsersAction) -> None:
     stop.set_defaults(func=_emulator_stop)
 
 
-def _add_ingest(sub: argparse._SubParsersAction) -> None:
+def _add_ingest(sub: Commands) -> None:
     ingest = sub.add_parser(
         "ingest",
         help="run an ingest pipeline (flags after the job name go to the pipeline)",
@@ -233,10 +230,10 @@ def _add_ingest(sub: argparse._SubParsersAction) -> None:
     for command in (ingest, check):
         command.add_argument("job", choices=sorted(job_modules()), help="which dataset")
         command.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
-        command.set_defaults(func=_run_job)
+        command.rest = _job_args
 
 
-def _add_nightly(sub: argparse._SubParsersAction) -> None:
+def _add_nightly(sub: Commands) -> None:
     nightly = sub.add_parser(
         "nightly",
         add_help=False,  # --help goes to the job, which lists its own flags
@@ -246,15 +243,16 @@ def _add_nightly(sub: argparse._SubParsersAction) -> None:
         "is passed to it.",
     )
     nightly.add_argument("args", nargs=argparse.REMAINDER, help="the job's own flags")
-    nightly.set_defaults(func=_run_job, job="nightly")
+    nightly.rest = lambda _, args: {"func": _run_job, "job": "nightly", "args": args}
 
 
-def _add_query(sub: argparse._SubParsersAction) -> None:
+def _add_query(sub: Commands) -> None:
     query_cli.add_query_commands(sub, _target_args)
+    sub.choices["query"].rest = _schema_query
     query_cli.add_tenant_commands(sub, _target_args)
 
 
-def _add_demo(sub: argparse._SubParsersAction) -> None:
+def _add_demo(sub: Commands) -> None:
     demo = sub.add_parser(
         "demo",
         help="the main job: emulator, sample data for every dataset, every pipeline, the "
@@ -264,10 +262,12 @@ def _add_demo(sub: argparse._SubParsersAction) -> None:
         "summary, and stop the emulator. Flags: `btts demo --help`.",
     )
     demo.add_argument("args", nargs=argparse.REMAINDER, help="flags for the demo job")
-    demo.set_defaults(func=_demo)
+    demo.rest = lambda _, args: {"func": _demo, "args": args}  # --help too: the demo's flags
 
 
-# One function per command group, in --help order: a new group is one more entry.
+# One function per command group, in --help order: a new group is one more entry. Each gets
+# the subparsers (cliparse.Commands), adds its commands with `add_parser` and sets each one's
+# `func` (args -> exit status) with `set_defaults`; a user error it raises as ConfigError.
 COMMAND_GROUPS = [
     _add_tables,
     _add_emulator,
@@ -281,8 +281,10 @@ COMMAND_GROUPS = [
 ]
 
 
-def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+def parser() -> Parser:
+    """The whole ``btts`` command line; every command's parser is a :class:`Parser`."""
+    top = Parser(
+        top=True,
         prog="btts",
         description="Land time-series events in Cloud Bigtable with the schema patterns of "
         "Google's time-series guidance: create the tables, run the ingest pipelines, query "
@@ -342,16 +344,6 @@ def use_started_emulator(args: argparse.Namespace, state_file: Path | None = Non
     return state["endpoint"]
 
 
-LOGGING_FLAGS = {"-q": "--quiet", "--quiet": "--quiet", "-v": "--verbose", "--verbose": "--verbose"}
-
-
-def _hoist_logging_flags(argv: list[str]) -> list[str]:
-    """``-q``/``-v`` wherever they stand, after a job's flags too: they are btts's own (no job
-    takes them), so they must not reach Beam, which would drop them silently."""
-    found = sorted({LOGGING_FLAGS[a] for a in argv if a in LOGGING_FLAGS})
-    return [*found, *(a for a in argv if a not in LOGGING_FLAGS)]
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``btts`` command; a reader that closes the pipe (``btts query … | head``) ends it
     quietly, as any Unix filter."""
@@ -364,26 +356,64 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
 
+# Job flags with which a job reads no table (a check, a translation for Dataflow, its help).
+NO_TABLES = ("--validate_only", "--dry_run", "--dry_run=True", "--dry_run=true")
+
+
+def reaches_bigtable(args: argparse.Namespace) -> bool:
+    """Whether the command reads or writes tables (so an emulator that is not there deserves
+    a quick clear error rather than a minute of retries)."""
+    passed = getattr(args, "args", None) or []  # a job's flags, or `query --schema`'s
+    if "-h" in passed or "--help" in passed:
+        return False
+    if args.command in ("query", "tenant"):
+        return True
+    if args.command in ("ingest", "nightly"):
+        return not any(a in NO_TABLES for a in passed)
+    actions = {"tables": ("create", "list"), "advise": ("table",)}.get(args.command, ())
+    return (getattr(args, "action", None) or getattr(args, "advise_action", None)) in actions
+
+
+def check_emulator(timeout: float = 2.0) -> None:
+    """An EmulatorError when ``BIGTABLE_EMULATOR_HOST`` names an endpoint nothing listens on."""
+    endpoint = os.environ.get(emulator.ENV_HOST)
+    if not endpoint:
+        return
+    host, _, port = endpoint.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout).close()
+    except (OSError, ValueError):
+        raise emulator.EmulatorError(
+            f"no Bigtable emulator answers at {endpoint} ({emulator.ENV_HOST}): start one "
+            f"(`btts emulator start`), or unset {emulator.ENV_HOST} and pass --project and "
+            "--instance for Cloud Bigtable"
+        ) from None
+
+
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Errors a user can fix (no instance, a bad value, no credentials or permission, an
+    emulator that is gone): one line and exit status 2, not a traceback (``-v`` shows it)."""
+    from google.api_core import exceptions as api_errors
+    from google.auth import exceptions as auth_errors
+
+    return (
+        admin.ConfigError, emulator.EmulatorError, auth_errors.GoogleAuthError,
+        api_errors.GoogleAPIError,
+    )  # fmt: skip
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
-    argv = _hoist_logging_flags(list(sys.argv[1:] if argv is None else argv))
-    argv = _schema_ingest(argv)
-    head, passthrough = _split_passthrough(argv)
-    schema_query_argv = _schema_query_argv(head)
-    if schema_query_argv is not None:  # `btts query --schema FILE ...`: no QUERY subcommand
-        args = argparse.Namespace(
-            command="query", verbose="--verbose" in head, quiet="--quiet" in head,
-            args=schema_query_argv, func=lambda a: query_cli.run_schema(a.args, _target_args),
-        )  # fmt: skip
-    else:
-        args = parser().parse_args(head)
-    if passthrough is not None:
-        args.args = passthrough
+    args = parser().parse_args(list(sys.argv[1:] if argv is None else argv))
     _configure_logging(args.verbose, args.quiet)
     if args.command not in ("emulator", "demo"):
         use_started_emulator(args)
     try:
+        if reaches_bigtable(args):
+            check_emulator()
         return args.func(args)
-    except (admin.ConfigError, emulator.EmulatorError) as err:
+    except user_errors() as err:
+        if args.verbose:
+            raise
         print(f"btts: error: {err}", file=sys.stderr)
         return 2
 

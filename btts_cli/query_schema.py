@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from btts import admin, render
 from btts import query_engine as q
+from btts_cli.cliparse import Parser
 from btts_cli.query_output import (
     add_common,
     add_output,
@@ -37,7 +38,7 @@ def declared_name(argv: list[str]) -> str | None:
 
 def _declared_parser(schema, spec, target_args: Callable) -> argparse.ArgumentParser:
     """The flags of one declared query (its NAME is taken off the arguments before parsing)."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=f"btts query --schema FILE {spec.name}",
         description=spec.doc or f"the query {spec.name} of {schema.dataset} ({spec.table})",
     )
@@ -99,7 +100,7 @@ def _table_parser(target_args: Callable, schema=None) -> argparse.ArgumentParser
         "reversed-time key). The rows are decoded into records as a declared query's are "
         "(--raw: the cells as stored)."
     )
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="btts query --schema FILE",
         description=textwrap.fill(about, 88),
         epilog=declared_help(schema) if schema is not None else None,

@@ -33,21 +33,32 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
 from btts import __version__
+from btts_cli.template_params import Flag, parameter, required_on_dataflow
 
 if TYPE_CHECKING:  # Beam is imported only by the pipelines themselves
     from apache_beam.options.pipeline_options import PipelineOptions
+
+__all__ = [
+    "IMAGE_ENV", "LAUNCHER_IMAGE", "PIPELINE_ENV", "WHEEL_PACKAGES", "add_actions", "beam_version",
+    "commands", "declared_options", "dockerfile", "drift", "flags", "launch", "main", "metadata",
+    "mismatches", "pipeline_flags", "pipeline_module", "pipeline_names", "register", "rendered",
+    "template_argv", "write",
+]  # fmt: skip
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = "nightly"
 
 SDK_IMAGE = "apache/beam_python3.11_sdk"
-LAUNCHER_IMAGE = "gcr.io/dataflow-templates-base/python311-template-launcher-base:latest"
+# The launcher image at a dated release tag, not :latest, so a rebuild gets the same launcher
+# (tags: cloud.google.com/dataflow/docs/reference/flex-templates-base-images). Move it forward
+# on purpose, then `make templates`.
+LAUNCHER_TAG = "flex_templates_base_image_release_20240628_RC00"
+LAUNCHER_IMAGE = f"gcr.io/dataflow-templates-base/python311-template-launcher-base:{LAUNCHER_TAG}"
 LAUNCHER_BINARY = "/opt/google/dataflow/python_template_launcher"
 ENTRY_POINT = "/template/main.py"
 IMAGE_ENV = "BTTS_SDK_CONTAINER_IMAGE"
@@ -55,59 +66,6 @@ PIPELINE_ENV = "BTTS_PIPELINE"  # which pipeline an image's entry point launches
 # What the images copy from a checkout to build the wheel (setup.py's packages and its inputs).
 WHEEL_SOURCES = ("setup.py", "pyproject.toml", "README.md")
 WHEEL_PACKAGES = ("btts", "btts_cli", "pipelines", "transforms", "protos")
-
-# Human labels for the console's launch form; a flag missing here gets one made from its name.
-LABELS = {
-    "schema": "Schema file",
-    "schema_table": "Only these tables",
-    "input": "Input files",
-    "dead_letter": "Dead-letter path prefix",
-    "create_tables": "Create missing tables",
-    "skip_preflight": "Skip the table check",
-    "input_subscription": "Pub/Sub input subscription",
-    "dead_letter_topic": "Pub/Sub dead-letter topic",
-    "allowed_lateness_minutes": "Allowed lateness (minutes)",
-    "timezone": "Time zone",
-    "balloon_pattern": "Column pattern",
-    "battery_layout": "Battery key layout",
-    "date": "Day to copy",
-    "dates": "Days to backfill",
-    "keep_days": "Days of daily tables to keep",
-    "layout": "Daily copy layout",
-    "verify": "Verify the copy",
-    "no_verify": "Skip the verification",
-}
-
-_DAY = r"[0-9]{4}(0[1-9]|1[0-2])(0[1-9]|[12][0-9]|3[01])"
-_GCS = r"gs://[^,\n\r]+"
-# Flags whose values have a fixed format: (regex, Dataflow parameter type).
-FORMATS = {
-    "input": (rf"^{_GCS}(,\s*{_GCS})*$", "TEXT"),
-    "dead_letter": (r"^gs://[^\n\r]+$", "TEXT"),
-    "input_subscription": (r"^projects/[^/\s]+/subscriptions/[^/\s]+$", "PUBSUB_SUBSCRIPTION"),
-    "dead_letter_topic": (r"^projects/[^/\s]+/topics/[^/\s]+$", "PUBSUB_TOPIC"),
-    "bigtable_project": (r"^([a-z][-a-z0-9.]*:)?[a-z][-a-z0-9]{4,28}[a-z0-9]$", "TEXT"),
-    "bigtable_instance": (r"^[a-z][-a-z0-9]{4,31}[a-z0-9]$", "TEXT"),
-    # IANA zone names: UTC, Europe/Paris, America/Argentina/Buenos_Aires, Etc/GMT+5
-    "timezone": (r"^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$", "TEXT"),
-    "date": (rf"^{_DAY}$", "TEXT"),
-    "dates": (rf"^{_DAY}\.\.{_DAY}$", "TEXT"),
-    "source_table": (r"^[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}$", "TEXT"),
-    "salt_buckets": (r"^[1-9][0-9]*$", "TEXT"),
-}
-_INTEGER = r"^[0-9]+$"
-_BOOLEAN = r"^(true|false)$"
-
-# Flags a local run may leave out (the emulator fills them in) but a Dataflow job may not.
-DATAFLOW_REQUIRED = {
-    "bigtable_instance": "Required on Dataflow (the emulator default does not apply).",
-    "schema": "Required: the schema file (gs://...) read when the job launches.",
-}
-# What the template launcher (:func:`launch`) adds to a flag's behaviour on Dataflow.
-DATAFLOW_NOTES = {
-    "dead_letter": "On Dataflow the default is <temp_location>/dead-letters/<pipeline>.",
-}
-
 
 # -- the pipelines and their flags ------------------------------------------------------------
 
@@ -152,18 +110,6 @@ def declared_options(name: str) -> tuple[str, tuple[type[PipelineOptions], ...]]
     finally:
         common.parse_args = original
     raise RuntimeError(f"pipelines.{name}.run() did not parse its options with common.parse_args")
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One command-line flag of a pipeline, as argparse declares it."""
-
-    name: str
-    help: str
-    kind: str  # "bool", "enum", "int" or "text"
-    choices: tuple[str, ...]
-    required: bool
-    store_flag: bool  # store_true/store_false: given bare, never as --flag=value
 
 
 def _help_text(action: argparse.Action) -> str:
@@ -213,50 +159,7 @@ def pipeline_flags(name: str) -> list[Flag]:
     return flags(declared_options(name)[1])
 
 
-def required_on_dataflow(flag: Flag, names: set[str]) -> bool:
-    """Whether a Dataflow launch must give the flag: argparse requires it, it has no default
-    outside the emulator, or it is the only input of a batch-only job."""
-    if flag.required or flag.name in DATAFLOW_REQUIRED:
-        return True
-    return flag.name == "input" and "input_subscription" not in names
-
-
 # -- metadata.json ----------------------------------------------------------------------------
-
-
-def parameter(flag: Flag, names: set[str]) -> dict:
-    """One template parameter: the flag's name, a label, its help, whether it is optional, and
-    the regexes and input type Dataflow validates a launch with."""
-    required = required_on_dataflow(flag, names)
-    notes = [flag.help]
-    if flag.name in DATAFLOW_REQUIRED:
-        notes.append(DATAFLOW_REQUIRED[flag.name])
-    elif required:
-        notes.append("Required: this pipeline reads files only.")
-    if flag.name in DATAFLOW_NOTES:
-        notes.append(DATAFLOW_NOTES[flag.name])
-    param = {
-        "name": flag.name,
-        "label": LABELS.get(flag.name) or flag.name.replace("_", " ").capitalize(),
-        "helpText": " ".join(n for n in notes if n),
-        "isOptional": not required,
-    }
-    if flag.kind == "bool":
-        param.update(paramType="BOOLEAN", regexes=[_BOOLEAN])
-    elif flag.kind == "enum":
-        param.update(
-            paramType="ENUM",
-            regexes=["^(" + "|".join(re.escape(c) for c in flag.choices) + ")$"],
-            enumOptions=[{"value": c, "label": c} for c in flag.choices],
-        )
-    elif flag.name in FORMATS:
-        regex, param_type = FORMATS[flag.name]
-        param.update(paramType=param_type, regexes=[regex])
-    elif flag.kind == "int":
-        param.update(paramType="TEXT", regexes=[_INTEGER])
-    else:
-        param["paramType"] = "TEXT"
-    return param
 
 
 def _summary(description: str) -> str:
@@ -532,14 +435,21 @@ def _build(args: argparse.Namespace) -> int:
         return 0
     missing = [v for v in ("PROJECT", "REGION", "BUCKET") if not os.environ.get(v)]
     if missing:
-        print(f"btts templates: set {', '.join(missing)} to run the commands", file=sys.stderr)
+        print(
+            f"btts templates: error: set {', '.join(missing)} to run the commands", file=sys.stderr
+        )
         return 2
     if not shutil.which("gcloud"):
-        print("btts templates: gcloud not found; run without --run to print", file=sys.stderr)
+        print(
+            "btts templates: error: gcloud not found; run without --run to print", file=sys.stderr
+        )
         return 2
     for line in lines:
         print(f"+ {line}", flush=True)
-        subprocess.run(["bash", "-c", line], cwd=root, check=True)
+        if subprocess.run(["bash", "-c", line], cwd=root).returncode:  # it said why on stderr
+            print("btts templates: error: the command above failed; nothing after it ran",
+                  file=sys.stderr)  # fmt: skip
+            return 1
     return 0
 
 

@@ -105,9 +105,11 @@ def test_without_emulator_or_instance_the_error_says_what_to_do():
 
 
 def test_cli_spelling_of_the_target_reaches_the_jobs():
+    """``--project`` is the Bigtable project and, on Dataflow, the job's project (issue 34)."""
     assert cli._instance_flag(["--instance", "i1", "--project=p1", "--date", "20170726"]) == [
         "--bigtable_instance=i1",
         "--bigtable_project=p1",
+        "--project=p1",
         "--date",
         "20170726",
     ]
@@ -141,11 +143,24 @@ def test_a_closed_pipe_ends_a_command_quietly():
 
 @pytest.mark.parametrize("flag", ["-q", "--quiet", "-v"])
 def test_logging_flags_work_wherever_they_stand(flag):
-    assert cli._hoist_logging_flags(["ingest", "sales", "--input=x", flag]) == [
-        "--quiet" if flag != "-v" else "--verbose",
+    job = cli.parser().parse_args(["ingest", "sales", "--input=x", flag])
+    assert (job.quiet, job.verbose, job.command, job.job, job.args) == (
+        flag != "-v",
+        flag == "-v",
         "ingest",
         "sales",
-        "--input=x",
-    ]
-    args = cli.parser().parse_args(cli._hoist_logging_flags(["tables", "list", flag]))
+        ["--input=x"],
+    )
+    args = cli.parser().parse_args(["tables", "list", flag])
     assert args.quiet is (flag != "-v") and args.verbose is (flag == "-v")
+
+
+def test_tables_show_of_a_schema_file_points_at_no_empty_section(capsys):
+    schema = os.path.join(
+        os.path.dirname(__file__), "..", "docs", "schemas", "tb-col-door-sensors.yaml"
+    )
+    assert cli.main(["tables", "show", "--schema", schema]) == 0
+    out = capsys.readouterr().out
+    assert out and "§)" not in out
+    assert cli.main(["tables", "show", "--table", "METRIC"]) == 0
+    assert "(docs/patterns.md §5.2)" in capsys.readouterr().out

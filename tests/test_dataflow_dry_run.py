@@ -81,3 +81,22 @@ def test_the_template_entry_points_translate_with_the_launchers_arguments(job, t
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"{job}: dry run: the " in done.stdout
     assert "translated for DataflowRunner" in done.stdout
+
+
+@pytest.mark.parametrize("job", ["sales", "--schema"])
+def test_btts_ingest_reaches_dataflow_with_the_same_flags(job, tmp_path):
+    """``btts ingest`` (a built-in job, or ``--schema FILE``) takes the flags ``python -m
+    pipelines.JOB`` takes: ``--project`` is the Bigtable project and the Dataflow job's."""
+    btts_flags = [
+        "--runner=DataflowRunner", "--project", "test-project", "--region=europe-west1",
+        "--temp_location=gs://test-bucket/tmp", "--dry_run=True", "--instance", "test-instance",
+    ]  # fmt: skip
+    what = ["sales"] if job == "sales" else [f"--schema={SCHEMA}"]
+    done = _run(["-m", "btts_cli.main", "ingest", *what, "--input={input}", *btts_flags], tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    name = "sales" if job == "sales" else "generic"
+    assert (
+        f"{name}: dry run: the batch job translated for DataflowRunner (project test-project"
+        in done.stdout
+    )
+    assert "Nothing was launched or written." in done.stdout

@@ -275,16 +275,29 @@ def test_a_missing_table_is_reported_with_the_schema_create_command(target, tmp_
     assert f"btts tables create --schema {IOT}" in str(stop.value)
 
 
+def _job_line(argv: list[str]) -> list[str]:
+    """The command, the job and the job's flags that a ``btts`` command line runs."""
+    args = cli.parser().parse_args(argv)
+    return [args.command, args.job, *args.args]
+
+
+def _schema_query_args(argv: list[str]) -> list[str] | None:
+    """The arguments of the ``btts query --schema FILE …`` form, or None for another query."""
+    args = cli.parser().parse_args(argv)
+    return getattr(args, "args", None)
+
+
 def test_btts_ingest_job_is_unchanged_and_schema_means_the_generic_job():
-    assert cli._schema_ingest(["ingest", "--schema", "f.yaml", "--input=x"]) == [
+    assert _job_line(["ingest", "--schema", "f.yaml", "--input=x"]) == [
         "ingest", "generic", "--schema", "f.yaml", "--input=x",
     ]  # fmt: skip
-    assert cli._schema_ingest(["-q", "ingest", "--schema=f.yaml"])[2] == "generic"
-    assert cli._schema_ingest(["ingest", "battery", "--input=x"]) == [
+    assert _job_line(["-q", "ingest", "--schema=f.yaml"])[1] == "generic"
+    assert _job_line(["ingest", "battery", "--input=x"]) == [
         "ingest", "battery", "--input=x",
     ]  # fmt: skip
-    assert cli._schema_query_argv(["query", "--schema", "f"]) == ["--schema", "f"]
-    assert cli._schema_query_argv(["query", "metrics", "--host", "h"]) is None
+    assert _schema_query_args(["query", "--schema", "f"]) == ["--schema", "f"]
+    when = ["--start", "2015-03-16T00:00:00Z", "--end", "2015-03-17T00:00:00Z"]
+    assert _schema_query_args(["query", "metrics", "--host", "h", *when]) is None
 
 
 def test_every_documented_schema_file_loads_and_passes_the_advisor():

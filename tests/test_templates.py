@@ -342,6 +342,22 @@ def test_dockerfile_builds_on_the_pinned_beam_sdk_image(name):
             assert (REPO / source).exists(), source
 
 
+@pytest.mark.parametrize("name", PIPELINES)
+def test_every_image_a_dockerfile_names_is_pinned(name):
+    """A rebuild gets the same images: a dated tag or a digest, never ``:latest`` or no tag."""
+    steps = _instructions((REPO / "templates" / name / "Dockerfile").read_text(encoding="utf-8"))
+    images = [arg.split()[0] for op, arg in steps if op == "FROM"]
+    froms = [arg.split()[0] for op, arg in steps if op == "COPY" and arg.startswith("--from=")]
+    images += [f[len("--from=") :] for f in froms]
+    images = [i for i in images if "/" in i]  # not a stage of this Dockerfile (`wheel`)
+    assert any("template-launcher-base" in i for i in images), images
+    for image in images:
+        repository, _, tag = image.partition("@")[0].rpartition(":")
+        assert repository and tag and tag != "latest", image
+        if "template-launcher-base" in image:
+            assert "@sha256:" in image or re.search(r"20[0-9]{6}", tag), image
+
+
 def test_cloud_build_config_builds_a_template_dockerfile_with_its_own_name():
     text = (REPO / "templates" / "cloudbuild.yaml").read_text(encoding="utf-8")
     assert "--file=templates/${_TEMPLATE}/Dockerfile" in text
