@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from transforms import key_ranges, schema_file
+from transforms import schema_file, table_model
 from transforms.schema_file import Schema, TableSpec
 
 NUMERIC = ("number", "integer")
-TIME_KINDS = key_ranges.TIME_KINDS
 
 
 @dataclass(frozen=True)
@@ -68,7 +67,7 @@ def tag_fields(table: TableSpec) -> tuple[str, ...]:
         s.field
         for s in table.decl.key.segments
         if s.field
-        and s.kind not in TIME_KINDS
+        and s.kind not in table_model.TIME_KINDS
         and s.kind not in ("const", "salt")
         and s.field != per
     )
@@ -76,7 +75,7 @@ def tag_fields(table: TableSpec) -> tuple[str, ...]:
 
 def has_time(table: TableSpec) -> bool:
     """Does the key hold the event time (so a time range is a key range)?"""
-    return any(s.kind in TIME_KINDS for s in table.decl.key.segments)
+    return any(s.kind in table_model.TIME_KINDS for s in table.decl.key.segments)
 
 
 def tenant_keyed(table: TableSpec) -> bool:
