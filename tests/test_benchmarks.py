@@ -3,6 +3,7 @@ real jobs land (no timings are asserted anywhere; the benchmark prints, the note
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -122,3 +123,40 @@ def test_soak_verdict_never_says_lost_and_all_accounted_for_at_once():
     for seen in (True, False):  # a timed-out drain, or a poll that over-counted
         lost = accounting({**base, "accounted_for": seen, "lost": 3, "dead_letters_missing": 1})
         assert lost.startswith("NOT all events accounted for: 3 good events without a row")
+
+
+def test_a_step_is_sustained_only_when_its_backlog_stays_within_the_tolerance():
+    from benchmarks.soak import step_verdict
+
+    start = {"t_s": 10.0, "published": 1_000, "landed_rows": 900, "backlog": 100}
+    kept_up = {"t_s": 20.0, "published": 11_000, "landed_rows": 9_900, "backlog": 1_100}
+    verdict = step_verdict(start, kept_up, tolerance_s=0.1)  # 1,000/s offered: 100 allowed
+    assert verdict["offered_per_s"] == 1_000.0
+    assert verdict["landed_per_s"] == 900.0  # what landed, not what was published
+    assert not verdict["sustained"]  # the backlog grew by 1,000 events
+    assert step_verdict(start, kept_up, tolerance_s=1.0)["sustained"]
+
+
+def test_soak_ceiling_steps_the_rate_and_checks_every_event_and_rollup(tmp_path):
+    """The ceiling mode at a CI size: two short steps, then the full check (no event lost or
+    duplicated, every dead letter received, every host-hour's exact rollup equal to the
+    publisher's own totals). No rate is asserted: a shared machine decides those."""
+    from benchmarks import soak
+
+    output = tmp_path / "ceiling.json"
+    argv = ["--ceiling", "--rate=300", "--step_factor=3", "--max_rate=1000"]
+    argv += ["--step_seconds=3", "--warmup_seconds=2", "--report_every=1.5", "--hosts=10"]
+    soak.main([*argv, f"--output={output}"])
+    report = json.loads(output.read_text())
+    summary = report["summary"]
+    assert [round(s["rate"]) for s in report["steps"]] in ([300], [300, 900])
+    assert all(s["landed_per_s"] > 0 for s in report["steps"])
+    assert summary["published_good"] > 0 and summary["published_bad"] > 0
+    assert summary["lost"] == 0 and summary["duplicates"] == 0
+    assert summary["dead_letters_missing"] == 0 and summary["publish_errors"] == 0
+    assert summary["rollup_checked"] and summary["rollup_rows_expected"] in (
+        10,
+        20,
+    )  # an hour or two
+    assert summary["rollup_mismatches"] == 0 and summary["rollup_unexpected_rows"] == 0
+    assert summary["accounted_for"] and summary["job_cancelled"]
