@@ -3,9 +3,10 @@
     python -m benchmarks.soak_probes table    # Bigtable emulator: write rate vs rows in the table
     python -m benchmarks.soak_probes pubsub   # Pub/Sub emulator: pull rate vs backlog, no job
 
-``table`` writes new METRIC-shaped rows (one row per event, four cells) with the raw data client
-in chunks and prints rows/s per chunk against the rows already stored: once into a family with
-a GC rule (``max_versions: 1``, as METRIC declares) and once into one without. ``pubsub``
+``table`` writes METRIC-shaped rows (four cells an event) with the raw data client in chunks
+and prints rows/s per chunk against the rows already written: a new row per event into a family
+with a GC rule (``max_versions: 1``, as METRIC declares), the same into one without, and a new
+version of one of 50 rows per event (CURRENT_METRIC, ``max_versions: 1``). ``pubsub``
 publishes a backlog of messages (100 events each) with no job reading, then drains it with a
 trivial subscriber pulling the way the DirectRunner does (synchronous pulls of 10 messages,
 acknowledged at once) and prints messages/s per chunk against the backlog left.
@@ -28,27 +29,39 @@ from transforms import schema_file
 PROJECT = "test-project"
 
 
-def table_growth(rows: int, chunk: int) -> list[dict]:
+def table_growth(rows: int, chunk: int, only: Sequence[str] = ()) -> list[dict]:
     """Rows/s of each ``chunk`` of new rows, by rows already in the table, with and without a
     GC rule on the written family."""
     decls = schema_file.builtin("server_metrics").decls()
     out = []
     with Emulator():
         target = admin.Target(PROJECT, f"probe{uuid.uuid4().hex[:8]}")
-        admin.preflight(target, [decls["METRIC"]], create=True)  # family METRIC: max_versions 1
+        # family METRIC: max_versions 1 in both
+        admin.preflight(target, [decls["METRIC"], decls["CURRENT_METRIC"]], create=True)
         from google.cloud.bigtable import Client
 
         instance = Client(project=PROJECT, admin=True).instance(target.instance)
         instance.table("NOGC").create(column_families={"METRIC": None})  # the same, no GC rule
         with BigtableDataClient(project=PROJECT) as client:
-            for table_id, gc in (("METRIC", True), ("NOGC", False)):
+            for table_id, gc in (("METRIC", True), ("NOGC", False), ("CURRENT_METRIC", True)):
+                if only and table_id not in only:
+                    continue
                 family = "METRIC"
+                if table_id == "CURRENT_METRIC":  # 50 rows, a new version of each per event
+
+                    def key(i: int) -> bytes:
+                        return f"host{i % 50:02d}".encode()
+                else:  # a new row per event
+
+                    def key(i: int) -> bytes:
+                        return f"host{i % 50:02d}#{i:013d}".encode()
+
                 table = client.get_table(target.instance, table_id)
                 written = 0
                 while written < rows:
                     entries = [
                         RowMutationEntry(
-                            f"host{i % 50:02d}#{i:013d}".encode(),
+                            key(i),
                             [
                                 SetCell(family, f"M{m}".encode(), b"1.25", i * 1000)
                                 for m in range(4)
@@ -176,11 +189,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("probe", choices=("table", "pubsub", "job"))
     parser.add_argument("--job_flag", action="append", default=[], help="job: an extra job flag")
     parser.add_argument("--rows", type=int, default=400_000, help="table: rows written per table")
+    parser.add_argument("--tables", help="table: METRIC,NOGC,CURRENT_METRIC (default all)")
     parser.add_argument("--chunk", type=int, default=50_000, help="rows or messages per figure")
     parser.add_argument("--messages", type=int, default=5_000, help="pubsub: backlog messages")
     args = parser.parse_args(argv)
     if args.probe == "table":
-        table_growth(args.rows, args.chunk)
+        table_growth(args.rows, args.chunk, args.tables.split(",") if args.tables else ())
     elif args.probe == "job":
         job_drain(args.messages, 5.0, args.job_flag)
     else:
