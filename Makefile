@@ -80,11 +80,17 @@ wheel-check: venv
 	$(BIN)/python -m pytest -q -rA tests/test_templates.py -k wheel
 
 # Soak (benchmarks/soak.py): a bounded streaming run of the server-metrics job from the Pub/Sub
-# emulator to the Bigtable emulator, reporting throughput, lag and memory every 10 s; writes
-# benchmarks/results/soak.json and fails if an event is lost or duplicated or memory grows.
-# Outside `make test` (minutes by design). `make soak SOAK_MINUTES=10 SOAK_RATE=500`.
+# emulator to the Bigtable emulator, reporting landed events/s, backlog, lag and memory every
+# 10 s; writes benchmarks/results/soak.json and fails if an event is lost or duplicated or memory
+# grows. Outside `make test` (minutes by design). `make soak SOAK_MINUTES=10 SOAK_RATE=500`.
+# soak-ceiling steps the rate up (x1.5 every SOAK_STEP_SECONDS) until the backlog grows and
+# reports the highest sustained rate, rollups checked (benchmarks/results/soak-ceiling.json).
 SOAK_MINUTES ?= 3
 SOAK_RATE ?= 200
-.PHONY: soak
+SOAK_STEP_SECONDS ?= 60
+.PHONY: soak soak-ceiling
 soak: venv
 	$(BIN)/python -m benchmarks.soak --minutes $(SOAK_MINUTES) --rate $(SOAK_RATE)
+
+soak-ceiling: venv
+	$(BIN)/python -m benchmarks.soak --ceiling --hosts 50 --step_seconds $(SOAK_STEP_SECONDS)
