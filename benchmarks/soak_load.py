@@ -5,7 +5,8 @@ interpreter lock: a publisher thread and a landed-rows counter there took about 
 process's samples (py-spy) and so slowed the job they measure. Here both are spawned processes:
 :class:`PublisherProcess` offers events at a rate the soak may change while it runs, and
 :class:`LandedCounter` counts METRIC rows with keys-only reads. They still share the machine's
-cores, not the job's lock.
+cores, not the job's lock. :func:`rollup_check` compares METRIC_HOURLY with the publisher's own
+hourly totals.
 """
 
 from __future__ import annotations
@@ -225,3 +226,34 @@ def expected_hourly(hourly: dict, hosts: Sequence[str]) -> dict:
         host, hour, i = (int(x) for x in name.split("|"))
         out.setdefault((hosts[host], hour), {})[i] = total
     return out
+
+
+def rollup_check(target, hourly: dict, hosts: int) -> dict:
+    """METRIC_HOURLY's latest exact_sum / exact_count of every host-hour and metric against the
+    publisher's totals (values are hundredths; the rollup scales by 10**6)."""
+    from btts import admin
+    from pipelines import server_metrics
+
+    names = [host_name(i) for i in range(hosts)]
+    expected = expected_hourly(hourly, names)
+    key_fn = server_metrics.JOB.rollup.key_fn
+    qualifiers = [m.upper().encode() for m in METRICS]
+    stored = {r.key: r.latest() for r in admin.read_rows(target, "METRIC_HOURLY")}
+    mismatches = 0
+    for (host, hour), totals in expected.items():
+        cells = stored.pop(key_fn(host, hour), {})
+        for i, (hundredths, count) in totals.items():
+            got_sum = cells.get(("exact_sum", qualifiers[i]))
+            got_count = cells.get(("exact_count", qualifiers[i]))
+            if (
+                got_sum is None
+                or got_count is None
+                or int.from_bytes(got_sum, "big", signed=True) != hundredths * 10**4
+                or int.from_bytes(got_count, "big") != count
+            ):
+                mismatches += 1
+    return {
+        "rollup_rows_expected": len(expected),
+        "rollup_mismatches": mismatches,
+        "rollup_unexpected_rows": len(stored),
+    }
