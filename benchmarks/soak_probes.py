@@ -6,7 +6,8 @@
 ``table`` writes METRIC-shaped rows (four cells an event) with the raw data client in chunks
 and prints rows/s per chunk against the rows already written: a new row per event into a family
 with a GC rule (``max_versions: 1``, as METRIC declares), the same into one without, and a new
-version of one of 50 rows per event (CURRENT_METRIC, ``max_versions: 1``). ``pubsub``
+version of one of 50 rows per event (CURRENT_METRIC, ``max_versions: 1``), and the same events
+with only each 1,000's newest cell per row and column written (CURRENT_METRIC_NEWEST). ``pubsub``
 publishes a backlog of messages (100 events each) with no job reading, then drains it with a
 trivial subscriber pulling the way the DirectRunner does (synchronous pulls of 10 messages,
 acknowledged at once) and prints messages/s per chunk against the backlog left.
@@ -43,9 +44,15 @@ def table_growth(rows: int, chunk: int, only: Sequence[str] = ()) -> list[dict]:
         instance = Client(project=PROJECT, admin=True).instance(target.instance)
         instance.table("NOGC").create(column_families={"METRIC": None})  # the same, no GC rule
         with BigtableDataClient(project=PROJECT) as client:
-            for table_id, gc in (("METRIC", True), ("NOGC", False), ("CURRENT_METRIC", True)):
-                if only and table_id not in only:
+            cases = ("METRIC", "NOGC", "CURRENT_METRIC", "CURRENT_METRIC_NEWEST")
+            for name in cases:
+                if only and name not in only:
                     continue
+                # CURRENT_METRIC_NEWEST: the same events, only each 1,000's newest cell per row
+                # and column written (the others are dead on arrival under max_versions 1)
+                newest = name == "CURRENT_METRIC_NEWEST"
+                table_id = "CURRENT_METRIC" if newest else name
+                gc = name != "NOGC"
                 family = "METRIC"
                 if table_id == "CURRENT_METRIC":  # 50 rows, a new version of each per event
 
@@ -69,17 +76,23 @@ def table_growth(rows: int, chunk: int, only: Sequence[str] = ()) -> list[dict]:
                         )
                         for i in range(written, written + chunk)
                     ]
+                    if newest:  # entries are in time order: the last of each key wins
+                        entries = [
+                            e
+                            for at in range(0, len(entries), 1000)
+                            for e in {e.row_key: e for e in entries[at : at + 1000]}.values()
+                        ]
                     started = time.monotonic()
                     for at in range(0, len(entries), 1000):
                         table.bulk_mutate_rows(entries[at : at + 1000])
                     seconds = time.monotonic() - started
                     out.append(
-                        {"table": table_id, "gc_rule": gc, "rows_before": written,
+                        {"table": name, "gc_rule": gc, "rows_before": written,
                          "rows_per_s": round(chunk / seconds)}
                     )  # fmt: skip
                     print(
-                        f"  {table_id} (gc rule: {gc}) rows before {written:8,}: "
-                        f"{chunk / seconds:8,.0f} rows/s",
+                        f"  {name} (gc rule: {gc}) events before {written:8,}: "
+                        f"{chunk / seconds:8,.0f} events/s",
                         flush=True,
                     )
                     written += chunk
@@ -189,7 +202,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("probe", choices=("table", "pubsub", "job"))
     parser.add_argument("--job_flag", action="append", default=[], help="job: an extra job flag")
     parser.add_argument("--rows", type=int, default=400_000, help="table: rows written per table")
-    parser.add_argument("--tables", help="table: METRIC,NOGC,CURRENT_METRIC (default all)")
+    parser.add_argument(
+        "--tables", help="table: METRIC,NOGC,CURRENT_METRIC,CURRENT_METRIC_NEWEST (default all)"
+    )
     parser.add_argument("--chunk", type=int, default=50_000, help="rows or messages per figure")
     parser.add_argument("--messages", type=int, default=5_000, help="pubsub: backlog messages")
     args = parser.parse_args(argv)
