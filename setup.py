@@ -18,7 +18,7 @@ INSTALL_REQUIRES = [
     "protobuf>=6.31.1,<7",
     # the schema advisor's heatmaps (Agg backend, no display needed)
     "matplotlib>=3.8,<4",
-    # schema files (transforms/schema_file.py); Beam installs it too, but we import it directly
+    # schema files (the transforms/schema package); Beam installs it too, but we import it directly
     "PyYAML>=6,<7",
 ]
 

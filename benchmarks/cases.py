@@ -37,11 +37,11 @@ USER_SCHEMAS = {"ticks": os.path.join(REPO, "docs", "schemas", "ts-cols-stock-ti
 
 def schema_of(dataset: str):
     """The schema file a dataset's job compiles (built-in, or a user's file)."""
-    from transforms import schema_file
+    from transforms import schema as schema_lib
 
     if dataset in USER_SCHEMAS:
-        return schema_file.load(USER_SCHEMAS[dataset])
-    return schema_file.builtin(JOBS[dataset])
+        return schema_lib.load(USER_SCHEMAS[dataset])
+    return schema_lib.builtin(JOBS[dataset])
 
 
 def _peak_rss_mb() -> float:

@@ -26,13 +26,14 @@ class ConfigError(RuntimeError):
     """A wrong or missing setting, reported before any work is done."""
 
 
-def load_schema(path: str):
-    """A user's schema file; its problems, or a file that cannot be read, as a ConfigError."""
-    from transforms import schema_file
+def load_schema(path: str, proto_modules: Sequence[str] = ()):
+    """A user's schema file; its problems, or a file that cannot be read, as a ConfigError.
+    ``proto_modules``: modules besides ``protos`` its protobuf messages may come from."""
+    from transforms import schema as schema_lib
 
     try:
-        return schema_file.load(path)
-    except schema_file.SchemaError as err:
+        return schema_lib.load(path, proto_modules)
+    except schema_lib.SchemaError as err:
         raise ConfigError(str(err)) from None
     except OSError as err:
         raise ConfigError(f"cannot read the schema {path}: {err}") from None

@@ -8,7 +8,7 @@ records by the declared field types.
           start_ms, end_ms)
 
 A query is declared in its schema file's ``queries:`` section (name, table, the key fields
-that select the rows, how a time window maps to keys: :mod:`transforms.schema_file_queries`);
+that select the rows, how a time window maps to keys: :mod:`transforms.schema.queries`);
 nothing here knows a dataset. A record speaks the schema's field names, whatever the layout
 (docs/user-guide.md, "Queries"):
 
@@ -42,7 +42,8 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 
 from btts import admin
 from btts.admin import ReadCell, ReadRow, Target
-from transforms import generic, key_ranges, salted_reads, schema_file, schema_file_queries, timefmt
+from transforms import generic, key_ranges, salted_reads, timefmt
+from transforms import schema as schema_lib
 from transforms.key_ranges import Scan
 
 UTC = timefmt.UTC
@@ -164,7 +165,7 @@ def int64(value: bytes) -> int:
     return int.from_bytes(value, "big", signed=True)
 
 
-def typed(spec: schema_file.FieldSpec | None, text: str, where: str) -> object:
+def typed(spec: schema_lib.FieldSpec | None, text: str, where: str) -> object:
     """A field's text as its declared type (what an event of that field held)."""
     kind = spec.type if spec is not None else ""
     if kind == "number":
@@ -190,7 +191,7 @@ def _loose(value: bytes) -> object:
 # -- declared queries -------------------------------------------------------------------------
 
 
-def declared(schema: schema_file.Schema, name: str) -> schema_file_queries.QuerySpec:
+def declared(schema: schema_lib.Schema, name: str) -> schema_lib.QuerySpec:
     """The query ``name`` of ``schema``; a clear error naming the declared ones otherwise."""
     for spec in schema.queries:
         if spec.name == name:
@@ -199,7 +200,7 @@ def declared(schema: schema_file.Schema, name: str) -> schema_file_queries.Query
     raise ValueError(f"schema {schema.dataset} declares no query {name!r}; declared: {known}")
 
 
-def whole_rows(table: schema_file.TableSpec, latest: bool = False) -> bool:
+def whole_rows(table: schema_lib.TableSpec, latest: bool = False) -> bool:
     """Is a row one record (a state), rather than one event per cell time? Yes for a latest
     read, for aggregates and for short-wide rows (qualifiers made of times)."""
     return (
@@ -210,8 +211,8 @@ def whole_rows(table: schema_file.TableSpec, latest: bool = False) -> bool:
 
 
 def plan_declared(
-    schema: schema_file.Schema,
-    spec: schema_file_queries.QuerySpec,
+    schema: schema_lib.Schema,
+    spec: schema_lib.QuerySpec,
     values: Mapping[str, object],
     start_ms: int | None = None,
     end_ms: int | None = None,
@@ -282,13 +283,14 @@ def _time_follows(decl, fixed: Mapping[str, object]) -> bool:
 class _Decoder:
     """How one table's cells become record fields (built once per query)."""
 
-    def __init__(self, schema: schema_file.Schema, table: schema_file.TableSpec) -> None:
+    def __init__(self, schema: schema_lib.Schema, table: schema_lib.TableSpec) -> None:
         self.fields = schema.field_by_ref()
+        self.proto_modules = schema.proto_modules  # where its protobuf messages may come from
         self.table = table
         # the fields that are the event time itself (a record has it once, as ``ts_ms``)
         self.times = {table.time or schema.time, *((table.time_else,) if table.time_else else ())}
-        self.literal: dict[bytes, schema_file.ColumnSpec] = {}
-        self.data_named: list[schema_file.ColumnSpec] = []  # qualifiers from data or time
+        self.literal: dict[bytes, schema_lib.ColumnSpec] = {}
+        self.data_named: list[schema_lib.ColumnSpec] = []  # qualifiers from data or time
         names = [s.field for s in table.decl.key.segments if s.field]
         names += ["ts_ms", *(table.rows_per.fields if table.rows_per else ())]
         for col in table.columns:
@@ -323,7 +325,7 @@ class _Decoder:
             if rule[1] not in self.times:
                 record[rule[1]] = typed(self.fields.get(rule[1]), value.decode("utf-8"), where)
         elif kind == "protobuf":
-            message = schema_file.message_class(rule[1]).FromString(value)
+            message = schema_lib.message_class(rule[1], self.proto_modules).FromString(value)
             for proto_field, field_name in rule[2]:
                 if field_name not in self.times:
                     text = str(getattr(message, proto_field))
@@ -354,7 +356,7 @@ class _Decoder:
             record[qualifier] = _loose(value)
 
 
-def _column_fields(col: schema_file.ColumnSpec) -> list[str]:
+def _column_fields(col: schema_lib.ColumnSpec) -> list[str]:
     """The record fields one column rule fills."""
     if col.add is not None:
         return [col.add if isinstance(col.add, str) else col.qualifier]
@@ -380,15 +382,15 @@ def _sorted_dicts(record: Record) -> Record:
 
 
 def decode_declared(
-    schema: schema_file.Schema,
-    spec: schema_file_queries.QuerySpec,
+    schema: schema_lib.Schema,
+    spec: schema_lib.QuerySpec,
     scans: list[list[ReadRow]],
 ) -> list[Record]:
     """The records of a declared query's rows (see the module docstring)."""
     return decode_table(schema, spec.table, scans, spec.latest)
 
 
-def entity_fields(schema: schema_file.Schema, table_name: str) -> tuple[str, ...]:
+def entity_fields(schema: schema_lib.Schema, table_name: str) -> tuple[str, ...]:
     """The fields that tell one entity's series from another's (``--plot``): the key's (no salt,
     constant or time), then text fields kept in columns (a user the key cannot hold)."""
     table = schema.table(table_name)
@@ -403,7 +405,7 @@ def entity_fields(schema: schema_file.Schema, table_name: str) -> tuple[str, ...
 
 
 def decode_table(
-    schema: schema_file.Schema,
+    schema: schema_lib.Schema,
     table_name: str,
     scans: list[list[ReadRow]],
     latest: bool = False,
@@ -460,7 +462,7 @@ def decode_table(
 
 
 def declared_query(
-    schema: schema_file.Schema,
+    schema: schema_lib.Schema,
     name: str,
     values: Mapping[str, object] | None = None,
     start_ms: int | None = None,
@@ -488,7 +490,7 @@ def declared_query(
     )
 
 
-def typed_values(schema: schema_file.Schema, table: str, given: Mapping[str, str]) -> dict:
+def typed_values(schema: schema_lib.Schema, table: str, given: Mapping[str, str]) -> dict:
     """Key values given as text (``--field device=dev-1``) typed like the event's: integers
     as int, times as epoch ms (RFC 3339 or epoch ms), the rest as text."""
     refs = schema.field_by_ref()
@@ -512,7 +514,7 @@ def typed_values(schema: schema_file.Schema, table: str, given: Mapping[str, str
 
 
 def table_query(
-    schema: schema_file.Schema,
+    schema: schema_lib.Schema,
     table: str,
     given: Mapping[str, str],
     start_ms: int | None = None,
@@ -548,7 +550,7 @@ def table_query(
 
 def builtin_query(dataset: str, name: str, *args, **kwargs) -> Query[Record]:
     """:func:`declared_query` of a built-in schema file (``transforms/declarations``)."""
-    return declared_query(schema_file.builtin(dataset), name, *args, **kwargs)
+    return declared_query(schema_lib.builtin(dataset), name, *args, **kwargs)
 
 
 def ask(target: Target, dataset: str, name: str, *args, **kwargs) -> list[Record]:
@@ -562,7 +564,7 @@ def ask(target: Target, dataset: str, name: str, *args, **kwargs) -> list[Record
 def drop_tenant(target: Target, tenant: str) -> int:
     """Offboard a tenant: drop the row range of its prefix ``TENANT#`` in DEVICE in one admin
     call (``acme`` never takes ``acme2``'s rows). Returns how many rows it held."""
-    devices = schema_file.builtin("devices")
+    devices = schema_lib.builtin("devices")
     device = devices.table("DEVICE").decl
     (scan,) = plan_declared(devices, declared(devices, "tenant_rows"), {"tenant": tenant})
     ((start, end),) = scan.ranges

@@ -9,7 +9,7 @@ import sys
 
 from btts import admin, emulator
 from btts.tsdb import answer, catalog, reads, server
-from transforms import schema_file
+from transforms import schema as schema_lib
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def load_catalog(args: argparse.Namespace, target: admin.Target | None) -> catalog.Catalog:
     schemas = (
-        [schema_file.load(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
+        [schema_lib.load(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
     )
     bare = catalog.Catalog(schemas, tenant=args.tenant)
     entries = {}
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         target = admin.resolve_target(args.project, args.instance)
     try:
         cat = load_catalog(args, target)
-    except (OSError, schema_file.SchemaError) as err:
+    except (OSError, schema_lib.SchemaError) as err:
         print(f"btts serve: error: {err}", file=sys.stderr)
         return 2
     if args.tenant and not cat.metrics:

@@ -24,10 +24,10 @@ from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
 from pipelines import common
-from transforms import schema_file
+from transforms import schema as schema_lib
 
 NAME = "battery"
-SCHEMA = schema_file.builtin(NAME)
+SCHEMA = schema_lib.builtin(NAME)
 # --battery_layout → table
 LAYOUTS = {
     "promoted": "BATTERY",

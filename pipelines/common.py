@@ -25,7 +25,8 @@ from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
-from transforms import builtin_tables, generic, schema_file, timefmt
+from transforms import builtin_tables, generic, timefmt
+from transforms import schema as schema_lib
 from transforms.bigtable_write import WriteRows
 from transforms.ingest import (
     DEAD_LETTER,
@@ -251,7 +252,7 @@ def _checked_rows(rows: Callable, check: Callable, record: dict) -> Sequence[tup
 
 
 def schema_job(
-    schema: schema_file.Schema,
+    schema: schema_lib.Schema,
     *,
     description: str,
     name: str | None = None,
@@ -282,21 +283,21 @@ def schema_job(
 
 def builtin_job(dataset: str, description: str, **kwargs) -> JobSpec:
     """The job of the built-in dataset ``dataset`` (``transforms/declarations/<dataset>.yaml``)."""
-    return schema_job(schema_file.builtin(dataset), description=description, **kwargs)
+    return schema_job(schema_lib.builtin(dataset), description=description, **kwargs)
 
 
 def input_help(name: str, argv: Sequence[str]) -> str:
     """The input section of a job's ``--help``: the fields and an example line, from the
     built-in schema of ``name``, or from the ``--schema`` file given with ``--help``."""
     if name in builtin_tables.builtin_datasets():
-        return schema_file.describe_input(schema_file.builtin(name))
+        return schema_lib.describe_input(schema_lib.builtin(name))
     path = next((a.split("=", 1)[1] for a in argv if a.startswith("--schema=")), None)
     if path is None and "--schema" in argv[:-1]:
         path = argv[list(argv).index("--schema") + 1]
     if path:
         try:
-            return schema_file.describe_input(schema_file.load(path))
-        except (OSError, schema_file.SchemaError) as err:
+            return schema_lib.describe_input(schema_lib.load(path))
+        except (OSError, schema_lib.SchemaError) as err:
             return f"Input: the fields of the --schema file ({err})"
     return "Input: the fields the --schema file declares (--help --schema FILE lists them)."
 
@@ -407,10 +408,10 @@ def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
         formats[name] = fmt
     builder = job.builder
     try:
-        schema = schema_file.with_times(
+        schema = schema_lib.with_times(
             builder.schema, formats, opts.input_timezone or "", opts.ambiguous_times or ""
         )
-    except schema_file.SchemaError as err:
+    except schema_lib.SchemaError as err:
         raise admin.ConfigError(str(err)) from None
     builder = generic.Builder(schema, builder.tables, builder.tz)
     return dataclasses.replace(job, builder=builder, csv_adapter=builder.csv_adapter)

@@ -72,9 +72,10 @@ def dump(target: admin.Target, table: str, latest_only: bool = False) -> list[tu
 @functools.cache
 def compiled(dataset: str, tables: tuple[str, ...] = (), tz: dt.tzinfo = dt.timezone.utc):
     """The compiled builder of a built-in schema file (what the dataset's job runs)."""
-    from transforms import generic, schema_file
+    from transforms import generic
+    from transforms import schema as schema_lib
 
-    return generic.Builder(schema_file.builtin(dataset), list(tables) or None, tz)
+    return generic.Builder(schema_lib.builtin(dataset), list(tables) or None, tz)
 
 
 def recipe_key(*segments: tuple[str, object]) -> str:

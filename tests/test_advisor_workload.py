@@ -10,7 +10,8 @@ import pytest
 from btts.advisor import lint, workload
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Hints, Workload, hints_for
 from tests.conftest import REPO
-from transforms import builtin_tables, schema_file
+from transforms import builtin_tables
+from transforms import schema as schema_lib
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 # One writer, a row a day, under a time-first key (a daily export's log, say).
@@ -36,8 +37,8 @@ advisor:
 """
 
 
-def _daily(rate: str) -> schema_file.Schema:
-    return schema_file.loads(DAILY_LOG.replace("RATE", rate), "daily.yaml")
+def _daily(rate: str) -> schema_lib.Schema:
+    return schema_lib.loads(DAILY_LOG.replace("RATE", rate), "daily.yaml")
 
 
 def _time_first(rate: float) -> lint.Finding:
@@ -158,8 +159,8 @@ BAD_SECTIONS = [
 @pytest.mark.parametrize(("section", "line", "message"), BAD_SECTIONS)
 def test_a_bad_advisor_section_is_reported_with_its_line(section, line, message):
     text = DAILY_LOG.replace("  events_per_second: RATE\n", f"  {section}\n")
-    with pytest.raises(schema_file.SchemaError) as err:
-        schema_file.loads(text, "bad.yaml")
+    with pytest.raises(schema_lib.SchemaError) as err:
+        schema_lib.loads(text, "bad.yaml")
     assert any(message in m for _, m in err.value.problems), err.value.problems
     assert all(at == line for at, _ in err.value.problems), err.value.problems
 
@@ -179,7 +180,7 @@ def test_a_full_section_loads_and_per_table_values_win():
       derived: [{name: TOTAL_YYYY, per_year: 1, keep: null, guard: 990, note: yearly}]
 """,
     )
-    schema = schema_file.loads(text, "ok.yaml")
+    schema = schema_lib.loads(text, "ok.yaml")
     hints = workload.hints_from_advisor(schema.advisor, "DAILY_TOTAL")
     assert hints.workload.events_per_s == 2.0
     assert hints.workload.source == "a nightly export"
@@ -191,11 +192,11 @@ def test_a_full_section_loads_and_per_table_values_win():
 
 
 def test_a_rate_reads_as_the_workload_says_it():
-    assert schema_file.advisor_rate("100000 per 5s") == 20_000
-    assert schema_file.advisor_rate("10000000 per 15m") == 10_000_000 / 900
-    assert schema_file.advisor_rate(0.5) == 0.5
+    assert schema_lib.advisor_rate("100000 per 5s") == 20_000
+    assert schema_lib.advisor_rate("10000000 per 15m") == 10_000_000 / 900
+    assert schema_lib.advisor_rate(0.5) == 0.5
     for bad in ("fast", "10 per", "per 5s", True, 0, "0 per 1s", "1 per 0s"):
-        assert schema_file.advisor_rate(bad) is None, bad
+        assert schema_lib.advisor_rate(bad) is None, bad
 
 
 def test_a_schema_without_a_section_gets_the_defaults():
@@ -212,7 +213,7 @@ def test_the_user_guide_example_section_loads():
         if block.startswith("advisor:")
     )
     declarations = (REPO / "transforms" / "declarations" / "server_metrics.yaml").read_text()
-    schema = schema_file.loads(declarations.split("\nadvisor:")[0] + "\n" + example, "guide")
+    schema = schema_lib.loads(declarations.split("\nadvisor:")[0] + "\n" + example, "guide")
     hourly = workload.hints_from_advisor(schema.advisor, "METRIC_HOURLY").workload
     assert hourly.events_per_s == 100_000 / 3600
     assert workload.hints_from_advisor(schema.advisor, "METRIC").workload.events_per_s == 20_000

@@ -20,7 +20,8 @@ from btts_cli import main as cli
 from pipelines import battery as job
 from tests.conftest import REPO
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
-from transforms import builtin_tables, key_ranges, keys, salted_reads, schema_file
+from transforms import builtin_tables, key_ranges, keys, salted_reads
+from transforms import schema as schema_lib
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.mutations import Cell, RowMutation
@@ -329,7 +330,7 @@ def test_salted_time_range_read_equals_the_promoted_layout(target, tmp_path, cap
     start, end = base + 100_000, base + 400_000
 
     # the engine's plan of the declared salted read: one scan per bucket, merged by time
-    schema = schema_file.builtin("battery")
+    schema = schema_lib.builtin("battery")
     scans = q.plan_declared(schema, q.declared(schema, "battery_levels"), {}, start, end)
     merge = functools.partial(salted_reads.merge_in_time_order, BATTERY_SALTED)
     salted = q.run(target, q.Query("battery_levels", scans, merge))

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from transforms import generic
-from transforms import schema_file as sf
+from transforms import schema as sf
 from transforms.events import parse_json_object
 from transforms.mutations import AddCell, Cell
 

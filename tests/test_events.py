@@ -6,7 +6,7 @@ import pytest
 
 from transforms import events, generic
 from transforms.errors import InvalidEvent
-from transforms.schema_file import FieldSpec
+from transforms.schema import FieldSpec
 
 
 def test_numbers_keep_their_source_text():

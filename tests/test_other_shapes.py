@@ -10,7 +10,7 @@ from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, Set
 
 from btts import admin
 from transforms import builtin_tables, generic, keys
-from transforms import schema_file as sf
+from transforms import schema as sf
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 from transforms.mutations import Cell, RowMutation

@@ -628,13 +628,13 @@ def _declared_cli(capsys, *argv: str) -> tuple[int, str]:
 
 
 def test_builtin_schemas_declare_their_documented_queries():
-    from transforms import schema_file
+    from transforms import schema as schema_lib
 
     names = {
         q_.name
         for n in ("server_metrics", "queries", "smart_meters", "market_data", "game_results",
                   "weather_balloons", "battery", "devices", "garden", "sales")
-        for q_ in schema_file.builtin(n).queries
+        for q_ in schema_lib.builtin(n).queries
     }  # fmt: skip
     assert {"host_metrics", "latest_metrics", "recent_metrics", "quotes", "trades",
             "player_games", "games_of_month", "battery_levels", "tenant_rows",
@@ -652,27 +652,27 @@ def test_builtin_schemas_declare_their_documented_queries():
     ],
 )
 def test_bad_query_declarations_name_their_line(entry, line, words):
-    from transforms import schema_file
+    from transforms import schema as schema_lib
 
     text = _TICKS.read_text().split("queries:\n")[0]
     text += "queries:\n" + entry + "\n"
     assert text.splitlines()[line - 1] == entry
-    with pytest.raises(schema_file.SchemaError) as err:
-        schema_file.loads(text, "ticks.yaml")
+    with pytest.raises(schema_lib.SchemaError) as err:
+        schema_lib.loads(text, "ticks.yaml")
     assert any(n == line and words in m for n, m in err.value.problems), err.value.problems
 
 
 def test_declared_query_plans_the_recipe_ranges():
-    from transforms import schema_file
+    from transforms import schema as schema_lib
 
-    schema = schema_file.builtin("weather_balloons")
+    schema = schema_lib.builtin("weather_balloons")
     scans = q.plan_declared(
         schema, q.declared(schema, "balloon_tb_col"), {"location": "us", "balloon_id": "7"},
         0, 7 * 86_400_000,
     )  # fmt: skip
     assert len(scans) == 4  # one range per metric
     assert scans[0].ranges[0][0].startswith(b"us#7#pressure#")
-    battery = schema_file.builtin("battery")
+    battery = schema_lib.builtin("battery")
     salted = q.plan_declared(battery, q.declared(battery, "battery_levels"), {}, 0, 1000)
     assert len(salted) == 3 and all(s.start_ms == 0 and s.end_ms == 1000 for s in salted)
     with pytest.raises(ValueError, match="declares no query 'nope'"):

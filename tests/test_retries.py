@@ -22,7 +22,8 @@ from btts import admin, samples
 from tests.helpers import retry_harness as harness_on
 from tests.helpers import run_job, write_lines
 from tests.test_idempotence import snapshot
-from transforms import retry_harness, schema_file
+from transforms import retry_harness
+from transforms import schema as schema_lib
 from transforms.bigtable_write import WriteRows
 from transforms.rollup_core import HOUR_MS, schema_rollups, window_start
 
@@ -83,7 +84,7 @@ CASES = {
 def hourly(target: admin.Target, dataset: str, table: str, expected) -> dict:
     """The table's totals at the keys of ``expected``: metric → (sum, count) per hour, from the
     latest cells of the exact families (or of the AddToCell ones, for the add mode)."""
-    spec = schema_rollups(schema_file.builtin(dataset))
+    spec = schema_rollups(schema_lib.builtin(dataset))
     (key_fn,) = [s.key_fn for s in spec.values() if s.table == table]
     rows = {r.key: r for r in admin.read_rows(target, table)}
     assert len(rows) == len(expected), "one row per entity and hour"

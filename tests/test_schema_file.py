@@ -1,5 +1,5 @@
 """Schema files: the built-in declarations live in them, round-trip through them, and broken
-files fail with the line and the fix (transforms/schema_file.py)."""
+files fail with the line and the fix (transforms/schema_lib.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import yaml
 
 from tests.conftest import REPO
 from transforms import builtin_tables
-from transforms import schema_file as sf
+from transforms import schema as sf
 from transforms.table_model import TableDecl
 
 BUILTIN = sorted(p.stem for p in (REPO / "transforms" / "declarations").glob("*.yaml"))

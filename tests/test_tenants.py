@@ -24,7 +24,7 @@ from btts import query_engine as q
 from btts_cli import demo
 from tests.helpers import dump, read_dead_letters, write_lines
 from transforms import builtin_tables, generic, key_ranges, keys
-from transforms import schema_file as sf
+from transforms import schema as sf
 from transforms.errors import InvalidEvent
 from transforms.events import parse_json_object
 

@@ -12,7 +12,7 @@ import pytest
 from btts import admin
 from tests.helpers import read_dead_letters, run_job, write_lines
 from transforms import generic, timefmt
-from transforms import schema_file as sf
+from transforms import schema as sf
 from transforms.errors import InvalidEvent
 from transforms.events import Num, parse_csv_header, parse_csv_line
 

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import data
-from transforms import events, generic, schema_file, wire
+from transforms import events, generic, wire
+from transforms import schema as schema_lib
 from transforms.mutations import Cell
 
 _Entry = bigtable_types.MutateRowsRequest.Entry.pb()
@@ -55,7 +56,7 @@ def test_any_row_encodes_as_the_protobuf_runtime_does(key, cells, shared_ts):
 )
 def test_benchmark_rows_encode_as_the_protobuf_runtime_does(schema, make, tmp_path):
     make(tmp_path / "in.jsonl", 300)
-    builder = generic.Builder(schema_file.builtin(schema))
+    builder = generic.Builder(schema_lib.builtin(schema))
     rows = [
         row
         for line in (tmp_path / "in.jsonl").read_bytes().splitlines()

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from functools import cache
 
-from transforms import schema_file
+from transforms import schema as schema_lib
 from transforms.table_model import TableDecl
 
 
 def builtin_datasets() -> list[str]:
     """The built-in schema files' names (``server_metrics``, ``smart_meters``…)."""
-    return sorted(path.stem for path in schema_file.DECLARATIONS.glob("*.yaml"))
+    return sorted(path.stem for path in schema_lib.DECLARATIONS.glob("*.yaml"))
 
 
 @cache
@@ -20,7 +20,7 @@ def _registry() -> tuple[dict[str, TableDecl], dict[str, str]]:
     found: dict[str, TableDecl] = {}
     origin: dict[str, str] = {}
     for dataset in builtin_datasets():
-        for name, decl in schema_file.builtin(dataset).decls().items():
+        for name, decl in schema_lib.builtin(dataset).decls().items():
             if name in found:
                 raise ValueError(f"table {name} is declared in {origin[name]} and {dataset}")
             found[name], origin[name] = decl, dataset

@@ -33,7 +33,7 @@ from transforms.mutations import RowMutation
 from transforms.table_model import TIME_FORMATS, bucket_start_ms
 
 if TYPE_CHECKING:
-    from transforms.schema_file import FieldSpec, TableSpec
+    from transforms.schema import FieldSpec, TableSpec
     from transforms.table_model import Segment
 
 __all__ = ["BuildPlan", "FieldPlan", "OrderCheck", "SourceWriter", "TablePlan", "build_function"]

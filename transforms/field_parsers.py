@@ -18,7 +18,7 @@ from transforms import events, keys, timefmt
 from transforms.errors import InvalidEvent
 from transforms.events import CsvText, Num
 from transforms.mutations import MAX_QUALIFIER_BYTES
-from transforms.schema_file import FieldSpec
+from transforms.schema import FieldSpec
 
 __all__ = ["FieldParser", "field_parser"]
 

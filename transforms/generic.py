@@ -32,7 +32,7 @@ from transforms.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
 from transforms.errors import InvalidEvent
 from transforms.field_parsers import FieldParser, field_parser
 from transforms.mutations import MAX_QUALIFIER_BYTES, AddCell, Cell, RowMutation
-from transforms.schema_file import ColumnSpec, Schema, TableSpec, loads, message_class
+from transforms.schema import ColumnSpec, Schema, TableSpec, loads, message_class
 from transforms.table_model import FREE_TEXT_KINDS, bucket_start_ms, segment_builder
 
 __all__ = ["Builder", "FieldParser", "build_plan", "field_parser"]
@@ -89,7 +89,9 @@ def _encoder(kind: str) -> Callable[[object], bytes]:
     return lambda value: value.encode("utf-8")
 
 
-def _cell_value(value: tuple, types: Mapping[str, str]) -> Callable[[Values], bytes]:
+def _cell_value(
+    value: tuple, types: Mapping[str, str], proto_modules: tuple[str, ...] = ()
+) -> Callable[[Values], bytes]:
     """A computed value: a constant, a JSON object of fields, or a protobuf message."""
     kind = value[0]
     if kind == "const":
@@ -109,7 +111,7 @@ def _cell_value(value: tuple, types: Mapping[str, str]) -> Callable[[Values], by
             return ("{" + ",".join(parts) + "}").encode("utf-8")
 
         return as_json
-    message_type = message_class(value[1])
+    message_type = message_class(value[1], proto_modules)
     pairs = tuple(value[2])
 
     def as_protobuf(values: Values) -> bytes:
@@ -154,9 +156,11 @@ def _qualifier(rule: str | tuple, tz: dt.tzinfo) -> Callable[[Values, int], byte
     return lambda values, ts_ms: str(timefmt.to_datetime(ts_ms, tz).day).encode("ascii")
 
 
-def _cells_fn(spec: TableSpec, types: Mapping[str, str], tz: dt.tzinfo) -> CellsFn:
+def _cells_fn(
+    spec: TableSpec, types: Mapping[str, str], tz: dt.tzinfo, proto_modules: tuple[str, ...] = ()
+) -> CellsFn:
     """``(values, event ms, stamp µs) → list of cells`` for one table's columns."""
-    makers = [_column(col, types, tz) for col in spec.columns]
+    makers = [_column(col, types, tz, proto_modules) for col in spec.columns]
 
     def cells(values: Values, ts_ms: int, ts_us: int) -> list:
         out: list = []
@@ -167,7 +171,9 @@ def _cells_fn(spec: TableSpec, types: Mapping[str, str], tz: dt.tzinfo) -> Cells
     return cells
 
 
-def _column(col: ColumnSpec, types: Mapping[str, str], tz: dt.tzinfo):
+def _column(
+    col: ColumnSpec, types: Mapping[str, str], tz: dt.tzinfo, proto_modules: tuple[str, ...] = ()
+):
     family = col.family
     if col.each:
         each = col.each
@@ -204,7 +210,7 @@ def _column(col: ColumnSpec, types: Mapping[str, str], tz: dt.tzinfo):
                 out.append((family, q, encode(values[ref]), ts_us))
 
         return field_cell
-    compute = _cell_value(col.value, types)
+    compute = _cell_value(col.value, types, proto_modules)
 
     def computed_cell(values: Values, ts_ms: int, ts_us: int, out: list) -> None:
         q = fixed if fixed is not None else qualifier(values, ts_ms)
@@ -231,7 +237,7 @@ class _Table:
             types[spec.rows_per.name] = "text"
             types[spec.rows_per.value] = "text"
         self.key = _key_builder(spec, schema, tz)
-        self.cells = _cells_fn(spec, types, tz)
+        self.cells = _cells_fn(spec, types, tz, schema.proto_modules)
         self.tz = tz
         self.types = types
         self.checked = checked
@@ -363,10 +369,10 @@ def build_plan(schema: Schema, tables: list[str], tz: dt.tzinfo) -> BuildPlan:
 
 
 @lru_cache(maxsize=16)
-def _unpickled_schema(text: str, source: str) -> Schema:
+def _unpickled_schema(text: str, source: str, proto_modules: tuple[str, ...] = ()) -> Schema:
     """A worker unpickles a job's builder once per step that uses it: parse its schema once
     (a Schema is frozen, so the steps can share it)."""
-    return loads(text, source)
+    return loads(text, source, proto_modules)
 
 
 class Builder:
@@ -399,12 +405,13 @@ class Builder:
         return {
             "text": self.schema.text,
             "source": self.schema.source,
+            "proto_modules": self.schema.proto_modules,
             "tables": self.tables,
             "tz": self.tz,
         }
 
     def __setstate__(self, state: dict) -> None:
-        schema = _unpickled_schema(state["text"], state["source"])
+        schema = _unpickled_schema(state["text"], state["source"], state["proto_modules"])
         self.__init__(schema, state["tables"], state["tz"])  # compiled again, as when made
 
     def rows(self, record: dict) -> list[tuple]:

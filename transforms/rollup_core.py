@@ -136,12 +136,18 @@ class SchemaRollup:
         }
 
     def __getstate__(self) -> dict:
-        return {"text": self._schema.text, "source": self._schema.source, "table": self.table}
+        return {
+            "text": self._schema.text,
+            "source": self._schema.source,
+            "proto_modules": self._schema.proto_modules,
+            "table": self.table,
+        }
 
     def __setstate__(self, state: dict) -> None:
-        from transforms.schema_file import loads
+        from transforms.schema import loads
 
-        self.__init__(loads(state["text"], state["source"]), state["table"])
+        schema = loads(state["text"], state["source"], state["proto_modules"])
+        self.__init__(schema, state["table"])
 
     def points(self, row: RowMutation) -> list[RollupPoint]:
         _table, key, cells = row

@@ -531,7 +531,7 @@ def lint_all(decls: Iterable[TableDecl] | None = None) -> dict[str, list[Finding
 
 
 def lint_schema(schema, tables: Sequence[str] | None = None) -> dict[str, list[Finding]]:
-    """Findings per table of a loaded schema file (:class:`transforms.schema_file.Schema`),
+    """Findings per table of a loaded schema file (:class:`transforms.schema.Schema`),
     judged against its own ``advisor:`` workload."""
     chosen = [schema.table(t).decl for t in tables] if tables else list(schema.decls().values())
     return {

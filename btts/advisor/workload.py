@@ -17,8 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from transforms import builtin_tables, schema_file
-from transforms.schema_file import advisor_rate
+from transforms import builtin_tables, schema
+from transforms.schema import (
+    AdvisorDerived,
+    AdvisorFamily,
+    AdvisorField,
+    AdvisorSection,
+    AdvisorWorkload,
+)
 
 __all__ = [
     "DEFAULT_CARDINALITY",
@@ -102,49 +108,65 @@ class Hints:
     anti_pattern: str = ""
 
 
-def _section(advisor: Mapping | None, table: str | None) -> dict:
-    """The file-wide values with the table's own on top (``fields`` and ``families`` merge by
-    name; every other key is replaced)."""
-    base = {k: v for k, v in (advisor or {}).items() if k != "tables"}
-    own = ((advisor or {}).get("tables") or {}).get(table) or {} if table else {}
-    merged = {**base, **own}
-    for key in ("fields", "families", "acknowledge"):
-        if key in base and key in own:
-            merged[key] = {**(base[key] or {}), **(own[key] or {})}
-    return merged
-
-
-def _family(model: Mapping) -> FamilyLoad:
-    columns = model.get("columns", 1)
+def _family(load: AdvisorFamily) -> FamilyLoad:
+    default = FamilyLoad()
     return FamilyLoad(
-        cells_per_event=float(model.get("cells_per_event", 1.0)),
-        columns=None if columns == "unbounded" else int(columns),
-        qualifier_bytes=int(model.get("qualifier_bytes", 8)),
-        value_bytes=int(model.get("value_bytes", 8)),
-        qualifiers=tuple(model.get("qualifiers") or ()),
+        cells_per_event=float(_given(load.cells_per_event, default.cells_per_event)),
+        columns=None if load.columns == "unbounded" else int(_given(load.columns, 1)),
+        qualifier_bytes=int(_given(load.qualifier_bytes, default.qualifier_bytes)),
+        value_bytes=int(_given(load.value_bytes, default.value_bytes)),
+        qualifiers=tuple(load.qualifiers or ()),
     )
 
 
-def hints_from_advisor(advisor: Mapping | None, table: str | None = None) -> Hints:
-    """The hints a schema file's ``advisor:`` section gives ``table`` (validated by
-    :func:`transforms.schema_file.load`; defaults where it is silent)."""
-    section = _section(advisor, table)
-    if not section:
+def _given(value: object, default: object) -> object:
+    return default if value is None else value
+
+
+def _field(model: AdvisorField) -> FieldModel:
+    default = FieldModel()
+    return FieldModel(
+        cardinality=_given(model.cardinality, default.cardinality),
+        kind=model.kind,
+        note=_given(model.note, default.note),
+    )
+
+
+def _derived(item: AdvisorDerived) -> DerivedTables:
+    return DerivedTables(item.name, item.per_year, item.keep, item.guard, item.note or "")
+
+
+def hints_from_advisor(advisor: AdvisorSection | None, table: str | None = None) -> Hints:
+    """The hints a schema file's ``advisor:`` section gives ``table`` (checked by
+    :func:`transforms.schema.load`; defaults where it is silent): the file-wide values with the
+    table's own on top (``fields``, ``families`` and ``acknowledge`` merge by name; every other
+    value is replaced)."""
+    if not advisor:
         return Hints()
-    rate = advisor_rate(section.get("events_per_second", DEFAULT_EVENTS_PER_S))
-    # The section's field and derived-table entries have exactly these classes' keys.
+    base = advisor.defaults
+    own = advisor.table(table) or AdvisorWorkload()
+    if not base.given and not own.given:
+        return Hints()
+
+    def value(key: str) -> object:
+        return getattr(own if key in own.given else base, key)
+
+    def merged(key: str) -> dict:
+        return {**dict(getattr(base, key) or ()), **dict(getattr(own, key) or ())}
+
+    rate = value("events_per_second")
     workload = Workload(
         events_per_s=rate if rate is not None else DEFAULT_EVENTS_PER_S,
-        fields={n: FieldModel(**m) for n, m in (section.get("fields") or {}).items()},
-        families={n: _family(m or {}) for n, m in (section.get("families") or {}).items()},
-        query_fields=tuple(section.get("query_fields") or ()),
-        derived=tuple(DerivedTables(**item) for item in section.get("derived") or ()),
-        source=section.get("source") or "the schema file's advisor section",
+        fields={n: _field(m) for n, m in merged("fields").items()},
+        families={n: _family(m) for n, m in merged("families").items()},
+        query_fields=tuple(value("query_fields") or ()),
+        derived=tuple(_derived(item) for item in value("derived") or ()),
+        source=value("source") or "the schema file's advisor section",
     )
     return Hints(
         workload=workload,
-        acknowledged=dict(section.get("acknowledge") or {}),
-        anti_pattern=section.get("anti_pattern") or "",
+        acknowledged=merged("acknowledge"),
+        anti_pattern=value("anti_pattern") or "",
     )
 
 
@@ -154,4 +176,4 @@ def hints_for(table: str) -> Hints:
     dataset = builtin_tables.dataset_of(table)
     if dataset is None:
         return Hints()
-    return hints_from_advisor(schema_file.builtin(dataset).advisor, table)
+    return hints_from_advisor(schema.builtin(dataset).advisor, table)

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from transforms import schema_file, table_model
-from transforms.schema_file import Schema, TableSpec
+from transforms import schema as schema_lib
+from transforms import table_model
+from transforms.schema import Schema, TableSpec
 
 NUMERIC = ("number", "integer")
 
@@ -217,5 +218,5 @@ def _time_qualified(schema: Schema, table: TableSpec) -> list[tuple[str, bool]]:
 
 def builtin_schemas() -> list[Schema]:
     """Every built-in dataset's schema (``transforms/declarations/*.yaml``)."""
-    names = sorted(p.stem for p in schema_file.DECLARATIONS.glob("*.yaml"))
-    return [schema_file.builtin(n) for n in names]
+    names = sorted(p.stem for p in schema_lib.DECLARATIONS.glob("*.yaml"))
+    return [schema_lib.builtin(n) for n in names]

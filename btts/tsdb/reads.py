@@ -30,7 +30,8 @@ from btts import query_engine
 from btts.admin import ReadRow, Target
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
-from transforms import key_ranges, keys, rollup_core, salted_reads, schema_file_queries
+from transforms import key_ranges, keys, rollup_core, salted_reads
+from transforms import schema as schema_lib
 from transforms.key_ranges import Scan
 
 HOUR_MS = rollup_core.HOUR_MS
@@ -308,7 +309,7 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     source = p.source
     cells = _cells_filter(source)
     rows = reader.scan_all(p.scans, cells, p.scanning)
-    spec = schema_file_queries.QuerySpec(name="tsdb", table=source.table.name)
+    spec = schema_lib.QuerySpec(name="tsdb", table=source.table.name)
     records = query_engine.decode_declared(source.schema, spec, rows)
     tags = source.tags
     out: dict[SeriesKey, list] = {}

@@ -16,73 +16,64 @@ built the keys at write time::
 ``read: time`` takes ``--start``/``--end``: the time segment after the selected ones becomes a
 key range (epoch ms, reversed timestamp or calendar bucket), and cells are also filtered by
 timestamp on the server so that a coarse bucket still gives an exact answer. A salted table is
-read as one range per bucket, merged in time order. Parsed with line numbers by the checker of
-:mod:`transforms.schema_file` (this module holds only the ``queries:`` rules).
+read as one range per bucket, merged in time order. Checked with line numbers
+like the rest of the file (:mod:`transforms.schema`); this module holds only the ``queries:``
+rules, and the declared queries are :class:`~transforms.schema.model.QuerySpec` values.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
 from transforms.key_ranges import TIME_KINDS
+from transforms.schema.model import QuerySpec, TableSpec
+from transforms.schema.problems import Problems
+
+__all__ = ["READS", "parse"]
 
 READS = ("time", "prefix", "row", "table")
 _QUERY_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _ALLOWED = ("name", "table", "doc", "select", "read", "latest", "limit", "per")
 
 
-@dataclass(frozen=True)
-class QuerySpec:
-    """One declared query: see the module docstring for the meaning of each field."""
-
-    name: str
-    table: str
-    select: tuple[str, ...] = ()
-    read: str = "prefix"
-    latest: bool = False
-    limit: int | None = None
-    per: str = ""
-    doc: str = ""
-    line: int = field(default=0, compare=False)
-
-
-def parse(checker, node: object, line: int, tables: Sequence) -> tuple[QuerySpec, ...]:
-    """The queries of a ``queries:`` node; problems go to ``checker.bad`` with their line.
-    ``tables`` are the file's parsed :class:`~transforms.schema_file.TableSpec` s."""
-    items = checker.sequence(node, "queries", line)
+def parse(
+    problems: Problems, node: object, line: int, tables: Sequence[TableSpec]
+) -> tuple[QuerySpec, ...]:
+    """The queries of a ``queries:`` node (on ``line``); every mistake goes to ``problems``
+    with its line. ``tables`` are the file's checked tables."""
+    items = problems.sequence(node, "queries", line)
     if items is None:
         return ()
     by_table: Mapping = {t.name: t for t in tables}
     out: list[QuerySpec] = []
     for item, item_line in zip(items, items.lines, strict=True):
-        spec = _one(checker, item, item_line, by_table)
+        spec = _one(problems, item, item_line, by_table)
         if spec is None:
             continue
         if any(q.name == spec.name for q in out):
-            checker.bad(spec.line, f"query {spec.name}: declared more than once in this file")
+            problems.bad(spec.line, f"query {spec.name}: declared more than once in this file")
             continue
         out.append(spec)
     return tuple(out)
 
 
-def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
-    node = checker.mapping(item, "query", line)
+def _one(problems: Problems, item: object, line: int, tables: Mapping) -> QuerySpec | None:
+    node = problems.mapping(item, "query", line)
     if node is None:
         return None
     lines = node.lines
-    checker.keys(node, _ALLOWED, "query")
-    name = checker.text(node, "name", "query", required=True)
+    problems.keys(node, _ALLOWED, "query")
+    name = problems.text(node, "name", "query", required=True)
     what = f"query {name or '?'}"
     if name and not _QUERY_NAME.match(name):
-        checker.bad(lines.get("name", line), f"{what}: use lower-case letters, digits and _")
-    table_name = checker.text(node, "table", what, required=True)
+        problems.bad(lines.get("name", line), f"{what}: use lower-case letters, digits and _")
+    table_name = problems.text(node, "table", what, required=True)
     if not table_name:
         return None
     table = tables.get(table_name)
     if table is None:
-        checker.bad(
+        problems.bad(
             lines.get("table", line),
             f"{what}: table {table_name!r} is not declared in 'tables:'; "
             f"declared: {', '.join(tables) or 'none'}",
@@ -96,14 +87,14 @@ def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
     if isinstance(select_node, str):
         select_node = [select_node]
     if not isinstance(select_node, list) or not all(isinstance(s, str) for s in select_node):
-        checker.bad(lines.get("select", line), f"{what}: select lists key field names")
+        problems.bad(lines.get("select", line), f"{what}: select lists key field names")
         return None
     select = tuple(select_node)
-    per = checker.text(node, "per", what)
+    per = problems.text(node, "per", what)
     fixed = select + ((per,) if per else ())
     names = [f for f, _ in key_fields]
     if list(fixed) != names[: len(fixed)]:
-        checker.bad(
+        problems.bad(
             lines.get("select", line),
             f"{what}: select (then per) must be the leading key fields of {table_name} in key "
             f"order (a prefix of {names})",
@@ -113,29 +104,29 @@ def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
     default = "time" if time_follows else "prefix"
     if len(fixed) == len(key_fields) and fixed:
         default = "row"
-    read = checker.text(node, "read", what, default=default)
+    read = problems.text(node, "read", what, default=default)
     if read not in READS:
-        checker.bad(lines.get("read", line), f"{what}: read must be one of {', '.join(READS)}")
+        problems.bad(lines.get("read", line), f"{what}: read must be one of {', '.join(READS)}")
         return None
     if read == "time" and not salted and not time_follows:
-        checker.bad(
+        problems.bad(
             lines.get("read", line),
             f"{what}: read: time needs a time segment right after {list(select) or 'the start'}"
             f" in {table_name}'s key",
         )
     if read == "time" and salted and select:
-        checker.bad(lines.get("select", line), f"{what}: a salted time read selects no field")
+        problems.bad(lines.get("select", line), f"{what}: a salted time read selects no field")
     if read == "row" and len(select) != len(key_fields):
-        checker.bad(lines.get("read", line), f"{what}: read: row needs every key field")
+        problems.bad(lines.get("read", line), f"{what}: read: row needs every key field")
     if read == "table" and select:
-        checker.bad(lines.get("select", line), f"{what}: read: table selects no field")
+        problems.bad(lines.get("select", line), f"{what}: read: table selects no field")
     latest = node.get("latest", False)
     if not isinstance(latest, bool):
-        checker.bad(lines.get("latest", line), f"{what}: latest must be true or false")
+        problems.bad(lines.get("latest", line), f"{what}: latest must be true or false")
         latest = False
-    limit = checker.integer(node, "limit", what)
+    limit = problems.integer(node, "limit", what)
     if per and (table.rows_per is None or table.rows_per.name != per):
-        checker.bad(
+        problems.bad(
             lines.get("per", line),
             f"{what}: per names the unpivoted field of a table with rows_per "
             f"({table_name} has {table.rows_per.name if table.rows_per else 'none'})",
@@ -148,6 +139,6 @@ def _one(checker, item: object, line: int, tables: Mapping) -> QuerySpec | None:
         latest=latest,
         limit=limit,
         per=per,
-        doc=checker.text(node, "doc", what),
+        doc=problems.text(node, "doc", what),
         line=line,
     )
