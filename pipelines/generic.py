@@ -44,6 +44,12 @@ class GenericOptions(PipelineOptions):
             help="Write only this table of the schema (repeatable). Default: every table the "
             "schema writes from events.",
         )
+        group.add_argument(
+            "--proto_module",
+            action="append",
+            help="A Python module the schema's protobuf messages may come from, besides the "
+            "project's protos package (repeatable). A schema file cannot name one itself.",
+        )
 
 
 # What run() parses and --help shows.
@@ -61,7 +67,7 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     if not path:
         raise admin.ConfigError("pass --schema with the schema file describing the events")
     return common.schema_job(
-        admin.load_schema(path),
+        admin.load_schema(path, options.view_as(GenericOptions).proto_module or ()),
         description=__doc__,
         tables=options.view_as(GenericOptions).schema_table,
         tz=common.timezone(options),
