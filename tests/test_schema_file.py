@@ -284,3 +284,14 @@ def test_the_generic_jobs_help_describes_the_schema_given_with_it(capsys):
     out = capsys.readouterr().out
     schema = sf.load(DOC_SCHEMAS[0])
     assert all(f"  {f.name} " in out for f in schema.fields)
+
+
+def test_a_rows_per_field_that_is_a_list_is_a_problem_not_a_traceback():
+    text = (sf.DECLARATIONS / "weather_balloons.yaml").read_text(encoding="utf-8")
+    old = "rows_per: {fields: [pressure, temperature, humidity, altitude]"
+    assert old in text
+    bad = text.replace(old, "rows_per: {fields: [pressure, [temperature], humidity, {a: b}]")
+    with pytest.raises(sf.SchemaError) as err:
+        sf.loads(bad, "b.yaml")
+    assert "rows_per field ['temperature'] is not declared" in str(err.value)
+    assert "rows_per field {'a': 'b'} is not declared" in str(err.value)

@@ -267,7 +267,7 @@ def rows_per(
         problems.bad(spec.line, f"{what}: rows_per.fields lists the fields to unpivot")
         return None
     for name in names:
-        if name not in refs:
+        if not isinstance(name, str) or name not in refs:  # a list or mapping is no name
             problems.bad(
                 line_of(spec, "fields"), f"{what}: rows_per field {name!r} is not declared"
             )
