@@ -25,7 +25,7 @@ from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, Set
 
 from btts import admin
 from btts.emulator import Emulator, PubSubEmulator
-from transforms import schema_file
+from transforms import schema as schema_lib
 
 PROJECT = "test-project"
 
@@ -33,7 +33,7 @@ PROJECT = "test-project"
 def table_growth(rows: int, chunk: int, only: Sequence[str] = ()) -> list[dict]:
     """Rows/s of each ``chunk`` of new rows, by rows already in the table, with and without a
     GC rule on the written family."""
-    decls = schema_file.builtin("server_metrics").decls()
+    decls = schema_lib.builtin("server_metrics").decls()
     out = []
     with Emulator():
         target = admin.Target(PROJECT, f"probe{uuid.uuid4().hex[:8]}")
