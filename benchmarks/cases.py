@@ -103,7 +103,7 @@ def ours(dataset: str, path: str, instance: str, mode: str = "") -> None:
     job = load("generic" if dataset in USER_SCHEMAS else JOBS[dataset])
     with _Clock() as clock:
         result = job.run(argv)
-    counters = result.btts_counters
+    counters = result.counters
     _emit(
         seconds=clock.seconds,
         cpu_s=clock.cpu_s,
@@ -316,7 +316,7 @@ def nightly_ours(instance: str, date: str, *flags: str) -> None:
         ]
     )
     seconds = time.perf_counter() - started
-    counters = result.btts_counters
+    counters = result.counters
     read = counters.get("read_rows_SENSOR", 0)  # the copy's source scan, not the verification
     written = counters.get(f"rows_SENSOR_{date}", 0)
     _emit(

@@ -223,7 +223,7 @@ def run_pipelines(out: Path, datasets: dict[str, Dataset]) -> list[JobRun]:
         dead_letter = out / "dead-letters" / slug
         argv = [f"--input={data.path}", f"--dead_letter={dead_letter}", "--create_tables", *extra]
         result, seconds = _run_step(label, lambda r=run, a=argv: r(a), out / "logs" / slug)
-        counters = result.btts_counters
+        counters = result.counters
         _check_counts(label, data, counters)
         job = JobRun(label, seconds, counters)
         runs.append(job)
@@ -243,8 +243,8 @@ def run_nightly(out: Path, sizes: Sizes) -> tuple[list[str], float]:
     last = first + dt.timedelta(days=sizes.meter_days - 1)
     argv = [f"--dates={first:%Y%m%d}..{last:%Y%m%d}"]
     result, seconds = _run_step("nightly", lambda: nightly.run(argv), out / "logs" / "nightly")
-    plan = result.nightly_plan
-    counters = result.btts_counters
+    plan = result.plan
+    counters = result.counters
     copied = sum(counters.get(f"rows_{t}", 0) for t in plan.destinations)
     print(
         f"  nightly: SENSOR → {', '.join(plan.destinations)}: {copied:,} rows copied and "

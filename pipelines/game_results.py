@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.runners.runner import PipelineResult
 
 from pipelines import common
 
@@ -26,10 +25,10 @@ OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions)
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.build_ingest(pipeline, options, JOB)
+    return common.ingest(pipeline, options, JOB)
 
 
-def run(argv: Sequence[str] | None = None) -> PipelineResult:
+def run(argv: Sequence[str] | None = None) -> common.RunReport:
     return common.run_file_ingest(argv, classes=OPTION_CLASSES, job_for=JOB)
 
 

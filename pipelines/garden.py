@@ -16,7 +16,6 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.runners.runner import PipelineResult
 
 from pipelines import common
 
@@ -59,10 +58,10 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
 
 
 def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.build_ingest(pipeline, options, job_for(options))
+    return common.ingest(pipeline, options, job_for(options))
 
 
-def run(argv: Sequence[str] | None = None) -> PipelineResult:
+def run(argv: Sequence[str] | None = None) -> common.RunReport:
     return common.run_file_ingest(
         argv, name=JOB.name, description=JOB.description, classes=OPTION_CLASSES, job_for=job_for
     )

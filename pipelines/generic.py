@@ -19,7 +19,6 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
 from pipelines import common
@@ -78,10 +77,10 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
 def build(
     pipeline: beam.Pipeline, options: PipelineOptions, job: common.JobSpec | None = None
 ) -> dict[str, beam.PCollection]:
-    return common.build_ingest(pipeline, options, job or job_for(options))
+    return common.ingest(pipeline, options, job or job_for(options))
 
 
-def run(argv: Sequence[str] | None = None) -> PipelineResult:
+def run(argv: Sequence[str] | None = None) -> common.RunReport:
     """Every ingest job's run, with the job (its tables and their declarations) from the
     schema file instead of the built-in declarations."""
     return common.run_file_ingest(

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.runners.runner import PipelineResult
 from google.cloud.bigtable.data import (
     BigtableDataClient,
     DeleteAllFromRow,
@@ -133,19 +132,23 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
 
 
 def build(
-    pipeline: beam.Pipeline, options: PipelineOptions, job: common.JobSpec | None = None
+    pipeline: beam.Pipeline,
+    options: PipelineOptions,
+    job: common.JobSpec | None = None,
+    run_id: str | None = None,
 ) -> dict[str, beam.PCollection]:
     """Read lines → build AddCell rows (bad lines to dead letters) → AddToCell. With
-    --replace_months the months' rows are deleted first, here, before the job starts."""
+    --replace_months the months' rows are deleted first, here, before the job starts.
+    ``run_id`` names this run's dead-letter files (default: a new one)."""
     job = job or job_for(options)
     months = replace_months(options)
     if months:
         deleted = delete_months(common.resolve_target(options), months)
         _LOG.info("%s: deleted %d row(s) of %s before writing", NAME, deleted, ", ".join(months))
-    return common.build_ingest(pipeline, options, job)
+    return common.ingest(pipeline, options, job, run_id)
 
 
-def run(argv: Sequence[str] | None = None) -> PipelineResult:
+def run(argv: Sequence[str] | None = None) -> common.RunReport:
     return common.run_file_ingest(
         argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, build=build, job_for=job_for
     )

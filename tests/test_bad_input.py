@@ -167,7 +167,7 @@ class Run:
         self.target = target
         self.result = run_job(manifest["job"], target, source, folder / "dead" / name,
                               manifest["flags"])  # fmt: skip
-        self.counters = self.result.btts_counters
+        self.counters = self.result.counters
         self.letters = read_dead_letters(folder / "dead" / name)
         self.by_raw: dict[bytes, list[dict]] = {}
         for letter in self.letters:

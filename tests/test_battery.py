@@ -271,7 +271,7 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
     letters = read_dead_letters(dead)
     assert {d["raw"]: d["reason"] for d in letters} == bad
     assert all(d["pipeline"] == "battery" for d in letters)
-    c = result.btts_counters
+    c = result.counters
     assert c["lines_read"] == len(lines) == c["events_valid"] + c["dead_letters"]
     assert c["events_valid"] == len(good) and c["dead_letters"] == len(bad)
     assert c["rows_BATTERY"] == len(good) and c["cells_BATTERY"] == len(good)

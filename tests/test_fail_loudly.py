@@ -67,7 +67,7 @@ def test_max_dead_letter_ratio_fails_after_writing_what_was_valid(target, tmp_pa
     source = write_lines(tmp_path / "m.jsonl", [GOOD, SLASH % 1])
     dead = tmp_path / "dead" / "m"
     result = run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=0.5"])
-    assert result.btts_counters["events_valid"] == 1
+    assert result.counters["events_valid"] == 1
     with pytest.raises(common.JobFailed, match=r"1 dead letters in 2 records \(50.00%\)"):
         run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=0.4"])
     (row,) = admin.read_rows(target, "SENSOR", latest_only=True)
@@ -104,7 +104,7 @@ def test_the_summary_says_when_row_writes_share_rows(target, tmp_path, capsys):
     lines = [GOOD, GOOD.replace("00:15", "00:30"), GOOD.replace("00:15", "00:45")]
     source = write_lines(tmp_path / "m.jsonl", lines)
     result = run_job("smart_meters", target, source, tmp_path / "dead" / "m")
-    assert result.btts_counters["rows_SENSOR"] == 3
-    assert result.btts_counters["distinct_rows_SENSOR"] == 1
+    assert result.counters["rows_SENSOR"] == 3
+    assert result.counters["distinct_rows_SENSOR"] == 1
     assert "(3 row writes into 1 distinct row)" in capsys.readouterr().out
     assert len(admin.read_rows(target, "SENSOR")) == 1

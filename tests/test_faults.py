@@ -82,7 +82,7 @@ def test_a_paused_server_is_waited_for_and_every_row_lands_once(own_emulator, tm
     metric = dump(target, "METRIC")  # every version: a retried write must not add one
     assert len(metric) == events * len(samples.METRIC_NAMES)
     assert len({cell[:3] for cell in metric}) == len(metric)  # one cell per key and column
-    assert result.btts_counters["rows_METRIC"] == events
+    assert result.counters["rows_METRIC"] == events
     assert {t: dump(target, t, latest_only=True) for t in TABLES} == _clean_run_dump(
         tmp_path, source
     )

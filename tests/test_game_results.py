@@ -112,7 +112,7 @@ def test_each_query_is_one_range_scan_and_bad_lines_are_dead_letters(target, tmp
     result = run_job("game_results", target, write_lines(tmp_path / "in.jsonl", lines), dead)
 
     assert {d["raw"]: d["reason"] for d in read_dead_letters(dead)} == bad
-    counts = result.btts_counters
+    counts = result.counters
     assert counts["lines_read"] == len(lines) == counts["events_valid"] + counts["dead_letters"]
     assert (counts["events_valid"], counts["dead_letters"]) == (6, 3)
     assert (counts["rows_GAME_BY_PLAYER"], counts["cells_GAME_BY_PLAYER"]) == (6, 12)

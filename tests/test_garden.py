@@ -119,7 +119,7 @@ def test_default_layout_writes_only_the_tall_table_and_dead_letters_bad_lines(ta
     result = run_job("garden", target, write_lines(tmp_path / "in.jsonl", lines), dead)
 
     assert {d["raw"]: d["reason"] for d in read_dead_letters(dead)} == bad
-    counts = result.btts_counters
+    counts = result.counters
     assert counts["lines_read"] == len(lines) == counts["events_valid"] + counts["dead_letters"]
     assert (counts["events_valid"], counts["dead_letters"]) == (3, 3)
     assert (counts["rows_GARDEN_DAILY"], counts["cells_GARDEN_DAILY"]) == (3, 3)
@@ -167,7 +167,7 @@ def test_csv_input_with_both_layouts_and_reruns_are_idempotent(target, tmp_path)
     assert [d["reason"] for d in read_dead_letters(tmp_path / "dead1")] == [
         "field 'temp': expected a number, got CSV text"
     ]
-    assert result.btts_counters["rows_GARDEN_MONTHLY"] == 2
+    assert result.counters["rows_GARDEN_MONTHLY"] == 2
     want = rows_of(temp_line(date="2015-03-01"), "both") + rows_of(
         temp_line(date="2015-03-31", temp="60.40"), "both"
     )

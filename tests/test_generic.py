@@ -83,7 +83,7 @@ def test_golden_cases_through_the_generic_pipeline(case_id, golden_cases, target
     flags = [f"--schema={schema}", *(f"--schema_table={t}" for t in sorted(tables))]
     result = run_job("generic", target, source, tmp_path / "dead", flags)
     assert read_dead_letters(tmp_path / "dead") == []
-    assert result.btts_counters["events_valid"] == len(case["input_lines"])
+    assert result.counters["events_valid"] == len(case["input_lines"])
     for expected in case.get("expected_rows", []):
         _check_row(target, _table_of(expected, table_map), expected)
     for expected in case.get("expected_latest", []):
@@ -124,7 +124,7 @@ def test_iot_schema_from_the_guide_ingests_with_dead_letters(target, tmp_path):
     source = write_lines(tmp_path / "iot.jsonl", IOT_LINES)
     result = run_job("generic", target, source, tmp_path / "dead", [f"--schema={IOT}"])
     dead = read_dead_letters(tmp_path / "dead")
-    counters = result.btts_counters
+    counters = result.counters
     assert counters["lines_read"] == len(IOT_LINES) == counters["events_valid"] + len(dead)
     assert counters["events_valid"] == 4 and counters["rows_DEVICE_TEMP"] == 4
     reasons = sorted(d["reason"] for d in dead)
@@ -169,7 +169,7 @@ def test_iot_csv_input(target, tmp_path):
         ],
     )
     result = run_job("generic", target, source, tmp_path / "dead", [f"--schema={IOT}"])
-    assert result.btts_counters["events_valid"] == 1
+    assert result.counters["events_valid"] == 1
     assert len(read_dead_letters(tmp_path / "dead")) == 1
     (row,) = admin.read_rows(target, "DEVICE_TEMP")
     assert [(c.qualifier, c.value) for c in row.cells] == [(b"temp", b"19.75")]

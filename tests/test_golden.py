@@ -141,7 +141,7 @@ def test_golden_case(case_id, golden_cases, target, tmp_path):
     result = run_job(job, target, source, dead, flags)
 
     assert read_dead_letters(dead) == []
-    assert result.btts_counters["events_valid"] == len(case["input_lines"])
+    assert result.counters["events_valid"] == len(case["input_lines"])
     for expected in case.get("expected_rows", []):
         _check_row(target, _table_of(expected, table_map), expected)
     for expected in case.get("expected_latest", []):

@@ -221,7 +221,7 @@ def test_running_twice_leaves_identical_tables(pipeline, target, tmp_path):
     def copied(counters: dict) -> dict:
         return {k: v for k, v in counters.items() if not k.startswith("read_ranges_")}
 
-    assert copied(first_result.btts_counters) == copied(second_result.btts_counters)
+    assert copied(first_result.counters) == copied(second_result.counters)
     assert _without(second, pipeline.aggregate_tables) == _without(first, pipeline.aggregate_tables)
     for table in pipeline.aggregate_tables:
         # AddToCell adds: the documented exception (pipelines/sales.py, --hourly_rollup help).
@@ -256,4 +256,4 @@ def test_the_nightly_job_run_twice_leaves_identical_tables(layout, target, tmp_p
     def copied(counters: dict) -> dict:
         return {k: v for k, v in counters.items() if not k.startswith("read_ranges_")}
 
-    assert copied(first_result.btts_counters) == copied(second_result.btts_counters)
+    assert copied(first_result.counters) == copied(second_result.counters)

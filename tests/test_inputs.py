@@ -168,7 +168,7 @@ def test_every_format_lands_its_good_records_and_dead_letters_its_bad_ones(targe
     assert "delimiter" in letters[("c.data", 2)]["reason"]
     assert json.loads(letters[("d.parquet", None)]["raw"])["station"] == "D D"
     assert json.loads(letters[("e.avro", None)]["raw"])["note"] == "too cold"
-    counters = result.btts_counters
+    counters = result.counters
     assert counters["events_valid"] == 8 and counters["dead_letters"] == 6
 
 

@@ -160,7 +160,7 @@ def test_job_lands_good_lines_and_dead_letters_bad_ones(target, tmp_path):
     letters = read_dead_letters(dead)
     assert {d["raw"]: d["reason"] for d in letters} == BAD_LINES
     assert all(d["pipeline"] == "market_data" for d in letters)
-    counts = result.btts_counters
+    counts = result.counters
     assert counts["lines_read"] == len(lines) == counts["events_valid"] + counts["dead_letters"]
     assert (counts["events_valid"], counts["dead_letters"]) == (2, len(BAD_LINES))
     assert (counts["rows_QUOTE"], counts["cells_QUOTE"]) == (2, 14)
@@ -193,7 +193,7 @@ def test_csv_input_lands_the_same_cells_and_reruns_are_idempotent(target, tmp_pa
     source = write_lines(tmp_path / "ticks.csv", csv_lines)
     result = run_job("market_data", target, source, tmp_path / "dead1")
     assert [d["reason"] for d in read_dead_letters(tmp_path / "dead1")] == ["missing field(s): ask"]
-    assert (result.btts_counters["lines_read"], result.btts_counters["events_valid"]) == (3, 2)
+    assert (result.counters["lines_read"], result.counters["events_valid"]) == (3, 2)
 
     want = compiled("market_data")(record()) + compiled("market_data")(
         record(

@@ -42,7 +42,7 @@ def _run(job: str, target, tmp_path, lines, bad=(), flags=()):
     dead = tmp_path / "dead" / job
     result = run_job(job, target, source, dead, [*MP, *flags])
     assert sorted(d["raw"] for d in read_dead_letters(dead)) == sorted(bad)
-    counts = result.btts_counters
+    counts = result.counters
     assert counts["lines_read"] == len(mixed)
     assert counts["events_valid"] == len(lines) and counts.get("dead_letters", 0) == len(bad)
     return result
@@ -94,7 +94,7 @@ def test_server_metrics(target, tmp_path):
     rows = _built(lines, compiled("server_metrics"))
     assert _stored(target, "METRIC") == _cells(rows, "METRIC")
     assert _stored(target, "CURRENT_METRIC", latest=True) == _cells(rows, "CURRENT_METRIC", True)
-    assert result.btts_counters["rows_METRIC"] == len(lines)
+    assert result.counters["rows_METRIC"] == len(lines)
 
 
 def test_market_data(target, tmp_path):
@@ -231,7 +231,7 @@ def test_nightly_copy_and_verification(target, tmp_path):
     }
     assert len({c[0] for c in expected}) == 4
     assert _stored(target, f"SENSOR_{day}", latest=True) == expected
-    counts = result.btts_counters
+    counts = result.counters
     assert counts["verified_days"] == 1 and counts["verified_rows"] == 4
     with admin.Admin(target) as api:
         assert f"SENSOR_{day}" in api.list_tables()

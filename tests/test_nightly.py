@@ -187,7 +187,7 @@ def test_digest_changes_with_any_cell_and_ignores_order():
 
 def _plan(monkeypatch, *flags: str, today=dt.date(2017, 7, 27)):
     seen = []
-    monkeypatch.setattr(nightly, "_today", lambda tz: seen.append(tz) or today)
+    monkeypatch.setattr(nightly.dates, "today", lambda tz: seen.append(tz) or today)
     options = common.parse_args(
         ["--bigtable_project=p", "--bigtable_instance=i", *flags], "nightly", "", []
     )
@@ -225,7 +225,7 @@ def test_default_date_is_yesterday_in_the_configured_zone(monkeypatch):
     ],
 )
 def test_bad_flags_stop_before_anything_runs(monkeypatch, flags, message):
-    monkeypatch.setattr(nightly, "_today", lambda tz: dt.date(2017, 7, 27))
+    monkeypatch.setattr(nightly.dates, "today", lambda tz: dt.date(2017, 7, 27))
     with pytest.raises(SystemExit) as stop:
         nightly.run(["--bigtable_project=p", "--bigtable_instance=i", *flags])
     assert message in str(stop.value) and str(stop.value).startswith("nightly: error:")
@@ -284,7 +284,7 @@ def test_one_day_copied_exactly_and_rerun_gives_the_same_table(target, tmp_path)
     assert all(k.endswith(b"#20170726") for k in _keys(copied))
     with admin.Admin(target) as api:
         assert api.get_families(f"SENSOR_{DAY}") == api.get_families("SENSOR")
-    c = result.btts_counters
+    c = result.counters
     day_rows = len(_keys(expected))
     assert c["read_rows_SENSOR"] == day_rows  # the key filter ran on the server
     assert c[f"rows_SENSOR_{DAY}"] == c["verified_rows"] == day_rows
@@ -323,7 +323,7 @@ def test_backfill_copies_each_day_to_its_table_in_one_scan(target):
     assert dump(target, "SENSOR_20170723") == []  # a day without readings: an empty table
     for day in DAYS[:3]:
         assert dump(target, f"SENSOR_{day}") == _live(target, "SENSOR", day)
-    c = result.btts_counters
+    c = result.counters
     assert c["read_rows_SENSOR"] == sum(len(_keys(_live(target, "SENSOR", d))) for d in DAYS[:3])
     assert c["verified_days"] == 4
 
@@ -354,7 +354,7 @@ def test_retention_drops_only_expired_daily_tables(target):
 
 def test_refuses_to_create_a_table_near_the_instance_limit(target, monkeypatch):
     _load_sensor(target)
-    monkeypatch.setattr(nightly, "TABLE_GUARD", 4)
+    monkeypatch.setattr(nightly.admin_steps, "TABLE_GUARD", 4)
     _make_tables(target, "OTHER_1", "OTHER_2", "SENSOR_20170701")
     with pytest.raises(SystemExit) as stop:
         _nightly(target, f"--date={DAY}")
@@ -375,9 +375,8 @@ def test_a_row_lost_before_the_write_fails_verification_loudly(target, monkeypat
     victim = sorted(_keys(_live(target, "SENSOR", DAY)))[7]
     original = bigtable_write._SplitByTableFn.process
 
-    def losing(self, row):
-        if row.key != victim:
-            yield from original(self, row)
+    def losing(self, batch):
+        yield from original(self, [row for row in batch if row.key != victim])
 
     monkeypatch.setattr(bigtable_write._SplitByTableFn, "process", losing)
     with pytest.raises(Exception, match=f"verification failed for {DAY}") as failure:
@@ -415,8 +414,8 @@ def test_single_table_layout(target):
     copied = dump(target, "SENSOR_DAILY")
     assert copied == _rekeyed(two_days)
     assert all(re.fullmatch(rb"2017072[56]#[0-9]{10}", c[0]) for c in copied)
-    assert result.btts_counters["verified_days"] == 2
-    assert result.btts_counters["verified_rows"] == len(_keys(two_days))
+    assert result.counters["verified_days"] == 2
+    assert result.counters["verified_rows"] == len(_keys(two_days))
 
     _nightly(target, "--layout=single_table", "--dates=20170725..20170726")
     assert dump(target, "SENSOR_DAILY") == copied

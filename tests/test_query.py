@@ -261,7 +261,7 @@ def loaded(bigtable_emulator, tmp_path_factory):
             argv = [f"--input={path}", f"--dead_letter={work / f'dead{n}'}", "--create_tables"]
             argv += [f"--bigtable_instance={target.instance}"]
             result = demo.run_job_spec(job, argv)
-        assert result.btts_counters.get("dead_letters", 0) == 0
+        assert result.counters.get("dead_letters", 0) == 0
 
     data = SimpleNamespace(target=target)
     data.metrics = list(samples.metric_records(hosts=4, seconds=120))

@@ -170,7 +170,7 @@ def test_sums_and_counts_read_back_equal_independent_sums(target, tmp_path):
     }
     assert _read_sums(target) == want
     assert len(want) >= 4 * 5
-    c = result.btts_counters
+    c = result.counters
     assert c["lines_read"] == c["events_valid"] == 300
     assert c["rows_SALES_MONTHLY"] == 300 and c["cells_SALES_MONTHLY"] == 600
     assert c.get("write_failures_SALES_MONTHLY", 0) == 0
@@ -222,7 +222,7 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
         "Corrie#201503": {b"AMOUNT": (5500, MARCH_2015_US), b"COUNT": (10, MARCH_2015_US)}
     }
     assert {d["raw"]: d["reason"] for d in read_dead_letters(dead)} == bad
-    c = result.btts_counters
+    c = result.counters
     assert c["lines_read"] == len(lines) == c["events_valid"] + c["dead_letters"]
     assert c["events_valid"] == len(good) and c["dead_letters"] == len(bad)
     assert c["rows_SALES_MONTHLY"] == len(good)

@@ -40,7 +40,7 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
     assert sorted(d["raw"] for d in letters) == sorted(bad)
     assert all(d["reason"] and d["pipeline"] == "server_metrics" for d in letters)
     assert all(d["source"].endswith("in.jsonl") for d in letters)
-    c = result.btts_counters
+    c = result.counters
     assert c["lines_read"] == len(lines)
     assert c["blank_lines"] == 1
     assert c["lines_read"] == c["events_valid"] + c["dead_letters"] + c["blank_lines"]
@@ -165,7 +165,7 @@ def test_a_local_run_never_tries_prism(target, tmp_path, monkeypatch):
     monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", refuse)
     good = list(samples.metric_events(hosts=2, seconds=10))
     result = run_job("server_metrics", target, write_lines(tmp_path / "in.jsonl", good), tmp_path)
-    assert result.btts_counters["rows_METRIC"] == len(good)
+    assert result.counters["rows_METRIC"] == len(good)
     assert not tried
 
 

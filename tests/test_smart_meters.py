@@ -140,7 +140,7 @@ def test_job_appends_readings_and_dead_letters_bad_lines(target, tmp_path):
     result = run_job("smart_meters", target, write_lines(tmp_path / "in.jsonl", lines), dead)
 
     assert {d["raw"]: d["reason"] for d in read_dead_letters(dead)} == bad
-    counts = result.btts_counters
+    counts = result.counters
     assert counts["lines_read"] == len(lines) == counts["events_valid"] + counts["dead_letters"]
     assert (counts["events_valid"], counts["dead_letters"]) == (4, 4)
     assert (counts["rows_SENSOR"], counts["cells_SENSOR"]) == (4, 8)
@@ -203,7 +203,7 @@ def test_csv_input_lands_the_same_cells_and_reruns_are_idempotent(target, tmp_pa
     assert [d["reason"] for d in read_dead_letters(tmp_path / "dead1")] == [
         "field 'meter_id': expected an integer, got CSV text '98765x'"
     ]
-    assert result.btts_counters["events_valid"] == 2
+    assert result.counters["events_valid"] == 2
     first = latest_dump(target)
     ts1, ts2 = 1501111800000 * 1000, 1501112700000 * 1000
     assert sorted(first) == [

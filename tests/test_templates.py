@@ -460,7 +460,7 @@ def test_launch_with_template_parameters_runs_the_job(target, tmp_path):
             f"--temp_location={tmp_path / 'tmp'}",
         ],
     )
-    assert result.btts_counters["events_valid"] == 1
+    assert result.counters["events_valid"] == 1
     rows = admin.read_rows(target, "GAME_BY_PLAYER")
     assert [r.key for r in rows] == [b"LoL#Corrie#20150301"]
     assert [d["raw"] for d in read_dead_letters(tmp_path / "dead")] == [lines[1]]

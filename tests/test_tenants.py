@@ -263,7 +263,7 @@ def test_lookalike_tenants_read_only_their_rows_and_survive_a_drop(target, tmp_p
         )
     ]
     result, letters = _ingest(target, tmp_path, good + bad)
-    assert result.btts_counters["events_valid"] == len(good)
+    assert result.counters["events_valid"] == len(good)
     assert sorted(d["raw"] for d in letters) == sorted(bad)
     reasons = ("#", "empty", "control", "mixes scripts", "compatibility", "look Latin")
     assert all(any(r in d["reason"] for r in reasons) for d in letters), letters
@@ -290,7 +290,7 @@ def test_a_tenant_typed_in_either_unicode_form_is_one_tenant(target, tmp_path):
     composed, combining = "acm\u00e9", "acme\u0301"
     lines = [_reading(composed, "d1", 0, 1), _reading(combining, "d1", 1, 2)]
     result, letters = _ingest(target, tmp_path, [*lines, _reading("acme", "d1", 0, 3)])
-    assert result.btts_counters["events_valid"] == 3 and letters == []
+    assert result.counters["events_valid"] == 3 and letters == []
     for form in (composed, combining):
         readings = _tenant_rows(target, form)
         assert sorted(int(r.value) for r in readings) == [1, 2]

@@ -165,7 +165,7 @@ def test_a_csv_with_slash_dates_lands_every_good_line(target, tmp_path):
     assert rows[0].cells[0].timestamp_us == _ms(2012, 1, 1) * 1000
     (letter,) = read_dead_letters(dead)
     assert letter["reason"] == "field 'date': '2012-01-03' does not match '%Y/%m/%d'"
-    assert result.btts_counters["events_valid"] == 2
+    assert result.counters["events_valid"] == 2
 
 
 def test_a_declared_zone_labels_local_days_and_stamps_absolute_times():
@@ -193,7 +193,7 @@ def test_a_builtin_job_takes_the_same_choices_as_flags(target, tmp_path):
     dead = tmp_path / "dead" / "m"
     flags = ["--time_format=timestamp=%d/%m/%Y %H:%M", "--input_timezone=Europe/Paris"]
     result = run_job("smart_meters", target, source, dead, flags)
-    assert result.btts_counters["events_valid"] == 1
+    assert result.counters["events_valid"] == 1
     (row,) = admin.read_rows(target, "SENSOR", latest_only=True)
     assert row.key == b"0000987654#20170726"  # 02:15 in Paris is 00:15 UTC: UTC labels
     assert row.latest()[("METER", b"0015")] == b"13.45"

@@ -345,7 +345,7 @@ def test_ts_blob_cells_read_back_decode_to_the_original_events(target, tmp_path)
     ]
     result, dead = _run(target, tmp_path, "TS-BLOB", lines)
     assert dead == []
-    assert result.btts_counters["rows_BALLOON_TS_BLOB"] == 2
+    assert result.counters["rows_BALLOON_TS_BLOB"] == 2
     rows = admin.read_rows(target, "BALLOON_TS_BLOB")
     assert [r.key for r in rows] == [
         b"us-west2#3698#2021-03-05-1200",
@@ -373,7 +373,7 @@ def test_tb_cell_row_holds_one_cell_per_event_per_column(target, tmp_path):
     for _ in range(2):  # a re-run rewrites the same cells: no extra versions
         result, dead = _run(target, tmp_path, "TB-CELL", lines)
         assert dead == []
-        assert result.btts_counters["cells_BALLOON_TB_CELL"] == 4 * len(lines)
+        assert result.counters["cells_BALLOON_TB_CELL"] == 4 * len(lines)
 
     rows = admin.read_rows(target, "BALLOON_TB_CELL")  # every version, not latest_only
     assert [r.key for r in rows] == [b"us-west2#3698#2021-W09", b"us-west2#3698#2021-W10"]
@@ -401,7 +401,7 @@ def test_tb_col_makes_four_rows_per_event(target, tmp_path):
     ]
     result, dead = _run(target, tmp_path, "TB-COL", lines)
     assert dead == []
-    assert result.btts_counters["rows_BALLOON_TB_COL"] == 4 * len(lines)
+    assert result.counters["rows_BALLOON_TB_COL"] == 4 * len(lines)
     rows = {r.key: r.cells for r in admin.read_rows(target, "BALLOON_TB_COL")}
     assert sorted(rows) == sorted(
         f"us-west2#3698#{metric}#{week}".encode()
@@ -433,7 +433,7 @@ def test_bad_lines_are_dead_lettered_with_their_reason(target, tmp_path):
         b"\xff\xfe": "not UTF-8",
     }
     result, dead = _run(target, tmp_path, "TS-COLS", [good[0], *bad, good[1]])
-    counters = result.btts_counters
+    counters = result.counters
     assert counters["lines_read"] == counters["events_valid"] + counters["dead_letters"]
     assert (counters["events_valid"], counters["dead_letters"]) == (2, len(bad))
     assert len(dead) == len(bad)
@@ -456,7 +456,7 @@ def test_csv_input_lands_the_same_cells_as_json(target, tmp_path):
     ]
     result, dead = _run(target, tmp_path, "TB-CELL", csv_lines, name="balloons.csv")
     assert [d["reason"] for d in dead] == ["field 'temperature': expected a number, got CSV text"]
-    assert result.btts_counters["events_valid"] == 2
+    assert result.counters["events_valid"] == 2
     got = dump(target, "BALLOON_TB_CELL")
     expected = sorted(
         (row.key, c.family, c.qualifier, c.value, c.timestamp_us)

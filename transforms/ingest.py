@@ -93,13 +93,10 @@ def tune_gc() -> None:
 
 
 class _BuildRowsFn(beam.DoFn):
-    def __init__(
-        self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None, batched: bool = False
-    ) -> None:
+    def __init__(self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None) -> None:
         self._builder = builder
         self._pipeline = pipeline
         self._csv_adapter = csv_adapter
-        self._batched = batched
 
     def setup(self) -> None:
         self._lines = Metrics.counter(NAMESPACE, "lines_read")
@@ -170,7 +167,7 @@ class _BuildRowsFn(beam.DoFn):
         build = self._builder
         decode = decoder(block, self._csv_adapter)
         valid = 0
-        batch: list | None = [] if self._batched else None
+        batch: list = []
         limit = 0 if block.kind == "record" else MAX_QUALIFIER_BYTES
         for index, raw in enumerate(items):
             try:
@@ -185,10 +182,7 @@ class _BuildRowsFn(beam.DoFn):
                 reason = f"unexpected error: {type(err).__name__}: {err}"
             else:
                 valid += 1
-                if batch is None:
-                    yield from rows
-                else:
-                    batch.extend(rows)
+                batch.extend(rows)
                 continue
             if block.kind in ("jsonl", "csv") and not raw.strip():
                 self._blank.inc()
@@ -245,18 +239,15 @@ class BuildRows(beam.PTransform):
     """Lines → row mutations (main output ``rows``) and dead letters (output ``dead_letter``:
     dicts with pipeline, source, reason, raw, line). ``csv_adapter`` reshapes a flat CSV record
     into the builder's record where the two differ (e.g. metric columns into a ``metrics``
-    object). ``batched``: the rows of each input block as one list element (what the writers
-    take): the runner's per-element cost paid once per block instead of once per row."""
+    object). Each element of ``rows`` is a batch: the list of the rows of one input block
+    (what the writers take), so the runner's per-element cost is paid once per block instead
+    of once per row; a block with no valid line yields no batch."""
 
     def __init__(
-        self,
-        builder: Builder,
-        pipeline: str,
-        csv_adapter: CsvAdapter | None = None,
-        batched: bool = False,
+        self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None = None
     ) -> None:
         super().__init__()
-        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, batched)
+        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter)
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         return lines | "BuildRows" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main=ROWS)

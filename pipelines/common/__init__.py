@@ -1,0 +1,193 @@
+"""What every ingest job shares, and the run of one: parse and check the flags, preflight the
+tables, build the graph (:class:`Ingest`), run it, print the summary and return a
+:class:`RunReport`; a run that did not do its work exits non-zero.
+
+The parts live by concern: :mod:`.options` (flags, parsing, checks), :mod:`.jobspec` (what a
+job is), :mod:`.graph` (the ingest graph and dead-letter names), :mod:`.runner` (preflight,
+runner, dry runs), :mod:`.report` (counters, summary, exit policy, the report)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from btts import admin
+from pipelines.common.graph import (
+    Ingest,
+    dead_letter_base,
+    dead_letter_location,
+    dead_letter_prefix,
+    new_run_id,
+)
+from pipelines.common.jobspec import (
+    JobSpec,
+    builtin_job,
+    job_tables,
+    schema_job,
+    with_time_input,
+)
+from pipelines.common.options import (
+    BigtableOptions,
+    FileInputOptions,
+    StreamingInputOptions,
+    TimeOptions,
+    check_inputs_exist,
+    did_you_mean,
+    input_help,
+    input_patterns,
+    option_classes_help,
+    parse_args,
+    resolve_target,
+    timezone,
+    validate_input,
+)
+from pipelines.common.report import (
+    JobFailed,
+    Reason,
+    RunReport,
+    counters,
+    dead_letter_reasons,
+    failure,
+    landed_line,
+    records_read,
+    summary,
+)
+from pipelines.common.runner import (
+    LOCAL_RUNNERS,
+    dry_run_report,
+    is_dry_run,
+    new_pipeline,
+    prepare,
+)
+
+__all__ = [
+    "LOCAL_RUNNERS",
+    "BigtableOptions",
+    "FileInputOptions",
+    "Ingest",
+    "JobFailed",
+    "JobSpec",
+    "Reason",
+    "RunReport",
+    "StreamingInputOptions",
+    "TimeOptions",
+    "builtin_job",
+    "check_inputs_exist",
+    "counters",
+    "dead_letter_base",
+    "dead_letter_location",
+    "dead_letter_prefix",
+    "dead_letter_reasons",
+    "did_you_mean",
+    "dry_run_report",
+    "failure",
+    "ingest",
+    "input_help",
+    "input_patterns",
+    "is_dry_run",
+    "job_tables",
+    "landed_line",
+    "main",
+    "new_pipeline",
+    "new_run_id",
+    "option_classes_help",
+    "parse_args",
+    "prepare",
+    "records_read",
+    "resolve_target",
+    "run_file_ingest",
+    "schema_job",
+    "summary",
+    "timezone",
+    "validate_input",
+    "with_time_input",
+]
+
+_LOG = logging.getLogger(__name__)
+
+# What a job's graph function takes: the pipeline, the options, the job and this run's id.
+Build = Callable[..., dict]
+
+
+def ingest(
+    pipeline: beam.Pipeline, options: PipelineOptions, job: JobSpec, run_id: str | None = None
+) -> dict[str, beam.PCollection]:
+    """The job's :class:`Ingest` applied to ``pipeline``: its outputs by tag."""
+    return pipeline | "Ingest" >> Ingest(options, job, run_id)
+
+
+def run_file_ingest(
+    argv: Sequence[str] | None,
+    *,
+    classes: Sequence[type[PipelineOptions]],
+    job_for: JobSpec | Callable[[PipelineOptions], JobSpec],
+    build: Build | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> RunReport:
+    """The body of every ingest job's ``run``. ``job_for`` is the job's :class:`JobSpec`, or a
+    function of the options for jobs whose flags choose the tables (it may raise ConfigError;
+    pass ``name`` and ``description`` then); ``build(pipeline, options, job, run_id=...)``
+    makes the graph (default :func:`ingest`)."""
+    if isinstance(job_for, JobSpec):
+        name = name or job_for.name
+        description = description or job_for.description
+    if not name or description is None:
+        raise TypeError("run_file_ingest needs name and description when job_for is a function")
+    build = build or ingest
+    try:
+        options = parse_args(argv, f"python -m pipelines.{name}", description, classes, name)
+        job = job_for(options) if callable(job_for) else job_for
+        validate_input(options, job)
+        with_time_input(options, job)  # refuse a bad --time_format before anything runs
+        check_only = options.view_as(FileInputOptions).validate_only
+        dry = is_dry_run(options)
+        writes = not (check_only or dry)  # a check or a dry run needs no Bigtable
+        target = prepare(options, job_tables(options, job), job) if writes else None
+    except admin.ConfigError as err:
+        raise SystemExit(f"{name}: error: {err}") from None
+    run_id = new_run_id()
+    letters = dead_letter_location(options, job.name, run_id)
+    tables = tuple(job_tables(options, job))
+    started = time.monotonic()
+    pipeline = new_pipeline(options)
+    build(pipeline, options, job, run_id=run_id)
+    result = pipeline.run()
+    if dry:
+        print(dry_run_report(name, options, f"write {', '.join(tables)}"), flush=True)
+        return RunReport(name, {}, tables=tables, dead_letters=letters, dry_run=True, result=result)
+    subscription = options.view_as(StreamingInputOptions).input_subscription
+    if subscription:
+        _LOG.info(
+            "%s: streaming from %s; stop it with Ctrl-C or by cancelling the job",
+            name,
+            subscription,
+        )
+    result.wait_until_finish()
+    seconds = time.monotonic() - started
+    totals = counters(result)
+    reasons = tuple(dead_letter_reasons(result))
+    report = RunReport(
+        name, totals, seconds, tables, target, reasons, letters if writes else None, result=result
+    )
+    label = name if job.name == name else f"{name} ({job.name})"
+    print(
+        summary(label, totals, seconds, target, reasons, dead_letters=report.dead_letters),
+        flush=True,
+    )
+    why = failure(totals, reasons, options.view_as(FileInputOptions).max_dead_letter_ratio)
+    if why:
+        if report.dead_letters:
+            why += f" (dead letters: {report.dead_letters})"
+        raise JobFailed(f"{name}: error: {why}", report)
+    return report
+
+
+def main(run: Callable[[], RunReport]) -> None:
+    """A job module run as a script (``python -m pipelines.<job>``): INFO logs, then its run."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    run()

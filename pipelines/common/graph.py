@@ -1,0 +1,178 @@
+"""The file-ingest graph: :class:`Ingest`, read (files or Pub/Sub) → build rows (bad input to
+dead letters) → write each table (and the hourly rollup), and where this run's dead letters go.
+
+Between the steps every element of a rows PCollection is a *batch*: a list of
+:class:`~transforms.mutations.RowMutation` (the rows of one input block, of one table's share
+of it, or of one rollup row). The runner's per-element cost is then paid once per block, not
+once per row, and no step has to ask what it was handed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import uuid
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam import pvalue
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.common.jobspec import JobSpec, with_time_input
+from pipelines.common.options import (
+    BigtableOptions,
+    FileInputOptions,
+    StreamingInputOptions,
+    input_patterns,
+    resolve_target,
+)
+from transforms.bigtable_write import WriteRows
+from transforms.ingest import (
+    DEAD_LETTER,
+    ROWS,
+    BuildRows,
+    ReadPubSubLines,
+    WriteDeadLetterFiles,
+    WriteDeadLetters,
+    WriteDeadLettersToPubSub,
+)
+from transforms.readers import ReadRecords
+from transforms.rollup import TOO_LATE, Rollup
+
+ROLLUP = "rollup"
+
+
+def new_run_id(now: dt.datetime | None = None) -> str:
+    """A run's own name: its UTC start and a short random id, e.g. ``20261125T123000Z-1a2b3c``
+    (sorts by time; two runs in the same second still differ)."""
+    now = now or dt.datetime.now(dt.timezone.utc)
+    return f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+
+
+def dead_letter_base(options: PipelineOptions, job: str) -> str:
+    """``--dead_letter``, or ``dead-letters/<job>``: what every run's own prefix starts with."""
+    return options.view_as(FileInputOptions).dead_letter or f"dead-letters/{job}"
+
+
+def dead_letter_prefix(options: PipelineOptions, job: str, run_id: str) -> str:
+    """The path prefix of this run's dead-letter files: the base and the run's id, so a re-run
+    never replaces (Beam's file sink deletes what matches its own prefix) an earlier run's."""
+    return f"{dead_letter_base(options, job)}-{run_id}"
+
+
+def dead_letter_location(options: PipelineOptions, job: str, run_id: str) -> str | None:
+    """Where this run's dead letters go, for the summary: a topic, a file pattern, or None
+    when nothing is written (``--validate_only``)."""
+    stream = options.view_as(StreamingInputOptions)
+    if stream.dead_letter_topic:
+        return stream.dead_letter_topic
+    if options.view_as(FileInputOptions).validate_only:
+        return None
+    return f"{dead_letter_prefix(options, job, run_id)}*.jsonl"
+
+
+class Ingest(beam.PTransform):
+    """A job's whole file (or Pub/Sub) ingest for ``options``, applied to the pipeline.
+
+    Outputs (a dict): ``rows`` (batches of rows), ``dead_letter`` (dead-letter records) and,
+    with ``--hourly_rollup``, ``rollup`` (batches of the rollup's rows). ``run_id`` names this
+    run's dead-letter files (default: a new one); ``dead_letters`` says where they go."""
+
+    def __init__(self, options: PipelineOptions, job: JobSpec, run_id: str | None = None) -> None:
+        super().__init__()
+        self._options = options
+        self._job = with_time_input(options, job)
+        self.run_id = run_id or new_run_id()
+        self.dead_letters = dead_letter_location(options, job.name, self.run_id)
+
+    def expand(self, pbegin: pvalue.PBegin) -> dict[str, beam.PCollection]:
+        from transforms.aggregate_write import WriteAggregates
+
+        options, job = self._options, self._job
+        stream = options.view_as(StreamingInputOptions)
+        if stream.input_subscription:
+            lines = pbegin | "ReadMessages" >> ReadPubSubLines(stream.input_subscription)
+        else:
+            input_format = options.view_as(FileInputOptions).input_format
+            lines = pbegin | "ReadLines" >> ReadRecords(input_patterns(options), input_format)
+        built = lines | "ParseAndBuild" >> BuildRows(job.rows_fn(), job.name, job.csv_adapter)
+        rows = built[ROWS]
+        if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; no writes
+            return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}
+        target = resolve_target(options)
+        timeout = options.view_as(BigtableOptions).write_timeout_seconds
+        # AddToCell rows go through the data client (one table each), SetCell rows the sink.
+        add_cells = functools.partial(
+            WriteAggregates, target.project, target.instance, operation_timeout=timeout
+        )
+        set_cells = functools.partial(WriteRows, target.project, target.instance, timeout_s=timeout)
+        aggregates = [t for t in job.tables if any(f.aggregate for f in job.decls[t].families)]
+        plain = [t for t in job.tables if t not in aggregates]
+        if aggregates:
+            split = rows | "SplitAggregates" >> beam.ParDo(
+                _SplitAggregates(aggregates)
+            ).with_outputs(*aggregates, main="cells")
+            for table in aggregates:
+                split[table] | f"WriteAggregates_{table}" >> add_cells(table)
+            cells = split["cells"]
+        else:
+            cells = rows
+        if plain:
+            cells | "WriteBigtable" >> set_cells(plain)
+        dead = [built[DEAD_LETTER]]
+        out = {ROWS: rows}
+        if stream.hourly_rollup and job.rollup:
+            rolled = (
+                rows
+                | "Unbatch" >> beam.FlatMap(list)  # the rollup keys and groups single rows
+                | "HourlyRollup"
+                >> Rollup(job.rollup, stream.allowed_lateness_minutes * 60_000, stream.rollup_mode)
+            )
+            batches = rolled["rows"] | "RollupBatches" >> beam.Map(lambda row: [row])
+            if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
+                batches | "WriteRollup" >> set_cells([job.rollup.table])
+            else:
+                batches | "WriteRollup" >> add_cells(job.rollup.table)
+            dead.append(rolled[TOO_LATE])
+            out[ROLLUP] = batches
+        letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
+        letters | "DeadLetters" >> _DeadLetterSink(options, job.name, self.run_id)
+        out[DEAD_LETTER] = letters
+        return out
+
+
+class _SplitAggregates(beam.DoFn):
+    """A batch of rows split: aggregate tables' rows to their table's output (a batch each),
+    every other row to the main one (one batch)."""
+
+    def __init__(self, aggregate_tables: Sequence[str]) -> None:
+        self._aggregate = frozenset(aggregate_tables)
+
+    def process(self, batch: list):
+        by_table: dict[str, list] = {}
+        cells = []
+        for row in batch:  # rows are (table, key, cells) tuples
+            if row[0] in self._aggregate:
+                by_table.setdefault(row[0], []).append(row)
+            else:
+                cells.append(row)
+        for table, rows in by_table.items():
+            yield pvalue.TaggedOutput(table, rows)
+        if cells:
+            yield cells
+
+
+class _DeadLetterSink(beam.PTransform):
+    """To --dead_letter_topic; else to this run's files, one per bundle when streaming (Beam's
+    windowed file sinks fail on the streaming DirectRunner), sharded JSON lines in batch."""
+
+    def __init__(self, options: PipelineOptions, job: str, run_id: str) -> None:
+        super().__init__()
+        self._stream = options.view_as(StreamingInputOptions)
+        self._prefix = dead_letter_prefix(options, job, run_id)
+
+    def expand(self, letters: beam.PCollection) -> beam.PCollection:
+        if self._stream.dead_letter_topic:
+            return letters | "ToPubSub" >> WriteDeadLettersToPubSub(self._stream.dead_letter_topic)
+        if self._stream.input_subscription:
+            return letters | "ToFiles" >> WriteDeadLetterFiles(self._prefix)
+        return letters | "ToJsonLines" >> WriteDeadLetters(self._prefix)

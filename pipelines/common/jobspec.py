@@ -1,0 +1,115 @@
+"""What a job is: the :class:`JobSpec` (builder, tables, declarations, rollup) of a schema
+file or a built-in dataset, and the job the time flags make of it."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from btts import admin
+from pipelines.common.options import FileInputOptions, StreamingInputOptions
+from transforms import generic
+from transforms import schema as schema_lib
+from transforms.ingest import Builder, CsvAdapter
+from transforms.rollup import RollupSpec
+from transforms.rollup_core import schema_rollups
+from transforms.table_model import TableDecl
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """What distinguishes one file-ingest job from another."""
+
+    name: str
+    description: str
+    builder: Builder
+    tables: Sequence[str]
+    decls: Mapping[str, TableDecl]  # every table of the job's schema file
+    csv_adapter: CsvAdapter | None = None
+    rollup: RollupSpec | None = None
+    schema_source: str | None = None  # a user's schema file, named in messages
+    # A rule on every event's rows beyond the schema's (raises InvalidEvent), e.g. sales'
+    # --replace_months; kept apart from the builder so --time_format can rebuild that.
+    check_rows: Callable[[Sequence[tuple]], None] | None = None
+
+    def rows_fn(self) -> Callable[[dict], Sequence[tuple]]:
+        """What BuildRows runs per record: the builder's plain rows, checked if asked."""
+        if self.check_rows is None:
+            return self.builder.rows
+        return functools.partial(_checked_rows, self.builder.rows, self.check_rows)
+
+
+def _checked_rows(rows: Callable, check: Callable, record: dict) -> Sequence[tuple]:
+    out = rows(record)
+    check(out)
+    return out
+
+
+def schema_job(
+    schema: schema_lib.Schema,
+    *,
+    description: str,
+    name: str | None = None,
+    tables: Sequence[str] | None = None,
+    tz: dt.tzinfo = dt.timezone.utc,
+    builtin: bool = True,
+) -> JobSpec:
+    """The job of a schema file: its compiled builder (for ``tables``, default every table it
+    writes from events), its declarations, and the hourly rollup it declares for them, if any.
+    A built-in schema's tables need no ``--schema`` to create; a user's file is named in hints."""
+    try:
+        builder = generic.Builder(schema, list(tables) if tables else None, tz)
+    except ValueError as err:
+        raise admin.ConfigError(str(err)) from None
+    rollups = schema_rollups(schema)
+    rollup = next((rollups[t] for t in builder.tables if t in rollups), None)
+    return JobSpec(
+        name=name or schema.dataset,
+        description=description,
+        builder=builder,
+        tables=tuple(builder.tables),
+        decls=schema.decls(),
+        csv_adapter=builder.csv_adapter,
+        rollup=rollup,
+        schema_source=None if builtin else str(schema.source),
+    )
+
+
+def builtin_job(dataset: str, description: str, **kwargs) -> JobSpec:
+    """The job of the built-in dataset ``dataset`` (``transforms/declarations/<dataset>.yaml``)."""
+    return schema_job(schema_lib.builtin(dataset), description=description, **kwargs)
+
+
+def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
+    """The job reading its input's times as --time_format, --input_timezone and
+    --ambiguous_times say (unchanged without them); a bad choice is a ConfigError."""
+    opts = options.view_as(FileInputOptions)
+    if not (opts.time_format or opts.input_timezone or opts.ambiguous_times):
+        return job
+    formats = {}
+    for item in opts.time_format or []:
+        name, sep, fmt = item.partition("=")
+        if not sep or not name or not fmt:
+            raise admin.ConfigError(f"--time_format {item!r}: give FIELD=FORMAT")
+        formats[name] = fmt
+    builder = job.builder
+    try:
+        schema = schema_lib.with_times(
+            builder.schema, formats, opts.input_timezone or "", opts.ambiguous_times or ""
+        )
+    except schema_lib.SchemaError as err:
+        raise admin.ConfigError(str(err)) from None
+    builder = generic.Builder(schema, builder.tables, builder.tz)
+    return dataclasses.replace(job, builder=builder, csv_adapter=builder.csv_adapter)
+
+
+def job_tables(options: PipelineOptions, job: JobSpec) -> list[str]:
+    tables = list(job.tables)
+    if options.view_as(StreamingInputOptions).hourly_rollup and job.rollup:
+        tables.append(job.rollup.table)
+    return tables

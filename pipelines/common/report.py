@@ -1,0 +1,188 @@
+"""What a run did: the :class:`RunReport` every job's ``run()`` returns, the counters and
+dead-letter reasons it is made of, the end-of-run summary, and when a finished run failed."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.runners.runner import PipelineResult
+
+from btts import admin
+from transforms.ingest import NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
+
+
+def counters(result: PipelineResult) -> dict[str, int]:
+    """This run's btts counters (committed where the runner has them, else attempted); empty
+    for a Dataflow flex-template launch, which only writes the job spec: no job to ask yet."""
+    if getattr(result, "has_job", True) is False:
+        return {}
+    out: dict[str, int] = {}
+    for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+        name = counter.key.metric.name
+        out[name] = out.get(name, 0) + int(_metric_value(counter) or 0)
+    return out
+
+
+@dataclass(frozen=True)
+class Reason:
+    """One kind of dead letter in a run: how many, and where it first happened."""
+
+    kind: str
+    count: int
+    source: str
+    line: int | None  # first line number in ``source``, when the reader knows lines
+
+
+def dead_letter_reasons(result: PipelineResult) -> list[Reason]:
+    """This run's dead letters by reason kind, most frequent first (from BuildRows' metrics)."""
+    if getattr(result, "has_job", True) is False:
+        return []
+    counts: dict[str, int] = {}
+    firsts: dict[str, str] = {}  # each kind's first source (by name) when no line is known
+    query = result.metrics().query(MetricsFilter().with_namespace(REASONS_NAMESPACE))
+    for counter in query["counters"]:
+        kind, source = split_reason_metric_name(counter.key.metric.name)
+        counts[kind] = counts.get(kind, 0) + int(_metric_value(counter) or 0)
+        firsts[kind] = min(firsts.get(kind, source), source)
+    lines: dict[tuple[str, str], int] = {}
+    for dist in query["distributions"]:
+        value = _metric_value(dist)
+        if value is not None and value.count:
+            lines[split_reason_metric_name(dist.key.metric.name)] = int(value.min)
+    out = []
+    for kind, count in counts.items():
+        known = sorted((src, line) for (k, src), line in lines.items() if k == kind)
+        source, line = known[0] if known else (firsts[kind], None)
+        out.append(Reason(kind, count, source, line))
+    return sorted(out, key=lambda r: (-r.count, r.kind))
+
+
+def _metric_value(result):
+    try:
+        value = result.committed
+    except Exception:  # runners without committed metrics raise here
+        value = None
+    return result.attempted if value is None else value
+
+
+def summary(
+    job: str,
+    totals: Mapping[str, int],
+    seconds: float,
+    target: admin.Target | None,
+    reasons: Sequence[Reason] = (),
+    top: int = 5,
+    dead_letters: str | None = None,
+) -> str:
+    """The end-of-run summary; its last line is :func:`landed_line`."""
+    events = totals.get("events_valid", 0)
+    where = f"into {target.describe()}" if target else "(validate only: nothing written)"
+    lines = [
+        f"{job}: done in {seconds:.1f}s {where}",
+        f"  lines read      {totals.get('lines_read', 0):>12,}",
+        f"  valid events    {events:>12,}   ({events / max(seconds, 1e-9):,.0f} events/s)",
+        f"  dead letters    {totals.get('dead_letters', 0):>12,}",
+    ]
+    if totals.get("blank_lines"):
+        lines.append(f"  blank lines     {totals['blank_lines']:>12,}")
+    for table in sorted(name[5:] for name in totals if name.startswith("rows_")):
+        rows = totals["rows_" + table]
+        line = f"  rows {table:<15}{rows:>8,}   cells {totals.get('cells_' + table, 0):,}"
+        distinct = totals.get("distinct_rows_" + table)
+        if distinct and distinct < rows and not totals.get("distinct_unknown_" + table):
+            plural = "s" if distinct > 1 else ""
+            line += f"   ({rows:,} row writes into {distinct:,} distinct row{plural})"
+        lines.append(line)
+    if reasons:
+        lines.append("  top dead-letter reasons:")
+        for reason in reasons[:top]:
+            at = f"{reason.source}:{reason.line}" if reason.line else reason.source
+            lines.append(f"  {reason.count:>14,}  {reason.kind}  (first: {at})")
+        if len(reasons) > top:
+            rest = sum(r.count for r in reasons[top:])
+            lines.append(f"  {rest:>14,}  ({len(reasons) - top} other reasons)")
+    if dead_letters:
+        lines.append(f"  dead letters to {dead_letters}")
+    lines.append(f"{job}: {landed_line(totals, written=target is not None)}")
+    return "\n".join(lines)
+
+
+def records_read(totals: Mapping[str, int]) -> int:
+    """Records read: lines (or array elements, or columnar records) less blank lines."""
+    return totals.get("lines_read", 0) - totals.get("blank_lines", 0)
+
+
+def landed_line(totals: Mapping[str, int], written: bool = True) -> str:
+    """The summary's last line: how much of the input landed, so a partial load is seen by a
+    person and by a log scraper alike (also when nothing was dead-lettered)."""
+    records = records_read(totals)
+    valid = totals.get("events_valid", 0)
+    dead = totals.get("dead_letters", 0)
+    share = dead / records if records > 0 else 0.0
+    verb = "landed" if written else "valid (validate only: nothing written)"
+    return f"{valid:,} of {records:,} records {verb} ({dead:,} dead letters, {share:.2%})"
+
+
+def failure(
+    totals: Mapping[str, int], reasons: Sequence[Reason], max_ratio: float | None
+) -> str | None:
+    """Why a finished batch run failed its purpose, or None: input but no valid event, or more
+    dead letters than ``max_ratio`` of the records read."""
+    records = records_read(totals)
+    dead = totals.get("dead_letters", 0)
+    if records <= 0:
+        return None
+    top = f"; top reason: {reasons[0].kind}" if reasons else ""
+    if totals.get("events_valid", 0) == 0:
+        return f"no valid event in {records:,} records read, nothing written{top}"
+    if max_ratio is not None and dead / records > max_ratio:
+        return (
+            f"{dead:,} dead letters in {records:,} records ({dead / records:.2%}), over "
+            f"--max_dead_letter_ratio {max_ratio:g}{top}"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What one run of a job did, as a value: its counters, dead-letter reasons and where the
+    dead letters went, the tables written, the time taken, the nightly plan where there is
+    one, and the runner's result (for its state; ``None`` only when no pipeline ran)."""
+
+    job: str
+    counters: Mapping[str, int]
+    seconds: float = 0.0
+    tables: tuple[str, ...] = ()
+    target: admin.Target | None = None
+    reasons: tuple[Reason, ...] = ()
+    dead_letters: str | None = None  # a file pattern or a topic; None: nothing written
+    plan: Any = None  # the nightly job's pipelines.nightly.Plan
+    dry_run: bool = False
+    result: PipelineResult | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def state(self) -> str | None:
+        """The runner's final state (e.g. ``DONE``), when a pipeline ran."""
+        return None if self.result is None else self.result.state
+
+    @property
+    def records(self) -> int:
+        return records_read(self.counters)
+
+    @property
+    def landed(self) -> str:
+        """The summary's last line (see :func:`landed_line`)."""
+        return landed_line(self.counters, self.target is not None)
+
+
+class JobFailed(SystemExit):
+    """The job ran but did not do its work (nothing valid, too many dead letters): a non-zero
+    exit with the reason, after the summary. ``report`` is the finished run's."""
+
+    def __init__(self, message: str, report: RunReport) -> None:
+        super().__init__(message)
+        self.report = report

@@ -1,0 +1,82 @@
+"""Running a job: the preflight before any data moves, the pipeline on the chosen runner, and
+what a dry run reports instead of running."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+import apache_beam as beam
+from apache_beam.options.pipeline_options import (
+    GoogleCloudOptions,
+    PipelineOptions,
+    StandardOptions,
+    TestOptions,
+)
+from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
+
+from btts import admin
+from pipelines.common.jobspec import JobSpec
+from pipelines.common.options import BigtableOptions, resolve_target
+from transforms import builtin_tables
+
+_LOG = logging.getLogger(__name__)
+
+
+def prepare(
+    options: PipelineOptions, tables: Sequence[str], job: JobSpec | None = None
+) -> admin.Target:
+    """Validate and preflight before any data moves: fail early, with the fix in the message.
+    The tables' declarations come from ``job``, else from the built-in ones."""
+    target = resolve_target(options)
+    bt = options.view_as(BigtableOptions)
+    if not bt.skip_preflight:
+        decls = [job.decls[t] if job is not None else builtin_tables.get(t) for t in tables]
+        try:
+            for line in admin.preflight(target, decls, create=bt.create_tables):
+                _LOG.info("%s", line)
+        except admin.ConfigError as err:
+            if job is None or not job.schema_source:
+                raise
+            hint = f"btts tables create --schema {job.schema_source}"
+            raise admin.ConfigError(str(err).replace("btts tables create", hint)) from None
+    return target
+
+
+LOCAL_RUNNERS = frozenset({"DirectRunner", "SwitchingDirectRunner"})
+
+
+def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
+    """A pipeline on the runner the options name; for Beam's local default, its DirectRunner
+    without the first attempt on Prism. Beam 2.77 tries Prism before the in-process runner,
+    which means fetching a Prism binary from GitHub: on a machine without internet that fails
+    after 0.3 to 6 seconds per job, and with internet the job runs on another runner than the
+    one its tests and benchmarks measure. Beam skips Prism for interactive runs; so do we."""
+    name = options.view_as(StandardOptions).runner or "DirectRunner"
+    if name not in LOCAL_RUNNERS:
+        return beam.Pipeline(options=options)
+    runner = SwitchingDirectRunner()
+    runner.is_interactive()  # Beam's own switch: Prism is not tried, nothing else changes
+    return beam.Pipeline(runner=runner, options=options)
+
+
+def is_dry_run(options: PipelineOptions) -> bool:
+    """Beam's ``--dry_run``: translate the job for its runner and launch nothing. Nothing of
+    ours may then call Google either (no preflight, no table admin, no metrics to read)."""
+    return bool(options.view_as(TestOptions).dry_run)
+
+
+def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
+    """What a dry run would have launched, instead of a summary of what it did."""
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    cloud = options.view_as(GoogleCloudOptions)
+    where = ", ".join(
+        f"{label} {value}"
+        for label, value in (("project", cloud.project), ("region", cloud.region))
+        if value
+    )
+    mode = "streaming" if options.view_as(StandardOptions).streaming else "batch"
+    return (
+        f"{name}: dry run: the {mode} job translated for {runner}"
+        f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
+    )

@@ -1,0 +1,178 @@
+"""The nightly job's flags and its :class:`Plan`: what a run does (source, days, layout,
+retention, verification), decided and checked before anything moves."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as dt
+
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from btts import admin
+from pipelines import common
+from pipelines.nightly import dates
+from pipelines.nightly.dates import (
+    MAX_DATES,
+    SINGLE_TABLE_SUFFIX,
+    daily_table,
+    day_label,
+    parse_day,
+    retention_cutoff,
+    run_days,
+    single_table,
+)
+from transforms import builtin_tables
+from transforms.table_model import TableDecl
+
+LAYOUTS = ("per_day_table", "single_table")
+
+
+def _flag(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "yes", "1", "on"):
+        return True
+    if value in ("false", "no", "0", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+class NightlyOptions(PipelineOptions):
+    """The nightly job's own flags (unique names across all jobs: Beam parses them together)."""
+
+    @classmethod
+    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
+        group = parser.add_argument_group("Nightly copy")
+        group.add_argument(
+            "--date",
+            help="Day to copy, YYYYMMDD. Default: yesterday in --timezone.",
+        )
+        group.add_argument(
+            "--dates",
+            help="Days to copy for a backfill, START..END (YYYYMMDD..YYYYMMDD, inclusive), read "
+            f"in one scan of the source; at most {MAX_DATES} days. Not with --date.",
+        )
+        group.add_argument(
+            "--keep_days",
+            type=int,
+            help="Retention: keep the daily tables of the N days ending with the run date and "
+            "drop older <source>_YYYYMMDD tables (single_table layout: older day prefixes). "
+            "Default: drop nothing.",
+        )
+        group.add_argument(
+            "--layout",
+            default="per_day_table",
+            choices=LAYOUTS,
+            help="per_day_table (default): one table <source>_YYYYMMDD per day. single_table: "
+            f"one table <source>_{SINGLE_TABLE_SUFFIX} keyed YYYYMMDD#METER.",
+        )
+        group.add_argument(
+            "--source_table",
+            default="SENSOR",
+            help="Declared table to copy from; its keys must end with #YYYYMMDD. Default: SENSOR.",
+        )
+        group.add_argument(
+            "--verify",
+            type=_flag,
+            nargs="?",
+            const=True,
+            default=True,
+            help="After the copy, compare row count and content checksum of source and "
+            "destination per day and fail on any difference (default; --verify=false or "
+            "--no_verify to skip).",
+        )
+        group.add_argument(
+            "--no_verify",
+            dest="verify",
+            action="store_false",
+            help="Skip the verification.",
+        )
+
+
+# What run() parses and --help shows.
+OPTION_CLASSES = (NightlyOptions, common.BigtableOptions, common.TimeOptions)
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    target: admin.Target
+    source: TableDecl
+    days: tuple[str, ...]
+    layout: str
+    keep_days: int | None
+    verify: bool
+    check_source: bool
+    write_timeout_s: float = 300.0
+
+    @property
+    def run_day(self) -> dt.date:
+        return parse_day(max(self.days))
+
+    @property
+    def destinations(self) -> tuple[str, ...]:
+        if self.layout == "single_table":
+            return (single_table(self.source.name),)
+        return tuple(daily_table(self.source.name, d) for d in self.days)
+
+    def destination_decls(self) -> list[TableDecl]:
+        if self.layout == "single_table":
+            return [builtin_tables.get(single_table(self.source.name))]
+        return [
+            dataclasses.replace(
+                self.source,
+                name=name,
+                doc=f"One day of {self.source.name}, copied by the nightly job.",
+            )
+            for name in self.destinations
+        ]
+
+    def where(self, day: str) -> str:
+        """Where the copy of ``day`` lives, for messages."""
+        if self.layout == "single_table":
+            return f"{single_table(self.source.name)} (prefix {day}#)"
+        return daily_table(self.source.name, day)
+
+
+def _source_decl(name: str) -> TableDecl:
+    try:
+        decl = builtin_tables.get(name)
+    except KeyError as err:
+        raise admin.ConfigError(f"--source_table: {err.args[0]}") from None
+    last = decl.key.segments[-1]
+    if decl.key.delimiter != "#" or last.kind != "time" or last.arg != "yyyymmdd":
+        raise admin.ConfigError(
+            f"--source_table {name}: its key ({decl.key.describe()}) does not end with "
+            "#YYYYMMDD, so its rows cannot be split by day"
+        )
+    return decl
+
+
+def make_plan(options: PipelineOptions) -> Plan:
+    """Validate the flags into a :class:`Plan` (raises :class:`admin.ConfigError`)."""
+    own = options.view_as(NightlyOptions)
+    tz = common.timezone(options)
+    target = common.resolve_target(options)
+    source = _source_decl(own.source_table)
+    days = run_days(own.date, own.dates, dates.today(tz))
+    if own.keep_days is not None:
+        retention_cutoff(days[-1], own.keep_days)
+    plan = Plan(
+        target=target,
+        source=source,
+        days=tuple(day_label(d) for d in days),
+        layout=own.layout,
+        keep_days=own.keep_days,
+        verify=bool(own.verify),
+        check_source=not options.view_as(common.BigtableOptions).skip_preflight,
+        write_timeout_s=options.view_as(common.BigtableOptions).write_timeout_seconds,
+    )
+    if plan.layout == "single_table":
+        try:
+            decl = plan.destination_decls()[0]
+        except KeyError:
+            raise admin.ConfigError(
+                f"--layout single_table needs a declared table {single_table(source.name)}"
+            ) from None
+        if [f.name for f in decl.families] != [f.name for f in source.families]:
+            raise admin.ConfigError(f"{decl.name} must have the families of {source.name}")
+    return plan
