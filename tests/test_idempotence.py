@@ -4,8 +4,9 @@ compared as full dumps, cell timestamps included.
 
 The exceptions are the aggregate writers (AddToCell): the sales job and the hourly rollup with
 --rollup_mode add, so a second run doubles every sum and count. They are documented as not
-idempotent (the docstring of pipelines/sales.py, the --rollup_mode help in pipelines/common.py);
-the tests pin exactly that: doubled, nothing else changed. The default exact rollup is idempotent.
+idempotent (the docstring of pipelines/sales.py, the --rollup_mode help in
+pipelines/common/options.py); the tests pin exactly that: doubled, nothing else changed. The
+default exact rollup is idempotent.
 """
 
 from __future__ import annotations
