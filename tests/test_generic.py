@@ -341,7 +341,13 @@ def test_dead_letters_go_where_every_ingest_job_sends_them(flags, step, tmp_path
     common.validate_input(options, job)
     pipeline = beam.Pipeline(options=options)
     generic_job.build(pipeline, options, job)
-    labels = {t.full_label for t in pipeline.transforms_stack[0].parts}
+
+    def steps(node):  # every step's own label, those inside the Ingest transform included
+        yield node.full_label.rsplit("/", 1)[-1]
+        for part in node.parts:
+            yield from steps(part)
+
+    labels = set(steps(pipeline.transforms_stack[0]))
     assert step in labels
     assert not {"WriteDeadLetters", "DeadLetterFiles", "DeadLettersToPubSub"} - {step} & labels
     assert job.decls is not None and set(job.decls) == set(job.tables)

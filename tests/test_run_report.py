@@ -85,8 +85,14 @@ def _job(*argv: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--input=/no/such/dir/*.jsonl"], "--input /no/such/dir/*.jsonl: no file matches"),
-        (["--input=/no/such/file.jsonl"], "--input /no/such/file.jsonl: no such file"),
+        (
+            ["--input=/no/such/dir/*.jsonl", "--skip_preflight"],
+            "--input /no/such/dir/*.jsonl: no file matches",
+        ),
+        (
+            ["--input=/no/such/file.jsonl", "--skip_preflight"],
+            "--input /no/such/file.jsonl: no such file",
+        ),
         (
             ["--input=x", "--max_dead_letter_ratio=abc"],
             "--max_dead_letter_ratio: 'abc' is not a number",
@@ -113,4 +119,10 @@ def test_an_empty_glob_is_refused_before_the_pipeline_starts(tmp_path):
             classes=[common.FileInputOptions, common.BigtableOptions],
             job_for=common.builtin_job("smart_meters", "test"),
         )
+    assert stop.value.code != 0
+
+
+def test_a_missing_input_is_named_after_the_preflight(target, tmp_path):
+    with pytest.raises(SystemExit, match=r"--input .*nope\.jsonl: no such file") as stop:
+        run_job("smart_meters", target, tmp_path / "nope.jsonl", tmp_path / "dead" / "m")
     assert stop.value.code != 0

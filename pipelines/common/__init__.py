@@ -33,6 +33,7 @@ from pipelines.common.jobspec import (
 from pipelines.common.options import (
     BigtableOptions,
     FileInputOptions,
+    FlagValueError,
     StreamingInputOptions,
     TimeOptions,
     check_inputs_exist,
@@ -58,6 +59,7 @@ from pipelines.common.report import (
 )
 from pipelines.common.runner import (
     LOCAL_RUNNERS,
+    config_exit,
     dry_run_report,
     is_dry_run,
     new_pipeline,
@@ -68,6 +70,7 @@ __all__ = [
     "LOCAL_RUNNERS",
     "BigtableOptions",
     "FileInputOptions",
+    "FlagValueError",
     "Ingest",
     "JobFailed",
     "JobSpec",
@@ -77,6 +80,7 @@ __all__ = [
     "TimeOptions",
     "builtin_job",
     "check_inputs_exist",
+    "config_exit",
     "counters",
     "dead_letter_base",
     "dead_letter_location",
@@ -148,8 +152,10 @@ def run_file_ingest(
         dry = is_dry_run(options)
         writes = not (check_only or dry)  # a check or a dry run needs no Bigtable
         target = prepare(options, job_tables(options, job), job) if writes else None
+        if not options.view_as(StreamingInputOptions).input_subscription:
+            check_inputs_exist(input_patterns(options))  # not Beam's traceback once running
     except admin.ConfigError as err:
-        raise SystemExit(f"{name}: error: {err}") from None
+        raise config_exit(name, err) from None
     run_id = new_run_id()
     letters = dead_letter_location(options, job.name, run_id)
     tables = tuple(job_tables(options, job))

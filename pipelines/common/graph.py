@@ -135,7 +135,7 @@ class Ingest(beam.PTransform):
             dead.append(rolled[TOO_LATE])
             out[ROLLUP] = batches
         letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
-        letters | "DeadLetters" >> _DeadLetterSink(options, job.name, self.run_id)
+        write_dead_letters(letters, options, job.name, self.run_id)
         out[DEAD_LETTER] = letters
         return out
 
@@ -161,18 +161,16 @@ class _SplitAggregates(beam.DoFn):
             yield cells
 
 
-class _DeadLetterSink(beam.PTransform):
+def write_dead_letters(
+    letters: beam.PCollection, options: PipelineOptions, job: str, run_id: str
+) -> None:
     """To --dead_letter_topic; else to this run's files, one per bundle when streaming (Beam's
     windowed file sinks fail on the streaming DirectRunner), sharded JSON lines in batch."""
-
-    def __init__(self, options: PipelineOptions, job: str, run_id: str) -> None:
-        super().__init__()
-        self._stream = options.view_as(StreamingInputOptions)
-        self._prefix = dead_letter_prefix(options, job, run_id)
-
-    def expand(self, letters: beam.PCollection) -> beam.PCollection:
-        if self._stream.dead_letter_topic:
-            return letters | "ToPubSub" >> WriteDeadLettersToPubSub(self._stream.dead_letter_topic)
-        if self._stream.input_subscription:
-            return letters | "ToFiles" >> WriteDeadLetterFiles(self._prefix)
-        return letters | "ToJsonLines" >> WriteDeadLetters(self._prefix)
+    stream = options.view_as(StreamingInputOptions)
+    prefix = dead_letter_prefix(options, job, run_id)
+    if stream.dead_letter_topic:
+        letters | "DeadLettersToPubSub" >> WriteDeadLettersToPubSub(stream.dead_letter_topic)
+    elif stream.input_subscription:
+        letters | "DeadLetterFiles" >> WriteDeadLetterFiles(prefix)
+    else:
+        letters | "WriteDeadLetters" >> WriteDeadLetters(prefix)

@@ -231,12 +231,17 @@ def option_classes_help(
     return parser
 
 
+class FlagValueError(admin.ConfigError):
+    """A flag's value is not one it takes (argparse's kind of error: the job prints it as one
+    line on stderr and exits 2, as argparse would, without Beam's usage text)."""
+
+
 class _FlagParser(argparse.ArgumentParser):
-    """An argparse parser whose mistakes are a :class:`admin.ConfigError` (one line for the job
+    """An argparse parser whose mistakes are a :class:`FlagValueError` (one line for the job
     to print), not a usage text and an exit."""
 
     def error(self, message: str):
-        raise admin.ConfigError(_flag_error(message))
+        raise FlagValueError(_flag_error(message))
 
 
 def _flag_error(message: str) -> str:
@@ -347,7 +352,7 @@ def validate_input(options: PipelineOptions, job: JobSpec) -> None:
             )
         options.view_as(StandardOptions).streaming = True
     else:
-        check_inputs_exist(input_patterns(options))
+        input_patterns(options)
     if stream.hourly_rollup and job.rollup is None:
         raise admin.ConfigError(f"{job.name} has no hourly rollup")
     ratio = options.view_as(FileInputOptions).max_dead_letter_ratio

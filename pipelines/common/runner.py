@@ -4,6 +4,7 @@ what a dry run reports instead of running."""
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Sequence
 
 import apache_beam as beam
@@ -17,7 +18,7 @@ from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from btts import admin
 from pipelines.common.jobspec import JobSpec
-from pipelines.common.options import BigtableOptions, resolve_target
+from pipelines.common.options import BigtableOptions, FlagValueError, resolve_target
 from transforms import builtin_tables
 
 _LOG = logging.getLogger(__name__)
@@ -80,3 +81,13 @@ def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
         f"{name}: dry run: the {mode} job translated for {runner}"
         f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
     )
+
+
+def config_exit(name: str, err: admin.ConfigError) -> SystemExit:
+    """The exit for a mistake the user can fix: one line ``<job>: error: …``, no traceback. A
+    bad flag value is printed here and exits 2, as argparse's own errors do."""
+    line = f"{name}: error: {err}"
+    if isinstance(err, FlagValueError):
+        print(line, file=sys.stderr, flush=True)
+        return SystemExit(2)
+    return SystemExit(line)

@@ -161,7 +161,7 @@ def run(argv: Sequence[str] | None = None) -> common.RunReport:
         for line in [] if dry else prepare(plan):  # a dry run touches no table
             _LOG.info("%s", line)
     except admin.ConfigError as err:
-        raise SystemExit(f"{NAME}: error: {err}") from None
+        raise common.config_exit(NAME, err) from None
     _LOG.info("copying %s day(s) %s of %s", len(plan.days), ", ".join(plan.days), plan.source.name)
     pipeline = common.new_pipeline(options)
     build_plan(pipeline, plan)
