@@ -61,7 +61,7 @@ def land(target: admin.Target, work: Path) -> SimpleNamespace:
                 f"--bigtable_instance={target.instance}",
             ]
             result = demo.run_job_spec(job, argv)
-        assert result.btts_counters.get("dead_letters", 0) == 0
+        assert result.counters.get("dead_letters", 0) == 0
 
     data = SimpleNamespace(target=target)
     data.metrics = metric_events()
