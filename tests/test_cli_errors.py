@@ -184,7 +184,6 @@ def test_every_btts_error_is_one_clear_line_without_a_traceback(
     assert not _problems(code, out, err, says, kind)
 
 
-@pytest.mark.xfail(reason="raised inside the job (pipelines/), being reworked there", strict=False)
 @pytest.mark.parametrize(
     ("argv", "says"), [c[1:] for c in JOB_CASES], ids=[c[0] for c in JOB_CASES]
 )

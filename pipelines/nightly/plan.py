@@ -151,11 +151,11 @@ def make_plan(options: PipelineOptions) -> Plan:
     """Validate the flags into a :class:`Plan` (raises :class:`admin.ConfigError`)."""
     own = options.view_as(NightlyOptions)
     tz = common.timezone(options)
-    target = common.resolve_target(options)
     source = _source_decl(own.source_table)
     days = run_days(own.date, own.dates, dates.today(tz))
     if own.keep_days is not None:
         retention_cutoff(days[-1], own.keep_days)
+    target = common.resolve_target(options)  # after the flags: a bad day is named first
     plan = Plan(
         target=target,
         source=source,
