@@ -19,6 +19,7 @@ __all__ = [
     "HHMM_BYTES",
     "MAX_EPOCH_MS",
     "MILLISECOND",
+    "MIN_EPOCH_MS",
     "MIN_GUESSED_EPOCH_MS",
     "NAMED_FORMATS",
     "UTC",
@@ -27,6 +28,7 @@ __all__ = [
     "compact_millis",
     "compact_month",
     "day_label",
+    "day_ms",
     "has_offset",
     "hour_label",
     "iso",
@@ -39,6 +41,7 @@ __all__ = [
     "parse_date",
     "parse_event_time",
     "plausible_epoch_ms",
+    "range_problem",
     "strptime_problem",
     "time_of_day",
     "to_datetime",
@@ -51,12 +54,19 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 MILLISECOND = dt.timedelta(milliseconds=1)
 # 13-digit epoch milliseconds is the guidance's key format; beyond it keys stop sorting.
 MAX_EPOCH_MS = 9_999_999_999_999
+# The earliest time any field may declare (``earliest:``): 0001-01-01T00:00Z, the first instant
+# a datetime holds. Times before 1970 land only where a field declares them (docs/user-guide.md
+# "Times before 1970"): epoch keys and Bigtable's cell timestamps cannot hold them as they are.
+MIN_EPOCH_MS = -62_135_596_800_000
 
 
-def parse_event_time(value: object, field: str = "timestamp") -> int:
+def parse_event_time(
+    value: object, field: str = "timestamp", earliest: int = 0, advice: str = ""
+) -> int:
     """Epoch milliseconds from an RFC 3339 string with an offset (``2015-03-16T19:53:32.045Z``)
     or from an integer of epoch milliseconds. Sub-millisecond digits are truncated (Bigtable
-    stores milliseconds); a time without an offset is refused rather than guessed."""
+    stores milliseconds); a time without an offset is refused rather than guessed, and so is a
+    time before ``earliest`` (epoch ms; ``advice``: how to land it, see :func:`range_problem`)."""
     if type(value) is str and len(value) <= 40:  # the common case first: one C call
         try:
             moment = dt.datetime.fromisoformat(value)
@@ -65,7 +75,7 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
         else:
             if moment.tzinfo is not None:
                 ms = (moment - EPOCH) // MILLISECOND
-                if 0 <= ms <= MAX_EPOCH_MS:
+                if earliest <= ms <= MAX_EPOCH_MS:
                     return ms
     if isinstance(value, str) and not value.isdigit():
         text = value.strip()
@@ -79,15 +89,15 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
             raise InvalidEvent(f"field {field!r}: time {value!r} has no UTC offset (add 'Z')")
         ms = (moment - EPOCH) // MILLISECOND
     elif isinstance(value, str):  # a JSON integer kept as its text, or digits in a string
-        ms = plausible_epoch_ms(int(value), field)
+        ms = plausible_epoch_ms(int(value), field, earliest)
     elif isinstance(value, int) and not isinstance(value, bool):
-        ms = plausible_epoch_ms(value, field)
+        ms = plausible_epoch_ms(value, field, earliest)
     else:
         raise InvalidEvent(
             f"field {field!r}: expected an RFC 3339 time or epoch milliseconds, "
             f"got {type(value).__name__}"
         )
-    return _in_range(ms, field, value)
+    return _in_range(ms, field, value, earliest, advice)
 
 
 # The smallest number taken for epoch milliseconds without a declared format: 1973-03-03. Below
@@ -95,11 +105,20 @@ def parse_event_time(value: object, field: str = "timestamp") -> int:
 MIN_GUESSED_EPOCH_MS = 10**11
 
 
-def plausible_epoch_ms(number: int, field: str = "timestamp") -> int:
+def plausible_epoch_ms(number: int, field: str = "timestamp", earliest: int = 0) -> int:
     """``number``, when it can pass for epoch milliseconds with no format declared; otherwise a
-    dead letter that says what it looks like and which format to declare."""
-    if number >= MIN_GUESSED_EPOCH_MS or number < 0:  # a negative one: the range check says why
+    dead letter that says what it looks like and which format to declare. A negative number is
+    a time before 1970: the range check refuses it unless the field declares such times, and
+    then it must be as far from 1970 as a positive one."""
+    if number >= MIN_GUESSED_EPOCH_MS or number <= -MIN_GUESSED_EPOCH_MS:
         return number
+    if number < 0:
+        if earliest >= 0:
+            return number  # the range check says why
+        raise InvalidEvent(
+            f"field {field!r}: the number {number} is too close to 1970 to be epoch "
+            "milliseconds; declare format: epoch_ms if it is one"
+        )
     if 1 <= number <= 9999:
         looks = "looks like a year; declare format: year"
     elif number >= 10**8:
@@ -109,11 +128,24 @@ def plausible_epoch_ms(number: int, field: str = "timestamp") -> int:
     raise InvalidEvent(f"field {field!r}: the number {number} {looks}")
 
 
-def _in_range(ms: int, field: str, raw: object) -> int:
-    """``ms``, if 13-digit epoch-millisecond keys can hold it (``raw``: what the event said)."""
-    if not 0 <= ms <= MAX_EPOCH_MS:
-        raise InvalidEvent(f"field {field!r}: {raw!r} is outside 1970-01-01..2286-11-20")
+def _in_range(ms: int, field: str, raw: object, earliest: int = 0, advice: str = "") -> int:
+    """``ms``, if it is inside the field's range (``raw``: what the event said)."""
+    if not earliest <= ms <= MAX_EPOCH_MS:
+        raise InvalidEvent(range_problem(ms, f"field {field!r}: {raw!r}", earliest, advice))
     return ms
+
+
+def range_problem(ms: int, what: str, earliest: int = 0, advice: str = "") -> str:
+    """Why ``ms`` is refused: outside ``earliest``..2286-11-20 (2286: the last time 13-digit
+    epoch-millisecond keys hold). ``advice`` follows for a time before ``earliest``: how to land
+    it, where ``{earliest}`` stands for the first day of its year (the schema's author knows
+    which tables hold early times; the parser does not)."""
+    low = iso(earliest)[:10]
+    text = f"{what} is outside {low}..2286-11-20"
+    if ms < earliest and advice:
+        year = to_datetime(max(ms, MIN_EPOCH_MS)).year
+        text += advice.replace("{earliest}", f"{year:04d}-01-01")
+    return text
 
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
@@ -122,9 +154,9 @@ _DAY_MS = 86_400_000
 _COMPACT_DIGITS = 17  # YYYYMMDDHHMMSSmmm; epoch milliseconds have at most 13
 
 
-def parse_date(value: object, field: str = "date") -> int:
+def parse_date(value: object, field: str = "date", earliest: int = 0, advice: str = "") -> int:
     """A calendar date ``YYYY-MM-DD`` → epoch milliseconds of its midnight UTC. Anything else
-    (a time, another layout, an impossible day) is refused."""
+    (a time, another layout, an impossible day, a day before ``earliest``) is refused."""
     if type(value) is not str and type(value) is not CsvText:  # a JSON number is no date
         raise InvalidEvent(f"field {field!r}: expected a date YYYY-MM-DD, got {describe(value)}")
     if not _DATE.match(value):
@@ -133,10 +165,20 @@ def parse_date(value: object, field: str = "date") -> int:
         day = dt.date.fromisoformat(value)
     except ValueError as err:
         raise InvalidEvent(f"field {field!r}: {value!r} is not a real date ({err})") from None
-    return _in_range((day.toordinal() - _EPOCH_DAY) * _DAY_MS, field, value)
+    return _in_range((day.toordinal() - _EPOCH_DAY) * _DAY_MS, field, value, earliest, advice)
 
 
-def parse_compact_time(value: object, field: str = "timestamp") -> int:
+def day_ms(text: str) -> int:
+    """Epoch ms of midnight UTC of a day ``YYYY-MM-DD`` (any year from 0001; ValueError
+    otherwise): a field's declared ``earliest``."""
+    if not _DATE.match(text):
+        raise ValueError(f"{text!r} is not a day YYYY-MM-DD")
+    return (dt.date.fromisoformat(text).toordinal() - _EPOCH_DAY) * _DAY_MS
+
+
+def parse_compact_time(
+    value: object, field: str = "timestamp", earliest: int = 0, advice: str = ""
+) -> int:
     """``YYYYMMDDHHMMSSmmm`` (17 digits, UTC) → epoch ms; anything else as
     :func:`parse_event_time` takes it (RFC 3339 or epoch milliseconds)."""
     if isinstance(value, str) and len(value) == _COMPACT_DIGITS and value.isdigit():
@@ -146,8 +188,9 @@ def parse_compact_time(value: object, field: str = "timestamp") -> int:
             raise InvalidEvent(
                 f"field {field!r}: {value!r} is not a valid YYYYMMDDHHMMSSmmm time"
             ) from None
-        return parse_event_time(calendar.timegm(moment.timetuple()) * 1000 + int(value[14:]), field)
-    return parse_event_time(value, field)
+        ms = calendar.timegm(moment.timetuple()) * 1000 + int(value[14:])
+        return _in_range(ms, field, ms, earliest, advice)
+    return parse_event_time(value, field, earliest, advice)
 
 
 def to_datetime(ms: int, tz: dt.tzinfo = UTC) -> dt.datetime:
@@ -270,7 +313,13 @@ def has_offset(fmt: str) -> bool:
 
 
 def local_to_ms(
-    local: dt.datetime, tz: dt.tzinfo, field: str, ambiguous: str = "error", raw: object = ""
+    local: dt.datetime,
+    tz: dt.tzinfo,
+    field: str,
+    ambiguous: str = "error",
+    raw: object = "",
+    earliest: int = 0,
+    advice: str = "",
 ) -> int:
     """Epoch ms of a wall-clock time in ``tz``. The repeated hour of a DST change is refused
     unless ``ambiguous`` picks ``earliest`` or ``latest``; a wall time the change skips is
@@ -295,7 +344,7 @@ def local_to_ms(
                     "declare ambiguous: earliest or latest"
                 )
             first = first if ambiguous == "earliest" else second
-    return _in_range((first - EPOCH) // MILLISECOND, field, raw)
+    return _in_range((first - EPOCH) // MILLISECOND, field, raw, earliest, advice)
 
 
 def make_parser(
@@ -303,18 +352,21 @@ def make_parser(
     field: str = "timestamp",
     tz: dt.tzinfo | None = None,
     ambiguous: str = "error",
+    earliest: int = 0,
+    advice: str = "",
 ):
     """``value → epoch ms`` for one declared time format: a named one (:data:`NAMED_FORMATS`)
     or any strptime pattern. ``tz`` is the zone of times written without an offset (none: such
-    a time is refused rather than guessed)."""
+    a time is refused rather than guessed). Times before ``earliest`` (epoch ms; 1970 unless
+    the field declares older times) are refused, ``advice`` saying how to land them."""
     if fmt in _EPOCH_DIVISORS:
-        return _epoch_parser(fmt, field)
+        return _epoch_parser(fmt, field, earliest, advice)
     if fmt == "date":
-        return lambda value: parse_date(value, field)
+        return lambda value: parse_date(value, field, earliest, advice)
     if fmt == "year":
-        return _year_parser(field, tz or UTC, ambiguous)
+        return _year_parser(field, tz or UTC, ambiguous, earliest, advice)
     if fmt == "yyyymmddhhmmssmmm":
-        return lambda value: parse_compact_time(value, field)
+        return lambda value: parse_compact_time(value, field, earliest, advice)
     if fmt in ("auto", "rfc3339"):
 
         def iso(value: object) -> int:
@@ -327,8 +379,8 @@ def make_parser(
                     pass  # parse_event_time says what is wrong
                 else:
                     if moment.tzinfo is None:
-                        return local_to_ms(moment, tz, field, ambiguous, value)
-            return parse_event_time(value, field)
+                        return local_to_ms(moment, tz, field, ambiguous, value, earliest, advice)
+            return parse_event_time(value, field, earliest, advice)
 
         return iso
     offset = "%z" in fmt
@@ -343,8 +395,8 @@ def make_parser(
         except ValueError:
             raise InvalidEvent(f"field {field!r}: {value[:60]!r} does not match {fmt!r}") from None
         if offset:
-            return _in_range((moment - EPOCH) // MILLISECOND, field, value)
-        return local_to_ms(moment, tz or UTC, field, ambiguous, value)
+            return _in_range((moment - EPOCH) // MILLISECOND, field, value, earliest, advice)
+        return local_to_ms(moment, tz or UTC, field, ambiguous, value, earliest, advice)
 
     return pattern
 
@@ -352,7 +404,7 @@ def make_parser(
 _YEAR = re.compile(r"[0-9]{1,4}\Z")
 
 
-def _year_parser(field: str, tz: dt.tzinfo, ambiguous: str):
+def _year_parser(field: str, tz: dt.tzinfo, ambiguous: str, earliest: int, advice: str):
     """A year, as a JSON number or text (``1956``, ``"1956"``) → the start of its 1 January in
     ``tz``."""
 
@@ -360,27 +412,31 @@ def _year_parser(field: str, tz: dt.tzinfo, ambiguous: str):
         text = str(value) if type(value) is int else value.strip() if isinstance(value, str) else ""
         if not _YEAR.match(text) or int(text) == 0:
             raise InvalidEvent(f"field {field!r}: expected a year such as 1956, got {value!r}")
-        return local_to_ms(dt.datetime(int(text), 1, 1), tz, field, ambiguous, value)
+        moment = dt.datetime(int(text), 1, 1)
+        return local_to_ms(moment, tz, field, ambiguous, value, earliest, advice)
 
     return year
 
 
-def _epoch_parser(fmt: str, field: str):
+def _epoch_parser(fmt: str, field: str, earliest: int, advice: str):
     divisor = _EPOCH_DIVISORS[fmt]
     unit = {"epoch_s": "seconds", "epoch_ms": "milliseconds", "epoch_us": "microseconds"}[fmt]
 
     def epoch(value: object) -> int:
         # a JSON number (or a CSV cell): a JSON string of digits is a mistake, not a time
         text = str(value) if type(value) is Num or type(value) is CsvText else ""
-        if not _NUMERIC.match(text) or (divisor is not None and "." in text):
+        negative = earliest < 0 and text.startswith("-")  # before 1970, where declared
+        digits = text[1:] if negative else text
+        if not _NUMERIC.match(digits) or (divisor is not None and "." in digits):
             raise InvalidEvent(f"field {field!r}: expected epoch {unit}, got {describe(value)}")
+        sign = -1 if negative else 1
         if divisor is None:  # seconds, with up to millisecond decimals kept exactly
-            whole, _, frac = text.partition(".")
-            ms = int(whole) * 1000 + int((frac + "000")[:3])
-        else:
-            ms = int(text) // divisor
-        if not 0 <= ms <= MAX_EPOCH_MS:
-            raise InvalidEvent(f"field {field!r}: {text} is outside 1970-01-01..2286-11-20")
+            whole, _, frac = digits.partition(".")
+            ms = sign * (int(whole) * 1000 + int((frac + "000")[:3]))
+        else:  # microseconds: floored to the millisecond, as the cell timestamp is
+            ms = sign * int(digits) // divisor
+        if not earliest <= ms <= MAX_EPOCH_MS:
+            raise InvalidEvent(range_problem(ms, f"field {field!r}: {text}", earliest, advice))
         return ms
 
     return epoch
