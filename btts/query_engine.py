@@ -76,10 +76,11 @@ def row_filter(scan: Scan) -> row_filters.RowFilter | None:
     """The server-side filter of a scan: its cell-time window, then newest cell per column."""
     parts: list[row_filters.RowFilter] = []
     if scan.start_ms is not None or scan.end_ms is not None:
+        start, end = scan.cell_window()  # as the table stamps its cells
         parts.append(
             row_filters.TimestampRangeFilter(
-                start=timefmt.to_datetime(scan.start_ms) if scan.start_ms is not None else None,
-                end=timefmt.to_datetime(scan.end_ms) if scan.end_ms is not None else None,
+                start=_micros_datetime(start) if start is not None else None,
+                end=_micros_datetime(end) if end is not None else None,
             )
         )
     if scan.latest_only:
@@ -87,6 +88,11 @@ def row_filter(scan: Scan) -> row_filters.RowFilter | None:
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else row_filters.RowFilterChain(filters=parts)
+
+
+def _micros_datetime(micros: int) -> dt.datetime:
+    """The datetime the client turns back into ``micros`` (the filter takes datetimes)."""
+    return timefmt.EPOCH + dt.timedelta(microseconds=micros)
 
 
 def read_query(scan: Scan) -> ReadRowsQuery | None:
@@ -265,7 +271,16 @@ def plan_declared(
 def _salted_scans(decl, start_ms: int, end_ms: int, tz: dt.tzinfo) -> tuple[Scan, ...]:
     """A salted table's time window: one range per bucket (merged by :func:`_rows_in_order`)."""
     ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
-    return tuple(Scan(decl.name, ranges=(r,), start_ms=start_ms, end_ms=end_ms) for r in ranges)
+    return tuple(
+        Scan(
+            decl.name,
+            ranges=(r,),
+            start_ms=start_ms,
+            end_ms=end_ms,
+            cell_timestamp=decl.cell_timestamp,
+        )
+        for r in ranges
+    )
 
 
 def _rows_in_order(decl, scans: list[list[ReadRow]]) -> list[ReadRow]:
@@ -432,19 +447,22 @@ def decode_table(
         if per is not None:
             parts.pop(per, None)
         if whole:
-            record: Record = {**parts, "ts_ms": 0}
+            record: Record = {**parts, "ts_ms": 0}  # its place among the fields; set below
             seen: set[bytes] = set()
+            newest: int | None = None
             for cell in row.cells:  # newest first per column
                 if cell.qualifier not in seen:
                     seen.add(cell.qualifier)
-                    record["ts_ms"] = max(record["ts_ms"], cell.timestamp_us // 1000)
+                    ms = decl.event_ms(cell.timestamp_us)
+                    newest = ms if newest is None else max(newest, ms)
                     decoder.cell(record, row_fields, cell, where)
+            record["ts_ms"] = newest if newest is not None else 0
             record["key"] = where
             out.append(decoder.ordered(_sorted_dicts(record)))
             continue
         by_time: dict[int, Record] = {}
         for cell in sorted(row.cells, key=lambda c: c.timestamp_us):
-            ms = cell.timestamp_us // 1000
+            ms = decl.event_ms(cell.timestamp_us)
             if ms not in by_time:
                 if per is not None:  # one record per event across the field's rows
                     ident = (tuple(parts.items()), ms)

@@ -187,7 +187,7 @@ def _print_raw(args, target: admin.Target, query: q.Query, decl, rows: list) -> 
             "family": c.family,
             "qualifier": text(c.qualifier),
             "value": value,
-            "timestamp_ms": c.timestamp_us // 1000,
+            "timestamp_ms": decl.event_ms(c.timestamp_us),  # the event time, in any era
         }
 
     records = [{"key": text(row.key), "cells": [cell(c) for c in row.cells]} for row in rows]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
 from transforms import events, keys, timefmt
@@ -60,6 +60,7 @@ class FieldPlan:
     spec: FieldSpec
     parse: Callable[[object], object]
     delimiters: str = ""
+    advice: str = ""  # a time field's: how to land a time before its earliest
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ def build_function(plan: BuildPlan) -> Callable[[dict], list[RowMutation]]:
             src.add(f"{value} = {fn}(record[{key}]) if {key} in record else None")
             continue
         src.add(f"{value} = record[{key}]")
-        _parse_inline(src, spec, value, fn, field.delimiters, spec.ref in digits)
+        _parse_inline(src, spec, value, fn, field.delimiters, spec.ref in digits, field.advice)
     for check in plan.ordered:
         fail = src.const(check.fail, "A")
         later, earlier = local[check.ref], local[check.after]
@@ -236,10 +237,17 @@ def _plain_int(spec: FieldSpec) -> bool:
 
 
 def _parse_inline(
-    src: SourceWriter, spec: FieldSpec, value: str, fn: str, delimiters: str, as_text: bool = False
+    src: SourceWriter,
+    spec: FieldSpec,
+    value: str,
+    fn: str,
+    delimiters: str,
+    as_text: bool = False,
+    advice: str = "",
 ) -> None:
     """The field's check, its common case written out (no call), the rest by its parser.
-    ``as_text``: an integer kept as its canonical digits (the parser's int made text)."""
+    ``as_text``: an integer kept as its canonical digits (the parser's int made text);
+    ``advice``: a time field's, for a time before 1970."""
     kind = spec.type
     if kind == "number" and spec.minimum is None and spec.maximum is None and not spec.max_length:
         num = src.const(events.Num, "N")
@@ -282,10 +290,12 @@ def _parse_inline(
         src.add(f"if {test}:")
         src.add(f"{value} = {fn}({value})", 2)
         return
-    if kind == "time" and spec.format == "auto" and not spec.timezone:
+    if kind == "time" and spec.format == "auto" and not spec.timezone and not spec.earliest:
         # timefmt.parse_event_time's fast path written out: an RFC 3339 text with an offset.
         # Anything else (epoch numbers, no offset, out of range, errors) goes to the parser.
-        parse = src.const(timefmt.parse_event_time, "PT")
+        # (A field declaring times before 1970 takes its parser: 0 <= ms is the 1970 rule.)
+        plain = timefmt.parse_event_time
+        parse = src.const(partial(plain, advice=advice) if advice else plain, "PT")
         name = src.const(spec.name, "n")
         src.add("try:")
         src.add(f"ms = (_fromiso({value}) - _EPOCH) // _MS", 2)
@@ -332,7 +342,16 @@ def _stamp(src: SourceWriter, table: TablePlan, local: dict, tz: dt.tzinfo, inde
         src.add(f"t{index} = {first} if {first} is not None else {local[table.time_else]}")
     else:
         src.add(f"t{index} = {first}")
-    if table.cell_time == "event":
+    decl = table.spec.decl
+    if decl.cell_timestamp != "unix":  # µs since another origin: the table's own conversion
+        micros = decl.cell_micros
+        if table.cell_time == "event":
+            src.add(f"u{index} = {src.const(micros, 'M')}(t{index})")
+        else:
+            unit = table.cell_time
+            start = src.const(lambda ms: micros(bucket_start_ms(ms, unit, tz)), "B")
+            src.add(f"u{index} = {start}(t{index})")
+    elif table.cell_time == "event":  # TableDecl.cell_micros of unix, written out
         src.add(f"u{index} = t{index} * 1000")
     else:
         start = src.const(lambda ms, unit=table.cell_time: bucket_start_ms(ms, unit, tz), "B")

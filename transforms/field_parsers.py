@@ -161,13 +161,16 @@ def _boolean_parser(spec: FieldSpec) -> FieldParser:
     return boolean
 
 
-def _time_parser(spec: FieldSpec) -> FieldParser:
+def _time_parser(spec: FieldSpec, advice: str = "") -> FieldParser:
+    earliest = spec.earliest_ms
     if spec.format == "auto" and not spec.timezone:  # the common case: one C call inside
         name = spec.name
         parse = timefmt.parse_event_time
+        if earliest or advice:
+            return lambda value: parse(value, name, earliest, advice)
         return lambda value: parse(value, name)
     zone = timefmt.zone(spec.timezone) if spec.timezone else None
-    return timefmt.make_parser(spec.format, spec.name, zone, spec.ambiguous)
+    return timefmt.make_parser(spec.format, spec.name, zone, spec.ambiguous, earliest, advice)
 
 
 def _check_names(name: str, upper: bool, names: tuple) -> tuple[bytes, ...]:
@@ -234,12 +237,15 @@ def _map_parser(spec: FieldSpec) -> FieldParser:
     return mapping
 
 
-def field_parser(spec: FieldSpec, key_delimiters: str = "") -> FieldParser:
+def field_parser(spec: FieldSpec, key_delimiters: str = "", advice: str = "") -> FieldParser:
     """The checked value of one field from its raw value: text (str), number/id (their source
     text), integer (int), boolean ("true"/"false"), time (epoch ms), map (((qualifier, value
-    text), …)). ``key_delimiters``: the delimiters of the keys a text field is part of."""
+    text), …)). ``key_delimiters``: the delimiters of the keys a text field is part of;
+    ``advice``: how to land a time before the field's earliest (:func:`timefmt.range_problem`)."""
     if spec.type in ("text", "id"):  # the two that may be key text
         return (_text_parser if spec.type == "text" else _id_parser)(spec, key_delimiters)
+    if spec.type == "time":
+        return _time_parser(spec, advice)
     return _PARSERS[spec.type](spec)
 
 

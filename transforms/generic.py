@@ -32,7 +32,15 @@ from transforms.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
 from transforms.errors import InvalidEvent
 from transforms.field_parsers import FieldParser, field_parser
 from transforms.mutations import MAX_QUALIFIER_BYTES, AddCell, Cell, RowMutation
-from transforms.schema import ColumnSpec, Schema, TableSpec, loads, message_class
+from transforms.schema import (
+    ColumnSpec,
+    FieldSpec,
+    Schema,
+    TableSpec,
+    builtin,
+    loads,
+    message_class,
+)
 from transforms.table_model import FREE_TEXT_KINDS, bucket_start_ms, segment_builder
 
 __all__ = ["Builder", "FieldParser", "build_plan", "field_parser"]
@@ -231,6 +239,7 @@ class _Table:
         self.time = spec.time or schema.time
         self.time_else = spec.time_else
         self.cell_time = spec.cell_time
+        self.micros = spec.decl.cell_micros  # event ms → this table's cell timestamp
         self.rows_per = spec.rows_per
         types = {f.ref: f.type for f in schema.fields}
         if spec.rows_per is not None:
@@ -242,7 +251,14 @@ class _Table:
         self.types = types
         self.checked = checked
         # Tables with the same columns and stamps share one tuple of cells per event.
-        self.signature = (spec.columns, self.time, self.time_else, self.cell_time, spec.rows_per)
+        self.signature = (
+            spec.columns,
+            self.time,
+            self.time_else,
+            self.cell_time,
+            spec.decl.cell_timestamp,
+            spec.rows_per,
+        )
 
     def segment_part(self, seg) -> Callable[[object], str]:
         """One key segment as a function of its field's value (for the generated builder)."""
@@ -280,8 +296,8 @@ class _Table:
         """The event time of this table's cells and their timestamp in µs."""
         ts_ms = values[self.time] if self.time in values else values[self.time_else]
         if self.cell_time == "event":
-            return ts_ms, ts_ms * 1000
-        return ts_ms, bucket_start_ms(ts_ms, self.cell_time, self.tz) * 1000
+            return ts_ms, self.micros(ts_ms)
+        return ts_ms, self.micros(bucket_start_ms(ts_ms, self.cell_time, self.tz))
 
     def rows(self, values: Values) -> list[RowMutation]:
         """The slow, general path: unpivoted tables (one row per listed field)."""
@@ -334,6 +350,49 @@ def _checked_key_fields(schema: Schema) -> dict[str, str]:
     return out
 
 
+# Key segments holding a time as epoch-millisecond digits: no time before 1970 fits them.
+EPOCH_KEY_KINDS = ("epoch_ms", "reverse_ts")
+
+
+def _is_builtin(schema: Schema) -> bool:
+    """Whether ``schema`` is a built-in dataset's declaration (its text, wherever it was read)."""
+    try:
+        return builtin(schema.dataset).text == schema.text
+    except (OSError, ValueError):  # no such built-in dataset (or it does not load)
+        return False
+
+
+def early_advice(schema: Schema, spec: FieldSpec) -> str:
+    """What a user's schema file must declare to land a time of ``spec`` before its earliest
+    (``{earliest}``: the first day of that time's year), following the refusal's text. None for
+    a built-in dataset: its declaration is not the user's to change."""
+    if spec.type != "time" or _is_builtin(schema):
+        return ""
+    named = f"field {spec.name!r}"
+    if spec.earliest:
+        return f"; declare an earlier earliest ({{earliest}} or before) on {named}"
+    written = schema.written()
+    epoch_keyed = [
+        t.name
+        for t in written
+        if any(s.field == spec.ref and s.kind in EPOCH_KEY_KINDS for s in t.decl.key.segments)
+    ]
+    if epoch_keyed:
+        return (
+            f"; the key of table {', '.join(epoch_keyed)} holds {named} as epoch milliseconds, "
+            "which hold no time before 1970: key it by a calendar label (time: "
+            f"{spec.ref}, format: yyyymmdd, …) and declare earliest: {{earliest}} on {named} "
+            "to land older times"
+        )
+    stamped = [
+        t.name
+        for t in written
+        if spec.ref in (t.time or schema.time, t.time_else) and t.decl.cell_timestamp == "unix"
+    ]
+    tables = f", and cell_timestamp: offset on table {', '.join(stamped)}," if stamped else ""
+    return f"; declare earliest: {{earliest}} (or earlier) on {named}{tables} to land older times"
+
+
 def _after_failure(name: str, after_name: str) -> Callable[[dict], None]:
     """Raises for a field that must be later than another and is not."""
 
@@ -352,11 +411,17 @@ def build_plan(schema: Schema, tables: list[str], tz: dt.tzinfo) -> BuildPlan:
     key_fields = _checked_key_fields(schema)
     names = {f.ref: f.name for f in schema.fields}
     checked = frozenset(key_fields)
+    advice = {f.ref: early_advice(schema, f) for f in schema.fields if f.type == "time"}
     return BuildPlan(
         label=schema.dataset,
         tz=tz,
         fields=tuple(
-            FieldPlan(f, field_parser(f, key_fields.get(f.ref, "")), key_fields.get(f.ref, ""))
+            FieldPlan(
+                f,
+                field_parser(f, key_fields.get(f.ref, ""), advice.get(f.ref, "")),
+                key_fields.get(f.ref, ""),
+                advice.get(f.ref, ""),
+            )
             for f in schema.fields
         ),
         ordered=tuple(

@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms import keys, timefmt
-from transforms.table_model import TIME_KINDS, KeyRecipe, Segment, TableDecl
+from transforms.errors import InvalidEvent
+from transforms.table_model import TIME_KINDS, KeyRecipe, Segment, TableDecl, cell_micros
 
 KeyRange = tuple[bytes, bytes]  # [start, end); b"" as end = to the end of the table
 WHOLE_TABLE: KeyRange = (b"", b"")
@@ -38,8 +39,9 @@ class Scan:
     """One planned read of one table.
 
     ``row_keys`` or ``ranges`` select rows (both empty: nothing); ``start_ms``/``end_ms`` keep
-    only cells stamped in ``[start_ms, end_ms)``; ``latest_only`` keeps the newest cell of each
-    column; ``limit`` stops after that many rows (in key order).
+    only cells stamped in ``[start_ms, end_ms)`` (event times: ``cell_timestamp`` is how the
+    table's cell timestamps hold them, see :meth:`cell_window`); ``latest_only`` keeps the
+    newest cell of each column; ``limit`` stops after that many rows (in key order).
     """
 
     table: str
@@ -49,6 +51,17 @@ class Scan:
     end_ms: int | None = None
     latest_only: bool = False
     limit: int | None = None
+    cell_timestamp: str = "unix"
+
+    def cell_window(self) -> tuple[int | None, int | None]:
+        """``[start, end)`` of the cell timestamps (µs) the time window keeps, as the table
+        stores them (None: unbounded). Never below 0: no cell timestamp is."""
+        start = end = None
+        if self.start_ms is not None:
+            start = max(cell_micros(self.start_ms, self.cell_timestamp), 0)
+        if self.end_ms is not None:
+            end = max(cell_micros(self.end_ms, self.cell_timestamp), 0)
+        return start, end
 
     def describe(self) -> str:
         """What the scan reads, in words a person can check against ``cbt read``."""
@@ -178,10 +191,12 @@ def time_range(
         """The exclusive end past the bucket of ``last_ms``: the key of ``next_ms`` when it
         starts a later bucket (readable: ``host#<end ms>``), else just past that bucket."""
         last = key_at(last_ms)
-        if 0 <= next_ms <= timefmt.MAX_EPOCH_MS:
+        try:  # a time the segment cannot hold (an epoch key before 1970…): past the bucket
             following = key_at(next_ms)
-            if following > last and len(following) == len(last):  # fixed-width labels
-                return following
+        except (InvalidEvent, ValueError, OverflowError):
+            return keys.prefix_end(last)
+        if following > last and len(following) == len(last):  # fixed-width labels
+            return following
         return keys.prefix_end(last)
 
     if seg.kind == "reverse_ts":  # newest first: the end bound gives the smallest key
@@ -194,7 +209,13 @@ def time_scan(
 ) -> Scan:
     """The range of :func:`time_range`, keeping only cells stamped in ``[start_ms, end_ms)``."""
     span = time_range(decl, values, start_ms, end_ms, tz)
-    return Scan(decl.name, ranges=(span,), start_ms=start_ms, end_ms=end_ms)
+    return Scan(
+        decl.name,
+        ranges=(span,),
+        start_ms=start_ms,
+        end_ms=end_ms,
+        cell_timestamp=decl.cell_timestamp,
+    )
 
 
 def row_scan(decl: TableDecl, rows: Sequence[Mapping[str, object]], tz: dt.tzinfo = UTC) -> Scan:

@@ -116,9 +116,16 @@ class _RollupFn(beam.DoFn):
     TICK = TimerSpec("tick", TimeDomain.WATERMARK)
 
     def __init__(
-        self, table: str, key_fn: KeyFn, size_ms: int, lateness_ms: int, mode: str = "add"
+        self,
+        table: str,
+        key_fn: KeyFn,
+        size_ms: int,
+        lateness_ms: int,
+        mode: str = "add",
+        cell_timestamp: str = "unix",
     ) -> None:
         self._table = table
+        self._stamps = cell_timestamp
         self._key_fn = key_fn
         self._size = size_ms
         self._lateness = lateness_ms
@@ -177,13 +184,15 @@ class _RollupFn(beam.DoFn):
             changed = True
         for start, acc in deltas.items():  # add: one delta per window for the bundle's points
             self._rows.inc()
-            yield rollup_row(self._table, self._key_fn(entity, start), start, acc)
+            key = self._key_fn(entity, start)
+            yield rollup_row(self._table, key, start, acc, self._stamps)
         for start in sorted(updated):  # exact: the totals written whole at a newer pane
             _fired, acc, late_panes = _window(windows, start)
             late_panes = min(late_panes + 1, self._size - 1)  # stays inside the window
             windows[start] = (True, acc, late_panes)
             self._rows.inc()
-            yield exact_row(self._table, self._key_fn(entity, start), start, acc, late_panes)
+            key = self._key_fn(entity, start)
+            yield exact_row(self._table, key, start, acc, late_panes, self._stamps)
         if changed:
             windows_state.write(windows)
             self._arm(tick, windows)
@@ -198,7 +207,8 @@ class _RollupFn(beam.DoFn):
         tick=beam.DoFn.TimerParam(TICK),
     ) -> Iterable:
         now_ms = fire.micros // 1000
-        watermark_state.write(max(now_ms, watermark_state.read() or 0))
+        known = watermark_state.read()  # None before the first tick (0 is 1970, a time)
+        watermark_state.write(now_ms if known is None else max(now_ms, known))
         windows = windows_state.read() or {}
         for start in sorted(windows):
             fired, acc, late_panes = _window(windows, start)
@@ -206,8 +216,11 @@ class _RollupFn(beam.DoFn):
             if not fired and end <= now_ms:
                 if acc:
                     self._rows.inc()
-                    row = exact_row if self._exact else rollup_row
-                    yield row(self._table, self._key_fn(key, start), start, acc)
+                    row_key = self._key_fn(key, start)
+                    if self._exact:
+                        yield exact_row(self._table, row_key, start, acc, 0, self._stamps)
+                    else:
+                        yield rollup_row(self._table, row_key, start, acc, self._stamps)
                 fired = True
                 if not self._exact:  # add: late points are deltas, the totals are not needed
                     acc = {}
@@ -250,7 +263,11 @@ class Rollup(beam.PTransform):
             TOO_LATE, main="points"
         )
         rolled = points["points"] | "Hourly" >> HourlyRollup(
-            self._spec.table, self._spec.key_fn, self._lateness, mode=self._mode
+            self._spec.table,
+            self._spec.key_fn,
+            self._lateness,
+            mode=self._mode,
+            cell_timestamp=self._spec.cell_timestamp,
         )
         rejected = (points[TOO_LATE], rolled[TOO_LATE]) | "Rejected" >> beam.Flatten()
         return {"rows": rolled["rows"], TOO_LATE: rejected}
@@ -268,13 +285,14 @@ class HourlyRollup(beam.PTransform):
         allowed_lateness_ms: int,
         window_ms: int = HOUR_MS,
         mode: str = "add",
+        cell_timestamp: str = "unix",
     ) -> None:
         super().__init__()
         if window_ms <= 0 or allowed_lateness_ms < 0:
             raise ValueError("window size must be positive and allowed lateness not negative")
         if mode not in MODES:
             raise ValueError(f"rollup mode {mode!r}: expected one of {', '.join(MODES)}")
-        self._fn = _RollupFn(table, key_fn, window_ms, allowed_lateness_ms, mode)
+        self._fn = _RollupFn(table, key_fn, window_ms, allowed_lateness_ms, mode, cell_timestamp)
 
     def expand(self, points: beam.PCollection) -> pvalue.DoOutputsTuple:
         return (

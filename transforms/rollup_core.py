@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from transforms.errors import InvalidEvent
 from transforms.mutations import AddCell, Cell, RowMutation
+from transforms.table_model import cell_micros
 
 SCALE_DIGITS = 6
 SUM_FAMILY = "sum"
@@ -54,10 +55,17 @@ def window_start(ts_ms: int, size_ms: int = HOUR_MS) -> int:
     return ts_ms - ts_ms % size_ms
 
 
-def rollup_row(table: str, key: bytes, start_ms: int, acc: dict[bytes, list[int]]) -> RowMutation:
+def rollup_row(
+    table: str,
+    key: bytes,
+    start_ms: int,
+    acc: dict[bytes, list[int]],
+    cell_timestamp: str = "unix",
+) -> RowMutation:
     """AddToCell cells for one window: ``sum:<metric>`` and ``count:<metric>``, all stamped with
-    the window start so every delta of the window adds into the same cell."""
-    ts_us = start_ms * 1000
+    the window start (as ``table``'s ``cell_timestamp`` holds times) so every delta of the
+    window adds into the same cell."""
+    ts_us = cell_micros(start_ms, cell_timestamp)
     cells = []
     for metric, (total, count) in sorted(acc.items()):
         cells.append(AddCell(SUM_FAMILY, metric, total, ts_us))
@@ -71,7 +79,12 @@ def int64_bytes(number: int) -> bytes:
 
 
 def exact_row(
-    table: str, key: bytes, start_ms: int, acc: dict[bytes, list[int]], pane: int = 0
+    table: str,
+    key: bytes,
+    start_ms: int,
+    acc: dict[bytes, list[int]],
+    pane: int = 0,
+    cell_timestamp: str = "unix",
 ) -> RowMutation:
     """SetCell cells holding the window's totals so far: ``exact_sum:<metric>`` and
     ``exact_count:<metric>``, every metric of the window in each row.
@@ -80,7 +93,7 @@ def exact_row(
     is the window start plus ``pane`` milliseconds (0 for the on-time pane, 1, 2… for each
     later update), so the newest total is the newest cell whatever order retried writes land
     in; readers take the latest cell of each column."""
-    ts_us = (start_ms + pane) * 1000
+    ts_us = cell_micros(start_ms + pane, cell_timestamp)
     cells = []
     for metric, (total, count) in sorted(acc.items()):
         cells.append(Cell(EXACT_SUM_FAMILY, metric, int64_bytes(total), ts_us))
@@ -100,6 +113,7 @@ class RollupSpec(NamedTuple):
     table: str
     points: PointsFn
     key_fn: KeyFn
+    cell_timestamp: str = "unix"  # how ``table``'s cell timestamps hold times
 
 
 class SchemaRollup:
@@ -123,6 +137,8 @@ class SchemaRollup:
         self.source = rule.source
         self._metric = rule.metric.encode("utf-8") if rule.metric else None
         self._delimiter = source.decl.key.delimiter.encode("utf-8")
+        self._event_ms = source.decl.event_ms  # the source cells' timestamps → event ms
+        self._cell_timestamp = spec.decl.cell_timestamp
         fields = [seg.field for seg in source.decl.key.segments]
         self._entity_at = fields.index(rule.entity)
         self._literal = frozenset(
@@ -154,8 +170,9 @@ class SchemaRollup:
         entity = key.split(self._delimiter)[self._entity_at].decode("utf-8")
         literal = self._literal
         metric = self._metric
+        event_ms = self._event_ms
         return [
-            point(entity, metric or qualifier, us // 1000, value.decode("ascii"))
+            point(entity, metric or qualifier, event_ms(us), value.decode("ascii"))
             for family, qualifier, value, us in cells
             if (family, qualifier) not in literal
         ]
@@ -165,7 +182,7 @@ class SchemaRollup:
         return self._key.build(values)
 
     def spec(self) -> RollupSpec:
-        return RollupSpec(self.source, self.table, self.points, self.key)
+        return RollupSpec(self.source, self.table, self.points, self.key, self._cell_timestamp)
 
 
 def schema_rollups(schema) -> dict[str, RollupSpec]:

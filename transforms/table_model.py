@@ -81,6 +81,32 @@ TIME_FORMATS: dict[str, Callable[[int], str]] = {
 
 
 BUCKET_UNITS = ("hour", "day", "week", "month")
+# How a table's cell timestamps hold event times (docs/user-guide.md "Times before 1970").
+# Bigtable keeps cell timestamps > 0, so ``unix`` (µs since 1970, the default) holds no earlier
+# time; ``offset`` counts µs since 0001-01-01T00:00Z and holds every time a field may declare.
+CELL_TIMESTAMPS = ("unix", "offset")
+
+
+def cell_micros(ms: int, cell_timestamp: str = "unix") -> int:
+    """The cell timestamp (µs) stamping event time ``ms`` in a table of ``cell_timestamp``:
+    every writer goes through it (or :meth:`TableDecl.cell_micros`)."""
+    if cell_timestamp == "unix":
+        return ms * 1000
+    if cell_timestamp == "offset":
+        return (ms - timefmt.MIN_EPOCH_MS) * 1000
+    raise ValueError(f"unknown cell_timestamp {cell_timestamp!r}; use one of {CELL_TIMESTAMPS}")
+
+
+def event_ms(micros: int, cell_timestamp: str = "unix") -> int:
+    """The event time (epoch ms) of a cell timestamp read back: the inverse of
+    :func:`cell_micros`, which every reader goes through."""
+    if cell_timestamp == "unix":
+        return micros // 1000
+    if cell_timestamp == "offset":
+        return micros // 1000 + timefmt.MIN_EPOCH_MS
+    raise ValueError(f"unknown cell_timestamp {cell_timestamp!r}; use one of {CELL_TIMESTAMPS}")
+
+
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -238,6 +264,20 @@ class TableDecl:
     pattern: str
     doc: str = ""
     spec: str = ""
+    cell_timestamp: str = "unix"  # one of CELL_TIMESTAMPS: how cell timestamps hold times
+
+    def __post_init__(self) -> None:
+        if self.cell_timestamp not in CELL_TIMESTAMPS:
+            choices = ", ".join(CELL_TIMESTAMPS)
+            raise ValueError(f"cell_timestamp is one of {choices}, not {self.cell_timestamp!r}")
+
+    def cell_micros(self, ms: int) -> int:
+        """The timestamp (µs) of this table's cells for event time ``ms``."""
+        return cell_micros(ms, self.cell_timestamp)
+
+    def event_ms(self, micros: int) -> int:
+        """The event time (epoch ms) of one of this table's cell timestamps."""
+        return event_ms(micros, self.cell_timestamp)
 
     def family(self, name: str) -> Family:
         for fam in self.families:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from transforms import timefmt
 from transforms.table_model import BUCKET_UNITS, TIME_FORMATS, TableDecl
 
 __all__ = [
@@ -120,12 +121,18 @@ class FieldSpec:
     after: str = ""  # time fields: the name of a time field this one must be later than
     timezone: str = ""  # time fields: the IANA zone of times written without an offset
     ambiguous: str = "error"  # time fields: the repeated hour of a DST change
+    earliest: str = ""  # time fields: the first day (YYYY-MM-DD) it may hold; "": 1970-01-01
     doc: str = ""
     line: int = field(default=0, compare=False)
 
     @property
     def ref(self) -> str:
         return self.alias or self.name
+
+    @property
+    def earliest_ms(self) -> int:
+        """Epoch ms of the first instant (UTC) this time field may hold: 0 unless declared."""
+        return timefmt.day_ms(self.earliest) if self.earliest else 0
 
 
 # A field's keys in a file: its attributes (but its name, the entry's key), three renamed.
