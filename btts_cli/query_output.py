@@ -45,9 +45,10 @@ NOTHING_TO_PLOT_EXIT = 1  # the answer was printed, but the chart asked for was 
 
 
 def time_arg(text: str) -> int:
-    """RFC 3339 (``2015-03-16T19:53:32Z``), epoch milliseconds, or a day (midnight UTC)."""
+    """RFC 3339 (``2015-03-16T19:53:32Z``), epoch milliseconds, or a day (midnight UTC); any
+    era (a table declaring times before 1970 is read with them)."""
     try:
-        return timefmt.parse_event_time(text, "time")
+        return timefmt.parse_event_time(text, "time", timefmt.MIN_EPOCH_MS)
     except InvalidEvent as err:
         try:
             return key_ranges.day_bounds(key_ranges.parse_day(text))[0]

@@ -41,7 +41,12 @@ from transforms.schema import (
     loads,
     message_class,
 )
-from transforms.table_model import FREE_TEXT_KINDS, bucket_start_ms, segment_builder
+from transforms.table_model import (
+    EPOCH_KEY_KINDS,
+    FREE_TEXT_KINDS,
+    bucket_start_ms,
+    segment_builder,
+)
 
 __all__ = ["Builder", "FieldParser", "build_plan", "field_parser"]
 
@@ -348,10 +353,6 @@ def _checked_key_fields(schema: Schema) -> dict[str, str]:
             if seg.kind in ("text", "tenant") and types.get(seg.field) in ("text", "id"):
                 out[seg.field] = known if delimiter in known else known + delimiter
     return out
-
-
-# Key segments holding a time as epoch-millisecond digits: no time before 1970 fits them.
-EPOCH_KEY_KINDS = ("epoch_ms", "reverse_ts")
 
 
 def _is_builtin(schema: Schema) -> bool:

@@ -83,7 +83,8 @@ TIME_FORMATS: dict[str, Callable[[int], str]] = {
 BUCKET_UNITS = ("hour", "day", "week", "month")
 # How a table's cell timestamps hold event times (docs/user-guide.md "Times before 1970").
 # Bigtable keeps cell timestamps > 0, so ``unix`` (µs since 1970, the default) holds no earlier
-# time; ``offset`` counts µs since 0001-01-01T00:00Z and holds every time a field may declare.
+# time; ``offset`` counts µs since 0001-01-01T00:00Z and holds every time a field may declare
+# (from 0001-01-02: timefmt.MIN_EPOCH_MS) as a timestamp > 0.
 CELL_TIMESTAMPS = ("unix", "offset")
 
 
@@ -93,7 +94,7 @@ def cell_micros(ms: int, cell_timestamp: str = "unix") -> int:
     if cell_timestamp == "unix":
         return ms * 1000
     if cell_timestamp == "offset":
-        return (ms - timefmt.MIN_EPOCH_MS) * 1000
+        return (ms - timefmt.YEAR_ONE_MS) * 1000
     raise ValueError(f"unknown cell_timestamp {cell_timestamp!r}; use one of {CELL_TIMESTAMPS}")
 
 
@@ -103,7 +104,7 @@ def event_ms(micros: int, cell_timestamp: str = "unix") -> int:
     if cell_timestamp == "unix":
         return micros // 1000
     if cell_timestamp == "offset":
-        return micros // 1000 + timefmt.MIN_EPOCH_MS
+        return micros // 1000 + timefmt.YEAR_ONE_MS
     raise ValueError(f"unknown cell_timestamp {cell_timestamp!r}; use one of {CELL_TIMESTAMPS}")
 
 
@@ -182,6 +183,8 @@ def segment_builder(seg: Segment) -> SegmentBuilder:
 
 # Segment kinds holding the event time (a row per time bucket; a range of them is a time range).
 TIME_KINDS = ("epoch_ms", "time", "reverse_ts")
+# Of those, the ones holding the time as digits counted from 1970: no earlier time fits them.
+EPOCH_KEY_KINDS = ("epoch_ms", "reverse_ts")
 FREE_TEXT_KINDS = frozenset({"text", "tenant", "space_pad", "reverse_id", "reverse_domain"})
 
 

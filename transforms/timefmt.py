@@ -23,6 +23,7 @@ __all__ = [
     "MIN_GUESSED_EPOCH_MS",
     "NAMED_FORMATS",
     "UTC",
+    "YEAR_ONE_MS",
     "Parts",
     "compact_day",
     "compact_millis",
@@ -54,10 +55,13 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=UTC)
 MILLISECOND = dt.timedelta(milliseconds=1)
 # 13-digit epoch milliseconds is the guidance's key format; beyond it keys stop sorting.
 MAX_EPOCH_MS = 9_999_999_999_999
-# The earliest time any field may declare (``earliest:``): 0001-01-01T00:00Z, the first instant
-# a datetime holds. Times before 1970 land only where a field declares them (docs/user-guide.md
-# "Times before 1970"): epoch keys and Bigtable's cell timestamps cannot hold them as they are.
-MIN_EPOCH_MS = -62_135_596_800_000
+# The first instant a datetime holds, 0001-01-01T00:00Z: the origin of offset cell timestamps.
+YEAR_ONE_MS = -62_135_596_800_000
+# The earliest time any field may declare (``earliest:``): a day later, so every zone's local
+# time of it exists and an offset cell timestamp of it is > 0. Times before 1970 land only where
+# a field declares them (docs/user-guide.md "Times and their formats"): epoch keys and
+# Bigtable's cell timestamps cannot hold them as they are.
+MIN_EPOCH_MS = YEAR_ONE_MS + 86_400_000
 
 
 def parse_event_time(
@@ -77,7 +81,9 @@ def parse_event_time(
                 ms = (moment - EPOCH) // MILLISECOND
                 if earliest <= ms <= MAX_EPOCH_MS:
                     return ms
-    if isinstance(value, str) and not value.isdigit():
+    if earliest < 0 and isinstance(value, str) and value[:1] == "-" and value[1:].isdigit():
+        ms = plausible_epoch_ms(int(value), field, earliest)  # epoch ms before 1970, declared
+    elif isinstance(value, str) and not value.isdigit():
         text = value.strip()
         if not text or len(text) > 40:
             raise InvalidEvent(f"field {field!r}: not an RFC 3339 time: {value[:60]!r}")

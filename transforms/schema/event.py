@@ -10,6 +10,7 @@ import re
 from collections.abc import Mapping
 
 from transforms import timefmt
+from transforms.schema.era import earliest_day
 from transforms.schema.model import (
     CASES,
     FIELD_KEYS,
@@ -87,6 +88,13 @@ def fields(problems: Problems, event: Map) -> tuple[FieldSpec, ...]:
                 line_of(spec, "ambiguous"),
                 f"{what}: ambiguous is one of {', '.join(timefmt.DST_CHOICES)}, with timezone",
             )
+        earliest = ""
+        if "earliest" in spec and kind != "time":
+            problems.bad(line_of(spec, "earliest"), f"{what}: 'earliest' applies to time fields")
+        elif "earliest" in spec:
+            earliest, why = earliest_day(spec["earliest"], what)
+            if why:
+                problems.bad(line_of(spec, "earliest"), why)
         whitespace = problems.text(spec, "whitespace", what, default="allow")
         if whitespace not in WHITESPACE:
             problems.bad(line_of(spec, "whitespace"), f"{what}: whitespace is one of {WHITESPACE}")
@@ -132,6 +140,7 @@ def fields(problems: Problems, event: Map) -> tuple[FieldSpec, ...]:
                 after=after,
                 timezone=zone,
                 ambiguous=ambiguous,
+                earliest=earliest,
                 doc=problems.text(spec, "doc", what),
                 line=line,
             )

@@ -15,6 +15,8 @@ def _field_line(spec: FieldSpec) -> str:
         limits.append(f"{spec.minimum or ''}..{spec.maximum or ''}")
     if spec.type == "time" and spec.format != "auto":
         limits.append(f"format {spec.format}")
+    if spec.earliest:
+        limits.append(f"from {spec.earliest}")
     if spec.max_entries:
         limits.append(f"at most {spec.max_entries} entries")
     if spec.optional:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -16,6 +17,7 @@ from transforms.schema import advisor as advisor_rules
 from transforms.schema import event as event_rules
 from transforms.schema import queries as query_rules
 from transforms.schema import tables as table_rules
+from transforms.schema.era import stamp_problem
 from transforms.schema.model import DECLARATIONS, FieldSpec, Schema, SchemaError, TableSpec
 from transforms.schema.problems import Problems
 from transforms.schema.yaml_lines import line_of, parse
@@ -55,9 +57,16 @@ def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) ->
             if spec is not None:
                 tables.append(spec)
     names = [t.name for t in tables]
+    refs = {f.ref: f for f in fields}
     for spec in tables:
         if spec.rollup is not None:
             table_rules.rollup_source(problems, spec, {t.name: t for t in tables})
+            source = next((t for t in tables if t.name == spec.rollup.source), None)
+            if source is not None:  # a rollup's cells are stamped with its source's times
+                stamping = (refs.get(source.time or time), refs.get(source.time_else))
+                why = stamp_problem(f"table {spec.name}", spec.decl.cell_timestamp, stamping)
+                if why:
+                    problems.bad(spec.line, why)
         if names.count(spec.name) > 1:
             problems.bad(spec.line, f"table {spec.name}: declared more than once in this file")
     if "event" not in top and any(not t.written_by for t in tables):
@@ -131,7 +140,15 @@ def with_times(
             entry.pop("ambiguous", None)
         elif ambiguous:
             entry["ambiguous"] = ambiguous
-    return loads(json.dumps(doc, indent=1), schema.source, schema.proto_modules)
+    # YAML dates (a field's earliest) as their text, which the checker reads the same
+    text = json.dumps(doc, indent=1, default=_date_text)
+    return loads(text, schema.source, schema.proto_modules)
+
+
+def _date_text(value: object) -> str:
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def load(path: str | Path, proto_modules: Sequence[str] = ()) -> Schema:

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 
 from transforms import keys
 from transforms.schema.columns import columns
+from transforms.schema.era import table_era
 from transforms.schema.event import time_ref
 from transforms.schema.key_recipe import key
 from transforms.schema.model import (
@@ -52,6 +53,7 @@ def table(
         "columns",
         "time",
         "cell_time",
+        "cell_timestamp",
         "rows_per",
         "written_by",
         "rollup",
@@ -88,6 +90,8 @@ def table(
             line_of(node, "cell_time"),
             f"{what}: cell_time is one of {', '.join(CELL_TIMES)} (default: event)",
         )
+    stamping = () if written_by else (by_ref.get(time or event_time), by_ref.get(time_else))
+    cell_timestamp = table_era(problems, node, what, segments, by_ref, stamping)
     cols = columns(problems, node, what, row_names, fams, pattern, written_by, proto_modules)
     if pattern and not written_by and "columns" not in node:
         problems.bad(
@@ -105,6 +109,7 @@ def table(
             pattern,
             problems.text(node, "doc", what),
             problems.text(node, "spec", what),
+            cell_timestamp,
         )
     except ValueError as err:
         problems.bad(line_of(node, "key"), f"{what}: {err}")

@@ -65,9 +65,19 @@ class _Loader(yaml.SafeLoader):
         yield data
         data.extend(self.construct_object(n, deep=True) for n in node.value)
 
+    def construct_yaml_timestamp(self, node):
+        """A date (``earliest: 1854-01-01``); an impossible one is a problem on its line."""
+        try:
+            return super().construct_yaml_timestamp(node)
+        except ValueError as err:
+            raise _KeyProblem(
+                node.start_mark.line + 1, f"{node.value!r} is not a real date ({err})"
+            ) from None
+
 
 _Loader.add_constructor("tag:yaml.org,2002:map", _Loader.construct_yaml_map)
 _Loader.add_constructor("tag:yaml.org,2002:seq", _Loader.construct_yaml_seq)
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _Loader.construct_yaml_timestamp)
 
 
 def line_of(container: object, key: object = None, default: int = 0) -> int:
