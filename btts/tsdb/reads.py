@@ -256,7 +256,15 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
             for span in salted_reads.salted_time_ranges(decl, start_ms, end_ms):
-                out.scans.append(Scan(decl.name, ranges=(span,), start_ms=start_ms, end_ms=end_ms))
+                out.scans.append(
+                    Scan(
+                        decl.name,
+                        ranges=(span,),
+                        start_ms=start_ms,
+                        end_ms=end_ms,
+                        cell_timestamp=decl.cell_timestamp,
+                    )
+                )
             out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
             return out
         if seg.kind in key_ranges.TIME_KINDS:
@@ -354,7 +362,8 @@ def read_rollup(
         for row in reader.scan(scan, cells, p.scanning):
             got: dict[str, tuple[int, int]] = {}
             for cell in row.cells:
-                got[cell.family] = (query_engine.int64(cell.value), cell.timestamp_us // 1000)
+                stamp = decl.event_ms(cell.timestamp_us)  # as the table holds times
+                got[cell.family] = (query_engine.int64(cell.value), stamp)
             total = got.get(rollup_core.EXACT_SUM_FAMILY) or got.get(rollup_core.SUM_FAMILY)
             count = got.get(rollup_core.EXACT_COUNT_FAMILY) or got.get(rollup_core.COUNT_FAMILY)
             if total is None or count is None:
