@@ -330,3 +330,51 @@ def test_a_later_earliest_narrows_the_range_and_needs_no_offset():
     builder = generic.Builder(schema_file.loads(text))
     with pytest.raises(InvalidEvent, match=r"'1999-12-31' is outside 2000-01-01\.\.2286-11-20"):
         builder(_event({**_deaths()[0], "month": "1999-12-31"}))
+
+
+def test_a_jobs_time_flags_keep_the_fields_earliest():
+    changed = schema_file.with_times(_schema(), {"month": "%Y/%m"})
+    (month,) = [f for f in changed.fields if f.name == "month"]
+    assert (month.format, month.earliest) == ("%Y/%m", "1854-01-01")
+
+
+# -- the summary's warning when the landed times look misread ---------------------------------
+
+YEARS_AS_MS = """\
+dataset: driving_ms
+event:
+  time: year
+  fields:
+    year: {type: time, format: epoch_ms}
+    miles: integer
+tables:
+  - name: MILES
+    pattern: TS-COLS
+    families: [{name: m, max_versions: 1}]
+    key: [{const: US}, {epoch_ms: year}]
+    columns: [{family: m, qualifier: miles, value: miles}]
+"""
+
+
+def test_span_warning_names_identical_times_and_times_within_a_day_of_1970():
+    assert "all 3 valid events have the same time, 2015-03-01" in timefmt.span_warning(
+        _ms(2015, 3, 1), _ms(2015, 3, 1), 3
+    )
+    assert "within a day of 1970-01-01" in timefmt.span_warning(1956, 1999, 44)
+    assert timefmt.span_warning(_ms(1854, 4, 1), _ms(1856, 3, 1), 24) == ""
+    assert timefmt.span_warning(_ms(2015, 3, 1), _ms(2015, 3, 1), 1) == ""  # one event: a time
+
+
+def test_check_warns_when_years_were_read_as_epoch_milliseconds(tmp_path, capsys):
+    schema_path = tmp_path / "driving.yaml"
+    schema_path.write_text(YEARS_AS_MS, encoding="utf-8")
+    source = tmp_path / "driving.jsonl"
+    source.write_text("".join(f'{{"year": {y}, "miles": {y * 3}}}\n' for y in range(1956, 2000)))
+    code = cli.main(["check", "--schema", str(schema_path), f"--input={source}"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert (
+        "warning: every event time is within a day of 1970-01-01 (1970-01-01T00:00:01.956Z .. "
+        "1970-01-01T00:00:01.999Z): numbers read as epoch milliseconds? declare the time "
+        "field's format (year, epoch_s, …)"
+    ) in out

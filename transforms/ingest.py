@@ -15,7 +15,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -92,11 +92,23 @@ def tune_gc() -> None:
         gc.set_threshold(GC_ALLOCATIONS, *rest)
 
 
+# The earliest and latest event time landed (a distribution: its min and max), from the cells of
+# each valid event's first row, for the summary's warning when the times look misread.
+EVENT_TIMES = "event_ms"
+
+
 class _BuildRowsFn(beam.DoFn):
-    def __init__(self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None) -> None:
+    def __init__(
+        self,
+        builder: Builder,
+        pipeline: str,
+        csv_adapter: CsvAdapter | None,
+        event_ms: Mapping[str, Callable[[int], int]] | None = None,
+    ) -> None:
         self._builder = builder
         self._pipeline = pipeline
         self._csv_adapter = csv_adapter
+        self._event_ms = dict(event_ms or {})
 
     def setup(self) -> None:
         self._lines = Metrics.counter(NAMESPACE, "lines_read")
@@ -104,6 +116,7 @@ class _BuildRowsFn(beam.DoFn):
         self._events = Metrics.counter(NAMESPACE, "events_valid")
         self._dead = Metrics.counter(NAMESPACE, "dead_letters")
         self._unexpected = Metrics.counter(NAMESPACE, "unexpected_errors")
+        self._times = Metrics.distribution(NAMESPACE, EVENT_TIMES)
         self._seen = 0
         self._next_progress = 1024
         self._started = self._last_report = time.monotonic()
@@ -116,11 +129,16 @@ class _BuildRowsFn(beam.DoFn):
         # decoding the line.
         self._bundle_lines = self._bundle_events = 0
         self._reasons: dict[tuple[str, str], list] = {}
+        self._stamps: dict[str, list[int]] = {}  # table → [lowest, highest] cell timestamp
 
     def finish_bundle(self) -> None:
         self._lines.inc(self._bundle_lines)
         self._events.inc(self._bundle_events)
         self._bundle_lines = self._bundle_events = 0
+        for table, stamps in self._stamps.items():  # as the table's cells hold event times
+            for stamp in stamps:
+                self._times.update(self._event_ms[table](stamp))
+        self._stamps = {}
         for (kind, source), (count, first) in self._reasons.items():
             name = reason_metric_name(kind, source)
             Metrics.counter(REASONS_NAMESPACE, name).inc(count)
@@ -169,6 +187,10 @@ class _BuildRowsFn(beam.DoFn):
         valid = 0
         batch: list = []
         limit = 0 if block.kind == "record" else MAX_QUALIFIER_BYTES
+        # The span of cell timestamps of the first row's table, in locals (one test per event):
+        # ``table`` is None until a row of a table stamped with event times is seen.
+        tracked = self._event_ms
+        table = low = high = None
         for index, raw in enumerate(items):
             try:
                 rows = build(decode(raw))
@@ -183,6 +205,17 @@ class _BuildRowsFn(beam.DoFn):
             else:
                 valid += 1
                 batch.extend(rows)
+                if tracked and rows and rows[0][2]:  # (a row may hold no cell)
+                    first = rows[0]
+                    if first[0] is table:
+                        stamp = first[2][0][3]
+                        if stamp < low:
+                            low = stamp
+                        elif stamp > high:
+                            high = stamp
+                    elif table is None and first[0] in tracked:
+                        table = first[0]
+                        low = high = first[2][0][3]
                 continue
             if block.kind in ("jsonl", "csv") and not raw.strip():
                 self._blank.inc()
@@ -196,6 +229,9 @@ class _BuildRowsFn(beam.DoFn):
                 DEAD_LETTER, dead_letter_record(self._pipeline, block.source, raw, reason, line)
             )
         self._bundle_events += valid
+        if table is not None:
+            span = self._stamps.setdefault(table, [low, high])
+            span[0], span[1] = min(span[0], low), max(span[1], high)
         if batch:
             yield batch
 
@@ -241,13 +277,19 @@ class BuildRows(beam.PTransform):
     into the builder's record where the two differ (e.g. metric columns into a ``metrics``
     object). Each element of ``rows`` is a batch: the list of the rows of one input block
     (what the writers take), so the runner's per-element cost is paid once per block instead
-    of once per row; a block with no valid line yields no batch."""
+    of once per row; a block with no valid line yields no batch. ``event_ms``: per table
+    stamped with event times, its cell timestamp → event ms; the span of times landed is then
+    counted (:data:`EVENT_TIMES`)."""
 
     def __init__(
-        self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None = None
+        self,
+        builder: Builder,
+        pipeline: str,
+        csv_adapter: CsvAdapter | None = None,
+        event_ms: Mapping[str, Callable[[int], int]] | None = None,
     ) -> None:
         super().__init__()
-        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter)
+        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms)
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         return lines | "BuildRows" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main=ROWS)

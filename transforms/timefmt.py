@@ -43,6 +43,7 @@ __all__ = [
     "parse_event_time",
     "plausible_epoch_ms",
     "range_problem",
+    "span_warning",
     "strptime_problem",
     "time_of_day",
     "to_datetime",
@@ -152,6 +153,27 @@ def range_problem(ms: int, what: str, earliest: int = 0, advice: str = "") -> st
         year = to_datetime(max(ms, MIN_EPOCH_MS)).year
         text += advice.replace("{earliest}", f"{year:04d}-01-01")
     return text
+
+
+_DAY_OF_1970_MS = 86_400_000
+
+
+def span_warning(earliest: int, latest: int, events: int) -> str:
+    """Why the event times a run landed look misread (empty: they do not): every one the same
+    instant, or all within a day of 1970-01-01 (numbers of seconds or years read as epoch
+    milliseconds). ``earliest``/``latest``: epoch ms."""
+    if events >= 2 and earliest == latest:
+        return (
+            f"all {events:,} valid events have the same time, {iso(earliest)}; if the "
+            "source's times differ, check how the time field is read (its format)"
+        )
+    if events and earliest >= 0 and latest < _DAY_OF_1970_MS:
+        return (
+            f"every event time is within a day of 1970-01-01 ({iso(earliest)} .. "
+            f"{iso(latest)}): numbers read as epoch milliseconds? declare the time field's "
+            "format (year, epoch_s, …)"
+        )
+    return ""
 
 
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -70,6 +70,13 @@ def dead_letter_location(options: PipelineOptions, job: str, run_id: str) -> str
     return f"{dead_letter_prefix(options, job, run_id)}*.jsonl"
 
 
+def _event_times(job: JobSpec) -> dict[str, Callable[[int], int]]:
+    """Per table whose cells are stamped with event times: its cell timestamp → event ms (the
+    span of times landed, for the summary's warning)."""
+    schema = job.builder.schema
+    return {t: job.decls[t].event_ms for t in job.tables if schema.table(t).cell_time == "event"}
+
+
 class Ingest(beam.PTransform):
     """A job's whole file (or Pub/Sub) ingest for ``options``, applied to the pipeline.
 
@@ -94,7 +101,9 @@ class Ingest(beam.PTransform):
         else:
             input_format = options.view_as(FileInputOptions).input_format
             lines = pbegin | "ReadLines" >> ReadRecords(input_patterns(options), input_format)
-        built = lines | "ParseAndBuild" >> BuildRows(job.rows_fn(), job.name, job.csv_adapter)
+        built = lines | "ParseAndBuild" >> BuildRows(
+            job.rows_fn(), job.name, job.csv_adapter, event_ms=_event_times(job)
+        )
         rows = built[ROWS]
         if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; no writes
             return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}

@@ -12,7 +12,8 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
-from transforms.ingest import NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
+from transforms import timefmt
+from transforms.ingest import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
 
 
 def counters(result: PipelineResult) -> dict[str, int]:
@@ -21,9 +22,16 @@ def counters(result: PipelineResult) -> dict[str, int]:
     if getattr(result, "has_job", True) is False:
         return {}
     out: dict[str, int] = {}
-    for counter in result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))["counters"]:
+    metrics = result.metrics().query(MetricsFilter().with_namespace(NAMESPACE))
+    for counter in metrics["counters"]:
         name = counter.key.metric.name
         out[name] = out.get(name, 0) + int(_metric_value(counter) or 0)
+    for dist in metrics["distributions"]:  # the span of event times landed
+        value = _metric_value(dist)
+        if dist.key.metric.name == EVENT_TIMES and value is not None and value.count:
+            low, high = out.get("earliest_event_ms"), out.get("latest_event_ms")
+            out["earliest_event_ms"] = value.min if low is None else min(low, value.min)
+            out["latest_event_ms"] = value.max if high is None else max(high, value.max)
     return out
 
 
@@ -97,6 +105,12 @@ def summary(
             plural = "s" if distinct > 1 else ""
             line += f"   ({rows:,} row writes into {distinct:,} distinct row{plural})"
         lines.append(line)
+    if "earliest_event_ms" in totals:
+        warning = timefmt.span_warning(
+            totals["earliest_event_ms"], totals["latest_event_ms"], events
+        )
+        if warning:
+            lines.append(f"  warning: {warning}")
     if reasons:
         lines.append("  top dead-letter reasons:")
         for reason in reasons[:top]:
