@@ -147,9 +147,16 @@ _BUILD_NAMESPACE = {
 }
 
 
-def build_function(plan: BuildPlan) -> Callable[[dict], list[RowMutation]]:
-    """``record → rows`` for ``plan``: every field checked, then every table's row."""
+def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], list[RowMutation]]:
+    """``record → rows`` for ``plan``: every field checked, then every table's row.
+
+    ``framed``: ``record → (rows, entries)``, ``entries[i]`` the framed request entry of
+    ``rows[i]`` made while building it (:class:`transforms.wire.MutationSource`), or None
+    where the writer must encode the row itself."""
+    from transforms import wire  # wire builds on this module's SourceWriter
+
     src = SourceWriter(_BUILD_NAMESPACE)
+    mut = wire.MutationSource(src) if framed else None
     tz = plan.tz
     fields = [f.spec for f in plan.fields]
     local = {f.ref: f"v{i}" for i, f in enumerate(fields)}
@@ -191,10 +198,15 @@ def build_function(plan: BuildPlan) -> Callable[[dict], list[RowMutation]]:
         if optional:
             src.add("values = {k: v for k, v in values.items() if v is not None}")
     src.add("out = []")
+    if mut:
+        src.add("ent = []")
     for index, table in enumerate(plan.tables):
         if table.spec.rows_per is not None:  # unpivoted: the general closure makes every row
             src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
+            if mut:
+                src.add("ent += [None] * (len(out) - len(ent))")
             continue
+        mutations = None
         if not _fast_table(table, types):  # cells from the general closures
             stamp = src.const(table.stamp, "S")
             cells = f"tuple({src.const(table.cells, 'C')}(values, *{stamp}(values)))"
@@ -202,12 +214,17 @@ def build_function(plan: BuildPlan) -> Callable[[dict], list[RowMutation]]:
             cells = src.shared.get(("cells", table.signature))
             if cells is None:  # tables with the same columns and stamps share one cells tuple
                 _stamp(src, table, local, tz, index)
-                _cells(src, table, local, types, optional, tz, index)
+                _cells(src, table, local, types, optional, tz, index, mut)
                 cells = src.shared[("cells", table.signature)] = f"cells{index}"
+            mutations = f"m{cells[len('cells') :]}" if mut else None
         key = _key(src, table, local, types, tz, index)
         name = src.const(table.name, "T")
+        if mut:
+            src.add(f"k{index} = {key}")
+            key = f"k{index}"
+            src.add(f"ent.append({mut.framed(mutations, key) if mutations else None})")
         src.add(f"out.append(({name}, {key}, {cells}))")
-    src.add("return out")
+    src.add("return (out, ent)" if mut else "return out")
     return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
 
 
@@ -347,8 +364,10 @@ def _cells(
     optional_refs: set,
     tz: dt.tzinfo,
     index: int,
+    mut=None,
 ) -> None:
-    """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`."""
+    """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`
+    (and ``m{index}``, their Mutations' bytes, when ``mut`` is a wire.MutationSource)."""
     out = f"cells{index}"
     ts = f"t{index}"
     us = f"u{index}"
@@ -360,6 +379,8 @@ def _cells(
             if col.each in optional_refs:
                 entries = f"({entries} or ())"
             parts.append((f"*[({family}, q, x, {us}) for q, x in {entries}]", None))
+            if mut:
+                mut.each(col.family, entries)
             continue
         ref = col.value[1]
         value = _ENCODE[types[ref]].format(v=local[ref])
@@ -375,6 +396,11 @@ def _cells(
             qualifier = _time_qualifier(src, col.qualifier[1], tz, ts)
         optional = local[ref] if ref in optional_refs else None
         parts.append((f"({family}, {qualifier}, {value}, {us})", optional))
+        if mut:
+            fixed = col.qualifier.encode("utf-8") if isinstance(col.qualifier, str) else None
+            mut.cell(col.family, fixed, qualifier, value, optional)
+    if mut:
+        mut.mutations(f"m{index}", us)
     if not any(optional for _, optional in parts):
         src.add(f"{out} = ({', '.join(item for item, _ in parts)},)")
         return

@@ -19,12 +19,13 @@ from collections.abc import Callable, Iterable, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.coders.coder_impl import FastPrimitivesCoderImpl
 from apache_beam.io import textio
 from apache_beam.metrics import Metrics
 
 from transforms import events, readers
 from transforms.errors import InvalidEvent, reason_kind
-from transforms.mutations import MAX_QUALIFIER_BYTES, RowMutation, check_limits
+from transforms.mutations import MAX_QUALIFIER_BYTES, FramedRows, RowMutation, check_limits
 from transforms.readers import Block
 
 DEAD_LETTER = "dead_letter"
@@ -38,7 +39,12 @@ MAX_REASON_KINDS = 50  # per worker; rarer kinds beyond it count as OTHER_REASON
 OTHER_REASONS = "other reasons"
 _LOG = logging.getLogger(__name__)
 
+# A batch and its request entries is coded as its rows (a list) wherever Beam encodes or sizes
+# an element; the entries are dropped on the way and the writer encodes the rows itself.
+FastPrimitivesCoderImpl.register_iterable_like_type(FramedRows)
 Builder = Callable[[dict], Sequence[RowMutation]]
+# record → (rows, their framed request entries or None each): generic.Builder.framed
+FramedBuilder = Callable[[dict], tuple[list, list]]
 CsvAdapter = Callable[[dict], dict]
 
 
@@ -93,10 +99,17 @@ def tune_gc() -> None:
 
 
 class _BuildRowsFn(beam.DoFn):
-    def __init__(self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None) -> None:
+    def __init__(
+        self,
+        builder: Builder,
+        pipeline: str,
+        csv_adapter: CsvAdapter | None,
+        framed: FramedBuilder | None = None,
+    ) -> None:
         self._builder = builder
         self._pipeline = pipeline
         self._csv_adapter = csv_adapter
+        self._framed = framed
 
     def setup(self) -> None:
         self._lines = Metrics.counter(NAMESPACE, "lines_read")
@@ -165,12 +178,22 @@ class _BuildRowsFn(beam.DoFn):
             self._next_progress = self._seen + 1024
             self._progress()
         build = self._builder
+        framed = self._framed
         decode = decoder(block, self._csv_adapter)
         valid = 0
         batch: list = []
+        entries: list = []
         limit = 0 if block.kind == "record" else MAX_QUALIFIER_BYTES
         for index, raw in enumerate(items):
             try:
+                if framed is not None:  # rows with their request entries, made in one go
+                    rows, made = framed(decode(raw))
+                    if len(raw) > limit:  # only so long a line can hold an oversize cell
+                        check_limits(rows)
+                    batch.extend(rows)
+                    entries.extend(made)
+                    valid += 1
+                    continue
                 rows = build(decode(raw))
                 if len(raw) > limit:  # only so long a line can hold an oversize cell
                     check_limits(rows)
@@ -197,7 +220,7 @@ class _BuildRowsFn(beam.DoFn):
             )
         self._bundle_events += valid
         if batch:
-            yield batch
+            yield FramedRows(batch, entries) if framed is not None else batch
 
     def _line(self, block: Block, index: int) -> int | None:
         """The line of a bad item; a range read counts its first line from the file, once."""
@@ -241,13 +264,20 @@ class BuildRows(beam.PTransform):
     into the builder's record where the two differ (e.g. metric columns into a ``metrics``
     object). Each element of ``rows`` is a batch: the list of the rows of one input block
     (what the writers take), so the runner's per-element cost is paid once per block instead
-    of once per row; a block with no valid line yields no batch."""
+    of once per row; a block with no valid line yields no batch. ``framed``: the builder's
+    variant that also makes each row's request entry (``generic.Builder.framed``); the batches
+    are then :class:`FramedRows`, whose entries the writers send as they are instead of
+    encoding every row again."""
 
     def __init__(
-        self, builder: Builder, pipeline: str, csv_adapter: CsvAdapter | None = None
+        self,
+        builder: Builder,
+        pipeline: str,
+        csv_adapter: CsvAdapter | None = None,
+        framed: FramedBuilder | None = None,
     ) -> None:
         super().__init__()
-        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter)
+        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, framed)
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         return lines | "BuildRows" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main=ROWS)

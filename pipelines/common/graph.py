@@ -94,7 +94,9 @@ class Ingest(beam.PTransform):
         else:
             input_format = options.view_as(FileInputOptions).input_format
             lines = pbegin | "ReadLines" >> ReadRecords(input_patterns(options), input_format)
-        built = lines | "ParseAndBuild" >> BuildRows(job.rows_fn(), job.name, job.csv_adapter)
+        built = lines | "ParseAndBuild" >> BuildRows(
+            job.rows_fn(), job.name, job.csv_adapter, framed=job.framed_fn()
+        )
         rows = built[ROWS]
         if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; no writes
             return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}

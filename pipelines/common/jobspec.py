@@ -43,6 +43,20 @@ class JobSpec:
             return self.builder.rows
         return functools.partial(_checked_rows, self.builder.rows, self.check_rows)
 
+    def framed_fn(self) -> Callable[[dict], tuple[list, list]] | None:
+        """:meth:`rows_fn` with each row's request entry made alongside (the writers send it
+        as it is), when the builder can (a schema's compiled builder)."""
+        framed = getattr(self.builder, "framed", None)
+        if framed is None or self.check_rows is None:
+            return framed
+        return functools.partial(_checked_framed, framed, self.check_rows)
+
+
+def _checked_framed(framed: Callable, check: Callable, record: dict) -> tuple[list, list]:
+    out = framed(record)
+    check(out[0])
+    return out
+
 
 def _checked_rows(rows: Callable, check: Callable, record: dict) -> Sequence[tuple]:
     out = rows(record)
