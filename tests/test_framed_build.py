@@ -102,3 +102,12 @@ def test_framed_rows_are_rows_to_beam_and_keep_their_entries_when_pickled():
     coder = coders.FastPrimitivesCoder()  # what Beam codes (and sizes) elements of Any with
     assert ingest.FramedRows is FramedRows
     assert coder.decode(coder.encode(rows)) == list(rows)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    ts=st.integers(0, 2**63 - 1)
+    | st.sampled_from([2**14 - 1, 2**14, 2**28 - 1, 2**28, 2**28 + 1, 1426535612045000])
+)
+def test_a_stamp_is_the_timestamps_varint(ts):
+    assert wire.stamp(ts) == wire.varint(ts)

@@ -67,11 +67,21 @@ def _high(high: int) -> bytes:
 
 
 def stamp(timestamp_us: int) -> bytes:
-    """``varint(timestamp_us)``, fast for every timestamp past the epoch's first 16 ms."""
-    if timestamp_us < 1 << 14:
-        return varint(timestamp_us)
-    high = timestamp_us >> 14
-    return _LOW_GROUPS[timestamp_us & 0x3FFF] + (_HIGH_GROUPS.get(high) or _high(high))
+    """``varint(timestamp_us)``, fast for every timestamp past the epoch's first 16 ms. Past
+    its first 268 s (every real event time), the two low 14-bit groups come from the table and
+    only the rest (which changes every 268 s) from the cache: events of distinct times (ticks,
+    trades) missed the cache of 16 ms groups nearly every time and paid the varint loop."""
+    if timestamp_us < 1 << 28:
+        if timestamp_us < 1 << 14:
+            return varint(timestamp_us)
+        high = timestamp_us >> 14
+        return _LOW_GROUPS[timestamp_us & 0x3FFF] + (_HIGH_GROUPS.get(high) or _high(high))
+    high = timestamp_us >> 28
+    return (
+        _LOW_GROUPS[timestamp_us & 0x3FFF]
+        + _LOW_GROUPS[(timestamp_us >> 14) & 0x3FFF]
+        + (_HIGH_GROUPS.get(high) or _high(high))
+    )
 
 
 _STAMPS: dict[int, bytes] = {}  # whole stamps: the rows of one event share its time
@@ -275,29 +285,31 @@ _SIZES = tuple(varint(n) for n in range(1 << 14))  # an entry's length: two byte
 
 
 _SOME_BYTE = (None, *_ONE_BYTE[1:])  # a length of 0 fails formatting: an empty field
+# A SetCell's Mutation starts with its length + 2, SetCell's tag and its length: one lookup
+_OPENINGS = tuple(bytes((n + 2, 0x0A, n)) for n in range(126))
 
 
-def _each_mutations(head: bytes, pairs, t: bytes) -> bytes | None:
-    """The Mutations of a map's ``(qualifier, value)`` cells under one family ``head`` (its
-    field and the qualifier's tag) and timestamp field ``t``; None unless every length fits
-    one byte and none is empty (what :func:`entry` writes otherwise). One comprehension: a
-    length past one byte fails the table lookup, an empty one the formatting."""
-    fixed = len(head) + 4 + len(t)
-    one, some = _ONE_BYTE, _SOME_BYTE
+def _template(head: bytes, qualifier_from_row: bool) -> bytes:
+    """One cell's Mutation as a formatting template, its constant ``head`` (family and
+    qualifier fields, or the family field and the qualifier's tag) written in (``%`` doubled):
+    the arguments are the opening (:data:`_OPENINGS`), [the qualifier's length and bytes,] the
+    timestamp field, the value's length and bytes."""
+    middle = b"%b%b" if qualifier_from_row else b""
+    return b"\x12%b" + head.replace(b"%", b"%%") + middle + b"\x18%b\x22%b%b"
+
+
+def _each_mutations(template: bytes, fixed: int, pairs, t: bytes) -> bytes | None:
+    """The Mutations of a map's ``(qualifier, value)`` cells (``template``: see
+    :func:`_template`; ``fixed``: the SetCell's length but the qualifier and value) at timestamp
+    field ``t``; None unless every length fits one byte and none is empty (what :func:`entry`
+    writes otherwise). One comprehension: a length past one byte fails the table lookup, an
+    empty one the formatting."""
+    fixed += len(t)
+    openings, some = _OPENINGS, _SOME_BYTE
     try:
         return b"".join(
             [
-                b"\x12%b\x0a%b%b%b%b\x18%b\x22%b%b"
-                % (
-                    one[(n := fixed + len(q) + len(x)) + 2],
-                    one[n],
-                    head,
-                    some[len(q)],
-                    q,
-                    t,
-                    some[len(x)],
-                    x,
-                )
+                template % (openings[fixed + len(q) + len(x)], some[len(q)], q, t, some[len(x)], x)
                 for q, x in pairs
             ]
         )
@@ -337,6 +349,7 @@ class MutationSource:
         ts, stamp = (src.const(v, k) for k, v in self._stamps.items())
         b = src.const(_ONE_BYTE, "B")
         empty = src.const(b"", "Z")  # no literal in generated source but the templates
+        openings = src.const(_OPENINGS, "O")
         src.add(f"{name} = None")
         src.add(f"if {us} > 0:")
         src.add(f"{name}t = {ts}.get({us}) or {stamp}({us})", 2)
@@ -346,9 +359,10 @@ class MutationSource:
         for i, part in enumerate(parts):
             x = f"{name}x{i}"
             if part[0] == "each":
-                head = src.const(_field(0x0A, part[1].encode("utf-8")) + b"\x12", "H")
+                head = _field(0x0A, part[1].encode("utf-8")) + b"\x12"
+                template = src.const(_template(head, True), "M")
                 each = src.const(_each_mutations, "E")
-                src.add(f"{x} = {each}({head}, {part[2]}, {name}t)", 2)
+                src.add(f"{x} = {each}({template}, {len(head) + 4}, {part[2]}, {name}t)", 2)
                 checks.append(f"{x} is not None")
                 if fmt:
                     segments.append((src.const(fmt, "M"), args))
@@ -365,16 +379,15 @@ class MutationSource:
             if qualifier is not None:
                 head = _head(family, qualifier)
                 src.add(f"{size} = {len(head) + 3} + {name}l + {n}", 2)
-                cell_fmt = b"\x12%b\x0a%b%b\x18%b\x22%b%b"
-                cell_args = [f"{b}[{size} + 2]", f"{b}[{size}]", src.const(head, "H")]
+                cell_fmt = _template(head, False)
+                cell_args = [f"{openings}[{size}]"]
             else:
                 head = _field(0x0A, family.encode("utf-8")) + b"\x12"
                 q = f"{name}q{i}"
                 src.add(f"{q} = {qual}", 2)
                 src.add(f"{size} = {len(head) + 4} + len({q}) + {name}l + {n}", 2)
-                cell_fmt = b"\x12%b\x0a%b%b%b%b\x18%b\x22%b%b"
-                cell_args = [f"{b}[{size} + 2]", f"{b}[{size}]", src.const(head, "H")]
-                cell_args += [f"{b}[len({q})]", q]
+                cell_fmt = _template(head, True)
+                cell_args = [f"{openings}[{size}]", f"{b}[len({q})]", q]
             cell_args += [f"{name}t", f"{b}[{n}]", x]
             fits = f"0 < {n} and {size} < 126"
             if qualifier is None:
