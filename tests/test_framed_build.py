@@ -21,7 +21,7 @@ from tests.test_compiler import (
     _literals,
 )
 from transforms import events, generic, ingest, wire
-from transforms import schema_file as sf
+from transforms import schema as sf
 from transforms.mutations import FramedRows
 
 
