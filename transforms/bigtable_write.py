@@ -489,13 +489,22 @@ class _SplitByTableFn(beam.DoFn):
             yield pvalue.TaggedOutput(tables[0], element)
             return
         entries = element.entries if kind is FramedRows else None
-        by_table: collections.defaultdict[str, list] = collections.defaultdict(list)
-        for row in element:  # a batch: one list per table
-            by_table[row[0]].append(row)
-        if entries is not None:  # the rows' entries go with them
-            made: collections.defaultdict[str, list] = collections.defaultdict(list)
-            for table, entry in zip(tables, entries, strict=True):
-                made[table].append(entry)
+        by_table: dict[str, list] = {}
+        made: dict[str, list] = {}
+        period = len(dict.fromkeys(tables[:8]))
+        if tables == tables[:period] * (len(tables) // period) and period < len(tables):
+            # Every event writes the same tables in the same order (a schema's builder): each
+            # table's rows are one slice of the batch, cut in C.
+            for i, table in enumerate(tables[:period]):
+                by_table[table] = element[i::period]
+                if entries is not None:
+                    made[table] = entries[i::period]
+        else:
+            for row in element:  # a batch: one list per table
+                by_table.setdefault(row[0], []).append(row)
+            if entries is not None:  # the rows' entries go with them
+                for table, entry in zip(tables, entries, strict=True):
+                    made.setdefault(table, []).append(entry)
         for table, rows in by_table.items():
             self._count(table, rows)
             yield pvalue.TaggedOutput(
