@@ -111,3 +111,16 @@ def test_framed_rows_are_rows_to_beam_and_keep_their_entries_when_pickled():
 )
 def test_a_stamp_is_the_timestamps_varint(ts):
     assert wire.stamp(ts) == wire.varint(ts)
+
+
+def test_a_bad_record_appends_nothing_to_the_batch():
+    builder = generic.Builder(sf.builtin("server_metrics"))
+    schema = sf.builtin("server_metrics")
+    good = events.parse_json_object(schema.example)
+    rows: list = []
+    entries: list = []
+    builder.frame_into(good, rows, entries)
+    kept = (list(rows), list(entries))
+    with pytest.raises(ValueError):
+        builder.frame_into({**good, "unexpected": 1}, rows, entries)
+    assert (rows, entries) == kept and len(rows) == len(entries) == 2

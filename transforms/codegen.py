@@ -150,9 +150,10 @@ _BUILD_NAMESPACE = {
 def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], list[RowMutation]]:
     """``record → rows`` for ``plan``: every field checked, then every table's row.
 
-    ``framed``: ``record → (rows, entries)``, ``entries[i]`` the framed request entry of
-    ``rows[i]`` made while building it (:class:`transforms.wire.MutationSource`), or None
-    where the writer must encode the row itself."""
+    ``framed``: ``(record, out, ent) → None`` that appends the rows to ``out`` and to ``ent``
+    each row's framed request entry made while building it
+    (:class:`transforms.wire.MutationSource`), or None where the writer must encode the row
+    itself; both only once nothing can fail any more (a bad record appends nothing)."""
     from transforms import wire  # wire builds on this module's SourceWriter
 
     src = SourceWriter(_BUILD_NAMESPACE)
@@ -164,7 +165,7 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], li
     optional = {f.ref for f in fields if f.optional}
     digits = _digits_only(plan, types, optional)
     types.update(dict.fromkeys(digits, "integer_text"))
-    src.add("def build(record):", 0)
+    src.add("def build(record, out, ent):" if framed else "def build(record):", 0)
     # The set of fields: one C comparison first; check_fields says precisely what is wrong.
     required = tuple(f.name for f in fields if not f.optional)
     optional_names = tuple(f.name for f in fields if f.optional)
@@ -197,19 +198,28 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], li
         src.add(f"values = {{{pairs}}}")
         if optional:
             src.add("values = {k: v for k, v in values.items() if v is not None}")
-    src.add("out = []")
-    if mut:
-        src.add("ent = []")
+    if mut:  # rows and entries go into the caller's lists at the end, when nothing can raise
+        rows_out: list[str] = []
+        entries_out: list[str] = []
+    else:
+        src.add("out = []")
     for index, table in enumerate(plan.tables):
         if table.spec.rows_per is not None:  # unpivoted: the general closure makes every row
-            src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
+            made = f"{src.const(table.rows, 'U')}(values)"
             if mut:
-                src.add("ent += [None] * (len(out) - len(ent))")
+                src.add(f"up{index} = {made}")
+                rows_out.append(f"*up{index}")
+                entries_out.append(f"*[None] * len(up{index})")
+            else:
+                src.add(f"out.extend({made})")
             continue
         mutations = None
         if not _fast_table(table, types):  # cells from the general closures
             stamp = src.const(table.stamp, "S")
             cells = f"tuple({src.const(table.cells, 'C')}(values, *{stamp}(values)))"
+            if mut:
+                src.add(f"cells{index} = {cells}")
+                cells = f"cells{index}"
         else:
             cells = src.shared.get(("cells", table.signature))
             if cells is None:  # tables with the same columns and stamps share one cells tuple
@@ -220,11 +230,17 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], li
         key = _key(src, table, local, types, tz, index)
         name = src.const(table.name, "T")
         if mut:
-            src.add(f"k{index} = {key}")
-            key = f"k{index}"
-            src.add(f"ent.append({mut.framed(mutations, key) if mutations else None})")
-        src.add(f"out.append(({name}, {key}, {cells}))")
-    src.add("return (out, ent)" if mut else "return out")
+            src.add(f"rk{index} = {key}")
+            key = f"rk{index}"
+            entries_out.append(mut.framed(mutations, key, f"re{index}") if mutations else "None")
+            rows_out.append(f"({name}, {key}, {cells})")
+        else:
+            src.add(f"out.append(({name}, {key}, {cells}))")
+    if mut:
+        src.add(f"out += ({', '.join(rows_out)},)")
+        src.add(f"ent += ({', '.join(entries_out)},)")
+    else:
+        src.add("return out")
     return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
 
 

@@ -426,10 +426,18 @@ class Builder:
         """:meth:`rows` and, for each row, its framed ``MutateRowsRequest`` entry made while
         building it (None where the writer encodes the row itself): the job's hot path, which
         spares the writer a second walk over every cell (bytes identical, tests compare)."""
+        rows: list[tuple] = []
+        entries: list[bytes | None] = []
+        self.frame_into(record, rows, entries)
+        return rows, entries
+
+    def frame_into(self, record: dict, rows: list, entries: list) -> None:
+        """:meth:`framed` appending to a batch's lists (what the job's build step runs): a bad
+        record raises and appends nothing."""
         if self._framed is None:
             plan = build_plan(self.schema, self.tables, self.tz)
             self._framed = codegen.build_function(plan, framed=True)
-        return self._framed(record)
+        self._framed(record, rows, entries)
 
     def __call__(self, record: dict) -> list[RowMutation]:
         """The same rows as :class:`RowMutation` and :class:`Cell` named tuples (equal to

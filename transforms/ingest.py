@@ -43,8 +43,9 @@ _LOG = logging.getLogger(__name__)
 # an element; the entries are dropped on the way and the writer encodes the rows itself.
 FastPrimitivesCoderImpl.register_iterable_like_type(FramedRows)
 Builder = Callable[[dict], Sequence[RowMutation]]
-# record → (rows, their framed request entries or None each): generic.Builder.framed
-FramedBuilder = Callable[[dict], tuple[list, list]]
+# (record, batch, entries) → None: appends the record's rows to the batch and their framed
+# request entries (None where not made) to entries, nothing when it raises (Builder.frame_into)
+FramedBuilder = Callable[[dict, list, list], None]
 CsvAdapter = Callable[[dict], dict]
 
 
@@ -187,11 +188,16 @@ class _BuildRowsFn(beam.DoFn):
         for index, raw in enumerate(items):
             try:
                 if framed is not None:  # rows with their request entries, made in one go
-                    rows, made = framed(decode(raw))
-                    if len(raw) > limit:  # only so long a line can hold an oversize cell
-                        check_limits(rows)
-                    batch.extend(rows)
-                    entries.extend(made)
+                    if len(raw) <= limit:
+                        framed(decode(raw), batch, entries)
+                        valid += 1
+                        continue
+                    # only so long a line can hold an oversize cell: checked before it is kept
+                    rows, made = [], []
+                    framed(decode(raw), rows, made)
+                    check_limits(rows)
+                    batch += rows
+                    entries += made
                     valid += 1
                     continue
                 rows = build(decode(raw))
@@ -265,7 +271,7 @@ class BuildRows(beam.PTransform):
     object). Each element of ``rows`` is a batch: the list of the rows of one input block
     (what the writers take), so the runner's per-element cost is paid once per block instead
     of once per row; a block with no valid line yields no batch. ``framed``: the builder's
-    variant that also makes each row's request entry (``generic.Builder.framed``); the batches
+    variant that also makes each row's request entry (``generic.Builder.frame_into``); the batches
     are then :class:`FramedRows`, whose entries the writers send as they are instead of
     encoding every row again."""
 

@@ -414,19 +414,20 @@ class MutationSource:
         src.add(f"if {' and '.join(checks) or 'True'}:", 2)
         src.add(f"{name} = {joined or empty}", 3)
 
-    def framed(self, mutations: str, key: str) -> str:
-        """An expression of the framed entry of row key ``key`` with ``mutations`` (or None)."""
+    def framed(self, mutations: str, key: str, name: str) -> str:
+        """Sets local ``name`` to the framed entry of row key ``key`` with ``mutations`` (or
+        None) and returns it."""
         src = self._src
         sizes, v = src.const(_SIZES, "VS"), src.const(varint, "V")
         src.add(f"if {mutations} is not None and 0 < len({key}) < 128:")
-        src.add(f"{mutations}s = len({key}) + 2 + len({mutations})", 2)
+        src.add(f"{name}s = len({key}) + 2 + len({mutations})", 2)
         frame = src.const(b"\x12%b\x0a%b%b%b", "FR")
         b = src.const(_ONE_BYTE, "B")
         src.add(
-            f"{mutations}f = {frame} % ({sizes}[{mutations}s] if {mutations}s < 16384 else "
-            f"{v}({mutations}s), {b}[len({key})], {key}, {mutations})",
+            f"{name} = {frame} % ({sizes}[{name}s] if {name}s < 16384 else "
+            f"{v}({name}s), {b}[len({key})], {key}, {mutations})",
             2,
         )
         src.add("else:")
-        src.add(f"{mutations}f = None", 2)
-        return f"{mutations}f"
+        src.add(f"{name} = None", 2)
+        return name
