@@ -114,7 +114,7 @@ class _WriteAggregatesFn(beam.DoFn):
         self._held: list[RowMutation] | None = [] if self._harness else None
 
     def process(self, element: RowMutation | list) -> Iterable[None]:
-        rows = element if type(element) is list else (element,)  # a batch, or one row
+        rows = element if isinstance(element, list) else (element,)  # a batch, or one row
         for row in rows:
             if row[0] != self._table_id:
                 raise ValueError(f"row for table {row[0]!r} reached the {self._table_id} writer")

@@ -58,7 +58,7 @@ from transforms.bigtable_transport import (
     mutate_rows_call,
 )
 from transforms.ingest import NAMESPACE
-from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, RowMutation
+from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -83,6 +83,8 @@ WRITTEN_ROW = "Written Row"
 # control under the name Dataflow's autoscaler reads as throttling.
 REQUESTS_NAMESPACE = "btts.bigtable.requests"
 THROTTLED = "cumulativeThrottlingSeconds"
+_CELLS = operator.itemgetter(2)
+_TABLE = operator.itemgetter(0)
 _STATUS_NAMES = {code.value[0]: code.name.lower() for code in grpc.StatusCode}
 FLOW_CONTROL_CHOICES = ("auto", "on", "off")
 
@@ -198,21 +200,28 @@ class _LeanBatcher:
         if len(self._entries) >= self._flush_count or self._bytes >= self._flush_bytes:
             self.flush()
 
-    def add_rows(self, rows: Sequence) -> None:
+    def add_rows(self, rows: Sequence, made: list | None = None) -> None:
         """:meth:`add` for a batch: the rows the builders make (plain tuples) encoded in one
-        loop, with the request's limits checked per row only where a request could fill."""
+        loop, with the request's limits checked per row only where a request could fill.
+        ``made``: the rows' framed entries made by the builder (``FramedRows.entries``; a None
+        is encoded here), sent as they are."""
         encode = self._encode
+        if made is not None and None in made:
+            made = [e if e is not None else encode(r) for r, e in zip(rows, made, strict=True)]
         start = 0
         while start < len(rows):
             room = self._flush_count - len(self._entries)
             chunk = rows[start : start + room]
-            if any(type(row) is not tuple for row in chunk):  # other row types
+            if made is not None:  # the builder's own tuples, already encoded
+                entries = made[start : start + room]
+            elif any(type(row) is not tuple for row in chunk):  # other row types
                 for row in rows[start:]:
                     self.add(row)
                 return
-            entries = [encode(row) for row in chunk]
+            else:
+                entries = [encode(row) for row in chunk]
             size = sum(map(len, entries))
-            mutations = sum(len(row[2]) for row in chunk)
+            mutations = sum(map(len, map(_CELLS, chunk)))
             if (
                 self._bytes + size >= self._flush_bytes
                 or self._mutations + mutations > MAX_MUTATIONS_PER_REQUEST
@@ -326,13 +335,15 @@ class _BoundedWriteFn(beam.DoFn):
         self._held: list | None = [] if self._harness else None
 
     def process(self, element) -> None:
-        # One row, or a list of rows (WriteRows' split hands them over a block at a time).
-        rows = element if type(element) is list else (element,)
+        # One row, or a list of rows (WriteRows' split hands them over a block at a time),
+        # perhaps with their request entries made by the builder.
+        kind = type(element)
+        rows = element if kind is list or kind is FramedRows else (element,)
         self._written_in_bundle += len(rows)
         if self._held is not None:
             self._held.extend(rows)
             return
-        self._lean.add_rows(rows)
+        self._lean.add_rows(rows, element.entries if kind is FramedRows else None)
 
     def _record(self, attempt: Attempt) -> None:
         for code, count in attempt.codes.items():
@@ -465,16 +476,40 @@ class _SplitByTableFn(beam.DoFn):
         self._keys: dict[str, set | None] = {t: set() for t in self._tables}
 
     def process(self, element: RowMutation | list):
-        if type(element) is not list:  # one row
+        kind = type(element)
+        if kind is not list and kind is not FramedRows:  # one row
             self._count(element[0], [element])
             yield pvalue.TaggedOutput(element[0], element)
             return
-        by_table: collections.defaultdict[str, list] = collections.defaultdict(list)
-        for row in element:  # a batch: one list per table
-            by_table[row[0]].append(row)
+        if not element:
+            return
+        tables = list(map(_TABLE, element))
+        if tables.count(tables[0]) == len(tables):  # one table's rows (in C): as they are
+            self._count(tables[0], element)
+            yield pvalue.TaggedOutput(tables[0], element)
+            return
+        entries = element.entries if kind is FramedRows else None
+        by_table: dict[str, list] = {}
+        made: dict[str, list] = {}
+        period = len(dict.fromkeys(tables[:8]))
+        if tables == tables[:period] * (len(tables) // period) and period < len(tables):
+            # Every event writes the same tables in the same order (a schema's builder): each
+            # table's rows are one slice of the batch, cut in C.
+            for i, table in enumerate(tables[:period]):
+                by_table[table] = element[i::period]
+                if entries is not None:
+                    made[table] = entries[i::period]
+        else:
+            for row in element:  # a batch: one list per table
+                by_table.setdefault(row[0], []).append(row)
+            if entries is not None:  # the rows' entries go with them
+                for table, entry in zip(tables, entries, strict=True):
+                    made.setdefault(table, []).append(entry)
         for table, rows in by_table.items():
             self._count(table, rows)
-            yield pvalue.TaggedOutput(table, rows)
+            yield pvalue.TaggedOutput(
+                table, rows if entries is None else FramedRows(rows, made[table])
+            )
 
     def _count(self, table: str, rows: list) -> None:
         counts = self._counts.get(table)

@@ -148,9 +148,17 @@ _BUILD_NAMESPACE = {
 }
 
 
-def build_function(plan: BuildPlan) -> Callable[[dict], list[RowMutation]]:
-    """``record → rows`` for ``plan``: every field checked, then every table's row."""
+def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], list[RowMutation]]:
+    """``record → rows`` for ``plan``: every field checked, then every table's row.
+
+    ``framed``: ``(record, out, ent) → None`` that appends the rows to ``out`` and to ``ent``
+    each row's framed request entry made while building it
+    (:class:`transforms.wire.MutationSource`), or None where the writer must encode the row
+    itself; both only once nothing can fail any more (a bad record appends nothing)."""
+    from transforms import wire  # wire builds on this module's SourceWriter
+
     src = SourceWriter(_BUILD_NAMESPACE)
+    mut = wire.MutationSource(src) if framed else None
     tz = plan.tz
     fields = [f.spec for f in plan.fields]
     local = {f.ref: f"v{i}" for i, f in enumerate(fields)}
@@ -158,7 +166,7 @@ def build_function(plan: BuildPlan) -> Callable[[dict], list[RowMutation]]:
     optional = {f.ref for f in fields if f.optional}
     digits = _digits_only(plan, types, optional)
     types.update(dict.fromkeys(digits, "integer_text"))
-    src.add("def build(record):", 0)
+    src.add("def build(record, out, ent):" if framed else "def build(record):", 0)
     # The set of fields: one C comparison first; check_fields says precisely what is wrong.
     required = tuple(f.name for f in fields if not f.optional)
     optional_names = tuple(f.name for f in fields if f.optional)
@@ -191,24 +199,49 @@ def build_function(plan: BuildPlan) -> Callable[[dict], list[RowMutation]]:
         src.add(f"values = {{{pairs}}}")
         if optional:
             src.add("values = {k: v for k, v in values.items() if v is not None}")
-    src.add("out = []")
+    if mut:  # rows and entries go into the caller's lists at the end, when nothing can raise
+        rows_out: list[str] = []
+        entries_out: list[str] = []
+    else:
+        src.add("out = []")
     for index, table in enumerate(plan.tables):
         if table.spec.rows_per is not None:  # unpivoted: the general closure makes every row
-            src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
+            made = f"{src.const(table.rows, 'U')}(values)"
+            if mut:
+                src.add(f"up{index} = {made}")
+                rows_out.append(f"*up{index}")
+                entries_out.append(f"*[None] * len(up{index})")
+            else:
+                src.add(f"out.extend({made})")
             continue
+        mutations = None
         if not _fast_table(table, types):  # cells from the general closures
             stamp = src.const(table.stamp, "S")
             cells = f"tuple({src.const(table.cells, 'C')}(values, *{stamp}(values)))"
+            if mut:
+                src.add(f"cells{index} = {cells}")
+                cells = f"cells{index}"
         else:
             cells = src.shared.get(("cells", table.signature))
             if cells is None:  # tables with the same columns and stamps share one cells tuple
                 _stamp(src, table, local, tz, index)
-                _cells(src, table, local, types, optional, tz, index)
+                _cells(src, table, local, types, optional, tz, index, mut)
                 cells = src.shared[("cells", table.signature)] = f"cells{index}"
+            mutations = f"m{cells[len('cells') :]}" if mut else None
         key = _key(src, table, local, types, tz, index)
         name = src.const(table.name, "T")
-        src.add(f"out.append(({name}, {key}, {cells}))")
-    src.add("return out")
+        if mut:
+            src.add(f"rk{index} = {key}")
+            key = f"rk{index}"
+            entries_out.append(mut.framed(mutations, key, f"re{index}") if mutations else "None")
+            rows_out.append(f"({name}, {key}, {cells})")
+        else:
+            src.add(f"out.append(({name}, {key}, {cells}))")
+    if mut:
+        src.add(f"out += ({', '.join(rows_out)},)")
+        src.add(f"ent += ({', '.join(entries_out)},)")
+    else:
+        src.add("return out")
     return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
 
 
@@ -366,8 +399,10 @@ def _cells(
     optional_refs: set,
     tz: dt.tzinfo,
     index: int,
+    mut=None,
 ) -> None:
-    """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`."""
+    """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`
+    (and ``m{index}``, their Mutations' bytes, when ``mut`` is a wire.MutationSource)."""
     out = f"cells{index}"
     ts = f"t{index}"
     us = f"u{index}"
@@ -379,6 +414,8 @@ def _cells(
             if col.each in optional_refs:
                 entries = f"({entries} or ())"
             parts.append((f"*[({family}, q, x, {us}) for q, x in {entries}]", None))
+            if mut:
+                mut.each(col.family, entries)
             continue
         ref = col.value[1]
         value = _ENCODE[types[ref]].format(v=local[ref])
@@ -394,6 +431,11 @@ def _cells(
             qualifier = _time_qualifier(src, col.qualifier[1], tz, ts)
         optional = local[ref] if ref in optional_refs else None
         parts.append((f"({family}, {qualifier}, {value}, {us})", optional))
+        if mut:
+            fixed = col.qualifier.encode("utf-8") if isinstance(col.qualifier, str) else None
+            mut.cell(col.family, fixed, qualifier, value, optional)
+    if mut:
+        mut.mutations(f"m{index}", us)
     if not any(optional for _, optional in parts):
         src.add(f"{out} = ({', '.join(item for item, _ in parts)},)")
         return

@@ -466,6 +466,7 @@ class Builder:
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
         self.key_delimiters = _checked_key_fields(schema)
         self._call = codegen.build_function(build_plan(schema, chosen, tz))
+        self._framed: Callable | None = None  # compiled when first asked for
 
     def __getstate__(self) -> dict:
         return {
@@ -486,6 +487,23 @@ class Builder:
         bytes and numbers cost a third of named ones to build, and the garbage collector
         stops tracking them, which matters when a bundle holds many rows."""
         return self._call(record)
+
+    def framed(self, record: dict) -> tuple[list[tuple], list[bytes | None]]:
+        """:meth:`rows` and, for each row, its framed ``MutateRowsRequest`` entry made while
+        building it (None where the writer encodes the row itself): the job's hot path, which
+        spares the writer a second walk over every cell (bytes identical, tests compare)."""
+        rows: list[tuple] = []
+        entries: list[bytes | None] = []
+        self.frame_into(record, rows, entries)
+        return rows, entries
+
+    def frame_into(self, record: dict, rows: list, entries: list) -> None:
+        """:meth:`framed` appending to a batch's lists (what the job's build step runs): a bad
+        record raises and appends nothing."""
+        if self._framed is None:
+            plan = build_plan(self.schema, self.tables, self.tz)
+            self._framed = codegen.build_function(plan, framed=True)
+        self._framed(record, rows, entries)
 
     def __call__(self, record: dict) -> list[RowMutation]:
         """The same rows as :class:`RowMutation` and :class:`Cell` named tuples (equal to

@@ -19,12 +19,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
+from apache_beam.coders.coder_impl import FastPrimitivesCoderImpl
 from apache_beam.io import textio
 from apache_beam.metrics import Metrics
 
 from transforms import events, readers
 from transforms.errors import InvalidEvent, reason_kind
-from transforms.mutations import MAX_QUALIFIER_BYTES, RowMutation, check_limits
+from transforms.mutations import MAX_QUALIFIER_BYTES, FramedRows, RowMutation, check_limits
 from transforms.readers import Block
 
 DEAD_LETTER = "dead_letter"
@@ -38,7 +39,13 @@ MAX_REASON_KINDS = 50  # per worker; rarer kinds beyond it count as OTHER_REASON
 OTHER_REASONS = "other reasons"
 _LOG = logging.getLogger(__name__)
 
+# A batch and its request entries is coded as its rows (a list) wherever Beam encodes or sizes
+# an element; the entries are dropped on the way and the writer encodes the rows itself.
+FastPrimitivesCoderImpl.register_iterable_like_type(FramedRows)
 Builder = Callable[[dict], Sequence[RowMutation]]
+# (record, batch, entries) → None: appends the record's rows to the batch and their framed
+# request entries (None where not made) to entries, nothing when it raises (Builder.frame_into)
+FramedBuilder = Callable[[dict, list, list], None]
 CsvAdapter = Callable[[dict], dict]
 
 
@@ -104,11 +111,13 @@ class _BuildRowsFn(beam.DoFn):
         pipeline: str,
         csv_adapter: CsvAdapter | None,
         event_ms: Mapping[str, Callable[[int], int]] | None = None,
+        framed: FramedBuilder | None = None,
     ) -> None:
         self._builder = builder
         self._pipeline = pipeline
         self._csv_adapter = csv_adapter
         self._event_ms = dict(event_ms or {})
+        self._framed = framed
 
     def setup(self) -> None:
         self._lines = Metrics.counter(NAMESPACE, "lines_read")
@@ -183,16 +192,27 @@ class _BuildRowsFn(beam.DoFn):
             self._next_progress = self._seen + 1024
             self._progress()
         build = self._builder
+        framed = self._framed
         decode = decoder(block, self._csv_adapter)
         valid = 0
         batch: list = []
+        entries: list = []
         limit = 0 if block.kind == "record" else MAX_QUALIFIER_BYTES
-        # The span of cell timestamps of the first row's table, in locals (one test per event):
-        # ``table`` is None until a row of a table stamped with event times is seen.
-        tracked = self._event_ms
-        table = low = high = None
         for index, raw in enumerate(items):
             try:
+                if framed is not None:  # rows with their request entries, made in one go
+                    if len(raw) <= limit:
+                        framed(decode(raw), batch, entries)
+                        valid += 1
+                        continue
+                    # only so long a line can hold an oversize cell: checked before it is kept
+                    rows, made = [], []
+                    framed(decode(raw), rows, made)
+                    check_limits(rows)
+                    batch += rows
+                    entries += made
+                    valid += 1
+                    continue
                 rows = build(decode(raw))
                 if len(raw) > limit:  # only so long a line can hold an oversize cell
                     check_limits(rows)
@@ -205,17 +225,6 @@ class _BuildRowsFn(beam.DoFn):
             else:
                 valid += 1
                 batch.extend(rows)
-                if tracked and rows and rows[0][2]:  # (a row may hold no cell)
-                    first = rows[0]
-                    if first[0] is table:
-                        stamp = first[2][0][3]
-                        if stamp < low:
-                            low = stamp
-                        elif stamp > high:
-                            high = stamp
-                    elif table is None and first[0] in tracked:
-                        table = first[0]
-                        low = high = first[2][0][3]
                 continue
             if block.kind in ("jsonl", "csv") and not raw.strip():
                 self._blank.inc()
@@ -229,11 +238,22 @@ class _BuildRowsFn(beam.DoFn):
                 DEAD_LETTER, dead_letter_record(self._pipeline, block.source, raw, reason, line)
             )
         self._bundle_events += valid
-        if table is not None:
-            span = self._stamps.setdefault(table, [low, high])
-            span[0], span[1] = min(span[0], low), max(span[1], high)
+        if self._event_ms and batch:
+            self._track_span(batch)
         if batch:
-            yield batch
+            yield FramedRows(batch, entries) if framed is not None else batch
+
+    def _track_span(self, batch: list) -> None:
+        """Widen the span of cell timestamps landed in the first table of ``batch`` that is
+        stamped with event times: one pass per block, over that table's rows only."""
+        tracked = self._event_ms
+        table = next((row[0] for row in batch if row[0] in tracked), None)
+        if table is None:
+            return
+        stamps = [row[2][0][3] for row in batch if row[0] == table and row[2]]
+        if stamps:  # (a row may hold no cell)
+            span = self._stamps.setdefault(table, [stamps[0], stamps[0]])
+            span[0], span[1] = min(span[0], *stamps), max(span[1], *stamps)
 
     def _line(self, block: Block, index: int) -> int | None:
         """The line of a bad item; a range read counts its first line from the file, once."""
@@ -279,7 +299,9 @@ class BuildRows(beam.PTransform):
     (what the writers take), so the runner's per-element cost is paid once per block instead
     of once per row; a block with no valid line yields no batch. ``event_ms``: per table
     stamped with event times, its cell timestamp → event ms; the span of times landed is then
-    counted (:data:`EVENT_TIMES`)."""
+    counted (:data:`EVENT_TIMES`). ``framed``: the builder's variant that also makes each row's
+    request entry (``generic.Builder.frame_into``); the batches are then :class:`FramedRows`,
+    whose entries the writers send as they are instead of encoding every row again."""
 
     def __init__(
         self,
@@ -287,9 +309,10 @@ class BuildRows(beam.PTransform):
         pipeline: str,
         csv_adapter: CsvAdapter | None = None,
         event_ms: Mapping[str, Callable[[int], int]] | None = None,
+        framed: FramedBuilder | None = None,
     ) -> None:
         super().__init__()
-        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms)
+        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms, framed)
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         return lines | "BuildRows" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main=ROWS)

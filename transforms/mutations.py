@@ -41,6 +41,19 @@ class RowMutation(NamedTuple):
     cells: tuple
 
 
+class FramedRows(list):
+    """A batch of rows (a list, for every consumer that reads rows) carrying ``entries``:
+    ``entries[i]`` the framed ``MutateRowsRequest`` entry of ``self[i]``, made while the row
+    was built, or None where the writer must encode the row itself."""
+
+    def __init__(self, rows=(), entries: list | None = None) -> None:
+        super().__init__(rows)
+        self.entries = entries if entries is not None else [None] * len(self)
+
+    def __reduce__(self):  # pickled as rows and entries (other runners, other processes)
+        return (FramedRows, (list(self), self.entries))
+
+
 def stored_cells(row) -> tuple[Cell, ...]:
     """A data-client ``Row``'s cells as :class:`Cell` s, every version as stored."""
     return tuple(

@@ -65,7 +65,7 @@ class _PointsFn(beam.DoFn):
     def process(self, element: RowMutation | list) -> Iterable:
         # A row, or a batch of rows (a list, as BuildRows hands them over): no unbatching step
         # needed in front, whose cost per row is the runner's per-element cost.
-        for row in element if type(element) is list else (element,):
+        for row in element if isinstance(element, list) else (element,):
             table, key, _cells = row
             if table != self._spec.source_table:
                 continue

@@ -23,7 +23,16 @@ from collections.abc import Callable, Sequence
 from transforms.codegen import SourceWriter
 from transforms.mutations import AddCell
 
-__all__ = ["EntryEncoder", "entry", "framed", "generate", "request_head", "stamp", "varint"]
+__all__ = [
+    "EntryEncoder",
+    "MutationSource",
+    "entry",
+    "framed",
+    "generate",
+    "request_head",
+    "stamp",
+    "varint",
+]
 
 _ONE_BYTE = tuple(bytes((n,)) for n in range(128))
 
@@ -58,11 +67,21 @@ def _high(high: int) -> bytes:
 
 
 def stamp(timestamp_us: int) -> bytes:
-    """``varint(timestamp_us)``, fast for every timestamp past the epoch's first 16 ms."""
-    if timestamp_us < 1 << 14:
-        return varint(timestamp_us)
-    high = timestamp_us >> 14
-    return _LOW_GROUPS[timestamp_us & 0x3FFF] + (_HIGH_GROUPS.get(high) or _high(high))
+    """``varint(timestamp_us)``, fast for every timestamp past the epoch's first 16 ms. Past
+    its first 268 s (every real event time), the two low 14-bit groups come from the table and
+    only the rest (which changes every 268 s) from the cache: events of distinct times (ticks,
+    trades) missed the cache of 16 ms groups nearly every time and paid the varint loop."""
+    if timestamp_us < 1 << 28:
+        if timestamp_us < 1 << 14:
+            return varint(timestamp_us)
+        high = timestamp_us >> 14
+        return _LOW_GROUPS[timestamp_us & 0x3FFF] + (_HIGH_GROUPS.get(high) or _high(high))
+    high = timestamp_us >> 28
+    return (
+        _LOW_GROUPS[timestamp_us & 0x3FFF]
+        + _LOW_GROUPS[(timestamp_us >> 14) & 0x3FFF]
+        + (_HIGH_GROUPS.get(high) or _high(high))
+    )
 
 
 _STAMPS: dict[int, bytes] = {}  # whole stamps: the rows of one event share its time
@@ -260,3 +279,155 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
     src.add(f"size = len(key) + {2 + 4 * count} + {' + '.join(f'b{i}' for i in range(count))}")
     src.add(f"return {src.const(fmt, 'FMT')} % ({', '.join(args)})")
     return src.function("encode", "<btts entry encoder>")  # names are constants
+
+
+_SIZES = tuple(varint(n) for n in range(1 << 14))  # an entry's length: two bytes at most here
+
+
+_SOME_BYTE = (None, *_ONE_BYTE[1:])  # a length of 0 fails formatting: an empty field
+# A SetCell's Mutation starts with its length + 2, SetCell's tag and its length: one lookup
+_OPENINGS = tuple(bytes((n + 2, 0x0A, n)) for n in range(126))
+
+
+def _template(head: bytes, qualifier_from_row: bool) -> bytes:
+    """One cell's Mutation as a formatting template, its constant ``head`` (family and
+    qualifier fields, or the family field and the qualifier's tag) written in (``%`` doubled):
+    the arguments are the opening (:data:`_OPENINGS`), [the qualifier's length and bytes,] the
+    timestamp field, the value's length and bytes."""
+    middle = b"%b%b" if qualifier_from_row else b""
+    return b"\x12%b" + head.replace(b"%", b"%%") + middle + b"\x18%b\x22%b%b"
+
+
+def _each_mutations(template: bytes, fixed: int, pairs, t: bytes) -> bytes | None:
+    """The Mutations of a map's ``(qualifier, value)`` cells (``template``: see
+    :func:`_template`; ``fixed``: the SetCell's length but the qualifier and value) at timestamp
+    field ``t``; None unless every length fits one byte and none is empty (what :func:`entry`
+    writes otherwise). One comprehension: a length past one byte fails the table lookup, an
+    empty one the formatting."""
+    fixed += len(t)
+    openings, some = _OPENINGS, _SOME_BYTE
+    try:
+        return b"".join(
+            [
+                template % (openings[fixed + len(q) + len(x)], some[len(q)], q, t, some[len(x)], x)
+                for q, x in pairs
+            ]
+        )
+    except (IndexError, TypeError):  # long or empty, or not bytes: entry() writes the row
+        return None
+
+
+class MutationSource:
+    """Writes, into a generated builder (:mod:`transforms.codegen`), the source that makes a
+    row's framed ``MutateRowsRequest`` entry while the row is built: the same bytes
+    :class:`EntryEncoder` makes from the finished row (tests compare them), without walking
+    the row's cells again. Anything but the common case (a timestamp not past the epoch, an
+    empty or long value or qualifier, a long key) gives None, and the writer encodes that row
+    itself.
+
+    Cells are described with :meth:`cell` and :meth:`each` in column order, then
+    :meth:`mutations` writes them; :meth:`framed` frames one table's key with them."""
+
+    def __init__(self, src) -> None:
+        self._src = src
+        self._parts: list[tuple] = []
+        self._stamps = {"TS": _STAMPS, "T": _stamp}
+
+    def cell(self, family: str, qualifier: bytes | None, qual: str, value: str, opt: str | None):
+        """A cell: ``qualifier`` constant (or None: the expression ``qual`` of bytes), the value
+        expression ``value`` (bytes), left out when the local ``opt`` is None."""
+        self._parts.append(("cell", family, qualifier, qual, value, opt))
+
+    def each(self, family: str, pairs: str) -> None:
+        """A map's cells: ``pairs`` an expression of ``(qualifier, value)`` bytes pairs."""
+        self._parts.append(("each", family, pairs))
+
+    def mutations(self, name: str, us: str) -> None:
+        """Sets local ``name`` to the cells' Mutations bytes (or None), stamped ``us`` µs."""
+        src, parts = self._src, self._parts
+        self._parts = []
+        ts, stamp = (src.const(v, k) for k, v in self._stamps.items())
+        b = src.const(_ONE_BYTE, "B")
+        empty = src.const(b"", "Z")  # no literal in generated source but the templates
+        openings = src.const(_OPENINGS, "O")
+        src.add(f"{name} = None")
+        src.add(f"if {us} > 0:")
+        src.add(f"{name}t = {ts}.get({us}) or {stamp}({us})", 2)
+        src.add(f"{name}l = len({name}t)", 2)
+        checks, segments = [], []
+        fmt, args = b"", []  # the current run of always-present cells: one formatting call
+        for i, part in enumerate(parts):
+            x = f"{name}x{i}"
+            if part[0] == "each":
+                head = _field(0x0A, part[1].encode("utf-8")) + b"\x12"
+                template = src.const(_template(head, True), "M")
+                each = src.const(_each_mutations, "E")
+                src.add(f"{x} = {each}({template}, {len(head) + 4}, {part[2]}, {name}t)", 2)
+                checks.append(f"{x} is not None")
+                if fmt:
+                    segments.append((src.const(fmt, "M"), args))
+                    fmt, args = b"", []
+                segments.append((None, x))
+                continue
+            _kind, family, qualifier, qual, value, opt = part
+            n, size = f"{name}n{i}", f"{name}b{i}"
+            if opt is None:
+                src.add(f"{x} = {value}", 2)
+            else:
+                src.add(f"{x} = {value} if {opt} is not None else {empty}", 2)
+            src.add(f"{n} = len({x})", 2)
+            if qualifier is not None:
+                head = _head(family, qualifier)
+                src.add(f"{size} = {len(head) + 3} + {name}l + {n}", 2)
+                cell_fmt = _template(head, False)
+                cell_args = [f"{openings}[{size}]"]
+            else:
+                head = _field(0x0A, family.encode("utf-8")) + b"\x12"
+                q = f"{name}q{i}"
+                src.add(f"{q} = {qual}", 2)
+                src.add(f"{size} = {len(head) + 4} + len({q}) + {name}l + {n}", 2)
+                cell_fmt = _template(head, True)
+                cell_args = [f"{openings}[{size}]", f"{b}[len({q})]", q]
+            cell_args += [f"{name}t", f"{b}[{n}]", x]
+            fits = f"0 < {n} and {size} < 126"
+            if qualifier is None:
+                fits += f" and type({q}) is bytes and 0 < len({q})"
+            if opt is None:
+                checks.append(fits)
+                fmt += cell_fmt
+                args += cell_args
+            else:
+                checks.append(f"({opt} is None or ({fits}))")
+                if fmt:
+                    segments.append((src.const(fmt, "M"), args))
+                    fmt, args = b"", []
+                cell = f"{src.const(cell_fmt, 'M')} % ({', '.join(cell_args)})"
+                segments.append((None, f"({cell} if {opt} is not None else {empty})"))
+        if fmt:
+            segments.append((src.const(fmt, "M"), args))
+        if any(len(_head(p[1], p[2])) > 100 for p in parts if p[0] == "cell" and p[2] is not None):
+            return  # heads this long never fit one-byte lengths: the writer encodes
+        joined = " + ".join(
+            expr if fmt_name is None else f"{fmt_name} % ({', '.join(expr)})"
+            for fmt_name, expr in segments
+        )
+        src.add(f"if {' and '.join(checks) or 'True'}:", 2)
+        src.add(f"{name} = {joined or empty}", 3)
+
+    def framed(self, mutations: str, key: str, name: str) -> str:
+        """Sets local ``name`` to the framed entry of row key ``key`` with ``mutations`` (or
+        None) and returns it."""
+        src = self._src
+        sizes, v = src.const(_SIZES, "VS"), src.const(varint, "V")
+        src.add(f"if {mutations} is not None and 0 < len({key}) < 128:")
+        src.add(f"{name}s = len({key}) + 2 + len({mutations})", 2)
+        frame = src.const(b"\x12%b\x0a%b%b%b", "FR")
+        b = src.const(_ONE_BYTE, "B")
+        src.add(
+            f"{name} = {frame} % ({sizes}[{name}s] if {name}s < 16384 else "
+            f"{v}({name}s), {b}[len({key})], {key}, {mutations})",
+            2,
+        )
+        src.add("else:")
+        src.add(f"{name} = None", 2)
+        return name

@@ -102,7 +102,11 @@ class Ingest(beam.PTransform):
             input_format = options.view_as(FileInputOptions).input_format
             lines = pbegin | "ReadLines" >> ReadRecords(input_patterns(options), input_format)
         built = lines | "ParseAndBuild" >> BuildRows(
-            job.rows_fn(), job.name, job.csv_adapter, event_ms=_event_times(job)
+            job.rows_fn(),
+            job.name,
+            job.csv_adapter,
+            event_ms=_event_times(job),
+            framed=job.framed_fn(),
         )
         rows = built[ROWS]
         if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; no writes

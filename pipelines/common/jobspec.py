@@ -43,6 +43,26 @@ class JobSpec:
             return self.builder.rows
         return functools.partial(_checked_rows, self.builder.rows, self.check_rows)
 
+    def framed_fn(self) -> Callable[[dict, list, list], None] | None:
+        """:meth:`rows_fn` with each row's request entry made alongside (the writers send it
+        as it is), appended to a batch (``Builder.frame_into``), when the builder can (a
+        schema's compiled builder)."""
+        framed = getattr(self.builder, "frame_into", None)
+        if framed is None or self.check_rows is None:
+            return framed
+        return functools.partial(_checked_framed, framed, self.check_rows)
+
+
+def _checked_framed(
+    framed: Callable, check: Callable, record: dict, rows: list, entries: list
+) -> None:
+    mine: list = []
+    made: list = []
+    framed(record, mine, made)
+    check(mine)  # raises before anything is kept
+    rows += mine
+    entries += made
+
 
 def _checked_rows(rows: Callable, check: Callable, record: dict) -> Sequence[tuple]:
     out = rows(record)
