@@ -21,6 +21,21 @@ from transforms.limits import MAX_TABLES_PER_INSTANCE as MAX_TABLES_PER_INSTANCE
 from transforms.mutations import Cell, stored_cells
 from transforms.table_model import Family, TableDecl
 
+__all__ = [
+    "Admin",
+    "ConfigError",
+    "ReadCell",
+    "ReadRow",
+    "Target",
+    "column_family",
+    "drop_tenant",
+    "gc_rule",
+    "load_schema",
+    "preflight",
+    "read_rows",
+    "resolve_target",
+]
+
 
 class ConfigError(RuntimeError):
     """A wrong or missing setting, reported before any work is done."""

@@ -19,6 +19,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+__all__ = [
+    "DEBIAN_SDK_ROOT",
+    "EMULATOR_INSTANCE",
+    "EMULATOR_PROJECT",
+    "ENV_BINARY",
+    "ENV_HOST",
+    "GO_MEMORY",
+    "INSTALL_HINT",
+    "PUBSUB_ENV_BINARY",
+    "PUBSUB_ENV_HOST",
+    "PUBSUB_INSTALL_HINT",
+    "STATE_FILE",
+    "Emulator",
+    "EmulatorError",
+    "PubSubEmulator",
+    "alive",
+    "find_binary",
+    "free_port",
+    "start_detached",
+    "stop_detached",
+    "stop_pid",
+    "wait_for_port",
+]
+
 ENV_BINARY = "BTTS_CBTEMULATOR"
 ENV_HOST = "BIGTABLE_EMULATOR_HOST"
 DEBIAN_SDK_ROOT = "/usr/lib/google-cloud-sdk"  # where the Debian packages install the SDK

@@ -46,6 +46,35 @@ from transforms import generic, key_ranges, salted_reads, timefmt
 from transforms import schema as schema_lib
 from transforms.key_ranges import Scan
 
+__all__ = [
+    "KEYS_ONLY",
+    "UTC",
+    "MissingTable",
+    "Query",
+    "R",
+    "Record",
+    "ask",
+    "builtin_query",
+    "count_rows",
+    "declared",
+    "declared_query",
+    "decode_declared",
+    "decode_table",
+    "drop_tenant",
+    "entity_fields",
+    "execute",
+    "int64",
+    "number",
+    "plan_declared",
+    "read_query",
+    "row_filter",
+    "run",
+    "table_query",
+    "typed",
+    "typed_values",
+    "whole_rows",
+]
+
 UTC = timefmt.UTC
 R = TypeVar("R")
 Record = dict  # field name → value; see the module docstring

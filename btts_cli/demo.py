@@ -44,6 +44,26 @@ from btts_cli.cliparse import Parser
 from pipelines import common
 from transforms import key_ranges
 
+__all__ = [
+    "BAD_LINES",
+    "BUDGET_SECONDS",
+    "DEVICE_JOB",
+    "RECENT_JOB",
+    "SHOW_ROWS",
+    "SIZE_FLAGS",
+    "Dataset",
+    "JobRun",
+    "build_queries",
+    "cbt_row_keys",
+    "generate",
+    "print_summary",
+    "run",
+    "run_job_spec",
+    "run_nightly",
+    "run_pipelines",
+    "run_queries",
+]
+
 _LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5
 BUDGET_SECONDS = 300

@@ -11,6 +11,8 @@ from btts import admin, emulator
 from btts.tsdb import answer, catalog, reads, server
 from transforms import schema as schema_lib
 
+__all__ = ["list_text", "load_catalog", "register", "run"]
+
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add ``serve`` to a ``btts`` subparser set."""

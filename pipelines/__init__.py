@@ -9,6 +9,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+__all__ = ["job_modules", "load"]
+
 _NOT_JOBS = {"common", "nightly"}
 
 

@@ -25,6 +25,21 @@ from btts import admin
 from pipelines import common
 from transforms import schema as schema_lib
 
+__all__ = [
+    "JOB",
+    "LAYOUTS",
+    "NAME",
+    "OPTION_CLASSES",
+    "SALT_BUCKETS",
+    "SCHEMA",
+    "BatteryLayoutOptions",
+    "build",
+    "job_for",
+    "run",
+    "salt_count",
+    "salted_tables",
+]
+
 NAME = "battery"
 SCHEMA = schema_lib.builtin(NAME)
 # --battery_layout → table

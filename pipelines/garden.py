@@ -19,6 +19,17 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
 
+__all__ = [
+    "DEFAULT_LAYOUT",
+    "JOB",
+    "LAYOUTS",
+    "OPTION_CLASSES",
+    "GardenLayoutOptions",
+    "build",
+    "job_for",
+    "run",
+]
+
 DEFAULT_LAYOUT = "tall"
 
 # --garden_layout → the tables it writes.

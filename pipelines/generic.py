@@ -23,6 +23,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import admin
 from pipelines import common
 
+__all__ = ["NAME", "OPTION_CLASSES", "GenericOptions", "build", "job_for", "run"]
+
 NAME = "generic"
 
 

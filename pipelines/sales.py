@@ -40,6 +40,20 @@ from pipelines import common
 from transforms.bigtable_read import key_suffix_filter
 from transforms.errors import InvalidEvent
 
+__all__ = [
+    "JOB",
+    "NAME",
+    "OPTION_CLASSES",
+    "TABLE",
+    "OnlyMonths",
+    "ReplaceOptions",
+    "build",
+    "delete_months",
+    "job_for",
+    "replace_months",
+    "run",
+]
+
 NAME = "sales"
 _LOG = logging.getLogger(__name__)
 

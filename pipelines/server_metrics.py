@@ -18,6 +18,8 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
 
+__all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
+
 JOB = common.builtin_job("server_metrics", __doc__)
 
 

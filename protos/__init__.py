@@ -25,6 +25,16 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
+__all__ = [
+    "PACKAGE",
+    "PACKAGE_DIR",
+    "SUFFIX",
+    "ProtocError",
+    "generate",
+    "generated_module",
+    "is_current",
+]
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 PACKAGE = PACKAGE_DIR.name
 SUFFIX = "_pb2"

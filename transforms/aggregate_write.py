@@ -38,6 +38,8 @@ from transforms import retry_harness as retry_harness_modes
 from transforms.ingest import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, AddCell, RowMutation
 
+__all__ = ["AggregateWriteError", "WriteAggregates", "describe_failures", "to_entry"]
+
 
 class AggregateWriteError(RuntimeError):
     """Some AddToCell entries were not applied. ``failed`` lists ``(row key, cause)``."""

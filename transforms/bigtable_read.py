@@ -37,6 +37,15 @@ from transforms.ingest import NAMESPACE
 from transforms.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
 from transforms.mutations import RowMutation, stored_cells
 
+__all__ = [
+    "ReadFromBigtableRows",
+    "key_suffix_filter",
+    "merge_ranges",
+    "re2_literal",
+    "requested_ranges",
+    "split_ranges",
+]
+
 
 def _check_range(key_range: KeyRange) -> KeyRange:
     start, end = key_range

@@ -33,6 +33,26 @@ from google.cloud.bigtable_v2.services.bigtable.transports.base import DEFAULT_C
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 from google.cloud.bigtable_v2.types import feature_flags
 
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "FEATURES_HEADER",
+    "MAX_ATTEMPT_S",
+    "MAX_IN_FLIGHT",
+    "RESOURCE_EXHAUSTED",
+    "RETRYABLE_CODES",
+    "Attempt",
+    "Batch",
+    "FlowControl",
+    "InFlightLimit",
+    "RateLimiter",
+    "RequestSender",
+    "WriteFailed",
+    "direct_rows_sender",
+    "feature_flags_header",
+    "mutate_rows_call",
+    "resend_refusal",
+]
+
 _Response = bigtable_types.MutateRowsResponse.pb()  # the raw protobuf, no proto-plus wrapper
 _Request = bigtable_types.MutateRowsRequest.pb()
 

@@ -8,6 +8,8 @@ from functools import cache
 from transforms import schema as schema_lib
 from transforms.table_model import TableDecl
 
+__all__ = ["all_tables", "builtin_datasets", "dataset_of", "get"]
+
 
 def builtin_datasets() -> list[str]:
     """The built-in schema files' names (``server_metrics``, ``smart_meters``…)."""

@@ -3,6 +3,8 @@ are grouped for a summary."""
 
 import re
 
+__all__ = ["MAX_KIND_CHARS", "InvalidEvent", "reason_kind"]
+
 
 class InvalidEvent(ValueError):
     """An event that cannot become rows. Its message is the dead-letter reason, so say what and

@@ -14,6 +14,20 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from transforms.errors import InvalidEvent
 
+__all__ = [
+    "CsvText",
+    "Num",
+    "array_hint",
+    "as_number",
+    "check_fields",
+    "describe",
+    "looks_like_csv",
+    "parse_csv_header",
+    "parse_csv_line",
+    "parse_json_object",
+    "scan_json",
+]
+
 
 class Num(str):
     """A JSON number, kept as its source text."""

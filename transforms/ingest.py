@@ -28,6 +28,33 @@ from transforms.errors import InvalidEvent, reason_kind
 from transforms.mutations import MAX_QUALIFIER_BYTES, FramedRows, RowMutation, check_limits
 from transforms.readers import Block
 
+__all__ = [
+    "DEAD_LETTER",
+    "EVENT_TIMES",
+    "GC_ALLOCATIONS",
+    "MAX_REASON_KINDS",
+    "NAMESPACE",
+    "OTHER_REASONS",
+    "PROGRESS_SECONDS",
+    "REASONS_NAMESPACE",
+    "ROWS",
+    "BuildRows",
+    "Builder",
+    "CsvAdapter",
+    "FramedBuilder",
+    "ReadPubSubLines",
+    "WriteDeadLetterFiles",
+    "WriteDeadLetters",
+    "WriteDeadLettersToPubSub",
+    "as_block",
+    "dead_letter_record",
+    "decoder",
+    "message_lines",
+    "reason_metric_name",
+    "split_reason_metric_name",
+    "tune_gc",
+]
+
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"
 PROGRESS_SECONDS = 10.0

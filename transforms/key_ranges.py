@@ -29,6 +29,24 @@ from transforms import keys, timefmt
 from transforms.errors import InvalidEvent
 from transforms.table_model import TIME_KINDS, KeyRecipe, Segment, TableDecl, cell_micros
 
+__all__ = [
+    "UTC",
+    "WHOLE_TABLE",
+    "KeyRange",
+    "Scan",
+    "day_bounds",
+    "key_prefix",
+    "month_bounds",
+    "parse_day",
+    "parse_month",
+    "prefix_range",
+    "prefix_scan",
+    "row_scan",
+    "split_key",
+    "time_range",
+    "time_scan",
+]
+
 KeyRange = tuple[bytes, bytes]  # [start, end); b"" as end = to the end of the table
 WHOLE_TABLE: KeyRange = (b"", b"")
 UTC = timefmt.UTC

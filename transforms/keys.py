@@ -13,6 +13,27 @@ import unicodedata
 from transforms.errors import InvalidEvent
 from transforms.limits import MAX_ROW_KEY_BYTES
 
+__all__ = [
+    "DELIMITER",
+    "EPOCH_MS_DIGITS",
+    "LONG_MAX",
+    "check_key_size",
+    "check_segment",
+    "epoch_ms",
+    "prefix_end",
+    "reverse_domain",
+    "reverse_timestamp",
+    "salt",
+    "salt_buckets",
+    "salt_width",
+    "site_ranges",
+    "space_pad",
+    "tenant_id",
+    "tenant_prefix",
+    "unreverse_timestamp",
+    "zero_pad",
+]
+
 DELIMITER = "#"
 LONG_MAX = 9223372036854775807  # Java's Long.MAX_VALUE, used by the guidance for reversed times
 _LONG_DIGITS = 19

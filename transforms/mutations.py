@@ -12,6 +12,17 @@ from typing import NamedTuple
 
 from transforms.limits import MAX_CELL_BYTES, MAX_QUALIFIER_BYTES
 
+__all__ = [
+    "MAX_MUTATIONS_PER_REQUEST",
+    "AddCell",
+    "Cell",
+    "FramedRows",
+    "RowMutation",
+    "check_limits",
+    "row_bytes",
+    "stored_cells",
+]
+
 
 class Cell(NamedTuple):
     """SetCell: ``timestamp_us`` is the event time in microseconds (millisecond granularity)."""

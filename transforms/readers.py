@@ -41,6 +41,29 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms import events, json_array
 
+__all__ = [
+    "BLOCK_ITEMS",
+    "CHUNK_BYTES",
+    "COLUMNAR",
+    "FORMATS",
+    "INPUT_FORMATS",
+    "MAX_CSV_RECORD_LINES",
+    "SPLIT_BYTES",
+    "Block",
+    "FileRange",
+    "ReadRecords",
+    "array_blocks",
+    "columnar_record",
+    "csv_blocks",
+    "csv_boundaries",
+    "csv_header",
+    "detect",
+    "file_ranges",
+    "format_from_name",
+    "jsonl_blocks",
+    "line_at",
+]
+
 FORMATS = ("jsonl", "json_array", "csv", "parquet", "avro")
 # Records per block: the per-element cost of the runner is paid per block, but a block's rows
 # are what Beam samples to size its elements and what stays in cache while it is written;

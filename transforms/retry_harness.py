@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+__all__ = ["MODES", "attempts", "parse"]
+
 MODES = ("twice", "half")
 
 

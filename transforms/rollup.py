@@ -55,6 +55,8 @@ from transforms.rollup_core import (
     window_start,
 )
 
+__all__ = ["TOO_LATE", "HourlyRollup", "Rollup"]
+
 TOO_LATE = "too_late"
 
 

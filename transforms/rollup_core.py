@@ -10,6 +10,29 @@ from transforms.errors import InvalidEvent
 from transforms.mutations import AddCell, Cell, RowMutation
 from transforms.table_model import cell_micros
 
+__all__ = [
+    "COUNT_FAMILY",
+    "EXACT_COUNT_FAMILY",
+    "EXACT_SUM_FAMILY",
+    "HOUR_MS",
+    "MODES",
+    "SCALE_DIGITS",
+    "SUM_FAMILY",
+    "KeyFn",
+    "PointsFn",
+    "RollupPoint",
+    "RollupSpec",
+    "SchemaRollup",
+    "exact_row",
+    "int64_bytes",
+    "point",
+    "rollup_row",
+    "scale",
+    "schema_rollups",
+    "unscale",
+    "window_start",
+]
+
 SCALE_DIGITS = 6
 SUM_FAMILY = "sum"
 COUNT_FAMILY = "count"

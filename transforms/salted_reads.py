@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from transforms import keys
 from transforms.table_model import TIME_FORMATS, TableDecl
 
+__all__ = ["merge_in_time_order", "salt_prefixes", "salted_time_ranges"]
+
 
 def salt_prefixes(decl: TableDecl) -> tuple[list[str], str]:
     """The key text before the time segment in each salt bucket (``BATTERY#0#``…, in key order),

@@ -14,6 +14,25 @@ from dataclasses import dataclass, field
 from transforms import keys, timefmt
 from transforms.errors import InvalidEvent
 
+__all__ = [
+    "BUCKET_UNITS",
+    "CELL_TIMESTAMPS",
+    "EPOCH_KEY_KINDS",
+    "FREE_TEXT_KINDS",
+    "PATTERNS",
+    "TIME_FORMATS",
+    "TIME_KINDS",
+    "Family",
+    "KeyRecipe",
+    "Segment",
+    "SegmentBuilder",
+    "TableDecl",
+    "bucket_start_ms",
+    "cell_micros",
+    "event_ms",
+    "segment_builder",
+]
+
 PATTERNS = {
     "TS-COLS": "single timestamp per row, one column per measurement",
     "TS-BLOB": "single timestamp per row, the event serialized as one protobuf cell",

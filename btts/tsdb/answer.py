@@ -17,6 +17,8 @@ from btts.tsdb import reads, series
 from btts.tsdb.catalog import Catalog, Metric
 from btts.tsdb.request import BadRequest, SubQuery, TsQuery
 
+__all__ = ["ROLLUP_AGGREGATORS", "Limits", "Result", "answer", "render", "run_sub"]
+
 ROLLUP_AGGREGATORS = ("avg", "sum", "count")
 
 

@@ -20,6 +20,19 @@ from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.schema import Schema, TableSpec
 
+__all__ = [
+    "NUMERIC",
+    "Catalog",
+    "Metric",
+    "Source",
+    "builtin_schemas",
+    "has_time",
+    "point_table",
+    "stored_fields",
+    "tag_fields",
+    "tenant_keyed",
+]
+
 NUMERIC = ("number", "integer")
 
 

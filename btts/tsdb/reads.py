@@ -34,6 +34,23 @@ from transforms import key_ranges, keys, rollup_core, salted_reads
 from transforms import schema as schema_lib
 from transforms.key_ranges import Scan
 
+__all__ = [
+    "HOUR_MS",
+    "MAX_DISTINCT",
+    "PARALLEL_SCANS",
+    "NeedsTag",
+    "Plan",
+    "Reader",
+    "SeriesKey",
+    "choose",
+    "discover_entries",
+    "missing_tag",
+    "plan",
+    "read_points",
+    "read_rollup",
+    "whole_hours",
+]
+
 HOUR_MS = rollup_core.HOUR_MS
 MAX_DISTINCT = 10_000
 PARALLEL_SCANS = 8

@@ -38,6 +38,16 @@ from transforms.ingest import (
 from transforms.readers import ReadRecords
 from transforms.rollup import TOO_LATE, Rollup
 
+__all__ = [
+    "ROLLUP",
+    "Ingest",
+    "dead_letter_base",
+    "dead_letter_location",
+    "dead_letter_prefix",
+    "new_run_id",
+    "write_dead_letters",
+]
+
 ROLLUP = "rollup"
 
 

@@ -20,6 +20,8 @@ from transforms.rollup import RollupSpec
 from transforms.rollup_core import schema_rollups
 from transforms.table_model import TableDecl
 
+__all__ = ["JobSpec", "builtin_job", "job_tables", "schema_job", "with_time_input"]
+
 
 @dataclass(frozen=True)
 class JobSpec:

@@ -22,6 +22,23 @@ from transforms import builtin_tables, timefmt
 from transforms import schema as schema_lib
 from transforms.readers import INPUT_FORMATS
 
+__all__ = [
+    "BigtableOptions",
+    "FileInputOptions",
+    "FlagValueError",
+    "StreamingInputOptions",
+    "TimeOptions",
+    "check_inputs_exist",
+    "did_you_mean",
+    "input_help",
+    "input_patterns",
+    "option_classes_help",
+    "parse_args",
+    "resolve_target",
+    "timezone",
+    "validate_input",
+]
+
 if TYPE_CHECKING:
     from pipelines.common.jobspec import JobSpec
 

@@ -15,6 +15,18 @@ from btts import admin
 from transforms import timefmt
 from transforms.ingest import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
 
+__all__ = [
+    "JobFailed",
+    "Reason",
+    "RunReport",
+    "counters",
+    "dead_letter_reasons",
+    "failure",
+    "landed_line",
+    "records_read",
+    "summary",
+]
+
 
 def counters(result: PipelineResult) -> dict[str, int]:
     """This run's btts counters (committed where the runner has them, else attempted); empty

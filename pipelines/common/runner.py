@@ -21,6 +21,15 @@ from pipelines.common.jobspec import JobSpec
 from pipelines.common.options import BigtableOptions, FlagValueError, resolve_target
 from transforms import builtin_tables
 
+__all__ = [
+    "LOCAL_RUNNERS",
+    "config_exit",
+    "dry_run_report",
+    "is_dry_run",
+    "new_pipeline",
+    "prepare",
+]
+
 _LOG = logging.getLogger(__name__)
 
 

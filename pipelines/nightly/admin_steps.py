@@ -14,6 +14,8 @@ from btts.query_engine import KEYS_ONLY
 from pipelines.nightly.dates import as_day, expired_tables, retention_cutoff, single_table
 from pipelines.nightly.plan import Plan
 
+__all__ = ["TABLE_GUARD", "prepare"]
+
 # Refuse to create a table when the instance already holds this many (Bigtable's limit is 1,000).
 TABLE_GUARD = 990
 _LOG = logging.getLogger(__name__)

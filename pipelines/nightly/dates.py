@@ -10,6 +10,23 @@ from collections.abc import Iterable
 
 from btts import admin
 
+__all__ = [
+    "DAY",
+    "MAX_DATES",
+    "SINGLE_TABLE_SUFFIX",
+    "as_day",
+    "daily_table",
+    "daily_table_day",
+    "day_label",
+    "day_span",
+    "expired_tables",
+    "parse_day",
+    "retention_cutoff",
+    "run_days",
+    "single_table",
+    "today",
+]
+
 # One run covers at most this many days (the day filter is one regex, at most 16 KiB).
 MAX_DATES = 366
 SINGLE_TABLE_SUFFIX = "DAILY"

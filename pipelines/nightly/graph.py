@@ -21,6 +21,8 @@ from transforms.bigtable_read import ReadFromBigtableRows
 from transforms.bigtable_write import WriteRows
 from transforms.ingest import NAMESPACE
 
+__all__ = ["VerificationError", "VerifiedDay", "build_plan"]
+
 
 class VerificationError(RuntimeError):
     """The destination does not hold exactly the rows read from the source."""

@@ -25,6 +25,8 @@ from pipelines.nightly.dates import (
 from transforms import builtin_tables
 from transforms.table_model import TableDecl
 
+__all__ = ["LAYOUTS", "OPTION_CLASSES", "NightlyOptions", "Plan", "make_plan"]
+
 LAYOUTS = ("per_day_table", "single_table")
 
 

@@ -15,6 +15,21 @@ from transforms.bigtable_read import key_suffix_filter, re2_literal
 from transforms.mutations import RowMutation
 from transforms.table_model import TableDecl
 
+__all__ = [
+    "EMPTY",
+    "Digest",
+    "add_digests",
+    "copy_day",
+    "day_filter",
+    "destination_row",
+    "digest_rows",
+    "key_day",
+    "live_cells_filter",
+    "row_digest",
+    "single_table_key",
+    "source_filter",
+]
+
 
 def key_day(key: bytes) -> str:
     """The ``YYYYMMDD`` a source key ends with (``...#YYYYMMDD``)."""

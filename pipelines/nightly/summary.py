@@ -6,6 +6,8 @@ from collections.abc import Mapping
 
 from pipelines.nightly.plan import Plan
 
+__all__ = ["NAME", "summary"]
+
 NAME = "nightly"
 
 
