@@ -100,6 +100,9 @@ JOB_CASES = [
     ("ingest: job flag, did you mean", ["ingest", "sales", f"--input={MISSING}",
      "--creat_tables"], "did you mean --create_tables"),
     ("nightly: bad day", ["nightly", "--date", "2017"], "YYYYMMDD"),
+    ("ingest: Dataflow without region", ["ingest", "sales", f"--input={BAD_SCHEMA}",
+     "--runner=DataflowRunner", "--project=p", "--instance=i", "--skip_preflight"],
+     "Missing required option: region"),
 ]  # fmt: skip
 
 

@@ -64,6 +64,7 @@ from pipelines.common.runner import (
     is_dry_run,
     new_pipeline,
     prepare,
+    runner_refusals,
 )
 
 __all__ = [
@@ -104,6 +105,7 @@ __all__ = [
     "records_read",
     "resolve_target",
     "run_file_ingest",
+    "runner_refusals",
     "schema_job",
     "summary",
     "timezone",
@@ -160,9 +162,10 @@ def run_file_ingest(
     letters = dead_letter_location(options, job.name, run_id)
     tables = tuple(job_tables(options, job))
     started = time.monotonic()
-    pipeline = new_pipeline(options)
-    build(pipeline, options, job, run_id=run_id)
-    result = pipeline.run()
+    with runner_refusals(name):
+        pipeline = new_pipeline(options)
+        build(pipeline, options, job, run_id=run_id)
+        result = pipeline.run()
     if dry:
         print(dry_run_report(name, options, f"write {', '.join(tables)}"), flush=True)
         return RunReport(name, {}, tables=tables, dead_letters=letters, dry_run=True, result=result)

@@ -3,9 +3,10 @@ what a dry run reports instead of running."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import (
@@ -28,6 +29,7 @@ __all__ = [
     "is_dry_run",
     "new_pipeline",
     "prepare",
+    "runner_refusals",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -90,6 +92,27 @@ def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
         f"{name}: dry run: the {mode} job translated for {runner}"
         f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
     )
+
+
+# How Beam's runners start the ValueError listing the options they refuse (Dataflow: no region,
+# no temp_location, a malformed project).
+_REFUSED_OPTIONS = "Pipeline has validations errors"
+
+
+@contextlib.contextmanager
+def runner_refusals(name: str) -> Iterator[None]:
+    """Around making and running a pipeline: the runner's refusal of its options (raised when
+    the pipeline is made or run) becomes one line that names them (``<job>: error: …``), not a
+    traceback, since they are the user's to fix."""
+    try:
+        yield
+    except ValueError as err:
+        text = str(err)
+        if not text.startswith(_REFUSED_OPTIONS):
+            raise
+        refused = "; ".join(line.strip() for line in text.splitlines()[1:] if line.strip())
+        why = admin.ConfigError(f"the runner refuses the options: {refused}")
+        raise config_exit(name, why) from None
 
 
 def config_exit(name: str, err: admin.ConfigError) -> SystemExit:

@@ -163,9 +163,10 @@ def run(argv: Sequence[str] | None = None) -> common.RunReport:
     except admin.ConfigError as err:
         raise common.config_exit(NAME, err) from None
     _LOG.info("copying %s day(s) %s of %s", len(plan.days), ", ".join(plan.days), plan.source.name)
-    pipeline = common.new_pipeline(options)
-    build_plan(pipeline, plan)
-    result = pipeline.run()
+    with common.runner_refusals(NAME):
+        pipeline = common.new_pipeline(options)
+        build_plan(pipeline, plan)
+        result = pipeline.run()
     if dry:
         what = (
             f"create {', '.join(plan.destinations)} and copy day(s) {', '.join(plan.days)} "
