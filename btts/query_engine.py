@@ -69,6 +69,7 @@ __all__ = [
     "read_query",
     "row_filter",
     "run",
+    "salted_scans",
     "table_query",
     "typed",
     "typed_values",
@@ -280,7 +281,7 @@ def plan_declared(
         rows = [dict(zip(fixed, combo, strict=True)) for combo in zip(*many, strict=True)]
         scans = (key_ranges.row_scan(decl, rows, tz),)
     elif spec.read == "time" and salted:
-        scans = _salted_scans(decl, start_ms, end_ms, tz)
+        scans = salted_scans(decl, start_ms, end_ms, tz)
     elif spec.read == "time" and spec.per:
         scans = tuple(
             key_ranges.time_scan(decl, {**fixed, spec.per: f}, start_ms, end_ms, tz)
@@ -297,7 +298,7 @@ def plan_declared(
     )
 
 
-def _salted_scans(decl, start_ms: int, end_ms: int, tz: dt.tzinfo) -> tuple[Scan, ...]:
+def salted_scans(decl, start_ms: int, end_ms: int, tz: dt.tzinfo = timefmt.UTC) -> tuple[Scan, ...]:
     """A salted table's time window: one range per bucket (merged by :func:`_rows_in_order`)."""
     ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
     return tuple(
@@ -581,7 +582,7 @@ def table_query(
         raise ValueError("give both a start and an end time, or neither")
     salted = any(s.kind == "salt" for s in decl.key.segments)
     if start_ms is not None and salted and not values:
-        scans = _salted_scans(decl, start_ms, end_ms, tz)
+        scans = salted_scans(decl, start_ms, end_ms, tz)
     elif start_ms is not None:
         scans = (key_ranges.time_scan(decl, values, start_ms, end_ms, tz),)
     elif set(decl.key.fields) <= set(values):  # a salt hashes key fields: it is known too

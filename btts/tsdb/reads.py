@@ -30,7 +30,7 @@ from btts import query_engine
 from btts.admin import ReadRow, Target
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
-from transforms import key_ranges, keys, rollup_core, salted_reads
+from transforms import key_ranges, keys, rollup_core
 from transforms import schema as schema_lib
 from transforms.key_ranges import Scan
 
@@ -272,16 +272,7 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
         if seg.kind == "salt":
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
-            for span in salted_reads.salted_time_ranges(decl, start_ms, end_ms):
-                out.scans.append(
-                    Scan(
-                        decl.name,
-                        ranges=(span,),
-                        start_ms=start_ms,
-                        end_ms=end_ms,
-                        cell_timestamp=decl.cell_timestamp,
-                    )
-                )
+            out.scans.extend(query_engine.salted_scans(decl, start_ms, end_ms))
             out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
             return out
         if seg.kind in key_ranges.TIME_KINDS:
