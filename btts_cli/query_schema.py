@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 
-from btts import admin, render
+from btts import admin, query_records, render
 from btts import query_engine as q
 from btts_cli.cliparse import Parser
 from btts_cli.query_output import (
@@ -165,7 +165,8 @@ def run_schema(argv: list[str], target_args: Callable) -> int:
         raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
     if not args.raw:
         decoded = replace(
-            query, decode=lambda scans: q.decode_table(schema, table, scans, args.latest)
+            query,
+            decode=lambda scans: query_records.decode_table(schema, table, scans, args.latest),
         )
         target, records = read(args, decoded)
         return print_answer(args, target, decoded, records)
@@ -182,7 +183,7 @@ def _print_raw(args, target: admin.Target, query: q.Query, decl, rows: list) -> 
         return raw.decode("utf-8", errors="backslashreplace")
 
     def cell(c) -> dict:
-        value = q.int64(c.value) if c.family in aggregate else text(c.value)
+        value = query_records.int64(c.value) if c.family in aggregate else text(c.value)
         return {
             "family": c.family,
             "qualifier": text(c.qualifier),

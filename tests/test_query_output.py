@@ -147,11 +147,13 @@ def test_wide_rows_are_drawn_against_their_qualifiers_one_line_per_row():
 
 def test_a_text_column_names_a_series_when_the_key_cannot():
     from btts import query_engine as q
+    from btts import query_records
     from transforms import schema as schema_lib
 
     battery = schema_lib.builtin("battery")
-    assert q.entity_fields(battery, "BATTERY_SALTED") == ("user",)  # salt + time key, user a column
-    assert q.entity_fields(battery, "BATTERY") == ("user",)
+    # salt + time key, user a column
+    assert query_records.entity_fields(battery, "BATTERY_SALTED") == ("user",)
+    assert query_records.entity_fields(battery, "BATTERY") == ("user",)
     query = q.builtin_query("market_data", "quotes", {"exchange": "X", "symbol": "Y"}, 0, 1)
     assert query.entity == ("exchange", "symbol")
 

@@ -26,7 +26,7 @@ from decimal import Decimal
 from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
-from btts import query_engine
+from btts import query_engine, query_records
 from btts.admin import ReadRow, Target
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
@@ -326,7 +326,7 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     cells = _cells_filter(source)
     rows = reader.scan_all(p.scans, cells, p.scanning)
     spec = schema_lib.QuerySpec(name="tsdb", table=source.table.name)
-    records = query_engine.decode_declared(source.schema, spec, rows)
+    records = query_records.decode_declared(source.schema, spec, rows)
     tags = source.tags
     out: dict[SeriesKey, list] = {}
     for record in records:
@@ -371,7 +371,7 @@ def read_rollup(
             got: dict[str, tuple[int, int]] = {}
             for cell in row.cells:
                 stamp = decl.event_ms(cell.timestamp_us)  # as the table holds times
-                got[cell.family] = (query_engine.int64(cell.value), stamp)
+                got[cell.family] = (query_records.int64(cell.value), stamp)
             total = got.get(rollup_core.EXACT_SUM_FAMILY) or got.get(rollup_core.SUM_FAMILY)
             count = got.get(rollup_core.EXACT_COUNT_FAMILY) or got.get(rollup_core.COUNT_FAMILY)
             if total is None or count is None:
