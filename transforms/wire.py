@@ -283,47 +283,62 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
 
 _SIZES = tuple(varint(n) for n in range(1 << 14))  # an entry's length: two bytes at most here
 
+# -- the builder's fast path (MutationSource): every length one byte, timestamps of 8 bytes --
+#
+# A cell's Mutation is ``0x12 b+2 0x0A b``, its head (family and qualifier fields), the
+# timestamp field (``0x18`` and an 8-byte varint), ``0x22 n`` and the value's n bytes, where b
+# (SetCell's length) is the head's length + 11 + n. Every varying length is a table lookup,
+# and a row's Mutations are one ``b"".join``: a lookup that does not fit one byte fails (an
+# IndexError past a table's end, a TypeError on its None), and the writer encodes that row.
 
-_SOME_BYTE = (None, *_ONE_BYTE[1:])  # a length of 0 fails formatting: an empty field
-# A SetCell's Mutation starts with its length + 2, SetCell's tag and its length: one lookup
-_OPENINGS = tuple(bytes((n + 2, 0x0A, n)) for n in range(126))
+STAMP_LOW, STAMP_HIGH = 1 << 49, 1 << 56  # µs timestamps (1987 to 4253) of 8-byte varints
+# The timestamp field: its tag and low 14-bit group from a table, the next 14 bits from
+# another, the rest (the timestamp shifted by 28 bits, which changes every 268 s) from a cache.
+_TAGGED_LOW = tuple(b"\x18" + group for group in _LOW_GROUPS)
 
 
-def _template(head: bytes, qualifier_from_row: bool) -> bytes:
-    """One cell's Mutation as a formatting template, its constant ``head`` (family and
-    qualifier fields, or the family field and the qualifier's tag) written in (``%`` doubled):
-    the arguments are the opening (:data:`_OPENINGS`), [the qualifier's length and bytes,] the
-    timestamp field, the value's length and bytes."""
-    middle = b"%b%b" if qualifier_from_row else b""
-    return b"\x12%b" + head.replace(b"%", b"%%") + middle + b"\x18%b\x22%b%b"
+# A Mutation's opening for SetCell length b (None where b would not fit one byte)
+_OPEN = tuple(bytes((0x12, b + 2, 0x0A, b)) if b < 126 else None for b in range(128))
+_VALUE_TAGS = (None, *(bytes((0x22, n)) for n in range(1, 128)))  # 0x22 n; none for empty
+_SOME_BYTE = (None, *_ONE_BYTE[1:])  # a length that must not be 0
+_FRAMES = tuple(b"\x12" + size for size in _SIZES)  # field 2 of the request and its length
+_KEYS = (None, *(bytes((0x0A, n)) for n in range(1, 128)))  # an entry's key field's tag, length
 
 
-def _each_mutations(template: bytes, fixed: int, pairs, t: bytes) -> bytes | None:
-    """The Mutations of a map's ``(qualifier, value)`` cells (``template``: see
-    :func:`_template`; ``fixed``: the SetCell's length but the qualifier and value) at timestamp
-    field ``t``; None unless every length fits one byte and none is empty (what :func:`entry`
-    writes otherwise). One comprehension: a length past one byte fails the table lookup, an
-    empty one the formatting."""
-    fixed += len(t)
-    openings, some = _OPENINGS, _SOME_BYTE
-    try:
-        return b"".join(
-            [
-                template % (openings[fixed + len(q) + len(x)], some[len(q)], q, t, some[len(x)], x)
-                for q, x in pairs
-            ]
-        )
-    except (IndexError, TypeError):  # long or empty, or not bytes: entry() writes the row
-        return None
+def _prefixes(head: bytes, extra: int) -> tuple[bytes | None, ...]:
+    """Per value length n (or qualifier + value length): opening and ``head``, for a SetCell
+    of ``len(head) + extra + n`` bytes (None past one-byte lengths, and for n = 0)."""
+    out: list[bytes | None] = [None]
+    for n in range(1, 128):
+        opening = _OPEN[min(len(head) + extra + n, 127)]
+        out.append(None if opening is None else opening + head)
+    return tuple(out)
+
+
+class _QualifierHeads:
+    """A map family's ``family field, 0x12, len(q), q`` per qualifier, cached (a map has few
+    keys; past ``limit`` distinct ones the cache starts again)."""
+
+    def __init__(self, family: str, limit: int = 65_536) -> None:
+        self._family = _field(0x0A, family.encode("utf-8")) + b"\x12"
+        self._limit = limit
+        self.heads: dict[bytes, bytes] = {}
+
+    def __call__(self, qualifier: bytes) -> bytes:
+        if type(qualifier) is not bytes or not 0 < len(qualifier) < 128:
+            raise TypeError("not a one-byte-length qualifier")  # the writer encodes the row
+        if len(self.heads) >= self._limit:
+            self.heads.clear()
+        head = self.heads[qualifier] = self._family + _ONE_BYTE[len(qualifier)] + qualifier
+        return head
 
 
 class MutationSource:
     """Writes, into a generated builder (:mod:`transforms.codegen`), the source that makes a
     row's framed ``MutateRowsRequest`` entry while the row is built: the same bytes
     :class:`EntryEncoder` makes from the finished row (tests compare them), without walking
-    the row's cells again. Anything but the common case (a timestamp not past the epoch, an
-    empty or long value or qualifier, a long key) gives None, and the writer encodes that row
-    itself.
+    the row's cells again. Anything but the common case (a timestamp before 1987, an empty or
+    long value or qualifier, a long key) gives None, and the writer encodes that row itself.
 
     Cells are described with :meth:`cell` and :meth:`each` in column order, then
     :meth:`mutations` writes them; :meth:`framed` frames one table's key with them."""
@@ -331,7 +346,6 @@ class MutationSource:
     def __init__(self, src) -> None:
         self._src = src
         self._parts: list[tuple] = []
-        self._stamps = {"TS": _STAMPS, "T": _stamp}
 
     def cell(self, family: str, qualifier: bytes | None, qual: str, value: str, opt: str | None):
         """A cell: ``qualifier`` constant (or None: the expression ``qual`` of bytes), the value
@@ -346,88 +360,98 @@ class MutationSource:
         """Sets local ``name`` to the cells' Mutations bytes (or None), stamped ``us`` µs."""
         src, parts = self._src, self._parts
         self._parts = []
-        ts, stamp = (src.const(v, k) for k, v in self._stamps.items())
-        b = src.const(_ONE_BYTE, "B")
-        empty = src.const(b"", "Z")  # no literal in generated source but the templates
-        openings = src.const(_OPENINGS, "O")
+        if any(len(_head(p[1], p[2])) > 100 for p in parts if p[0] == "cell" and p[2] is not None):
+            src.add(f"{name} = None")  # heads this long never fit one-byte lengths
+            return
+        c = {k: src.const(v, k) for k, v in _FAST_NAMESPACE.items()}
+        t = f"{name}t"
         src.add(f"{name} = None")
-        src.add(f"if {us} > 0:")
-        src.add(f"{name}t = {ts}.get({us}) or {stamp}({us})", 2)
-        src.add(f"{name}l = len({name}t)", 2)
-        checks, segments = [], []
-        fmt, args = b"", []  # the current run of always-present cells: one formatting call
+        src.add(f"if {c['SL']} <= {us} < {c['SH']}:")
+        src.add(
+            f"{t} = {c['TL']}[{us} & 16383] + {c['LG']}[{us} >> 14 & 16383] + "
+            f"({c['HG']}.get({us} >> 28) or {c['HF']}({us} >> 28))",
+            2,
+        )
+        src.add("try:", 2)
+        items: list[str] = []
         for i, part in enumerate(parts):
-            x = f"{name}x{i}"
             if part[0] == "each":
-                head = _field(0x0A, part[1].encode("utf-8")) + b"\x12"
-                template = src.const(_template(head, True), "M")
-                each = src.const(_each_mutations, "E")
-                src.add(f"{x} = {each}({template}, {len(head) + 4}, {part[2]}, {name}t)", 2)
-                checks.append(f"{x} is not None")
-                if fmt:
-                    segments.append((src.const(fmt, "M"), args))
-                    fmt, args = b"", []
-                segments.append((None, x))
+                heads = _QualifierHeads(part[1])
+                known, make = src.const(heads.heads.get, "QG"), src.const(heads, "QM")
+                e, q, x, h = (f"{name}{k}{i}" for k in "eqxh")
+                src.add(f"{e} = []", 3)
+                src.add(f"for {q}, {x} in {part[2]}:", 3)
+                src.add(f"{h} = {known}({q}) or {make}({q})", 4)
+                src.add(
+                    f"{e} += ({c['OP']}[len({h}) + 11 + len({x})], {h}, {t}, "
+                    f"{c['VT']}[len({x})], {x})",
+                    4,
+                )
+                items.append(f"*{e}")
                 continue
             _kind, family, qualifier, qual, value, opt = part
-            n, size = f"{name}n{i}", f"{name}b{i}"
+            x = f"{name}x{i}"
             if opt is None:
-                src.add(f"{x} = {value}", 2)
+                src.add(f"{x} = {value}", 3)
             else:
-                src.add(f"{x} = {value} if {opt} is not None else {empty}", 2)
-            src.add(f"{n} = len({x})", 2)
+                src.add(f"{x} = {value} if {opt} is not None else None", 3)
             if qualifier is not None:
-                head = _head(family, qualifier)
-                src.add(f"{size} = {len(head) + 3} + {name}l + {n}", 2)
-                cell_fmt = _template(head, False)
-                cell_args = [f"{openings}[{size}]"]
+                table = src.const(_prefixes(_head(family, qualifier), 11), "P")
+                cell = [f"{table}[len({x})]", t, f"{c['VT']}[len({x})]", x]
             else:
-                head = _field(0x0A, family.encode("utf-8")) + b"\x12"
                 q = f"{name}q{i}"
-                src.add(f"{q} = {qual}", 2)
-                src.add(f"{size} = {len(head) + 4} + len({q}) + {name}l + {n}", 2)
-                cell_fmt = _template(head, True)
-                cell_args = [f"{openings}[{size}]", f"{b}[len({q})]", q]
-            cell_args += [f"{name}t", f"{b}[{n}]", x]
-            fits = f"0 < {n} and {size} < 126"
-            if qualifier is None:
-                fits += f" and type({q}) is bytes and 0 < len({q})"
+                src.add(f"{q} = {qual}", 3)
+                family_head = _field(0x0A, family.encode("utf-8")) + b"\x12"
+                table = src.const(_prefixes(family_head, 12), "P")
+                cell = [f"{table}[len({q}) + len({x})]", f"{c['SB']}[len({q})]", q, t]
+                cell += [f"{c['VT']}[len({x})]", x]
             if opt is None:
-                checks.append(fits)
-                fmt += cell_fmt
-                args += cell_args
+                items += cell
             else:
-                checks.append(f"({opt} is None or ({fits}))")
-                if fmt:
-                    segments.append((src.const(fmt, "M"), args))
-                    fmt, args = b"", []
-                cell = f"{src.const(cell_fmt, 'M')} % ({', '.join(cell_args)})"
-                segments.append((None, f"({cell} if {opt} is not None else {empty})"))
-        if fmt:
-            segments.append((src.const(fmt, "M"), args))
-        if any(len(_head(p[1], p[2])) > 100 for p in parts if p[0] == "cell" and p[2] is not None):
-            return  # heads this long never fit one-byte lengths: the writer encodes
-        joined = " + ".join(
-            expr if fmt_name is None else f"{fmt_name} % ({', '.join(expr)})"
-            for fmt_name, expr in segments
-        )
-        src.add(f"if {' and '.join(checks) or 'True'}:", 2)
-        src.add(f"{name} = {joined or empty}", 3)
+                items.append(f"*(({', '.join(cell)}) if {x} is not None else ())")
+        if not items:
+            joined = f"{src.const((), 'Z')}"
+        elif len(items) == 1 and items[0][0] == "*":
+            joined = items[0][1:]
+        else:
+            joined = f"({', '.join(items)},)"
+        src.add(f"{name} = {c['J']}({joined})", 3)
+        src.add("except (IndexError, TypeError):  # a length past one byte, or empty", 2)
+        src.add("pass", 3)
 
     def framed(self, mutations: str, key: str, name: str) -> str:
         """Sets local ``name`` to the framed entry of row key ``key`` with ``mutations`` (or
         None) and returns it."""
         src = self._src
-        sizes, v = src.const(_SIZES, "VS"), src.const(varint, "V")
+        c = {k: src.const(v, k) for k, v in _FAST_NAMESPACE.items() if k in ("FS", "KT", "J", "V")}
         src.add(f"if {mutations} is not None and 0 < len({key}) < 128:")
         src.add(f"{name}s = len({key}) + 2 + len({mutations})", 2)
-        frame = src.const(b"\x12%b\x0a%b%b%b", "FR")
-        b = src.const(_ONE_BYTE, "B")
         src.add(
-            f"{name} = {frame} % ({sizes}[{name}s] if {name}s < 16384 else "
-            f"{v}({name}s), {b}[len({key})], {key}, {mutations})",
+            f"{name} = {c['J']}(({c['FS']}[{name}s] if {name}s < 16384 else "
+            f"{c['V']}({name}s), {c['KT']}[len({key})], {key}, {mutations}))",
             2,
         )
         src.add("else:")
         src.add(f"{name} = None", 2)
         return name
+
+
+def _frame_size(size: int) -> bytes:
+    return b"\x12" + varint(size)
+
+
+_FAST_NAMESPACE = {  # what MutationSource's generated lines use, bound under made-up names
+    "SL": STAMP_LOW,
+    "SH": STAMP_HIGH,
+    "TL": _TAGGED_LOW,
+    "LG": _LOW_GROUPS,
+    "HG": _HIGH_GROUPS,
+    "HF": _high,
+    "OP": _OPEN,
+    "VT": _VALUE_TAGS,
+    "SB": _SOME_BYTE,
+    "J": b"".join,
+    "FS": _FRAMES,
+    "KT": _KEYS,
+    "V": _frame_size,
+}
