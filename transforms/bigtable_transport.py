@@ -86,7 +86,7 @@ class Batch:
     keys: list[bytes]
 
     def to_bytes(self) -> bytes:
-        return self.head + b"".join(self.entries)
+        return b"".join((self.head, *self.entries))
 
     def subset(self, indexes: list[int]) -> Batch:
         return Batch(self.head, [self.entries[i] for i in indexes], [self.keys[i] for i in indexes])
@@ -332,7 +332,8 @@ class RequestSender:
             written = answered.count(1) - len(refused)
             if written:
                 outcome.codes[0] += written
-            retry = [i for i, seen in enumerate(answered) if not seen]  # the stream broke first
+            # entries not answered (the stream broke first); a search in C when all were
+            retry = [i for i, seen in enumerate(answered) if not seen] if 0 in answered else []
             for index, status in refused:
                 outcome.codes[status.code] += 1
                 if status.code in RETRYABLE_CODES:

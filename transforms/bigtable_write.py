@@ -83,6 +83,7 @@ WRITTEN_ROW = "Written Row"
 # control under the name Dataflow's autoscaler reads as throttling.
 REQUESTS_NAMESPACE = "btts.bigtable.requests"
 THROTTLED = "cumulativeThrottlingSeconds"
+_KEY = operator.itemgetter(1)
 _CELLS = operator.itemgetter(2)
 _TABLE = operator.itemgetter(0)
 _STATUS_NAMES = {code.value[0]: code.name.lower() for code in grpc.StatusCode}
@@ -230,7 +231,7 @@ class _LeanBatcher:
                     self._append(row[1], data, len(row[2]))
             else:
                 self._entries += entries
-                self._keys += [row[1] for row in chunk]
+                self._keys += map(_KEY, chunk)
                 self._bytes += size
                 self._mutations += mutations
                 if len(self._entries) >= self._flush_count:
@@ -516,10 +517,10 @@ class _SplitByTableFn(beam.DoFn):
         if counts is None:
             raise ValueError(f"row for table {table!r}, which this write does not declare")
         counts[0] += len(rows)
-        counts[1] += sum(map(len, map(operator.itemgetter(2), rows)))
+        counts[1] += sum(map(len, map(_CELLS, rows)))
         keys = self._keys[table]
         if keys is not None:
-            keys.update(map(operator.itemgetter(1), rows))
+            keys.update(map(_KEY, rows))
             if len(keys) > self.MAX_DISTINCT_KEYS:
                 self._keys[table] = None
 
