@@ -124,3 +124,41 @@ def test_a_bad_record_appends_nothing_to_the_batch():
     with pytest.raises(ValueError):
         builder.frame_into({**good, "unexpected": 1}, rows, entries)
     assert (rows, entries) == kept and len(rows) == len(entries) == 2
+
+
+def test_row_batches_are_coded_with_their_entries_and_sized_without_encoding():
+    from apache_beam.coders import registry
+
+    from transforms.row_batches import RowBatchCoder
+
+    coder = registry.get_coder(FramedRows)
+    assert type(coder) is RowBatchCoder
+    rows = FramedRows(
+        [("T", b"k", (("f", b"q", b"v", 1000),)), ("T", b"l", ())], [b"entry", b"other"]
+    )
+    again = coder.decode(coder.encode(rows))
+    assert type(again) is FramedRows and again == rows and again.entries == rows.entries
+    plain = [("T", b"k", (("f", b"q", b"v", 1000),))]
+    assert (
+        coder.decode(coder.encode(plain)) == plain
+        and type(coder.decode(coder.encode(plain))) is list
+    )
+    one = ("T", b"k", (("f", b"q", b"v", 1000),))
+    assert coder.decode(coder.encode(one)) == one
+    assert coder.estimate_size(rows) == len(b"entry") + len(b"other") + 16  # from the entries
+    partly = FramedRows(plain * 3, [b"x", None, b"y"])
+    assert coder.estimate_size(partly) > 0
+
+
+def test_the_build_and_split_steps_declare_row_batches():
+    import apache_beam as beam
+
+    from transforms.bigtable_write import WriteRows
+
+    pipeline = beam.Pipeline()  # constructed, never run: nothing to write to
+    lines = pipeline | beam.Create([("src", b"{}")])
+    built = lines | ingest.BuildRows(generic.Builder(sf.builtin("server_metrics")).rows, "p")
+    assert built[ingest.ROWS].element_type is FramedRows
+    tables = built[ingest.ROWS] | WriteRows("p", "i", ["METRIC"])
+    split = tables["METRIC"].producer.inputs[0]  # the split's output for METRIC
+    assert split.element_type is FramedRows

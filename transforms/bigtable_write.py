@@ -30,6 +30,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from concurrent import futures
+from typing import Any
 
 import apache_beam as beam
 import grpc
@@ -572,9 +573,10 @@ class WriteRows(beam.PTransform):
         }
 
     def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
-        split = rows | "SplitByTable" >> beam.ParDo(_SplitByTableFn(self._tables)).with_outputs(
-            *self._tables
-        )
+        # each table's batches are FramedRows (or lists): coded and sized by row_batches
+        tagged = {table: FramedRows for table in self._tables}
+        split_fn = beam.ParDo(_SplitByTableFn(self._tables)).with_output_types(Any, **tagged)
+        split = rows | "SplitByTable" >> split_fn.with_outputs(*self._tables)
         return {
             table: split[table]
             | f"Write[{table}]" >> BoundedWriteToBigTable(table_id=table, **self._sink)

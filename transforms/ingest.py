@@ -19,11 +19,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.coders.coder_impl import FastPrimitivesCoderImpl
 from apache_beam.io import textio
 from apache_beam.metrics import Metrics
 
-from transforms import events, readers
+from transforms import (
+    events,
+    readers,
+    row_batches,  # noqa: F401 (registers the coder of FramedRows)
+)
 from transforms.errors import InvalidEvent, reason_kind
 from transforms.mutations import MAX_QUALIFIER_BYTES, FramedRows, RowMutation, check_limits
 from transforms.readers import Block
@@ -66,9 +69,6 @@ MAX_REASON_KINDS = 50  # per worker; rarer kinds beyond it count as OTHER_REASON
 OTHER_REASONS = "other reasons"
 _LOG = logging.getLogger(__name__)
 
-# A batch and its request entries is coded as its rows (a list) wherever Beam encodes or sizes
-# an element; the entries are dropped on the way and the writer encodes the rows itself.
-FastPrimitivesCoderImpl.register_iterable_like_type(FramedRows)
 Builder = Callable[[dict], Sequence[RowMutation]]
 # (record, batch, entries) → None: appends the record's rows to the batch and their framed
 # request entries (None where not made) to entries, nothing when it raises (Builder.frame_into)
@@ -342,7 +342,9 @@ class BuildRows(beam.PTransform):
         self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms, framed)
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
-        return lines | "BuildRows" >> beam.ParDo(self._fn).with_outputs(DEAD_LETTER, main=ROWS)
+        # Batches are FramedRows (or lists): coded and sized by transforms.row_batches
+        build = beam.ParDo(self._fn).with_output_types(FramedRows)
+        return lines | "BuildRows" >> build.with_outputs(DEAD_LETTER, main=ROWS)
 
 
 class WriteDeadLetters(beam.PTransform):
