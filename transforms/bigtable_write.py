@@ -74,7 +74,11 @@ __all__ = [
 # The names tests and older callers know these by.
 _Attempt, _Batch, _RequestSender = Attempt, Batch, RequestSender
 
-DEFAULT_FLUSH_COUNT = 2_000
+# A request's rows (WriteRows): each request costs the writer threads a fixed share of CPU
+# (measured at 1,000,000 events: 5,000 rows per request took 2-4% less job CPU than 2,000, for
+# 10-30 MB more peak RSS); requests stay under the byte cap below and Bigtable's 100,000
+# mutations (MAX_MUTATIONS_PER_REQUEST, checked per request).
+DEFAULT_FLUSH_COUNT = 5_000
 DEFAULT_FLUSH_BYTES = 5 * 1024 * 1024
 # Beam's sink counts "Written Row" under its DoFn's namespace; so does this one, so that a
 # dashboard or test written for WriteToBigTable reads the same counter.
