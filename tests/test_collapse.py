@@ -4,10 +4,18 @@ one-version families left alone, and rows of one write kept as they were built."
 
 from __future__ import annotations
 
+import contextlib
 import random
 
+import apache_beam as beam
+import pytest
+
+from btts import admin, samples
+from tests.helpers import compiled, dump, retry_harness, run_job, write_lines
 from transforms import builtin_tables
+from transforms.bigtable_write import WriteRows
 from transforms.collapse import LatestHolder, collapse_latest, latest_only_families
+from transforms.events import parse_json_object
 from transforms.mutations import AddCell, Cell, RowMutation
 
 LATEST = {"CURRENT": frozenset({"M"})}
@@ -148,3 +156,40 @@ def test_one_version_families_come_from_the_declaration():
     assert latest_only_families(builtin_tables.get("CURRENT_METRIC")) == {"METRIC"}
     hourly = builtin_tables.get("METRIC_HOURLY")
     assert latest_only_families(hourly) == {"exact_sum", "exact_count"}  # not the aggregates
+
+
+@pytest.mark.parametrize("harness", [None, "half"])
+def test_a_collapsed_stream_lands_the_latest_values_an_uncollapsed_one_does(
+    target, tmp_path, harness
+):
+    """Many events per CURRENT_METRIC key, out of order and some delivered twice: the job (which
+    collapses by the declaration) leaves the newest cells a write of every row leaves."""
+    lines = list(samples.metric_events(hosts=4, seconds=600))  # 120 events per host
+    random.Random(36).shuffle(lines)  # a host's newest event is not its last
+    lines += lines[::7]  # redelivered: the same cells again
+    with retry_harness(harness) if harness else contextlib.nullcontext():
+        result = run_job(
+            "server_metrics", target, write_lines(tmp_path / "in.jsonl", lines), tmp_path / "dead"
+        )
+    counts = result.counters
+    assert counts["rows_CURRENT_METRIC"] == counts["rows_METRIC"] == len(lines)  # as built
+    assert counts["superseded_rows_CURRENT_METRIC"] >= len(lines) // 2  # it did collapse
+
+    # The same rows, every one written, into an instance of their own.
+    rows = [row for line in lines for row in compiled("server_metrics")(parse_json_object(line))]
+    plain = admin.Target(target.project, target.instance + "x")
+    tables = ["METRIC", "CURRENT_METRIC"]
+    with admin.Admin(plain) as api:
+        for table in tables:
+            api.ensure(builtin_tables.get(table))
+    with beam.Pipeline() as p:
+        _ = p | beam.Create([rows]) | WriteRows(plain.project, plain.instance, tables)
+
+    latest = dump(target, "CURRENT_METRIC", latest_only=True)
+    assert len(latest) == 4 * len(samples.METRIC_NAMES)
+    assert latest == dump(plain, "CURRENT_METRIC", latest_only=True)
+    newest = _kept([r for r in rows if r[0] == "CURRENT_METRIC"])
+    assert {(k, f, q): (v, ts) for k, f, q, v, ts in latest} == {
+        (k, f, q): seen for (_t, k, f, q), seen in newest.items()
+    }
+    assert dump(target, "METRIC") == dump(plain, "METRIC")  # keys written once: all there
