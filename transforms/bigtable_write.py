@@ -21,6 +21,9 @@ sink as shipped is where a job spends most of its time and can hang for most of 
   bundle rewrites the same cells.
 * **Flow control** (``flow_control``; on by default on Dataflow): Bigtable's server-side rate
   limiting and a per-worker cap on requests and bytes in flight.
+* **Latest-only tables** (``latest_only``): for families that keep one version, a bundle's
+  writes of one row key are collapsed to the cells Bigtable keeps (:mod:`transforms.collapse`)
+  before they are sent; the row counters still count every row write built.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from __future__ import annotations
 import collections
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from typing import Any
 
@@ -43,7 +46,6 @@ from apache_beam.transforms.display import DisplayDataItem
 from google.cloud.bigtable import Client
 from google.cloud.bigtable.data import mutations as data_mutations
 from google.cloud.bigtable.row import DirectRow
-from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
 from transforms import retry_harness as harness_modes
 from transforms import wire
@@ -58,6 +60,8 @@ from transforms.bigtable_transport import (
     direct_rows_sender,
     mutate_rows_call,
 )
+from transforms.client_entries import entry_bytes
+from transforms.collapse import LatestHolder, collapse_latest
 from transforms.ingest import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
 
@@ -93,52 +97,6 @@ _CELLS = operator.itemgetter(2)
 _TABLE = operator.itemgetter(0)
 _STATUS_NAMES = {code.value[0]: code.name.lower() for code in grpc.StatusCode}
 FLOW_CONTROL_CHOICES = ("auto", "on", "off")
-
-
-def _mutation_dict(mutation) -> dict:
-    """A data client mutation as the fields of its ``Mutation`` message, from its public
-    attributes (what the client itself sends for it)."""
-    if isinstance(mutation, data_mutations.SetCell):
-        return {
-            "set_cell": {
-                "family_name": mutation.family,
-                "column_qualifier": mutation.qualifier,
-                "timestamp_micros": mutation.timestamp_micros,
-                "value": mutation.new_value,
-            }
-        }
-    if isinstance(mutation, data_mutations.DeleteRangeFromColumn):
-        time_range = {
-            name: value
-            for name, value in (
-                ("start_timestamp_micros", mutation.start_timestamp_micros),
-                ("end_timestamp_micros", mutation.end_timestamp_micros),
-            )
-            if value is not None
-        }
-        return {
-            "delete_from_column": {
-                "family_name": mutation.family,
-                "column_qualifier": mutation.qualifier,
-                "time_range": time_range,
-            }
-        }
-    if isinstance(mutation, data_mutations.DeleteAllFromFamily):
-        return {"delete_from_family": {"family_name": mutation.family_to_delete}}
-    if isinstance(mutation, data_mutations.DeleteAllFromRow):
-        return {"delete_from_row": {}}
-    raise TypeError(
-        f"cannot write a {type(mutation).__name__} here: AddToCell rows go through "
-        "WriteAggregates; this sink takes SetCell and deletions"
-    )
-
-
-def entry_bytes(entry: data_mutations.RowMutationEntry) -> bytes:
-    """A data client ``RowMutationEntry`` as a framed request entry."""
-    message = bigtable_types.MutateRowsRequest.Entry(
-        row_key=entry.row_key, mutations=[_mutation_dict(m) for m in entry.mutations]
-    )
-    return wire.framed(bigtable_types.MutateRowsRequest.Entry.serialize(message))
 
 
 class _LeanBatcher:
@@ -268,6 +226,8 @@ class _BoundedWriteFn(beam.DoFn):
     """Writes one table's rows: lean requests, bounded waits, safe resends, optional flow
     control, and a failure that says what failed (see the module docstring).
 
+    ``latest_only``: the table's families that keep one version; rows of one key are then
+    held (one request's worth at most) and collapsed before sending (:mod:`transforms.collapse`).
     ``retry_harness`` (tests only, :mod:`transforms.retry_harness`) replays each bundle's
     writes as a runner retrying the bundle would."""
 
@@ -281,8 +241,10 @@ class _BoundedWriteFn(beam.DoFn):
         timeout_s: float,
         flow_control: FlowControl | None = None,
         retry_harness: str | None = None,
+        latest_only: Collection[str] = (),
     ) -> None:
         self._ids = (project_id, instance_id, table_id)
+        self._latest = frozenset(latest_only)
         self._flush_count = flush_count
         self._max_row_bytes = max_row_bytes
         self._timeout_s = float(timeout_s)
@@ -316,7 +278,9 @@ class _BoundedWriteFn(beam.DoFn):
         self._written = Metrics.counter(BEAM_SINK_NAMESPACE, WRITTEN_ROW)
         self._throttled = Metrics.counter(REQUESTS_NAMESPACE, THROTTLED)
         self._throttled_s = 0.0
-        self._lean = None
+        self._lean = self._holder = None
+        if self._latest:  # row writes folded into a later row of the same key, never sent
+            self._superseded = Metrics.counter(NAMESPACE, f"superseded_rows_{table}")
 
     def _send_direct(self, rows: list) -> Attempt:
         if self._direct_sender is None:
@@ -339,6 +303,11 @@ class _BoundedWriteFn(beam.DoFn):
         )
         self._written_in_bundle = 0
         self._held: list | None = [] if self._harness else None
+        if self._latest and not self._harness:
+            self._holder = LatestHolder(
+                self._ids[2], self._latest, self._flush_count, self._max_row_bytes
+            )
+        self._superseded_in_bundle = 0
 
     def process(self, element) -> None:
         # One row, or a list of rows (WriteRows' split hands them over a block at a time),
@@ -349,7 +318,21 @@ class _BoundedWriteFn(beam.DoFn):
         if self._held is not None:
             self._held.extend(rows)
             return
-        self._lean.add_rows(rows, element.entries if kind is FramedRows else None)
+        entries = element.entries if kind is FramedRows else None
+        holder = self._holder
+        if holder is not None:
+            if holder.holds(rows):
+                if holder.add(rows, entries):
+                    self._drain()
+                return
+            self._drain()  # other kinds of rows: sent after what is held, in order
+        self._lean.add_rows(rows, entries)
+
+    def _drain(self) -> None:
+        out = self._holder.drain()
+        self._superseded_in_bundle += out.superseded
+        if out.rows:
+            self._lean.add_rows(out.rows, out.entries)
 
     def _record(self, attempt: Attempt) -> None:
         for code, count in attempt.codes.items():
@@ -358,9 +341,16 @@ class _BoundedWriteFn(beam.DoFn):
         self._throttled_s += attempt.throttled_s
 
     def finish_bundle(self) -> None:
+        if self._holder is not None:
+            self._drain()
         lean, self._lean = self._lean, None
         if self._held is not None:  # the retry harness: each attempt sent and waited for
             for attempt in harness_modes.attempts(self._held, self._harness):
+                if self._latest:
+                    out = collapse_latest(
+                        attempt, None, {self._ids[2]: self._latest}, one_table=self._ids[2]
+                    )
+                    attempt, self._superseded_in_bundle = out.rows, out.superseded
                 lean.add_rows(attempt)
                 lean.close()
         lean.close()
@@ -383,6 +373,8 @@ class _BoundedWriteFn(beam.DoFn):
             )
         self._written.inc(self._written_in_bundle)
         self._written_in_bundle = 0
+        if self._superseded_in_bundle:
+            self._superseded.inc(self._superseded_in_bundle)
         Lineage.sinks().add("bigtable", *self._ids)
 
     def teardown(self) -> None:
@@ -421,6 +413,8 @@ class BoundedWriteToBigTable(beam.PTransform):
     """A drop-in for ``WriteToBigTable``: the same arguments and elements (``DirectRow`` s, and
     also :class:`RowMutation` s and ``RowMutationEntry`` s), lean requests, writes that give up
     after ``timeout_s``, and ``flow_control`` (see :func:`resolve_flow_control`).
+    ``latest_only``: the table's families that keep one version (``max_versions: 1``), whose
+    rows of one key are collapsed to the cells Bigtable keeps before sending.
     ``use_cross_language`` hands the write to Beam's own (Java) sink."""
 
     def __init__(
@@ -436,9 +430,11 @@ class BoundedWriteToBigTable(beam.PTransform):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         flow_control: FlowControl | bool | str | None = None,
         retry_harness: str | None = None,
+        latest_only: Collection[str] = (),
     ) -> None:
         super().__init__()
         self._args = (project_id, instance_id, table_id, flush_count, max_row_bytes)
+        self._latest = frozenset(latest_only)
         self._cross_language = (use_cross_language, expansion_service)
         self._timeout_s = timeout_s
         self._flow_control = flow_control
@@ -456,7 +452,9 @@ class BoundedWriteToBigTable(beam.PTransform):
                 expansion_service=expansion_service,
             )
         flow = resolve_flow_control(self._flow_control, rows.pipeline.options)
-        return rows | beam.ParDo(_BoundedWriteFn(*self._args, self._timeout_s, flow, self._harness))
+        return rows | beam.ParDo(
+            _BoundedWriteFn(*self._args, self._timeout_s, flow, self._harness, self._latest)
+        )
 
 
 class _SplitByTableFn(beam.DoFn):
@@ -544,7 +542,11 @@ class _SplitByTableFn(beam.DoFn):
 
 class WriteRows(beam.PTransform):
     """Write :class:`RowMutation` s (or lists of them, batches from ``BuildRows``) to their
-    tables with ``WriteToBigTable``."""
+    tables with ``WriteToBigTable``. ``latest_only``: table → its families that keep one
+    version (the declaration's ``max_versions: 1``, see
+    :func:`transforms.collapse.latest_only_families`); a bundle's writes of one key of such a
+    table are collapsed to the cells Bigtable keeps. Given explicitly: only the declaration
+    says a table's GC rule drops the older cells."""
 
     def __init__(
         self,
@@ -556,6 +558,7 @@ class WriteRows(beam.PTransform):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         flow_control: FlowControl | bool | str | None = None,
         retry_harness: str | None = None,
+        latest_only: Mapping[str, Collection[str]] | None = None,
     ) -> None:
         super().__init__()
         if timeout_s <= 0:
@@ -566,6 +569,10 @@ class WriteRows(beam.PTransform):
             raise ValueError("flush_count and max_row_bytes must be positive")
         harness_modes.parse(retry_harness)  # a typo fails here, not on a worker
         self._tables = list(dict.fromkeys(tables))
+        self._latest = {t: frozenset(f) for t, f in (latest_only or {}).items() if f}
+        unknown = sorted(set(self._latest) - set(self._tables))
+        if unknown:
+            raise ValueError(f"latest_only names tables this write does not declare: {unknown}")
         self._sink = {  # BoundedWriteToBigTable's arguments but the table
             "project_id": project,
             "instance_id": instance,
@@ -583,6 +590,9 @@ class WriteRows(beam.PTransform):
         split = rows | "SplitByTable" >> split_fn.with_outputs(*self._tables)
         return {
             table: split[table]
-            | f"Write[{table}]" >> BoundedWriteToBigTable(table_id=table, **self._sink)
+            | f"Write[{table}]"
+            >> BoundedWriteToBigTable(
+                table_id=table, latest_only=self._latest.get(table, ()), **self._sink
+            )
             for table in self._tables
         }

@@ -26,6 +26,7 @@ from pipelines.common.options import (
     resolve_target,
 )
 from transforms.bigtable_write import WriteRows
+from transforms.collapse import latest_only_families
 from transforms.ingest import (
     DEAD_LETTER,
     ROWS,
@@ -140,7 +141,7 @@ class Ingest(beam.PTransform):
         else:
             cells = rows
         if plain:
-            cells | "WriteBigtable" >> set_cells(plain)
+            cells | "WriteBigtable" >> set_cells(plain, latest_only=_latest_only(job, plain))
         dead = [built[DEAD_LETTER]]
         out = {ROWS: rows}
         if stream.hourly_rollup and job.rollup:
@@ -152,7 +153,10 @@ class Ingest(beam.PTransform):
             )
             batches = rolled["rows"] | "RollupBatches" >> beam.Map(lambda row: [row])
             if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
-                batches | "WriteRollup" >> set_cells([job.rollup.table])
+                rollup_table = [job.rollup.table]
+                batches | "WriteRollup" >> set_cells(
+                    rollup_table, latest_only=_latest_only(job, rollup_table)
+                )
             else:
                 batches | "WriteRollup" >> add_cells(job.rollup.table)
             dead.append(rolled[TOO_LATE])
@@ -161,6 +165,13 @@ class Ingest(beam.PTransform):
         write_dead_letters(letters, options, job.name, self.run_id)
         out[DEAD_LETTER] = letters
         return out
+
+
+def _latest_only(job: JobSpec, tables: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Per table, the families its declaration keeps one version of (``max_versions: 1``): the
+    writer collapses a bundle's writes of one key in them to the cells Bigtable keeps."""
+    families = {t: latest_only_families(job.decls[t]) for t in tables}
+    return {t: f for t, f in families.items() if f}
 
 
 class _SplitAggregates(beam.DoFn):
