@@ -169,7 +169,11 @@ def test_a_collapsed_stream_lands_the_latest_values_an_uncollapsed_one_does(
     lines += lines[::7]  # redelivered: the same cells again
     with retry_harness(harness) if harness else contextlib.nullcontext():
         result = run_job(
-            "server_metrics", target, write_lines(tmp_path / "in.jsonl", lines), tmp_path / "dead"
+            "server_metrics",
+            target,
+            write_lines(tmp_path / "in.jsonl", lines),
+            tmp_path / "dead",
+            extra=["--collapse_latest=on"],  # files: off unless asked (auto is on for Pub/Sub)
         )
     counts = result.counters
     assert counts["rows_CURRENT_METRIC"] == counts["rows_METRIC"] == len(lines)  # as built
@@ -193,3 +197,13 @@ def test_a_collapsed_stream_lands_the_latest_values_an_uncollapsed_one_does(
         (k, f, q): seen for (_t, k, f, q), seen in newest.items()
     }
     assert dump(target, "METRIC") == dump(plain, "METRIC")  # keys written once: all there
+
+
+def test_file_input_writes_every_row_unless_asked_to_collapse(target, tmp_path):
+    lines = list(samples.metric_events(hosts=2, seconds=60))
+    result = run_job(
+        "server_metrics", target, write_lines(tmp_path / "in.jsonl", lines), tmp_path / "dead"
+    )
+    assert result.counters["rows_CURRENT_METRIC"] == len(lines)
+    assert "superseded_rows_CURRENT_METRIC" not in result.counters  # auto: off for files
+    assert len(dump(target, "CURRENT_METRIC")) == len(lines) * len(samples.METRIC_NAMES)

@@ -140,8 +140,12 @@ class Ingest(beam.PTransform):
             cells = split["cells"]
         else:
             cells = rows
+        collapse = options.view_as(BigtableOptions).collapse_latest
+        if collapse == "auto":
+            collapse = "on" if stream.input_subscription else "off"
         if plain:
-            cells | "WriteBigtable" >> set_cells(plain, latest_only=_latest_only(job, plain))
+            latest = _latest_only(job, plain) if collapse == "on" else {}
+            cells | "WriteBigtable" >> set_cells(plain, latest_only=latest)
         dead = [built[DEAD_LETTER]]
         out = {ROWS: rows}
         if stream.hourly_rollup and job.rollup:
@@ -154,9 +158,8 @@ class Ingest(beam.PTransform):
             batches = rolled["rows"] | "RollupBatches" >> beam.Map(lambda row: [row])
             if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
                 rollup_table = [job.rollup.table]
-                batches | "WriteRollup" >> set_cells(
-                    rollup_table, latest_only=_latest_only(job, rollup_table)
-                )
+                latest = _latest_only(job, rollup_table) if collapse == "on" else {}
+                batches | "WriteRollup" >> set_cells(rollup_table, latest_only=latest)
             else:
                 batches | "WriteRollup" >> add_cells(job.rollup.table)
             dead.append(rolled[TOO_LATE])

@@ -82,6 +82,17 @@ class BigtableOptions(PipelineOptions):
             "Dataflow, off elsewhere (the emulator never asks to slow down).",
         )
         group.add_argument(
+            "--collapse_latest",
+            type=str,
+            choices=("auto", "on", "off"),
+            default="auto",
+            help="For column families that keep one version (max_versions: 1), write per row "
+            "key and column only the cell Bigtable keeps of what a bundle holds (the newest; "
+            "the later write of equal timestamps): readers of the newest cell see the same, "
+            "the cluster gets far fewer writes of busy keys. 'auto' (default): on for Pub/Sub "
+            "input, off for files (there it costs the job CPU per row and the writes end).",
+        )
+        group.add_argument(
             "--skip_preflight",
             action="store_true",
             help="Do not check that the tables exist before running (the launcher then needs no "
