@@ -43,6 +43,11 @@ if TYPE_CHECKING:
     from pipelines.common.jobspec import JobSpec
 
 
+def _auto_on_off(group, flag: str, help: str) -> None:  # group: an argparse argument group
+    """A setting that is on, off, or decided by the job ('auto', the default)."""
+    group.add_argument(flag, type=str, choices=("auto", "on", "off"), default="auto", help=help)
+
+
 class BigtableOptions(PipelineOptions):
     """Where rows go. Shared by every job (Beam registers each flag once across all jobs)."""
 
@@ -71,22 +76,18 @@ class BigtableOptions(PipelineOptions):
             help="Give up a write (retries of transient errors included) after this many "
             "seconds, failing the job with the server's error instead of hanging. Default: 300.",
         )
-        group.add_argument(
+        _auto_on_off(
+            group,
             "--flow_control",
-            type=str,
-            choices=("auto", "on", "off"),
-            default="auto",
-            help="Bigtable batch write flow control: the writes follow the rate the cluster "
+            "Bigtable batch write flow control: the writes follow the rate the cluster "
             "asks for (RateLimitInfo), back off on RESOURCE_EXHAUSTED and keep at most 16 "
             "requests (64 MiB) in flight per worker and table. 'auto' (default): on for "
             "Dataflow, off elsewhere (the emulator never asks to slow down).",
         )
-        group.add_argument(
+        _auto_on_off(
+            group,
             "--collapse_latest",
-            type=str,
-            choices=("auto", "on", "off"),
-            default="auto",
-            help="For column families that keep one version (max_versions: 1), write per row "
+            "For column families that keep one version (max_versions: 1), write per row "
             "key and column only the cell Bigtable keeps of what a bundle holds (the newest; "
             "the later write of equal timestamps): readers of the newest cell see the same, "
             "the cluster gets far fewer writes of busy keys. 'auto' (default): on for Pub/Sub "
