@@ -38,8 +38,6 @@ _FAMILY = operator.itemgetter(0)
 _QUALIFIER = operator.itemgetter(1)
 _STAMP = operator.itemgetter(3)
 _COLUMN = operator.itemgetter(0, 1)
-_FIRST = operator.itemgetter(0)
-_THIRD = operator.itemgetter(2)
 _CELL_TYPES = frozenset((tuple, Cell))  # plain SetCells (AddCell is a type of its own)
 _ROW_TYPES = frozenset((tuple, RowMutation))
 
@@ -83,10 +81,6 @@ def collapse_latest(
         idents = list(map(_KEY, rows))
     if len(set(idents)) == n:  # no key written twice (in C): nothing to collapse
         return Collapsed(list(rows), None if entries is None else list(entries), 0)
-    if one_table is not None:
-        whole = _whole_rows(rows, entries, idents, latest.get(one_table) or ())
-        if whole is not None:
-            return whole
     order = sorted(range(n), key=idents.__getitem__)  # stable: a key's rows in write order
     out_rows = list(rows)
     out_entries = None if entries is None else list(entries)
@@ -117,52 +111,6 @@ def collapse_latest(
     if out_entries is not None:
         out_entries = list(map(out_entries.__getitem__, keep))
     return Collapsed(out_rows, out_entries, n - len(keep))
-
-
-def _whole_rows(
-    rows: Sequence, entries: Sequence | None, keys: list, families: Collection[str]
-) -> Collapsed | None:
-    """The common case in a few passes in C over the whole batch, not a pass per key: every
-    row writes the same one-version columns once each, all at one timestamp, so each key's
-    winner is a whole row (the last of its newest), sent at the place of the key's last row
-    with its entry. None when the batch is not so (the general path decides)."""
-    n = len(rows)
-    if not set(map(type, rows)) <= _ROW_TYPES:
-        return None
-    widths = set(map(len, map(_CELLS, rows)))
-    width = widths.pop() if len(widths) == 1 else 0
-    if not width:
-        return None
-    cells = list(itertools.chain.from_iterable(map(_CELLS, rows)))
-    if not set(map(type, cells)) <= _CELL_TYPES:
-        return None
-    try:
-        in_families = list(map(_FAMILY, cells))
-        qualifiers = list(map(_QUALIFIER, cells))
-        stamps = list(map(_STAMP, cells))
-    except (IndexError, TypeError):
-        return None
-    columns = list(zip(in_families[:width], qualifiers[:width], strict=True))
-    if (
-        in_families != in_families[:width] * n
-        or qualifiers != qualifiers[:width] * n
-        or not set(in_families[:width]) <= set(families)
-        or len(set(columns)) != width
-    ):
-        return None
-    per_row = stamps[::width]
-    if any(stamps[column::width] != per_row for column in range(1, width)):
-        return None  # several timestamps within a row
-    if min(per_row) < 0:  # server-assigned time: the order of arrival decides
-        return None
-    # (key, timestamp, index) sorted: a key's last is its newest, the later write among equals
-    order = sorted(zip(keys, per_row, range(n), strict=True))
-    winner = dict(zip(map(_FIRST, order), map(_THIRD, order), strict=True))
-    places = sorted(dict(zip(keys, range(n), strict=True)).values())  # each key's last row
-    chosen = [winner[keys[i]] for i in places]
-    out_rows = list(map(rows.__getitem__, chosen))
-    out_entries = None if entries is None else list(map(entries.__getitem__, chosen))
-    return Collapsed(out_rows, out_entries, n - len(chosen))
 
 
 def _merge(group: list, families: Collection[str]) -> tuple[int | None, tuple] | None:
