@@ -77,7 +77,8 @@ def _emit(**fields) -> None:
 
 def _builder(dataset: str):
     """decode + the compiled schema builder: what every job runs per line."""
-    from transforms import events, generic
+    from transforms.build import builder as generic
+    from transforms.text import events
 
     build = generic.Builder(schema_of(dataset)).rows  # plain (table, key, cells) tuples
     decode = events.parse_json_object
@@ -215,7 +216,7 @@ def ceiling(dataset: str, path: str, instance: str, processes: str = "1") -> Non
 
 
 def _requests(dataset: str, path: str, instance: str, per_request: int):
-    from transforms import wire as encoding
+    from transforms.build import wire as encoding
 
     build = _builder(dataset)
     by_table: dict[str, list] = {}
@@ -246,9 +247,9 @@ def _send_requests(requests: list, start: int, step: int) -> None:
 
     from google.cloud.bigtable import Client
 
-    from transforms import wire as encoding
-    from transforms.bigtable_transport import all_written, parse_response
-    from transforms.bigtable_write import MAX_IN_FLIGHT, mutate_rows_call
+    from transforms.bigtable.transport import all_written, parse_response
+    from transforms.bigtable.write import MAX_IN_FLIGHT, mutate_rows_call
+    from transforms.build import wire as encoding
 
     stub = Client(project=PROJECT).table_data_client
     calls = {}
@@ -271,7 +272,7 @@ def _send_requests(requests: list, start: int, step: int) -> None:
 
 
 def wire(dataset: str, path: str, instance: str, processes: str = "1") -> None:
-    from transforms.bigtable_write import DEFAULT_FLUSH_COUNT
+    from transforms.bigtable.write import DEFAULT_FLUSH_COUNT
 
     procs = int(processes)
     requests, rows, cells = _requests(dataset, path, instance, DEFAULT_FLUSH_COUNT)  # not timed
@@ -282,7 +283,8 @@ def wire(dataset: str, path: str, instance: str, processes: str = "1") -> None:
 
 def core(dataset: str, path: str) -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as the target says
-    from transforms import events, generic
+    from transforms.build import builder as generic
+    from transforms.text import events
 
     # What the job's BuildRows does per record of a block: lines without their newline,
     # decoded, then the compiled builder's plain rows.
@@ -343,7 +345,7 @@ def nightly_ceiling(instance: str, date: str) -> None:
     )
 
     from btts import admin
-    from transforms import builtin_tables
+    from transforms.schema import builtin_tables
 
     destination = f"SENSOR_CEIL_{date}"
     decl = builtin_tables.get("SENSOR")
@@ -379,8 +381,8 @@ def load_sensor(instance: str, meters: str, days: str) -> None:
     from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 
     from benchmarks.data import START_MS
-    from transforms.builtin_tables import get
-    from transforms.timefmt import time_of_day
+    from transforms.schema.builtin_tables import get
+    from transforms.text.timefmt import time_of_day
 
     SENSOR = get("SENSOR")
 

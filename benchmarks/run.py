@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchmarks import data
 from btts import admin, emulator
-from transforms import builtin_tables
+from transforms.schema import builtin_tables
 
 ROOT = Path(__file__).resolve().parent
 SIZES = {

@@ -32,8 +32,9 @@ from pathlib import Path
 
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange
 
-from btts import admin, samples
+from btts import admin
 from btts.emulator import ENV_HOST, Emulator
+from btts.samples import data as samples
 from pipelines import load
 
 HOUR = 3_600_000

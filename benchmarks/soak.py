@@ -62,7 +62,7 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
 from benchmarks.soak_load import HOUR_MS, METRICS, LandedCounter, PublisherProcess, rollup_check
 from btts import admin
 from btts.emulator import Emulator, PubSubEmulator
-from btts.query_engine import KEYS_ONLY
+from btts.query.engine import KEYS_ONLY
 from pipelines import common, server_metrics
 
 ROOT = Path(__file__).resolve().parent

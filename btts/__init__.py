@@ -1,4 +1,6 @@
-"""bigtable-timeseries: the command line, the emulator harness and table administration."""
+"""bigtable-timeseries' library: configuration, table administration, the emulator harness,
+queries (``query``), the OpenTSDB API (``tsdb``), the advisor and the demo's samples. The command
+line (``btts_cli``) sits above it."""
 
 __version__ = "0.1.0"
 

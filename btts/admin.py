@@ -208,7 +208,8 @@ def drop_tenant(target: Target, table: TableDecl | str, tenant: str) -> bytes:
     """Offboard ``tenant``: drop the row range of its prefix (``tenant#``) in one admin call,
     so ``acme`` never takes ``acme2``'s rows. Returns the prefix dropped. Refuses a table whose
     key does not start with the tenant."""
-    from transforms import builtin_tables, keys
+    from transforms.schema import builtin_tables
+    from transforms.text import keys
 
     decl = builtin_tables.get(table) if isinstance(table, str) else table
     if decl.key.segments[0].kind != "tenant":

@@ -36,13 +36,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from btts import admin, emulator, render, sample_checks, samples
-from btts import query_engine as q
-from btts.samples import Sizes
+from btts import admin, emulator
+from btts.query import engine as q
+from btts.query import render
+from btts.samples import checks
+from btts.samples import data as samples
+from btts.samples.data import Sizes
 from btts_cli import query_command
 from btts_cli.cliparse import Parser
 from pipelines import common
-from transforms import key_ranges
+from transforms.scans import key_ranges
 
 __all__ = [
     "BAD_LINES",
@@ -164,7 +167,7 @@ def generate(out: Path, sizes: Sizes) -> dict[str, Dataset]:
     datasets = {}
     for name, bad in BAD_LINES.items():
         path = out / f"{name}.jsonl"
-        lines = samples.write_jsonl(path, sample_checks.records(name, sizes), bad)
+        lines = samples.write_jsonl(path, checks.records(name, sizes), bad)
         datasets[name] = Dataset(name, path, lines - len(bad), len(bad))
     return datasets
 
@@ -276,12 +279,12 @@ def run_nightly(out: Path, sizes: Sizes) -> tuple[list[str], float]:
 # -- phase 4: the queries, checked against the generated events -------------------------------
 
 
-def build_queries(sizes: Sizes) -> list[sample_checks.Check]:
+def build_queries(sizes: Sizes) -> list[checks.Check]:
     """Each documented query with its answer computed from the generated records alone."""
-    return list(sample_checks.checks(sizes, query_command.BALLOON_QUERIES))
+    return list(checks.checks(sizes, query_command.BALLOON_QUERIES))
 
 
-_no_key = sample_checks.without_key
+_no_key = checks.without_key
 
 
 def cbt_row_keys(text: str) -> list[str]:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from btts import __version__, admin, emulator
-from btts.advisor import cli as advisor_cli
+from btts_cli import advise_command as advisor_cli
 from btts_cli import query_command as query_cli
 from btts_cli import serve_command, templates
 from btts_cli.cliparse import Commands, Parser
@@ -40,7 +40,7 @@ def _target_args(parser: argparse.ArgumentParser) -> None:
 def _decls(args: argparse.Namespace) -> list:
     """The declarations of ``--schema FILE`` (all, or those ``--table`` names; a bad file is a
     ConfigError), else the built-in ones."""
-    from transforms import builtin_tables
+    from transforms.schema import builtin_tables
 
     names = args.table
     try:
@@ -65,7 +65,7 @@ def _tables_create(args: argparse.Namespace) -> int:
 
 
 def _tables_list(args: argparse.Namespace) -> int:
-    from transforms import builtin_tables
+    from transforms.schema import builtin_tables
 
     target = admin.resolve_target(args.project, args.instance)
     with admin.Admin(target) as api:

@@ -1,5 +1,5 @@
 """``btts query …`` and ``btts tenant drop``: the queries the built-in schema files declare, as
-commands with flags of their own, run by :mod:`btts.query_engine`, printed as a table
+commands with flags of their own, run by :mod:`btts.query.engine`, printed as a table
 (default), JSON or CSV and drawn with ``--plot`` (:mod:`btts_cli.query_output`). The schema-file
 forms, ``btts query --schema FILE …``, are :mod:`btts_cli.query_schema`.
 """
@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Callable
 
 from btts import admin
-from btts import query_engine as q
+from btts.query import engine as q
 from btts_cli.query_output import (
     add_common,
     add_range,
@@ -24,8 +24,8 @@ from btts_cli.query_output import (
 )
 from btts_cli.query_schema import declared_name, run_declared, run_schema
 from pipelines import nightly
-from transforms import key_ranges
 from transforms.errors import InvalidEvent
+from transforms.scans import key_ranges
 
 __all__ = [
     "BALLOON_QUERIES",

@@ -4,7 +4,7 @@ how an answer is printed and drawn.
 
 Table output starts with what was read (table, key range or rows, cell-time window), so the
 answer can be checked with ``cbt read`` on the same range; ``--format json|csv`` prints only
-the records, for scripts. ``--plot`` draws one line per series (:mod:`btts.plot`); an answer
+the records, for scripts. ``--plot`` draws one line per series (:mod:`btts.query.plot`); an answer
 with nothing to draw says so in one line on stderr, writes no file and exits
 :data:`NOTHING_TO_PLOT_EXIT` (1), after the answer was printed.
 """
@@ -17,10 +17,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from btts import admin, plot, render
-from btts import query_engine as q
-from transforms import key_ranges, timefmt
+from btts import admin
+from btts.query import engine as q
+from btts.query import plot, render
 from transforms.errors import InvalidEvent
+from transforms.scans import key_ranges
+from transforms.text import timefmt
 
 __all__ = [
     "FORMATS",

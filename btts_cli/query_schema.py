@@ -12,8 +12,10 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 
-from btts import admin, query_records, render
-from btts import query_engine as q
+from btts import admin
+from btts.query import engine as q
+from btts.query import records as query_records
+from btts.query import render
 from btts_cli.cliparse import Parser
 from btts_cli.query_output import (
     add_common,
@@ -23,8 +25,8 @@ from btts_cli.query_output import (
     print_answer,
     read,
 )
-from transforms import timefmt
 from transforms.errors import InvalidEvent
+from transforms.text import timefmt
 
 __all__ = ["declared_help", "declared_name", "run_declared", "run_schema"]
 

@@ -35,9 +35,9 @@ from google.cloud.bigtable.data import (
 from google.cloud.bigtable.data.row_filters import RowFilterChain
 
 from btts import admin
-from btts.query_engine import KEYS_ONLY
+from btts.query.engine import KEYS_ONLY
 from pipelines import common
-from transforms.bigtable_read import key_suffix_filter
+from transforms.bigtable.read import key_suffix_filter
 from transforms.errors import InvalidEvent
 
 __all__ = [

@@ -72,8 +72,8 @@ def dump(target: admin.Target, table: str, latest_only: bool = False) -> list[tu
 @functools.cache
 def compiled(dataset: str, tables: tuple[str, ...] = (), tz: dt.tzinfo = dt.timezone.utc):
     """The compiled builder of a built-in schema file (what the dataset's job runs)."""
-    from transforms import generic
     from transforms import schema as schema_lib
+    from transforms.build import builder as generic
 
     return generic.Builder(schema_lib.builtin(dataset), list(tables) or None, tz)
 
@@ -87,10 +87,11 @@ def recipe_key(*segments: tuple[str, object]) -> str:
 
 @contextlib.contextmanager
 def retry_harness(how: str):
-    """Jobs built inside this block write through the retry harness (transforms/retry_harness.py):
-    every WriteRows and WriteAggregates they construct gets ``retry_harness=how``."""
-    from transforms.aggregate_write import WriteAggregates
-    from transforms.bigtable_write import WriteRows
+    """Jobs built inside this block write through the retry harness
+    (transforms/bigtable/retry_harness.py): every WriteRows and WriteAggregates they construct gets
+    ``retry_harness=how``."""
+    from transforms.bigtable.write import WriteRows
+    from transforms.bigtable.write_aggregates import WriteAggregates
 
     with pytest.MonkeyPatch.context() as patch:
         for cls in (WriteRows, WriteAggregates):

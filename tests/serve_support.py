@@ -17,7 +17,8 @@ from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
 
-from btts import admin, samples
+from btts import admin
+from btts.samples import data as samples
 from btts_cli import demo
 from tests.helpers import run_job, write_lines
 

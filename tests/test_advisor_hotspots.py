@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from btts.advisor import cli, hotspots
+from btts.advisor import hotspots
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Workload, hints_for
+from btts_cli import advise_command
 from tests.conftest import REPO
-from transforms import builtin_tables
+from transforms.schema import builtin_tables
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 CASES = {case.name: case for case in hotspots.DOCUMENTED}
@@ -151,19 +152,19 @@ def test_documented_heatmaps_are_in_the_docs():
 def test_hotspots_command(tmp_path, capsys):
     png = tmp_path / "ts.png"
     argv = ["hotspots", "BATTERY_TS_FIRST", "--nodes", "4", "--slices", "6", "--png", str(png)]
-    assert cli.main(argv) == 0
+    assert advise_command.main(argv) == 0
     out = capsys.readouterr().out
     assert "peak 4.00" in out and "HOTSPOT" in out and png.read_bytes().startswith(PNG_MAGIC)
     argv = ["hotspots", "SENSOR_DAILY", "--workload-of", "SENSOR", "--nodes", "3"]
     argv += ["--start", "2017-07-26T23:00:00Z", "--span", "2h", "--slices", "24"]
-    assert cli.main(argv) == 0
+    assert advise_command.main(argv) == 0
     assert "peak 3.00 (slice 2017-07-27 00:00)" in capsys.readouterr().out
-    assert cli.main(["hotspots", "BATTERY", "--cardinality", "user"]) == 2
+    assert advise_command.main(["hotspots", "BATTERY", "--cardinality", "user"]) == 2
     assert "FIELD=N" in capsys.readouterr().err
-    assert cli.main(["hotspots"]) == 2
+    assert advise_command.main(["hotspots"]) == 2
 
 
 def test_documented_command_writes_every_case(tmp_path, capsys):
-    assert cli.main(["hotspots", "--documented", "--out", str(tmp_path)]) == 0
+    assert advise_command.main(["hotspots", "--documented", "--out", str(tmp_path)]) == 0
     assert sorted(p.name for p in Path(tmp_path).iterdir()) == sorted(f"{n}.png" for n in CASES)
     assert capsys.readouterr().out.count("per-node load max/mean") == len(CASES)

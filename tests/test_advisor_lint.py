@@ -11,9 +11,10 @@ import json
 
 import pytest
 
-from btts.advisor import cli, lint, naming
+from btts.advisor import lint, naming
 from btts.advisor.workload import DerivedTables, FamilyLoad, FieldModel, Hints, Workload, hints_for
-from transforms import builtin_tables
+from btts_cli import advise_command
+from transforms.schema import builtin_tables
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 ONE = Family("F", max_versions=1)
@@ -338,26 +339,26 @@ def test_fail_on_levels():
 
 def test_lint_command_shows_flags_acknowledgements_and_exit_status(capsys):
     argv = ["lint", "--table", "BATTERY_TS_FIRST", "--table", "SENSOR_DAILY", "--table", "METRIC"]
-    assert cli.main(argv) == 0
+    assert advise_command.main(argv) == 0
     out = capsys.readouterr().out
     assert "ERROR   HOT-TIME-FIRST (docs/patterns.md §3.5): key BATTERY#TS" in out
     assert "[anti-pattern]" in out and "[acknowledged] date first on purpose" in out
     assert "ok    METRIC" in out and "→ pass" in out
 
-    assert cli.main(["lint"]) == 0
+    assert advise_command.main(["lint"]) == 0
     capsys.readouterr()
-    assert cli.main(["lint", "--fail-on", "error"]) == 0
+    assert advise_command.main(["lint", "--fail-on", "error"]) == 0
     capsys.readouterr()
-    assert cli.main(["lint", "--json", "--table", "BATTERY_TS_FIRST"]) == 0
+    assert advise_command.main(["lint", "--json", "--table", "BATTERY_TS_FIRST"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["BATTERY_TS_FIRST"][0]["rule"] == "HOT-TIME-FIRST"
-    assert cli.main(["lint", "--table", "NOPE"]) == 2
+    assert advise_command.main(["lint", "--table", "NOPE"]) == 2
     assert "no table declaration named 'NOPE'" in capsys.readouterr().err
 
 
 def test_register_adds_the_advise_group_to_a_command_parser(capsys, tmp_path):
     top = argparse.ArgumentParser(prog="btts")
-    cli.register(top.add_subparsers(dest="command", required=True))
+    advise_command.register(top.add_subparsers(dest="command", required=True))
     args = top.parse_args(["advise", "lint", "--table", "METRIC"])
     assert args.func(args) == 0
     assert "ok    METRIC" in capsys.readouterr().out

@@ -7,10 +7,12 @@ import json
 
 import pytest
 
-from btts import admin, samples
+from btts import admin
 from btts.admin import ReadCell, ReadRow
-from btts.advisor import cli, table_report
+from btts.advisor import table_report
 from btts.advisor.table_report import classify_segment, spearman
+from btts.samples import data as samples
+from btts_cli import advise_command
 from tests.helpers import run_job, write_lines
 
 # -- pure ---------------------------------------------------------------------------------------
@@ -165,10 +167,10 @@ def test_metrics_table_from_the_server_metrics_job(target, tmp_path):
 def test_table_command(battery_tables, capsys):
     target, events = battery_tables
     where = ["--project", target.project, "--instance", target.instance]
-    assert cli.main(["table", "BATTERY_TS_FIRST", *where]) == 0
+    assert advise_command.main(["table", "BATTERY_TS_FIRST", *where]) == 0
     out = capsys.readouterr().out
     assert f"{events:,} rows" in out and "MONOTONIC PREFIX" in out and "largest rows:" in out
-    assert cli.main(["table", "BATTERY", *where, "--json"]) == 0
+    assert advise_command.main(["table", "BATTERY", *where, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["monotonic"] is False
-    assert cli.main(["table", "NOPE", *where]) == 2
+    assert advise_command.main(["table", "NOPE", *where]) == 2
     assert "table NOPE does not exist" in capsys.readouterr().err

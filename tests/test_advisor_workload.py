@@ -10,8 +10,8 @@ import pytest
 from btts.advisor import lint, workload
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Hints, Workload, hints_for
 from tests.conftest import REPO
-from transforms import builtin_tables
 from transforms import schema as schema_lib
+from transforms.schema import builtin_tables
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 # One writer, a row a day, under a time-first key (a daily export's log, say).

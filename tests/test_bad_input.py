@@ -39,9 +39,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import admin
 from pipelines import common, load
 from tests.helpers import dump, read_dead_letters, run_job
-from transforms import builtin_tables
-from transforms.ingest import DEAD_LETTER, BuildRows, WriteDeadLetters, as_block, decoder
+from transforms.ingest.build_rows import DEAD_LETTER, BuildRows, WriteDeadLetters, as_block, decoder
 from transforms.mutations import AddCell, RowMutation
+from transforms.schema import builtin_tables
 
 CORPUS = Path(__file__).resolve().parent / "data" / "bad"
 SOURCE = "corpus-input"  # the source name of lines built outside a job
@@ -369,6 +369,6 @@ def test_a_duplicated_event_lands_once(name, corpus_run):
 
 
 def test_a_csv_header_with_a_byte_order_mark_names_its_first_column():
-    from transforms.events import parse_csv_header
+    from transforms.text.events import parse_csv_header
 
     assert parse_csv_header(b"\xef\xbb\xbfhostname,timestamp,cpu")[0] == "hostname"

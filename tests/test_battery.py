@@ -15,17 +15,19 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import admin
-from btts import query_engine as q
+from btts.query import engine as q
 from btts_cli import main as cli
 from pipelines import battery as job
 from tests.conftest import REPO
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
-from transforms import builtin_tables, key_ranges, keys, salted_reads
 from transforms import schema as schema_lib
 from transforms.errors import InvalidEvent
-from transforms.events import parse_json_object
 from transforms.mutations import Cell, RowMutation
-from transforms.timefmt import iso, parse_compact_time
+from transforms.scans import key_ranges, salted_reads
+from transforms.schema import builtin_tables
+from transforms.text import keys
+from transforms.text.events import parse_json_object
+from transforms.text.timefmt import iso, parse_compact_time
 
 BATTERY = builtin_tables.get("BATTERY")
 BATTERY_SALTED = builtin_tables.get("BATTERY_SALTED")
@@ -138,8 +140,8 @@ def test_salt_is_stable_across_processes_and_hash_seeds():
     here = [BATTERY_SALTED.key.build({"ts": parse_compact_time(t)}).decode() for t in times]
     code = (
         "import json, sys\n"
-        "from transforms.timefmt import iso, parse_compact_time\n"
-        "from transforms.builtin_tables import get\n"
+        "from transforms.text.timefmt import iso, parse_compact_time\n"
+        "from transforms.schema.builtin_tables import get\n"
         "BATTERY_SALTED = get('BATTERY_SALTED')\n"
         "times = json.loads(sys.argv[1])\n"
         "print(json.dumps([BATTERY_SALTED.key.build({'ts': parse_compact_time(t)}).decode() "

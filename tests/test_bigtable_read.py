@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from btts import admin
 from pipelines import common
 from tests.helpers import dump
-from transforms.bigtable_read import (
+from transforms.bigtable.read import (
     ReadFromBigtableRows,
     key_suffix_filter,
     merge_ranges,
@@ -26,7 +26,7 @@ from transforms.bigtable_read import (
     requested_ranges,
     split_ranges,
 )
-from transforms.bigtable_write import WriteRows
+from transforms.bigtable.write import WriteRows
 from transforms.mutations import Cell, RowMutation
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 

@@ -11,8 +11,9 @@ from google.cloud.bigtable.data.mutations import DeleteAllFromRow, RowMutationEn
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 from google.rpc import status_pb2
 
-from transforms import bigtable_write, wire
-from transforms.bigtable_write import _Attempt, _Batch, _LeanBatcher, _RequestSender
+from transforms.bigtable import write as bigtable_write
+from transforms.bigtable.write import _Attempt, _Batch, _LeanBatcher, _RequestSender
+from transforms.build import wire
 from transforms.mutations import AddCell, Cell, RowMutation
 
 ROW = RowMutation(
@@ -176,7 +177,7 @@ def test_retries_stop_at_the_timeout_with_the_last_error():
 
 
 def test_all_written_is_a_response_of_every_entry_written_in_order():
-    from transforms.bigtable_transport import all_written, parse_response
+    from transforms.bigtable.transport import all_written, parse_response
 
     response = parse_response(all_written(3))
     assert [(e.index, e.status.code, e.HasField("status")) for e in response.entries] == [
@@ -212,8 +213,8 @@ def test_the_emulator_answers_all_written_so_rows_are_not_read_back_one_by_one(t
     from google.cloud.bigtable import Client
 
     from btts.admin import preflight
-    from transforms import builtin_tables
-    from transforms.bigtable_transport import all_written, mutate_rows_call
+    from transforms.bigtable.transport import all_written, mutate_rows_call
+    from transforms.schema import builtin_tables
 
     preflight(target, [builtin_tables.get("METRIC")], create=True)
     stub = Client(project=target.project).table_data_client

@@ -10,7 +10,7 @@ import pytest
 
 from btts import admin
 from btts_cli import main as cli
-from transforms import builtin_tables
+from transforms.schema import builtin_tables
 
 
 def _btts(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -1,6 +1,7 @@
-"""Collapsing a batch's writes of one key to the cells Bigtable keeps (transforms/collapse.py):
-newest cell per column, equal timestamps won by the later write, anything but plain SetCells in
-one-version families left alone, and rows of one write kept as they were built."""
+"""Collapsing a batch's writes of one key to the cells Bigtable keeps
+(transforms/bigtable/collapse.py): newest cell per column, equal timestamps won by the later write,
+anything but plain SetCells in one-version families left alone, and rows of one write kept as they
+were built."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ import random
 import apache_beam as beam
 import pytest
 
-from btts import admin, samples
+from btts import admin
+from btts.samples import data
 from tests.helpers import compiled, dump, retry_harness, run_job, write_lines
-from transforms import builtin_tables
-from transforms.bigtable_write import WriteRows
-from transforms.collapse import LatestHolder, collapse_latest, latest_only_families
-from transforms.events import parse_json_object
+from transforms.bigtable.collapse import LatestHolder, collapse_latest, latest_only_families
+from transforms.bigtable.write import WriteRows
 from transforms.mutations import AddCell, Cell, RowMutation
+from transforms.schema import builtin_tables
+from transforms.text.events import parse_json_object
 
 LATEST = {"CURRENT": frozenset({"M"})}
 
@@ -164,7 +166,7 @@ def test_a_collapsed_stream_lands_the_latest_values_an_uncollapsed_one_does(
 ):
     """Many events per CURRENT_METRIC key, out of order and some delivered twice: the job (which
     collapses by the declaration) leaves the newest cells a write of every row leaves."""
-    lines = list(samples.metric_events(hosts=4, seconds=600))  # 120 events per host
+    lines = list(data.metric_events(hosts=4, seconds=600))  # 120 events per host
     random.Random(36).shuffle(lines)  # a host's newest event is not its last
     lines += lines[::7]  # redelivered: the same cells again
     with retry_harness(harness) if harness else contextlib.nullcontext():
@@ -190,7 +192,7 @@ def test_a_collapsed_stream_lands_the_latest_values_an_uncollapsed_one_does(
         _ = p | beam.Create([rows]) | WriteRows(plain.project, plain.instance, tables)
 
     latest = dump(target, "CURRENT_METRIC", latest_only=True)
-    assert len(latest) == 4 * len(samples.METRIC_NAMES)
+    assert len(latest) == 4 * len(data.METRIC_NAMES)
     assert latest == dump(plain, "CURRENT_METRIC", latest_only=True)
     newest = _kept([r for r in rows if r[0] == "CURRENT_METRIC"])
     assert {(k, f, q): (v, ts) for k, f, q, v, ts in latest} == {
@@ -200,10 +202,10 @@ def test_a_collapsed_stream_lands_the_latest_values_an_uncollapsed_one_does(
 
 
 def test_file_input_writes_every_row_unless_asked_to_collapse(target, tmp_path):
-    lines = list(samples.metric_events(hosts=2, seconds=60))
+    lines = list(data.metric_events(hosts=2, seconds=60))
     result = run_job(
         "server_metrics", target, write_lines(tmp_path / "in.jsonl", lines), tmp_path / "dead"
     )
     assert result.counters["rows_CURRENT_METRIC"] == len(lines)
     assert "superseded_rows_CURRENT_METRIC" not in result.counters  # auto: off for files
-    assert len(dump(target, "CURRENT_METRIC")) == len(lines) * len(samples.METRIC_NAMES)
+    assert len(dump(target, "CURRENT_METRIC")) == len(lines) * len(data.METRIC_NAMES)

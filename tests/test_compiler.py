@@ -1,4 +1,4 @@
-"""The schema compiler (transforms/codegen.py): schema files come from users, so no text of
+"""The schema compiler (transforms/build/codegen.py): schema files come from users, so no text of
 theirs may ever become code. Hostile names compile, build exactly the bytes the schema says,
 and never run anything; the generated source holds none of their text."""
 
@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transforms import generic
 from transforms import schema as sf
-from transforms.events import parse_json_object
+from transforms.build import builder as generic
 from transforms.mutations import AddCell, Cell
+from transforms.text.events import parse_json_object
 
 HOSTILE = [
     "__import__('os').system('touch /tmp/pwned')",
@@ -213,7 +213,7 @@ def test_the_hot_path_builds_plain_tuples_equal_to_the_named_rows(name):
 def test_an_integer_kept_as_digits_writes_what_the_parser_gives(value, source):
     """An integer only written as a cell keeps its JSON digits on the fast path; the cell must
     be byte for byte the parser's int, and every refusal the parser's."""
-    from transforms.events import CsvText, Num
+    from transforms.text.events import CsvText, Num
 
     text = (
         "dataset: t\nevent:\n  time: when\n  fields:\n"
@@ -321,11 +321,12 @@ def test_hostile_names_on_every_generated_path(where, name, tmp_path):
 
 
 def test_code_generation_runs_one_way_from_a_plain_plan():
-    """The builder hands a frozen BuildPlan to transforms.codegen and gets a function back;
-    codegen knows nothing of the builder (it does not import transforms.generic)."""
+    """The builder hands a frozen BuildPlan to transforms.build.codegen and gets a function back;
+    codegen knows nothing of the builder (it does not import transforms.build.builder)."""
     import dataclasses
 
-    from transforms import codegen, timefmt
+    from transforms.build import codegen
+    from transforms.text import timefmt
 
     schema = sf.builtin("server_metrics")
     plan = generic.build_plan(schema, [t.name for t in schema.written()], timefmt.UTC)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from btts import samples
+from btts.samples import data as samples
 from btts_cli import demo
 
 QUERIES = 20

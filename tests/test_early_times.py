@@ -10,14 +10,16 @@ import json
 
 import pytest
 
-from btts import query_engine, query_records
+from btts.query import engine as query_engine
+from btts.query import records as query_records
 from btts_cli import main as cli
 from tests.helpers import dump, read_dead_letters, run_job
-from transforms import generic, timefmt
 from transforms import schema as schema_file
+from transforms.build import builder as generic
 from transforms.errors import InvalidEvent
-from transforms.events import Num, parse_json_object
 from transforms.table_model import CELL_TIMESTAMPS, cell_micros, event_ms
+from transforms.text import timefmt
+from transforms.text.events import Num, parse_json_object
 
 
 def _ms(*ymd: int) -> int:

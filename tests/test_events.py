@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from transforms import events, generic
+from transforms.build import builder
 from transforms.errors import InvalidEvent
 from transforms.schema import FieldSpec
+from transforms.text import events
 
 
 def test_numbers_keep_their_source_text():
@@ -43,8 +44,8 @@ def test_fields_missing_and_unexpected():
 
 
 def _parsed(kind: str, obj: dict, name: str):
-    """A field of ``obj`` read the way the compiled builders read it (transforms/generic.py)."""
-    return generic.field_parser(FieldSpec(name, kind))(obj[name])
+    """A field of ``obj`` read the way the compiled builders read it (transforms/builder.py)."""
+    return builder.field_parser(FieldSpec(name, kind))(obj[name])
 
 
 def test_typed_fields():
@@ -60,7 +61,7 @@ def test_typed_fields():
     with pytest.raises(InvalidEvent, match="expected an integer"):
         _parsed("integer", obj, "f")
     with pytest.raises(InvalidEvent, match="below its minimum 0"):
-        generic.field_parser(FieldSpec("neg", "integer", minimum="0"))(obj["neg"])
+        builder.field_parser(FieldSpec("neg", "integer", minimum="0"))(obj["neg"])
     with pytest.raises(InvalidEvent, match="outside"):
         _parsed("integer", {"big": events.Num(str(2**63))}, "big")
 

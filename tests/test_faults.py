@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from btts import admin, samples
+from btts import admin
 from btts.emulator import ENV_HOST, Emulator
+from btts.samples import data
 from tests.helpers import dump, run_job, write_lines
 
 EVENTS_HOSTS, EVENTS_SECONDS = 100, 600  # 12,000 events: seconds of writing
@@ -34,7 +35,7 @@ def own_emulator(bigtable_emulator):
 
 
 def _input(tmp_path):
-    lines = list(samples.metric_events(hosts=EVENTS_HOSTS, seconds=EVENTS_SECONDS))
+    lines = list(data.metric_events(hosts=EVENTS_HOSTS, seconds=EVENTS_SECONDS))
     return write_lines(tmp_path / "in.jsonl", lines), len(lines)
 
 
@@ -80,7 +81,7 @@ def test_a_paused_server_is_waited_for_and_every_row_lands_once(own_emulator, tm
     assert paused, "the server was never paused mid-write"
 
     metric = dump(target, "METRIC")  # every version: a retried write must not add one
-    assert len(metric) == events * len(samples.METRIC_NAMES)
+    assert len(metric) == events * len(data.METRIC_NAMES)
     assert len({cell[:3] for cell in metric}) == len(metric)  # one cell per key and column
     assert result.counters["rows_METRIC"] == events
     assert {t: dump(target, t, latest_only=True) for t in TABLES} == _clean_run_dump(

@@ -19,9 +19,9 @@ from google.cloud.bigtable_v2.types import feature_flags
 
 from btts.emulator import ENV_HOST
 from tests.fake_bigtable import Answer, FakeBigtable
-from transforms import bigtable_transport as transport
-from transforms import wire
-from transforms.bigtable_write import BoundedWriteToBigTable, resolve_flow_control
+from transforms.bigtable import transport
+from transforms.bigtable.write import BoundedWriteToBigTable, resolve_flow_control
+from transforms.build import wire
 from transforms.mutations import Cell, RowMutation
 
 UNAVAILABLE, RESOURCE_EXHAUSTED = 14, 8
@@ -363,7 +363,7 @@ def test_beams_sink_metrics_and_display_data_by_name(target):
     from apache_beam.transforms.display import DisplayData
 
     from btts import admin
-    from transforms import bigtable_write
+    from transforms.bigtable import write
     from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
     decl = TableDecl("DROPIN", (Family("f"),), KeyRecipe((Segment("text", "k"),)), "TS-COLS")
@@ -390,9 +390,9 @@ def test_beams_sink_metrics_and_display_data_by_name(target):
     (written,) = metrics.query(MetricsFilter().with_name("Written Row"))["counters"]
     assert written.key.metric.namespace == Metrics.get_namespace(bigtableio._BigTableWriteFn)
     assert written.committed == 31
-    ok = metrics.query(
-        MetricsFilter().with_namespace(bigtable_write.REQUESTS_NAMESPACE).with_name("ok")
-    )["counters"]
+    ok = metrics.query(MetricsFilter().with_namespace(write.REQUESTS_NAMESPACE).with_name("ok"))[
+        "counters"
+    ]
     assert sum(c.committed for c in ok) == 31
     sinks = Lineage.query(metrics, Lineage.SINK)
     assert any(
@@ -403,7 +403,7 @@ def test_beams_sink_metrics_and_display_data_by_name(target):
     ids = (target.project, target.instance, "DROPIN")
     ours = {
         i.key: (i.value, i.label)
-        for i in DisplayData.create_from(bigtable_write._BoundedWriteFn(*ids, 7, 10, 5.0)).items
+        for i in DisplayData.create_from(write._BoundedWriteFn(*ids, 7, 10, 5.0)).items
     }
     beams = {
         i.key: (i.value, i.label)

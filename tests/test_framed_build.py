@@ -20,9 +20,12 @@ from tests.test_compiler import (
     _every_path_schema,
     _literals,
 )
-from transforms import events, generic, ingest, wire
 from transforms import schema as sf
+from transforms.build import builder as generic
+from transforms.build import wire
+from transforms.ingest import build_rows
 from transforms.mutations import FramedRows
+from transforms.text import events
 
 
 def _check(builder: generic.Builder, record: dict) -> list:
@@ -100,7 +103,7 @@ def test_framed_rows_are_rows_to_beam_and_keep_their_entries_when_pickled():
     again = pickle.loads(pickle.dumps(rows))
     assert type(again) is FramedRows and again == rows and again.entries == [b"entry"]
     coder = coders.FastPrimitivesCoder()  # what Beam codes (and sizes) elements of Any with
-    assert ingest.FramedRows is FramedRows
+    assert build_rows.FramedRows is FramedRows
     assert coder.decode(coder.encode(rows)) == list(rows)
 
 
@@ -129,7 +132,7 @@ def test_a_bad_record_appends_nothing_to_the_batch():
 def test_row_batches_are_coded_with_their_entries_and_sized_without_encoding():
     from apache_beam.coders import registry
 
-    from transforms.row_batches import RowBatchCoder
+    from transforms.ingest.batches import RowBatchCoder
 
     coder = registry.get_coder(FramedRows)
     assert type(coder) is RowBatchCoder
@@ -153,12 +156,12 @@ def test_row_batches_are_coded_with_their_entries_and_sized_without_encoding():
 def test_the_build_and_split_steps_declare_row_batches():
     import apache_beam as beam
 
-    from transforms.bigtable_write import WriteRows
+    from transforms.bigtable.write import WriteRows
 
     pipeline = beam.Pipeline()  # constructed, never run: nothing to write to
     lines = pipeline | beam.Create([("src", b"{}")])
-    built = lines | ingest.BuildRows(generic.Builder(sf.builtin("server_metrics")).rows, "p")
-    assert built[ingest.ROWS].element_type is FramedRows
-    tables = built[ingest.ROWS] | WriteRows("p", "i", ["METRIC"])
+    built = lines | build_rows.BuildRows(generic.Builder(sf.builtin("server_metrics")).rows, "p")
+    assert built[build_rows.ROWS].element_type is FramedRows
+    tables = built[build_rows.ROWS] | WriteRows("p", "i", ["METRIC"])
     split = tables["METRIC"].producer.inputs[0]  # the split's output for METRIC
     assert split.element_type is FramedRows

@@ -8,9 +8,9 @@ import pytest
 
 from btts import admin
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
-from transforms import events
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
+from transforms.text import events
 
 MARCH_1 = 1425168000000  # 2015-03-01T00:00:00Z
 

@@ -10,9 +10,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import admin
 from pipelines import garden as garden_job
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
-from transforms import events
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
+from transforms.text import events
 
 MARCH_1 = 1425168000000  # 2015-03-01T00:00:00Z
 DAY = 86_400_000

@@ -14,9 +14,9 @@ from pipelines import generic as generic_job
 from tests.conftest import REPO, load_golden_ids
 from tests.helpers import read_dead_letters, run_job, write_lines
 from tests.test_golden import _check_row, _table_of
-from transforms import generic
 from transforms import schema as sf
-from transforms.events import parse_json_object
+from transforms.build import builder as generic
+from transforms.text.events import parse_json_object
 
 IOT = REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
 LONG_MAX = 9223372036854775807

@@ -11,7 +11,7 @@ from btts import admin
 from pipelines import job_modules
 from tests.conftest import load_golden_ids
 from tests.helpers import read_dead_letters, recipe_key, run_job, write_lines
-from transforms import keys
+from transforms.text import keys
 
 # How each case is produced: the job, its flags, and which table a case's rows name.
 # ``None`` is the table of a case whose rows name none (the job writes one table).

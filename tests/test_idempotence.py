@@ -20,13 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from btts import admin, samples
+from btts import admin
+from btts.samples import data as samples
 from btts_cli import demo
 from pipelines import battery as battery_job
 from pipelines import job_modules, nightly
 from pipelines import weather_balloons as balloon_job
 from tests.helpers import dump, run_job, write_lines
-from transforms import builtin_tables
+from transforms.schema import builtin_tables
 
 SENSOR = builtin_tables.get("SENSOR")
 

@@ -7,8 +7,8 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from tests.helpers import compiled, write_lines
-from transforms.ingest import DEAD_LETTER, ROWS, BuildRows
-from transforms.readers import ReadRecords
+from transforms.ingest.build_rows import DEAD_LETTER, ROWS, BuildRows
+from transforms.ingest.readers import ReadRecords
 
 METRICS = compiled("server_metrics")  # the server-metrics job's builder
 
@@ -112,7 +112,7 @@ def test_streaming_dead_letters_land_in_files(tmp_path):
     from apache_beam.testing.test_stream import TestStream
     from apache_beam.utils.timestamp import Timestamp
 
-    from transforms.ingest import WriteDeadLetterFiles
+    from transforms.ingest.build_rows import WriteDeadLetterFiles
 
     options = PipelineOptions()
     options.view_as(StandardOptions).streaming = True
@@ -136,18 +136,18 @@ def test_streaming_dead_letters_land_in_files(tmp_path):
 def test_the_collector_is_raised_for_blocks_of_rows_and_never_lowered():
     import gc
 
-    from transforms import ingest
+    from transforms.ingest import build_rows
 
     saved = gc.get_threshold()
     try:
         gc.set_threshold(700, 10, 10)
-        ingest.tune_gc()
-        assert gc.get_threshold() == (ingest.GC_ALLOCATIONS, 10, 10)
-        gc.set_threshold(ingest.GC_ALLOCATIONS * 5, 3, 4)
-        ingest.tune_gc()
-        assert gc.get_threshold() == (ingest.GC_ALLOCATIONS * 5, 3, 4)
+        build_rows.tune_gc()
+        assert gc.get_threshold() == (build_rows.GC_ALLOCATIONS, 10, 10)
+        gc.set_threshold(build_rows.GC_ALLOCATIONS * 5, 3, 4)
+        build_rows.tune_gc()
+        assert gc.get_threshold() == (build_rows.GC_ALLOCATIONS * 5, 3, 4)
         gc.set_threshold(0)  # disabled by its owner: left alone
-        ingest.tune_gc()
+        build_rows.tune_gc()
         assert gc.get_threshold()[0] == 0
     finally:
         gc.set_threshold(*saved)

@@ -1,7 +1,7 @@
-"""The files people have (transforms/readers.py): JSON lines read as byte ranges, one top-level
-JSON array streamed element by element, CSV with quoted fields spanning lines, Parquet and Avro
-through Beam's readers, gzip and bzip2 by their magic bytes; every good record lands, every bad
-one is a dead letter with its reason and, where the reader knows it, its line."""
+"""The files people have (transforms/ingest/readers.py): JSON lines read as byte ranges, one
+top-level JSON array streamed element by element, CSV with quoted fields spanning lines, Parquet
+and Avro through Beam's readers, gzip and bzip2 by their magic bytes; every good record lands,
+every bad one is a dead letter with its reason and, where the reader knows it, its line."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import pytest
 
 from btts import admin
 from tests.helpers import read_dead_letters, run_job
-from transforms import events, readers
-from transforms.readers import columnar_record
+from transforms.ingest import readers
+from transforms.ingest.readers import columnar_record
+from transforms.text import events
 
 SCHEMA = """\
 dataset: stations

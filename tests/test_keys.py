@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.helpers import recipe_key
-from transforms import keys
 from transforms.errors import InvalidEvent
+from transforms.text import keys
 
 
 def join_key(segments: list[str]) -> bytes:

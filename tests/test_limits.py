@@ -10,7 +10,9 @@ import pytest
 
 from btts import admin
 from btts.advisor import lint, table_report
-from transforms import key_ranges, keys, limits, mutations, table_model
+from transforms import limits, mutations, table_model
+from transforms.scans import key_ranges
+from transforms.text import keys
 
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("transforms", "btts", "pipelines", "btts_cli")

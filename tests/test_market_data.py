@@ -8,9 +8,9 @@ import pytest
 
 from btts import admin
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
-from transforms import events
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
+from transforms.text import events
 
 QUOTE_MS = 1426535612156
 TRADE_MS = 1426535612045

@@ -19,13 +19,14 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.testing.util import assert_that, equal_to
 
-from btts import admin, samples
+from btts import admin
+from btts.samples import data
 from pipelines import nightly
 from pipelines import weather_balloons as balloon_job
 from protos import balloon_pb2
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
-from transforms.events import parse_json_object
 from transforms.mutations import AddCell
+from transforms.text.events import parse_json_object
 
 MP = ("--direct_num_workers=2", "--direct_running_mode=multi_processing")
 
@@ -89,8 +90,8 @@ def test_user_code_really_runs_in_other_processes():
 
 
 def test_server_metrics(target, tmp_path):
-    lines = list(samples.metric_events(hosts=3, seconds=15))
-    result = _run("server_metrics", target, tmp_path, lines, samples.BAD_METRIC_LINES[:3])
+    lines = list(data.metric_events(hosts=3, seconds=15))
+    result = _run("server_metrics", target, tmp_path, lines, data.BAD_METRIC_LINES[:3])
     rows = _built(lines, compiled("server_metrics"))
     assert _stored(target, "METRIC") == _cells(rows, "METRIC")
     assert _stored(target, "CURRENT_METRIC", latest=True) == _cells(rows, "CURRENT_METRIC", True)
@@ -98,8 +99,8 @@ def test_server_metrics(target, tmp_path):
 
 
 def test_market_data(target, tmp_path):
-    lines = _lines(samples.tick_records(symbols=3, every_s=21_600))
-    _run("market_data", target, tmp_path, lines, samples.BAD_TICK_LINES[:2])
+    lines = _lines(data.tick_records(symbols=3, every_s=21_600))
+    _run("market_data", target, tmp_path, lines, data.BAD_TICK_LINES[:2])
     rows = _built(lines, compiled("market_data"))
     for table in compiled("market_data").tables:
         assert _stored(target, table) == _cells(rows, table)
@@ -108,13 +109,13 @@ def test_market_data(target, tmp_path):
 
 def test_smart_meters_in_a_time_zone(target, tmp_path):
     zone = "America/New_York"
-    lines = _lines(samples.meter_records(meters=3, days=1))
+    lines = _lines(data.meter_records(meters=3, days=1))
     _run(
         "smart_meters",
         target,
         tmp_path,
         lines,
-        samples.BAD_METER_LINES[:2],
+        data.BAD_METER_LINES[:2],
         [f"--timezone={zone}"],
     )
     tz = zoneinfo.ZoneInfo(zone)
@@ -129,13 +130,13 @@ def test_smart_meters_in_a_time_zone(target, tmp_path):
 
 @pytest.mark.parametrize("pattern", sorted(balloon_job.PATTERNS))
 def test_weather_balloons(target, tmp_path, pattern):
-    lines = _lines(samples.balloon_records(balloons=2, minutes=4))
+    lines = _lines(data.balloon_records(balloons=2, minutes=4))
     _run(
         "weather_balloons",
         target,
         tmp_path,
         lines,
-        samples.BAD_BALLOON_LINES[:2],
+        data.BAD_BALLOON_LINES[:2],
         [f"--balloon_pattern={pattern}"],
     )
     table = balloon_job.PATTERNS[pattern]
@@ -155,13 +156,13 @@ def test_weather_balloons(target, tmp_path, pattern):
 
 
 def test_battery_salted(target, tmp_path):
-    lines = _lines(samples.battery_records(users=3, minutes=60, every=15))
+    lines = _lines(data.battery_records(users=3, minutes=60, every=15))
     _run(
         "battery",
         target,
         tmp_path,
         lines,
-        samples.BAD_BATTERY_LINES[:2],
+        data.BAD_BATTERY_LINES[:2],
         ["--battery_layout=salted"],
     )
     rows = _built(lines, compiled("battery", ("BATTERY_SALTED",)))
@@ -171,21 +172,21 @@ def test_battery_salted(target, tmp_path):
 
 
 def test_game_results(target, tmp_path):
-    lines = _lines(samples.game_records(players=2))[:12]
-    _run("game_results", target, tmp_path, lines, samples.BAD_GAME_LINES[:2])
+    lines = _lines(data.game_records(players=2))[:12]
+    _run("game_results", target, tmp_path, lines, data.BAD_GAME_LINES[:2])
     rows = _built(lines, compiled("game_results"))
     for table in compiled("game_results").tables:
         assert _stored(target, table) == _cells(rows, table)
 
 
 def test_garden_both_layouts(target, tmp_path):
-    lines = _lines(samples.garden_records())[::7]
+    lines = _lines(data.garden_records())[::7]
     _run(
         "garden",
         target,
         tmp_path,
         lines,
-        samples.BAD_GARDEN_LINES[:2],
+        data.BAD_GARDEN_LINES[:2],
         ["--garden_layout=both"],
     )
     rows = _built(lines, compiled("garden", ("GARDEN_DAILY", "GARDEN_MONTHLY")))
@@ -195,8 +196,8 @@ def test_garden_both_layouts(target, tmp_path):
 
 
 def test_sales_sums(target, tmp_path):
-    lines = _lines(samples.sales_records(employees=2))[:40]
-    _run("sales", target, tmp_path, lines, samples.BAD_SALES_LINES[:2])
+    lines = _lines(data.sales_records(employees=2))[:40]
+    _run("sales", target, tmp_path, lines, data.BAD_SALES_LINES[:2])
     want: dict[tuple, int] = {}
     for row in _built(lines, compiled("sales")):
         for cell in row.cells:
@@ -212,7 +213,7 @@ def test_sales_sums(target, tmp_path):
 
 def test_nightly_copy_and_verification(target, tmp_path):
     # 4 meters, a reading every 2 h on 2017-07-25 and 2017-07-26
-    every = _lines(samples.meter_records(meters=4, days=2))  # 4 readings per 15-minute slot
+    every = _lines(data.meter_records(meters=4, days=2))  # 4 readings per 15-minute slot
     lines = [line for index, line in enumerate(every) if index // 4 % 8 == 0]
     _run("smart_meters", target, tmp_path, lines)
     day = "20170726"

@@ -19,8 +19,10 @@ from google.cloud.bigtable.data.mutations import DeleteAllFromRow
 from btts import admin
 from pipelines import common, nightly
 from tests.helpers import compiled, dump, run_job, write_lines
-from transforms import bigtable_write, builtin_tables, events
+from transforms.bigtable import write
 from transforms.mutations import Cell, RowMutation
+from transforms.schema import builtin_tables
+from transforms.text import events
 
 SENSOR = builtin_tables.get("SENSOR")
 SENSOR_DAILY = builtin_tables.get("SENSOR_DAILY")
@@ -373,12 +375,12 @@ def test_refuses_to_create_a_table_near_the_instance_limit(target, monkeypatch):
 def test_a_row_lost_before_the_write_fails_verification_loudly(target, monkeypatch):
     _load_sensor(target)
     victim = sorted(_keys(_live(target, "SENSOR", DAY)))[7]
-    original = bigtable_write._SplitByTableFn.process
+    original = write._SplitByTableFn.process
 
     def losing(self, batch):
         yield from original(self, [row for row in batch if row.key != victim])
 
-    monkeypatch.setattr(bigtable_write._SplitByTableFn, "process", losing)
+    monkeypatch.setattr(write._SplitByTableFn, "process", losing)
     with pytest.raises(Exception, match=f"verification failed for {DAY}") as failure:
         _nightly(target, f"--date={DAY}")
     day_rows = len(_keys(_live(target, "SENSOR", DAY)))
@@ -393,7 +395,7 @@ def test_a_row_lost_before_the_write_fails_verification_loudly(target, monkeypat
 def test_an_altered_value_fails_verification(target, monkeypatch):
     _load_sensor(target)
     victim = sorted(_keys(_live(target, "SENSOR", DAY)))[-1]
-    original = bigtable_write._LeanBatcher.add
+    original = write._LeanBatcher.add
 
     def altering(self, row):
         if row.key == victim:
@@ -401,7 +403,7 @@ def test_an_altered_value_fails_verification(target, monkeypatch):
             row = row._replace(cells=(first._replace(value=first.value + b"0"), *row.cells[1:]))
         return original(self, row)
 
-    monkeypatch.setattr(bigtable_write._LeanBatcher, "add", altering)
+    monkeypatch.setattr(write._LeanBatcher, "add", altering)
     with pytest.raises(Exception, match=f"verification failed for {DAY}"):
         _nightly(target, f"--date={DAY}")
 

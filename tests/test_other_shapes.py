@@ -9,11 +9,13 @@ import pytest
 from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 
 from btts import admin
-from transforms import builtin_tables, generic, keys
 from transforms import schema as sf
+from transforms.build import builder
 from transforms.errors import InvalidEvent
-from transforms.events import parse_json_object
 from transforms.mutations import Cell, RowMutation
+from transforms.schema import builtin_tables
+from transforms.text import keys
+from transforms.text.events import parse_json_object
 
 DEVICE = builtin_tables.get("DEVICE")
 FRIENDS = builtin_tables.get("FRIENDS")
@@ -32,7 +34,7 @@ CORRECTION_US = 1425287700000 * 1000
 
 # Each shape is its own schema file (transforms/declarations/<name>.yaml), compiled once.
 STOCK, FRIEND, DEVICE_READING, WEB_PAGE, USER_EVENT = (
-    generic.Builder(sf.builtin(name))
+    builder.Builder(sf.builtin(name))
     for name in ("stock_prices", "friends", "devices", "web_pages", "user_activity")
 )
 

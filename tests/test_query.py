@@ -20,16 +20,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btts import admin, render, sample_checks, samples
-from btts import query_engine as q
+from btts import admin
+from btts.query import engine as q
+from btts.query import render
+from btts.samples import checks
+from btts.samples import data as samples
 from btts_cli import demo, query_command
 from btts_cli import main as cli
 from pipelines import nightly
 from tests.helpers import compiled, run_job, write_lines
-from transforms import builtin_tables, key_ranges, keys
 from transforms.errors import InvalidEvent
-from transforms.events import parse_json_object
+from transforms.scans import key_ranges
+from transforms.schema import builtin_tables
 from transforms.table_model import TIME_FORMATS
+from transforms.text import keys
+from transforms.text.events import parse_json_object
 
 BATTERY = builtin_tables.get("BATTERY")
 BATTERY_SALTED = builtin_tables.get("BATTERY_SALTED")
@@ -53,7 +58,7 @@ def dec(value: object) -> Decimal:
     return Decimal(str(value))
 
 
-no_key = sample_checks.without_key
+no_key = checks.without_key
 
 
 # -- pure: keys, prefixes and ranges from the declarations -------------------------------------
@@ -293,7 +298,7 @@ def test_host_metrics_between_two_times(loaded):
     host = samples.host_name(2)
     start, end = samples.METRICS_START_MS + 20_000, samples.METRICS_START_MS + 45_000
     expected = [
-        sample_checks.metric_record(r)
+        checks.metric_record(r)
         for r in loaded.metrics
         if r["hostname"] == host and start <= ms(r["timestamp"]) < end
     ]
@@ -304,7 +309,7 @@ def test_host_metrics_between_two_times(loaded):
 
 
 def test_latest_metrics_of_the_fleet_and_of_chosen_hosts(loaded):
-    fleet = list(sample_checks.latest_metric_records(loaded.metrics).values())
+    fleet = list(checks.latest_metric_records(loaded.metrics).values())
     assert no_key(q.ask(loaded.target, "server_metrics", "fleet_metrics")) == fleet
     chosen = [samples.host_name(3), samples.host_name(1)]
     got = q.ask(loaded.target, "server_metrics", "latest_metrics", {"hostname": chosen})
@@ -313,7 +318,7 @@ def test_latest_metrics_of_the_fleet_and_of_chosen_hosts(loaded):
 
 def test_latest_n_readings_newest_first(loaded):
     host = samples.host_name(0)
-    mine = sorted((sample_checks.metric_record(r) for r in loaded.metrics if r["hostname"] == host),
+    mine = sorted((checks.metric_record(r) for r in loaded.metrics if r["hostname"] == host),
                   key=lambda r: -r["ts_ms"])  # fmt: skip
 
     def recent(count, before=None):
@@ -331,7 +336,7 @@ def _meter_day(target, meter, day):
 
 
 def test_one_meter_for_one_day(loaded):
-    days = sample_checks.meter_day_records(loaded.meters)
+    days = checks.meter_day_records(loaded.meters)
     (got,) = _meter_day(loaded.target, 987654, "2017-07-26")
     assert len(got["reading"]) == 96
     assert got == days[(987654, "20170726")]
@@ -339,7 +344,7 @@ def test_one_meter_for_one_day(loaded):
 
 
 def test_all_meters_for_one_day_from_the_nightly_table(loaded):
-    days = sample_checks.meter_day_records(loaded.meters)
+    days = checks.meter_day_records(loaded.meters)
     for day in ("20170725", "20170726"):
         expected = [record for (_, d), record in days.items() if d == day]
         copy = nightly.daily_table("SENSOR", day)
@@ -355,8 +360,8 @@ def test_quotes_and_trades_of_one_symbol_between_two_times(loaded):
     mine = [r for r in loaded.ticks if (r["exchange"], r["symbol"]) == (ex, sym)]
     values = {"exchange": ex, "symbol": sym}
     for name, record in (
-        ("quotes", sample_checks.quote_record),
-        ("trades", sample_checks.trade_record),
+        ("quotes", checks.quote_record),
+        ("trades", checks.trade_record),
     ):
         expected = sorted((record(r) for r in mine), key=lambda x: x["ts_ms"])
         expected = [x for x in expected if start <= x["ts_ms"] < end]
@@ -367,12 +372,12 @@ def test_quotes_and_trades_of_one_symbol_between_two_times(loaded):
 def test_a_players_month_and_all_games_of_a_month(loaded):
     results = sorted(loaded.games, key=lambda r: (r["date"], r["player"]))
     april = key_ranges.month_bounds(2015, 4)
-    april_dota = [sample_checks.game_record(g) for g in results
+    april_dota = [checks.game_record(g) for g in results
                   if g["game"] == "Dota" and g["date"].startswith("2015-04")]  # fmt: skip
     got = q.ask(loaded.target, "game_results", "games_of_month", {"game": "Dota"}, *april)
     assert no_key(got) == april_dota
     corrie = [g for g in results if g["game"] == "LoL" and g["player"] == "Corrie"]
-    march = [sample_checks.game_record(g) for g in corrie if g["date"].startswith("2015-03")]
+    march = [checks.game_record(g) for g in corrie if g["date"].startswith("2015-03")]
     values = {"game": "LoL", "player": "Corrie"}
     got = q.ask(loaded.target, "game_results", "player_games", values,
                 *key_ranges.month_bounds(2015, 3))  # fmt: skip
@@ -386,7 +391,7 @@ def test_balloon_measurements_are_the_same_in_every_layout(loaded, pattern):
     start = samples.BALLOONS_START_MS + 20 * 60_000 + 30_000
     end = samples.BALLOONS_START_MS + 75 * 60_000
     expected = [
-        sample_checks.balloon_record(r)
+        checks.balloon_record(r)
         for r in loaded.balloons
         if r["balloon_id"] == 3699 and start <= ms(r["timestamp"]) < end
     ]
@@ -400,11 +405,7 @@ def test_balloon_measurements_are_the_same_in_every_layout(loaded, pattern):
 def test_salted_reads_merge_every_bucket_in_time_order(loaded):
     start, end = ms("2015-03-01T01:00:00Z"), ms("2015-03-01T03:00:00Z")
     levels = sorted(
-        (
-            sample_checks.battery_record(r)
-            for r in loaded.battery
-            if start <= ms(r["timestamp"]) < end
-        ),
+        (checks.battery_record(r) for r in loaded.battery if start <= ms(r["timestamp"]) < end),
         key=lambda b: b["ts_ms"],
     )
     got = q.ask(loaded.target, "battery", "battery_levels", {}, start, end)
@@ -416,7 +417,7 @@ def test_salted_reads_merge_every_bucket_in_time_order(loaded):
 
 
 def _tenant(records, tenant):
-    return sample_checks.tenant_records(records, tenant)
+    return checks.tenant_records(records, tenant)
 
 
 def _tenant_rows(target, tenant):
@@ -433,7 +434,7 @@ def test_garden_days_and_month(loaded):
     veggie = [r for r in loaded.garden if r["garden"] == "VEGGIEGARDEN"]
     march = key_ranges.month_bounds(2015, 3)
     month = q.ask(loaded.target, "garden", "garden_month", {"garden": "VEGGIEGARDEN"}, *march)
-    assert no_key(month) == [sample_checks.garden_month_record(veggie, "VEGGIEGARDEN", 2015, 3)]
+    assert no_key(month) == [checks.garden_month_record(veggie, "VEGGIEGARDEN", 2015, 3)]
     start, end = ms("2015-04-10T00:00:00Z"), ms("2015-04-13T00:00:00Z")
     days = q.ask(loaded.target, "garden", "garden_days", {"garden": "VEGGIEGARDEN"}, start, end)
     assert no_key(days) == [
@@ -444,7 +445,7 @@ def test_garden_days_and_month(loaded):
 
 
 def test_monthly_sales_sum_every_sale(loaded):
-    expected = [m for m in sample_checks.monthly_sales_records(loaded.sales, "Ana")
+    expected = [m for m in checks.monthly_sales_records(loaded.sales, "Ana")
                 if m["ts"] in ("201502", "201503")]  # fmt: skip
     window = key_ranges.month_bounds(2015, 2)[0], key_ranges.month_bounds(2015, 3)[1]
     got = q.ask(loaded.target, "sales", "monthly_sales", {"employee": "Ana"}, *window)
@@ -487,7 +488,7 @@ def test_btts_query_meter_prints_every_reading_of_the_day(loaded, capsys):
             "--instance", loaded.target.instance]  # fmt: skip
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
-    day = sample_checks.meter_day_records(loaded.meters)[(987654, "20170725")]["reading"]
+    day = checks.meter_day_records(loaded.meters)[(987654, "20170725")]["reading"]
     assert f"2345={day['2345']}" in out and f"0000={day['0000']}" in out
 
 
@@ -583,7 +584,7 @@ def test_btts_query_matches_cbt_read_of_the_same_range(loaded, capsys):
 def test_btts_ingest_shows_progress_and_a_summary_by_default(bigtable_emulator, tmp_path):
     path = write_lines(tmp_path / "m.jsonl", list(samples.metric_events(hosts=11, seconds=500)))
     code = (
-        "import sys, transforms.ingest as i; i.PROGRESS_SECONDS = 0; "
+        "import sys, transforms.ingest.build_rows as i; i.PROGRESS_SECONDS = 0; "
         "from btts_cli import main as cli; sys.exit(cli.main(sys.argv[1:]))"
     )
     done = subprocess.run(

@@ -15,7 +15,8 @@ from zoneinfo import ZoneInfo
 import matplotlib.dates as mdates
 import pytest
 
-from btts import plot, render, samples
+from btts.query import plot, render
+from btts.samples import data
 from btts_cli import main as cli
 from tests.helpers import run_job, write_lines
 
@@ -146,8 +147,8 @@ def test_wide_rows_are_drawn_against_their_qualifiers_one_line_per_row():
 
 
 def test_a_text_column_names_a_series_when_the_key_cannot():
-    from btts import query_engine as q
-    from btts import query_records
+    from btts.query import engine as q
+    from btts.query import records as query_records
     from transforms import schema as schema_lib
 
     battery = schema_lib.builtin("battery")
@@ -226,13 +227,13 @@ def test_nothing_to_plot_says_so_and_writes_no_file(ticks, tmp_path, capsys):
 
 
 def test_a_builtin_query_plots_one_line_per_metric(target, tmp_path, capsys, drawn):
-    events = list(samples.metric_records(2, 40))
+    events = list(data.metric_records(2, 40))
     source = tmp_path / "metrics.jsonl"
-    samples.write_jsonl(source, events)
+    data.write_jsonl(source, events)
     run_job("server_metrics", target, source, tmp_path / "dead")
     host = events[0]["hostname"]
     where = ["--project", target.project, "--instance", target.instance]
-    start, end = samples.METRICS_START_MS, samples.METRICS_START_MS + 3_600_000
+    start, end = data.METRICS_START_MS, data.METRICS_START_MS + 3_600_000
     argv = ["query", "metrics", "--host", host, "--start", str(start), "--end", str(end), *where]
     capsys.readouterr()
     code, out, _ = _cli(capsys, *argv, "--format", "json")
@@ -243,11 +244,11 @@ def test_a_builtin_query_plots_one_line_per_metric(target, tmp_path, capsys, dra
     assert code == 0 and png.stat().st_size > 0
     (figure,) = drawn
     want = _expected(records, ("hostname",))
-    assert _lines(figure) == want and len(want) == len(samples.METRIC_NAMES)
+    assert _lines(figure) == want and len(want) == len(data.METRIC_NAMES)
     code, out, _ = _cli(capsys, *argv, "--format", "csv")
     header = next(csv.reader(io.StringIO(out)))
     assert header[:3] == ["hostname", "ts_ms", "time"]
-    assert {f"metrics.{m.upper()}" for m in samples.METRIC_NAMES} <= set(header)
+    assert {f"metrics.{m.upper()}" for m in data.METRIC_NAMES} <= set(header)
 
 
 # -- help of the schema-file forms --------------------------------------------------------------

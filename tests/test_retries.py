@@ -1,8 +1,8 @@
 """Exactly once when the runner retries bundles (README, "Retries and exactly-once").
 
 Dataflow re-runs a failed bundle whole and keeps what the failed attempt wrote. The retry
-harness (transforms/retry_harness.py, put in by tests.helpers.retry_harness) makes every write
-DoFn send each bundle's rows twice, or half and then all. Under it every table must come out
+harness (transforms/bigtable/retry_harness.py, put in by tests.helpers.retry_harness) makes every
+write DoFn send each bundle's rows twice, or half and then all. Under it every table must come out
 identical to a clean run's, and the hourly rollups (default --rollup_mode exact) must hold the
 sums computed here from the input events. The add mode is the control: under the harness it adds
 again.
@@ -18,14 +18,15 @@ from decimal import Decimal
 
 import pytest
 
-from btts import admin, samples
+from btts import admin
+from btts.samples import data
 from tests.helpers import retry_harness as harness_on
 from tests.helpers import run_job, write_lines
 from tests.test_idempotence import snapshot
-from transforms import retry_harness
 from transforms import schema as schema_lib
-from transforms.bigtable_write import WriteRows
-from transforms.rollup_core import HOUR_MS, schema_rollups, window_start
+from transforms.bigtable import retry_harness
+from transforms.bigtable.write import WriteRows
+from transforms.rollup.core import HOUR_MS, schema_rollups, window_start
 
 SCALE = 10**6
 
@@ -41,13 +42,13 @@ def _fresh(bigtable_emulator) -> admin.Target:
 
 def metric_lines() -> tuple[list[str], list[str]]:
     """Valid events (3 hosts over 2 h 10 min: several hours), and bad lines."""
-    valid = list(samples.metric_events(hosts=3, seconds=7800, interval_s=60))
-    return valid, list(samples.BAD_METRIC_LINES)
+    valid = list(data.metric_events(hosts=3, seconds=7800, interval_s=60))
+    return valid, list(data.BAD_METRIC_LINES)
 
 
 def meter_lines() -> tuple[list[str], list[str]]:
-    valid = [json.dumps(r) for r in samples.meter_records(meters=3, days=1)]
-    return valid, list(samples.BAD_METER_LINES)
+    valid = [json.dumps(r) for r in data.meter_records(meters=3, days=1)]
+    return valid, list(data.BAD_METER_LINES)
 
 
 def metric_sums(lines: list[str]) -> dict[tuple[str, int], dict[bytes, tuple[int, int]]]:
@@ -165,7 +166,8 @@ def test_production_code_reads_no_harness_switch():
     """The harness comes in through the constructors only: no environment variable."""
     import inspect
 
-    from transforms import aggregate_write, bigtable_write
+    from transforms.bigtable import write as bigtable_write
+    from transforms.bigtable import write_aggregates as aggregate_write
 
     for module in (retry_harness, bigtable_write, aggregate_write):
         source = inspect.getsource(module)
@@ -174,7 +176,7 @@ def test_production_code_reads_no_harness_switch():
 
 def test_the_harness_reaches_the_setcell_writer(bigtable_emulator, monkeypatch, tmp_path):
     """Identical tables prove nothing if the rows were sent once: count what the sink sends."""
-    from transforms import bigtable_write
+    from transforms.bigtable import write as bigtable_write
 
     sent = []
     flush = bigtable_write._LeanBatcher.flush
@@ -220,7 +222,7 @@ def test_sales_replace_months_makes_a_rerun_exact(bigtable_emulator, monkeypatch
     sale outside the named months is a dead letter, not an addition."""
     from tests.helpers import read_dead_letters
 
-    records = list(samples.sales_records(2))
+    records = list(data.sales_records(2))
     jan_feb = [r for r in records if r["timestamp"][5:7] in ("01", "02")]
     march = [r for r in records if r["timestamp"][5:7] == "03"]
     assert jan_feb and march

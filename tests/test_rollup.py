@@ -12,23 +12,24 @@ from apache_beam.testing.test_stream import TestStream
 from apache_beam.testing.util import assert_that, equal_to
 from apache_beam.utils.timestamp import Timestamp
 
-from transforms import rollup, rollup_core
 from transforms.errors import InvalidEvent
 from transforms.mutations import AddCell, Cell, RowMutation
+from transforms.rollup import core
+from transforms.rollup import hourly as rollup
 
 H0 = 1426532400000  # 2015-03-16T19:00:00Z
 MIN = 60_000
 
 
 def test_scale_is_exact_for_decimal_text():
-    assert rollup_core.scale("0.02") == 20_000
-    assert rollup_core.scale("253453634") == 253_453_634_000_000
-    assert rollup_core.scale("-1.5") == -1_500_000
-    assert rollup_core.scale("0.0000005") == 0  # half-even
-    assert rollup_core.scale("0.0000015") == 2
-    assert rollup_core.unscale(20_000) == Decimal("0.02")
+    assert core.scale("0.02") == 20_000
+    assert core.scale("253453634") == 253_453_634_000_000
+    assert core.scale("-1.5") == -1_500_000
+    assert core.scale("0.0000005") == 0  # half-even
+    assert core.scale("0.0000015") == 2
+    assert core.unscale(20_000) == Decimal("0.02")
     with pytest.raises(InvalidEvent, match="int64"):
-        rollup_core.scale("1e20")
+        core.scale("1e20")
 
 
 def _key(entity: str, start: int) -> bytes:
@@ -36,7 +37,7 @@ def _key(entity: str, start: int) -> bytes:
 
 
 def _point(ts: int, value: str, entity: str = "h1", metric: bytes = b"CPU"):
-    return rollup_core.point(entity, metric, ts, value)
+    return core.point(entity, metric, ts, value)
 
 
 def _row(start: int, total: str, count: int, entity: str = "h1") -> RowMutation:
@@ -44,7 +45,7 @@ def _row(start: int, total: str, count: int, entity: str = "h1") -> RowMutation:
     return RowMutation(
         "ROLL",
         _key(entity, start),
-        (AddCell("sum", b"CPU", rollup_core.scale(total), ts), AddCell("count", b"CPU", count, ts)),
+        (AddCell("sum", b"CPU", core.scale(total), ts), AddCell("count", b"CPU", count, ts)),
     )
 
 
@@ -152,7 +153,7 @@ def _exact(start: int, total: str, count: int, pane: int = 0, entity: str = "h1"
         "ROLL",
         _key(entity, start),
         (
-            Cell("exact_sum", b"CPU", rollup_core.scale(total).to_bytes(8, "big", signed=True), ts),
+            Cell("exact_sum", b"CPU", core.scale(total).to_bytes(8, "big", signed=True), ts),
             Cell("exact_count", b"CPU", count.to_bytes(8, "big", signed=True), ts),
         ),
     )

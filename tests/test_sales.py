@@ -17,11 +17,11 @@ import pytest
 
 from btts import admin
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
-from transforms.aggregate_write import AggregateWriteError, WriteAggregates, to_entry
+from transforms.bigtable.write_aggregates import AggregateWriteError, WriteAggregates, to_entry
 from transforms.errors import InvalidEvent
-from transforms.events import parse_json_object
 from transforms.mutations import AddCell, Cell, RowMutation
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
+from transforms.text.events import parse_json_object
 
 MARCH_2015_US = 1425168000 * 1_000_000  # 2015-03-01T00:00:00Z
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from btts.advisor import cli as advise
+from btts_cli import advise_command as advise
 from btts_cli import main as cli
 
 REPO = Path(__file__).resolve().parents[1]

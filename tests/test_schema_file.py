@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from transforms import builtin_tables
 from transforms import schema as sf
+from transforms.schema import builtin_tables
 from transforms.table_model import TableDecl
 
 BUILTIN = sorted(p.stem for p in (REPO / "transforms" / "declarations").glob("*.yaml"))
@@ -255,8 +255,8 @@ def test_reverse_ts_bucket_keys_newest_hour_first():
 
 @pytest.mark.parametrize("dataset", builtin_tables.builtin_datasets())
 def test_every_builtin_schema_has_an_example_line_that_builds(dataset):
-    from transforms import generic
-    from transforms.events import parse_json_object
+    from transforms.build import builder as generic
+    from transforms.text.events import parse_json_object
 
     schema = sf.builtin(dataset)
     written = schema.written()

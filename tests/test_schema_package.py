@@ -12,9 +12,10 @@ import sys
 
 import pytest
 
-from transforms import events, generic
 from transforms import schema as sf
+from transforms.build import builder as generic
 from transforms.schema import Problems, queries
+from transforms.text import events
 
 BALLOONS = sf.DECLARATIONS / "weather_balloons.yaml"
 MESSAGE = "protos.balloon_pb2.BalloonMeasurement"

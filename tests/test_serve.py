@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from btts import samples
+from btts.samples import data as samples
 from tests import serve_support as S
 from tests.serve_support import GAP, HOUR, T0, _ms, grafana_body, grafana_query
 

@@ -13,7 +13,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from btts import samples
+from btts.samples import data as samples
 from tests import serve_support as S
 from tests.serve_support import HOUR, T0
 

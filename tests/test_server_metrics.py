@@ -8,9 +8,9 @@ import json
 import pytest
 
 from tests.helpers import compiled
-from transforms import events
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
+from transforms.text import events
 
 LINE = (
     '{"hostname": "server1.bbb.com", "timestamp": "2015-03-16T19:53:32.045Z", '

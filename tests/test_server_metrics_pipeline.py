@@ -9,10 +9,11 @@ import subprocess
 
 import pytest
 
-from btts import admin, samples
+from btts import admin
+from btts.samples import data
 from pipelines import server_metrics as job
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
-from transforms import events
+from transforms.text import events
 
 
 def _expected_keys(lines: list[str]) -> tuple[set[bytes], set[bytes]]:
@@ -25,8 +26,8 @@ def _expected_keys(lines: list[str]) -> tuple[set[bytes], set[bytes]]:
 
 
 def test_good_and_bad_lines_reconcile(target, tmp_path):
-    good = list(samples.metric_events(hosts=7, seconds=60))
-    bad = list(samples.BAD_METRIC_LINES)
+    good = list(data.metric_events(hosts=7, seconds=60))
+    bad = list(data.BAD_METRIC_LINES)
     lines = good[:40] + bad[:4] + good[40:] + bad[4:] + [""]
     source = write_lines(tmp_path / "in.jsonl", lines)
     dead = tmp_path / "dead" / "metrics"
@@ -49,7 +50,7 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
 
 
 def test_every_metric_value_lands_as_source_text(target, tmp_path):
-    good = list(samples.metric_events(hosts=3, seconds=15))
+    good = list(data.metric_events(hosts=3, seconds=15))
     run_job("server_metrics", target, write_lines(tmp_path / "in.jsonl", good), tmp_path / "d")
     stored = {r.key: r.latest() for r in admin.read_rows(target, "METRIC")}
     for line in good:
@@ -60,20 +61,20 @@ def test_every_metric_value_lands_as_source_text(target, tmp_path):
 
 
 def events_ms(text: str) -> int:
-    from transforms.timefmt import parse_event_time
+    from transforms.text.timefmt import parse_event_time
 
     return parse_event_time(text)
 
 
 def test_running_twice_leaves_identical_tables(target, tmp_path):
-    lines = list(samples.metric_events(hosts=5, seconds=30)) + list(samples.BAD_METRIC_LINES)
+    lines = list(data.metric_events(hosts=5, seconds=30)) + list(data.BAD_METRIC_LINES)
     source = write_lines(tmp_path / "in.jsonl", lines)
     run_job("server_metrics", target, source, tmp_path / "d1")
     first = {t: dump(target, t, latest_only=True) for t in ("METRIC", "CURRENT_METRIC")}
     run_job("server_metrics", target, source, tmp_path / "d2")
     second = {t: dump(target, t, latest_only=True) for t in ("METRIC", "CURRENT_METRIC")}
     assert first == second
-    assert len(first["METRIC"]) == 5 * 6 * len(samples.METRIC_NAMES)
+    assert len(first["METRIC"]) == 5 * 6 * len(data.METRIC_NAMES)
 
 
 def test_late_reading_in_a_later_run_does_not_move_current_backwards(target, tmp_path):
@@ -98,7 +99,7 @@ def test_csv_input(target, tmp_path):
 
 
 def test_missing_table_stops_the_job_before_any_data_moves(target, tmp_path):
-    source = write_lines(tmp_path / "in.jsonl", list(samples.metric_events(hosts=1, seconds=5)))
+    source = write_lines(tmp_path / "in.jsonl", list(data.metric_events(hosts=1, seconds=5)))
     with pytest.raises(SystemExit) as stopped:
         run_job("server_metrics", target, source, tmp_path / "d", create=False)
     message = str(stopped.value)
@@ -163,7 +164,7 @@ def test_a_local_run_never_tries_prism(target, tmp_path, monkeypatch):
         raise RuntimeError("no Prism here")
 
     monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", refuse)
-    good = list(samples.metric_events(hosts=2, seconds=10))
+    good = list(data.metric_events(hosts=2, seconds=10))
     result = run_job("server_metrics", target, write_lines(tmp_path / "in.jsonl", good), tmp_path)
     assert result.counters["rows_METRIC"] == len(good)
     assert not tried

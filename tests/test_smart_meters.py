@@ -10,9 +10,9 @@ import pytest
 
 from btts import admin
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
-from transforms import events, timefmt
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
+from transforms.text import events, timefmt
 
 NEW_YORK = zoneinfo.ZoneInfo("America/New_York")
 KOLKATA = zoneinfo.ZoneInfo("Asia/Kolkata")

@@ -18,10 +18,11 @@ import apache_beam as beam
 import pytest
 
 from btts import admin
-from btts.samples import iso_ms
+from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
 from pipelines.common import job_tables, parse_args, prepare, validate_input
-from transforms import builtin_tables, rollup_core
+from transforms.rollup import core
+from transforms.schema import builtin_tables
 
 HOUR = 3_600_000
 PROJECT = "test-project"
@@ -181,7 +182,7 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
 def rollup_core_key(host: str, start: int) -> bytes:
     METRIC_HOURLY = builtin_tables.get("METRIC_HOURLY")
 
-    assert start == rollup_core.window_start(start)
+    assert start == core.window_start(start)
     return METRIC_HOURLY.key.build({"hostname": host, "hour": start})
 
 

@@ -20,17 +20,20 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from btts import admin
-from btts import query_engine as q
+from btts.query import engine as q
 from btts_cli import demo
 from tests.helpers import dump, read_dead_letters, write_lines
-from transforms import builtin_tables, generic, key_ranges, keys
 from transforms import schema as sf
+from transforms.build import builder
 from transforms.errors import InvalidEvent
-from transforms.events import parse_json_object
+from transforms.scans import key_ranges
+from transforms.schema import builtin_tables
+from transforms.text import keys
+from transforms.text.events import parse_json_object
 
 DEVICE = builtin_tables.get("DEVICE")
 
-DEVICE_READING = generic.Builder(sf.builtin("devices"))  # the device schema, compiled
+DEVICE_READING = builder.Builder(sf.builtin("devices"))  # the device schema, compiled
 
 DAY_MS = 1556668800000  # 2019-05-01T00:00:00Z
 # Characters that make names collide or sort next to each other: the delimiter and its byte

@@ -11,10 +11,11 @@ import pytest
 
 from btts import admin
 from tests.helpers import read_dead_letters, run_job, write_lines
-from transforms import generic, timefmt
 from transforms import schema as sf
+from transforms.build import builder as generic
 from transforms.errors import InvalidEvent
-from transforms.events import Num, parse_csv_header, parse_csv_line
+from transforms.text import timefmt
+from transforms.text.events import Num, parse_csv_header, parse_csv_line
 
 PARIS = zoneinfo.ZoneInfo("Europe/Paris")
 

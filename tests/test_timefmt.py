@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from transforms import timefmt
 from transforms.errors import InvalidEvent
+from transforms.text import timefmt
 
 
 @pytest.mark.parametrize(

@@ -21,9 +21,10 @@ from btts import admin
 from pipelines import weather_balloons as job
 from protos import balloon_pb2
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
-from transforms import builtin_tables, events, timefmt
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
+from transforms.schema import builtin_tables
+from transforms.text import events, timefmt
 
 BALLOON_TB_CELL = builtin_tables.get("BALLOON_TB_CELL")
 BALLOON_TB_COL = builtin_tables.get("BALLOON_TB_COL")

@@ -9,9 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks import data
-from transforms import events, generic, wire
 from transforms import schema as schema_lib
+from transforms.build import builder as generic
+from transforms.build import wire
 from transforms.mutations import Cell
+from transforms.text import events
 
 _Entry = bigtable_types.MutateRowsRequest.Entry.pb()
 _Request = bigtable_types.MutateRowsRequest.pb()

@@ -1,12 +1,14 @@
-"""The bottom layer: schema files and the table model, the schema compiler, key and time
-functions, and the Beam transforms that read, build, write and roll up.
+"""The bottom layer, by concern, imports running bottom up:
 
-Pure (no Beam, no client; cheap to test, the hot path): ``table_model`` (tables, families, key
-recipes), ``builtin_tables`` (the built-in ones by name), the ``schema`` package (the YAML
-format: model, checks per section, loader), ``generic``, ``field_parsers`` and ``codegen`` (the
-builder every job runs), ``wire`` (request bytes), ``keys``, ``timefmt``, ``events``,
-``mutations``, ``key_ranges`` (what a query reads), ``salted_reads``, ``rollup_core``. Beam
-transforms: ``readers`` (input files as blocks of records), ``ingest`` (build rows with dead
-letters), ``bigtable_write``, ``aggregate_write``, ``bigtable_read``, ``rollup``. Nothing here
-imports ``btts``, ``pipelines`` or ``btts_cli`` (tests/test_layering.py).
+* ``text`` — times and their formats, key segments, event records (pure);
+* ``errors``, ``limits``, ``mutations``, ``table_model`` — the shared vocabulary: dead-letter
+  reasons, Bigtable's limits, row mutations, tables/families/key recipes (pure);
+* ``schema`` — schema files: the model, checks per section, the loader, the built-in datasets;
+* ``build`` — the builder a schema compiles to and the request bytes it writes (pure);
+* ``scans`` — what a query reads: key ranges, salted fan-out (pure);
+* ``ingest`` — Beam steps from input files and Pub/Sub to row batches, with dead letters;
+* ``bigtable`` — the Bigtable connector: writes, aggregate writes, reads;
+* ``rollup`` — hourly rollups, exact under retries.
+
+Nothing here imports ``btts``, ``pipelines`` or ``btts_cli`` (tests/test_layering.py).
 """

@@ -11,8 +11,8 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from transforms import keys, timefmt
 from transforms.errors import InvalidEvent
+from transforms.text import keys, timefmt
 
 __all__ = [
     "BUCKET_UNITS",

@@ -41,8 +41,9 @@ from pathlib import Path
 
 from btts.advisor import workload as workload_mod
 from btts.advisor.workload import NODE_WRITES_PER_S, Workload
-from transforms import builtin_tables, timefmt
+from transforms.schema import builtin_tables
 from transforms.table_model import TIME_KINDS, Segment, TableDecl
+from transforms.text import timefmt
 
 __all__ = [
     "ASSIGNMENTS",

@@ -44,13 +44,13 @@ from btts.advisor.rows import (
     rate_text,
 )
 from btts.advisor.workload import NODE_WRITES_PER_S, Hints, Workload
-from transforms import builtin_tables
 from transforms.limits import (
     MAX_FAMILIES_PER_TABLE,
     MAX_TABLES_PER_INSTANCE,
     ROW_ADVISED_BYTES,
     ROW_HARD_BYTES,
 )
+from transforms.schema import builtin_tables
 from transforms.table_model import TIME_KINDS, Segment, TableDecl
 
 __all__ = [

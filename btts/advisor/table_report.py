@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 
 from btts import admin
 from btts.advisor.rows import CELL_OVERHEAD_BYTES, human_bytes
-from transforms import keys as keys_mod
 from transforms.limits import (
     MAX_CELL_BYTES,
     MAX_ROW_KEY_BYTES,
     ROW_ADVISED_BYTES,
     ROW_HARD_BYTES,
 )
+from transforms.text import keys as keys_mod
 
 __all__ = [
     "MAX_LISTED",

@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from transforms import builtin_tables, schema
+from transforms import schema
 from transforms.schema import (
     AdvisorDerived,
     AdvisorFamily,
     AdvisorField,
     AdvisorSection,
     AdvisorWorkload,
+    builtin_tables,
 )
 
 __all__ = [

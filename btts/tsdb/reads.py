@@ -5,7 +5,7 @@ segment up to its time: a tag given literal values fixes a segment (one range pe
 ``*``/wildcard/regexp tag over a key field enumerates that field's values from the keys (one
 one-row, keys-only read per distinct value: never every cell), a salt fans out over its
 buckets, and the time segment bounds each range (reversed timestamps swap the bounds, via
-:mod:`transforms.key_ranges`). A key field before the time that the query does not mention
+:mod:`transforms.scans.key_ranges`). A key field before the time that the query does not mention
 would make the read a scan: that table is not used, and when no table serves the query it is
 refused naming the tag and the table (:class:`NeedsTag`), unless ``max_scan_rows`` allows a
 bounded scan.
@@ -26,13 +26,16 @@ from decimal import Decimal
 from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
-from btts import query_engine, query_records
 from btts.admin import ReadRow, Target
+from btts.query import engine as query_engine
+from btts.query import records as query_records
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
-from transforms import key_ranges, keys, rollup_core
 from transforms import schema as schema_lib
-from transforms.key_ranges import Scan
+from transforms.rollup import core
+from transforms.scans import key_ranges
+from transforms.scans.key_ranges import Scan
+from transforms.text import keys
 
 __all__ = [
     "HOUR_MS",
@@ -51,7 +54,7 @@ __all__ = [
     "whole_hours",
 ]
 
-HOUR_MS = rollup_core.HOUR_MS
+HOUR_MS = core.HOUR_MS
 MAX_DISTINCT = 10_000
 PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
@@ -372,8 +375,8 @@ def read_rollup(
             for cell in row.cells:
                 stamp = decl.event_ms(cell.timestamp_us)  # as the table holds times
                 got[cell.family] = (query_records.int64(cell.value), stamp)
-            total = got.get(rollup_core.EXACT_SUM_FAMILY) or got.get(rollup_core.SUM_FAMILY)
-            count = got.get(rollup_core.EXACT_COUNT_FAMILY) or got.get(rollup_core.COUNT_FAMILY)
+            total = got.get(core.EXACT_SUM_FAMILY) or got.get(core.SUM_FAMILY)
+            count = got.get(core.EXACT_COUNT_FAMILY) or got.get(core.COUNT_FAMILY)
             if total is None or count is None:
                 continue
             hour = total[1] - total[1] % HOUR_MS
@@ -381,7 +384,7 @@ def read_rollup(
                 continue
             labels = ((entity, str(key_ranges.split_key(decl, row.key)[entity])),)
             if _passes(dict(labels), filters):
-                out.setdefault(labels, []).append((hour, rollup_core.unscale(total[0]), count[0]))
+                out.setdefault(labels, []).append((hour, core.unscale(total[0]), count[0]))
     for parts in out.values():
         parts.sort(key=lambda p: p[0])
     return out

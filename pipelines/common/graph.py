@@ -25,9 +25,9 @@ from pipelines.common.options import (
     input_patterns,
     resolve_target,
 )
-from transforms.bigtable_write import WriteRows
-from transforms.collapse import latest_only_families
-from transforms.ingest import (
+from transforms.bigtable.collapse import latest_only_families
+from transforms.bigtable.write import WriteRows
+from transforms.ingest.build_rows import (
     DEAD_LETTER,
     ROWS,
     BuildRows,
@@ -36,8 +36,8 @@ from transforms.ingest import (
     WriteDeadLetters,
     WriteDeadLettersToPubSub,
 )
-from transforms.readers import ReadRecords
-from transforms.rollup import TOO_LATE, Rollup
+from transforms.ingest.readers import ReadRecords
+from transforms.rollup.hourly import TOO_LATE, Rollup
 
 __all__ = [
     "ROLLUP",
@@ -103,7 +103,7 @@ class Ingest(beam.PTransform):
         self.dead_letters = dead_letter_location(options, job.name, self.run_id)
 
     def expand(self, pbegin: pvalue.PBegin) -> dict[str, beam.PCollection]:
-        from transforms.aggregate_write import WriteAggregates
+        from transforms.bigtable.write_aggregates import WriteAggregates
 
         options, job = self._options, self._job
         stream = options.view_as(StreamingInputOptions)

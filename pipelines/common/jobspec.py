@@ -13,11 +13,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import admin
 from pipelines.common.options import FileInputOptions, StreamingInputOptions
-from transforms import generic
 from transforms import schema as schema_lib
-from transforms.ingest import Builder, CsvAdapter
-from transforms.rollup import RollupSpec
-from transforms.rollup_core import schema_rollups
+from transforms.build import builder as generic
+from transforms.ingest.build_rows import Builder, CsvAdapter
+from transforms.rollup.core import schema_rollups
+from transforms.rollup.hourly import RollupSpec
 from transforms.table_model import TableDecl
 
 __all__ = ["JobSpec", "builtin_job", "job_tables", "schema_job", "with_time_input"]

@@ -18,9 +18,10 @@ from apache_beam.options.pipeline_options import (
 )
 
 from btts import admin
-from transforms import builtin_tables, timefmt
 from transforms import schema as schema_lib
-from transforms.readers import INPUT_FORMATS
+from transforms.ingest.readers import INPUT_FORMATS
+from transforms.schema import builtin_tables
+from transforms.text import timefmt
 
 __all__ = [
     "BigtableOptions",

@@ -12,8 +12,13 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin
-from transforms import timefmt
-from transforms.ingest import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
+from transforms.ingest.build_rows import (
+    EVENT_TIMES,
+    NAMESPACE,
+    REASONS_NAMESPACE,
+    split_reason_metric_name,
+)
+from transforms.text import timefmt
 
 __all__ = [
     "JobFailed",

@@ -20,7 +20,7 @@ from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from btts import admin
 from pipelines.common.jobspec import JobSpec
 from pipelines.common.options import BigtableOptions, FlagValueError, resolve_target
-from transforms import builtin_tables
+from transforms.schema import builtin_tables
 
 __all__ = [
     "LOCAL_RUNNERS",

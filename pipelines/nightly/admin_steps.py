@@ -10,7 +10,7 @@ import logging
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
 
 from btts import admin
-from btts.query_engine import KEYS_ONLY
+from btts.query.engine import KEYS_ONLY
 from pipelines.nightly.dates import as_day, expired_tables, retention_cutoff, single_table
 from pipelines.nightly.plan import Plan
 

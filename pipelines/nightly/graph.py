@@ -17,9 +17,9 @@ from pipelines.nightly.rows import (
     row_digest,
     source_filter,
 )
-from transforms.bigtable_read import ReadFromBigtableRows
-from transforms.bigtable_write import WriteRows
-from transforms.ingest import NAMESPACE
+from transforms.bigtable.read import ReadFromBigtableRows
+from transforms.bigtable.write import WriteRows
+from transforms.ingest.build_rows import NAMESPACE
 
 __all__ = ["VerificationError", "VerifiedDay", "build_plan"]
 

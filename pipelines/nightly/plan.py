@@ -22,7 +22,7 @@ from pipelines.nightly.dates import (
     run_days,
     single_table,
 )
-from transforms import builtin_tables
+from transforms.schema import builtin_tables
 from transforms.table_model import TableDecl
 
 __all__ = ["LAYOUTS", "OPTION_CLASSES", "NightlyOptions", "Plan", "make_plan"]

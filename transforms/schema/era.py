@@ -9,10 +9,10 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable, Mapping, Sequence
 
-from transforms import timefmt
 from transforms.schema.problems import Problems
 from transforms.schema.yaml_lines import Map, line_of
 from transforms.table_model import CELL_TIMESTAMPS, EPOCH_KEY_KINDS, Segment
+from transforms.text import timefmt
 
 __all__ = [
     "cell_timestamp_problem",

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from transforms import timefmt
 from transforms.schema.era import earliest_day
 from transforms.schema.model import (
     CASES,
@@ -21,6 +20,7 @@ from transforms.schema.model import (
 )
 from transforms.schema.problems import Problems, suggest
 from transforms.schema.yaml_lines import Map, line_of
+from transforms.text import timefmt
 
 __all__ = ["NAME", "event_time", "fields", "time_ref"]
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import yaml
 
-from transforms import timefmt
 from transforms.schema import advisor as advisor_rules
 from transforms.schema import event as event_rules
 from transforms.schema import queries as query_rules
@@ -21,6 +20,7 @@ from transforms.schema.era import stamp_problem
 from transforms.schema.model import DECLARATIONS, FieldSpec, Schema, SchemaError, TableSpec
 from transforms.schema.problems import Problems
 from transforms.schema.yaml_lines import line_of, parse
+from transforms.text import timefmt
 
 __all__ = ["builtin", "check", "load", "loads", "with_times"]
 

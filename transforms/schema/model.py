@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transforms import timefmt
 from transforms.table_model import BUCKET_UNITS, TIME_FORMATS, TableDecl
+from transforms.text import timefmt
 
 __all__ = [
     "ADVISOR_FAMILY_KEYS",

@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from transforms.key_ranges import TIME_KINDS
+from transforms.scans.key_ranges import TIME_KINDS
 from transforms.schema.model import QuerySpec, TableSpec
 from transforms.schema.problems import Problems
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from transforms import keys
 from transforms.schema.columns import columns
 from transforms.schema.era import table_era
 from transforms.schema.event import time_ref
@@ -23,6 +22,7 @@ from transforms.schema.problems import Problems, suggest
 from transforms.schema.values import parse_duration
 from transforms.schema.yaml_lines import Map, line_of
 from transforms.table_model import PATTERNS, Family, KeyRecipe, TableDecl
+from transforms.text import keys
 
 __all__ = ["families", "rollup", "rollup_source", "rows_per", "table", "table_time"]
 

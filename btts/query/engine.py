@@ -1,0 +1,375 @@
+"""One query engine for every schema file: plan a declared query from the table's key recipe,
+read it with the Bigtable data client (emulator or a real instance), decode the rows into plain
+records by the declared field types.
+
+    from btts import admin
+    from btts.query import engine as q
+    target = admin.resolve_target(None, None)            # the emulator
+    q.ask(target, "server_metrics", "host_metrics", {"hostname": "server1.bbb.com"},
+          start_ms, end_ms)
+
+A query is declared in its schema file's ``queries:`` section (name, table, the key fields
+that select the rows, how a time window maps to keys: :mod:`transforms.schema.queries`);
+nothing here knows a dataset. A record speaks the schema's field names, whatever the layout
+(docs/user-guide.md, "Queries"):
+
+* the key's fields (``hostname``, ``meter``, …; a salt is left out), then ``ts_ms``, the cell
+  time of the event (the newest cell's, for a record that is a whole row);
+* each column's field, decoded by its declared type: ``number`` as an exact
+  :class:`~decimal.Decimal` (``600.60`` stays ``600.60``), ``integer`` as int, ``boolean`` as
+  bool, AddToCell sums as int64, protobuf and JSON blobs spread into their fields;
+* columns whose qualifier is data (a map's entries, a time of day, a day of month) as one dict
+  per field, ``{qualifier: value}``;
+* ``key``, the row key as text.
+
+A row is one record when it holds one state (a ``latest`` query, aggregates, a short-wide row
+whose qualifiers are times); otherwise every cell time of a row is one event, one record, and
+the key's time bucket is left out, so that the four column layouts of one event stream give
+the same records. A table with ``rows_per`` (one row per field, the value in the qualifier)
+is put back together: one record per event with every field.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
+
+from google.api_core import exceptions as gexc
+from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
+
+from btts import admin
+from btts.admin import ReadRow, Target
+from btts.query import records as query_records
+from btts.query.records import Record
+from transforms import schema as schema_lib
+from transforms.build import builder
+from transforms.scans import key_ranges, salted_reads
+from transforms.scans.key_ranges import Scan
+from transforms.text import timefmt
+
+__all__ = [
+    "KEYS_ONLY",
+    "UTC",
+    "MissingTable",
+    "Query",
+    "R",
+    "ask",
+    "builtin_query",
+    "count_rows",
+    "declared",
+    "declared_query",
+    "drop_tenant",
+    "execute",
+    "plan_declared",
+    "read_query",
+    "row_filter",
+    "run",
+    "salted_scans",
+    "table_query",
+    "typed_values",
+]
+
+UTC = timefmt.UTC
+R = TypeVar("R")
+
+
+class MissingTable(LookupError):
+    """A query reads a table the instance does not have."""
+
+
+# -- planning and running ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query(Generic[R]):
+    """A planned query: its scans (pure data from the declarations) and how the rows they
+    return (one list per scan) become records."""
+
+    title: str
+    scans: tuple[Scan, ...]
+    decode: Callable[[list[list[ReadRow]]], list[R]]
+    entity: tuple[str, ...] = ()  # the fields naming a series (``hostname``): see entity_fields
+
+    def describe(self) -> str:
+        return "\n".join(scan.describe() for scan in self.scans)
+
+
+def row_filter(scan: Scan) -> row_filters.RowFilter | None:
+    """The server-side filter of a scan: its cell-time window, then newest cell per column."""
+    parts: list[row_filters.RowFilter] = []
+    if scan.start_ms is not None or scan.end_ms is not None:
+        start, end = scan.cell_window()  # as the table stamps its cells
+        parts.append(
+            row_filters.TimestampRangeFilter(
+                start=_micros_datetime(start) if start is not None else None,
+                end=_micros_datetime(end) if end is not None else None,
+            )
+        )
+    if scan.latest_only:
+        parts.append(row_filters.CellsColumnLimitFilter(1))
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else row_filters.RowFilterChain(filters=parts)
+
+
+def _micros_datetime(micros: int) -> dt.datetime:
+    """The datetime the client turns back into ``micros`` (the filter takes datetimes)."""
+    return timefmt.EPOCH + dt.timedelta(microseconds=micros)
+
+
+def read_query(scan: Scan) -> ReadRowsQuery | None:
+    """The client query of a scan; None when it selects nothing."""
+    if not scan.ranges and not scan.row_keys:
+        return None
+    whole = scan.ranges == (key_ranges.WHOLE_TABLE,)
+    if whole and scan.row_keys:
+        raise ValueError("a scan reads either the whole table or some rows, not both")
+    ranges = None  # with no row keys either: the whole table
+    if scan.ranges and not whole:
+        ranges = [RowRange(start_key=s or None, end_key=e or None) for s, e in scan.ranges]
+    return ReadRowsQuery(
+        row_keys=list(scan.row_keys) or None,
+        row_ranges=ranges,
+        limit=scan.limit,
+        row_filter=row_filter(scan),
+    )
+
+
+def execute(client: BigtableDataClient, target: Target, scan: Scan) -> list[ReadRow]:
+    """The rows of one scan, in key order, cells as stored (newest first per column)."""
+    query = read_query(scan)
+    if query is None:
+        return []
+    table = client.get_table(target.instance, scan.table)
+    try:
+        rows = table.read_rows(query)
+    except gexc.NotFound:
+        raise MissingTable(
+            f"table {scan.table} does not exist in {target.describe()}: run the job that "
+            "writes it first"
+        ) from None
+    return [ReadRow.of(row) for row in rows]
+
+
+def run(target: Target, query: Query[R]) -> list[R]:
+    """Execute every scan of ``query`` (one client for all) and decode the rows."""
+    with BigtableDataClient(project=target.project) as client:
+        return query.decode([execute(client, target, scan) for scan in query.scans])
+
+
+def count_rows(target: Target, table: str, span: tuple[bytes, bytes] | None = None) -> int:
+    """How many rows a table holds, or its key range ``span`` (keys only travel: one stripped
+    cell per row)."""
+    ranges = [RowRange(*span)] if span is not None else None
+    with BigtableDataClient(project=target.project) as client:
+        handle = client.get_table(target.instance, table)
+        try:
+            return sum(
+                1 for _ in handle.read_rows(ReadRowsQuery(row_ranges=ranges, row_filter=KEYS_ONLY))
+            )
+        except gexc.NotFound:
+            raise MissingTable(f"table {table} does not exist in {target.describe()}") from None
+
+
+# Keys only: the first cell of each row, its value stripped.
+KEYS_ONLY = row_filters.RowFilterChain(
+    filters=[row_filters.CellsRowLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
+)
+
+
+# -- declared queries -------------------------------------------------------------------------
+
+
+def declared(schema: schema_lib.Schema, name: str) -> schema_lib.QuerySpec:
+    """The query ``name`` of ``schema``; a clear error naming the declared ones otherwise."""
+    for spec in schema.queries:
+        if spec.name == name:
+            return spec
+    known = ", ".join(s.name for s in schema.queries) or "none"
+    raise ValueError(f"schema {schema.dataset} declares no query {name!r}; declared: {known}")
+
+
+def plan_declared(
+    schema: schema_lib.Schema,
+    spec: schema_lib.QuerySpec,
+    values: Mapping[str, object],
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    tz: dt.tzinfo = UTC,
+    *,
+    limit: int | None = None,
+    table: str | None = None,
+) -> tuple[Scan, ...]:
+    """The scans of a declared query, from the same key recipe that built the keys.
+
+    A select field may hold a list (several rows of a ``row`` read). A ``prefix`` read given a
+    window narrows to it when a time follows the selected fields. ``table`` reads a copy with
+    the same declaration (the nightly job's ``SENSOR_YYYYMMDD``)."""
+    tspec = schema.table(spec.table)
+    decl = tspec.decl
+    missing = [f for f in spec.select if f not in values]
+    if missing:
+        raise ValueError(f"query {spec.name}: give {', '.join('--' + m for m in missing)}")
+    fixed = {f: values[f] for f in spec.select}
+    # a table keeping one version per column holds only its latest state
+    latest = spec.latest or all(f.max_versions == 1 for f in decl.families)
+    window = start_ms is not None and end_ms is not None
+    salted = any(s.kind == "salt" for s in decl.key.segments)
+    if spec.read == "time" and not window:
+        raise ValueError(f"query {spec.name}: give --start and --end")
+    if spec.read == "table":
+        scans = (Scan(decl.name, ranges=(key_ranges.WHOLE_TABLE,)),)
+    elif spec.read == "row":
+        many = [v if isinstance(v, list) else [v] for v in fixed.values()]
+        rows = [dict(zip(fixed, combo, strict=True)) for combo in zip(*many, strict=True)]
+        scans = (key_ranges.row_scan(decl, rows, tz),)
+    elif spec.read == "time" and salted:
+        scans = salted_scans(decl, start_ms, end_ms, tz)
+    elif spec.read == "time" and spec.per:
+        scans = tuple(
+            key_ranges.time_scan(decl, {**fixed, spec.per: f}, start_ms, end_ms, tz)
+            for f in tspec.rows_per.fields
+        )
+    elif spec.read == "time" or (window and _time_follows(decl, fixed)):
+        scans = (key_ranges.time_scan(decl, fixed, start_ms, end_ms, tz),)
+    else:
+        scans = (key_ranges.prefix_scan(decl, fixed, tz),)
+    count = limit if limit is not None else spec.limit
+    return tuple(
+        replace(s, table=table or s.table, latest_only=latest, limit=count or s.limit)
+        for s in scans
+    )
+
+
+def salted_scans(decl, start_ms: int, end_ms: int, tz: dt.tzinfo = timefmt.UTC) -> tuple[Scan, ...]:
+    """A salted table's time window: one range per bucket (merged by :func:`_rows_in_order`)."""
+    ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
+    return tuple(
+        Scan(
+            decl.name,
+            ranges=(r,),
+            start_ms=start_ms,
+            end_ms=end_ms,
+            cell_timestamp=decl.cell_timestamp,
+        )
+        for r in ranges
+    )
+
+
+def _time_follows(decl, fixed: Mapping[str, object]) -> bool:
+    rest = [s for s in decl.key.segments if s.kind not in ("const", "salt")][len(fixed) :]
+    return bool(rest) and rest[0].kind in key_ranges.TIME_KINDS
+
+
+def declared_query(
+    schema: schema_lib.Schema,
+    name: str,
+    values: Mapping[str, object] | None = None,
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    tz: dt.tzinfo = UTC,
+    *,
+    limit: int | None = None,
+    table: str | None = None,
+) -> Query[Record]:
+    """A named query of a schema file, planned and ready for :func:`run`."""
+    spec = declared(schema, name)
+    values = dict(values or {})
+    scans = plan_declared(schema, spec, values, start_ms, end_ms, tz, limit=limit, table=table)
+    shown = ", ".join(f"{f}={values[f]}" for f in spec.select)
+    window = (
+        f" in [{timefmt.iso(start_ms)}, {timefmt.iso(end_ms)})"
+        if start_ms is not None and end_ms is not None
+        else ""
+    )
+    return Query(
+        f"{name}({shown}){window} from {table or spec.table}",
+        scans,
+        lambda rows: query_records.decode_declared(schema, spec, rows),
+        query_records.entity_fields(schema, spec.table),
+    )
+
+
+def typed_values(schema: schema_lib.Schema, table: str, given: Mapping[str, str]) -> dict:
+    """Key values given as text (``--field device=dev-1``) typed like the event's: integers
+    as int, times as epoch ms (RFC 3339 or epoch ms), the rest as text."""
+    refs = schema.field_by_ref()
+    key = schema.table(table).decl.key
+    out: dict[str, object] = {}
+    for name, text in given.items():
+        if name not in key.fields:
+            raise ValueError(f"{table}: {name!r} is not a field of the key {key.describe()}")
+        spec = refs.get(name)
+        kind = spec.type if spec else "text"
+        if kind == "integer":
+            try:
+                out[name] = int(text)
+            except ValueError:
+                raise ValueError(f"{name}: {text!r} is not an integer") from None
+        elif kind == "time":
+            out[name] = builder.field_parser(spec)(text)
+        else:
+            out[name] = text
+    return out
+
+
+def table_query(
+    schema: schema_lib.Schema,
+    table: str,
+    given: Mapping[str, str],
+    start_ms: int | None = None,
+    end_ms: int | None = None,
+    *,
+    limit: int | None = None,
+    latest_only: bool = False,
+    tz: dt.tzinfo = UTC,
+) -> Query[ReadRow]:
+    """A read of any table by its key recipe, rows as stored (``btts query --schema FILE
+    --table T``): one row when every key field is given, a time range when ``start_ms`` and
+    ``end_ms`` are (a time must follow the given fields; a salted table reads one range per
+    bucket, merged), else the prefix the given leading fields fix."""
+    decl = schema.table(table).decl
+    values = typed_values(schema, table, given)
+    if (start_ms is None) != (end_ms is None):
+        raise ValueError("give both a start and an end time, or neither")
+    salted = any(s.kind == "salt" for s in decl.key.segments)
+    if start_ms is not None and salted and not values:
+        scans = salted_scans(decl, start_ms, end_ms, tz)
+    elif start_ms is not None:
+        scans = (key_ranges.time_scan(decl, values, start_ms, end_ms, tz),)
+    elif set(decl.key.fields) <= set(values):  # a salt hashes key fields: it is known too
+        scans = (key_ranges.row_scan(decl, [values], tz),)
+    else:
+        scans = (key_ranges.prefix_scan(decl, values, tz),)
+    scans = tuple(replace(s, latest_only=latest_only, limit=limit or s.limit) for s in scans)
+    return Query(
+        f"{table} ({schema.dataset})", scans, lambda rows: query_records.rows_in_order(decl, rows),
+        query_records.entity_fields(schema, table),
+    )  # fmt: skip
+
+
+def builtin_query(dataset: str, name: str, *args, **kwargs) -> Query[Record]:
+    """:func:`declared_query` of a built-in schema file (``transforms/declarations``)."""
+    return declared_query(schema_lib.builtin(dataset), name, *args, **kwargs)
+
+
+def ask(target: Target, dataset: str, name: str, *args, **kwargs) -> list[Record]:
+    """Plan and run a built-in dataset's declared query: the records."""
+    return run(target, builtin_query(dataset, name, *args, **kwargs))
+
+
+# -- offboarding a tenant (docs/patterns.md §3 rule 11) ---------------------------------------
+
+
+def drop_tenant(target: Target, tenant: str) -> int:
+    """Offboard a tenant: drop the row range of its prefix ``TENANT#`` in DEVICE in one admin
+    call (``acme`` never takes ``acme2``'s rows). Returns how many rows it held."""
+    devices = schema_lib.builtin("devices")
+    device = devices.table("DEVICE").decl
+    (scan,) = plan_declared(devices, declared(devices, "tenant_rows"), {"tenant": tenant})
+    ((start, end),) = scan.ranges
+    count = count_rows(target, device.name, (start, end))
+    admin.drop_tenant(target, device, tenant)  # the same prefix, never empty: never the whole table
+    return count

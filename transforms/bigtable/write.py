@@ -1,0 +1,600 @@
+"""Writing row mutations to Bigtable, one sink per table: a drop-in for Beam's
+``WriteToBigTable`` built on public APIs only.
+
+The pure builders produce client-neutral :class:`RowMutation` tuples. :class:`WriteRows` routes
+them by table to :class:`BoundedWriteToBigTable`, which takes ``WriteToBigTable``'s arguments and
+elements and reports Beam's sink metrics under the same names ("Written Row" in Beam's sink
+namespace, the sink lineage, the sink's display data) with three things changed, because the
+sink as shipped is where a job spends most of its time and can hang for most of an hour:
+
+* **Lean requests.** The sink's client batcher turns every row into a ``DirectRow``, then a
+  ``RowMutationEntry``, then a proto-plus message, and sizes each one through a dict: several
+  times the cost of building the row. Here each row is written once, straight into the bytes of
+  its ``MutateRowsRequest`` entry (:mod:`transforms.build.wire`, byte-identical to the client's),
+  and sent by :mod:`transforms.bigtable.transport`, four requests at a time so that building and
+  writing overlap. The data client's ``RowMutationEntry`` takes the same path; the legacy
+  ``DirectRow`` goes through the client's own public ``Table.mutate_rows``.
+* **Bounded waits, safe resends.** Every request gives up after ``timeout_s`` (retries
+  included) with a failure that names the table, how many rows were refused and the server's
+  first errors. Only idempotent entries are re-sent (see the transport). Failed rows are never
+  dropped: the bundle, and so the job, fails; cells carry event-time timestamps, so a retried
+  bundle rewrites the same cells.
+* **Flow control** (``flow_control``; on by default on Dataflow): Bigtable's server-side rate
+  limiting and a per-worker cap on requests and bytes in flight.
+* **Latest-only tables** (``latest_only``): for families that keep one version, a bundle's
+  writes of one row key are collapsed to the cells Bigtable keeps
+  (:mod:`transforms.bigtable.collapse`) before they are sent; the row counters still count every
+  row write built.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import operator
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent import futures
+from typing import Any
+
+import apache_beam as beam
+import grpc
+from apache_beam import pvalue
+from apache_beam.io.gcp.bigtableio import FLUSH_COUNT, MAX_ROW_BYTES, WriteToBigTable
+from apache_beam.metrics import Metrics
+from apache_beam.metrics.metric import Lineage
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.transforms.display import DisplayDataItem
+from google.cloud.bigtable import Client
+from google.cloud.bigtable.data import mutations as data_mutations
+from google.cloud.bigtable.row import DirectRow
+
+from transforms.bigtable import retry_harness as harness_modes
+from transforms.bigtable.client_entries import entry_bytes
+from transforms.bigtable.collapse import LatestHolder, collapse_latest
+from transforms.bigtable.transport import (
+    DEFAULT_TIMEOUT_S,
+    MAX_IN_FLIGHT,
+    Attempt,
+    Batch,
+    FlowControl,
+    RequestSender,
+    WriteFailed,
+    direct_rows_sender,
+    mutate_rows_call,
+)
+from transforms.build import wire
+from transforms.ingest.build_rows import NAMESPACE
+from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "MAX_IN_FLIGHT",
+    "BoundedWriteToBigTable",
+    "FlowControl",
+    "WriteFailed",
+    "WriteRows",
+    "mutate_rows_call",
+]
+
+# The names tests and older callers know these by.
+_Attempt, _Batch, _RequestSender = Attempt, Batch, RequestSender
+
+# A request's rows (WriteRows): each request costs the writer threads a fixed share of CPU
+# (measured at 1,000,000 events: 5,000 rows per request took 2-4% less job CPU than 2,000, for
+# 10-30 MB more peak RSS); requests stay under the byte cap below and Bigtable's 100,000
+# mutations (MAX_MUTATIONS_PER_REQUEST, checked per request).
+DEFAULT_FLUSH_COUNT = 5_000
+DEFAULT_FLUSH_BYTES = 5 * 1024 * 1024
+# Beam's sink counts "Written Row" under its DoFn's namespace; so does this one, so that a
+# dashboard or test written for WriteToBigTable reads the same counter.
+BEAM_SINK_NAMESPACE = "apache_beam.io.gcp.bigtableio._BigTableWriteFn"
+WRITTEN_ROW = "Written Row"
+# Entries per status code ("ok", "unavailable", ...), and the time spent waiting for flow
+# control under the name Dataflow's autoscaler reads as throttling.
+REQUESTS_NAMESPACE = "btts.bigtable.requests"
+THROTTLED = "cumulativeThrottlingSeconds"
+_KEY = operator.itemgetter(1)
+_CELLS = operator.itemgetter(2)
+_TABLE = operator.itemgetter(0)
+_STATUS_NAMES = {code.value[0]: code.name.lower() for code in grpc.StatusCode}
+FLOW_CONTROL_CHOICES = ("auto", "on", "off")
+
+
+class _LeanBatcher:
+    """Rows into requests of at most ``flush_count`` rows or ``flush_bytes`` bytes, sent at
+    most ``MAX_IN_FLIGHT`` at a time; :meth:`close` waits for all and reports what failed.
+    ``DirectRow`` s go in batches of their own to ``direct_sender``."""
+
+    def __init__(
+        self,
+        table_name: str,
+        flush_count: int,
+        flush_bytes: int,
+        pool,
+        sender,
+        encoder=None,
+        direct_sender: Callable | None = None,
+    ):
+        self._head = wire.request_head(table_name)  # the same for every request
+        self._encode = encoder or wire.EntryEncoder()  # learns the table's layouts: keep it
+        self._flush_count = flush_count
+        self._flush_bytes = flush_bytes
+        self._pool = pool
+        self._sender = sender
+        self._direct_sender = direct_sender
+        self._direct: list[DirectRow] = []
+        self._pending: collections.deque = collections.deque()
+        self.done: list[Attempt] = []
+        self._new_request()
+
+    def _new_request(self) -> None:
+        self._entries: list[bytes] = []
+        self._keys: list[bytes] = []
+        self._mutations = self._bytes = 0
+
+    def add(self, row) -> None:
+        if type(row) is tuple or isinstance(row, RowMutation):
+            key, data, mutations = row[1], self._encode(row), len(row[2])
+        elif isinstance(row, data_mutations.RowMutationEntry):
+            key, data, mutations = row.row_key, entry_bytes(row), len(row.mutations)
+        elif isinstance(row, DirectRow):
+            self._add_direct(row)
+            return
+        else:
+            raise TypeError(
+                f"cannot write a {type(row).__name__}: expected RowMutation or DirectRow (or the "
+                "data client's RowMutationEntry)"
+            )
+        self._append(key, data, mutations)
+
+    def _add_direct(self, row: DirectRow) -> None:
+        if self._direct_sender is None:
+            raise TypeError("this writer takes no DirectRow (no client table to send it to)")
+        self._direct.append(row)
+        if len(self._direct) >= self._flush_count:
+            self._submit(self._direct_sender, self._direct)
+            self._direct = []
+
+    def _append(self, key: bytes, data: bytes, mutations: int) -> None:
+        if mutations + self._mutations > MAX_MUTATIONS_PER_REQUEST and self._entries:
+            self.flush()  # the request would be refused whole: send what it holds first
+        self._entries.append(data)
+        self._keys.append(key)
+        self._mutations += mutations
+        self._bytes += len(data)
+        if len(self._entries) >= self._flush_count or self._bytes >= self._flush_bytes:
+            self.flush()
+
+    def add_rows(self, rows: Sequence, made: list | None = None) -> None:
+        """:meth:`add` for a batch: the rows the builders make (plain tuples) encoded in one
+        loop, with the request's limits checked per row only where a request could fill.
+        ``made``: the rows' framed entries made by the builder (``FramedRows.entries``; a None
+        is encoded here), sent as they are."""
+        encode = self._encode
+        if made is not None and None in made:
+            made = [e if e is not None else encode(r) for r, e in zip(rows, made, strict=True)]
+        start = 0
+        while start < len(rows):
+            room = self._flush_count - len(self._entries)
+            chunk = rows[start : start + room]
+            if made is not None:  # the builder's own tuples, already encoded
+                entries = made[start : start + room]
+            elif any(type(row) is not tuple for row in chunk):  # other row types
+                for row in rows[start:]:
+                    self.add(row)
+                return
+            else:
+                entries = [encode(row) for row in chunk]
+            size = sum(map(len, entries))
+            mutations = sum(map(len, map(_CELLS, chunk)))
+            if (
+                self._bytes + size >= self._flush_bytes
+                or self._mutations + mutations > MAX_MUTATIONS_PER_REQUEST
+            ):  # a limit falls inside this chunk: row by row
+                for row, data in zip(chunk, entries, strict=True):
+                    self._append(row[1], data, len(row[2]))
+            else:
+                self._entries += entries
+                self._keys += map(_KEY, chunk)
+                self._bytes += size
+                self._mutations += mutations
+                if len(self._entries) >= self._flush_count:
+                    self.flush()
+            start += len(chunk)
+
+    def flush(self) -> None:
+        if not self._entries:
+            return
+        batch = Batch(self._head, self._entries, self._keys)
+        self._new_request()
+        self._submit(self._sender, batch)
+
+    def _submit(self, sender, batch) -> None:
+        self._pending.append(self._pool.submit(sender, batch))
+        while len(self._pending) > MAX_IN_FLIGHT:
+            self.done.append(self._pending.popleft().result())
+
+    def close(self) -> None:
+        self.flush()
+        if self._direct:
+            self._submit(self._direct_sender, self._direct)
+            self._direct = []
+        while self._pending:
+            self.done.append(self._pending.popleft().result())
+
+
+class _BoundedWriteFn(beam.DoFn):
+    """Writes one table's rows: lean requests, bounded waits, safe resends, optional flow
+    control, and a failure that says what failed (see the module docstring).
+
+    ``latest_only``: the table's families that keep one version; rows of one key are then
+    held (one request's worth at most) and collapsed before sending
+    (:mod:`transforms.bigtable.collapse`). ``retry_harness`` (tests only,
+    :mod:`transforms.bigtable.retry_harness`) replays each bundle's writes as a runner retrying the
+    bundle would."""
+
+    def __init__(
+        self,
+        project_id: str,
+        instance_id: str,
+        table_id: str,
+        flush_count: int,
+        max_row_bytes: int,
+        timeout_s: float,
+        flow_control: FlowControl | None = None,
+        retry_harness: str | None = None,
+        latest_only: Collection[str] = (),
+    ) -> None:
+        self._ids = (project_id, instance_id, table_id)
+        self._latest = frozenset(latest_only)
+        self._flush_count = flush_count
+        self._max_row_bytes = max_row_bytes
+        self._timeout_s = float(timeout_s)
+        self._flow = flow_control
+        self._harness = harness_modes.parse(retry_harness)  # tests only
+
+    def display_data(self) -> dict:
+        project, instance, table = self._ids
+        return {  # the keys and labels of Beam's sink
+            "projectId": DisplayDataItem(project, label="Bigtable Project Id"),
+            "instanceId": DisplayDataItem(instance, label="Bigtable Instance Id"),
+            "tableId": DisplayDataItem(table, label="Bigtable Table Id"),
+            "flowControl": DisplayDataItem(self._flow is not None, label="Flow control"),
+        }
+
+    def setup(self) -> None:
+        project, _instance, table = self._ids
+        self._client = Client(project=project)
+        self._stub = self._client.table_data_client  # the GAPIC client: channel, auth, emulator
+        self._table_name = self._stub.table_path(*self._ids)
+        self._pool = futures.ThreadPoolExecutor(
+            MAX_IN_FLIGHT + 1, thread_name_prefix=f"write-{table}"
+        )
+        limiter = in_flight = None
+        if self._flow is not None:
+            limiter, in_flight = self._flow.shared(self._table_name)
+        call = mutate_rows_call(self._stub, self._table_name, self._flow is not None)
+        self._sender = RequestSender(call, self._timeout_s, limiter, in_flight)
+        self._direct_sender = None  # made for the first DirectRow: most jobs send none
+        self._encoder = wire.EntryEncoder()
+        self._written = Metrics.counter(BEAM_SINK_NAMESPACE, WRITTEN_ROW)
+        self._throttled = Metrics.counter(REQUESTS_NAMESPACE, THROTTLED)
+        self._throttled_s = 0.0
+        self._lean = self._holder = None
+        if self._latest:  # row writes folded into a later row of the same key, never sent
+            self._superseded = Metrics.counter(NAMESPACE, f"superseded_rows_{table}")
+
+    def _send_direct(self, rows: list) -> Attempt:
+        if self._direct_sender is None:
+            _project, instance, table = self._ids
+            legacy = self._client.instance(instance).table(table)
+            self._direct_sender = direct_rows_sender(
+                legacy, self._timeout_s, self._flow, self._table_name
+            )
+        return self._direct_sender(rows)
+
+    def start_bundle(self) -> None:
+        self._lean = _LeanBatcher(
+            self._table_name,
+            self._flush_count,
+            self._max_row_bytes,
+            self._pool,
+            self._sender,
+            self._encoder,
+            self._send_direct,
+        )
+        self._written_in_bundle = 0
+        self._held: list | None = [] if self._harness else None
+        if self._latest and not self._harness:
+            self._holder = LatestHolder(
+                self._ids[2], self._latest, self._flush_count, self._max_row_bytes
+            )
+        self._superseded_in_bundle = 0
+
+    def process(self, element) -> None:
+        # One row, or a list of rows (WriteRows' split hands them over a block at a time),
+        # perhaps with their request entries made by the builder.
+        kind = type(element)
+        rows = element if kind is list or kind is FramedRows else (element,)
+        self._written_in_bundle += len(rows)
+        if self._held is not None:
+            self._held.extend(rows)
+            return
+        entries = element.entries if kind is FramedRows else None
+        holder = self._holder
+        if holder is not None:
+            if holder.holds(rows):
+                if holder.add(rows, entries):
+                    self._drain()
+                return
+            self._drain()  # other kinds of rows: sent after what is held, in order
+        self._lean.add_rows(rows, entries)
+
+    def _drain(self) -> None:
+        out = self._holder.drain()
+        self._superseded_in_bundle += out.superseded
+        if out.rows:
+            self._lean.add_rows(out.rows, out.entries)
+
+    def _record(self, attempt: Attempt) -> None:
+        for code, count in attempt.codes.items():
+            name = _STATUS_NAMES.get(code, f"code_{code}")
+            Metrics.counter(REQUESTS_NAMESPACE, name).inc(count)
+        self._throttled_s += attempt.throttled_s
+
+    def finish_bundle(self) -> None:
+        if self._holder is not None:
+            self._drain()
+        lean, self._lean = self._lean, None
+        if self._held is not None:  # the retry harness: each attempt sent and waited for
+            for attempt in harness_modes.attempts(self._held, self._harness):
+                if self._latest:
+                    out = collapse_latest(
+                        attempt, None, {self._ids[2]: self._latest}, one_table=self._ids[2]
+                    )
+                    attempt, self._superseded_in_bundle = out.rows, out.superseded
+                lean.add_rows(attempt)
+                lean.close()
+        lean.close()
+        errors, refused = [], 0
+        for attempt in lean.done:
+            self._record(attempt)
+            if attempt.errors:
+                refused += attempt.rows
+                errors.extend(attempt.errors)
+        if self._throttled_s >= 1:  # whole seconds, as Beam's own sinks count them
+            whole = math.floor(self._throttled_s)
+            self._throttled.inc(whole)
+            self._throttled_s -= whole
+        if errors:
+            shown = "; ".join(errors[:3])
+            raise WriteFailed(
+                f"{len(errors)} write error(s) on table {self._ids[2]} "
+                f"(requests of {refused} rows not fully written; the bundle fails, nothing is "
+                f"dropped): {shown}"
+            )
+        self._written.inc(self._written_in_bundle)
+        self._written_in_bundle = 0
+        if self._superseded_in_bundle:
+            self._superseded.inc(self._superseded_in_bundle)
+        Lineage.sinks().add("bigtable", *self._ids)
+
+    def teardown(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        stub = getattr(self, "_stub", None)
+        if stub is not None:
+            stub.transport.close()  # the gRPC channel this DoFn opened in setup
+            self._stub = None
+
+
+def resolve_flow_control(
+    setting: FlowControl | bool | str | None, options: PipelineOptions
+) -> FlowControl | None:
+    """The flow control a write uses. ``None`` reads ``--flow_control`` from the pipeline's
+    options (``auto`` when absent): ``auto`` is on for Dataflow, off elsewhere."""
+    if isinstance(setting, FlowControl):
+        return setting
+    if setting is None:
+        setting = options.get_all_options().get("flow_control") or "auto"
+    if setting == "auto":
+        runner = options.view_as(StandardOptions).runner
+        setting = "dataflow" in str(runner or "").lower()
+    if isinstance(setting, str):
+        if setting not in FLOW_CONTROL_CHOICES:
+            raise ValueError(
+                f"flow_control={setting!r}: expected one of {', '.join(FLOW_CONTROL_CHOICES)}"
+            )
+        setting = setting == "on"
+    return FlowControl() if setting else None
+
+
+class BoundedWriteToBigTable(beam.PTransform):
+    """A drop-in for ``WriteToBigTable``: the same arguments and elements (``DirectRow`` s, and
+    also :class:`RowMutation` s and ``RowMutationEntry`` s), lean requests, writes that give up
+    after ``timeout_s``, and ``flow_control`` (see :func:`resolve_flow_control`).
+    ``latest_only``: the table's families that keep one version (``max_versions: 1``), whose
+    rows of one key are collapsed to the cells Bigtable keeps before sending.
+    ``use_cross_language`` hands the write to Beam's own (Java) sink."""
+
+    def __init__(
+        self,
+        project_id: str,
+        instance_id: str,
+        table_id: str,
+        use_cross_language: bool = False,
+        expansion_service=None,
+        flush_count: int = FLUSH_COUNT,
+        max_row_bytes: int = MAX_ROW_BYTES,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        flow_control: FlowControl | bool | str | None = None,
+        retry_harness: str | None = None,
+        latest_only: Collection[str] = (),
+    ) -> None:
+        super().__init__()
+        self._args = (project_id, instance_id, table_id, flush_count, max_row_bytes)
+        self._latest = frozenset(latest_only)
+        self._cross_language = (use_cross_language, expansion_service)
+        self._timeout_s = timeout_s
+        self._flow_control = flow_control
+        self._harness = harness_modes.parse(retry_harness)  # tests only
+
+    def expand(self, rows: beam.PCollection) -> beam.PCollection:
+        project, instance, table = self._args[:3]
+        use_cross_language, expansion_service = self._cross_language
+        if use_cross_language:
+            return rows | WriteToBigTable(
+                project,
+                instance,
+                table,
+                use_cross_language=True,
+                expansion_service=expansion_service,
+            )
+        flow = resolve_flow_control(self._flow_control, rows.pipeline.options)
+        return rows | beam.ParDo(
+            _BoundedWriteFn(*self._args, self._timeout_s, flow, self._harness, self._latest)
+        )
+
+
+class _SplitByTableFn(beam.DoFn):
+    """Routes each row to its table's output, counting row writes, cells and distinct keys.
+
+    Distinct keys are counted per bundle (a set of at most MAX_DISTINCT_KEYS per table): summed
+    over bundles they are exact when a key's writes share a bundle and an upper bound
+    otherwise; past the cap a table's count is given up (``distinct_unknown_<table>``)."""
+
+    MAX_DISTINCT_KEYS = 65_536
+
+    def __init__(self, tables: Sequence[str]) -> None:
+        self._tables = frozenset(tables)
+
+    def setup(self) -> None:
+        self._rows, self._cells, self._distinct, self._unknown = (
+            {t: Metrics.counter(NAMESPACE, f"{name}_{t}") for t in self._tables}
+            for name in ("rows", "cells", "distinct_rows", "distinct_unknown")
+        )
+
+    def start_bundle(self) -> None:
+        self._counts = {t: [0, 0] for t in self._tables}  # rows, cells; added once per bundle
+        self._keys: dict[str, set | None] = {t: set() for t in self._tables}
+
+    def process(self, element: RowMutation | list):
+        kind = type(element)
+        if kind is not list and kind is not FramedRows:  # one row
+            self._count(element[0], [element])
+            yield pvalue.TaggedOutput(element[0], element)
+            return
+        if not element:
+            return
+        tables = list(map(_TABLE, element))
+        if tables.count(tables[0]) == len(tables):  # one table's rows (in C): as they are
+            self._count(tables[0], element)
+            yield pvalue.TaggedOutput(tables[0], element)
+            return
+        entries = element.entries if kind is FramedRows else None
+        by_table: dict[str, list] = {}
+        made: dict[str, list] = {}
+        period = len(dict.fromkeys(tables[:8]))
+        if tables == tables[:period] * (len(tables) // period) and period < len(tables):
+            # Every event writes the same tables in the same order (a schema's builder): each
+            # table's rows are one slice of the batch, cut in C.
+            for i, table in enumerate(tables[:period]):
+                by_table[table] = element[i::period]
+                if entries is not None:
+                    made[table] = entries[i::period]
+        else:
+            for row in element:  # a batch: one list per table
+                by_table.setdefault(row[0], []).append(row)
+            if entries is not None:  # the rows' entries go with them
+                for table, entry in zip(tables, entries, strict=True):
+                    made.setdefault(table, []).append(entry)
+        for table, rows in by_table.items():
+            self._count(table, rows)
+            yield pvalue.TaggedOutput(
+                table, rows if entries is None else FramedRows(rows, made[table])
+            )
+
+    def _count(self, table: str, rows: list) -> None:
+        counts = self._counts.get(table)
+        if counts is None:
+            raise ValueError(f"row for table {table!r}, which this write does not declare")
+        counts[0] += len(rows)
+        counts[1] += sum(map(len, map(_CELLS, rows)))
+        keys = self._keys[table]
+        if keys is not None:
+            keys.update(map(_KEY, rows))
+            if len(keys) > self.MAX_DISTINCT_KEYS:
+                self._keys[table] = None
+
+    def finish_bundle(self) -> None:
+        for table, (rows, cells) in self._counts.items():
+            if rows:
+                self._rows[table].inc(rows)
+                self._cells[table].inc(cells)
+                keys = self._keys[table]
+                if keys is None:
+                    self._unknown[table].inc()
+                else:
+                    self._distinct[table].inc(len(keys))
+        self._keys = {}
+
+
+class WriteRows(beam.PTransform):
+    """Write :class:`RowMutation` s (or lists of them, batches from ``BuildRows``) to their
+    tables with ``WriteToBigTable``. ``latest_only``: table → its families that keep one
+    version (the declaration's ``max_versions: 1``, see
+    :func:`transforms.bigtable.collapse.latest_only_families`); a bundle's writes of one key of
+    such a table are collapsed to the cells Bigtable keeps. Given explicitly: only the declaration
+    says a table's GC rule drops the older cells."""
+
+    def __init__(
+        self,
+        project: str,
+        instance: str,
+        tables: Sequence[str],
+        flush_count: int = DEFAULT_FLUSH_COUNT,
+        max_row_bytes: int = DEFAULT_FLUSH_BYTES,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        flow_control: FlowControl | bool | str | None = None,
+        retry_harness: str | None = None,
+        latest_only: Mapping[str, Collection[str]] | None = None,
+    ) -> None:
+        super().__init__()
+        if timeout_s <= 0:
+            raise ValueError("the write timeout must be positive")
+        if not tables:
+            raise ValueError("WriteRows needs at least one table")
+        if flush_count < 1 or max_row_bytes < 1:
+            raise ValueError("flush_count and max_row_bytes must be positive")
+        harness_modes.parse(retry_harness)  # a typo fails here, not on a worker
+        self._tables = list(dict.fromkeys(tables))
+        self._latest = {t: frozenset(f) for t, f in (latest_only or {}).items() if f}
+        unknown = sorted(set(self._latest) - set(self._tables))
+        if unknown:
+            raise ValueError(f"latest_only names tables this write does not declare: {unknown}")
+        self._sink = {  # BoundedWriteToBigTable's arguments but the table
+            "project_id": project,
+            "instance_id": instance,
+            "flush_count": flush_count,
+            "max_row_bytes": max_row_bytes,
+            "timeout_s": timeout_s,
+            "flow_control": flow_control,
+            "retry_harness": retry_harness,
+        }
+
+    def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
+        # each table's batches are FramedRows (or lists): coded and sized by row_batches
+        tagged = {table: FramedRows for table in self._tables}
+        split_fn = beam.ParDo(_SplitByTableFn(self._tables)).with_output_types(Any, **tagged)
+        split = rows | "SplitByTable" >> split_fn.with_outputs(*self._tables)
+        return {
+            table: split[table]
+            | f"Write[{table}]"
+            >> BoundedWriteToBigTable(
+                table_id=table, latest_only=self._latest.get(table, ()), **self._sink
+            )
+            for table in self._tables
+        }

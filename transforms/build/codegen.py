@@ -1,0 +1,563 @@
+"""Code generation: one straight-line Python function per schema (and chosen tables and zone),
+as ``dataclasses`` and ``attrs`` generate ``__init__``.
+
+Why: a loop over column rules pays a call, a tuple unpack and a branch per cell; the generated
+function reads each field once into a local and writes every cell as one tuple, which is what a
+hand-written builder does.
+
+One direction: :class:`transforms.build.builder.Builder` states what it needs as a
+:class:`BuildPlan` (plain frozen values: the schema's field and table declarations, and the general
+closures of :mod:`transforms.build.builder` for what the fast path does not cover),
+:func:`build_function` turns the plan into a function. This module never sees the builder.
+:class:`SourceWriter` is the generated source and its namespace, shared with
+:mod:`transforms.build.wire`'s encoders.
+
+Safety: **no text of the schema file is ever part of the source**. Field names, table names,
+families, qualifiers, delimiters and constants are values in the function's namespace, under
+names this module makes up (``n0``, ``q3``, ``D1``…); the source holds only those names,
+integers this module computed and fixed templates. Anything the fast path does not cover
+(computed values, qualifiers from data, salted or unpivoted tables) calls the plan's closures,
+so every schema compiles.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache, partial
+from typing import TYPE_CHECKING
+
+from transforms.errors import InvalidEvent
+from transforms.mutations import RowMutation
+from transforms.table_model import TIME_FORMATS, bucket_start_ms
+from transforms.text import events, keys, timefmt
+
+if TYPE_CHECKING:
+    from transforms.schema import FieldSpec, TableSpec
+    from transforms.table_model import Segment
+
+__all__ = ["BuildPlan", "FieldPlan", "OrderCheck", "SourceWriter", "TablePlan", "build_function"]
+
+_ENCODE = {  # how a parsed value of each type becomes cell bytes, as an expression template
+    "time": "b'%013d' % {v}",
+    "integer": "b'%d' % {v}",
+    "integer_text": "{v}.encode()",  # an integer only written as a cell: kept as its digits
+    "text": "{v}.encode()",
+    "id": "{v}.encode()",
+    "number": "{v}.encode()",
+    "boolean": "{v}.encode()",
+}
+
+
+# -- the plan: what the builder hands over ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldPlan:
+    """One event field: its declaration, its general parser (every check, every error text)
+    and the delimiters of the keys it is free text of."""
+
+    spec: FieldSpec
+    parse: Callable[[object], object]
+    delimiters: str = ""
+    advice: str = ""  # a time field's: how to land a time before its earliest
+
+
+@dataclass(frozen=True)
+class OrderCheck:
+    """Field ``ref`` must be later than field ``after``; ``fail(record)`` raises the error."""
+
+    ref: str
+    after: str
+    fail: Callable[[dict], None]
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """One written table: its declaration, how its cells are stamped, and the general closures
+    the generated source calls for what it does not write out."""
+
+    name: str
+    spec: TableSpec
+    time: str  # the field ref of the cells' event time
+    time_else: str | None  # used when ``time`` is absent
+    cell_time: str  # "event", or the bucket whose start stamps the cells
+    checked: frozenset[str]  # fields already checked as key text when parsed
+    signature: tuple  # equal for tables whose cells are the same (they share one tuple)
+    key: Callable[[dict], bytes]  # values → row key (salted keys)
+    cells: Callable[[dict, int, int], list]  # (values, event ms, stamp µs) → cells
+    stamp: Callable[[dict], tuple[int, int]]  # values → (event ms, stamp µs)
+    rows: Callable[[dict], list]  # values → rows (unpivoted tables)
+    # per key segment: its field's value → the segment's text (None: a constant or salt)
+    segment_parts: tuple[Callable[[object], str] | None, ...] = ()
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """Everything :func:`build_function` needs: fields in declaration order, the order checks,
+    the tables in the order their rows come out, and the zone of calendar labels."""
+
+    label: str  # for the code object's file name (made safe here)
+    tz: dt.tzinfo
+    fields: tuple[FieldPlan, ...]
+    ordered: tuple[OrderCheck, ...]
+    tables: tuple[TablePlan, ...]
+
+
+# -- the source -----------------------------------------------------------------------------
+
+
+class SourceWriter:
+    """A generated function's lines and the constants its names stand for."""
+
+    def __init__(self, namespace: dict[str, object] | None = None) -> None:
+        self.lines: list[str] = []
+        self.namespace: dict[str, object] = dict(namespace or {})
+        self._count = 0
+        self.shared: dict[tuple, str] = {}  # locals computed once for several tables
+
+    def const(self, value: object, prefix: str = "k") -> str:
+        """A fresh name bound to ``value`` (never the value's text in the source)."""
+        name = f"{prefix}{self._count}"
+        self._count += 1
+        self.namespace[name] = value
+        return name
+
+    def add(self, line: str, indent: int = 1) -> None:
+        self.lines.append("    " * indent + line)
+
+    def function(self, name: str, filename: str) -> Callable:
+        """Compiles the lines and returns the function ``name`` they define, with its source
+        as ``.source`` (for tests and curious readers)."""
+        source = "\n".join(self.lines)
+        exec(compile(source, filename, "exec"), self.namespace)  # generated names only
+        fn = self.namespace[name]
+        fn.source = source
+        return fn
+
+
+_BUILD_NAMESPACE = {
+    "InvalidEvent": InvalidEvent,
+    "_fromiso": dt.datetime.fromisoformat,
+    "_EPOCH": timefmt.EPOCH,  # the fast path of timefmt.parse_event_time, inlined
+    "_MS": timefmt.MILLISECOND,
+    "MAX_MS": timefmt.MAX_EPOCH_MS,
+    "check_fields": events.check_fields,
+    "check_key_size": keys.check_key_size,
+    "MAX_KEY": keys.MAX_ROW_KEY_BYTES,
+}
+
+
+def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], list[RowMutation]]:
+    """``record → rows`` for ``plan``: every field checked, then every table's row.
+
+    ``framed``: ``(record, out, ent) → None`` that appends the rows to ``out`` and to ``ent``
+    each row's framed request entry made while building it
+    (:class:`transforms.build.wire.MutationSource`), or None where the writer must encode the row
+    itself; both only once nothing can fail any more (a bad record appends nothing)."""
+    from transforms.build import wire  # wire builds on this module's SourceWriter
+
+    src = SourceWriter(_BUILD_NAMESPACE)
+    mut = wire.MutationSource(src) if framed else None
+    tz = plan.tz
+    fields = [f.spec for f in plan.fields]
+    local = {f.ref: f"v{i}" for i, f in enumerate(fields)}
+    types = {f.ref: f.type for f in fields}
+    optional = {f.ref for f in fields if f.optional}
+    digits = _digits_only(plan, types, optional)
+    types.update(dict.fromkeys(digits, "integer_text"))
+    src.add("def build(record, out, ent):" if framed else "def build(record):", 0)
+    # The set of fields: one C comparison first; check_fields says precisely what is wrong.
+    required = tuple(f.name for f in fields if not f.optional)
+    optional_names = tuple(f.name for f in fields if f.optional)
+    names_req = src.const(required, "R")
+    names_opt = src.const(optional_names, "O")
+    every = src.const(frozenset(required), "S")
+    if optional_names:
+        allowed = src.const(frozenset(required + optional_names), "S")
+        src.add(f"if not ({every} <= record.keys() <= {allowed}):")
+    else:
+        src.add(f"if record.keys() != {every}:")
+    src.add(f"check_fields(record, {names_req}, {names_opt})", 2)
+    for field in plan.fields:
+        spec = field.spec
+        fn = src.const(field.parse, "p")
+        key = src.const(spec.name, "n")
+        value = local[spec.ref]
+        if spec.optional:
+            src.add(f"{value} = {fn}(record[{key}]) if {key} in record else None")
+            continue
+        src.add(f"{value} = record[{key}]")
+        _parse_inline(src, spec, value, fn, field.delimiters, spec.ref in digits, field.advice)
+    for check in plan.ordered:
+        fail = src.const(check.fail, "A")
+        later, earlier = local[check.ref], local[check.after]
+        src.add(f"if {later} is not None and {later} <= {earlier}:")
+        src.add(f"{fail}(record)", 2)
+    if any(not _fast_table(t, types) or _salted(t) for t in plan.tables):
+        pairs = ", ".join(f"{src.const(ref, 'r')}: {local[ref]}" for ref in local)
+        src.add(f"values = {{{pairs}}}")
+        if optional:
+            src.add("values = {k: v for k, v in values.items() if v is not None}")
+    if mut:  # rows and entries go into the caller's lists at the end, when nothing can raise
+        rows_out: list[str] = []
+        entries_out: list[str] = []
+    else:
+        src.add("out = []")
+    for index, table in enumerate(plan.tables):
+        if table.spec.rows_per is not None:  # unpivoted: the general closure makes every row
+            made = f"{src.const(table.rows, 'U')}(values)"
+            if mut:
+                src.add(f"up{index} = {made}")
+                rows_out.append(f"*up{index}")
+                entries_out.append(f"*[None] * len(up{index})")
+            else:
+                src.add(f"out.extend({made})")
+            continue
+        mutations = None
+        if not _fast_table(table, types):  # cells from the general closures
+            stamp = src.const(table.stamp, "S")
+            cells = f"tuple({src.const(table.cells, 'C')}(values, *{stamp}(values)))"
+            if mut:
+                src.add(f"cells{index} = {cells}")
+                cells = f"cells{index}"
+        else:
+            cells = src.shared.get(("cells", table.signature))
+            if cells is None:  # tables with the same columns and stamps share one cells tuple
+                _stamp(src, table, local, tz, index)
+                _cells(src, table, local, types, optional, tz, index, mut)
+                cells = src.shared[("cells", table.signature)] = f"cells{index}"
+            mutations = f"m{cells[len('cells') :]}" if mut else None
+        key = _key(src, table, local, types, tz, index)
+        name = src.const(table.name, "T")
+        if mut:
+            src.add(f"rk{index} = {key}")
+            key = f"rk{index}"
+            entries_out.append(mut.framed(mutations, key, f"re{index}") if mutations else "None")
+            rows_out.append(f"({name}, {key}, {cells})")
+        else:
+            src.add(f"out.append(({name}, {key}, {cells}))")
+    if mut:
+        src.add(f"out += ({', '.join(rows_out)},)")
+        src.add(f"ent += ({', '.join(entries_out)},)")
+    else:
+        src.add("return out")
+    return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
+
+
+def _digits_only(plan: BuildPlan, types: dict, optional: set) -> set:
+    """Integer fields that only ever become cell values (not keys, order checks or general
+    tables): their JSON digits are already the cell's text, so they are never made ints."""
+    if any(not _fast_table(t, types) for t in plan.tables):
+        return set()
+    used = {seg.field for t in plan.tables for seg in t.spec.decl.key.segments}
+    used |= {ref for check in plan.ordered for ref in (check.ref, check.after)}
+    return {
+        f.spec.ref
+        for f in plan.fields
+        if f.spec.type == "integer"
+        and f.spec.ref not in used
+        and f.spec.ref not in optional
+        and _plain_int(f.spec)
+    }
+
+
+def _plain_int(spec: FieldSpec) -> bool:
+    """An integer whose only checks are 'digits, under 19 of them' on its common path."""
+    return spec.maximum is None and (
+        spec.minimum is None or (spec.minimum.lstrip("-").isdigit() and int(spec.minimum) <= 0)
+    )
+
+
+def _parse_inline(
+    src: SourceWriter,
+    spec: FieldSpec,
+    value: str,
+    fn: str,
+    delimiters: str,
+    as_text: bool = False,
+    advice: str = "",
+) -> None:
+    """The field's check, its common case written out (no call), the rest by its parser.
+    ``as_text``: an integer kept as its canonical digits (the parser's int made text);
+    ``advice``: a time field's, for a time before 1970."""
+    kind = spec.type
+    if kind == "number" and spec.minimum is None and spec.maximum is None and not spec.max_length:
+        num = src.const(events.Num, "N")
+        src.add(f"if type({value}) is not {num}:")
+        src.add(f"{value} = {fn}({value})", 2)
+        return
+    if kind == "integer" and _plain_int(spec):
+        # digits only: non-negative, and under 19 digits always inside int64
+        num = src.const(events.Num, "N")
+        if as_text:  # canonical digits (no leading 0) are already the int's text
+            src.add(
+                f"if not (type({value}) is {num} and {value}.isdigit() and len({value}) < 19 "
+                f"and ({value}[0] != '0' or len({value}) == 1)):"
+            )
+            src.add(f"{value} = str({fn}({value}))", 2)
+            return
+        src.add(f"if type({value}) is {num} and {value}.isdigit() and len({value}) < 19:")
+        src.add(f"{value} = int({value})", 2)
+        src.add("else:")
+        src.add(f"{value} = {fn}({value})", 2)
+        return
+    if kind == "text":
+        # The common case, valid as it stands; anything else (and every error) goes to the
+        # parser, which returns the same value for what passes here.
+        limit = spec.max_length or 1024
+        test = f"type({value}) is not str or not {value} or len({value}) > {limit}"
+        if delimiters:
+            marks = " or ".join(f"{src.const(d, 'D')} in {value}" for d in delimiters)
+            test += f" or {marks}"
+        if delimiters or spec.whitespace != "allow":
+            test += f" or not {value}.isprintable()"  # printable: no whitespace but ' '
+        if spec.whitespace != "allow":
+            space = src.const(" ", "W")
+            if spec.whitespace == "none":
+                test += f" or {space} in {value}"
+            else:  # trimmed
+                test += f" or {value}[0] == {space} or {value}[-1] == {space}"
+        if spec.case != "as_is":
+            test += f" or {value} != {value}.{'lower' if spec.case == 'lower' else 'upper'}()"
+        src.add(f"if {test}:")
+        src.add(f"{value} = {fn}({value})", 2)
+        return
+    if kind == "time" and spec.format == "auto" and not spec.timezone and not spec.earliest:
+        # timefmt.parse_event_time's fast path written out: an RFC 3339 text with an offset.
+        # Anything else (epoch numbers, no offset, out of range, errors) goes to the parser.
+        # (A field declaring times before 1970 takes its parser: 0 <= ms is the 1970 rule.)
+        plain = timefmt.parse_event_time
+        parse = src.const(partial(plain, advice=advice) if advice else plain, "PT")
+        name = src.const(spec.name, "n")
+        src.add("try:")
+        src.add(f"ms = (_fromiso({value}) - _EPOCH) // _MS", 2)
+        src.add("except (TypeError, ValueError):")
+        src.add(f"{value} = {parse}({value}, {name})", 2)
+        src.add("else:")
+        src.add(f"if 0 <= ms <= MAX_MS and len({value}) <= 40:", 2)
+        src.add(f"{value} = ms", 3)
+        src.add("else:", 2)
+        src.add(f"{value} = {parse}({value}, {name})", 3)
+        return
+    src.add(f"{value} = {fn}({value})")
+
+
+def _safe_label(text: str) -> str:
+    return "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in text)[:40]
+
+
+def _fast_table(table: TablePlan, types: dict) -> bool:
+    """Whether a table's cells can be written out in the generated source."""
+    spec = table.spec
+    if spec.rows_per is not None:
+        return False
+    for col in spec.columns:
+        if col.add is not None:
+            return False
+        if col.each:
+            continue
+        if not isinstance(col.qualifier, str) and col.qualifier[0] != "time":
+            return False
+        if not col.value or col.value[0] != "field" or types.get(col.value[1]) not in _ENCODE:
+            return False
+    return True
+
+
+def _salted(table: TablePlan) -> bool:
+    return any(s.kind == "salt" for s in table.spec.decl.key.segments)
+
+
+def _stamp(src: SourceWriter, table: TablePlan, local: dict, tz: dt.tzinfo, index: int) -> None:
+    """Defines ``t{index}`` (the event ms of the table's cells) and ``u{index}`` (their µs)."""
+    first = local[table.time]
+    if table.time_else:
+        src.add(f"t{index} = {first} if {first} is not None else {local[table.time_else]}")
+    else:
+        src.add(f"t{index} = {first}")
+    decl = table.spec.decl
+    if decl.cell_timestamp != "unix":  # µs since another origin: the table's own conversion
+        micros = decl.cell_micros
+        if table.cell_time == "event":
+            src.add(f"u{index} = {src.const(micros, 'M')}(t{index})")
+        else:
+            unit = table.cell_time
+            start = src.const(lambda ms: micros(bucket_start_ms(ms, unit, tz)), "B")
+            src.add(f"u{index} = {start}(t{index})")
+    elif table.cell_time == "event":  # TableDecl.cell_micros of unix, written out
+        src.add(f"u{index} = t{index} * 1000")
+    else:
+        start = src.const(lambda ms, unit=table.cell_time: bucket_start_ms(ms, unit, tz), "B")
+        src.add(f"u{index} = {start}(t{index}) * 1000")
+
+
+def _cells(
+    src: SourceWriter,
+    table: TablePlan,
+    local: dict,
+    types: dict,
+    optional_refs: set,
+    tz: dt.tzinfo,
+    index: int,
+    mut=None,
+) -> None:
+    """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`
+    (and ``m{index}``, their Mutations' bytes, when ``mut`` is a wire.MutationSource)."""
+    out = f"cells{index}"
+    ts = f"t{index}"
+    us = f"u{index}"
+    parts: list[tuple[str, str | None]] = []  # (expression, optional field's local or None)
+    for col in table.spec.columns:
+        family = src.const(col.family, "F")
+        if col.each:
+            entries = local[col.each]
+            if col.each in optional_refs:
+                entries = f"({entries} or ())"
+            parts.append((f"*[({family}, q, x, {us}) for q, x in {entries}]", None))
+            if mut:
+                mut.each(col.family, entries)
+            continue
+        ref = col.value[1]
+        value = _ENCODE[types[ref]].format(v=local[ref])
+        if ref not in optional_refs:  # encoded once for every cell (of any table) it fills
+            encoded = src.shared.get(("encoded", ref))
+            if encoded is None:
+                encoded = src.shared[("encoded", ref)] = f"e{local[ref]}"
+                src.add(f"{encoded} = {value}")
+            value = encoded
+        if isinstance(col.qualifier, str):
+            qualifier = src.const(col.qualifier.encode("utf-8"), "q")
+        else:
+            qualifier = _time_qualifier(src, col.qualifier[1], tz, ts)
+        optional = local[ref] if ref in optional_refs else None
+        parts.append((f"({family}, {qualifier}, {value}, {us})", optional))
+        if mut:
+            fixed = col.qualifier.encode("utf-8") if isinstance(col.qualifier, str) else None
+            mut.cell(col.family, fixed, qualifier, value, optional)
+    if mut:
+        mut.mutations(f"m{index}", us)
+    if not any(optional for _, optional in parts):
+        src.add(f"{out} = ({', '.join(item for item, _ in parts)},)")
+        return
+    src.add(f"{out} = []")
+    for item, optional in parts:
+        if item.startswith("*"):
+            src.add(f"{out}.extend({item[1:]})")
+        elif optional:
+            src.add(f"if {optional} is not None:")
+            src.add(f"{out}.append({item})", 2)
+        else:
+            src.add(f"{out}.append({item})")
+    src.add(f"{out} = tuple({out})")
+
+
+def _time_qualifier(src: SourceWriter, fmt: str, tz: dt.tzinfo, ts: str) -> str:
+    if fmt == "hhmm" and tz is timefmt.UTC:
+        return f"{src.const(timefmt.HHMM_BYTES, 'H')}[{ts} // 60000 % 1440]"
+    if fmt == "hhmm":
+        fn = src.const(lambda ms: timefmt.time_of_day(ms, tz).encode("ascii"), "H")
+    else:
+        fn = src.const(lambda ms: str(timefmt.to_datetime(ms, tz).day).encode("ascii"), "H")
+    return f"{fn}({ts})"
+
+
+def _key(
+    src: SourceWriter, table: TablePlan, local: dict, types: dict, tz: dt.tzinfo, index: int
+) -> str:
+    """An expression of the table's row key (bytes); may define ``key{index}`` first. A salted
+    key is the recipe's own builder."""
+    if _salted(table):
+        return f"{src.const(table.key, 'K')}(values)"
+    recipe = table.spec.decl.key
+    delimiter = src.const(recipe.delimiter, "D")
+    parts: list[str] = []
+    text_only = True
+    segments = recipe.segments
+    part_fns = table.segment_parts
+    lead = _cached_lead(segments, types)
+    if lead:
+        # Entity segments (padded names, constants) before a time: few distinct values, so their
+        # text is cached, and computed once for every table that shares them.
+        prefix = _key_prefix(src, table, segments[:lead], part_fns[:lead], local)
+        text_only = False
+        segments = segments[lead:]
+        part_fns = part_fns[lead:]
+    else:
+        prefix = None
+    for seg, part_fn in zip(segments, part_fns, strict=True):
+        ref = seg.field
+        if seg.kind == "const":
+            parts.append(src.const(keys.check_segment(seg.arg or "", "constant", recipe.delimiter)))
+            continue
+        if seg.kind == "text" and ref in table.checked and types.get(ref) in ("text", "id"):
+            parts.append(local[ref])
+            continue
+        text_only = False
+        if seg.kind == "epoch_ms" and types.get(ref) == "time":
+            parts.append(f"'%013d' % {local[ref]}")
+        elif seg.kind == "time" and types.get(ref) == "time":
+            label = TIME_FORMATS[seg.arg]
+            zone = src.const(tz, "Z")
+            parts.append(f"{src.const(label, 'L')}({local[ref]}, {zone})")
+        else:  # the general segment builder, on a dict of the one field it reads
+            fn = src.const(part_fn, "P")
+            parts.append(f"{fn}({local[ref]})")
+    joined = f" + {delimiter} + ".join(parts)
+    if prefix:
+        joined = f"{prefix} + {joined}"
+    if text_only and any(p in local.values() for p in parts):
+        # Only fields' text and constants: the same entity always has the same key.
+        cached = src.const(lru_cache(maxsize=65536)(_encoded_key), "KC")
+        return f"{cached}({joined})"
+    src.add(f"key{index} = ({joined}).encode()")
+    src.add(f"if len(key{index}) > MAX_KEY:")
+    src.add(f"check_key_size(key{index})", 2)
+    return f"key{index}"
+
+
+def _cached_lead(segments: tuple[Segment, ...], types: dict) -> int:
+    """How many leading segments form a cacheable prefix (0: none worth caching)."""
+    lead = 0
+    for seg in segments:
+        if seg.kind == "const" or (seg.kind == "space_pad" and types.get(seg.field) == "text"):
+            lead += 1
+        else:
+            break
+    worth = any(seg.kind == "space_pad" for seg in segments[:lead])
+    return lead if worth and lead < len(segments) else 0
+
+
+def _key_prefix(
+    src: SourceWriter,
+    table: TablePlan,
+    segments: tuple[Segment, ...],
+    part_fns: tuple[Callable[[object], str] | None, ...],
+    local: dict,
+) -> str:
+    """A local holding the key text of ``segments`` and the delimiter after them."""
+    delimiter = table.spec.decl.key.delimiter
+    signature = ("key prefix", delimiter, tuple(segments))
+    name = src.shared.get(signature)
+    if name is not None:
+        return name
+    # A constant's text, or the function of its field's value that makes the segment's text.
+    parts = [
+        keys.check_segment(seg.arg or "", "constant", delimiter) if seg.kind == "const" else fn
+        for seg, fn in zip(segments, part_fns, strict=True)
+    ]
+    refs = [seg.field for seg in segments if seg.kind != "const"]
+
+    def prefix(*values: str) -> str:
+        given = iter(values)
+        texts = [part if type(part) is str else part(next(given)) for part in parts]
+        return delimiter.join(texts) + delimiter
+
+    fn = src.const(lru_cache(maxsize=65536)(prefix), "KP")
+    name = src.shared[signature] = f"kp{len(src.shared)}"
+    src.add(f"{name} = {fn}({', '.join(local[r] for r in refs)})")
+    return name
+
+
+def _encoded_key(text: str) -> bytes:
+    return keys.check_key_size(text.encode("utf-8"))

@@ -1,0 +1,602 @@
+"""Input files as blocks of records that remember where each record starts.
+
+Why blocks: one element per line pays the runner's per-element cost on every line; a block of
+up to ``BLOCK_ITEMS`` records pays it once. Why positions: a dead letter (and the summary's top
+reasons) should say *where* ("line 1,204"), so the reader, the only step that knows, records it.
+
+Formats, chosen per file by :func:`detect` (content first, then the name) or forced:
+
+- ``jsonl``: one JSON object per line. Uncompressed files are read as byte ranges of
+  ``SPLIT_BYTES`` (a splittable DoFn), so a large file feeds several workers; a range owns the
+  lines that *start* in it. A range not starting at byte 0 does not know its line numbers; they
+  are counted from the file only if one of its lines is a dead letter (:func:`line_at`).
+- ``json_array``: one top-level JSON array; each element is a record. Streamed element by element
+  (never loaded whole); a broken element is a dead letter with its line, the rest still land.
+- ``csv``: a header, then one record per line; a quoted field may span lines (a record goes on
+  while its count of ``"`` is odd, RFC 4180's doubled quotes keep that count even). A large
+  uncompressed file is cut, in one counting pass, at line starts outside quoted fields
+  (:func:`csv_boundaries`), so several workers read it, each knowing its line numbers.
+- ``parquet`` / ``avro``: through Beam's own readers (:mod:`transforms.ingest.build_rows`), not
+here.
+
+gzip and bzip2 are recognised by their magic bytes as well as by ``.gz``/``.bz2``; compressed
+files and arrays are read whole by one worker (they cannot be entered in the middle).
+"""
+
+from __future__ import annotations
+
+import bisect
+import codecs
+import csv
+import datetime as dt
+import itertools
+import math
+import operator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from decimal import Decimal
+from typing import NamedTuple
+
+import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+
+from transforms.ingest import json_array
+from transforms.text import events
+
+__all__ = [
+    "BLOCK_ITEMS",
+    "CHUNK_BYTES",
+    "COLUMNAR",
+    "FORMATS",
+    "INPUT_FORMATS",
+    "MAX_CSV_RECORD_LINES",
+    "SPLIT_BYTES",
+    "Block",
+    "FileRange",
+    "ReadRecords",
+    "array_blocks",
+    "columnar_record",
+    "csv_blocks",
+    "csv_boundaries",
+    "csv_header",
+    "detect",
+    "file_ranges",
+    "format_from_name",
+    "jsonl_blocks",
+    "line_at",
+]
+
+FORMATS = ("jsonl", "json_array", "csv", "parquet", "avro")
+# Records per block: the per-element cost of the runner is paid per block, but a block's rows
+# are what Beam samples to size its elements and what stays in cache while it is written;
+# measured on the benchmark's jobs (300,000 events, issue 36), 256 costs 4-9% less CPU than 1024
+# (and 128 or 512 no less than 256).
+BLOCK_ITEMS = 256
+CHUNK_BYTES = 1 << 20  # read size
+SPLIT_BYTES = 64 << 20  # a JSON-lines file larger than this is read as several ranges
+MAX_CSV_RECORD_LINES = 1_000  # a quoted field spans at most this many lines
+
+_EXTENSIONS = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": None,  # lines or one array: the content decides
+    ".csv": "csv",
+    ".tsv": None,
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".avro": "avro",
+}
+
+
+class Block(NamedTuple):
+    """Records of one source. ``first_line``: line of ``items[0]`` (1-based; 0 when a range
+    read does not know it), item ``i`` on ``first_line + i`` unless ``lines`` gives each
+    item's line (records spanning lines, array elements). ``offset``: byte offset of
+    ``items[0]`` in the uncompressed file. ``header``: a CSV file's column names."""
+
+    source: str
+    kind: str  # "jsonl" | "json_array" | "csv" | "record" (a decoded dict, Parquet/Avro)
+    items: list
+    first_line: int = 1
+    offset: int = 0
+    lines: tuple | None = None
+    header: tuple | None = None
+
+    def line(self, index: int) -> int | None:
+        if self.lines is not None:
+            return self.lines[index]
+        return self.first_line + index if self.first_line else None
+
+
+class FileRange(NamedTuple):
+    """Part of a matched file and how to read it (decided once, before any byte is read). A
+    range owns the lines that start in ``[start, end)``; other formats are one range."""
+
+    path: str
+    format: str
+    compression: str  # a CompressionTypes value
+    start: int = 0
+    end: int = 0
+    first_line: int = 1  # the line at ``start`` (0: not known, a JSON-lines range)
+    end_line: int = 0  # CSV: the first line of the next range (0: to the end)
+
+
+def format_from_name(path: str) -> str | None:
+    """The format a file's name implies (``.csv.gz`` is CSV), or None when only the content
+    can say (``.json``, no extension)."""
+    name = path.lower()
+    for suffix in (".gz", ".gzip", ".bz2"):
+        name = name.removesuffix(suffix)
+    for ext, fmt in _EXTENSIONS.items():
+        if name.endswith(ext):
+            return fmt
+    return None
+
+
+_COLUMNAR_MAGIC = {b"PAR1": "parquet", b"Obj\x01": "avro"}
+_COMPRESSION_MAGIC = {b"\x1f\x8b": CompressionTypes.GZIP, b"BZh": CompressionTypes.BZIP2}
+
+
+def _magic(head: bytes, table: dict[bytes, str], default: str | None = None) -> str | None:
+    """What the magic bytes ``head`` starts with say, by ``table``; else ``default``."""
+    return next((what for magic, what in table.items() if head.startswith(magic)), default)
+
+
+_SNIFF_BYTES = 64 << 10  # enough for a CSV header and its first record
+
+
+def _text_head(path: str, compression: str) -> str:
+    """The (decompressed) start of the file from its first character that is not whitespace or
+    a byte-order mark ("" for an empty file)."""
+    with FileSystems.open(path, compression_type=compression) as handle:
+        head = handle.read(4096)
+        while head:
+            text = head.removeprefix(codecs.BOM_UTF8).lstrip()
+            if text:
+                text += handle.read(_SNIFF_BYTES)
+                return text.decode("utf-8", errors="replace")
+            head = handle.read(4096)
+    return ""
+
+
+def _by_content(path: str, compression: str) -> str | None:
+    """The text format the content shows, or None when it shows none: ``[`` first is one JSON
+    array, ``{`` first JSON lines, records of two or more comma-separated fields CSV."""
+    head = _text_head(path, compression)
+    first = head[:1]
+    if first in ("[", "{"):
+        return "json_array" if first == "[" else "jsonl"
+    return "csv" if events.looks_like_csv(head) else None
+
+
+def detect(path: str, forced: str = "auto") -> tuple[str, str]:
+    """``(format, compression)`` of ``path``: its compression from its first bytes; its format
+    forced; else a text file's content when it shows JSON (an array or lines, whatever the
+    name); else its name; else content that shows CSV (a ``data.gz`` of CSV); else JSON lines."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        head = handle.read(4)
+    compression = _magic(head, _COMPRESSION_MAGIC, CompressionTypes.UNCOMPRESSED)
+    fmt = {"auto": None, "json": "jsonl"}.get(forced, forced)  # json: JSON lines, as before
+    if fmt:
+        return fmt, compression
+    fmt = _magic(head, _COLUMNAR_MAGIC) or format_from_name(path)
+    if fmt in (None, "jsonl", "csv"):
+        shown = _by_content(path, compression)
+        # JSON shows itself whatever the name says; CSV only where the name claims no format
+        # (a .jsonl of CSV lines stays JSON lines, each dead letter saying it looks like CSV).
+        if shown in ("json_array", "jsonl") or (shown and fmt is None):
+            fmt = shown
+    return fmt or "jsonl", compression
+
+
+def file_ranges(path: str, size: int, forced: str = "auto") -> list[FileRange]:
+    """The ranges ``path`` is read as, fixed up front (as Beam's ReadAllFromText does) so that
+    every runner reads each record exactly once without claiming records one by one: about
+    ``SPLIT_BYTES`` each for an uncompressed JSON-lines or CSV file, else the whole file."""
+    fmt, compression = detect(path, forced)
+    whole = [FileRange(path, fmt, compression, 0, size)]
+    if compression != CompressionTypes.UNCOMPRESSED or size <= SPLIT_BYTES:
+        return whole
+    if fmt == "jsonl":
+        return [
+            FileRange(path, fmt, compression, start, min(start + SPLIT_BYTES, size), int(not start))
+            for start in range(0, size, SPLIT_BYTES)
+        ]
+    if fmt == "csv":
+        with FileSystems.open(path, compression_type=compression) as handle:
+            cuts = [(0, 1), *csv_boundaries(handle), (size, 0)]
+        return [
+            FileRange(path, fmt, compression, start, end, line, end_line)
+            for (start, line), (end, end_line) in itertools.pairwise(cuts)
+        ]
+    return whole
+
+
+def csv_boundaries(handle) -> list[tuple[int, int]]:
+    """``(offset, line)`` of record starts about every ``SPLIT_BYTES`` of a CSV file: line
+    starts where the count of ``"`` before them is even, i.e. outside any quoted field. One
+    pass at the speed of ``bytes.count``; it is what lets a CSV whose fields span lines be
+    read by several workers, each from a record's first line and knowing its number."""
+    out: list[tuple[int, int]] = []
+    pos = quotes = 0
+    line = 1  # the number of the line that starts at ``pos``
+    target = SPLIT_BYTES
+    while True:
+        chunk = handle.read(CHUNK_BYTES)
+        if not chunk:
+            return [cut for cut in out if cut[0] < pos]
+        search = max(0, target - pos)
+        while search < len(chunk):
+            i = chunk.find(b"\n", search)
+            if i < 0:
+                break
+            if (quotes + chunk.count(b'"', 0, i)) % 2 == 0:
+                out.append((pos + i + 1, line + chunk.count(b"\n", 0, i) + 1))
+                target = pos + i + 1 + SPLIT_BYTES
+                search = max(i + 1, target - pos)
+            else:
+                search = i + 1
+        quotes += chunk.count(b'"')
+        line += chunk.count(b"\n")
+        pos += len(chunk)
+
+
+def csv_header(path: str, compression: str) -> tuple:
+    """A CSV file's column names (its first record), for ranges that start further on."""
+    with FileSystems.open(path, compression_type=compression) as handle:
+        for _start, record in _csv_records(_numbered(_line_chunks(handle, 0)), lambda r: True):
+            return events.parse_csv_header(record)
+    return ()
+
+
+def _strip_cr(lines: list[bytes]) -> list[bytes]:
+    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+
+
+def _line_chunks(handle, start: int, strip: bool = True) -> Iterator[tuple[int, list[bytes]]]:
+    """``(offset of the first line, complete lines)`` per chunk read, from byte ``start`` on
+    (a line beginning there); the last line may lack its newline. ``strip``: drop the ``\r``
+    of CRLF endings (keep them to compute offsets)."""
+    for offset, lines, crlf in _raw_chunks(handle, start):
+        yield offset, _strip_cr(lines) if strip and crlf else lines
+
+
+def _raw_chunks(handle, start: int) -> Iterator[tuple[int, list[bytes], bool]]:
+    """:func:`_line_chunks` unstripped, with whether the chunk holds a ``\r`` at all (one
+    search per chunk, not one per line)."""
+    pending = b""
+    offset = start
+    while True:
+        data = handle.read(CHUNK_BYTES)
+        if not data:
+            if pending:
+                yield offset, [pending], b"\r" in pending
+            return
+        data = pending + data
+        end = data.rfind(b"\n")
+        if end < 0:
+            pending = data  # a line longer than a chunk: read on
+            continue
+        lines = data[:end].split(b"\n")
+        pending = data[end + 1 :]
+        yield offset, lines, b"\r" in data
+        offset += end + 1
+
+
+def _blocks(
+    source: str, kind: str, items: list, first_line: int, starts: list[int], crlf: bool = True
+) -> Iterator[Block]:
+    """``items`` (lines starting at byte ``starts[i]``) cut into blocks, CRLF endings dropped
+    (``crlf``: whether any may be there); a block whose line numbers are not known keeps its
+    first offset to count them later."""
+    if crlf:
+        items = _strip_cr(items)
+    for i in range(0, len(items), BLOCK_ITEMS):
+        yield Block(
+            source, kind, items[i : i + BLOCK_ITEMS], first_line and first_line + i, starts[i]
+        )
+
+
+class _ReadBlocksFn(beam.DoFn):
+    """A file range's records as blocks (see the module docstring for each format)."""
+
+    def process(self, part: FileRange) -> Iterable[Block]:
+        with FileSystems.open(part.path, compression_type=part.compression) as handle:
+            if part.format == "jsonl":
+                yield from jsonl_blocks(part, handle)
+            elif part.format == "csv":
+                header = None if part.start == 0 else csv_header(part.path, part.compression)
+                if part.start:
+                    handle.seek(part.start)
+                chunks = _line_chunks(handle, part.start)
+                yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
+            elif part.format == "json_array":
+                yield from array_blocks(part.path, handle)
+            else:
+                raise ValueError(f"{part.path}: {part.format} files are read by Beam's reader")
+
+
+def jsonl_blocks(part: FileRange, handle) -> Iterator[Block]:
+    """The lines that start in the range (all of them for a compressed file, whose ``end`` is
+    its compressed size)."""
+    start = part.start
+    if start > 0:  # the line that began before this range belongs to the previous one
+        handle.seek(start - 1)
+        start += len(handle.readline()) - 1
+    whole = part.compression != CompressionTypes.UNCOMPRESSED
+    line = part.first_line
+    for offset, lines, crlf in _raw_chunks(handle, start):
+        if not whole and offset >= part.end:
+            return
+        starts = _starts(offset, lines)
+        if not whole and starts[-1] >= part.end:
+            lines = lines[: bisect.bisect_left(starts, part.end)]
+        yield from _blocks(part.path, "jsonl", lines, line, starts, crlf)
+        line = line and line + len(lines)
+
+
+def _starts(offset: int, lines: list[bytes]) -> list[int]:
+    """The byte offset of each line (each ends in one newline), summed in C."""
+    sizes = map(operator.add, map(len, lines), itertools.repeat(1))
+    out = list(itertools.accumulate(sizes, initial=offset))
+    out.pop()  # where the line after the last would start
+    return out
+
+
+def line_at(path: str, offset: int) -> int:
+    """The line number of the line starting at byte ``offset`` of an uncompressed file."""
+    count = 1
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        left = offset
+        while left > 0:
+            data = handle.read(min(CHUNK_BYTES, left))
+            if not data:
+                break
+            count += data.count(b"\n")
+            left -= len(data)
+    return count
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+
+
+def csv_blocks(
+    source: str,
+    chunks: Iterable[tuple[int, list[bytes]]],
+    header: tuple | None = None,
+    first_line: int = 1,
+    end_line: int = 0,
+) -> Iterator[Block]:
+    """Records of a CSV file (header first, unless given) with the line each starts on, from
+    line ``first_line`` up to (not including) ``end_line`` (0: the end)."""
+
+    def fits(record: bytes) -> bool:
+        try:
+            (cells,) = csv.reader([record.decode("utf-8")], strict=True)
+        except (csv.Error, ValueError):
+            return False
+        return header is None or len(cells) == len(header)
+
+    records = _csv_records(_numbered(chunks, first_line, end_line), fits)
+    if header is None:
+        first = next(records, None)
+        if first is None:
+            return
+        header = events.parse_csv_header(first[1])
+    yield from _numbered_blocks(source, "csv", records, header)
+
+
+def _numbered_blocks(
+    source: str, kind: str, numbered: Iterator[tuple[int, object]], header: tuple | None = None
+) -> Iterator[Block]:
+    """``(line, item)`` pairs as blocks of ``BLOCK_ITEMS``, each item keeping its line."""
+    while chunk := list(itertools.islice(numbered, BLOCK_ITEMS)):
+        lines, items = zip(*chunk, strict=True)
+        yield Block(source, kind, list(items), 0, 0, lines, header)
+
+
+def _numbered(
+    chunks: Iterable[tuple[int, list[bytes]]], first: int = 1, end: int = 0
+) -> Iterator[tuple[int, bytes]]:
+    number = first
+    for _offset, lines in chunks:
+        for text in lines:
+            if number == end:
+                return
+            yield number, text
+            number += 1
+
+
+def _csv_records(
+    physical: Iterator[tuple[int, bytes]], fits: Callable[[bytes], bool]
+) -> Iterator[tuple[int, bytes]]:
+    """``(first line, record)``: a line whose ``"`` count is odd opens a quoted field that goes
+    on to the next line with an odd count (RFC 4180 doubles quotes inside fields, so the count
+    of a closed record is even). The joined lines are one record only if they make a record of
+    the header's width; otherwise, or after ``MAX_CSV_RECORD_LINES`` lines or at the end, the
+    opening line is a record alone (a bad one) and the lines after it are read again, so one
+    stray quote costs one line, not the rest of the file."""
+    queue: deque[tuple[int, bytes]] = deque()
+    pending: list[tuple[int, bytes]] = []
+    while True:
+        if queue:
+            number, text = queue.popleft()
+        else:
+            step = next(physical, None)
+            if step is None:
+                if not pending:
+                    return
+                yield pending[0]
+                queue.extend(pending[1:])
+                pending = []
+                continue
+            number, text = step
+        odd = text.count(b'"') % 2
+        if not pending:
+            if odd:
+                pending = [(number, text)]
+            else:
+                yield number, text
+            continue
+        pending.append((number, text))
+        if not odd and len(pending) < MAX_CSV_RECORD_LINES:
+            continue
+        record = b"\n".join(t for _, t in pending)
+        if odd and fits(record):
+            yield pending[0][0], record
+        else:
+            yield pending[0]
+            queue.extendleft(reversed(pending[1:]))
+        pending = []
+
+
+# -- JSON arrays -------------------------------------------------------------------------------
+
+
+def array_blocks(source: str, handle, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Block]:
+    """The elements of the top-level array in ``handle`` (bytes), as raw JSON text with the line
+    each starts on. Elements are parsed later by the same decoder as JSON lines, so a broken
+    element becomes a dead letter; only a broken array (no ``[``, or no element boundary at
+    all) stops the file, as one bad item holding what could not be split."""
+    return _numbered_blocks(source, "json_array", json_array.elements(source, handle, chunk_bytes))
+
+
+# -- Parquet and Avro ----------------------------------------------------------------------------
+
+
+def columnar_record(record: dict) -> dict:
+    """A Parquet/Avro record as a JSON line would have given it: numbers as their decimal text
+    (:class:`~transforms.text.events.Num`), times as RFC 3339 text in UTC, bytes as UTF-8 text, and
+    no field for a null (an absent optional field)."""
+    return {str(k): _json_like(v) for k, v in record.items() if v is not None}
+
+
+def _json_like(value: object) -> object:
+    if value is None or type(value) is bool or isinstance(value, str):
+        return value
+    if isinstance(value, int | Decimal):
+        return events.Num(value)
+    if isinstance(value, float):
+        return events.Num(repr(value)) if math.isfinite(value) else repr(value)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:  # Parquet/Avro timestamps without a zone are UTC instants
+            value = value.replace(tzinfo=dt.timezone.utc)
+        text = value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
+        return text.replace("+00:00", "Z")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="backslashreplace")
+    if isinstance(value, dict):
+        return {str(k): _json_like(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_json_like(v) for v in value]
+    return str(value)
+
+
+def _record_block(pair: tuple[str, dict]) -> Block:
+    return Block(pair[0], "record", [columnar_record(pair[1])], 0, -1)
+
+
+# -- the transform -----------------------------------------------------------------------------
+
+INPUT_FORMATS = ("auto", *FORMATS, "json")  # json: JSON lines (its first name)
+COLUMNAR = ("parquet", "avro")
+
+
+class _RangesFn(beam.DoFn):
+    """Each matched file's ranges; Parquet and Avro paths to their own outputs."""
+
+    def __init__(self, forced: str, kinds: frozenset[str]) -> None:
+        self._forced = forced
+        self._kinds = kinds
+
+    def process(self, metadata) -> Iterable:
+        ranges = file_ranges(metadata.path, metadata.size_in_bytes, self._forced)
+        kind = ranges[0].format if ranges[0].format in COLUMNAR else "text"
+        if kind not in self._kinds:  # it changed since the job was built: never drop it
+            raise ValueError(
+                f"{metadata.path} is now {kind}, which this job does not read (it was not when "
+                f"the job was built): run it again"
+            )
+        if kind in COLUMNAR:
+            yield beam.pvalue.TaggedOutput(ranges[0].format, metadata.path)
+        else:
+            yield from ranges
+
+
+class ReadRecords(beam.PTransform):
+    """Every record of the files matching ``patterns`` as :class:`Block` s: JSON lines, JSON
+    arrays and CSV (any of them gzip or bzip2) by this module; Parquet and Avro by Beam's own
+    readers, each record converted to what a JSON line would have given (:func:`columnar_record`).
+    ``input_format`` forces one format for every file; ``auto`` lets each file's content and
+    name decide, so one glob may match files of several formats."""
+
+    def __init__(self, patterns: list[str], input_format: str = "auto") -> None:
+        super().__init__()
+        if input_format not in INPUT_FORMATS:
+            raise ValueError(f"input format {input_format!r}: use {', '.join(INPUT_FORMATS)}")
+        if not patterns:
+            raise ValueError("no input pattern given")
+        self._patterns = list(patterns)
+        self._format = input_format
+
+    def _kinds(self) -> frozenset[str]:
+        """The readers this job needs: ``text`` (this module), ``parquet``, ``avro``.
+
+        Only the readers needed are put in the graph: on the DirectRunner a Flatten of
+        branches that run as separate stages holds every element of its inputs in memory
+        before the next step starts (the whole input, for a text file). A forced format needs
+        one reader; ``auto`` looks at local files now and keeps every reader for the rest."""
+        if self._format in COLUMNAR:
+            return frozenset({self._format})
+        if self._format != "auto":
+            return frozenset({"text"})
+        kinds = set()
+        for pattern in self._patterns:
+            if "://" in pattern:
+                return frozenset({"text", *COLUMNAR})  # remote: decided at run time
+            try:
+                matched = FileSystems.match([pattern])[0].metadata_list
+            except Exception:  # unreadable now: MatchFiles reports it when the job runs
+                return frozenset({"text", *COLUMNAR})
+            for metadata in matched:
+                fmt = detect(metadata.path)[0] if metadata.size_in_bytes else "jsonl"
+                kinds.add(fmt if fmt in COLUMNAR else "text")
+                if len(kinds) == 1 + len(COLUMNAR):
+                    return frozenset(kinds)  # every reader already: no need to open the rest
+        return frozenset(kinds) or frozenset({"text"})
+
+    def expand(self, pbegin: beam.pvalue.PBegin) -> beam.PCollection:
+        from apache_beam.io import fileio
+        from apache_beam.io.avroio import ReadAllFromAvro
+        from apache_beam.io.parquetio import ReadAllFromParquet
+
+        matches = [
+            pbegin | f"Match[{i}]" >> fileio.MatchFiles(pattern, empty_match_treatment="DISALLOW")
+            for i, pattern in enumerate(self._patterns)
+        ]
+        files = matches | "FlattenMatches" >> beam.Flatten() if len(matches) > 1 else matches[0]
+        kinds = self._kinds()
+        parts = files | "Ranges" >> beam.ParDo(_RangesFn(self._format, kinds)).with_outputs(
+            *COLUMNAR, main="ranges"
+        )
+        branches = []
+        if "text" in kinds:
+            branches.append(
+                parts.ranges
+                | "Reshuffle" >> beam.Reshuffle()  # ranges of one file to several workers
+                | "ReadBlocks" >> beam.ParDo(_ReadBlocksFn())
+            )
+        for fmt, read_all in (("parquet", ReadAllFromParquet), ("avro", ReadAllFromAvro)):
+            if fmt in kinds:
+                name = fmt.title()  # ReadParquet, ParquetBlocks, ReadAvro, AvroBlocks
+                branches.append(
+                    parts[fmt]
+                    | f"Read{name}" >> read_all(with_filename=True)
+                    | f"{name}Blocks" >> beam.Map(_record_block)
+                )
+        if len(branches) == 1:
+            return branches[0]
+        return tuple(branches) | "FlattenFormats" >> beam.Flatten()

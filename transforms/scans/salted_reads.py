@@ -1,0 +1,61 @@
+"""Reading a salted table by time (docs/patterns.md §3 rule 5, §5.4): one scan per salt bucket,
+merged.
+
+A salted key is ``<constants>#<salt>#<time>…``. Rows of one time range sit in every bucket, so a
+time-range read issues one range scan per bucket and merges the scans on the key *after* the
+salt: each scan is in time order already, so a k-way merge gives the global time order.
+
+:func:`salted_time_ranges` and :func:`merge_in_time_order` are pure; the query engine
+(:func:`btts.query.engine.plan_declared`) does the scans.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import heapq
+from collections.abc import Iterable, Sequence
+
+from transforms.table_model import TIME_FORMATS, TableDecl
+from transforms.text import keys
+
+__all__ = ["merge_in_time_order", "salt_prefixes", "salted_time_ranges"]
+
+
+def salt_prefixes(decl: TableDecl) -> tuple[list[str], str]:
+    """The key text before the time segment in each salt bucket (``BATTERY#0#``…, in key order),
+    and that segment's time format. Only constants may precede the salt and a time label must
+    follow it: otherwise a time range is not one contiguous range per bucket."""
+    segments = decl.key.segments
+    at = next((i for i, s in enumerate(segments) if s.kind == "salt"), None)
+    if at is None:
+        raise ValueError(f"{decl.name}: the key has no salt segment")
+    if any(s.kind != "const" for s in segments[:at]):
+        raise ValueError(f"{decl.name}: only constant segments may precede the salt")
+    if at + 1 >= len(segments) or segments[at + 1].kind != "time":
+        raise ValueError(f"{decl.name}: the salt must be followed by a time segment")
+    delimiter = decl.key.delimiter
+    head = "".join(s.arg + delimiter for s in segments[:at])
+    buckets = keys.salt_buckets(segments[at].width or 1)
+    return [f"{head}{salt}{delimiter}" for salt in buckets], segments[at + 1].arg
+
+
+def salted_time_ranges(
+    decl: TableDecl, start_ms: int, end_ms: int, tz: dt.tzinfo = dt.timezone.utc
+) -> list[tuple[bytes, bytes]]:
+    """``[start, end)`` key ranges, one per salt bucket in key order, covering the events of
+    ``start_ms <= t < end_ms`` (at the time segment's granularity: exact for milliseconds)."""
+    if end_ms < start_ms:
+        raise ValueError(f"time range ends ({end_ms}) before it starts ({start_ms})")
+    prefixes, time_format = salt_prefixes(decl)
+    label = TIME_FORMATS[time_format]
+    low, high = label(start_ms, tz), label(end_ms, tz)
+    return [((p + low).encode("utf-8"), (p + high).encode("utf-8")) for p in prefixes]
+
+
+def merge_in_time_order(decl: TableDecl, scans: Sequence[Iterable]) -> list:
+    """Merge per-bucket scans (each in key order; items have a ``key`` attribute) into one list
+    in time order. Ties (same time, different buckets) fall back to the full key."""
+    # Time order is the key after the salt's delimiter (every salt has the same width).
+    prefixes, _ = salt_prefixes(decl)
+    skip = len(prefixes[0].encode("utf-8"))
+    return list(heapq.merge(*scans, key=lambda row: (row.key[skip:], row.key)))
