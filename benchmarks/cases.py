@@ -344,14 +344,14 @@ def nightly_ceiling(instance: str, date: str) -> None:
         row_filters,
     )
 
-    from btts import admin
+    from btts import admin, config
     from transforms.schema import builtin_tables
 
     destination = f"SENSOR_CEIL_{date}"
     decl = builtin_tables.get("SENSOR")
     import dataclasses
 
-    with admin.Admin(admin.Target(PROJECT, instance)) as api:
+    with admin.Admin(config.Target(PROJECT, instance)) as api:
         api.ensure(dataclasses.replace(decl, name=destination))
     started = time.perf_counter()
     rows = 0

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from benchmarks import data
-from btts import admin, emulator
+from btts import admin, config, emulator
 from transforms.schema import builtin_tables
 
 ROOT = Path(__file__).resolve().parent
@@ -111,7 +111,7 @@ def fresh_instance(table_names: list[str]) -> str:
     instance = f"bench{uuid.uuid4().hex[:8]}"
     own = {n: d for ds in USER_SCHEMAS for n, d in schema_of(ds).decls().items()}
     admin.preflight(
-        admin.Target("test-project", instance),
+        config.Target("test-project", instance),
         [own[t] if t in own else builtin_tables.get(t) for t in table_names],
         create=True,
     )

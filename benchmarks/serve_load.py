@@ -32,7 +32,7 @@ from pathlib import Path
 
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange
 
-from btts import admin
+from btts import config
 from btts.emulator import ENV_HOST, Emulator
 from btts.samples import data as samples
 from pipelines import load
@@ -49,7 +49,7 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
-def land(target: admin.Target, hosts: int, work: Path) -> int:
+def land(target: config.Target, hosts: int, work: Path) -> int:
     path = work / "metrics.jsonl"
     records = samples.metric_records(hosts=hosts, seconds=3600, interval_s=10, start_ms=START)
     count = samples.write_jsonl(path, records)
@@ -153,7 +153,7 @@ def round_of_load(url: str, requests: list[dict], clients: int, seconds: float) 
     }
 
 
-def cbt_reads(target: admin.Target, hosts: int, reads: int) -> dict | None:
+def cbt_reads(target: config.Target, hosts: int, reads: int) -> dict | None:
     """``cbt read`` of one host's hour of METRIC (the range btts serve reads), timed."""
     cbt = shutil.which("cbt")
     if cbt is None:
@@ -176,7 +176,7 @@ def cbt_reads(target: admin.Target, hosts: int, reads: int) -> dict | None:
     }
 
 
-def client_reads(target: admin.Target, hosts: int, reads: int) -> dict:
+def client_reads(target: config.Target, hosts: int, reads: int) -> dict:
     """The same ranges read in-process with the Bigtable data client (no HTTP, no decoding):
     the ceiling a server on this machine could approach."""
     times = []
@@ -198,7 +198,7 @@ def client_reads(target: admin.Target, hosts: int, reads: int) -> dict:
     }
 
 
-def start_server(target: admin.Target) -> tuple[subprocess.Popen, str]:
+def start_server(target: config.Target) -> tuple[subprocess.Popen, str]:
     argv = [sys.executable, "-m", "btts_cli.main", "serve", "--port", "0"]
     argv += ["--project", target.project, "--instance", target.instance]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    target = admin.Target("bench-project", f"l{uuid.uuid4().hex[:12]}")
+    target = config.Target("bench-project", f"l{uuid.uuid4().hex[:12]}")
     proc = None
     try:
         with tempfile.TemporaryDirectory() as work:

@@ -60,7 +60,7 @@ import apache_beam as beam
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
 
 from benchmarks.soak_load import HOUR_MS, METRICS, LandedCounter, PublisherProcess, rollup_check
-from btts import admin
+from btts import config
 from btts.emulator import Emulator, PubSubEmulator
 from btts.query.engine import KEYS_ONLY
 from pipelines import common, server_metrics
@@ -128,7 +128,7 @@ class DeadLetters:
         self._future.result(timeout=30)
 
 
-def start_job(subscription: str, dead_topic: str, target: admin.Target, extra: Sequence[str]):
+def start_job(subscription: str, dead_topic: str, target: config.Target, extra: Sequence[str]):
     """The job as ``run`` starts it (validation, preflight, graph), without waiting for it."""
     options = common.parse_args(
         [
@@ -158,7 +158,7 @@ def cancel(result, timeout: float = 120.0) -> bool:
     return not thread.is_alive()
 
 
-def final_check(target: admin.Target, good: int, hosts: int, hourly: dict | None) -> dict:
+def final_check(target: config.Target, good: int, hosts: int, hourly: dict | None) -> dict:
     """Every row and cell of METRIC and CURRENT_METRIC, against what was published; with
     ``hourly`` (the publisher's totals), every METRIC_HOURLY row's exact totals too."""
     with BigtableDataClient(project=target.project) as client:
@@ -262,7 +262,7 @@ def soak(args: argparse.Namespace) -> dict:
     rollup = "--hourly_rollup" in args.job_flag and "--rollup_mode=add" not in args.job_flag
     lag_ms = HOUR_MS if rollup else 0  # closed hours: see the module docstring
     with Emulator() as bigtable, PubSubEmulator() as pubsub:
-        target = admin.Target(PROJECT, f"soak{uuid.uuid4().hex[:8]}")
+        target = config.Target(PROJECT, f"soak{uuid.uuid4().hex[:8]}")
         publisher_admin = pubsub_v1.PublisherClient()
         subscriber = pubsub_v1.SubscriberClient()
         topics = {}

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 
-from btts import admin
+from btts import admin, config
 from btts.emulator import Emulator, PubSubEmulator
 from transforms import schema as schema_lib
 
@@ -36,7 +36,7 @@ def table_growth(rows: int, chunk: int, only: Sequence[str] = ()) -> list[dict]:
     decls = schema_lib.builtin("server_metrics").decls()
     out = []
     with Emulator():
-        target = admin.Target(PROJECT, f"probe{uuid.uuid4().hex[:8]}")
+        target = config.Target(PROJECT, f"probe{uuid.uuid4().hex[:8]}")
         # family METRIC: max_versions 1 in both
         admin.preflight(target, [decls["METRIC"], decls["CURRENT_METRIC"]], create=True)
         from google.cloud.bigtable import Client
@@ -164,7 +164,7 @@ def job_drain(messages: int, every: float, flags: Sequence[str]) -> list[dict]:
             publisher.create_topic(name=topic)
             subscriber.create_subscription(name=sub, topic=topic)
             topics[name] = (topic, sub)
-        target = admin.Target(PROJECT, f"probe{uuid.uuid4().hex[:8]}")
+        target = config.Target(PROJECT, f"probe{uuid.uuid4().hex[:8]}")
         result = start_job(topics["events"][1], topics["dead"][0], target, flags)
         burst = PublisherProcess(topics["events"][0], 50_000, 50, 0, 100)
         burst.start()

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from btts.errors import EmulatorError
+
 __all__ = [
     "DEBIAN_SDK_ROOT",
     "EMULATOR_INSTANCE",
@@ -32,7 +34,6 @@ __all__ = [
     "PUBSUB_INSTALL_HINT",
     "STATE_FILE",
     "Emulator",
-    "EmulatorError",
     "PubSubEmulator",
     "alive",
     "find_binary",
@@ -70,10 +71,6 @@ GO_MEMORY = {"GOGC": "400"}
 # Project and instance used against the emulator, which accepts any names.
 EMULATOR_PROJECT = "test-project"
 EMULATOR_INSTANCE = "test-instance"
-
-
-class EmulatorError(RuntimeError):
-    pass
 
 
 def find_binary(

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from btts import admin
+from btts import config, errors
 from btts.advisor import lint as lint_mod
 from transforms.schema import builtin_tables
 
@@ -29,7 +29,7 @@ def _lint(args: argparse.Namespace) -> int:
             print(f"{rule.id:<20} docs/patterns.md §{rule.spec:<10} {rule.title}")
         return 0
     if args.schema:  # a user's file, judged against its own advisor: workload
-        schema = admin.load_schema(args.schema)
+        schema = config.load_schema(args.schema)
         declared = schema.decls()
         results = lint_mod.lint_schema(schema, args.table)
     else:
@@ -57,9 +57,9 @@ def _hotspots(args: argparse.Namespace) -> int:
         return 0
     if not args.table:
         raise ValueError("name a TABLE, or pass --documented for the documented cases")
-    schema = admin.load_schema(args.schema) if args.schema else None
+    schema = config.load_schema(args.schema) if args.schema else None
     decl = schema.table(args.table).decl if schema else builtin_tables.get(args.table)
-    config = hotspots.SimConfig(
+    sim = hotspots.SimConfig(
         nodes=args.nodes,
         start_ms=hotspots.parse_start(args.start) if args.start else hotspots.SimConfig.start_ms,
         span_s=hotspots.parse_span(args.span),
@@ -82,7 +82,7 @@ def _hotspots(args: argparse.Namespace) -> int:
         if not eq or not value.isdigit():
             raise ValueError(f"--cardinality {item!r}: use FIELD=N")
         cards[name] = int(value)
-    result = hotspots.simulate(decl, model, config, events_per_s=args.rate, cardinality=cards)
+    result = hotspots.simulate(decl, model, sim, events_per_s=args.rate, cardinality=cards)
     print(result.summary())
     if args.png:
         print(f"heatmap → {hotspots.draw(result, args.png)}")
@@ -94,9 +94,9 @@ def _table(args: argparse.Namespace) -> int:
 
     delimiter = args.delimiter
     if args.schema:  # a table the file declares: its key's delimiter unless --delimiter says
-        decl = admin.load_schema(args.schema).table(args.table).decl
+        decl = config.load_schema(args.schema).table(args.table).decl
         delimiter = delimiter or decl.key.delimiter
-    target = admin.resolve_target(args.project, args.instance)
+    target = config.resolve_target(args.project, args.instance)
     rep = table_report.report(
         target, args.table, limit=args.limit, top=args.top, delimiter=(delimiter or "#").encode()
     )
@@ -229,7 +229,7 @@ def _guarded(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
         except (
             KeyError,
             ValueError,
-            admin.ConfigError,
+            errors.ConfigError,
             api_errors.GoogleAPIError,
             auth_errors.GoogleAuthError,
         ) as err:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from btts import admin, emulator
+from btts import admin, config, emulator, errors
 from btts.query import engine as q
 from btts.query import render
 from btts.samples import checks
@@ -293,7 +293,7 @@ def cbt_row_keys(text: str) -> list[str]:
     return [lines[i + 1] for i, line in enumerate(lines[:-1]) if line == "-" * 40]
 
 
-def _cbt_check(target: admin.Target, scan: key_ranges.Scan, keys: list[str]) -> str | None:
+def _cbt_check(target: config.Target, scan: key_ranges.Scan, keys: list[str]) -> str | None:
     """``cbt read`` of the same range sees the same rows (when cbt is installed)."""
     cbt = shutil.which("cbt")
     args = scan.cbt_args()
@@ -310,7 +310,7 @@ def _cbt_check(target: admin.Target, scan: key_ranges.Scan, keys: list[str]) -> 
     return f"{shown}\n    → the same {len(seen)} rows ✓"
 
 
-def run_queries(target: admin.Target, sizes: Sizes) -> float:
+def run_queries(target: config.Target, sizes: Sizes) -> float:
     started = time.monotonic()
     for number, item in enumerate(build_queries(sizes), 1):
         print(f"\nQ{number}. {item.title}")
@@ -346,7 +346,7 @@ def run_queries(target: admin.Target, sizes: Sizes) -> float:
 
 
 def print_summary(
-    target: admin.Target, runs: list[JobRun], phases: dict[str, float], out: Path
+    target: config.Target, runs: list[JobRun], phases: dict[str, float], out: Path
 ) -> None:
     with admin.Admin(target) as api:
         names = api.list_tables()
@@ -403,12 +403,12 @@ def _demo(opts: argparse.Namespace) -> None:
     started = time.monotonic()
     try:
         emu = emulator.Emulator().start()
-    except emulator.EmulatorError as err:
+    except errors.EmulatorError as err:
         raise SystemExit(f"demo: cannot start the Bigtable emulator: {err}") from None
     with emu:
         phases["emulator start"] = time.monotonic() - started
         print(f"\n[2/5] Bigtable emulator on {emu.endpoint} (pid {emu.process.pid})")
-        target = admin.resolve_target(None, None)
+        target = config.resolve_target(None, None)
 
         print("\n[3/5] Batch pipelines on the DirectRunner (each job's own report: logs/)")
         started = time.monotonic()

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from btts import __version__, admin, emulator
+from btts import __version__, admin, config, emulator, errors
 from btts_cli import advise_command as advisor_cli
 from btts_cli import query_command as query_cli
 from btts_cli import serve_command, templates
@@ -46,14 +46,14 @@ def _decls(args: argparse.Namespace) -> list:
     try:
         if not args.schema:
             return [builtin_tables.get(n) for n in names or sorted(builtin_tables.all_tables())]
-        schema = admin.load_schema(args.schema)
+        schema = config.load_schema(args.schema)
         return [schema.table(n).decl for n in names] if names else list(schema.decls().values())
     except KeyError as err:  # an unknown --table: the message lists the known ones
-        raise admin.ConfigError(str(err.args[0])) from None
+        raise errors.ConfigError(str(err.args[0])) from None
 
 
 def _tables_create(args: argparse.Namespace) -> int:
-    target = admin.resolve_target(args.project, args.instance)
+    target = config.resolve_target(args.project, args.instance)
     decls = _decls(args)
     print(f"Tables in {target.describe()}:")
     with admin.Admin(target) as api:
@@ -67,10 +67,10 @@ def _tables_create(args: argparse.Namespace) -> int:
 def _tables_list(args: argparse.Namespace) -> int:
     from transforms.schema import builtin_tables
 
-    target = admin.resolve_target(args.project, args.instance)
+    target = config.resolve_target(args.project, args.instance)
     with admin.Admin(target) as api:
         present = api.list_tables()
-    mine = admin.load_schema(args.schema).decls() if args.schema else {}
+    mine = config.load_schema(args.schema).decls() if args.schema else {}
     print(f"Tables in {target.describe()}:")
     for name in present:
         builtin = "built-in" if name in builtin_tables.all_tables() else "not declared"
@@ -383,7 +383,7 @@ def check_emulator(timeout: float = 2.0) -> None:
     try:
         socket.create_connection((host.strip("[]") or "localhost", int(port)), timeout).close()
     except (OSError, ValueError):
-        raise emulator.EmulatorError(
+        raise errors.EmulatorError(
             f"no Bigtable emulator answers at {endpoint} ({emulator.ENV_HOST}): start one "
             f"(`btts emulator start`), or unset {emulator.ENV_HOST} and pass --project and "
             "--instance for Cloud Bigtable"
@@ -397,7 +397,7 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from google.auth import exceptions as auth_errors
 
     return (
-        admin.ConfigError, emulator.EmulatorError, auth_errors.GoogleAuthError,
+        errors.ConfigError, errors.EmulatorError, auth_errors.GoogleAuthError,
         api_errors.GoogleAPIError,
     )  # fmt: skip
 

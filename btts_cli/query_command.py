@@ -10,7 +10,7 @@ import argparse
 import datetime as dt
 from collections.abc import Callable
 
-from btts import admin
+from btts import config, errors
 from btts.query import engine as q
 from btts_cli.query_output import (
     add_common,
@@ -203,7 +203,7 @@ def _garden(p):
         if a.month:
             return q.builtin_query("garden", "garden_month", values, *_months(a.month))
         if a.start is None or a.end is None:
-            raise admin.ConfigError("garden: pass --month, or --start and --end")
+            raise errors.ConfigError("garden: pass --month, or --start and --end")
         return q.builtin_query("garden", "garden_days", values, a.start, a.end)
 
     return plan
@@ -278,7 +278,7 @@ def _planned(args: argparse.Namespace) -> q.Query:
     try:
         return args.plan(args)
     except (ValueError, InvalidEvent) as err:
-        raise admin.ConfigError(str(err)) from None
+        raise errors.ConfigError(str(err)) from None
 
 
 def plan(words: list[str]) -> q.Query:
@@ -316,7 +316,7 @@ def add_query_commands(sub: argparse._SubParsersAction, target_args: Callable) -
 
 
 def _drop_tenant(args: argparse.Namespace) -> int:
-    target = admin.resolve_target(args.project, args.instance)
+    target = config.resolve_target(args.project, args.instance)
     try:
         if not args.yes:
             rows = q.ask(target, "devices", "tenant_rows", {"tenant": args.tenant})
@@ -325,8 +325,8 @@ def _drop_tenant(args: argparse.Namespace) -> int:
                   f"{target.describe()}; pass --yes to drop them.")  # fmt: skip
             return 0
         dropped = q.drop_tenant(target, args.tenant)
-    except (q.MissingTable, InvalidEvent) as err:
-        raise admin.ConfigError(str(err)) from None
+    except (errors.MissingTable, InvalidEvent) as err:
+        raise errors.ConfigError(str(err)) from None
     print(f"Dropped tenant {args.tenant}: {dropped:,} row(s) of DEVICE (prefix {args.tenant}#)")
     return 0
 

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from btts import admin
+from btts import config, errors
 from btts.query import engine as q
 from btts.query import plot, render
 from transforms.errors import InvalidEvent
@@ -128,17 +128,17 @@ def add_timezone(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read(args: argparse.Namespace, query: q.Query) -> tuple[admin.Target, list]:
+def read(args: argparse.Namespace, query: q.Query) -> tuple[config.Target, list]:
     """Run a query on the instance the flags name; a missing table is a ConfigError."""
-    target = admin.resolve_target(args.project, args.instance)
+    target = config.resolve_target(args.project, args.instance)
     try:
         return target, q.run(target, query)
-    except q.MissingTable as err:
-        raise admin.ConfigError(str(err)) from None
+    except errors.MissingTable as err:
+        raise errors.ConfigError(str(err)) from None
 
 
 def print_answer(
-    args, target: admin.Target, query: q.Query, records: list, hint: str | None = None
+    args, target: config.Target, query: q.Query, records: list, hint: str | None = None
 ) -> int:
     """The answer: JSON or CSV records only, or what was read then a table (every column of a
     lone wide record); then the chart of ``--plot``. The exit code."""
@@ -174,6 +174,6 @@ def _plot(args, query: q.Query, records: list, out) -> int:
         print(f"btts: nothing to plot: {err}; {path} not written", file=sys.stderr)
         return NOTHING_TO_PLOT_EXIT
     except OSError as err:
-        raise admin.ConfigError(f"--plot {path}: {err.strerror or err}") from None
+        raise errors.ConfigError(f"--plot {path}: {err.strerror or err}") from None
     print(f"plotted {len(drawn)} series to {path}", file=out)
     return 0

@@ -12,7 +12,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 
-from btts import admin
+from btts import config, errors
 from btts.query import engine as q
 from btts.query import records as query_records
 from btts.query import render
@@ -65,7 +65,7 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
     name = declared_name(argv)
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--schema", required=True)
-    schema = admin.load_schema(pre.parse_known_args(argv)[0].schema)
+    schema = config.load_schema(pre.parse_known_args(argv)[0].schema)
     try:  # (argparse reports bad flags itself: usage, exit 2)
         spec = q.declared(schema, name)
         args = _declared_parser(schema, spec, target_args).parse_args(_without_name(argv, name))
@@ -75,7 +75,7 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
             args.timezone,
         )  # fmt: skip
     except (ValueError, InvalidEvent) as err:
-        raise admin.ConfigError(str(err)) from None
+        raise errors.ConfigError(str(err)) from None
     target, records = read(args, query)
     return print_answer(args, target, query, records)
 
@@ -135,7 +135,7 @@ def _schema_of(argv: list[str]):
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--schema")
     path = pre.parse_known_args(argv)[0].schema
-    return admin.load_schema(path) if path else None
+    return config.load_schema(path) if path else None
 
 
 def run_schema(argv: list[str], target_args: Callable) -> int:
@@ -148,14 +148,14 @@ def run_schema(argv: list[str], target_args: Callable) -> int:
     args = _table_parser(target_args, schema).parse_args(argv)
     table = args.table or (schema.table_names[0] if len(schema.tables) == 1 else None)
     if table is None:
-        raise admin.ConfigError(f"pass --table: the schema has {', '.join(schema.table_names)}")
+        raise errors.ConfigError(f"pass --table: the schema has {', '.join(schema.table_names)}")
     if args.raw and args.plot:
-        raise admin.ConfigError("--plot draws decoded records: drop --raw")
+        raise errors.ConfigError("--plot draws decoded records: drop --raw")
     given = {}
     for item in args.field:
         name, eq, value = item.partition("=")
         if not eq or not name:
-            raise admin.ConfigError(f"--field {item!r}: use NAME=VALUE")
+            raise errors.ConfigError(f"--field {item!r}: use NAME=VALUE")
         given[name] = value
     try:
         decl = schema.table(table).decl
@@ -164,7 +164,7 @@ def run_schema(argv: list[str], target_args: Callable) -> int:
             latest_only=args.latest, tz=args.timezone,
         )  # fmt: skip
     except (KeyError, ValueError, InvalidEvent) as err:
-        raise admin.ConfigError(str(err.args[0] if err.args else err)) from None
+        raise errors.ConfigError(str(err.args[0] if err.args else err)) from None
     if not args.raw:
         decoded = replace(
             query,
@@ -177,7 +177,7 @@ def run_schema(argv: list[str], target_args: Callable) -> int:
     return 0
 
 
-def _print_raw(args, target: admin.Target, query: q.Query, decl, rows: list) -> None:
+def _print_raw(args, target: config.Target, query: q.Query, decl, rows: list) -> None:
     """Rows as stored: each key, then its cells (family:qualifier = value @ time)."""
     aggregate = {f.name for f in decl.families if f.aggregate}
 

@@ -7,7 +7,7 @@ import argparse
 import os
 import sys
 
-from btts import admin, emulator
+from btts import config, emulator
 from btts.tsdb import answer, catalog, reads, server
 from transforms import schema as schema_lib
 
@@ -66,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     return serve
 
 
-def load_catalog(args: argparse.Namespace, target: admin.Target | None) -> catalog.Catalog:
+def load_catalog(args: argparse.Namespace, target: config.Target | None) -> catalog.Catalog:
     schemas = (
         [schema_lib.load(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
     )
@@ -80,7 +80,7 @@ def load_catalog(args: argparse.Namespace, target: admin.Target | None) -> catal
 def run(args: argparse.Namespace) -> int:
     target = None  # --list without an instance: the names the schemas give (no map entries)
     if not args.list or args.project or args.instance or os.environ.get(emulator.ENV_HOST):
-        target = admin.resolve_target(args.project, args.instance)
+        target = config.resolve_target(args.project, args.instance)
     try:
         cat = load_catalog(args, target)
     except (OSError, schema_lib.SchemaError) as err:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin
+from btts import errors
 from pipelines import common
 from transforms import schema as schema_lib
 
@@ -106,7 +106,7 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     opts = options.view_as(BatteryLayoutOptions)
     layout, buckets = opts.battery_layout, opts.salt_buckets  # argparse checked the layout
     if layout != "salted" and buckets is not None:
-        raise admin.ConfigError(
+        raise errors.ConfigError(
             f"--salt_buckets only applies to --battery_layout=salted (got layout {layout})"
         )
     if layout == "promoted":
@@ -118,7 +118,7 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
             buckets = SALT_BUCKETS
         if buckets not in salted:
             declared = ", ".join(f"{t} ({n} buckets)" for n, t in sorted(salted.items()))
-            raise admin.ConfigError(
+            raise errors.ConfigError(
                 f"--salt_buckets={buckets} matches no declared salted battery table "
                 f"(declared: {declared}). The bucket count is part of a table's declaration: "
                 "changing it after data exists puts new rows of a time in other buckets than "

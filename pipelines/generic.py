@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin
+from btts import config, errors
 from pipelines import common
 
 __all__ = ["NAME", "OPTION_CLASSES", "GenericOptions", "build", "job_for", "run"]
@@ -66,9 +66,9 @@ OPTION_CLASSES = (
 def job_for(options: PipelineOptions) -> common.JobSpec:
     path = options.view_as(GenericOptions).schema
     if not path:
-        raise admin.ConfigError("pass --schema with the schema file describing the events")
+        raise errors.ConfigError("pass --schema with the schema file describing the events")
     return common.schema_job(
-        admin.load_schema(path, options.view_as(GenericOptions).proto_module or ()),
+        config.load_schema(path, options.view_as(GenericOptions).proto_module or ()),
         description=__doc__,
         tables=options.view_as(GenericOptions).schema_table,
         tz=common.timezone(options),

@@ -34,7 +34,7 @@ from google.cloud.bigtable.data import (
 )
 from google.cloud.bigtable.data.row_filters import RowFilterChain
 
-from btts import admin
+from btts import config, errors
 from btts.query.engine import KEYS_ONLY
 from pipelines import common
 from transforms.bigtable.read import key_suffix_filter
@@ -98,7 +98,7 @@ def replace_months(options: PipelineOptions) -> tuple[str, ...]:
     months = sorted({m.strip() for m in raw.split(",") if m.strip()})
     bad = [m for m in months if not _MONTH.fullmatch(m)]
     if bad or not months:
-        raise admin.ConfigError(f"--replace_months: expected months YYYYMM, got {raw!r}")
+        raise errors.ConfigError(f"--replace_months: expected months YYYYMM, got {raw!r}")
     return tuple(months)
 
 
@@ -120,7 +120,7 @@ class OnlyMonths:
                 )
 
 
-def delete_months(target: admin.Target, months: Sequence[str]) -> int:
+def delete_months(target: config.Target, months: Sequence[str]) -> int:
     """Delete every SALES_MONTHLY row of ``months``; the number deleted. One key-only scan of
     the table with a key regex: rows are per employee first, so a month's rows are not one
     range (the table holds one row per employee and month: small). Idempotent."""

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from btts import admin
+from btts import config
 from btts.emulator import ENV_HOST, Emulator, PubSubEmulator
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,10 +31,10 @@ def pubsub_emulator():
 
 
 @pytest.fixture
-def target(bigtable_emulator) -> admin.Target:
+def target(bigtable_emulator) -> config.Target:
     """A fresh instance on the shared emulator: tests never see each other's tables."""
     assert os.environ[ENV_HOST] == bigtable_emulator.endpoint
-    return admin.Target("test-project", f"t{uuid.uuid4().hex[:12]}")
+    return config.Target("test-project", f"t{uuid.uuid4().hex[:12]}")
 
 
 def _cell(cell: list) -> dict:

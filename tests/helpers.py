@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from btts import admin
+from btts import admin, config
 from pipelines import load
 from transforms.table_model import KeyRecipe, Segment
 
@@ -27,7 +27,7 @@ def write_lines(path: Path, lines: Sequence[str | bytes]) -> Path:
 
 def run_job(
     job: str,
-    target: admin.Target,
+    target: config.Target,
     input_path: Path,
     dead_prefix: Path,
     extra: Sequence[str] = (),
@@ -53,7 +53,7 @@ def read_dead_letters(prefix: Path) -> list[dict]:
     return records
 
 
-def dump(target: admin.Target, table: str, latest_only: bool = False) -> list[tuple]:
+def dump(target: config.Target, table: str, latest_only: bool = False) -> list[tuple]:
     """Every cell of a table, timestamps included: equal dumps mean identical tables.
 
     Use ``latest_only`` for families that keep one version: the emulator, like Bigtable,

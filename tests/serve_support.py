@@ -17,7 +17,7 @@ from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
 
-from btts import admin
+from btts import config
 from btts.samples import data as samples
 from btts_cli import demo
 from tests.helpers import run_job, write_lines
@@ -45,7 +45,7 @@ def metric_events() -> list[dict]:
     return out
 
 
-def land(target: admin.Target, work: Path) -> SimpleNamespace:
+def land(target: config.Target, work: Path) -> SimpleNamespace:
     """Server metrics (METRIC, METRIC_RECENT reversed, METRIC_HOURLY rollup), battery levels
     (BATTERY promoted, BATTERY_SALTED salted) and tenant devices, by the real jobs."""
     runs = iter(range(100))
@@ -89,7 +89,7 @@ def points(records, host: str | None, metric: str, start: int, end: int) -> dict
 class Server:
     """``btts serve`` in a subprocess on a free loopback port."""
 
-    def __init__(self, target: admin.Target, *extra: str) -> None:
+    def __init__(self, target: config.Target, *extra: str) -> None:
         argv = [sys.executable, "-m", "btts_cli.main", "serve", "--port", "0"]
         argv += ["--project", target.project, "--instance", target.instance, *extra]
         self.proc = subprocess.Popen(
@@ -156,8 +156,8 @@ def grafana_query(
     return q
 
 
-def new_target() -> admin.Target:
-    return admin.Target("test-project", f"s{uuid.uuid4().hex[:12]}")
+def new_target() -> config.Target:
+    return config.Target("test-project", f"s{uuid.uuid4().hex[:12]}")
 
 
 def wait_until(fn, timeout: float = 10.0):

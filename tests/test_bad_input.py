@@ -36,7 +36,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin
+from btts import admin, config
 from pipelines import common, load
 from tests.helpers import dump, read_dead_letters, run_job
 from transforms.ingest.build_rows import DEAD_LETTER, BuildRows, WriteDeadLetters, as_block, decoder
@@ -157,7 +157,7 @@ def all_cases():
 class Run:
     """A finished job on one manifest's input: counters, dead letters by raw bytes, target."""
 
-    def __init__(self, name: str, manifest: dict, target: admin.Target, folder: Path) -> None:
+    def __init__(self, name: str, manifest: dict, target: config.Target, folder: Path) -> None:
         suffix = ".csv" if manifest.get("format") == "csv" else ".jsonl"
         source = folder / f"{name}{suffix}"
         with source.open("wb") as out:
@@ -186,7 +186,7 @@ def corpus_run(bigtable_emulator, tmp_path_factory):
 
     def get(name: str) -> Run:
         if name not in runs:
-            target = admin.Target("test-project", f"bad{uuid.uuid4().hex[:10]}")
+            target = config.Target("test-project", f"bad{uuid.uuid4().hex[:10]}")
             runs[name] = Run(name, manifests()[name], target, tmp_path_factory.mktemp(name))
         return runs[name]
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin
+from btts import admin, errors
 from btts.query import engine as q
 from btts_cli import main as cli
 from pipelines import battery as job
@@ -221,14 +221,14 @@ def test_job_for_picks_the_table_of_the_layout(flags, table):
 
 
 def test_a_salt_count_no_table_declares_is_refused_with_the_reason():
-    with pytest.raises(admin.ConfigError) as err:
+    with pytest.raises(errors.ConfigError) as err:
         job.job_for(PipelineOptions(["--battery_layout=salted", "--salt_buckets=4"]))
     message = str(err.value)
     assert "--salt_buckets=4 matches no declared salted battery table" in message
     assert "BATTERY_SALTED (3 buckets)" in message
     assert "miss rows" in message and "battery.yaml" in message
     assert "BATTERY_SALTED_4 whose salt segment says 'buckets: 4'" in message
-    with pytest.raises(admin.ConfigError, match="only applies to --battery_layout=salted"):
+    with pytest.raises(errors.ConfigError, match="only applies to --battery_layout=salted"):
         job.job_for(PipelineOptions(["--salt_buckets=3"]))
 
 

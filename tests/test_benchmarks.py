@@ -9,18 +9,18 @@ import uuid
 import pytest
 
 from benchmarks import cases, data, run
-from btts import admin
+from btts import admin, config
 from tests.helpers import dump, run_job
 
 
-def _instance(dataset: str) -> admin.Target:
-    target = admin.Target(cases.PROJECT, f"b{uuid.uuid4().hex[:12]}")
+def _instance(dataset: str) -> config.Target:
+    target = config.Target(cases.PROJECT, f"b{uuid.uuid4().hex[:12]}")
     decls = cases.schema_of(dataset).decls()
     admin.preflight(target, [decls[t] for t in run.TABLES[dataset]], create=True)
     return target
 
 
-def _tables(target: admin.Target, dataset: str) -> dict[str, list]:
+def _tables(target: config.Target, dataset: str) -> dict[str, list]:
     return {t: dump(target, t, latest_only=True) for t in run.TABLES[dataset]}
 
 

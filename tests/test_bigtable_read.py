@@ -14,7 +14,7 @@ from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, Set
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btts import admin
+from btts import admin, config
 from pipelines import common
 from tests.helpers import dump
 from transforms.bigtable.read import (
@@ -137,7 +137,7 @@ T = TableDecl(
 )
 
 
-def _load(target: admin.Target, rows: list[RowMutation], table: str = "READ_T") -> None:
+def _load(target: config.Target, rows: list[RowMutation], table: str = "READ_T") -> None:
     with admin.Admin(target) as api:
         api.ensure(T if table == "READ_T" else dataclasses.replace(T, name=table))
     if not rows:

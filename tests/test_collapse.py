@@ -11,7 +11,7 @@ import random
 import apache_beam as beam
 import pytest
 
-from btts import admin
+from btts import admin, config
 from btts.samples import data
 from tests.helpers import compiled, dump, retry_harness, run_job, write_lines
 from transforms.bigtable.collapse import LatestHolder, collapse_latest, latest_only_families
@@ -183,7 +183,7 @@ def test_a_collapsed_stream_lands_the_latest_values_an_uncollapsed_one_does(
 
     # The same rows, every one written, into an instance of their own.
     rows = [row for line in lines for row in compiled("server_metrics")(parse_json_object(line))]
-    plain = admin.Target(target.project, target.instance + "x")
+    plain = config.Target(target.project, target.instance + "x")
     tables = ["METRIC", "CURRENT_METRIC"]
     with admin.Admin(plain) as api:
         for table in tables:

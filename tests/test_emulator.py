@@ -7,12 +7,12 @@ import socket
 
 import pytest
 
-from btts import emulator
+from btts import emulator, errors
 
 
 def test_missing_binary_gives_an_install_hint(monkeypatch):
     monkeypatch.setenv(emulator.ENV_BINARY, "/nonexistent/cbtemulator")
-    with pytest.raises(emulator.EmulatorError, match="apt-get install google-cloud-cli-bigtable"):
+    with pytest.raises(errors.EmulatorError, match="apt-get install google-cloud-cli-bigtable"):
         emulator.find_binary()
 
 

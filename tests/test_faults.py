@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from btts import admin
+from btts import admin, config
 from btts.emulator import ENV_HOST, Emulator
 from btts.samples import data
 from tests.helpers import dump, run_job, write_lines
@@ -39,7 +39,7 @@ def _input(tmp_path):
     return write_lines(tmp_path / "in.jsonl", lines), len(lines)
 
 
-def _when_writing_starts(target: admin.Target, action) -> threading.Thread:
+def _when_writing_starts(target: config.Target, action) -> threading.Thread:
     """Run ``action`` as soon as the first METRIC row is visible (the write is under way)."""
 
     def watch():
@@ -59,14 +59,14 @@ def _when_writing_starts(target: admin.Target, action) -> threading.Thread:
 
 
 def _clean_run_dump(tmp_path, source) -> dict:
-    clean = admin.Target("test-project", "clean")
+    clean = config.Target("test-project", "clean")
     run_job("server_metrics", clean, source, tmp_path / "clean-dead")
     return {t: dump(clean, t, latest_only=True) for t in TABLES}
 
 
 def test_a_paused_server_is_waited_for_and_every_row_lands_once(own_emulator, tmp_path):
     source, events = _input(tmp_path)
-    target = admin.Target("test-project", "paused")
+    target = config.Target("test-project", "paused")
     paused = []
 
     def pause():
@@ -91,7 +91,7 @@ def test_a_paused_server_is_waited_for_and_every_row_lands_once(own_emulator, tm
 
 def test_a_dead_server_fails_the_job_in_bounded_time_and_a_rerun_is_clean(own_emulator, tmp_path):
     source, _ = _input(tmp_path)
-    target = admin.Target("test-project", "killed")
+    target = config.Target("test-project", "killed")
     watcher = _when_writing_starts(target, lambda: os.kill(own_emulator.process.pid, 9))
     started = time.monotonic()
     with pytest.raises(Exception) as failure:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from btts import admin
+from btts import admin, config
 from pipelines import job_modules
 from tests.conftest import load_golden_ids
 from tests.helpers import read_dead_letters, recipe_key, run_job, write_lines
@@ -79,7 +79,7 @@ def _table_of(expected: dict, table_map: dict) -> str:
     return table_map[None]
 
 
-def _check_row(target: admin.Target, table: str, expected: dict) -> None:
+def _check_row(target: config.Target, table: str, expected: dict) -> None:
     key = expected["row_key"].encode("utf-8")
     rows = admin.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
     assert [r.key for r in rows] == [key], f"{table}: no row {expected['row_key']!r}"

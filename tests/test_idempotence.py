@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from btts import admin
+from btts import admin, config
 from btts.samples import data as samples
 from btts_cli import demo
 from pipelines import battery as battery_job
@@ -49,7 +49,7 @@ class Pipeline:
     flags: tuple[str, ...] = ()
     aggregate_tables: tuple[str, ...] = ()  # AddToCell tables: documented to add on a re-run
 
-    def run(self, target: admin.Target, source: Path, dead: Path):
+    def run(self, target: config.Target, source: Path, dead: Path):
         spec = {"metric_recent": demo.RECENT_JOB, "device": demo.DEVICE_JOB}.get(self.job)
         if spec is None:
             return run_job(self.job, target, source, dead, self.flags)
@@ -158,7 +158,7 @@ def iot_lines() -> list[str]:
     ] + ['{"device": "dev#1", "ts": 0, "temperature_c": 1}', "{oops"]
 
 
-def _one_version_families(target: admin.Target, table: str) -> set[str]:
+def _one_version_families(target: config.Target, table: str) -> set[str]:
     """Families whose GC rule (read from the table itself) keeps one version."""
     with admin.Admin(target) as api:
         families = api.get_families(table) or {}
@@ -171,7 +171,7 @@ def _one_version_families(target: admin.Target, table: str) -> set[str]:
     return out
 
 
-def snapshot(target: admin.Target) -> dict[str, list[tuple]]:
+def snapshot(target: config.Target) -> dict[str, list[tuple]]:
     """Every table of the instance, every cell with its timestamp.
 
     Families keeping one version are read latest-only: when a column received several

@@ -16,7 +16,7 @@ import pytest
 from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 from google.cloud.bigtable.data.mutations import DeleteAllFromRow
 
-from btts import admin
+from btts import admin, config, errors
 from pipelines import common, nightly
 from tests.helpers import compiled, dump, run_job, write_lines
 from transforms.bigtable import write
@@ -61,7 +61,7 @@ def _sensor_rows() -> dict[bytes, list]:
     return merged
 
 
-def _load_sensor(target: admin.Target) -> None:
+def _load_sensor(target: config.Target) -> None:
     """SENSOR as the smart-meters job writes it, loaded directly (fast) with the same builder."""
     with admin.Admin(target) as api:
         api.ensure(SENSOR)
@@ -80,7 +80,7 @@ def _load_sensor(target: admin.Target) -> None:
             )
 
 
-def _live(target: admin.Target, table: str, day: str | None = None) -> list[tuple]:
+def _live(target: config.Target, table: str, day: str | None = None) -> list[tuple]:
     """Every live cell (METER keeps one version; the emulator collects older ones lazily)."""
     return [
         (row.key, c.family, c.qualifier, c.value, c.timestamp_us)
@@ -94,18 +94,18 @@ def _rekeyed(cells: list[tuple]) -> list[tuple]:
     return sorted((nightly.single_table_key(c[0]), *c[1:]) for c in cells)
 
 
-def _tables(target: admin.Target) -> list[str]:
+def _tables(target: config.Target) -> list[str]:
     with admin.Admin(target) as api:
         return api.list_tables()
 
 
-def _make_tables(target: admin.Target, *names: str) -> None:
+def _make_tables(target: config.Target, *names: str) -> None:
     with admin.Admin(target) as api:
         for name in names:
             api.ensure(dataclasses.replace(SENSOR, name=name))
 
 
-def _nightly(target: admin.Target, *flags: str):
+def _nightly(target: config.Target, *flags: str):
     return nightly.run(
         [
             f"--bigtable_project={target.project}",
@@ -150,7 +150,7 @@ def test_expired_tables_only_well_formed_daily_tables_before_the_cutoff():
     ]
     protected = nightly.expired_tables(names, "SENSOR", run_day, 1, protect=["SENSOR_20170720"])
     assert "SENSOR_20170720" not in protected
-    with pytest.raises(admin.ConfigError, match="at least 1"):
+    with pytest.raises(errors.ConfigError, match="at least 1"):
         nightly.expired_tables(names, "SENSOR", run_day, 0)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 
-from btts import admin
+from btts import admin, config
 from transforms import schema as sf
 from transforms.build import builder
 from transforms.errors import InvalidEvent
@@ -43,7 +43,7 @@ def _build(build, line: str) -> list[RowMutation]:
     return build(parse_json_object(line))
 
 
-def _write(target: admin.Target, rows: Sequence[RowMutation]) -> None:
+def _write(target: config.Target, rows: Sequence[RowMutation]) -> None:
     """Create the rows' tables from their declarations and write the rows' cells as given."""
     with admin.Admin(target) as client:
         for name in sorted({r.table for r in rows}):

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btts import admin
+from btts import config
 from btts.query import engine as q
 from btts.query import render
 from btts.samples import checks
@@ -253,7 +253,7 @@ def test_records_render_as_a_table_and_as_exact_json():
 @pytest.fixture(scope="module")
 def loaded(bigtable_emulator, tmp_path_factory):
     """One instance holding a small sample of every dataset, written by the real jobs."""
-    target = admin.Target("test-project", f"q{uuid.uuid4().hex[:12]}")
+    target = config.Target("test-project", f"q{uuid.uuid4().hex[:12]}")
     work = tmp_path_factory.mktemp("queries")
     runs = iter(range(100))
 

@@ -18,7 +18,7 @@ from decimal import Decimal
 
 import pytest
 
-from btts import admin
+from btts import admin, config
 from btts.samples import data
 from tests.helpers import retry_harness as harness_on
 from tests.helpers import run_job, write_lines
@@ -36,8 +36,8 @@ def parse_time(text: str) -> int:
     return int(dt.datetime.fromisoformat(text).timestamp() * 1000)
 
 
-def _fresh(bigtable_emulator) -> admin.Target:
-    return admin.Target("test-project", f"r{uuid.uuid4().hex[:12]}")
+def _fresh(bigtable_emulator) -> config.Target:
+    return config.Target("test-project", f"r{uuid.uuid4().hex[:12]}")
 
 
 def metric_lines() -> tuple[list[str], list[str]]:
@@ -82,7 +82,7 @@ CASES = {
 }
 
 
-def hourly(target: admin.Target, dataset: str, table: str, expected) -> dict:
+def hourly(target: config.Target, dataset: str, table: str, expected) -> dict:
     """The table's totals at the keys of ``expected``: metric → (sum, count) per hour, from the
     latest cells of the exact families (or of the AddToCell ones, for the add mode)."""
     spec = schema_rollups(schema_lib.builtin(dataset))
@@ -206,7 +206,7 @@ def _sales_sums(records) -> dict[bytes, tuple[int, int]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def _sales_table(target: admin.Target) -> dict[bytes, tuple[int, int]]:
+def _sales_table(target: config.Target) -> dict[bytes, tuple[int, int]]:
     out = {}
     for row in admin.read_rows(target, "SALES_MONTHLY"):
         latest = row.latest()

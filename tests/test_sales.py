@@ -15,10 +15,10 @@ from collections import defaultdict
 import apache_beam as beam
 import pytest
 
-from btts import admin
+from btts import admin, config
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
-from transforms.bigtable.write_aggregates import AggregateWriteError, WriteAggregates, to_entry
-from transforms.errors import InvalidEvent
+from transforms.bigtable.write_aggregates import WriteAggregates, to_entry
+from transforms.errors import AggregateWriteError, InvalidEvent
 from transforms.mutations import AddCell, Cell, RowMutation
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 from transforms.text.events import parse_json_object
@@ -131,7 +131,7 @@ def test_the_aggregate_writer_takes_add_cells_only():
 # -- on the emulator ---------------------------------------------------------------------------
 
 
-def _read_sums(target: admin.Target) -> dict[str, dict[bytes, tuple[int, int]]]:
+def _read_sums(target: config.Target) -> dict[str, dict[bytes, tuple[int, int]]]:
     """{row key: {qualifier: (value, cell timestamp)}}, requiring one cell per column."""
     out: dict[str, dict[bytes, tuple[int, int]]] = {}
     for row in admin.read_rows(target, "SALES_MONTHLY"):

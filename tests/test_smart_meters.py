@@ -8,7 +8,7 @@ import zoneinfo
 
 import pytest
 
-from btts import admin
+from btts import admin, config
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
@@ -25,7 +25,7 @@ def reading(meter_id=987654, timestamp="2017-07-26T00:15:00Z", value="13.45") ->
     )
 
 
-def latest_dump(target: admin.Target) -> list[tuple]:
+def latest_dump(target: config.Target) -> list[tuple]:
     """Every column's newest cell. METER keeps one version; the emulator applies that GC rule
     lazily, so older versions of ``ID`` may or may not still be there."""
     return [

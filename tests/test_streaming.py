@@ -17,7 +17,7 @@ from decimal import Decimal
 import apache_beam as beam
 import pytest
 
-from btts import admin
+from btts import admin, config
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
 from pipelines.common import job_tables, parse_args, prepare, validate_input
@@ -78,7 +78,7 @@ def _cancel_all(*results) -> None:
         thread.join(timeout=120)
 
 
-def _start(module, job, subscription: str, dead_topic: str, target: admin.Target, *flags: str):
+def _start(module, job, subscription: str, dead_topic: str, target: config.Target, *flags: str):
     """Start a streaming job as `run` would, but return its result so the test can cancel it."""
     options = parse_args(
         [

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from btts import admin
+from btts import admin, config
 from btts.query import engine as q
 from btts_cli import demo
 from tests.helpers import dump, read_dead_letters, write_lines
@@ -229,7 +229,7 @@ def _reading(tenant: str, device: str, hour: int, value: int) -> str:
     )
 
 
-def _ingest(target: admin.Target, tmp_path, lines: list[str]):
+def _ingest(target: config.Target, tmp_path, lines: list[str]):
     """The device job (pipelines/demo.DEVICE_JOB), run as a user would."""
     source = write_lines(tmp_path / "devices.jsonl", lines)
     dead = tmp_path / "dead" / "device"
@@ -318,7 +318,7 @@ def _tenant_sets():
 )
 @given(tenants=_tenant_sets(), dropped_index=st.integers(min_value=0, max_value=10))
 def test_reads_and_drops_isolate_arbitrary_tenant_sets(bigtable_emulator, tenants, dropped_index):
-    target = admin.Target("test-project", f"ten{uuid.uuid4().hex[:10]}")
+    target = config.Target("test-project", f"ten{uuid.uuid4().hex[:10]}")
     with admin.Admin(target) as api:
         api.ensure(DEVICE)
     rows = [

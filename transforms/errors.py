@@ -1,9 +1,19 @@
 """The one exception type that turns an input event into a dead letter, and how its reasons
 are grouped for a summary."""
 
-import re
+from __future__ import annotations
 
-__all__ = ["MAX_KIND_CHARS", "InvalidEvent", "reason_kind"]
+import re
+from collections.abc import Sequence
+
+__all__ = [
+    "MAX_KIND_CHARS",
+    "AggregateWriteError",
+    "InvalidEvent",
+    "SchemaError",
+    "WriteFailed",
+    "reason_kind",
+]
 
 
 class InvalidEvent(ValueError):
@@ -33,3 +43,27 @@ def reason_kind(reason: str) -> str:
     kind = head + _NUMBER.sub(r"\1N", _QUOTED.sub("'…'", reason[len(head) :]))
     kind = _SPACE.sub(" ", kind).strip()
     return kind if len(kind) <= MAX_KIND_CHARS else kind[: MAX_KIND_CHARS - 1] + "…"
+
+
+class SchemaError(ValueError):
+    """A schema file that cannot be used; ``problems`` holds ``(line, message)`` pairs."""
+
+    def __init__(self, source: str, problems: Sequence[tuple[int, str]]) -> None:
+        self.source = source
+        self.problems = list(problems)
+        lines = [f"{source}:{line}: {message}" for line, message in self.problems]
+        super().__init__(
+            f"{len(self.problems)} problem(s) in schema {source}:\n  " + "\n  ".join(lines)
+        )
+
+
+class WriteFailed(RuntimeError):
+    """Rows a table did not accept; the message carries the server's errors."""
+
+
+class AggregateWriteError(RuntimeError):
+    """Some AddToCell entries were not applied. ``failed`` lists ``(row key, cause)``."""
+
+    def __init__(self, message: str, failed: list[tuple[bytes | None, str]]) -> None:
+        super().__init__(message)
+        self.failed = failed

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from btts import admin
+from btts import admin, config, errors
 from btts.advisor.rows import CELL_OVERHEAD_BYTES, human_bytes
 from transforms.limits import (
     MAX_CELL_BYTES,
@@ -337,7 +337,7 @@ def summarize(
 
 
 def iter_rows(
-    target: admin.Target, table: str, limit: int | None = None, page: int = PAGE_ROWS
+    target: config.Target, table: str, limit: int | None = None, page: int = PAGE_ROWS
 ) -> Iterator[admin.ReadRow]:
     """Every row of the table in key order, read a page at a time (``limit``: at most that
     many rows)."""
@@ -354,7 +354,7 @@ def iter_rows(
 
 
 def report(
-    target: admin.Target,
+    target: config.Target,
     table: str,
     limit: int | None = None,
     top: int = 5,
@@ -363,7 +363,7 @@ def report(
     """Read the table (or its first ``limit`` rows) and report on it."""
     with admin.Admin(target) as api:
         if api.get_families(table) is None:
-            raise admin.ConfigError(f"table {table} does not exist in {target.describe()}")
+            raise errors.ConfigError(f"table {table} does not exist in {target.describe()}")
     rows = iter_rows(target, table, limit)
     out = summarize(rows, table, target.describe(), top=top, delimiter=delimiter)
     out.limited = limit is not None and out.rows >= limit

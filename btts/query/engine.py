@@ -3,8 +3,9 @@ read it with the Bigtable data client (emulator or a real instance), decode the 
 records by the declared field types.
 
     from btts import admin
+    from btts import config
     from btts.query import engine as q
-    target = admin.resolve_target(None, None)            # the emulator
+    target = config.resolve_target(None, None)            # the emulator
     q.ask(target, "server_metrics", "host_metrics", {"hostname": "server1.bbb.com"},
           start_ms, end_ms)
 
@@ -40,7 +41,9 @@ from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
 from btts import admin
-from btts.admin import ReadRow, Target
+from btts.admin import ReadRow
+from btts.config import Target
+from btts.errors import MissingTable
 from btts.query import records as query_records
 from btts.query.records import Record
 from transforms import schema as schema_lib
@@ -52,7 +55,6 @@ from transforms.text import timefmt
 __all__ = [
     "KEYS_ONLY",
     "UTC",
-    "MissingTable",
     "Query",
     "R",
     "ask",
@@ -73,10 +75,6 @@ __all__ = [
 
 UTC = timefmt.UTC
 R = TypeVar("R")
-
-
-class MissingTable(LookupError):
-    """A query reads a table the instance does not have."""
 
 
 # -- planning and running ---------------------------------------------------------------------

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from btts import admin
+from btts import config
 from btts.query import engine as q
 from btts.samples import data as samples
 from btts.samples.data import Sizes
@@ -66,7 +66,7 @@ class Check:
     command: str  # the `btts query …` line shown; the query it plans is the one run
     expected: list
     note: str = ""
-    after: Callable[[admin.Target], str] | None = None  # a step run after it (its report line)
+    after: Callable[[config.Target], str] | None = None  # a step run after it (its report line)
 
 
 def _ms(text: str) -> int:
@@ -340,10 +340,10 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
     acme_rows = len({(r["device"], r["timestamp"][:10]) for r in devices if r["tenant"] == "acme"})
     survivors = tenant_records(devices, "acme2")
 
-    def tenant_rows(target: admin.Target, tenant: str) -> list[dict]:
+    def tenant_rows(target: config.Target, tenant: str) -> list[dict]:
         return without_key(q.ask(target, "devices", "tenant_rows", {"tenant": tenant}))
 
-    def drop_acme(target: admin.Target) -> str:
+    def drop_acme(target: config.Target) -> str:
         dropped = q.drop_tenant(target, "acme")
         gone = tenant_rows(target, "acme")
         kept = tenant_rows(target, "acme2")

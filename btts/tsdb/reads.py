@@ -26,7 +26,8 @@ from decimal import Decimal
 from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
-from btts.admin import ReadRow, Target
+from btts.admin import ReadRow
+from btts.config import Target
 from btts.query import engine as query_engine
 from btts.query import records as query_records
 from btts.tsdb.catalog import Metric, Source

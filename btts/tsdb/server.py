@@ -21,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from google.cloud.bigtable.data import BigtableDataClient
 
-from btts.admin import Target
+from btts.config import Target
 from btts.tsdb import answer, reads, request, series
 from btts.tsdb.catalog import Catalog
 from btts.tsdb.request import BadRequest, TagFilter

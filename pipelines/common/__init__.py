@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin
+from btts import errors
 from pipelines.common.graph import (
     Ingest,
     dead_letter_base,
@@ -156,7 +156,7 @@ def run_file_ingest(
         target = prepare(options, job_tables(options, job), job) if writes else None
         if not options.view_as(StreamingInputOptions).input_subscription:
             check_inputs_exist(input_patterns(options))  # not Beam's traceback once running
-    except admin.ConfigError as err:
+    except errors.ConfigError as err:
         raise config_exit(name, err) from None
     run_id = new_run_id()
     letters = dead_letter_location(options, job.name, run_id)

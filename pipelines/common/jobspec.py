@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin
+from btts import errors
 from pipelines.common.options import FileInputOptions, StreamingInputOptions
 from transforms import schema as schema_lib
 from transforms.build import builder as generic
@@ -87,7 +87,7 @@ def schema_job(
     try:
         builder = generic.Builder(schema, list(tables) if tables else None, tz)
     except ValueError as err:
-        raise admin.ConfigError(str(err)) from None
+        raise errors.ConfigError(str(err)) from None
     rollups = schema_rollups(schema)
     rollup = next((rollups[t] for t in builder.tables if t in rollups), None)
     return JobSpec(
@@ -117,7 +117,7 @@ def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
     for item in opts.time_format or []:
         name, sep, fmt = item.partition("=")
         if not sep or not name or not fmt:
-            raise admin.ConfigError(f"--time_format {item!r}: give FIELD=FORMAT")
+            raise errors.ConfigError(f"--time_format {item!r}: give FIELD=FORMAT")
         formats[name] = fmt
     builder = job.builder
     try:
@@ -125,7 +125,7 @@ def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
             builder.schema, formats, opts.input_timezone or "", opts.ambiguous_times or ""
         )
     except schema_lib.SchemaError as err:
-        raise admin.ConfigError(str(err)) from None
+        raise errors.ConfigError(str(err)) from None
     builder = generic.Builder(schema, builder.tables, builder.tz)
     return dataclasses.replace(job, builder=builder, csv_adapter=builder.csv_adapter)
 

@@ -17,7 +17,7 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
 )
 
-from btts import admin
+from btts import config, errors
 from transforms import schema as schema_lib
 from transforms.ingest.readers import INPUT_FORMATS
 from transforms.schema import builtin_tables
@@ -224,7 +224,7 @@ def timezone(options: PipelineOptions) -> dt.tzinfo:
     name = options.view_as(TimeOptions).timezone or "UTC"
     found = timefmt.zone(name)
     if found is None:
-        raise admin.ConfigError(f"unknown time zone {name!r} (use an IANA name)")
+        raise errors.ConfigError(f"unknown time zone {name!r} (use an IANA name)")
     return found
 
 
@@ -261,7 +261,7 @@ def option_classes_help(
     return parser
 
 
-class FlagValueError(admin.ConfigError):
+class FlagValueError(errors.ConfigError):
     """A flag's value is not one it takes (argparse's kind of error: the job prints it as one
     line on stderr and exits 2, as argparse would, without Beam's usage text)."""
 
@@ -334,23 +334,23 @@ def parse_args(
     if flags:
         hint = did_you_mean(flags[0], _flag_names(_parser(classes)), _flag_names(known))
         plural = "s" if len(flags) > 1 else ""
-        raise admin.ConfigError(
+        raise errors.ConfigError(
             f"unknown option{plural} {' '.join(flags)}{hint}; see {prog} --help"
         )
     return PipelineOptions(argv)
 
 
-def resolve_target(options: PipelineOptions) -> admin.Target:
+def resolve_target(options: PipelineOptions) -> config.Target:
     bt = options.view_as(BigtableOptions)
     project = bt.bigtable_project or options.view_as(GoogleCloudOptions).project
-    return admin.resolve_target(project, bt.bigtable_instance)
+    return config.resolve_target(project, bt.bigtable_instance)
 
 
 def input_patterns(options: PipelineOptions) -> list[str]:
     raw = options.view_as(FileInputOptions).input or []
     patterns = [p.strip() for item in raw for p in item.split(",") if p.strip()]
     if not patterns:
-        raise admin.ConfigError(
+        raise errors.ConfigError(
             "no input: pass --input with a file, gs:// path or glob (or --input_subscription)"
         )
     return patterns
@@ -365,7 +365,7 @@ def check_inputs_exist(patterns: Sequence[str]) -> None:
             continue
         if not glob.glob(pattern, recursive=True):
             what = "no file matches" if any(c in pattern for c in "*?[") else "no such file"
-            raise admin.ConfigError(f"--input {pattern}: {what}")
+            raise errors.ConfigError(f"--input {pattern}: {what}")
 
 
 def validate_input(options: PipelineOptions, job: JobSpec) -> None:
@@ -374,9 +374,9 @@ def validate_input(options: PipelineOptions, job: JobSpec) -> None:
     files = options.view_as(FileInputOptions).input
     if stream.input_subscription:
         if files:
-            raise admin.ConfigError("pass --input or --input_subscription, not both")
+            raise errors.ConfigError("pass --input or --input_subscription, not both")
         if not stream.dead_letter_topic and not options.view_as(FileInputOptions).dead_letter:
-            raise admin.ConfigError(
+            raise errors.ConfigError(
                 "streaming needs --dead_letter_topic or --dead_letter (a path prefix for files): "
                 "bad messages must go somewhere"
             )
@@ -384,13 +384,13 @@ def validate_input(options: PipelineOptions, job: JobSpec) -> None:
     else:
         input_patterns(options)
     if stream.hourly_rollup and job.rollup is None:
-        raise admin.ConfigError(f"{job.name} has no hourly rollup")
+        raise errors.ConfigError(f"{job.name} has no hourly rollup")
     ratio = options.view_as(FileInputOptions).max_dead_letter_ratio
     if ratio is not None and not 0 <= ratio <= 1:
-        raise admin.ConfigError(f"--max_dead_letter_ratio {ratio}: give a share from 0 to 1")
+        raise errors.ConfigError(f"--max_dead_letter_ratio {ratio}: give a share from 0 to 1")
     if options.view_as(FileInputOptions).validate_only and stream.input_subscription:
-        raise admin.ConfigError("--validate_only reads files: pass --input, not a subscription")
+        raise errors.ConfigError("--validate_only reads files: pass --input, not a subscription")
     if options.view_as(BigtableOptions).write_timeout_seconds <= 0:
-        raise admin.ConfigError("--write_timeout_seconds must be positive")
+        raise errors.ConfigError("--write_timeout_seconds must be positive")
     if stream.allowed_lateness_minutes < 0:
-        raise admin.ConfigError("--allowed_lateness_minutes cannot be negative")
+        raise errors.ConfigError("--allowed_lateness_minutes cannot be negative")

@@ -11,7 +11,7 @@ from typing import Any
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
-from btts import admin
+from btts import config
 from transforms.ingest.build_rows import (
     EVENT_TIMES,
     NAMESPACE,
@@ -98,7 +98,7 @@ def summary(
     job: str,
     totals: Mapping[str, int],
     seconds: float,
-    target: admin.Target | None,
+    target: config.Target | None,
     reasons: Sequence[Reason] = (),
     top: int = 5,
     dead_letters: str | None = None,
@@ -188,7 +188,7 @@ class RunReport:
     counters: Mapping[str, int]
     seconds: float = 0.0
     tables: tuple[str, ...] = ()
-    target: admin.Target | None = None
+    target: config.Target | None = None
     reasons: tuple[Reason, ...] = ()
     dead_letters: str | None = None  # a file pattern or a topic; None: nothing written
     plan: Any = None  # the nightly job's pipelines.nightly.Plan

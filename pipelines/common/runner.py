@@ -17,7 +17,7 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
-from btts import admin
+from btts import admin, config, errors
 from pipelines.common.jobspec import JobSpec
 from pipelines.common.options import BigtableOptions, FlagValueError, resolve_target
 from transforms.schema import builtin_tables
@@ -37,7 +37,7 @@ _LOG = logging.getLogger(__name__)
 
 def prepare(
     options: PipelineOptions, tables: Sequence[str], job: JobSpec | None = None
-) -> admin.Target:
+) -> config.Target:
     """Validate and preflight before any data moves: fail early, with the fix in the message.
     The tables' declarations come from ``job``, else from the built-in ones."""
     target = resolve_target(options)
@@ -47,11 +47,11 @@ def prepare(
         try:
             for line in admin.preflight(target, decls, create=bt.create_tables):
                 _LOG.info("%s", line)
-        except admin.ConfigError as err:
+        except errors.ConfigError as err:
             if job is None or not job.schema_source:
                 raise
             hint = f"btts tables create --schema {job.schema_source}"
-            raise admin.ConfigError(str(err).replace("btts tables create", hint)) from None
+            raise errors.ConfigError(str(err).replace("btts tables create", hint)) from None
     return target
 
 
@@ -111,11 +111,11 @@ def runner_refusals(name: str) -> Iterator[None]:
         if not text.startswith(_REFUSED_OPTIONS):
             raise
         refused = "; ".join(line.strip() for line in text.splitlines()[1:] if line.strip())
-        why = admin.ConfigError(f"the runner refuses the options: {refused}")
+        why = errors.ConfigError(f"the runner refuses the options: {refused}")
         raise config_exit(name, why) from None
 
 
-def config_exit(name: str, err: admin.ConfigError) -> SystemExit:
+def config_exit(name: str, err: errors.ConfigError) -> SystemExit:
     """The exit for a mistake the user can fix: one line ``<job>: error: …``, no traceback. A
     bad flag value is printed here and exits 2, as argparse's own errors do."""
     line = f"{name}: error: {err}"

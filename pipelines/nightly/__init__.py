@@ -62,7 +62,7 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin
+from btts import errors
 from pipelines import common
 from pipelines.nightly.admin_steps import TABLE_GUARD, prepare
 from pipelines.nightly.dates import (
@@ -160,7 +160,7 @@ def run(argv: Sequence[str] | None = None) -> common.RunReport:
         dry = common.is_dry_run(options)
         for line in [] if dry else prepare(plan):  # a dry run touches no table
             _LOG.info("%s", line)
-    except admin.ConfigError as err:
+    except errors.ConfigError as err:
         raise common.config_exit(NAME, err) from None
     _LOG.info("copying %s day(s) %s of %s", len(plan.days), ", ".join(plan.days), plan.source.name)
     with common.runner_refusals(NAME):

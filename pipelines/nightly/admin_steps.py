@@ -9,7 +9,7 @@ import logging
 
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
 
-from btts import admin
+from btts import admin, config, errors
 from btts.query.engine import KEYS_ONLY
 from pipelines.nightly.dates import as_day, expired_tables, retention_cutoff, single_table
 from pipelines.nightly.plan import Plan
@@ -21,7 +21,7 @@ TABLE_GUARD = 990
 _LOG = logging.getLogger(__name__)
 
 
-def _first_key(target: admin.Target, table: str) -> bytes | None:
+def _first_key(target: config.Target, table: str) -> bytes | None:
     query = ReadRowsQuery(limit=1, row_filter=KEYS_ONLY)
     with BigtableDataClient(project=target.project) as client:
         rows = client.get_table(target.instance, table).read_rows(query)
@@ -64,7 +64,7 @@ def prepare(plan: Plan) -> list[str]:
         if plan.check_source:
             problems = api.problems([plan.source])
             if problems:
-                raise admin.ConfigError(
+                raise errors.ConfigError(
                     "; ".join(problems) + f" in {plan.target.describe()}: nothing to copy from"
                 )
         existing = set(api.list_tables())
@@ -82,7 +82,7 @@ def prepare(plan: Plan) -> list[str]:
                     done.append(f"dropped table {name} (older than --keep_days {plan.keep_days})")
         missing = [name for name in plan.destinations if name not in existing]
         if missing and len(existing) + len(missing) > TABLE_GUARD:
-            raise admin.ConfigError(
+            raise errors.ConfigError(
                 f"{plan.target.describe()} holds {len(existing)} tables; creating "
                 f"{', '.join(missing[:3])}{' …' if len(missing) > 3 else ''} would pass "
                 f"{TABLE_GUARD}, this job's guard below Bigtable's "

@@ -8,7 +8,7 @@ import logging
 import re
 from collections.abc import Iterable
 
-from btts import admin
+from btts import errors
 
 __all__ = [
     "DAY",
@@ -40,13 +40,13 @@ def today(tz: dt.tzinfo) -> dt.date:
 
 
 def parse_day(text: str, flag: str = "--date") -> dt.date:
-    """A ``YYYYMMDD`` day; anything else is a :class:`admin.ConfigError` naming the flag."""
+    """A ``YYYYMMDD`` day; anything else is a :class:`errors.ConfigError` naming the flag."""
     if not isinstance(text, str) or not DAY.fullmatch(text):
-        raise admin.ConfigError(f"{flag}: expected a day as YYYYMMDD, got {text!r}")
+        raise errors.ConfigError(f"{flag}: expected a day as YYYYMMDD, got {text!r}")
     try:
         return dt.date(int(text[:4]), int(text[4:6]), int(text[6:]))
     except ValueError:
-        raise admin.ConfigError(f"{flag}: {text!r} is not a calendar day") from None
+        raise errors.ConfigError(f"{flag}: {text!r} is not a calendar day") from None
 
 
 def day_label(day: dt.date) -> str:
@@ -57,13 +57,13 @@ def day_span(spec: str) -> list[dt.date]:
     """``START..END`` → every day from START to END inclusive."""
     start_text, sep, end_text = spec.partition("..")
     if not sep:
-        raise admin.ConfigError(f"--dates: expected START..END (YYYYMMDD..YYYYMMDD), got {spec!r}")
+        raise errors.ConfigError(f"--dates: expected START..END (YYYYMMDD..YYYYMMDD), got {spec!r}")
     start, end = parse_day(start_text, "--dates"), parse_day(end_text, "--dates")
     if end < start:
-        raise admin.ConfigError(f"--dates: {end_text} is before {start_text}")
+        raise errors.ConfigError(f"--dates: {end_text} is before {start_text}")
     count = (end - start).days + 1
     if count > MAX_DATES:
-        raise admin.ConfigError(
+        raise errors.ConfigError(
             f"--dates: {count} days is more than {MAX_DATES} per run; split the backfill"
         )
     return [start + dt.timedelta(days=n) for n in range(count)]
@@ -73,7 +73,7 @@ def run_days(date: str | None, dates: str | None, today: dt.date) -> list[dt.dat
     """The days this run copies: --date, --dates or yesterday. Days after ``today`` are refused
     (their rows do not exist yet)."""
     if date and dates:
-        raise admin.ConfigError("pass either --date or --dates, not both")
+        raise errors.ConfigError("pass either --date or --dates, not both")
     if dates:
         days = day_span(dates)
     elif date:
@@ -82,7 +82,7 @@ def run_days(date: str | None, dates: str | None, today: dt.date) -> list[dt.dat
         days = [today - dt.timedelta(days=1)]
     late = [d for d in days if d > today]
     if late:
-        raise admin.ConfigError(
+        raise errors.ConfigError(
             f"{day_label(late[0])} is after today ({day_label(today)}): nothing to copy yet"
         )
     if today in days:
@@ -102,7 +102,7 @@ def as_day(text: str) -> dt.date | None:
     """The day ``YYYYMMDD`` names, or None when it is not exactly that."""
     try:
         return parse_day(text)
-    except admin.ConfigError:
+    except errors.ConfigError:
         return None
 
 
@@ -116,7 +116,7 @@ def daily_table_day(name: str, source: str) -> dt.date | None:
 def retention_cutoff(run_day: dt.date, keep_days: int) -> dt.date:
     """The oldest day kept: ``keep_days`` days ending with ``run_day``."""
     if keep_days < 1:
-        raise admin.ConfigError(f"--keep_days must be at least 1, got {keep_days}")
+        raise errors.ConfigError(f"--keep_days must be at least 1, got {keep_days}")
     return run_day - dt.timedelta(days=keep_days - 1)
 
 

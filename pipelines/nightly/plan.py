@@ -9,7 +9,7 @@ import datetime as dt
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin
+from btts import config, errors
 from pipelines import common
 from pipelines.nightly import dates
 from pipelines.nightly.dates import (
@@ -97,7 +97,7 @@ OPTION_CLASSES = (NightlyOptions, common.BigtableOptions, common.TimeOptions)
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    target: admin.Target
+    target: config.Target
     source: TableDecl
     days: tuple[str, ...]
     layout: str
@@ -139,10 +139,10 @@ def _source_decl(name: str) -> TableDecl:
     try:
         decl = builtin_tables.get(name)
     except KeyError as err:
-        raise admin.ConfigError(f"--source_table: {err.args[0]}") from None
+        raise errors.ConfigError(f"--source_table: {err.args[0]}") from None
     last = decl.key.segments[-1]
     if decl.key.delimiter != "#" or last.kind != "time" or last.arg != "yyyymmdd":
-        raise admin.ConfigError(
+        raise errors.ConfigError(
             f"--source_table {name}: its key ({decl.key.describe()}) does not end with "
             "#YYYYMMDD, so its rows cannot be split by day"
         )
@@ -150,7 +150,7 @@ def _source_decl(name: str) -> TableDecl:
 
 
 def make_plan(options: PipelineOptions) -> Plan:
-    """Validate the flags into a :class:`Plan` (raises :class:`admin.ConfigError`)."""
+    """Validate the flags into a :class:`Plan` (raises :class:`errors.ConfigError`)."""
     own = options.view_as(NightlyOptions)
     tz = common.timezone(options)
     source = _source_decl(own.source_table)
@@ -172,9 +172,9 @@ def make_plan(options: PipelineOptions) -> Plan:
         try:
             decl = plan.destination_decls()[0]
         except KeyError:
-            raise admin.ConfigError(
+            raise errors.ConfigError(
                 f"--layout single_table needs a declared table {single_table(source.name)}"
             ) from None
         if [f.name for f in decl.families] != [f.name for f in source.families]:
-            raise admin.ConfigError(f"{decl.name} must have the families of {source.name}")
+            raise errors.ConfigError(f"{decl.name} must have the families of {source.name}")
     return plan

@@ -47,7 +47,6 @@ __all__ = [
     "InFlightLimit",
     "RateLimiter",
     "RequestSender",
-    "WriteFailed",
     "all_written",
     "direct_rows_sender",
     "feature_flags_header",
@@ -70,10 +69,6 @@ _RETRYABLE_ERRORS = (
     api_exceptions.TooManyRequests,  # RESOURCE_EXHAUSTED
 )
 FEATURES_HEADER = "bigtable-features"
-
-
-class WriteFailed(RuntimeError):
-    """Rows a table did not accept; the message carries the server's errors."""
 
 
 @dataclass(slots=True)

@@ -58,11 +58,11 @@ from transforms.bigtable.transport import (
     Batch,
     FlowControl,
     RequestSender,
-    WriteFailed,
     direct_rows_sender,
     mutate_rows_call,
 )
 from transforms.build import wire
+from transforms.errors import WriteFailed
 from transforms.ingest.build_rows import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
 

@@ -35,18 +35,11 @@ from google.cloud.bigtable.data import (
 )
 
 from transforms.bigtable import retry_harness as retry_harness_modes
+from transforms.errors import AggregateWriteError
 from transforms.ingest.build_rows import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, AddCell, RowMutation
 
-__all__ = ["AggregateWriteError", "WriteAggregates", "describe_failures", "to_entry"]
-
-
-class AggregateWriteError(RuntimeError):
-    """Some AddToCell entries were not applied. ``failed`` lists ``(row key, cause)``."""
-
-    def __init__(self, message: str, failed: list[tuple[bytes | None, str]]) -> None:
-        super().__init__(message)
-        self.failed = failed
+__all__ = ["WriteAggregates", "describe_failures", "to_entry"]
 
 
 def to_entry(row: RowMutation) -> RowMutationEntry:

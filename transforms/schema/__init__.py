@@ -24,6 +24,7 @@ Pure: no Beam, no client.
 
 from __future__ import annotations
 
+from transforms.errors import SchemaError
 from transforms.schema.help import describe_input
 from transforms.schema.loader import builtin, check, load, loads, with_times
 from transforms.schema.model import (
@@ -51,7 +52,6 @@ from transforms.schema.model import (
     RollupRule,
     RowsPer,
     Schema,
-    SchemaError,
     TableSpec,
 )
 from transforms.schema.problems import Problems

@@ -12,12 +12,13 @@ from pathlib import Path
 
 import yaml
 
+from transforms.errors import SchemaError
 from transforms.schema import advisor as advisor_rules
 from transforms.schema import event as event_rules
 from transforms.schema import queries as query_rules
 from transforms.schema import tables as table_rules
 from transforms.schema.era import stamp_problem
-from transforms.schema.model import DECLARATIONS, FieldSpec, Schema, SchemaError, TableSpec
+from transforms.schema.model import DECLARATIONS, FieldSpec, Schema, TableSpec
 from transforms.schema.problems import Problems
 from transforms.schema.yaml_lines import line_of, parse
 from transforms.text import timefmt

@@ -8,7 +8,6 @@ every check, so a reader never meets a half-checked schema. Pure: no YAML, no Be
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +39,6 @@ __all__ = [
     "RollupRule",
     "RowsPer",
     "Schema",
-    "SchemaError",
     "TableSpec",
 ]
 
@@ -88,18 +86,6 @@ ADVISOR_FIELD_KINDS = {
     "pii": "personal data (e-mail, phone number, a person's name…)",
 }
 DECLARATIONS = Path(__file__).parent.parent / "declarations"  # the built-in datasets' files
-
-
-class SchemaError(ValueError):
-    """A schema file that cannot be used; ``problems`` holds ``(line, message)`` pairs."""
-
-    def __init__(self, source: str, problems: Sequence[tuple[int, str]]) -> None:
-        self.source = source
-        self.problems = list(problems)
-        lines = [f"{source}:{line}: {message}" for line, message in self.problems]
-        super().__init__(
-            f"{len(self.problems)} problem(s) in schema {source}:\n  " + "\n  ".join(lines)
-        )
 
 
 @dataclass(frozen=True)

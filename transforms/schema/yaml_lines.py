@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import yaml
 
-from transforms.schema.model import SchemaError
+from transforms.errors import SchemaError
 
 __all__ = ["Map", "Seq", "line_of", "parse"]
 
