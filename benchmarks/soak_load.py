@@ -231,14 +231,14 @@ def expected_hourly(hourly: dict, hosts: Sequence[str]) -> dict:
 def rollup_check(target, hourly: dict, hosts: int) -> dict:
     """METRIC_HOURLY's latest exact_sum / exact_count of every host-hour and metric against the
     publisher's totals (values are hundredths; the rollup scales by 10**6)."""
-    from btts import admin
+    from btts.query import engine
     from pipelines import server_metrics
 
     names = [host_name(i) for i in range(hosts)]
     expected = expected_hourly(hourly, names)
     key_fn = server_metrics.JOB.rollup.key_fn
     qualifiers = [m.upper().encode() for m in METRICS]
-    stored = {r.key: r.latest() for r in admin.read_rows(target, "METRIC_HOURLY")}
+    stored = {r.key: r.latest() for r in engine.read_rows(target, "METRIC_HOURLY")}
     mismatches = 0
     for (host, hour), totals in expected.items():
         cells = stored.pop(key_fn(host, hour), {})

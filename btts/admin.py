@@ -6,30 +6,17 @@ Works against the emulator (``BIGTABLE_EMULATOR_HOST``) or a real instance.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
 
 from google.api_core import exceptions as gexc
 from google.cloud import bigtable
-from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 from google.cloud.bigtable_admin_v2 import types as admin_types
 from google.protobuf import duration_pb2
 
 from btts.config import Target
 from btts.errors import ConfigError
-from transforms.limits import MAX_TABLES_PER_INSTANCE as MAX_TABLES_PER_INSTANCE  # re-exported
-from transforms.mutations import Cell, stored_cells
 from transforms.table_model import Family, TableDecl
 
-__all__ = [
-    "Admin",
-    "ReadCell",
-    "ReadRow",
-    "column_family",
-    "drop_tenant",
-    "gc_rule",
-    "preflight",
-    "read_rows",
-]
+__all__ = ["Admin", "column_family", "drop_tenant", "gc_rule", "preflight"]
 
 
 def gc_rule(family: Family) -> admin_types.GcRule | None:
@@ -192,42 +179,3 @@ def preflight(target: Target, decls: Sequence[TableDecl], create: bool = False) 
 
 
 # -- reading back -----------------------------------------------------------------------------
-
-
-ReadCell = Cell  # a cell read back is the builders' Cell: (family, qualifier, value, timestamp_us)
-
-
-class ReadRow(NamedTuple):
-    key: bytes
-    cells: tuple[ReadCell, ...]
-
-    def latest(self) -> dict[tuple[str, bytes], bytes]:
-        """The newest value of each column (cells come newest first per column)."""
-        out: dict[tuple[str, bytes], bytes] = {}
-        for cell in self.cells:
-            out.setdefault((cell.family, cell.qualifier), cell.value)
-        return out
-
-    @classmethod
-    def of(cls, row) -> ReadRow:
-        """A data-client ``Row`` as plain tuples, cells as stored."""
-        return cls(bytes(row.row_key), stored_cells(row))
-
-
-def read_rows(
-    target: Target,
-    table: str,
-    start: bytes | None = None,
-    end: bytes | None = None,
-    latest_only: bool = False,
-    limit: int | None = None,
-) -> list[ReadRow]:
-    """Rows of ``[start, end)`` (the whole table by default), cells as stored."""
-    query = ReadRowsQuery(
-        row_ranges=RowRange(start_key=start, end_key=end) if (start or end) else None,
-        row_filter=row_filters.CellsColumnLimitFilter(1) if latest_only else None,
-        limit=limit,
-    )
-    with BigtableDataClient(project=target.project) as client:
-        handle = client.get_table(target.instance, table)
-        return [ReadRow.of(row) for row in handle.read_rows(query)]

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from btts.emulator import EMULATOR_INSTANCE, EMULATOR_PROJECT, ENV_HOST
 from btts.errors import ConfigError
-from transforms.limits import MAX_TABLES_PER_INSTANCE as MAX_TABLES_PER_INSTANCE  # re-exported
 
 __all__ = ["Target", "load_schema", "resolve_target"]
 

@@ -18,6 +18,7 @@ from btts_cli import query_command as query_cli
 from btts_cli import serve_command, templates
 from btts_cli.cliparse import Commands, Parser
 from pipelines import job_modules
+from transforms import limits
 
 __all__ = [
     "COMMAND_GROUPS", "OWN_LOGGERS", "check_emulator", "main", "parser", "reaches_bigtable",
@@ -77,7 +78,7 @@ def _tables_list(args: argparse.Namespace) -> int:
         print(f"  {name:<24} {f'declared in {args.schema}' if name in mine else builtin}")
     if not present:
         print("  (none; `btts tables create` makes the declared ones)")
-    print(f"{len(present)} of at most {admin.MAX_TABLES_PER_INSTANCE} tables per instance")
+    print(f"{len(present)} of at most {limits.MAX_TABLES_PER_INSTANCE} tables per instance")
     return 0
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from btts import admin, config
+from btts import config
+from btts.query import engine
 from pipelines import load
 from transforms.table_model import KeyRecipe, Segment
 
@@ -62,7 +63,7 @@ def dump(target: config.Target, table: str, latest_only: bool = False) -> list[t
     return sorted(
         (
             (row.key, cell.family, cell.qualifier, cell.value, cell.timestamp_us)
-            for row in admin.read_rows(target, table, latest_only=latest_only)
+            for row in engine.read_rows(target, table, latest_only=latest_only)
             for cell in row.cells
         ),
         key=lambda c: (c[0], c[1], c[2], -c[4]),

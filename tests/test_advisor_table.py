@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from btts import admin
-from btts.admin import ReadCell, ReadRow
 from btts.advisor import table_report
 from btts.advisor.table_report import classify_segment, spearman
+from btts.query import engine
 from btts.samples import data as samples
 from btts_cli import advise_command
 from tests.helpers import run_job, write_lines
+from transforms.mutations import ReadCell, ReadRow
 
 # -- pure ---------------------------------------------------------------------------------------
 
@@ -112,7 +112,7 @@ def battery_tables(target, tmp_path):
 
 def test_report_matches_what_the_table_holds(battery_tables):
     target, events = battery_tables
-    stored = admin.read_rows(target, "BATTERY_TS_FIRST")
+    stored = engine.read_rows(target, "BATTERY_TS_FIRST")
     assert len(stored) == events
     # Paged reads see every row once, in key order.
     assert list(table_report.iter_rows(target, "BATTERY_TS_FIRST", page=7)) == stored

@@ -36,7 +36,8 @@ import apache_beam as beam
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import admin, config
+from btts import config
+from btts.query import engine
 from pipelines import common, load
 from tests.helpers import dump, read_dead_letters, run_job
 from transforms.ingest.build_rows import DEAD_LETTER, BuildRows, WriteDeadLetters, as_block, decoder
@@ -352,7 +353,7 @@ def test_a_duplicated_event_lands_once(name, corpus_run):
                 if r.table == row.table
             ]
             assert row.key not in others, f"{name}: pick a duplicate whose rows are its own"
-            stored = admin.read_rows(run.target, row.table, row.key, row.key + b"\x00")
+            stored = engine.read_rows(run.target, row.table, row.key, row.key + b"\x00")
             assert len(stored) == 1
             cells = stored[0].cells
             if manifest.get("aggregate"):

@@ -15,6 +15,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import admin, errors
+from btts.query import engine
 from btts.query import engine as q
 from btts_cli import main as cli
 from pipelines import battery as job
@@ -269,7 +270,7 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
     result = run_job("battery", target, source, dead)
 
     expected = {compiled("battery", ("BATTERY",))(parse_json_object(g))[0].key for g in good}
-    assert {r.key for r in admin.read_rows(target, "BATTERY")} == expected
+    assert {r.key for r in engine.read_rows(target, "BATTERY")} == expected
     letters = read_dead_letters(dead)
     assert {d["raw"]: d["reason"] for d in letters} == bad
     assert all(d["pipeline"] == "battery" for d in letters)
@@ -285,7 +286,7 @@ def test_csv_input_salted(target, tmp_path):
         ["timestamp,user,percentage", "20150301124501001,Corrie,98", "2015-03-01T12:45:02Z,Jo,7.5"],
     )
     run_job("battery", target, source, tmp_path / "d", ["--battery_layout=salted"])
-    rows = {r.key: r.latest() for r in admin.read_rows(target, "BATTERY_SALTED")}
+    rows = {r.key: r.latest() for r in engine.read_rows(target, "BATTERY_SALTED")}
     want_second = BATTERY_SALTED.key.build({"ts": 1425213902000})
     assert rows == {
         b"BATTERY#1#20150301124501001": {
@@ -339,7 +340,7 @@ def test_salted_time_range_read_equals_the_promoted_layout(target, tmp_path, cap
     promoted = sorted(
         (
             e
-            for e in _events_from_promoted(admin.read_rows(target, "BATTERY", latest_only=True))
+            for e in _events_from_promoted(engine.read_rows(target, "BATTERY", latest_only=True))
             if start <= e[1] < end
         ),
         key=lambda e: e[1],

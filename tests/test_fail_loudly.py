@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from btts import admin
+from btts.query import engine
 from pipelines import common
 from tests.helpers import read_dead_letters, run_job, write_lines
 from transforms.errors import reason_kind
@@ -60,7 +60,7 @@ def test_all_bad_input_fails_the_job_and_names_the_reason(target, tmp_path, caps
     letters = read_dead_letters(dead)
     assert len(letters) == 8  # every bad line kept, with its reason and line
     assert sorted(d["line"] for d in letters) == [1, 2, 3, 4, 5, 6, 7, 9]
-    assert admin.read_rows(target, "SENSOR") == []
+    assert engine.read_rows(target, "SENSOR") == []
 
 
 def test_max_dead_letter_ratio_fails_after_writing_what_was_valid(target, tmp_path):
@@ -70,7 +70,7 @@ def test_max_dead_letter_ratio_fails_after_writing_what_was_valid(target, tmp_pa
     assert result.counters["events_valid"] == 1
     with pytest.raises(common.JobFailed, match=r"1 dead letters in 2 records \(50.00%\)"):
         run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=0.4"])
-    (row,) = admin.read_rows(target, "SENSOR", latest_only=True)
+    (row,) = engine.read_rows(target, "SENSOR", latest_only=True)
     assert row.latest()[("METER", b"0015")] == b"13.45"
     with pytest.raises(SystemExit, match="give a share from 0 to 1"):
         run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=5"])
@@ -107,4 +107,4 @@ def test_the_summary_says_when_row_writes_share_rows(target, tmp_path, capsys):
     assert result.counters["rows_SENSOR"] == 3
     assert result.counters["distinct_rows_SENSOR"] == 1
     assert "(3 row writes into 1 distinct row)" in capsys.readouterr().out
-    assert len(admin.read_rows(target, "SENSOR")) == 1
+    assert len(engine.read_rows(target, "SENSOR")) == 1

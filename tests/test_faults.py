@@ -10,8 +10,9 @@ import time
 
 import pytest
 
-from btts import admin, config
+from btts import config
 from btts.emulator import ENV_HOST, Emulator
+from btts.query import engine
 from btts.samples import data
 from tests.helpers import dump, run_job, write_lines
 
@@ -46,7 +47,7 @@ def _when_writing_starts(target: config.Target, action) -> threading.Thread:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
-                if admin.read_rows(target, "METRIC", limit=1):
+                if engine.read_rows(target, "METRIC", limit=1):
                     action()
                     return
             except Exception:  # the table may not exist yet

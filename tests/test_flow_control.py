@@ -363,6 +363,7 @@ def test_beams_sink_metrics_and_display_data_by_name(target):
     from apache_beam.transforms.display import DisplayData
 
     from btts import admin
+    from btts.query import engine
     from transforms.bigtable import write
     from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
@@ -383,7 +384,7 @@ def test_beams_sink_metrics_and_display_data_by_name(target):
     )
     result = p.run()
     result.wait_until_finish()
-    stored = {r.key: r.latest()[("f", b"q")] for r in admin.read_rows(target, "DROPIN")}
+    stored = {r.key: r.latest()[("f", b"q")] for r in engine.read_rows(target, "DROPIN")}
     assert stored == {**{r.key: r.cells[0].value for r in rows}, b"direct": b"dv"}
 
     metrics = result.metrics()

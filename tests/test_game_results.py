@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from btts import admin
+from btts.query import engine
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
@@ -97,7 +97,7 @@ RESULTS = [
 
 
 def _keys(target, table: str, start: bytes, end: bytes) -> list[bytes]:
-    return [r.key for r in admin.read_rows(target, table, start, end)]
+    return [r.key for r in engine.read_rows(target, table, start, end)]
 
 
 def test_each_query_is_one_range_scan_and_bad_lines_are_dead_letters(target, tmp_path):

@@ -8,6 +8,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import admin
+from btts.query import engine
 from pipelines import garden as garden_job
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms.errors import InvalidEvent
@@ -142,7 +143,7 @@ def test_month_layout_writes_one_wide_row_per_month(target, tmp_path):
     )
     with admin.Admin(target) as adm:
         assert adm.list_tables() == ["GARDEN_MONTHLY"]
-    rows = admin.read_rows(target, "GARDEN_MONTHLY")
+    rows = engine.read_rows(target, "GARDEN_MONTHLY")
     assert [r.key for r in rows] == [b"VEGGIEGARDEN#201503", b"VEGGIEGARDEN#201504"]
     assert rows[0].latest() == {
         ("TEMP", b"1"): b"60.4",

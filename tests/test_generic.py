@@ -9,6 +9,7 @@ import pickle
 import pytest
 
 from btts import admin
+from btts.query import engine
 from btts_cli import main as cli
 from pipelines import generic as generic_job
 from tests.conftest import REPO, load_golden_ids
@@ -89,13 +90,13 @@ def test_golden_cases_through_the_generic_pipeline(case_id, golden_cases, target
     for expected in case.get("expected_latest", []):
         table = _table_of(expected, table_map)
         key = expected["row_key"].encode()
-        (row,) = admin.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
+        (row,) = engine.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
         qualifier = expected["qualifier"].encode()
         assert row.latest()[(expected["family"], qualifier)] == expected["value"].encode()
     if "expected_row_key_regex" in case:
         import re
 
-        (found,) = [r.key.decode() for r in admin.read_rows(target, table_map[None])]
+        (found,) = [r.key.decode() for r in engine.read_rows(target, table_map[None])]
         assert re.match(case["expected_row_key_regex"], found)
 
 
@@ -135,7 +136,7 @@ def test_iot_schema_from_the_guide_ingests_with_dead_letters(target, tmp_path):
     assert any("999 is above its maximum 200" in r for r in reasons)
     assert {d["pipeline"] for d in dead} == {"iot_temperatures"}
 
-    rows = {r.key: r for r in admin.read_rows(target, "DEVICE_TEMP")}
+    rows = {r.key: r for r in engine.read_rows(target, "DEVICE_TEMP")}
     # newest hour first within a device; one row per device and hour (TB-CELL)
     assert list(rows) == [
         b"dev-1#" + _reversed(HOUR + 3_600_000),
@@ -153,9 +154,9 @@ def test_iot_schema_from_the_guide_ingests_with_dead_letters(target, tmp_path):
     assert families["t"].gc_rule is not None
 
     # idempotent: the same input again leaves the same cells
-    before = sorted((r.key, c) for r in admin.read_rows(target, "DEVICE_TEMP") for c in r.cells)
+    before = sorted((r.key, c) for r in engine.read_rows(target, "DEVICE_TEMP") for c in r.cells)
     run_job("generic", target, source, tmp_path / "dead2", [f"--schema={IOT}"])
-    after = sorted((r.key, c) for r in admin.read_rows(target, "DEVICE_TEMP") for c in r.cells)
+    after = sorted((r.key, c) for r in engine.read_rows(target, "DEVICE_TEMP") for c in r.cells)
     assert after == before
 
 
@@ -171,7 +172,7 @@ def test_iot_csv_input(target, tmp_path):
     result = run_job("generic", target, source, tmp_path / "dead", [f"--schema={IOT}"])
     assert result.counters["events_valid"] == 1
     assert len(read_dead_letters(tmp_path / "dead")) == 1
-    (row,) = admin.read_rows(target, "DEVICE_TEMP")
+    (row,) = engine.read_rows(target, "DEVICE_TEMP")
     assert [(c.qualifier, c.value) for c in row.cells] == [(b"temp", b"19.75")]
 
 
@@ -245,7 +246,7 @@ def test_aggregate_schema_adds_with_add_to_cell(target, tmp_path):
     source = write_lines(tmp_path / "sales.jsonl", lines)
     schema = REPO / "transforms" / "declarations" / "sales.yaml"
     run_job("generic", target, source, tmp_path / "dead", [f"--schema={schema}"])
-    (row,) = admin.read_rows(target, "SALES_MONTHLY")
+    (row,) = engine.read_rows(target, "SALES_MONTHLY")
     assert row.key == b"Corrie#201503"
     sums = {c.qualifier: int.from_bytes(c.value, "big", signed=True) for c in row.cells}
     assert sums == {b"AMOUNT": 2000, b"COUNT": 2}

@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from btts import admin, config
+from btts import config
+from btts.query import engine
 from pipelines import job_modules
 from tests.conftest import load_golden_ids
 from tests.helpers import read_dead_letters, recipe_key, run_job, write_lines
@@ -81,7 +82,7 @@ def _table_of(expected: dict, table_map: dict) -> str:
 
 def _check_row(target: config.Target, table: str, expected: dict) -> None:
     key = expected["row_key"].encode("utf-8")
-    rows = admin.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
+    rows = engine.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
     assert [r.key for r in rows] == [key], f"{table}: no row {expected['row_key']!r}"
     row = rows[0]
     if "cells" in expected:
@@ -147,7 +148,7 @@ def test_golden_case(case_id, golden_cases, target, tmp_path):
     for expected in case.get("expected_latest", []):
         table = _table_of(expected, table_map)
         key = expected["row_key"].encode("utf-8")
-        (row,) = admin.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
+        (row,) = engine.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
         qualifier = expected["qualifier"].encode("utf-8")
         assert row.latest()[(expected["family"], qualifier)] == expected["value"].encode("utf-8")
     if "nightly" in case:  # the day's rows copied by the nightly job into their own table
@@ -161,11 +162,11 @@ def test_golden_case(case_id, golden_cases, target, tmp_path):
                 f"--bigtable_instance={target.instance}",
             ]
         )
-        copied = admin.read_rows(target, spec["expected_table"])
+        copied = engine.read_rows(target, spec["expected_table"])
         assert [r.key.decode() for r in copied] == spec["expected_row_keys"]
-        source = {r.key: r.cells for r in admin.read_rows(target, "SENSOR", latest_only=True)}
+        source = {r.key: r.cells for r in engine.read_rows(target, "SENSOR", latest_only=True)}
         assert all(r.cells == source[r.key] for r in copied)
     if "expected_row_key_regex" in case:
         table = table_map[None]
-        found = [r.key.decode() for r in admin.read_rows(target, table)]
+        found = [r.key.decode() for r in engine.read_rows(target, table)]
         assert len(found) == 1 and re.match(case["expected_row_key_regex"], found[0]), found

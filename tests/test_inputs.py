@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from btts import admin
+from btts.query import engine
 from tests.helpers import read_dead_letters, run_job
 from transforms.ingest import readers
 from transforms.ingest.readers import columnar_record
@@ -134,7 +134,7 @@ def test_every_format_lands_its_good_records_and_dead_letters_its_bad_ones(targe
     dead = tmp_path / "dead" / "s"
     result = run_job("generic", target, data / "*", dead, [f"--schema={schema}"])
 
-    rows = {r.key: r.latest() for r in admin.read_rows(target, "READING", latest_only=True)}
+    rows = {r.key: r.latest() for r in engine.read_rows(target, "READING", latest_only=True)}
     assert set(rows) == {
         _key("A", 0),
         _key("A", 2),
@@ -268,7 +268,7 @@ def test_a_gzip_csv_named_data_gz_lands(target, tmp_path):
     (tmp_path / "data.gz").write_bytes(gzip.compress(f"station,ts,temp\n{rows}".encode()))
     dead = tmp_path / "dead" / "s"
     run_job("generic", target, tmp_path / "data.gz", dead, [f"--schema={schema}"])
-    landed = {r.key: r.latest() for r in admin.read_rows(target, "READING", latest_only=True)}
+    landed = {r.key: r.latest() for r in engine.read_rows(target, "READING", latest_only=True)}
     assert {k for k in landed if k.startswith(b"S#")} == {_key("S", m) for m in range(3)}
     assert landed[_key("S", 2)][("r", b"temp")] == b"2.5"
     assert not list(read_dead_letters(dead))

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from btts import admin
+from btts.query import engine
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
@@ -165,12 +166,12 @@ def test_job_lands_good_lines_and_dead_letters_bad_ones(target, tmp_path):
     assert (counts["events_valid"], counts["dead_letters"]) == (2, len(BAD_LINES))
     assert (counts["rows_QUOTE"], counts["cells_QUOTE"]) == (2, 14)
     assert (counts["rows_TRADE"], counts["cells_TRADE"]) == (2, 12)
-    assert [r.key for r in admin.read_rows(target, "QUOTE")] == [
+    assert [r.key for r in engine.read_rows(target, "QUOTE")] == [
         b"NASDAQ#ZXZZT#1426535612156",
         b"NYSE  #IBM  #1426535612156",
     ]
     # One exchange + symbol over a time range is one contiguous scan.
-    scan = admin.read_rows(
+    scan = engine.read_rows(
         target, "TRADE", b"NYSE  #IBM  #1426535612000", b"NYSE  #IBM  #1426535613"
     )
     assert [r.key for r in scan] == [b"NYSE  #IBM  #1426535612045"]

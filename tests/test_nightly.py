@@ -17,6 +17,7 @@ from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, Set
 from google.cloud.bigtable.data.mutations import DeleteAllFromRow
 
 from btts import admin, config, errors
+from btts.query import engine
 from pipelines import common, nightly
 from tests.helpers import compiled, dump, run_job, write_lines
 from transforms.bigtable import write
@@ -84,7 +85,7 @@ def _live(target: config.Target, table: str, day: str | None = None) -> list[tup
     """Every live cell (METER keeps one version; the emulator collects older ones lazily)."""
     return [
         (row.key, c.family, c.qualifier, c.value, c.timestamp_us)
-        for row in admin.read_rows(target, table, latest_only=True)
+        for row in engine.read_rows(target, table, latest_only=True)
         for c in row.cells
         if day is None or row.key.endswith(b"#" + day.encode())
     ]

@@ -9,6 +9,7 @@ import pytest
 from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
 
 from btts import admin, config
+from btts.query import engine
 from transforms import schema as sf
 from transforms.build import builder
 from transforms.errors import InvalidEvent
@@ -196,13 +197,13 @@ def test_a_correction_is_a_newer_version_and_history_is_kept(target):
     _write(target, _build(STOCK, CORRECTION))
     _write(target, _build(STOCK, CLOSE))
 
-    (row,) = admin.read_rows(target, "STOCK_PRICE")
+    (row,) = engine.read_rows(target, "STOCK_PRICE")
     assert row.key == b"ZXZZT#20150301"
     assert [(c.value, c.timestamp_us) for c in row.cells] == [
         (b"600.66", CORRECTION_US),
         (b"600.60", CLOSE_US),
     ]
-    (latest,) = admin.read_rows(target, "STOCK_PRICE", latest_only=True)
+    (latest,) = engine.read_rows(target, "STOCK_PRICE", latest_only=True)
     assert latest.latest() == {("STOCK", b"PRICE"): b"600.66"}
     with admin.Admin(target) as client:
         assert client.get_families("STOCK_PRICE")["STOCK"].gc_rule.max_num_versions == 5
@@ -216,7 +217,7 @@ def test_one_row_holds_a_persons_friends(target):
         '{"person": "Sofia", "friend": "Jose", "circle": "work", "timestamp": 1425243600001}',
     ]
     _write(target, [r for line in lines for r in _build(FRIEND, line)])
-    rows = admin.read_rows(target, "FRIENDS", start=b"Jose", end=b"Jose\x00")
+    rows = engine.read_rows(target, "FRIENDS", start=b"Jose", end=b"Jose\x00")
     assert [r.key for r in rows] == [b"Jose"]
     assert rows[0].latest() == {
         ("Friends", b"Ana"): b"school",
@@ -235,11 +236,11 @@ def test_dropping_a_tenant_leaves_lookalike_tenants_untouched(target):
             )
             rows += _build(DEVICE_READING, line)
     _write(target, rows)
-    assert len(admin.read_rows(target, "DEVICE")) == 6
+    assert len(engine.read_rows(target, "DEVICE")) == 6
 
     assert admin.drop_tenant(target, "DEVICE", "acme") == b"acme#"
 
-    assert [r.key for r in admin.read_rows(target, "DEVICE")] == [
+    assert [r.key for r in engine.read_rows(target, "DEVICE")] == [
         b"acm#phone#4c410523#20190501",
         b"acm#phone#9f00aa01#20190501",
         b"acme2#phone#4c410523#20190501",
@@ -264,6 +265,6 @@ def test_a_site_scan_reads_the_site_and_subdomains(target):
     found = [
         row.key
         for start, end in keys.site_ranges("google.com")
-        for row in admin.read_rows(target, "WEB_PAGES", start, end)
+        for row in engine.read_rows(target, "WEB_PAGES", start, end)
     ]
     assert found == [b"com.google#20150301", b"com.google.maps#20150301"]

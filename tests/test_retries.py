@@ -18,7 +18,8 @@ from decimal import Decimal
 
 import pytest
 
-from btts import admin, config
+from btts import config
+from btts.query import engine
 from btts.samples import data
 from tests.helpers import retry_harness as harness_on
 from tests.helpers import run_job, write_lines
@@ -87,7 +88,7 @@ def hourly(target: config.Target, dataset: str, table: str, expected) -> dict:
     latest cells of the exact families (or of the AddToCell ones, for the add mode)."""
     spec = schema_rollups(schema_lib.builtin(dataset))
     (key_fn,) = [s.key_fn for s in spec.values() if s.table == table]
-    rows = {r.key: r for r in admin.read_rows(target, table)}
+    rows = {r.key: r for r in engine.read_rows(target, table)}
     assert len(rows) == len(expected), "one row per entity and hour"
     out = {}
     for (entity, hour), metrics in expected.items():
@@ -208,7 +209,7 @@ def _sales_sums(records) -> dict[bytes, tuple[int, int]]:
 
 def _sales_table(target: config.Target) -> dict[bytes, tuple[int, int]]:
     out = {}
-    for row in admin.read_rows(target, "SALES_MONTHLY"):
+    for row in engine.read_rows(target, "SALES_MONTHLY"):
         latest = row.latest()
         out[row.key] = tuple(
             int.from_bytes(latest[("sum", q)], "big", signed=True) for q in (b"AMOUNT", b"COUNT")

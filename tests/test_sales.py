@@ -16,6 +16,7 @@ import apache_beam as beam
 import pytest
 
 from btts import admin, config
+from btts.query import engine
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
 from transforms.bigtable.write_aggregates import WriteAggregates, to_entry
 from transforms.errors import AggregateWriteError, InvalidEvent
@@ -134,7 +135,7 @@ def test_the_aggregate_writer_takes_add_cells_only():
 def _read_sums(target: config.Target) -> dict[str, dict[bytes, tuple[int, int]]]:
     """{row key: {qualifier: (value, cell timestamp)}}, requiring one cell per column."""
     out: dict[str, dict[bytes, tuple[int, int]]] = {}
-    for row in admin.read_rows(target, "SALES_MONTHLY"):
+    for row in engine.read_rows(target, "SALES_MONTHLY"):
         columns: dict[bytes, tuple[int, int]] = {}
         for cell in row.cells:
             assert cell.family == "sum"
@@ -265,7 +266,7 @@ def test_a_failed_entry_fails_the_write_and_names_the_key(target):
     assert "The other 2 were applied; AddToCell is not idempotent" in message
     assert any(isinstance(e, AggregateWriteError) for e in chain), chain
     # the other entries of the batch were applied (which is why a retry would add them again)
-    stored = {r.key: _int64(r.cells[0].value) for r in admin.read_rows(target, "AGG_CHECK")}
+    stored = {r.key: _int64(r.cells[0].value) for r in engine.read_rows(target, "AGG_CHECK")}
     assert stored == {b"good1": 2, b"good2": 3}
 
 

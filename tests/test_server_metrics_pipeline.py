@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from btts import admin
+from btts.query import engine
 from btts.samples import data
 from pipelines import server_metrics as job
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
@@ -35,8 +35,8 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
     result = run_job("server_metrics", target, source, dead)
 
     metric_keys, current_keys = _expected_keys(good)
-    assert {r.key for r in admin.read_rows(target, "METRIC")} == metric_keys
-    assert {r.key for r in admin.read_rows(target, "CURRENT_METRIC")} == current_keys
+    assert {r.key for r in engine.read_rows(target, "METRIC")} == metric_keys
+    assert {r.key for r in engine.read_rows(target, "CURRENT_METRIC")} == current_keys
     letters = read_dead_letters(dead)
     assert sorted(d["raw"] for d in letters) == sorted(bad)
     assert all(d["reason"] and d["pipeline"] == "server_metrics" for d in letters)
@@ -52,7 +52,7 @@ def test_good_and_bad_lines_reconcile(target, tmp_path):
 def test_every_metric_value_lands_as_source_text(target, tmp_path):
     good = list(data.metric_events(hosts=3, seconds=15))
     run_job("server_metrics", target, write_lines(tmp_path / "in.jsonl", good), tmp_path / "d")
-    stored = {r.key: r.latest() for r in admin.read_rows(target, "METRIC")}
+    stored = {r.key: r.latest() for r in engine.read_rows(target, "METRIC")}
     for line in good:
         event = json.loads(line)
         key = f"{event['hostname']}#{events_ms(event['timestamp'])}".encode()
@@ -82,7 +82,7 @@ def test_late_reading_in_a_later_run_does_not_move_current_backwards(target, tmp
     old = '{"hostname": "h", "timestamp": "2015-03-16T19:53:32.045Z", "metrics": {"cpu": 0.02}}'
     run_job("server_metrics", target, write_lines(tmp_path / "a.jsonl", [new]), tmp_path / "d")
     run_job("server_metrics", target, write_lines(tmp_path / "b.jsonl", [old]), tmp_path / "e")
-    (row,) = admin.read_rows(target, "CURRENT_METRIC", latest_only=True)
+    (row,) = engine.read_rows(target, "CURRENT_METRIC", latest_only=True)
     assert row.latest() == {("METRIC", b"CPU"): b"0.05"}
     assert row.cells[0].timestamp_us == 1426535617045000
 
@@ -93,7 +93,7 @@ def test_csv_input(target, tmp_path):
         ["hostname,timestamp,cpu/cpu1_usr", "server1.bbb.com,2015-03-16T19:53:32.045Z,0.02"],
     )
     run_job("server_metrics", target, source, tmp_path / "d")
-    (row,) = admin.read_rows(target, "METRIC")
+    (row,) = engine.read_rows(target, "METRIC")
     assert row.key == b"server1.bbb.com#1426535612045"
     assert row.latest() == {("METRIC", b"CPU/CPU1_USR"): b"0.02"}
 

@@ -9,6 +9,7 @@ import zoneinfo
 import pytest
 
 from btts import admin, config
+from btts.query import engine
 from tests.helpers import compiled, read_dead_letters, run_job, write_lines
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
@@ -30,7 +31,7 @@ def latest_dump(target: config.Target) -> list[tuple]:
     lazily, so older versions of ``ID`` may or may not still be there."""
     return [
         (row.key, c.family, c.qualifier, c.value, c.timestamp_us)
-        for row in admin.read_rows(target, "SENSOR", latest_only=True)
+        for row in engine.read_rows(target, "SENSOR", latest_only=True)
         for c in row.cells
     ]
 
@@ -145,7 +146,7 @@ def test_job_appends_readings_and_dead_letters_bad_lines(target, tmp_path):
     assert (counts["events_valid"], counts["dead_letters"]) == (4, 4)
     assert (counts["rows_SENSOR"], counts["cells_SENSOR"]) == (4, 8)
 
-    latest = {r.key: r.latest() for r in admin.read_rows(target, "SENSOR", latest_only=True)}
+    latest = {r.key: r.latest() for r in engine.read_rows(target, "SENSOR", latest_only=True)}
     assert latest == {
         b"0000000042#20170726": {("METER", b"ID"): b"42", ("METER", b"0015"): b"0.50"},
         b"0000987654#20170726": {

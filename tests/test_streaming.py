@@ -17,7 +17,8 @@ from decimal import Decimal
 import apache_beam as beam
 import pytest
 
-from btts import admin, config
+from btts import config
+from btts.query import engine
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
 from pipelines.common import job_tables, parse_args, prepare, validate_input
@@ -130,9 +131,9 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
         publisher.publish(events_topic, _event("web1", hour + 180_000, cpu="0.10")).result()
         publisher.publish(events_topic, b'{"hostname": "web#3", "oops": 1}').result()
 
-        _wait_for(lambda: len(admin.read_rows(target, "METRIC")) == 5, "5 METRIC rows")
+        _wait_for(lambda: len(engine.read_rows(target, "METRIC")) == 5, "5 METRIC rows")
         _wait_for(
-            lambda: len(admin.read_rows(target, "METRIC_HOURLY")) == 2, "the on-time rollup rows"
+            lambda: len(engine.read_rows(target, "METRIC_HOURLY")) == 2, "the on-time rollup rows"
         )
         # A late point, within the allowed lateness, and one far behind it.
         publisher.publish(events_topic, _event("web1", hour + 240_000, cpu="2.00")).result()
@@ -140,7 +141,7 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
 
         def web1_count() -> int:
             key = rollup_core_key("web1", hour)
-            rows = admin.read_rows(target, "METRIC_HOURLY", key, key + b"\x00")
+            rows = engine.read_rows(target, "METRIC_HOURLY", key, key + b"\x00")
             return int.from_bytes(rows[0].latest()[("exact_count", b"CPU")], "big") if rows else 0
 
         _wait_for(lambda: web1_count() == 5, "the late point added to its hour")
@@ -153,14 +154,14 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
         result.cancel()
 
     (current,) = [
-        r for r in admin.read_rows(target, "CURRENT_METRIC", latest_only=True) if r.key == b"web1"
+        r for r in engine.read_rows(target, "CURRENT_METRIC", latest_only=True) if r.key == b"web1"
     ]
     assert current.latest()[("METRIC", b"CPU")] == b"0.75"
 
     # Hourly cells equal sums computed from the published events, not from the key logic.
     cpu = [Decimal(v) for v in ("0.25", "0.50", "0.75", "0.10", "2.00")]
     key = rollup_core_key("web1", hour)
-    (row,) = admin.read_rows(target, "METRIC_HOURLY", key, key + b"\x00")
+    (row,) = engine.read_rows(target, "METRIC_HOURLY", key, key + b"\x00")
     cells = row.latest()
     # Default --rollup_mode exact: the latest cell of exact_sum/exact_count holds the totals;
     # the on-time pane is stamped at the hour's start, each later update 1 ms after the last.
@@ -170,7 +171,7 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
     # (older panes' cells are garbage-collected lazily: only the newest is sure to be there)
     assert hour * 1000 <= min(c.timestamp_us for c in row.cells)
     assert hour * 1000 < max(c.timestamp_us for c in row.cells) < (hour + HOUR) * 1000
-    (web2,) = admin.read_rows(target, "METRIC_HOURLY", b"web2#", b"web2$")
+    (web2,) = engine.read_rows(target, "METRIC_HOURLY", b"web2#", b"web2$")
     assert int.from_bytes(web2.latest()[("exact_sum", b"CPU")], "big") == 10**6
 
     reasons = sorted(d["reason"] for d in dead)
@@ -219,14 +220,16 @@ def test_meter_and_market_streams_land_with_the_batch_key_logic(bigtable_emulato
         day_key = smart_meters_key(987654, hour)
 
         def day_columns() -> int:
-            rows = admin.read_rows(target, "SENSOR", day_key, day_key + b"\x00")
+            rows = engine.read_rows(target, "SENSOR", day_key, day_key + b"\x00")
             return len(rows[0].latest()) if rows else 0
 
         _wait_for(lambda: day_columns() == 1 + len(readings), "the SENSOR day row's readings")
-        _wait_for(lambda: len(admin.read_rows(target, "SENSOR_HOURLY")) == 1, "the meter rollup")
+        _wait_for(lambda: len(engine.read_rows(target, "SENSOR_HOURLY")) == 1, "the meter rollup")
         _wait_for(
             lambda: (
-                len(admin.read_rows(target, "QUOTE")) == len(admin.read_rows(target, "TRADE")) == 1
+                len(engine.read_rows(target, "QUOTE"))
+                == len(engine.read_rows(target, "TRADE"))
+                == 1
             ),
             "the QUOTE and TRADE rows",
         )
@@ -238,12 +241,12 @@ def test_meter_and_market_streams_land_with_the_batch_key_logic(bigtable_emulato
     finally:
         _cancel_all(meters, ticks)
 
-    (quote,) = admin.read_rows(target, "QUOTE")
+    (quote,) = engine.read_rows(target, "QUOTE")
     assert quote.key == b"NASDAQ#ZXZZT#1426535612156"
     assert quote.latest()[("MD", b"ASK")] == b"600.60"
-    (trade,) = admin.read_rows(target, "TRADE")
+    (trade,) = engine.read_rows(target, "TRADE")
     assert trade.key == b"NASDAQ#ZXZZT#1426535612045"
-    (rolled,) = admin.read_rows(target, "SENSOR_HOURLY")
+    (rolled,) = engine.read_rows(target, "SENSOR_HOURLY")
     total = sum(Decimal(v) for v, _ in readings)
     assert int.from_bytes(rolled.latest()[("exact_sum", b"READING")], "big") == int(total * 10**6)
     assert int.from_bytes(rolled.latest()[("exact_count", b"READING")], "big") == len(readings)
@@ -276,7 +279,7 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
             if m == 2:
                 lines[50] = b'{"hostname": "bad#host", "timestamp": 0, "metrics": {}}'
             publisher.publish(events_topic, b"\n".join(lines) + b"\n").result()
-        _wait_for(lambda: len(admin.read_rows(target, "METRIC")) == 499, "499 METRIC rows")
+        _wait_for(lambda: len(engine.read_rows(target, "METRIC")) == 499, "499 METRIC rows")
         dead: list[dict] = []
         _wait_for(
             lambda: dead.extend(_pull_all(subscriber, dead_sub)) or len(dead) >= 1,
@@ -287,7 +290,7 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
     finally:
         result.cancel()
 
-    rows = admin.read_rows(target, "METRIC")
+    rows = engine.read_rows(target, "METRIC")
     assert len(rows) == 499
     assert all(len(row.cells) == 2 for row in rows)  # CPU and IO, once each
     assert len({row.key for row in rows}) == 499

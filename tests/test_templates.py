@@ -20,7 +20,7 @@ from pathlib import Path
 import apache_beam
 import pytest
 
-from btts import admin
+from btts.query import engine
 from btts_cli import templates
 from pipelines import common
 from tests.conftest import REPO
@@ -461,7 +461,7 @@ def test_launch_with_template_parameters_runs_the_job(target, tmp_path):
         ],
     )
     assert result.counters["events_valid"] == 1
-    rows = admin.read_rows(target, "GAME_BY_PLAYER")
+    rows = engine.read_rows(target, "GAME_BY_PLAYER")
     assert [r.key for r in rows] == [b"LoL#Corrie#20150301"]
     assert [d["raw"] for d in read_dead_letters(tmp_path / "dead")] == [lines[1]]
 

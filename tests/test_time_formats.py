@@ -9,7 +9,7 @@ import zoneinfo
 
 import pytest
 
-from btts import admin
+from btts.query import engine
 from tests.helpers import read_dead_letters, run_job, write_lines
 from transforms import schema as sf
 from transforms.build import builder as generic
@@ -160,7 +160,7 @@ def test_a_csv_with_slash_dates_lands_every_good_line(target, tmp_path):
     source = write_lines(tmp_path / "weather.csv", lines)
     dead = tmp_path / "dead" / "w"
     result = run_job("generic", target, source, dead, [f"--schema={schema_path}"])
-    rows = admin.read_rows(target, "WEATHER", latest_only=True)
+    rows = engine.read_rows(target, "WEATHER", latest_only=True)
     assert [r.key for r in rows] == [b"SEATTLE#20120101", b"SEATTLE#20120102"]
     assert rows[1].latest()[("w", b"precipitation")] == b"10.9"
     assert rows[0].cells[0].timestamp_us == _ms(2012, 1, 1) * 1000
@@ -195,7 +195,7 @@ def test_a_builtin_job_takes_the_same_choices_as_flags(target, tmp_path):
     flags = ["--time_format=timestamp=%d/%m/%Y %H:%M", "--input_timezone=Europe/Paris"]
     result = run_job("smart_meters", target, source, dead, flags)
     assert result.counters["events_valid"] == 1
-    (row,) = admin.read_rows(target, "SENSOR", latest_only=True)
+    (row,) = engine.read_rows(target, "SENSOR", latest_only=True)
     assert row.key == b"0000987654#20170726"  # 02:15 in Paris is 00:15 UTC: UTC labels
     assert row.latest()[("METER", b"0015")] == b"13.45"
     (letter,) = read_dead_letters(dead)
@@ -238,7 +238,7 @@ def test_integer_years_land_with_format_year_and_never_near_1970_without_it(targ
     else:  # nothing valid: the job fails, naming the reason
         with pytest.raises(SystemExit, match=r"no valid event.*looks like a year"):
             run_job("generic", target, source, dead, [f"--schema={schema_path}"])
-    rows = admin.read_rows(target, f"DRIVING_{fmt.upper()}", latest_only=True)
+    rows = engine.read_rows(target, f"DRIVING_{fmt.upper()}", latest_only=True)
     letters = read_dead_letters(dead)
     if fmt == "year":
         assert [r.key for r in rows] == [b"US#200101", b"US#200201"]

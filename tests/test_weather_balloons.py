@@ -18,9 +18,11 @@ from google.protobuf import __version__ as protobuf_version
 
 import protos
 from btts import admin
+from btts.query import engine
 from pipelines import weather_balloons as job
 from protos import balloon_pb2
 from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
+from transforms import mutations
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 from transforms.schema import builtin_tables
@@ -347,7 +349,7 @@ def test_ts_blob_cells_read_back_decode_to_the_original_events(target, tmp_path)
     result, dead = _run(target, tmp_path, "TS-BLOB", lines)
     assert dead == []
     assert result.counters["rows_BALLOON_TS_BLOB"] == 2
-    rows = admin.read_rows(target, "BALLOON_TS_BLOB")
+    rows = engine.read_rows(target, "BALLOON_TS_BLOB")
     assert [r.key for r in rows] == [
         b"us-west2#3698#2021-03-05-1200",
         b"us-west2#B-17#2021-03-05-1201",
@@ -376,7 +378,7 @@ def test_tb_cell_row_holds_one_cell_per_event_per_column(target, tmp_path):
         assert dead == []
         assert result.counters["cells_BALLOON_TB_CELL"] == 4 * len(lines)
 
-    rows = admin.read_rows(target, "BALLOON_TB_CELL")  # every version, not latest_only
+    rows = engine.read_rows(target, "BALLOON_TB_CELL")  # every version, not latest_only
     assert [r.key for r in rows] == [b"us-west2#3698#2021-W09", b"us-west2#3698#2021-W10"]
     cells = rows[0].cells
     for metric in METRICS:
@@ -403,7 +405,7 @@ def test_tb_col_makes_four_rows_per_event(target, tmp_path):
     result, dead = _run(target, tmp_path, "TB-COL", lines)
     assert dead == []
     assert result.counters["rows_BALLOON_TB_COL"] == 4 * len(lines)
-    rows = {r.key: r.cells for r in admin.read_rows(target, "BALLOON_TB_COL")}
+    rows = {r.key: r.cells for r in engine.read_rows(target, "BALLOON_TB_COL")}
     assert sorted(rows) == sorted(
         f"us-west2#3698#{metric}#{week}".encode()
         for metric in METRICS
@@ -412,15 +414,15 @@ def test_tb_col_makes_four_rows_per_event(target, tmp_path):
     t0, t1 = MS * 1000, (MS + MINUTE) * 1000
     # The same value twice in a week: one column, two versions (the family keeps a week's).
     assert rows[b"us-west2#3698#pressure#2021-W09"] == (
-        admin.ReadCell("m", b"94558", b"", t1),
-        admin.ReadCell("m", b"94558", b"", t0),
+        mutations.ReadCell("m", b"94558", b"", t1),
+        mutations.ReadCell("m", b"94558", b"", t0),
     )
     assert sorted(rows[b"us-west2#3698#temperature#2021-W09"]) == [
-        admin.ReadCell("m", b"9.6", b"", t0),
-        admin.ReadCell("m", b"9.7", b"", t1),
+        mutations.ReadCell("m", b"9.6", b"", t0),
+        mutations.ReadCell("m", b"9.7", b"", t1),
     ]
     assert rows[b"us-west2#3698#altitude#2021-W10"] == (
-        admin.ReadCell("m", b"612", b"", 1615161600000 * 1000),
+        mutations.ReadCell("m", b"612", b"", 1615161600000 * 1000),
     )
 
 
@@ -443,7 +445,7 @@ def test_bad_lines_are_dead_lettered_with_their_reason(target, tmp_path):
         (letter,) = [d for d in dead if d["raw"] == text]
         assert letter["reason"].startswith(reason), letter
         assert letter["pipeline"] == "weather_balloons"
-    keys = [r.key for r in admin.read_rows(target, "BALLOON_TS_COLS")]
+    keys = [r.key for r in engine.read_rows(target, "BALLOON_TS_COLS")]
     assert keys == [b"us-west2#3698#2021-03-05-1200", b"us-west2#3698#2021-03-05-1201"]
 
 

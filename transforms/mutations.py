@@ -17,6 +17,8 @@ __all__ = [
     "AddCell",
     "Cell",
     "FramedRows",
+    "ReadCell",
+    "ReadRow",
     "RowMutation",
     "check_limits",
     "row_bytes",
@@ -103,3 +105,23 @@ def check_limits(rows: Iterable[RowMutation]) -> None:
                     f"{table} {family}:{qualifier[:40]!r}: value of {len(value):,} "
                     f"bytes is over Bigtable's 10 MB cell limit"
                 )
+
+
+ReadCell = Cell  # a cell read back is the builders' Cell: (family, qualifier, value, timestamp_us)
+
+
+class ReadRow(NamedTuple):
+    key: bytes
+    cells: tuple[ReadCell, ...]
+
+    def latest(self) -> dict[tuple[str, bytes], bytes]:
+        """The newest value of each column (cells come newest first per column)."""
+        out: dict[tuple[str, bytes], bytes] = {}
+        for cell in self.cells:
+            out.setdefault((cell.family, cell.qualifier), cell.value)
+        return out
+
+    @classmethod
+    def of(cls, row) -> ReadRow:
+        """A data-client ``Row`` as plain tuples, cells as stored."""
+        return cls(bytes(row.row_key), stored_cells(row))

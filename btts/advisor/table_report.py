@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 
 from btts import admin, config, errors
 from btts.advisor.rows import CELL_OVERHEAD_BYTES, human_bytes
+from btts.query import engine
+from transforms import mutations
 from transforms.limits import (
     MAX_CELL_BYTES,
     MAX_ROW_KEY_BYTES,
@@ -275,7 +277,7 @@ def _position_kind(split: Sequence[Sequence[bytes]], pos: int) -> tuple[str, flo
 
 
 def summarize(
-    rows: Iterable[admin.ReadRow],
+    rows: Iterable[mutations.ReadRow],
     table: str = "",
     where: str = "",
     top: int = 5,
@@ -338,14 +340,14 @@ def summarize(
 
 def iter_rows(
     target: config.Target, table: str, limit: int | None = None, page: int = PAGE_ROWS
-) -> Iterator[admin.ReadRow]:
+) -> Iterator[mutations.ReadRow]:
     """Every row of the table in key order, read a page at a time (``limit``: at most that
     many rows)."""
     start: bytes | None = None
     seen = 0
     while limit is None or seen < limit:
         want = page if limit is None else min(page, limit - seen)
-        batch = admin.read_rows(target, table, start=start, limit=want)
+        batch = engine.read_rows(target, table, start=start, limit=want)
         yield from batch
         seen += len(batch)
         if len(batch) < want:

@@ -41,13 +41,13 @@ from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
 from btts import admin
-from btts.admin import ReadRow
 from btts.config import Target
 from btts.errors import MissingTable
 from btts.query import records as query_records
 from btts.query.records import Record
 from transforms import schema as schema_lib
 from transforms.build import builder
+from transforms.mutations import ReadRow
 from transforms.scans import key_ranges, salted_reads
 from transforms.scans.key_ranges import Scan
 from transforms.text import timefmt
@@ -66,6 +66,7 @@ __all__ = [
     "execute",
     "plan_declared",
     "read_query",
+    "read_rows",
     "row_filter",
     "run",
     "salted_scans",
@@ -371,3 +372,22 @@ def drop_tenant(target: Target, tenant: str) -> int:
     count = count_rows(target, device.name, (start, end))
     admin.drop_tenant(target, device, tenant)  # the same prefix, never empty: never the whole table
     return count
+
+
+def read_rows(
+    target: Target,
+    table: str,
+    start: bytes | None = None,
+    end: bytes | None = None,
+    latest_only: bool = False,
+    limit: int | None = None,
+) -> list[ReadRow]:
+    """Rows of ``[start, end)`` (the whole table by default), cells as stored."""
+    query = ReadRowsQuery(
+        row_ranges=RowRange(start_key=start, end_key=end) if (start or end) else None,
+        row_filter=row_filters.CellsColumnLimitFilter(1) if latest_only else None,
+        limit=limit,
+    )
+    with BigtableDataClient(project=target.project) as client:
+        handle = client.get_table(target.instance, table)
+        return [ReadRow.of(row) for row in handle.read_rows(query)]

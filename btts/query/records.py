@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
-from btts.admin import ReadCell, ReadRow
 from transforms import schema as schema_lib
+from transforms.mutations import ReadCell, ReadRow
 from transforms.scans import key_ranges, salted_reads
 
 __all__ = [

@@ -26,13 +26,13 @@ from decimal import Decimal
 from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
-from btts.admin import ReadRow
 from btts.config import Target
 from btts.query import engine as query_engine
 from btts.query import records as query_records
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import schema as schema_lib
+from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
 from transforms.scans.key_ranges import Scan

@@ -13,6 +13,7 @@ from btts import admin, config, errors
 from btts.query.engine import KEYS_ONLY
 from pipelines.nightly.dates import as_day, expired_tables, retention_cutoff, single_table
 from pipelines.nightly.plan import Plan
+from transforms import limits
 
 __all__ = ["TABLE_GUARD", "prepare"]
 
@@ -86,7 +87,7 @@ def prepare(plan: Plan) -> list[str]:
                 f"{plan.target.describe()} holds {len(existing)} tables; creating "
                 f"{', '.join(missing[:3])}{' …' if len(missing) > 3 else ''} would pass "
                 f"{TABLE_GUARD}, this job's guard below Bigtable's "
-                f"{admin.MAX_TABLES_PER_INSTANCE:,}-tables-per-instance limit. Refusing to "
+                f"{limits.MAX_TABLES_PER_INSTANCE:,}-tables-per-instance limit. Refusing to "
                 "create it: drop old daily tables (--keep_days N), or use --layout single_table."
             )
         for decl in plan.destination_decls():
