@@ -62,8 +62,8 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
 from benchmarks.soak_load import HOUR_MS, METRICS, LandedCounter, PublisherProcess, rollup_check
 from btts import config
 from btts.emulator import Emulator, PubSubEmulator
-from btts.query.engine import KEYS_ONLY
 from pipelines import common, server_metrics
+from transforms.bigtable.filters import KEYS_ONLY
 
 ROOT = Path(__file__).resolve().parent
 DEFAULT_OUTPUT = ROOT / "results" / "soak.json"

@@ -200,7 +200,7 @@ class LandedCounter:
 def _count(conn, project: str, instance: str, hosts: int) -> None:
     from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange
 
-    from btts.query.engine import KEYS_ONLY
+    from transforms.bigtable.filters import KEYS_ONLY
 
     names = [host_name(i) for i in range(hosts)]
     newest = dict.fromkeys(names, -1)

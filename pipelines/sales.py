@@ -35,9 +35,8 @@ from google.cloud.bigtable.data import (
 from google.cloud.bigtable.data.row_filters import RowFilterChain
 
 from btts import config, errors
-from btts.query.engine import KEYS_ONLY
 from pipelines import common
-from transforms.bigtable.read import key_suffix_filter
+from transforms.bigtable.filters import KEYS_ONLY, key_suffix_filter
 from transforms.errors import InvalidEvent
 
 __all__ = [

@@ -17,12 +17,11 @@ from hypothesis import strategies as st
 from btts import admin, config
 from pipelines import common
 from tests.helpers import dump
+from transforms.bigtable.filters import key_suffix_filter, re2_literal
 from transforms.bigtable.read import (
     ReadFromBigtableRows,
-    key_suffix_filter,
     merge_ranges,
     prefix_range,
-    re2_literal,
     requested_ranges,
     split_ranges,
 )

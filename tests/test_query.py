@@ -29,6 +29,7 @@ from btts_cli import demo, query_command
 from btts_cli import main as cli
 from pipelines import nightly
 from tests.helpers import compiled, run_job, write_lines
+from transforms.bigtable import filters
 from transforms.errors import InvalidEvent
 from transforms.scans import key_ranges
 from transforms.schema import builtin_tables
@@ -206,10 +207,12 @@ def test_the_latest_first_table_is_declared_and_built():
 
 
 def test_scans_become_client_queries():
-    assert q.read_query(key_ranges.Scan("T")) is None  # selects nothing: no read at all
-    whole = q.read_query(key_ranges.Scan("T", ranges=(key_ranges.WHOLE_TABLE,), latest_only=True))
+    assert filters.read_query(key_ranges.Scan("T")) is None  # selects nothing: no read at all
+    whole = filters.read_query(
+        key_ranges.Scan("T", ranges=(key_ranges.WHOLE_TABLE,), latest_only=True)
+    )
     assert whole.row_ranges == [] and whole.row_keys == [] and whole.filter is not None
-    timed = q.read_query(key_ranges.time_scan(METRIC, {"hostname": "h"}, T0, T0 + 1000))
+    timed = filters.read_query(key_ranges.time_scan(METRIC, {"hostname": "h"}, T0, T0 + 1000))
     (span,) = timed.row_ranges
     assert (span.start_key, span.end_key) == (b"h#1426535612045", b"h#1426535613045")
     assert (span.start_is_inclusive, span.end_is_inclusive) == (True, False)

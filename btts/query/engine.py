@@ -46,6 +46,7 @@ from btts.errors import MissingTable
 from btts.query import records as query_records
 from btts.query.records import Record
 from transforms import schema as schema_lib
+from transforms.bigtable.filters import KEYS_ONLY, read_query
 from transforms.build import builder
 from transforms.mutations import ReadRow
 from transforms.scans import key_ranges, salted_reads
@@ -53,7 +54,6 @@ from transforms.scans.key_ranges import Scan
 from transforms.text import timefmt
 
 __all__ = [
-    "KEYS_ONLY",
     "UTC",
     "Query",
     "R",
@@ -65,9 +65,7 @@ __all__ = [
     "drop_tenant",
     "execute",
     "plan_declared",
-    "read_query",
     "read_rows",
-    "row_filter",
     "run",
     "salted_scans",
     "table_query",
@@ -93,47 +91,6 @@ class Query(Generic[R]):
 
     def describe(self) -> str:
         return "\n".join(scan.describe() for scan in self.scans)
-
-
-def row_filter(scan: Scan) -> row_filters.RowFilter | None:
-    """The server-side filter of a scan: its cell-time window, then newest cell per column."""
-    parts: list[row_filters.RowFilter] = []
-    if scan.start_ms is not None or scan.end_ms is not None:
-        start, end = scan.cell_window()  # as the table stamps its cells
-        parts.append(
-            row_filters.TimestampRangeFilter(
-                start=_micros_datetime(start) if start is not None else None,
-                end=_micros_datetime(end) if end is not None else None,
-            )
-        )
-    if scan.latest_only:
-        parts.append(row_filters.CellsColumnLimitFilter(1))
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else row_filters.RowFilterChain(filters=parts)
-
-
-def _micros_datetime(micros: int) -> dt.datetime:
-    """The datetime the client turns back into ``micros`` (the filter takes datetimes)."""
-    return timefmt.EPOCH + dt.timedelta(microseconds=micros)
-
-
-def read_query(scan: Scan) -> ReadRowsQuery | None:
-    """The client query of a scan; None when it selects nothing."""
-    if not scan.ranges and not scan.row_keys:
-        return None
-    whole = scan.ranges == (key_ranges.WHOLE_TABLE,)
-    if whole and scan.row_keys:
-        raise ValueError("a scan reads either the whole table or some rows, not both")
-    ranges = None  # with no row keys either: the whole table
-    if scan.ranges and not whole:
-        ranges = [RowRange(start_key=s or None, end_key=e or None) for s, e in scan.ranges]
-    return ReadRowsQuery(
-        row_keys=list(scan.row_keys) or None,
-        row_ranges=ranges,
-        limit=scan.limit,
-        row_filter=row_filter(scan),
-    )
 
 
 def execute(client: BigtableDataClient, target: Target, scan: Scan) -> list[ReadRow]:
@@ -170,12 +127,6 @@ def count_rows(target: Target, table: str, span: tuple[bytes, bytes] | None = No
             )
         except gexc.NotFound:
             raise MissingTable(f"table {table} does not exist in {target.describe()}") from None
-
-
-# Keys only: the first cell of each row, its value stripped.
-KEYS_ONLY = row_filters.RowFilterChain(
-    filters=[row_filters.CellsRowLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
-)
 
 
 # -- declared queries -------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from btts.query import records as query_records
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import schema as schema_lib
+from transforms.bigtable import filters
 from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
@@ -127,10 +128,10 @@ class Reader:
     def scan(
         self, scan: Scan, cells: row_filters.RowFilter | None, scanning: bool
     ) -> list[ReadRow]:
-        base = query_engine.read_query(scan)
+        base = filters.read_query(scan)
         if base is None:
             return []
-        parts = [f for f in (query_engine.row_filter(scan), cells) if f is not None]
+        parts = [f for f in (filters.row_filter(scan), cells) if f is not None]
         flt = (
             parts[0]
             if len(parts) == 1
@@ -167,7 +168,7 @@ class Reader:
             query = ReadRowsQuery(
                 row_ranges=[RowRange(start_key=start or None, end_key=end or None)],
                 limit=1,
-                row_filter=query_engine.KEYS_ONLY,
+                row_filter=filters.KEYS_ONLY,
             )
             rows = self.read(decl.name, query, scanning)
             if not rows:

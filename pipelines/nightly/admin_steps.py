@@ -10,10 +10,10 @@ import logging
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
 
 from btts import admin, config, errors
-from btts.query.engine import KEYS_ONLY
 from pipelines.nightly.dates import as_day, expired_tables, retention_cutoff, single_table
 from pipelines.nightly.plan import Plan
 from transforms import limits
+from transforms.bigtable.filters import KEYS_ONLY
 
 __all__ = ["TABLE_GUARD", "prepare"]
 

@@ -11,7 +11,7 @@ from typing import NamedTuple
 from google.cloud.bigtable.data import row_filters
 
 from pipelines.nightly.dates import DAY, daily_table, single_table
-from transforms.bigtable.read import key_suffix_filter, re2_literal
+from transforms.bigtable.filters import key_suffix_filter, re2_literal
 from transforms.mutations import RowMutation
 from transforms.table_model import TableDecl
 

@@ -37,14 +37,7 @@ from transforms.ingest.build_rows import NAMESPACE
 from transforms.mutations import RowMutation, stored_cells
 from transforms.scans.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
 
-__all__ = [
-    "ReadFromBigtableRows",
-    "key_suffix_filter",
-    "merge_ranges",
-    "re2_literal",
-    "requested_ranges",
-    "split_ranges",
-]
+__all__ = ["ReadFromBigtableRows", "merge_ranges", "requested_ranges", "split_ranges"]
 
 
 def _check_range(key_range: KeyRange) -> KeyRange:
@@ -103,35 +96,6 @@ def requested_ranges(
     ranges = [tuple(r) for r in (key_ranges or ())]
     ranges += [prefix_range(p) for p in (prefixes or ())]
     return merge_ranges(ranges)
-
-
-def re2_literal(literal: bytes) -> bytes:
-    """``literal`` escaped for a Bigtable RE2 filter: ASCII letters and digits as is, other
-    ASCII bytes as ``\\xHH``; non-ASCII text must be valid UTF-8 (RE2 matches it literally)."""
-    out = bytearray()
-    for byte in literal:
-        if byte < 0x80:
-            char = chr(byte)
-            out += char.encode() if char.isalnum() else b"\\x%02x" % byte
-        else:
-            out.append(byte)
-    try:
-        literal.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ValueError(f"cannot match non-UTF-8 bytes literally in RE2: {literal!r}") from None
-    return bytes(out)
-
-
-def key_suffix_filter(suffixes: Sequence[bytes]) -> row_filters.RowKeyRegexFilter:
-    """A server-side filter passing rows whose key ends with one of ``suffixes``.
-
-    Bigtable matches a key regex against the whole key; ``\\C`` is RE2's any-byte wildcard (``.``
-    would not match a newline byte of a binary key).
-    """
-    if not suffixes:
-        raise ValueError("key_suffix_filter needs at least one suffix")
-    alternatives = b"|".join(re2_literal(s) for s in dict.fromkeys(suffixes))
-    return row_filters.RowKeyRegexFilter(b"\\C*(?:" + alternatives + b")")
 
 
 class _ClientDoFn(beam.DoFn):
