@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
+from transforms.build import wire
+from transforms.build.source import SourceWriter
 from transforms.errors import InvalidEvent
 from transforms.mutations import RowMutation
 from transforms.table_model import TIME_FORMATS, bucket_start_ms
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from transforms.schema import FieldSpec, TableSpec
     from transforms.table_model import Segment
 
-__all__ = ["BuildPlan", "FieldPlan", "OrderCheck", "SourceWriter", "TablePlan", "build_function"]
+__all__ = ["BuildPlan", "FieldPlan", "OrderCheck", "TablePlan", "build_function"]
 
 _ENCODE = {  # how a parsed value of each type becomes cell bytes, as an expression template
     "time": "b'%013d' % {v}",
@@ -108,35 +110,6 @@ class BuildPlan:
 # -- the source -----------------------------------------------------------------------------
 
 
-class SourceWriter:
-    """A generated function's lines and the constants its names stand for."""
-
-    def __init__(self, namespace: dict[str, object] | None = None) -> None:
-        self.lines: list[str] = []
-        self.namespace: dict[str, object] = dict(namespace or {})
-        self._count = 0
-        self.shared: dict[tuple, str] = {}  # locals computed once for several tables
-
-    def const(self, value: object, prefix: str = "k") -> str:
-        """A fresh name bound to ``value`` (never the value's text in the source)."""
-        name = f"{prefix}{self._count}"
-        self._count += 1
-        self.namespace[name] = value
-        return name
-
-    def add(self, line: str, indent: int = 1) -> None:
-        self.lines.append("    " * indent + line)
-
-    def function(self, name: str, filename: str) -> Callable:
-        """Compiles the lines and returns the function ``name`` they define, with its source
-        as ``.source`` (for tests and curious readers)."""
-        source = "\n".join(self.lines)
-        exec(compile(source, filename, "exec"), self.namespace)  # generated names only
-        fn = self.namespace[name]
-        fn.source = source
-        return fn
-
-
 _BUILD_NAMESPACE = {
     "InvalidEvent": InvalidEvent,
     "_fromiso": dt.datetime.fromisoformat,
@@ -156,7 +129,6 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], li
     each row's framed request entry made while building it
     (:class:`transforms.build.wire.MutationSource`), or None where the writer must encode the row
     itself; both only once nothing can fail any more (a bad record appends nothing)."""
-    from transforms.build import wire  # wire builds on this module's SourceWriter
 
     src = SourceWriter(_BUILD_NAMESPACE)
     mut = wire.MutationSource(src) if framed else None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from transforms.build.codegen import SourceWriter
+from transforms.build.source import SourceWriter
 from transforms.mutations import AddCell
 
 __all__ = [
