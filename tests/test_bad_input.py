@@ -40,7 +40,8 @@ from btts import config
 from btts.query import engine
 from pipelines import common, load
 from tests.helpers import dump, read_dead_letters, run_job
-from transforms.ingest.build_rows import DEAD_LETTER, BuildRows, WriteDeadLetters, as_block, decoder
+from transforms.ingest.build_rows import DEAD_LETTER, BuildRows, as_block, decoder
+from transforms.ingest.dead_letters import WriteDeadLetters
 from transforms.mutations import AddCell, RowMutation
 from transforms.schema import builtin_tables
 

@@ -112,7 +112,7 @@ def test_streaming_dead_letters_land_in_files(tmp_path):
     from apache_beam.testing.test_stream import TestStream
     from apache_beam.utils.timestamp import Timestamp
 
-    from transforms.ingest.build_rows import WriteDeadLetterFiles
+    from transforms.ingest.dead_letters import WriteDeadLetterFiles
 
     options = PipelineOptions()
     options.view_as(StandardOptions).streaming = True

@@ -27,15 +27,13 @@ from pipelines.common.options import (
 )
 from transforms.bigtable.collapse import latest_only_families
 from transforms.bigtable.write import WriteRows
-from transforms.ingest.build_rows import (
-    DEAD_LETTER,
-    ROWS,
-    BuildRows,
-    ReadPubSubLines,
+from transforms.ingest.build_rows import DEAD_LETTER, ROWS, BuildRows
+from transforms.ingest.dead_letters import (
     WriteDeadLetterFiles,
     WriteDeadLetters,
     WriteDeadLettersToPubSub,
 )
+from transforms.ingest.pubsub import ReadPubSubLines
 from transforms.ingest.readers import ReadRecords
 from transforms.rollup.hourly import TOO_LATE, Rollup
 

@@ -12,12 +12,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
 from btts import config
-from transforms.ingest.build_rows import (
-    EVENT_TIMES,
-    NAMESPACE,
-    REASONS_NAMESPACE,
-    split_reason_metric_name,
-)
+from transforms.metrics import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
 from transforms.text import timefmt
 
 __all__ = [

@@ -19,7 +19,7 @@ from pipelines.nightly.rows import (
 )
 from transforms.bigtable.read import ReadFromBigtableRows
 from transforms.bigtable.write import WriteRows
-from transforms.ingest.build_rows import NAMESPACE
+from transforms.metrics import NAMESPACE
 
 __all__ = ["VerificationError", "VerifiedDay", "build_plan"]
 

@@ -33,7 +33,7 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
-from transforms.ingest.build_rows import NAMESPACE
+from transforms.metrics import NAMESPACE
 from transforms.mutations import RowMutation, stored_cells
 from transforms.scans.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
 

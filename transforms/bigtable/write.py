@@ -63,7 +63,7 @@ from transforms.bigtable.transport import (
 )
 from transforms.build import wire
 from transforms.errors import WriteFailed
-from transforms.ingest.build_rows import NAMESPACE
+from transforms.metrics import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
 
 __all__ = [

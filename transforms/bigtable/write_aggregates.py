@@ -36,7 +36,7 @@ from google.cloud.bigtable.data import (
 
 from transforms.bigtable import retry_harness as retry_harness_modes
 from transforms.errors import AggregateWriteError
-from transforms.ingest.build_rows import NAMESPACE
+from transforms.metrics import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, AddCell, RowMutation
 
 __all__ = ["WriteAggregates", "describe_failures", "to_entry"]

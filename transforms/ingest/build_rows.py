@@ -9,62 +9,48 @@ builder, counts what happens, and routes every bad line, with its reason and raw
 
 from __future__ import annotations
 
-import base64
 import gc
-import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
-from apache_beam.io import textio
 from apache_beam.metrics import Metrics
 
 from transforms.errors import InvalidEvent, reason_kind
 from transforms.ingest import batches as row_batches  # noqa: F401 (registers the coder of FramedRows)
 from transforms.ingest import readers
+from transforms.ingest.dead_letters import dead_letter_record
 from transforms.ingest.readers import Block
+from transforms.metrics import (
+    EVENT_TIMES,
+    MAX_REASON_KINDS,
+    NAMESPACE,
+    OTHER_REASONS,
+    REASONS_NAMESPACE,
+    reason_metric_name,
+)
 from transforms.mutations import MAX_QUALIFIER_BYTES, FramedRows, RowMutation, check_limits
 from transforms.text import events
 
 __all__ = [
     "DEAD_LETTER",
-    "EVENT_TIMES",
     "GC_ALLOCATIONS",
-    "MAX_REASON_KINDS",
-    "NAMESPACE",
-    "OTHER_REASONS",
     "PROGRESS_SECONDS",
-    "REASONS_NAMESPACE",
     "ROWS",
     "BuildRows",
     "Builder",
     "CsvAdapter",
     "FramedBuilder",
-    "ReadPubSubLines",
-    "WriteDeadLetterFiles",
-    "WriteDeadLetters",
-    "WriteDeadLettersToPubSub",
     "as_block",
-    "dead_letter_record",
     "decoder",
-    "message_lines",
-    "reason_metric_name",
-    "split_reason_metric_name",
     "tune_gc",
 ]
 
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"
 PROGRESS_SECONDS = 10.0
-NAMESPACE = "btts"
-# Dead letters by reason (generalised, see errors.reason_kind) and source: a counter each, and a
-# distribution of line numbers whose minimum is the first line with that reason.
-REASONS_NAMESPACE = "btts.dead_letter_reasons"
-MAX_REASON_KINDS = 50  # per worker; rarer kinds beyond it count as OTHER_REASONS
-OTHER_REASONS = "other reasons"
 _LOG = logging.getLogger(__name__)
 
 Builder = Callable[[dict], Sequence[RowMutation]]
@@ -88,27 +74,6 @@ def decoder(block: Block, csv_adapter: CsvAdapter | None = None) -> Callable[[ob
     return events.parse_json_object
 
 
-def dead_letter_record(
-    pipeline: str, source: str, raw: bytes | str | dict, reason: str, line: int | None = None
-) -> dict:
-    """What a dead letter holds: enough to understand, fix and replay the line (and where it
-    was, when the reader knows)."""
-    record = {"pipeline": pipeline, "source": source, "reason": reason}
-    if line is not None:
-        record["line"] = line
-    if isinstance(raw, dict):  # a Parquet or Avro record, as JSON
-        record["raw"] = json.dumps(raw, ensure_ascii=False, sort_keys=True, default=str)
-    elif isinstance(raw, bytes):
-        try:
-            record["raw"] = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            record["raw"] = raw.decode("utf-8", errors="backslashreplace")
-            record["raw_base64"] = base64.b64encode(raw).decode("ascii")
-    else:
-        record["raw"] = raw
-    return record
-
-
 GC_ALLOCATIONS = 100_000
 
 
@@ -122,11 +87,6 @@ def tune_gc() -> None:
     first, *rest = gc.get_threshold()
     if 0 < first < GC_ALLOCATIONS:
         gc.set_threshold(GC_ALLOCATIONS, *rest)
-
-
-# The earliest and latest event time landed (a distribution: its min and max), from the cells of
-# each valid event's first row, for the summary's warning when the times look misread.
-EVENT_TIMES = "event_ms"
 
 
 class _BuildRowsFn(beam.DoFn):
@@ -306,16 +266,6 @@ def _array_element(raw: str) -> dict:
     return events.parse_json_object(raw)
 
 
-def reason_metric_name(kind: str, source: str) -> str:
-    """One metric per (reason kind, source); kinds hold no tab (errors.reason_kind)."""
-    return f"{kind}\t{source}"
-
-
-def split_reason_metric_name(name: str) -> tuple[str, str]:
-    kind, _, source = name.partition("\t")
-    return kind, source
-
-
 class BuildRows(beam.PTransform):
     """Lines → row mutations (main output ``rows``) and dead letters (output ``dead_letter``:
     dicts with pipeline, source, reason, raw, line). ``csv_adapter`` reshapes a flat CSV record
@@ -343,104 +293,3 @@ class BuildRows(beam.PTransform):
         # Batches are FramedRows (or lists): coded and sized by transforms.ingest.batches
         build = beam.ParDo(self._fn).with_output_types(FramedRows)
         return lines | "BuildRows" >> build.with_outputs(DEAD_LETTER, main=ROWS)
-
-
-class WriteDeadLetters(beam.PTransform):
-    """Dead letters as JSON lines under ``prefix`` (``prefix-00000-of-00001.jsonl``)."""
-
-    def __init__(self, prefix: str) -> None:
-        super().__init__()
-        self._prefix = prefix
-
-    def expand(self, records: beam.PCollection) -> beam.PCollection:
-        return (
-            records
-            | "ToJson" >> beam.Map(lambda r: json.dumps(r, ensure_ascii=False, sort_keys=True))
-            | "WriteJsonl" >> textio.WriteToText(self._prefix, file_name_suffix=".jsonl")
-        )
-
-
-def message_lines(payload: bytes) -> list[bytes]:
-    """The events of one Pub/Sub message: one per line (a final newline ends the last one, it
-    does not add a blank). Publishers that batch events into messages cut the per-message cost
-    that bounds a stream (Beam's DirectRunner pulls 10 messages per bundle)."""
-    lines = payload.split(b"\n")
-    if len(lines) > 1 and not lines[-1]:
-        lines.pop()
-    return lines
-
-
-class ReadPubSubLines(beam.PTransform):
-    """Messages of a Pub/Sub subscription as blocks, one event per line of each message
-    (:func:`message_lines`; line numbers within the message): the same shape as a file's
-    blocks, so batch and streaming share every step after the read."""
-
-    def __init__(self, subscription: str) -> None:
-        super().__init__()
-        self._subscription = subscription
-
-    def expand(self, pbegin: pvalue.PBegin) -> beam.PCollection:
-        from apache_beam.io.gcp.pubsub import ReadFromPubSub
-
-        source = self._subscription
-        return (
-            pbegin
-            | "ReadPubSub" >> ReadFromPubSub(subscription=source)
-            | "SplitEvents"
-            >> beam.Map(lambda payload: Block(source, "jsonl", message_lines(payload)))
-        )
-
-
-class WriteDeadLettersToPubSub(beam.PTransform):
-    """Dead letters as JSON messages on a topic (the streaming counterpart of the files)."""
-
-    def __init__(self, topic: str) -> None:
-        super().__init__()
-        self._topic = topic
-
-    def expand(self, records: beam.PCollection) -> beam.PCollection:
-        from apache_beam.io.gcp.pubsub import WriteToPubSub
-
-        return (
-            records
-            | "ToJson"
-            >> beam.Map(lambda r: json.dumps(r, ensure_ascii=False, sort_keys=True).encode("utf-8"))
-            | "Publish" >> WriteToPubSub(self._topic)
-        )
-
-
-class _DeadLetterFilesFn(beam.DoFn):
-    """One JSON-lines file per bundle that has dead letters: works on every runner, streaming
-    included (Beam 2.77's windowed file sinks fail on the DirectRunner's streaming mode). A
-    retried bundle may write its file again, so a dead letter can repeat; none is lost."""
-
-    def __init__(self, prefix: str) -> None:
-        self._prefix = prefix
-
-    def start_bundle(self) -> None:
-        self._records: list[str] = []
-
-    def process(self, record: dict) -> None:
-        self._records.append(json.dumps(record, ensure_ascii=False, sort_keys=True))
-
-    def finish_bundle(self) -> None:
-        if not self._records:
-            return
-        from apache_beam.io.filesystems import FileSystems
-
-        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-        path = f"{self._prefix}-{stamp}-{uuid.uuid4().hex[:12]}.jsonl"
-        with FileSystems.create(path) as out:
-            out.write(("\n".join(self._records) + "\n").encode("utf-8"))
-        self._records = []
-
-
-class WriteDeadLetterFiles(beam.PTransform):
-    """Dead letters of an unbounded input as files under ``prefix`` (one per bundle)."""
-
-    def __init__(self, prefix: str) -> None:
-        super().__init__()
-        self._prefix = prefix
-
-    def expand(self, records: beam.PCollection) -> beam.PCollection:
-        return records | "WriteFiles" >> beam.ParDo(_DeadLetterFilesFn(self._prefix))

@@ -42,7 +42,8 @@ from apache_beam.utils.timestamp import Timestamp
 from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.errors import InvalidEvent
-from transforms.ingest.build_rows import NAMESPACE, dead_letter_record
+from transforms.ingest.dead_letters import dead_letter_record
+from transforms.metrics import NAMESPACE
 from transforms.mutations import RowMutation
 from transforms.rollup.core import (
     HOUR_MS,

@@ -1,0 +1,43 @@
+"""The names of the counters the steps write and the job's report reads: one namespace, dead letters
+by reason and source, the landed event-time span."""
+
+from __future__ import annotations
+
+__all__ = [
+    "EVENT_TIMES",
+    "MAX_REASON_KINDS",
+    "NAMESPACE",
+    "OTHER_REASONS",
+    "REASONS_NAMESPACE",
+    "reason_metric_name",
+    "split_reason_metric_name",
+]
+
+
+NAMESPACE = "btts"
+
+
+# Dead letters by reason (generalised, see errors.reason_kind) and source: a counter each, and a
+# distribution of line numbers whose minimum is the first line with that reason.
+REASONS_NAMESPACE = "btts.dead_letter_reasons"
+
+
+MAX_REASON_KINDS = 50  # per worker; rarer kinds beyond it count as OTHER_REASONS
+
+
+OTHER_REASONS = "other reasons"
+
+
+# The earliest and latest event time landed (a distribution: its min and max), from the cells of
+# each valid event's first row, for the summary's warning when the times look misread.
+EVENT_TIMES = "event_ms"
+
+
+def reason_metric_name(kind: str, source: str) -> str:
+    """One metric per (reason kind, source); kinds hold no tab (errors.reason_kind)."""
+    return f"{kind}\t{source}"
+
+
+def split_reason_metric_name(name: str) -> tuple[str, str]:
+    kind, _, source = name.partition("\t")
+    return kind, source
