@@ -25,7 +25,7 @@ from btts_cli.query_output import (
 from btts_cli.query_schema import declared_name, run_declared, run_schema
 from pipelines import nightly
 from transforms.errors import InvalidEvent
-from transforms.scans import key_ranges
+from transforms.text import timefmt
 
 __all__ = [
     "BALLOON_QUERIES",
@@ -41,7 +41,7 @@ __all__ = [
 
 
 def _months(first: tuple[int, int], last: tuple[int, int] | None = None, tz=dt.timezone.utc):
-    return key_ranges.month_bounds(*first, tz)[0], key_ranges.month_bounds(*(last or first), tz)[1]
+    return timefmt.month_bounds(*first, tz)[0], timefmt.month_bounds(*(last or first), tz)[1]
 
 
 # Each subcommand adds its arguments and returns how the parsed arguments become its Query: a
@@ -88,7 +88,7 @@ def _meter(p):
     add_timezone(p)
 
     def plan(a):
-        window = key_ranges.day_bounds(a.date, a.timezone)
+        window = timefmt.day_bounds(a.date, a.timezone)
         return q.builtin_query("smart_meters", "meter_day", {"meter": a.meter}, *window, a.timezone)
 
     return plan
@@ -106,7 +106,7 @@ def _meters_of_day(p):
 
     def plan(a):
         if a.layout == "single_table":
-            window = key_ranges.day_bounds(a.date, a.timezone)
+            window = timefmt.day_bounds(a.date, a.timezone)
             return q.builtin_query("smart_meters", "meters_of_day", {}, *window)
         copy = nightly.daily_table("SENSOR", f"{a.date:%Y%m%d}")
         return q.builtin_query("smart_meters", "meters_of_day_copy", table=copy)

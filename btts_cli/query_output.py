@@ -21,7 +21,6 @@ from btts import config, errors
 from btts.query import engine as q
 from btts.query import plot, render
 from transforms.errors import InvalidEvent
-from transforms.scans import key_ranges
 from transforms.text import timefmt
 
 __all__ = [
@@ -53,21 +52,21 @@ def time_arg(text: str) -> int:
         return timefmt.parse_event_time(text, "time", timefmt.MIN_EPOCH_MS)
     except InvalidEvent as err:
         try:
-            return key_ranges.day_bounds(key_ranges.parse_day(text))[0]
+            return timefmt.day_bounds(timefmt.parse_day(text.strip()))[0]
         except ValueError:
             raise argparse.ArgumentTypeError(str(err).replace("field 'time': ", "")) from None
 
 
 def day_arg(text: str) -> dt.date:
     try:
-        return key_ranges.parse_day(text)
+        return timefmt.parse_day(text.strip())
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def month_arg(text: str) -> tuple[int, int]:
     try:
-        return key_ranges.parse_month(text)
+        return timefmt.parse_month(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 

@@ -34,7 +34,7 @@ from transforms.errors import InvalidEvent
 from transforms.scans import key_ranges
 from transforms.schema import builtin_tables
 from transforms.table_model import TIME_FORMATS
-from transforms.text import keys
+from transforms.text import keys, timefmt
 from transforms.text.events import parse_json_object
 
 BATTERY = builtin_tables.get("BATTERY")
@@ -78,7 +78,7 @@ def test_fixed_width_segments_are_padded_in_ranges_too():
 
 
 def test_a_month_of_day_labels_ends_at_the_next_months_first_day():
-    march = key_ranges.month_bounds(2015, 3)
+    march = timefmt.month_bounds(2015, 3)
     assert key_ranges.time_range(GAME_BY_PLAYER, {"game": "LoL", "player": "Corrie"}, *march) == (
         b"LoL#Corrie#20150301",
         b"LoL#Corrie#20150401",
@@ -225,19 +225,15 @@ def test_scans_become_client_queries():
 
 
 def test_calendar_helpers():
-    assert key_ranges.month_bounds(2015, 12) == (
+    assert timefmt.month_bounds(2015, 12) == (
         ms("2015-12-01T00:00:00Z"),
         ms("2016-01-01T00:00:00Z"),
     )
-    assert key_ranges.day_bounds(dt.date(2017, 7, 26)) == (1501027200000, 1501113600000)
-    assert (
-        key_ranges.parse_day("20170726")
-        == key_ranges.parse_day("2017-07-26")
-        == dt.date(2017, 7, 26)
-    )
-    assert key_ranges.parse_month("2015-03") == key_ranges.parse_month("201503") == (2015, 3)
+    assert timefmt.day_bounds(dt.date(2017, 7, 26)) == (1501027200000, 1501113600000)
+    assert timefmt.parse_day("20170726") == timefmt.parse_day("2017-07-26") == dt.date(2017, 7, 26)
+    assert timefmt.parse_month("2015-03") == timefmt.parse_month("201503") == (2015, 3)
     with pytest.raises(ValueError):
-        key_ranges.parse_month("2015-13")
+        timefmt.parse_month("2015-13")
 
 
 def test_records_render_as_a_table_and_as_exact_json():
@@ -334,7 +330,7 @@ def test_latest_n_readings_newest_first(loaded):
 
 
 def _meter_day(target, meter, day):
-    window = key_ranges.day_bounds(key_ranges.parse_day(day))
+    window = timefmt.day_bounds(timefmt.parse_day(day))
     return no_key(q.ask(target, "smart_meters", "meter_day", {"meter": meter}, *window))
 
 
@@ -374,7 +370,7 @@ def test_quotes_and_trades_of_one_symbol_between_two_times(loaded):
 
 def test_a_players_month_and_all_games_of_a_month(loaded):
     results = sorted(loaded.games, key=lambda r: (r["date"], r["player"]))
-    april = key_ranges.month_bounds(2015, 4)
+    april = timefmt.month_bounds(2015, 4)
     april_dota = [checks.game_record(g) for g in results
                   if g["game"] == "Dota" and g["date"].startswith("2015-04")]  # fmt: skip
     got = q.ask(loaded.target, "game_results", "games_of_month", {"game": "Dota"}, *april)
@@ -383,7 +379,7 @@ def test_a_players_month_and_all_games_of_a_month(loaded):
     march = [checks.game_record(g) for g in corrie if g["date"].startswith("2015-03")]
     values = {"game": "LoL", "player": "Corrie"}
     got = q.ask(loaded.target, "game_results", "player_games", values,
-                *key_ranges.month_bounds(2015, 3))  # fmt: skip
+                *timefmt.month_bounds(2015, 3))  # fmt: skip
     assert no_key(got) == march
     assert 0 < len(march) < len(corrie)
 
@@ -435,7 +431,7 @@ def test_a_tenants_rows(loaded):
 
 def test_garden_days_and_month(loaded):
     veggie = [r for r in loaded.garden if r["garden"] == "VEGGIEGARDEN"]
-    march = key_ranges.month_bounds(2015, 3)
+    march = timefmt.month_bounds(2015, 3)
     month = q.ask(loaded.target, "garden", "garden_month", {"garden": "VEGGIEGARDEN"}, *march)
     assert no_key(month) == [checks.garden_month_record(veggie, "VEGGIEGARDEN", 2015, 3)]
     start, end = ms("2015-04-10T00:00:00Z"), ms("2015-04-13T00:00:00Z")
@@ -450,7 +446,7 @@ def test_garden_days_and_month(loaded):
 def test_monthly_sales_sum_every_sale(loaded):
     expected = [m for m in checks.monthly_sales_records(loaded.sales, "Ana")
                 if m["ts"] in ("201502", "201503")]  # fmt: skip
-    window = key_ranges.month_bounds(2015, 2)[0], key_ranges.month_bounds(2015, 3)[1]
+    window = timefmt.month_bounds(2015, 2)[0], timefmt.month_bounds(2015, 3)[1]
     got = q.ask(loaded.target, "sales", "monthly_sales", {"employee": "Ana"}, *window)
     assert len(expected) == 2 and no_key(got) == expected
 

@@ -506,4 +506,4 @@ def parse_start(text: str) -> int:
 
 def midnight_after(ms: int) -> int:
     day = timefmt.to_datetime(ms).date() + dt.timedelta(days=1)
-    return int(dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    return timefmt.date_ms(day)

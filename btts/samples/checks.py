@@ -70,7 +70,7 @@ class Check:
 
 
 def _ms(text: str) -> int:
-    return int(dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+    return timefmt.parse_event_time(text)
 
 
 def _dec(value: object) -> Decimal:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 
 from btts import errors
+from transforms.text import timefmt
 
 __all__ = [
     "DAY",
@@ -44,7 +45,7 @@ def parse_day(text: str, flag: str = "--date") -> dt.date:
     if not isinstance(text, str) or not DAY.fullmatch(text):
         raise errors.ConfigError(f"{flag}: expected a day as YYYYMMDD, got {text!r}")
     try:
-        return dt.date(int(text[:4]), int(text[4:6]), int(text[6:]))
+        return timefmt.parse_day(text, "compact")
     except ValueError:
         raise errors.ConfigError(f"{flag}: {text!r} is not a calendar day") from None
 

@@ -21,7 +21,6 @@ event times), making every answer exact.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -34,11 +33,7 @@ __all__ = [
     "WHOLE_TABLE",
     "KeyRange",
     "Scan",
-    "day_bounds",
     "key_prefix",
-    "month_bounds",
-    "parse_day",
-    "parse_month",
     "prefix_range",
     "prefix_scan",
     "row_scan",
@@ -242,47 +237,6 @@ def row_scan(decl: TableDecl, rows: Sequence[Mapping[str, object]], tz: dt.tzinf
 
 
 # -- calendar helpers for the CLI and the query functions --------------------------------------
-
-_DAY = re.compile(r"([0-9]{4})-?([0-9]{2})-?([0-9]{2})\Z")
-_MONTH = re.compile(r"([0-9]{4})-?([0-9]{2})\Z")
-
-
-def _epoch_ms(moment: dt.datetime) -> int:
-    return (moment - dt.datetime(1970, 1, 1, tzinfo=UTC)) // dt.timedelta(milliseconds=1)
-
-
-def parse_day(text: str) -> dt.date:
-    """``YYYY-MM-DD`` or ``YYYYMMDD``."""
-    match = _DAY.match(text.strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a day (YYYY-MM-DD or YYYYMMDD)")
-    return dt.date(*map(int, match.groups()))
-
-
-def parse_month(text: str) -> tuple[int, int]:
-    """``YYYY-MM`` or ``YYYYMM`` → (year, month)."""
-    match = _MONTH.match(text.strip())
-    if not match:
-        raise ValueError(f"{text!r} is not a month (YYYY-MM or YYYYMM)")
-    year, month = map(int, match.groups())
-    if not 1 <= month <= 12:
-        raise ValueError(f"{text!r}: month {month} is not 1..12")
-    return year, month
-
-
-def day_bounds(day: dt.date, tz: dt.tzinfo = UTC) -> tuple[int, int]:
-    """Epoch ms of ``[midnight, next midnight)`` of ``day`` in ``tz``."""
-    start = dt.datetime(day.year, day.month, day.day, tzinfo=tz)
-    end = start.replace(tzinfo=None) + dt.timedelta(days=1)
-    return _epoch_ms(start), _epoch_ms(end.replace(tzinfo=tz))
-
-
-def month_bounds(year: int, month: int, tz: dt.tzinfo = UTC) -> tuple[int, int]:
-    """Epoch ms of ``[first instant, first instant of the next month)`` in ``tz``."""
-    following = (year + month // 12, month % 12 + 1)
-    start = dt.datetime(year, month, 1, tzinfo=tz)
-    end = dt.datetime(*following, 1, tzinfo=tz)
-    return _epoch_ms(start), _epoch_ms(end)
 
 
 # -- reading keys back ------------------------------------------------------------------------

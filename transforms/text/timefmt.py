@@ -28,6 +28,7 @@ __all__ = [
     "compact_day",
     "compact_millis",
     "compact_month",
+    "day_bounds",
     "day_label",
     "day_ms",
     "has_offset",
@@ -37,10 +38,13 @@ __all__ = [
     "local_to_ms",
     "make_parser",
     "minute_label",
+    "month_bounds",
     "month_label",
     "parse_compact_time",
     "parse_date",
+    "parse_day",
     "parse_event_time",
+    "parse_month",
     "plausible_epoch_ms",
     "range_problem",
     "span_warning",
@@ -176,7 +180,10 @@ def span_warning(earliest: int, latest: int, events: int) -> str:
     return ""
 
 
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
+# A day as ``YYYY-MM-DD`` or ``YYYYMMDD`` (both dashes or none): the one pattern every day parser
+# (event values, a schema's ``earliest``, the query flags, the nightly job's dates) reads with.
+_DAY = re.compile(r"([0-9]{4})(-?)([0-9]{2})\2([0-9]{2})\Z")
+DAY_LAYOUTS = {"dashed": "YYYY-MM-DD", "compact": "YYYYMMDD", "either": "YYYY-MM-DD or YYYYMMDD"}
 _EPOCH_DAY = dt.date(1970, 1, 1).toordinal()
 _DAY_MS = 86_400_000
 _COMPACT_DIGITS = 17  # YYYYMMDDHHMMSSmmm; epoch milliseconds have at most 13
@@ -187,7 +194,8 @@ def parse_date(value: object, field: str = "date", earliest: int = 0, advice: st
     (a time, another layout, an impossible day, a day before ``earliest``) is refused."""
     if type(value) is not str and type(value) is not CsvText:  # a JSON number is no date
         raise InvalidEvent(f"field {field!r}: expected a date YYYY-MM-DD, got {describe(value)}")
-    if not _DATE.match(value):
+    match = _DAY.match(value)
+    if not match or not match.group(2):
         raise InvalidEvent(f"field {field!r}: {value[:40]!r} is not a date YYYY-MM-DD")
     try:
         day = dt.date.fromisoformat(value)
@@ -196,12 +204,27 @@ def parse_date(value: object, field: str = "date", earliest: int = 0, advice: st
     return _in_range((day.toordinal() - _EPOCH_DAY) * _DAY_MS, field, value, earliest, advice)
 
 
+def parse_day(text: str, layout: str = "either") -> dt.date:
+    """A day written ``YYYY-MM-DD`` (``layout="dashed"``), ``YYYYMMDD`` (``"compact"``) or either;
+    a ValueError naming the layout otherwise, or for a day the calendar does not have."""
+    match = _DAY.match(text) if isinstance(text, str) else None
+    dashed = bool(match and match.group(2))
+    if not match or (layout == "dashed" and not dashed) or (layout == "compact" and dashed):
+        wanted = DAY_LAYOUTS[layout]
+        raise ValueError(f"{text!r} is not a day {wanted if layout == 'dashed' else f'({wanted})'}")
+    year, _, month, day = match.groups()
+    return dt.date(int(year), int(month), int(day))
+
+
+def date_ms(day: dt.date) -> int:
+    """Epoch ms of midnight UTC of ``day`` (any year from 0001), in integers only."""
+    return (day.toordinal() - _EPOCH_DAY) * _DAY_MS
+
+
 def day_ms(text: str) -> int:
     """Epoch ms of midnight UTC of a day ``YYYY-MM-DD`` (any year from 0001; ValueError
     otherwise): a field's declared ``earliest``."""
-    if not _DATE.match(text):
-        raise ValueError(f"{text!r} is not a day YYYY-MM-DD")
-    return (dt.date.fromisoformat(text).toordinal() - _EPOCH_DAY) * _DAY_MS
+    return date_ms(parse_day(text, "dashed"))
 
 
 def parse_compact_time(
@@ -468,3 +491,36 @@ def _epoch_parser(fmt: str, field: str, earliest: int, advice: str):
         return ms
 
     return epoch
+
+
+_MONTH = re.compile(r"([0-9]{4})-?([0-9]{2})\Z")
+
+
+def _epoch_ms(moment: dt.datetime) -> int:
+    return (moment - EPOCH) // MILLISECOND
+
+
+def parse_month(text: str) -> tuple[int, int]:
+    """``YYYY-MM`` or ``YYYYMM`` → (year, month)."""
+    match = _MONTH.match(text.strip())
+    if not match:
+        raise ValueError(f"{text!r} is not a month (YYYY-MM or YYYYMM)")
+    year, month = map(int, match.groups())
+    if not 1 <= month <= 12:
+        raise ValueError(f"{text!r}: month {month} is not 1..12")
+    return year, month
+
+
+def day_bounds(day: dt.date, tz: dt.tzinfo = UTC) -> tuple[int, int]:
+    """Epoch ms of ``[midnight, next midnight)`` of ``day`` in ``tz``."""
+    start = dt.datetime(day.year, day.month, day.day, tzinfo=tz)
+    end = start.replace(tzinfo=None) + dt.timedelta(days=1)
+    return _epoch_ms(start), _epoch_ms(end.replace(tzinfo=tz))
+
+
+def month_bounds(year: int, month: int, tz: dt.tzinfo = UTC) -> tuple[int, int]:
+    """Epoch ms of ``[first instant, first instant of the next month)`` in ``tz``."""
+    following = (year + month // 12, month % 12 + 1)
+    start = dt.datetime(year, month, 1, tzinfo=tz)
+    end = dt.datetime(*following, 1, tzinfo=tz)
+    return _epoch_ms(start), _epoch_ms(end)
