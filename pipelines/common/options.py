@@ -9,7 +9,7 @@ import difflib
 import glob
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from apache_beam.options.pipeline_options import (
     GoogleCloudOptions,
@@ -40,8 +40,12 @@ __all__ = [
     "validate_input",
 ]
 
-if TYPE_CHECKING:
-    from pipelines.common.jobspec import JobSpec
+
+class RollupSpec(Protocol):
+    """What input validation asks of a job: its name, and whether it declares an hourly rollup."""
+
+    name: str
+    rollup: object | None
 
 
 def _auto_on_off(group, flag: str, help: str) -> None:  # group: an argparse argument group
@@ -368,7 +372,7 @@ def check_inputs_exist(patterns: Sequence[str]) -> None:
             raise errors.ConfigError(f"--input {pattern}: {what}")
 
 
-def validate_input(options: PipelineOptions, job: JobSpec) -> None:
+def validate_input(options: PipelineOptions, job: RollupSpec) -> None:
     """Exactly one source; streaming has somewhere to put dead letters; a rollup exists."""
     stream = options.view_as(StreamingInputOptions)
     files = options.view_as(FileInputOptions).input

@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from transforms.scans.key_ranges import TIME_KINDS
 from transforms.schema.model import QuerySpec, TableSpec
 from transforms.schema.problems import Problems
+from transforms.table_model import TIME_KINDS
 
 __all__ = ["READS", "parse"]
 
