@@ -16,8 +16,7 @@ Formats, chosen per file by :func:`detect` (content first, then the name) or for
   while its count of ``"`` is odd, RFC 4180's doubled quotes keep that count even). A large
   uncompressed file is cut, in one counting pass, at line starts outside quoted fields
   (:func:`csv_boundaries`), so several workers read it, each knowing its line numbers.
-- ``parquet`` / ``avro``: through Beam's own readers (:mod:`transforms.ingest.build_rows`), not
-here.
+- ``parquet`` / ``avro``: Beam's own columnar readers, chosen by :class:`ReadRecords`.
 
 gzip and bzip2 are recognised by their magic bytes as well as by ``.gz``/``.bz2``; compressed
 files and arrays are read whole by one worker (they cannot be entered in the middle).
@@ -543,9 +542,8 @@ class ReadRecords(beam.PTransform):
         self._format = input_format
 
     def _kinds(self) -> frozenset[str]:
-        """The readers this job needs: ``text`` (this module), ``parquet``, ``avro``.
-
-        Only the readers needed are put in the graph: on the DirectRunner a Flatten of
+        """The readers this job needs: ``text`` (this module), ``parquet``, ``avro``. Only
+        the readers needed are put in the graph: on the DirectRunner a Flatten of
         branches that run as separate stages holds every element of its inputs in memory
         before the next step starts (the whole input, for a text file). A forced format needs
         one reader; ``auto`` looks at local files now and keeps every reader for the rest."""
