@@ -15,6 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from btts import config, errors
+from btts.advisor import findings
 from btts.advisor import lint as lint_mod
 from transforms.schema import builtin_tables
 
@@ -25,7 +26,7 @@ DOCS_DIR = Path(__file__).resolve().parents[2] / "docs" / "advisor"
 
 def _lint(args: argparse.Namespace) -> int:
     if args.rules:
-        for rule in lint_mod.rules_table():
+        for rule in findings.rules_table():
             print(f"{rule.id:<20} docs/patterns.md §{rule.spec:<10} {rule.title}")
         return 0
     if args.schema:  # a user's file, judged against its own advisor: workload
@@ -36,11 +37,11 @@ def _lint(args: argparse.Namespace) -> int:
         declared = builtin_tables.all_tables()
         decls = [builtin_tables.get(n) for n in args.table] if args.table else declared.values()
         results = lint_mod.lint_all(list(decls))
-    bad = lint_mod.failing([f for fs in results.values() for f in fs], args.fail_on)
+    bad = findings.failing([f for fs in results.values() for f in fs], args.fail_on)
     if args.json:
         print(json.dumps({n: [asdict(f) for f in fs] for n, fs in results.items()}, indent=2))
     else:
-        print(lint_mod.format_report(results, declared, args.fail_on))
+        print(findings.format_report(results, declared, args.fail_on))
     return 1 if bad else 0
 
 
@@ -134,7 +135,7 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
     lint.add_argument("--table", action="append", metavar="NAME", help="only this table")
     lint.add_argument(
         "--fail-on",
-        choices=(*lint_mod.SEVERITIES, "never"),
+        choices=(*findings.SEVERITIES, "never"),
         default="warning",
         help="lowest severity of an open finding that fails the run (default: warning)",
     )

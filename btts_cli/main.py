@@ -15,7 +15,7 @@ from pathlib import Path
 from btts import __version__, admin, config, emulator, errors
 from btts_cli import advise_command as advisor_cli
 from btts_cli import query_command as query_cli
-from btts_cli import serve_command, templates
+from btts_cli import query_schema, serve_command, templates
 from btts_cli.cliparse import Commands, Parser
 from pipelines import job_modules
 from transforms import limits
@@ -155,7 +155,7 @@ def _schema_query(parser: argparse.ArgumentParser, args: list[str]) -> dict | No
     """``btts query --schema FILE …`` (a query the file declares, or a read of one of its
     tables); None: one of the documented queries."""
     if args[:1] and _is_schema(args[0]):
-        return {"func": lambda a: query_cli.run_schema(a.args, _target_args), "args": args}
+        return {"func": lambda a: query_schema.run_schema(a.args, _target_args), "args": args}
     return None
 
 

@@ -22,7 +22,6 @@ from btts_cli.query_output import (
     read,
     time_arg,
 )
-from btts_cli.query_schema import declared_name, run_declared, run_schema
 from pipelines import nightly
 from transforms.errors import InvalidEvent
 from transforms.text import timefmt
@@ -33,10 +32,7 @@ __all__ = [
     "SUBCOMMANDS",
     "add_query_commands",
     "add_tenant_commands",
-    "declared_name",
     "plan",
-    "run_declared",
-    "run_schema",
 ]
 
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from btts.advisor import lint, naming
+from btts.advisor import findings, lint, naming
 from btts.advisor.workload import DerivedTables, FamilyLoad, FieldModel, Hints, Workload, hints_for
 from btts_cli import advise_command
 from transforms.schema import builtin_tables
@@ -57,7 +57,7 @@ def _decl(key, families=(ONE,), pattern="TS-COLS", name="T", delimiter="#"):
     return TableDecl(name, tuple(families), KeyRecipe(tuple(key), delimiter), pattern)
 
 
-def _rules(decl, workload: Workload | None = None, **hints) -> dict[str, lint.Finding]:
+def _rules(decl, workload: Workload | None = None, **hints) -> dict[str, findings.Finding]:
     found = lint.lint(decl, Hints(workload or Workload(), **hints), declared_tables=20)
     return {f.rule: f for f in found}
 
@@ -85,7 +85,7 @@ def test_sensor_daily_date_first_is_acknowledged_with_its_reason_and_only_that()
         "acknowledged",
     )
     assert "nightly batch copy" in finding.reason
-    assert not lint.failing([finding], "info")
+    assert not findings.failing([finding], "info")
     # The acknowledgement covers that rule only: another finding on the table stays open.
     hints = hints_for("SENSOR_DAILY")
     huge = Workload(
@@ -113,13 +113,13 @@ def test_no_acknowledgement_or_anti_pattern_is_stale():
 def test_the_same_key_without_the_acknowledgement_fails():
     found = lint.lint(builtin_tables.get("SENSOR_DAILY"), Hints(hints_for("SENSOR").workload), 20)
     assert [(f.rule, f.status) for f in found] == [("HOT-TIME-FIRST", "open")]
-    assert lint.failing(found, "error")
+    assert findings.failing(found, "error")
 
 
 def test_every_rule_has_a_spec_section_and_findings_carry_it():
-    assert all(r.spec and r.title for r in lint.rules_table())
+    assert all(r.spec and r.title for r in findings.rules_table())
     found = _rules(_decl([epoch_ms("ts")]))
-    assert found["HOT-TIME-FIRST"].spec == lint.RULES["HOT-TIME-FIRST"].spec
+    assert found["HOT-TIME-FIRST"].spec == findings.RULES["HOT-TIME-FIRST"].spec
 
 
 # -- each anti-pattern on a purpose-built bad declaration ----------------------------------------
@@ -327,11 +327,11 @@ def test_field_kinds_guessed_from_names():
 
 
 def test_fail_on_levels():
-    warn = lint.Finding("T", "GC-MISSING", "warning", "m", "4")
-    acked = lint.Finding("T", "HOT-TIME-FIRST", "error", "m", "3.5", "acknowledged", "why")
-    assert lint.failing([warn, acked], "warning") == [warn]
-    assert lint.failing([warn, acked], "error") == []
-    assert lint.failing([warn], "never") == []
+    warn = findings.Finding("T", "GC-MISSING", "warning", "m", "4")
+    acked = findings.Finding("T", "HOT-TIME-FIRST", "error", "m", "3.5", "acknowledged", "why")
+    assert findings.failing([warn, acked], "warning") == [warn]
+    assert findings.failing([warn, acked], "error") == []
+    assert findings.failing([warn], "never") == []
 
 
 # -- the command --------------------------------------------------------------------------------

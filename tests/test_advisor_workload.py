@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from btts.advisor import lint, workload
+from btts.advisor import findings, lint, workload
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Hints, Workload, hints_for
 from tests.conftest import REPO
 from transforms import schema as schema_lib
@@ -41,7 +41,7 @@ def _daily(rate: str) -> schema_lib.Schema:
     return schema_lib.loads(DAILY_LOG.replace("RATE", rate), "daily.yaml")
 
 
-def _time_first(rate: float) -> lint.Finding:
+def _time_first(rate: float) -> findings.Finding:
     key = KeyRecipe((Segment("const", arg="EV"), Segment("epoch_ms", "ts")))
     decl = TableDecl("T", (Family("F", 1),), key, "TS-COLS")
     found = {f.rule: f for f in lint.lint(decl, Hints(Workload(rate)), declared_tables=20)}
@@ -56,14 +56,14 @@ def test_a_single_daily_writer_with_a_time_first_key_is_information():
     (finding,) = results["DAILY_TOTAL"]
     assert (finding.rule, finding.severity, finding.status) == ("HOT-TIME-FIRST", "info", "open")
     assert "harmless at this rate" in finding.message
-    assert lint.failing([finding], "warning") == []
+    assert findings.failing([finding], "warning") == []
 
 
 def test_five_hundred_writes_a_second_on_one_prefix_stays_an_error():
     (finding,) = lint.lint_schema(_daily("500"))["DAILY_TOTAL"]
     assert finding.severity == "error"
     assert "500 events/s" in finding.message and "3.57% of one node's 14,000" in finding.message
-    assert lint.failing([finding], "error") == [finding]
+    assert findings.failing([finding], "error") == [finding]
     # The same rate said as the workload says it.
     (per_minute,) = lint.lint_schema(_daily("30000 per 1m"))["DAILY_TOTAL"]
     assert per_minute.severity == "error"

@@ -12,7 +12,8 @@ from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 from google.rpc import status_pb2
 
 from transforms.bigtable import write as bigtable_write
-from transforms.bigtable.write import _Attempt, _Batch, _LeanBatcher, _RequestSender
+from transforms.bigtable.transport import Attempt, Batch, RequestSender
+from transforms.bigtable.write import _LeanBatcher
 from transforms.build import wire
 from transforms.mutations import AddCell, Cell, RowMutation
 
@@ -54,7 +55,7 @@ class _Inline:
 
         self.requests.append(request)
         future = Future()
-        future.set_result(_Attempt(len(request.entries)))  # a _Batch
+        future.set_result(Attempt(len(request.entries)))  # a Batch
         return future
 
 
@@ -146,15 +147,15 @@ class _Stub:
         return [response]
 
 
-def _request(*keys: bytes) -> _Batch:
+def _request(*keys: bytes) -> Batch:
     rows = [RowMutation("METRIC", key, ROW.cells) for key in keys]
     entries = [wire.framed(wire.entry(row)) for row in rows]
-    return _Batch(wire.request_head(TABLE), entries, list(keys))
+    return Batch(wire.request_head(TABLE), entries, list(keys))
 
 
 def test_transient_entries_are_resent_alone_until_written():
     stub = _Stub([[0, 14, 0, 4], api_exceptions.ServiceUnavailable("down"), [0, 0]])
-    outcome = _RequestSender(stub, timeout_s=10)(_request(b"a", b"b", b"c", b"d"))
+    outcome = RequestSender(stub, timeout_s=10)(_request(b"a", b"b", b"c", b"d"))
     assert stub.sent == [[b"a", b"b", b"c", b"d"], [b"b", b"d"], [b"b", b"d"]]
     assert outcome.errors == []
     assert outcome.codes == Counter({0: 4, 14: 1, 4: 1})
@@ -162,14 +163,14 @@ def test_transient_entries_are_resent_alone_until_written():
 
 def test_a_permanent_error_is_reported_with_its_row_and_not_retried():
     stub = _Stub([[0, 3]])
-    outcome = _RequestSender(stub, timeout_s=10)(_request(b"a", b"b"))
+    outcome = RequestSender(stub, timeout_s=10)(_request(b"a", b"b"))
     assert len(stub.sent) == 1
     assert outcome.errors == ["row b'b': code 3: code 3"]
 
 
 def test_retries_stop_at_the_timeout_with_the_last_error():
     stub = _Stub([api_exceptions.ServiceUnavailable("down")] * 1000)
-    outcome = _RequestSender(stub, timeout_s=0.2)(_request(b"a"))
+    outcome = RequestSender(stub, timeout_s=0.2)(_request(b"a"))
     assert 1 < len(stub.sent) < 1000
     assert len(outcome.errors) == 1
     assert "still not written after 0.2s" in outcome.errors[0]
@@ -198,12 +199,12 @@ class _BytesStub(_Stub):
 
 def test_response_bytes_other_than_all_written_are_read_entry_by_entry():
     stub = _BytesStub([[0, 14, 0, 0], [0]])
-    outcome = _RequestSender(stub, timeout_s=10)(_request(b"a", b"b", b"c", b"d"))
+    outcome = RequestSender(stub, timeout_s=10)(_request(b"a", b"b", b"c", b"d"))
     assert stub.sent == [[b"a", b"b", b"c", b"d"], [b"b"]]
     assert outcome.errors == []
     assert outcome.codes == Counter({0: 4, 14: 1})
     stub = _BytesStub([[0, 3]])
-    outcome = _RequestSender(stub, timeout_s=10)(_request(b"a", b"b"))
+    outcome = RequestSender(stub, timeout_s=10)(_request(b"a", b"b"))
     assert outcome.errors == ["row b'b': code 3: code 3"]
 
 

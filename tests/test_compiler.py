@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from transforms import schema as sf
 from transforms.build import builder as generic
+from transforms.build import fields
 from transforms.mutations import AddCell, Cell
 from transforms.text.events import parse_json_object
 
@@ -147,7 +148,7 @@ def test_every_builtin_schema_compiles_to_a_fast_build_for_its_main_tables():
 def _field_parser(builder: generic.Builder, name: str):
     """The general parser of one field (what the generated fast path must agree with)."""
     spec = builder.schema.field_by_ref()[name]
-    return generic.field_parser(spec, builder.key_delimiters.get(name, ""))
+    return fields.field_parser(spec, builder.key_delimiters.get(name, ""))
 
 
 _EDGES = ["ABC", "abc", " a", "a ", "a b", "a\u00a0b", "a\tb", "ǅ", "ß", "İ", "a#b", "", "x" * 40]

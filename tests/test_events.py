@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transforms.build import builder
+from transforms.build import fields
 from transforms.errors import InvalidEvent
 from transforms.schema import FieldSpec
 from transforms.text import events
@@ -45,7 +45,7 @@ def test_fields_missing_and_unexpected():
 
 def _parsed(kind: str, obj: dict, name: str):
     """A field of ``obj`` read the way the compiled builders read it (transforms/builder.py)."""
-    return builder.field_parser(FieldSpec(name, kind))(obj[name])
+    return fields.field_parser(FieldSpec(name, kind))(obj[name])
 
 
 def test_typed_fields():
@@ -61,7 +61,7 @@ def test_typed_fields():
     with pytest.raises(InvalidEvent, match="expected an integer"):
         _parsed("integer", obj, "f")
     with pytest.raises(InvalidEvent, match="below its minimum 0"):
-        builder.field_parser(FieldSpec("neg", "integer", minimum="0"))(obj["neg"])
+        fields.field_parser(FieldSpec("neg", "integer", minimum="0"))(obj["neg"])
     with pytest.raises(InvalidEvent, match="outside"):
         _parsed("integer", {"big": events.Num(str(2**63))}, "big")
 

@@ -313,28 +313,47 @@ def test_a_throttled_job_lands_every_row_exactly_once_within_the_cap(fake):
     [
         (None, None, False),
         (None, "DataflowRunner", True),
-        ("auto", "DirectRunner", False),
-        ("on", None, True),
-        ("off", "DataflowRunner", False),
         (True, None, True),
+        (False, "DataflowRunner", False),
     ],
 )
-def test_flow_control_is_on_by_default_on_dataflow_only(setting, runner, expected):
+def test_the_connector_is_on_by_default_on_dataflow_only(setting, runner, expected):
     options = PipelineOptions([f"--runner={runner}"] if runner else [])
     assert (resolve_flow_control(setting, options) is not None) is expected
 
 
-@pytest.mark.parametrize("flag, expected", [("on", True), ("off", False), ("auto", False)])
-def test_the_job_option_reaches_the_write(flag, expected):
+@pytest.mark.parametrize(
+    "flag, runner, expected",
+    [
+        ("on", None, True),
+        ("off", "DataflowRunner", False),
+        ("auto", None, False),
+        ("auto", "DataflowRunner", True),
+    ],
+)
+def test_the_job_flag_is_resolved_once_and_reaches_the_write(flag, runner, expected):
     from pipelines import common  # registers --flow_control (BigtableOptions)
 
-    options = PipelineOptions([f"--flow_control={flag}"])
+    argv = [f"--flow_control={flag}", *([f"--runner={runner}"] if runner else [])]
+    options = PipelineOptions(argv)
     assert options.view_as(common.BigtableOptions).flow_control == flag
-    assert (resolve_flow_control(None, options) is not None) is expected
+    assert common.write_settings(options).flow_control is expected
+
+
+@pytest.mark.parametrize(
+    "flag, subscription, expected",
+    [("auto", None, False), ("auto", "projects/p/subscriptions/s", True), ("on", None, True)],
+)
+def test_collapse_latest_is_resolved_with_the_input(flag, subscription, expected):
+    from pipelines import common
+
+    argv = [f"--collapse_latest={flag}"]
+    argv += [f"--input_subscription={subscription}"] if subscription else []
+    assert common.write_settings(PipelineOptions(argv)).collapse_latest is expected
 
 
 def test_a_mistyped_flow_control_setting_fails_loudly():
-    with pytest.raises(ValueError, match="expected one of auto, on, off"):
+    with pytest.raises(TypeError, match="expected a FlowControl, True, False or None"):
         resolve_flow_control("yes", PipelineOptions([]))
 
 

@@ -127,7 +127,7 @@ def test_salt_is_stable_across_processes():
     """Python's hash() changes per process; the salt must not (keys would move)."""
     here = [keys.salt(f"2015030112450100{i}", 3) for i in range(10)]
     code = (
-        "from transforms import keys;"
+        "from transforms.text import keys;"
         "print(','.join(keys.salt(f'2015030112450100{i}', 3) for i in range(10)))"
     )
     for seed in ("1", "2"):

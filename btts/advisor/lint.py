@@ -29,10 +29,6 @@ from btts.advisor.findings import (
     RULES,
     SEVERITIES,
     Finding,
-    Rule,
-    failing,
-    format_report,
-    rules_table,
 )
 from btts.advisor.naming import guess_kind, looks_like_personal_data
 from btts.advisor.rows import (
@@ -61,17 +57,10 @@ __all__ = [
     "MAX_SALT_BUCKETS",
     "ONE_CELL_PATTERNS",
     "PROMOTABLE_CARDINALITY",
-    "RULES",
-    "SEVERITIES",
-    "Finding",
-    "Rule",
-    "failing",
-    "format_report",
     "hot_prefix_severity",
     "lint",
     "lint_all",
     "lint_schema",
-    "rules_table",
 ]
 
 

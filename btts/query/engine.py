@@ -46,8 +46,9 @@ from btts.errors import MissingTable
 from btts.query import records as query_records
 from btts.query.records import Record
 from transforms import schema as schema_lib
+from transforms import table_model
 from transforms.bigtable.filters import KEYS_ONLY, read_query
-from transforms.build import builder
+from transforms.build import fields
 from transforms.mutations import ReadRow
 from transforms.scans import key_ranges, salted_reads
 from transforms.scans.key_ranges import Scan
@@ -210,7 +211,7 @@ def salted_scans(decl, start_ms: int, end_ms: int, tz: dt.tzinfo = timefmt.UTC) 
 
 def _time_follows(decl, fixed: Mapping[str, object]) -> bool:
     rest = [s for s in decl.key.segments if s.kind not in ("const", "salt")][len(fixed) :]
-    return bool(rest) and rest[0].kind in key_ranges.TIME_KINDS
+    return bool(rest) and rest[0].kind in table_model.TIME_KINDS
 
 
 def declared_query(
@@ -259,7 +260,7 @@ def typed_values(schema: schema_lib.Schema, table: str, given: Mapping[str, str]
             except ValueError:
                 raise ValueError(f"{name}: {text!r} is not an integer") from None
         elif kind == "time":
-            out[name] = builder.field_parser(spec)(text)
+            out[name] = fields.field_parser(spec)(text)
         else:
             out[name] = text
     return out

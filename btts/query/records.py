@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 
 from transforms import schema as schema_lib
+from transforms import table_model
 from transforms.mutations import ReadCell, ReadRow
 from transforms.scans import key_ranges, salted_reads
 
@@ -196,7 +197,7 @@ def entity_fields(schema: schema_lib.Schema, table_name: str) -> tuple[str, ...]
     """The fields that tell one entity's series from another's (``--plot``): the key's (no salt,
     constant or time), then text fields kept in columns (a user the key cannot hold)."""
     table = schema.table(table_name)
-    skip = ("const", "salt", *key_ranges.TIME_KINDS)
+    skip = ("const", "salt", *table_model.TIME_KINDS)
     names = [s.field for s in table.decl.key.segments if s.field and s.kind not in skip]
     refs = schema.field_by_ref()
     for col in table.columns:
@@ -218,7 +219,7 @@ def decode_table(
     decl = table.decl
     decoder = _Decoder(schema, table)
     whole = whole_rows(table, latest)
-    time_keys = {s.field for s in decl.key.segments if s.kind in key_ranges.TIME_KINDS}
+    time_keys = {s.field for s in decl.key.segments if s.kind in table_model.TIME_KINDS}
     exact = {s.field for s in decl.key.segments if s.kind in ("epoch_ms", "reverse_ts")}
     per = table.rows_per.name if table.rows_per is not None else None
     rows = rows_in_order(decl, scans)

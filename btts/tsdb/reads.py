@@ -32,6 +32,7 @@ from btts.query import records as query_records
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import schema as schema_lib
+from transforms import table_model
 from transforms.bigtable import filters
 from transforms.mutations import ReadRow
 from transforms.rollup import core
@@ -207,7 +208,7 @@ def missing_tag(source: Source, filters: Sequence[TagFilter], tenant: str | None
     given = _by_tag(filters)
     per = source.table.rows_per.name if source.table.rows_per is not None else None
     for seg in source.table.decl.key.segments:
-        if seg.kind in key_ranges.TIME_KINDS or seg.kind == "salt":
+        if seg.kind in table_model.TIME_KINDS or seg.kind == "salt":
             return None
         if not seg.field or seg.field == per or (seg.kind == "tenant" and tenant):
             continue
@@ -280,7 +281,7 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
             out.scans.extend(query_engine.salted_scans(decl, start_ms, end_ms))
             out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
             return out
-        if seg.kind in key_ranges.TIME_KINDS:
+        if seg.kind in table_model.TIME_KINDS:
             out.combos = combos
             for combo in combos:
                 out.scans.append(key_ranges.time_scan(decl, combo, start_ms, end_ms))

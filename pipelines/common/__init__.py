@@ -45,6 +45,7 @@ from pipelines.common.options import (
     resolve_target,
     timezone,
     validate_input,
+    write_settings,
 )
 from pipelines.common.report import (
     JobFailed,
@@ -111,6 +112,7 @@ __all__ = [
     "timezone",
     "validate_input",
     "with_time_input",
+    "write_settings",
 ]
 
 _LOG = logging.getLogger(__name__)

@@ -24,6 +24,7 @@ from pipelines.common.options import (
     StreamingInputOptions,
     input_patterns,
     resolve_target,
+    write_settings,
 )
 from transforms.bigtable.collapse import latest_only_families
 from transforms.bigtable.write import WriteRows
@@ -126,7 +127,14 @@ class Ingest(beam.PTransform):
         add_cells = functools.partial(
             WriteAggregates, target.project, target.instance, operation_timeout=timeout
         )
-        set_cells = functools.partial(WriteRows, target.project, target.instance, timeout_s=timeout)
+        settings = write_settings(options)
+        set_cells = functools.partial(
+            WriteRows,
+            target.project,
+            target.instance,
+            timeout_s=timeout,
+            flow_control=settings.flow_control,
+        )
         aggregates = [t for t in job.tables if any(f.aggregate for f in job.decls[t].families)]
         plain = [t for t in job.tables if t not in aggregates]
         if aggregates:
@@ -138,11 +146,8 @@ class Ingest(beam.PTransform):
             cells = split["cells"]
         else:
             cells = rows
-        collapse = options.view_as(BigtableOptions).collapse_latest
-        if collapse == "auto":
-            collapse = "on" if stream.input_subscription else "off"
         if plain:
-            latest = _latest_only(job, plain) if collapse == "on" else {}
+            latest = _latest_only(job, plain) if settings.collapse_latest else {}
             cells | "WriteBigtable" >> set_cells(plain, latest_only=latest)
         dead = [built[DEAD_LETTER]]
         out = {ROWS: rows}
@@ -156,7 +161,7 @@ class Ingest(beam.PTransform):
             batches = rolled["rows"] | "RollupBatches" >> beam.Map(lambda row: [row])
             if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
                 rollup_table = [job.rollup.table]
-                latest = _latest_only(job, rollup_table) if collapse == "on" else {}
+                latest = _latest_only(job, rollup_table) if settings.collapse_latest else {}
                 batches | "WriteRollup" >> set_cells(rollup_table, latest_only=latest)
             else:
                 batches | "WriteRollup" >> add_cells(job.rollup.table)

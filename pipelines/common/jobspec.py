@@ -16,8 +16,7 @@ from pipelines.common.options import FileInputOptions, StreamingInputOptions
 from transforms import schema as schema_lib
 from transforms.build import builder as generic
 from transforms.ingest.build_rows import Builder, CsvAdapter
-from transforms.rollup.core import schema_rollups
-from transforms.rollup.hourly import RollupSpec
+from transforms.rollup.core import RollupSpec, schema_rollups
 from transforms.table_model import TableDecl
 
 __all__ = ["JobSpec", "builtin_job", "job_tables", "schema_job", "with_time_input"]

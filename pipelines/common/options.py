@@ -4,6 +4,7 @@ typo, a bad value or a missing input, never Beam's usage or a traceback), and th
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import difflib
 import glob
@@ -29,6 +30,7 @@ __all__ = [
     "FlagValueError",
     "StreamingInputOptions",
     "TimeOptions",
+    "WriteSettings",
     "check_inputs_exist",
     "did_you_mean",
     "input_help",
@@ -38,6 +40,7 @@ __all__ = [
     "resolve_target",
     "timezone",
     "validate_input",
+    "write_settings",
 ]
 
 
@@ -48,9 +51,36 @@ class RollupSpec(Protocol):
     rollup: object | None
 
 
+AUTO_ON_OFF = ("auto", "on", "off")
+
+
 def _auto_on_off(group, flag: str, help: str) -> None:  # group: an argparse argument group
     """A setting that is on, off, or decided by the job ('auto', the default)."""
-    group.add_argument(flag, type=str, choices=("auto", "on", "off"), default="auto", help=help)
+    group.add_argument(flag, type=str, choices=AUTO_ON_OFF, default="auto", help=help)
+
+
+@dataclasses.dataclass(frozen=True)
+class WriteSettings:
+    """The write path's auto/on/off flags, resolved once for the whole job."""
+
+    flow_control: bool  # --flow_control: auto = on for Dataflow
+    collapse_latest: bool  # --collapse_latest: auto = on for Pub/Sub input
+
+
+def write_settings(options: PipelineOptions) -> WriteSettings:
+    """Where ``--flow_control`` and ``--collapse_latest`` are decided: 'auto' by the runner and
+    by the input, 'on'/'off' as given."""
+    flags = options.view_as(BigtableOptions)
+    runner = str(options.view_as(StandardOptions).runner or "")
+    streaming = bool(options.view_as(StreamingInputOptions).input_subscription)
+
+    def decide(value: str, auto: bool) -> bool:
+        return auto if value == "auto" else value == "on"
+
+    return WriteSettings(
+        flow_control=decide(flags.flow_control, "dataflow" in runner.lower()),
+        collapse_latest=decide(flags.collapse_latest, streaming),
+    )
 
 
 class BigtableOptions(PipelineOptions):

@@ -76,8 +76,6 @@ __all__ = [
     "mutate_rows_call",
 ]
 
-# The names tests and older callers know these by.
-_Attempt, _Batch, _RequestSender = Attempt, Batch, RequestSender
 
 # A request's rows (WriteRows): each request costs the writer threads a fixed share of CPU
 # (measured at 1,000,000 events: 5,000 rows per request took 2-4% less job CPU than 2,000, for
@@ -97,7 +95,6 @@ _KEY = operator.itemgetter(1)
 _CELLS = operator.itemgetter(2)
 _TABLE = operator.itemgetter(0)
 _STATUS_NAMES = {code.value[0]: code.name.lower() for code in grpc.StatusCode}
-FLOW_CONTROL_CHOICES = ("auto", "on", "off")
 
 
 class _LeanBatcher:
@@ -391,23 +388,18 @@ class _BoundedWriteFn(beam.DoFn):
 
 
 def resolve_flow_control(
-    setting: FlowControl | bool | str | None, options: PipelineOptions
+    setting: FlowControl | bool | None, options: PipelineOptions
 ) -> FlowControl | None:
-    """The flow control a write uses. ``None`` reads ``--flow_control`` from the pipeline's
-    options (``auto`` when absent): ``auto`` is on for Dataflow, off elsewhere."""
+    """The flow control a write uses: a :class:`FlowControl` as given, ``True``/``False``, or
+    ``None`` for the connector's default, on when the pipeline runs on Dataflow (the emulator
+    and local runners never get RateLimitInfo). A job resolves its ``--flow_control`` flag
+    itself (pipelines.common.write_settings) and passes the answer."""
     if isinstance(setting, FlowControl):
         return setting
     if setting is None:
-        setting = options.get_all_options().get("flow_control") or "auto"
-    if setting == "auto":
-        runner = options.view_as(StandardOptions).runner
-        setting = "dataflow" in str(runner or "").lower()
-    if isinstance(setting, str):
-        if setting not in FLOW_CONTROL_CHOICES:
-            raise ValueError(
-                f"flow_control={setting!r}: expected one of {', '.join(FLOW_CONTROL_CHOICES)}"
-            )
-        setting = setting == "on"
+        setting = "dataflow" in str(options.view_as(StandardOptions).runner or "").lower()
+    if not isinstance(setting, bool):
+        raise TypeError(f"flow_control={setting!r}: expected a FlowControl, True, False or None")
     return FlowControl() if setting else None
 
 
@@ -430,7 +422,7 @@ class BoundedWriteToBigTable(beam.PTransform):
         max_row_bytes: int = MAX_ROW_BYTES,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
-        flow_control: FlowControl | bool | str | None = None,
+        flow_control: FlowControl | bool | None = None,
         retry_harness: str | None = None,
         latest_only: Collection[str] = (),
     ) -> None:
@@ -558,7 +550,7 @@ class WriteRows(beam.PTransform):
         flush_count: int = DEFAULT_FLUSH_COUNT,
         max_row_bytes: int = DEFAULT_FLUSH_BYTES,
         timeout_s: float = DEFAULT_TIMEOUT_S,
-        flow_control: FlowControl | bool | str | None = None,
+        flow_control: FlowControl | bool | None = None,
         retry_harness: str | None = None,
         latest_only: Mapping[str, Collection[str]] | None = None,
     ) -> None:

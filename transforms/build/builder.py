@@ -29,9 +29,10 @@ from functools import lru_cache
 
 from transforms.build import codegen
 from transforms.build.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
-from transforms.build.fields import FieldParser, field_parser
+from transforms.build.fields import field_parser
 from transforms.errors import InvalidEvent
-from transforms.mutations import MAX_QUALIFIER_BYTES, AddCell, Cell, RowMutation
+from transforms.limits import MAX_QUALIFIER_BYTES
+from transforms.mutations import AddCell, Cell, RowMutation
 from transforms.schema import (
     ColumnSpec,
     FieldSpec,
@@ -49,7 +50,7 @@ from transforms.table_model import (
 )
 from transforms.text import keys, timefmt
 
-__all__ = ["Builder", "FieldParser", "build_plan", "field_parser"]
+__all__ = ["Builder", "build_plan"]
 
 # JSON blobs keep numbers as the source wrote them (no float round trip); times as epoch ms.
 _RAW_JSON = ("number", "integer", "time")

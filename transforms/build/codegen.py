@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
+from transforms import limits
 from transforms.build import wire
 from transforms.build.source import SourceWriter
 from transforms.errors import InvalidEvent
@@ -118,7 +119,7 @@ _BUILD_NAMESPACE = {
     "MAX_MS": timefmt.MAX_EPOCH_MS,
     "check_fields": events.check_fields,
     "check_key_size": keys.check_key_size,
-    "MAX_KEY": keys.MAX_ROW_KEY_BYTES,
+    "MAX_KEY": limits.MAX_ROW_KEY_BYTES,
 }
 
 

@@ -15,7 +15,7 @@ from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
 from transforms.errors import InvalidEvent
-from transforms.mutations import MAX_QUALIFIER_BYTES
+from transforms.limits import MAX_QUALIFIER_BYTES
 from transforms.schema import FieldSpec
 from transforms.text import events, keys, timefmt
 from transforms.text.events import CsvText, Num

@@ -23,6 +23,7 @@ from transforms.ingest import batches as row_batches  # noqa: F401 (registers th
 from transforms.ingest import readers
 from transforms.ingest.dead_letters import dead_letter_record
 from transforms.ingest.readers import Block
+from transforms.limits import MAX_QUALIFIER_BYTES
 from transforms.metrics import (
     EVENT_TIMES,
     MAX_REASON_KINDS,
@@ -31,7 +32,7 @@ from transforms.metrics import (
     REASONS_NAMESPACE,
     reason_metric_name,
 )
-from transforms.mutations import MAX_QUALIFIER_BYTES, FramedRows, RowMutation, check_limits
+from transforms.mutations import FramedRows, RowMutation, check_limits
 from transforms.text import events
 
 __all__ = [

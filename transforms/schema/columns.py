@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from transforms.mutations import MAX_QUALIFIER_BYTES
+from transforms.limits import MAX_QUALIFIER_BYTES
 from transforms.schema.model import QUALIFIER_TIME_FORMATS, ColumnSpec, FieldSpec
 from transforms.schema.problems import Problems, suggest
 from transforms.schema.protobuf import ProtoRefused, message_class, refusal
