@@ -83,33 +83,11 @@ def pipeline_module(name: str) -> ModuleType:
     return importlib.import_module(f"pipelines.{name}")
 
 
-class _Parsed(Exception):
-    """Raised by the stand-in parser to stop a run right after it declared its options."""
-
-    def __init__(self, description: str, classes: Sequence[type[PipelineOptions]]) -> None:
-        super().__init__(description)
-        self.description = description
-        self.classes = tuple(classes)
-
-
 def declared_options(name: str) -> tuple[str, tuple[type[PipelineOptions], ...]]:
     """The description and option classes a pipeline's ``run`` parses (and ``--help`` shows):
-    ``run`` is called with the parser replaced, so nothing else of it executes."""
-    from pipelines import common
-
-    def stand_in(argv, prog, description, classes, name=""):  # common.parse_args
-        raise _Parsed(description, classes)
-
+    every job module states them, as its docstring and ``OPTION_CLASSES``."""
     module = pipeline_module(name)
-    original = common.parse_args
-    common.parse_args = stand_in
-    try:
-        module.run(["--help"])
-    except _Parsed as parsed:
-        return parsed.description, parsed.classes
-    finally:
-        common.parse_args = original
-    raise RuntimeError(f"pipelines.{name}.run() did not parse its options with common.parse_args")
+    return module.__doc__ or "", tuple(module.OPTION_CLASSES)
 
 
 def _help_text(action: argparse.Action) -> str:
