@@ -320,7 +320,7 @@ def _drop_tenant(args: argparse.Namespace) -> int:
             print(f"Would drop {len(keys):,} row(s) of tenant {args.tenant} from DEVICE in "
                   f"{target.describe()}; pass --yes to drop them.")  # fmt: skip
             return 0
-        dropped = q.drop_tenant(target, args.tenant)
+        dropped = q.offboard_tenant(target, args.tenant)
     except (errors.MissingTable, InvalidEvent) as err:
         raise errors.ConfigError(str(err)) from None
     print(f"Dropped tenant {args.tenant}: {dropped:,} row(s) of DEVICE (prefix {args.tenant}#)")

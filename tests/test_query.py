@@ -459,7 +459,7 @@ def test_dropping_a_tenant_removes_its_rows_only(target, tmp_path):
         [f"--input={path}", f"--dead_letter={tmp_path / 'dead'}", "--create_tables",
          f"--bigtable_instance={target.instance}"],
     )  # fmt: skip
-    assert q.drop_tenant(target, "acme") == 2  # two devices, one day: two rows
+    assert q.offboard_tenant(target, "acme") == 2  # two devices, one day: two rows
     assert _tenant_rows(target, "acme") == []
     assert no_key(_tenant_rows(target, "acme2")) == _tenant(records, "acme2")
     assert no_key(_tenant_rows(target, "altostrat")) == _tenant(records, "altostrat")

@@ -63,8 +63,8 @@ __all__ = [
     "count_rows",
     "declared",
     "declared_query",
-    "drop_tenant",
     "execute",
+    "offboard_tenant",
     "plan_declared",
     "read_rows",
     "run",
@@ -314,9 +314,10 @@ def ask(target: Target, dataset: str, name: str, *args, **kwargs) -> list[Record
 # -- offboarding a tenant (docs/patterns.md §3 rule 11) ---------------------------------------
 
 
-def drop_tenant(target: Target, tenant: str) -> int:
-    """Offboard a tenant: drop the row range of its prefix ``TENANT#`` in DEVICE in one admin
-    call (``acme`` never takes ``acme2``'s rows). Returns how many rows it held."""
+def offboard_tenant(target: Target, tenant: str) -> int:
+    """Offboard a tenant of the devices dataset: count its rows in DEVICE, then drop them with
+    :func:`btts.admin.drop_tenant` (one admin call on the prefix ``TENANT#``). Returns how many
+    rows it held."""
     devices = schema_lib.builtin("devices")
     device = devices.table("DEVICE").decl
     (scan,) = plan_declared(devices, declared(devices, "tenant_rows"), {"tenant": tenant})

@@ -344,7 +344,7 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
         return without_key(q.ask(target, "devices", "tenant_rows", {"tenant": tenant}))
 
     def drop_acme(target: config.Target) -> str:
-        dropped = q.drop_tenant(target, "acme")
+        dropped = q.offboard_tenant(target, "acme")
         gone = tenant_rows(target, "acme")
         kept = tenant_rows(target, "acme2")
         if dropped != acme_rows or gone or kept != survivors:

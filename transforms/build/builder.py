@@ -77,7 +77,7 @@ def _text(value: object) -> str:
 
 def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo):
     """``values → row key`` for a table whose key the generated source does not write out
-    (transforms/compiler.py: salted or unpivoted tables): the recipe's own builder, which
+    (:mod:`.codegen` leaves salted and unpivoted tables to it): the recipe's own builder, which
     checks every free-text segment; integers are given as their digits."""
     build = spec.decl.key.build
     times = frozenset(f.ref for f in schema.fields if f.type == "time")
