@@ -2,6 +2,8 @@
 queries (``query``), the OpenTSDB API (``tsdb``), the advisor and the demo's samples. The command
 line (``btts_cli``) sits above it."""
 
+__all__ = ["__version__"]
+
 __version__ = "0.1.0"
 
 import warnings

@@ -16,7 +16,7 @@ from btts.config import Target
 from btts.errors import ConfigError
 from transforms.table_model import Family, TableDecl
 
-__all__ = ["Admin", "column_family", "drop_tenant", "gc_rule", "preflight"]
+__all__ = ["Admin", "drop_tenant", "preflight"]
 
 
 def gc_rule(family: Family) -> admin_types.GcRule | None:

@@ -22,26 +22,14 @@ from typing import ClassVar
 from btts.errors import EmulatorError
 
 __all__ = [
-    "DEBIAN_SDK_ROOT",
     "EMULATOR_INSTANCE",
     "EMULATOR_PROJECT",
-    "ENV_BINARY",
     "ENV_HOST",
-    "GO_MEMORY",
-    "INSTALL_HINT",
-    "PUBSUB_ENV_BINARY",
-    "PUBSUB_ENV_HOST",
-    "PUBSUB_INSTALL_HINT",
     "STATE_FILE",
     "Emulator",
-    "PubSubEmulator",
     "alive",
-    "find_binary",
-    "free_port",
     "start_detached",
     "stop_detached",
-    "stop_pid",
-    "wait_for_port",
 ]
 
 ENV_BINARY = "BTTS_CBTEMULATOR"

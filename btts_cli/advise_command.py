@@ -19,7 +19,7 @@ from btts.advisor import findings
 from btts.advisor import lint as lint_mod
 from transforms.schema import builtin_tables
 
-__all__ = ["DOCS_DIR", "main", "register"]
+__all__ = ["main", "register"]
 
 DOCS_DIR = Path(__file__).resolve().parents[2] / "docs" / "advisor"
 

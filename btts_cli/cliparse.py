@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn, Protocol
 
-__all__ = ["LOGGING_FLAGS", "Commands", "Parser", "RestReader", "closest"]
+__all__ = ["Commands", "Parser"]
 
 # btts's own logging flags, by their spellings: no job takes them (Beam would drop them
 # silently), so they are btts's wherever they stand, after a job's flags too.

@@ -47,25 +47,7 @@ from btts_cli.cliparse import Parser
 from pipelines import common
 from transforms.scans import key_ranges
 
-__all__ = [
-    "BAD_LINES",
-    "BUDGET_SECONDS",
-    "DEVICE_JOB",
-    "RECENT_JOB",
-    "SHOW_ROWS",
-    "SIZE_FLAGS",
-    "Dataset",
-    "JobRun",
-    "build_queries",
-    "cbt_row_keys",
-    "generate",
-    "print_summary",
-    "run",
-    "run_job_spec",
-    "run_nightly",
-    "run_pipelines",
-    "run_queries",
-]
+__all__ = ["run"]
 
 _LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5

@@ -20,10 +20,7 @@ from btts_cli.cliparse import Commands, Parser
 from pipelines import job_modules
 from transforms import limits
 
-__all__ = [
-    "COMMAND_GROUPS", "OWN_LOGGERS", "check_emulator", "main", "parser", "reaches_bigtable",
-    "use_started_emulator", "user_errors",
-]  # fmt: skip
+__all__ = ["main"]  # fmt: skip
 
 
 def _target_args(parser: argparse.ArgumentParser) -> None:
@@ -254,7 +251,7 @@ def _add_query(sub: Commands) -> None:
 
 
 def _add_demo(sub: Commands) -> None:
-    demo = sub.add_parser(
+    demo_cmd = sub.add_parser(
         "demo",
         help="the main job: emulator, sample data for every dataset, every pipeline, the "
         "nightly job, every query's answer",
@@ -262,8 +259,8 @@ def _add_demo(sub: Commands) -> None:
         "batch pipeline and the nightly job, print each documented query's answer and a "
         "summary, and stop the emulator. Flags: `btts demo --help`.",
     )
-    demo.add_argument("args", nargs=argparse.REMAINDER, help="flags for the demo job")
-    demo.rest = lambda _, args: {"func": _demo, "args": args}  # --help too: the demo's flags
+    demo_cmd.add_argument("args", nargs=argparse.REMAINDER, help="flags for the demo job")
+    demo_cmd.rest = lambda _, args: {"func": _demo, "args": args}  # --help too: the demo's flags
 
 
 # One function per command group, in --help order: a new group is one more entry. Each gets

@@ -26,14 +26,7 @@ from pipelines import nightly
 from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 
-__all__ = [
-    "BALLOON_QUERIES",
-    "EMPTY_HINTS",
-    "SUBCOMMANDS",
-    "add_query_commands",
-    "add_tenant_commands",
-    "plan",
-]
+__all__ = ["BALLOON_QUERIES", "add_query_commands", "add_tenant_commands", "plan"]
 
 
 def _months(first: tuple[int, int], last: tuple[int, int] | None = None, tz=dt.timezone.utc):

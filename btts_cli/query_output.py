@@ -24,19 +24,15 @@ from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 
 __all__ = [
-    "FORMATS",
-    "NOTHING_TO_PLOT_EXIT",
     "add_common",
     "add_output",
     "add_range",
     "add_timezone",
     "day_arg",
     "month_arg",
-    "plot_file",
     "print_answer",
     "read",
     "time_arg",
-    "zone_arg",
 ]
 
 FORMATS = ("table", "json", "csv")

@@ -28,7 +28,7 @@ from btts_cli.query_output import (
 from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 
-__all__ = ["declared_help", "declared_name", "run_declared", "run_schema"]
+__all__ = ["run_schema"]
 
 
 def declared_name(argv: list[str]) -> str | None:

@@ -11,7 +11,7 @@ from btts import config, emulator
 from btts.tsdb import answer, catalog, reads, server
 from transforms import schema as schema_lib
 
-__all__ = ["list_text", "load_catalog", "register", "run"]
+__all__ = ["register"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -7,10 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = [
-    "DATAFLOW_NOTES", "DATAFLOW_REQUIRED", "FORMATS", "LABELS", "Flag", "parameter",
-    "required_on_dataflow",
-]  # fmt: skip
+__all__ = ["Flag", "parameter", "required_on_dataflow"]  # fmt: skip
 
 # Human labels for the console's launch form; a flag missing here gets one made from its name.
 LABELS = {

@@ -43,12 +43,7 @@ from btts_cli.template_params import Flag, parameter, required_on_dataflow
 if TYPE_CHECKING:  # Beam is imported only by the pipelines themselves
     from apache_beam.options.pipeline_options import PipelineOptions
 
-__all__ = [
-    "IMAGE_ENV", "LAUNCHER_IMAGE", "PIPELINE_ENV", "WHEEL_PACKAGES", "add_actions", "beam_version",
-    "commands", "declared_options", "dockerfile", "drift", "flags", "launch", "main", "metadata",
-    "mismatches", "pipeline_flags", "pipeline_module", "pipeline_names", "register", "rendered",
-    "template_argv", "write",
-]  # fmt: skip
+__all__ = ["main", "register"]  # fmt: skip
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = "nightly"

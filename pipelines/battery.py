@@ -25,20 +25,7 @@ from btts import errors
 from pipelines import common
 from transforms import schema as schema_lib
 
-__all__ = [
-    "JOB",
-    "LAYOUTS",
-    "NAME",
-    "OPTION_CLASSES",
-    "SALT_BUCKETS",
-    "SCHEMA",
-    "BatteryLayoutOptions",
-    "build",
-    "job_for",
-    "run",
-    "salt_count",
-    "salted_tables",
-]
+__all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 NAME = "battery"
 SCHEMA = schema_lib.builtin(NAME)

@@ -19,16 +19,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
 
-__all__ = [
-    "DEFAULT_LAYOUT",
-    "JOB",
-    "LAYOUTS",
-    "OPTION_CLASSES",
-    "GardenLayoutOptions",
-    "build",
-    "job_for",
-    "run",
-]
+__all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 DEFAULT_LAYOUT = "tall"
 

@@ -23,7 +23,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import config, errors
 from pipelines import common
 
-__all__ = ["NAME", "OPTION_CLASSES", "GenericOptions", "build", "job_for", "run"]
+__all__ = ["OPTION_CLASSES", "build", "run"]
 
 NAME = "generic"
 

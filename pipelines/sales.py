@@ -39,19 +39,7 @@ from pipelines import common
 from transforms.bigtable.filters import KEYS_ONLY, key_suffix_filter
 from transforms.errors import InvalidEvent
 
-__all__ = [
-    "JOB",
-    "NAME",
-    "OPTION_CLASSES",
-    "TABLE",
-    "OnlyMonths",
-    "ReplaceOptions",
-    "build",
-    "delete_months",
-    "job_for",
-    "replace_months",
-    "run",
-]
+__all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 NAME = "sales"
 _LOG = logging.getLogger(__name__)

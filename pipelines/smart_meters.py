@@ -18,7 +18,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
 
-__all__ = ["JOB", "OPTION_CLASSES", "build", "job_for", "run"]
+__all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 # The job with its default flags (UTC days); job_for binds the configured zone.
 JOB = common.builtin_job("smart_meters", __doc__)

@@ -24,7 +24,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
 
-__all__ = ["NAME", "OPTION_CLASSES", "PATTERNS", "BalloonPatternOptions", "build", "job_for", "run"]
+__all__ = ["OPTION_CLASSES", "build", "run"]
 
 NAME = "weather_balloons"
 # --balloon_pattern → the table of that column pattern (the same events land in any of them).

@@ -25,15 +25,7 @@ import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = [
-    "PACKAGE",
-    "PACKAGE_DIR",
-    "SUFFIX",
-    "ProtocError",
-    "generate",
-    "generated_module",
-    "is_current",
-]
+__all__ = ["generate"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PACKAGE = PACKAGE_DIR.name

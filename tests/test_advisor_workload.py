@@ -11,7 +11,7 @@ from btts.advisor import findings, lint, workload
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Hints, Workload, hints_for
 from tests.conftest import REPO
 from transforms import schema as schema_lib
-from transforms.schema import builtin_tables
+from transforms.schema import builtin_tables, values
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 
 # One writer, a row a day, under a time-first key (a daily export's log, say).
@@ -192,11 +192,11 @@ def test_a_full_section_loads_and_per_table_values_win():
 
 
 def test_a_rate_reads_as_the_workload_says_it():
-    assert schema_lib.advisor_rate("100000 per 5s") == 20_000
-    assert schema_lib.advisor_rate("10000000 per 15m") == 10_000_000 / 900
-    assert schema_lib.advisor_rate(0.5) == 0.5
+    assert values.advisor_rate("100000 per 5s") == 20_000
+    assert values.advisor_rate("10000000 per 15m") == 10_000_000 / 900
+    assert values.advisor_rate(0.5) == 0.5
     for bad in ("fast", "10 per", "per 5s", True, 0, "0 per 1s", "1 per 0s"):
-        assert schema_lib.advisor_rate(bad) is None, bad
+        assert values.advisor_rate(bad) is None, bad
 
 
 def test_a_schema_without_a_section_gets_the_defaults():

@@ -10,6 +10,7 @@ import pytest
 
 from btts.query import engine
 from pipelines import common
+from pipelines.common import report
 from tests.helpers import read_dead_letters, run_job, write_lines
 from transforms.errors import reason_kind
 
@@ -35,7 +36,7 @@ def test_reasons_group_by_kind_keeping_the_field_they_name(reason, kind):
 
 
 def test_failure_needs_input_and_is_judged_on_records_not_blank_lines():
-    reasons = [common.Reason("field 't': '…' bad", 3, "in.jsonl", 2)]
+    reasons = [report.Reason("field 't': '…' bad", 3, "in.jsonl", 2)]
     totals = {"lines_read": 5, "blank_lines": 2, "dead_letters": 3, "events_valid": 0}
     assert "no valid event in 3 records" in common.failure(totals, reasons, None)
     assert "top reason: field 't': '…' bad" in common.failure(totals, reasons, None)

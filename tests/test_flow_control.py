@@ -333,11 +333,12 @@ def test_the_connector_is_on_by_default_on_dataflow_only(setting, runner, expect
 )
 def test_the_job_flag_is_resolved_once_and_reaches_the_write(flag, runner, expected):
     from pipelines import common  # registers --flow_control (BigtableOptions)
+    from pipelines.common.options import write_settings
 
     argv = [f"--flow_control={flag}", *([f"--runner={runner}"] if runner else [])]
     options = PipelineOptions(argv)
     assert options.view_as(common.BigtableOptions).flow_control == flag
-    assert common.write_settings(options).flow_control is expected
+    assert write_settings(options).flow_control is expected
 
 
 @pytest.mark.parametrize(
@@ -345,11 +346,11 @@ def test_the_job_flag_is_resolved_once_and_reaches_the_write(flag, runner, expec
     [("auto", None, False), ("auto", "projects/p/subscriptions/s", True), ("on", None, True)],
 )
 def test_collapse_latest_is_resolved_with_the_input(flag, subscription, expected):
-    from pipelines import common
+    from pipelines.common.options import write_settings
 
     argv = [f"--collapse_latest={flag}"]
     argv += [f"--input_subscription={subscription}"] if subscription else []
-    assert common.write_settings(PipelineOptions(argv)).collapse_latest is expected
+    assert write_settings(PipelineOptions(argv)).collapse_latest is expected
 
 
 def test_a_mistyped_flow_control_setting_fails_loudly():

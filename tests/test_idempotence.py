@@ -26,6 +26,7 @@ from btts_cli import demo
 from pipelines import battery as battery_job
 from pipelines import job_modules, nightly
 from pipelines import weather_balloons as balloon_job
+from pipelines.nightly import plan
 from tests.helpers import dump, run_job, write_lines
 from transforms.schema import builtin_tables
 
@@ -233,7 +234,7 @@ def test_running_twice_leaves_identical_tables(pipeline, target, tmp_path):
         assert [_int64(c[3]) for c in second[table]] == [2 * _int64(c[3]) for c in first[table]]
 
 
-@pytest.mark.parametrize("layout", nightly.LAYOUTS)
+@pytest.mark.parametrize("layout", plan.LAYOUTS)
 def test_the_nightly_job_run_twice_leaves_identical_tables(layout, target, tmp_path):
     source = write_lines(tmp_path / "in.jsonl", meters())
     run_job("smart_meters", target, source, tmp_path / "dead")

@@ -19,6 +19,9 @@ from google.cloud.bigtable.data.mutations import DeleteAllFromRow
 from btts import admin, config, errors
 from btts.query import engine
 from pipelines import common, nightly
+from pipelines.common import options
+from pipelines.nightly import dates as nightly_dates
+from pipelines.nightly import rows as nightly_rows
 from tests.helpers import compiled, dump, run_job, write_lines
 from transforms.bigtable import write
 from transforms.mutations import Cell, RowMutation
@@ -92,7 +95,7 @@ def _live(target: config.Target, table: str, day: str | None = None) -> list[tup
 
 
 def _rekeyed(cells: list[tuple]) -> list[tuple]:
-    return sorted((nightly.single_table_key(c[0]), *c[1:]) for c in cells)
+    return sorted((nightly_rows.single_table_key(c[0]), *c[1:]) for c in cells)
 
 
 def _tables(target: config.Target) -> list[str]:
@@ -140,32 +143,34 @@ def test_expired_tables_only_well_formed_daily_tables_before_the_cutoff():
         "SENSOR_20170727",  # after the run date (a later day's table)
     ]
     run_day = dt.date(2017, 7, 26)
-    assert nightly.expired_tables(names, "SENSOR", run_day, 7) == [
+    assert nightly_dates.expired_tables(names, "SENSOR", run_day, 7) == [
         "SENSOR_20170601",
         "SENSOR_20170719",
     ]
-    assert nightly.expired_tables(names, "SENSOR", run_day, 1) == [
+    assert nightly_dates.expired_tables(names, "SENSOR", run_day, 1) == [
         "SENSOR_20170601",
         "SENSOR_20170719",
         "SENSOR_20170720",
     ]
-    protected = nightly.expired_tables(names, "SENSOR", run_day, 1, protect=["SENSOR_20170720"])
+    protected = nightly_dates.expired_tables(
+        names, "SENSOR", run_day, 1, protect=["SENSOR_20170720"]
+    )
     assert "SENSOR_20170720" not in protected
     with pytest.raises(errors.ConfigError, match="at least 1"):
-        nightly.expired_tables(names, "SENSOR", run_day, 0)
+        nightly_dates.expired_tables(names, "SENSOR", run_day, 0)
 
 
 def test_keys_days_and_filters():
     key = SENSOR.key.build({"meter": 987654, "date": 1501027200000})
     assert key == b"0000987654#20170726"
-    assert nightly.key_day(key) == "20170726"
-    assert nightly.single_table_key(key) == b"20170726#0000987654"
-    assert nightly.single_table_key(key) == SENSOR_DAILY.key.build(
+    assert nightly_rows.key_day(key) == "20170726"
+    assert nightly_rows.single_table_key(key) == b"20170726#0000987654"
+    assert nightly_rows.single_table_key(key) == SENSOR_DAILY.key.build(
         {"meter": 987654, "date": 1501027200000}
     )
     with pytest.raises(ValueError, match="YYYYMMDD"):
-        nightly.key_day(b"0000987654#2017072")
-    assert nightly.day_filter(["20170726"]).regex == b"\\C*(?:\\x2320170726)"
+        nightly_rows.key_day(b"0000987654#2017072")
+    assert nightly_rows.day_filter(["20170726"]).regex == b"\\C*(?:\\x2320170726)"
     assert [f.name for f in SENSOR_DAILY.families] == [f.name for f in SENSOR.families]
 
 
@@ -174,8 +179,8 @@ def test_digest_changes_with_any_cell_and_ignores_order():
         RowMutation("T", b"a#20170726", (Cell("METER", b"ID", b"1", 1000),)),
         RowMutation("T", b"b#20170726", (Cell("METER", b"ID", b"2", 1000),)),
     ]
-    base = nightly.digest_rows(rows)
-    assert base == nightly.digest_rows(reversed(rows)) and base.rows == 2
+    base = nightly_rows.digest_rows(rows)
+    assert base == nightly_rows.digest_rows(reversed(rows)) and base.rows == 2
     cell = rows[1].cells[0]
     for changed in (
         cell._replace(value=b"3"),
@@ -183,9 +188,9 @@ def test_digest_changes_with_any_cell_and_ignores_order():
         cell._replace(qualifier=b"IE"),
         cell._replace(family="METEr"),
     ):
-        assert nightly.digest_rows([rows[0], rows[1]._replace(cells=(changed,))]) != base
-    assert nightly.digest_rows([rows[0], rows[0]]) != nightly.digest_rows(rows)
-    assert nightly.digest_rows([]) == nightly.EMPTY
+        assert nightly_rows.digest_rows([rows[0], rows[1]._replace(cells=(changed,))]) != base
+    assert nightly_rows.digest_rows([rows[0], rows[0]]) != nightly_rows.digest_rows(rows)
+    assert nightly_rows.digest_rows([]) == nightly_rows.EMPTY
 
 
 def _plan(monkeypatch, *flags: str, today=dt.date(2017, 7, 27)):
@@ -261,7 +266,7 @@ def test_scheduler_definition_launches_the_nightly_flex_template():
     assert launch["containerSpecGcsPath"].endswith("nightly.json")
     flags = set()
     for cls in nightly.OPTION_CLASSES:
-        parser = common.option_classes_help("x", "", [cls])
+        parser = options.option_classes_help("x", "", [cls])
         flags |= {a.dest for a in parser._actions}
     assert set(launch["parameters"]) <= flags, set(launch["parameters"]) - flags
     assert "date" not in launch["parameters"]  # each run copies its own yesterday

@@ -12,7 +12,7 @@ import yaml
 
 from tests.conftest import REPO
 from transforms import schema as sf
-from transforms.schema import builtin_tables
+from transforms.schema import builtin_tables, values
 from transforms.table_model import TableDecl
 
 BUILTIN = sorted(p.stem for p in (REPO / "transforms" / "declarations").glob("*.yaml"))
@@ -234,10 +234,10 @@ def test_a_table_without_columns_must_say_who_writes_it():
 
 
 def test_durations():
-    assert sf.parse_duration("90d") == dt.timedelta(days=90)
-    assert sf.parse_duration("36h") == dt.timedelta(hours=36)
-    assert sf.parse_duration(120) == dt.timedelta(minutes=2)
-    assert sf.parse_duration("0d") is None and sf.parse_duration("1y") is None
+    assert values.parse_duration("90d") == dt.timedelta(days=90)
+    assert values.parse_duration("36h") == dt.timedelta(hours=36)
+    assert values.parse_duration(120) == dt.timedelta(minutes=2)
+    assert values.parse_duration("0d") is None and values.parse_duration("1y") is None
 
 
 def test_reverse_ts_bucket_keys_newest_hour_first():

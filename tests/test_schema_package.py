@@ -14,7 +14,8 @@ import pytest
 
 from transforms import schema as sf
 from transforms.build import builder as generic
-from transforms.schema import Problems, queries
+from transforms.schema import protobuf, queries
+from transforms.schema.problems import Problems
 from transforms.text import events
 
 BALLOONS = sf.DECLARATIONS / "weather_balloons.yaml"
@@ -69,7 +70,7 @@ def test_a_refused_module_is_never_imported(tmp_path, monkeypatch):
     with pytest.raises(sf.SchemaError, match="a schema file alone cannot name another module"):
         sf.loads(_balloons_naming("evil_schema_module.Message"), "evil.yaml")
     assert not sentinel.exists() and "evil_schema_module" not in sys.modules
-    with pytest.raises(sf.ProtoRefused):
+    with pytest.raises(protobuf.ProtoRefused):
         sf.message_class("evil_schema_module.Message")
     assert not sentinel.exists()
 

@@ -23,6 +23,7 @@ import pytest
 from btts.query import engine
 from btts_cli import templates
 from pipelines import common
+from pipelines.common import options
 from tests.conftest import REPO
 from tests.helpers import read_dead_letters, write_lines
 
@@ -81,7 +82,7 @@ def test_parameters_are_exactly_the_pipeline_flags_with_their_required_ness(name
     """Independent of the generator: the committed metadata against the flags the pipeline's
     run() parses (what its --help lists)."""
     _, classes = templates.declared_options(name)
-    parser = common.option_classes_help("x", "", classes)
+    parser = options.option_classes_help("x", "", classes)
     flags = {a.option_strings[0][2:]: a for a in parser._actions if a.option_strings[0] != "-h"}
     params = _params(name)
     assert set(params) == set(flags)

@@ -6,14 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = [
-    "MAX_KIND_CHARS",
-    "AggregateWriteError",
-    "InvalidEvent",
-    "SchemaError",
-    "WriteFailed",
-    "reason_kind",
-]
+__all__ = ["AggregateWriteError", "InvalidEvent", "SchemaError", "WriteFailed", "reason_kind"]
 
 
 class InvalidEvent(ValueError):

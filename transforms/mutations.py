@@ -21,7 +21,6 @@ __all__ = [
     "ReadRow",
     "RowMutation",
     "check_limits",
-    "row_bytes",
     "stored_cells",
 ]
 

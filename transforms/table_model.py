@@ -26,11 +26,9 @@ __all__ = [
     "Family",
     "KeyRecipe",
     "Segment",
-    "SegmentBuilder",
     "TableDecl",
     "bucket_start_ms",
     "cell_micros",
-    "event_ms",
     "segment_builder",
 ]
 

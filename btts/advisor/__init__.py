@@ -13,4 +13,4 @@
   schema file's ``advisor:`` section.
 """
 
-__all__ = ["hotspots", "lint", "naming", "rows", "table_report", "workload"]
+__all__ = []

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from transforms.table_model import TableDecl
 
-__all__ = ["RULES", "SEVERITIES", "Finding", "Rule", "failing", "format_report", "rules_table"]
+__all__ = ["RULES", "SEVERITIES", "Finding", "failing", "format_report", "rules_table"]
 
 SEVERITIES = ("info", "warning", "error")
 

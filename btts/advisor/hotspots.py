@@ -45,21 +45,7 @@ from transforms.schema import builtin_tables
 from transforms.table_model import TIME_KINDS, Segment, TableDecl
 from transforms.text import timefmt
 
-__all__ = [
-    "ASSIGNMENTS",
-    "HEAT_BUCKETS",
-    "MIDNIGHT_MS",
-    "Case",
-    "SimConfig",
-    "SimResult",
-    "draw",
-    "midnight_after",
-    "parse_span",
-    "parse_start",
-    "run_case",
-    "simulate",
-    "write_documented",
-]
+__all__ = ["SimConfig", "draw", "parse_span", "parse_start", "simulate", "write_documented"]
 
 ASSIGNMENTS = ("balanced", "round_robin")
 HEAT_BUCKETS = 48

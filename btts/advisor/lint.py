@@ -49,19 +49,7 @@ from transforms.limits import (
 from transforms.schema import builtin_tables
 from transforms.table_model import TIME_KINDS, Segment, TableDecl
 
-__all__ = [
-    "ACCUMULATING_PATTERNS",
-    "HOT_ERROR_WRITES_PER_S",
-    "HOT_WARNING_WRITES_PER_S",
-    "LONG_NAME_BYTES",
-    "MAX_SALT_BUCKETS",
-    "ONE_CELL_PATTERNS",
-    "PROMOTABLE_CARDINALITY",
-    "hot_prefix_severity",
-    "lint",
-    "lint_all",
-    "lint_schema",
-]
+__all__ = ["lint_all", "lint_schema"]
 
 
 # The guidance's budgets (docs/patterns.md §3 rule 7); Bigtable's own limits: transforms.limits.

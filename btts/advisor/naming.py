@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["guess_kind", "looks_like_personal_data", "name_tokens"]
+__all__ = ["guess_kind", "looks_like_personal_data"]
 
 _PII_WORDS = {
     "email", "mail", "phone", "mobile", "msisdn", "ssn", "passport", "address", "street",

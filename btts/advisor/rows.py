@@ -13,16 +13,13 @@ from btts.advisor.workload import Workload
 from transforms.table_model import TIME_KINDS, Segment, TableDecl
 
 __all__ = [
-    "BUCKET_SECONDS",
     "CELL_OVERHEAD_BYTES",
-    "RowEstimate",
     "bucket_seconds",
     "count_text",
     "entity_fields",
     "estimate_row",
     "human_bytes",
     "rate_text",
-    "span_text",
 ]
 
 # Bigtable cells carry a timestamp of this many bytes besides their family, qualifier, value.

@@ -36,27 +36,7 @@ from transforms.limits import (
 )
 from transforms.text import keys as keys_mod
 
-__all__ = [
-    "MAX_LISTED",
-    "MAX_SAMPLE",
-    "MIN_ROWS_FOR_CORRELATION",
-    "MONOTONIC_CORRELATION",
-    "PAGE_ROWS",
-    "TIME_CLASSES",
-    "RowSize",
-    "Segments",
-    "TableReport",
-    "analyse_segments",
-    "as_dict",
-    "classify_segment",
-    "distribution",
-    "format_report",
-    "iter_rows",
-    "limit_problems",
-    "report",
-    "spearman",
-    "summarize",
-]
+__all__ = ["as_dict", "format_report", "report"]
 
 PAGE_ROWS = 2000
 # Rows kept for the prefix analysis (every k-th row beyond this, k doubling as needed).

@@ -27,18 +27,7 @@ from transforms.schema import (
     builtin_tables,
 )
 
-__all__ = [
-    "DEFAULT_CARDINALITY",
-    "DEFAULT_EVENTS_PER_S",
-    "NODE_WRITES_PER_S",
-    "DerivedTables",
-    "FamilyLoad",
-    "FieldModel",
-    "Hints",
-    "Workload",
-    "hints_for",
-    "hints_from_advisor",
-]
+__all__ = ["NODE_WRITES_PER_S", "Hints", "Workload", "hints_for", "hints_from_advisor"]
 
 # Writes per second one SSD node sustains (Bigtable's published figure for small rows).
 NODE_WRITES_PER_S = 14_000

@@ -55,17 +55,13 @@ from transforms.scans.key_ranges import Scan
 from transforms.text import timefmt
 
 __all__ = [
-    "UTC",
     "Query",
-    "R",
     "ask",
     "builtin_query",
     "count_rows",
     "declared",
     "declared_query",
-    "execute",
     "offboard_tenant",
-    "plan_declared",
     "read_rows",
     "run",
     "salted_scans",

@@ -30,7 +30,7 @@ from matplotlib.figure import Figure
 
 from btts.query.render import MAX_DICT_COLUMNS
 
-__all__ = ["FORMATS", "NothingToPlot", "Series", "figure", "save", "series"]
+__all__ = ["FORMATS", "NothingToPlot", "save"]
 
 FORMATS = (".png", ".svg")
 SKIP = ("key", "ts_ms", "time")  # never a series: the row key and the event time

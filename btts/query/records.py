@@ -12,17 +12,7 @@ from transforms import table_model
 from transforms.mutations import ReadCell, ReadRow
 from transforms.scans import key_ranges, salted_reads
 
-__all__ = [
-    "Record",
-    "decode_declared",
-    "decode_table",
-    "entity_fields",
-    "int64",
-    "number",
-    "rows_in_order",
-    "typed",
-    "whole_rows",
-]
+__all__ = ["Record", "decode_declared", "decode_table", "entity_fields", "int64", "rows_in_order"]
 
 Record = dict  # field name → value; see btts.query.engine's docstring
 

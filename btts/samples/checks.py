@@ -20,24 +20,7 @@ from btts.samples import data as samples
 from btts.samples.data import Sizes
 from transforms.text import timefmt
 
-__all__ = [
-    "BALLOON_FIELDS",
-    "Check",
-    "balloon_record",
-    "battery_record",
-    "checks",
-    "game_record",
-    "garden_month_record",
-    "latest_metric_records",
-    "meter_day_records",
-    "metric_record",
-    "monthly_sales_records",
-    "quote_record",
-    "records",
-    "tenant_records",
-    "trade_record",
-    "without_key",
-]
+__all__ = ["Check", "checks", "records", "without_key"]
 
 
 def records(name: str, sizes: Sizes) -> Iterable[dict]:

@@ -17,7 +17,7 @@ from btts.tsdb import reads, series
 from btts.tsdb.catalog import Catalog, Metric
 from btts.tsdb.request import BadRequest, SubQuery, TsQuery
 
-__all__ = ["ROLLUP_AGGREGATORS", "Limits", "Result", "answer", "render", "run_sub"]
+__all__ = ["Limits", "answer", "render"]
 
 ROLLUP_AGGREGATORS = ("avg", "sum", "count")
 

@@ -20,18 +20,7 @@ from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.schema import Schema, TableSpec
 
-__all__ = [
-    "NUMERIC",
-    "Catalog",
-    "Metric",
-    "Source",
-    "builtin_schemas",
-    "has_time",
-    "point_table",
-    "stored_fields",
-    "tag_fields",
-    "tenant_keyed",
-]
+__all__ = ["Catalog", "Metric", "Source", "builtin_schemas", "tag_fields"]
 
 NUMERIC = ("number", "integer")
 

@@ -42,12 +42,8 @@ from transforms.text import keys
 
 __all__ = [
     "HOUR_MS",
-    "MAX_DISTINCT",
-    "PARALLEL_SCANS",
     "NeedsTag",
-    "Plan",
     "Reader",
-    "SeriesKey",
     "choose",
     "discover_entries",
     "missing_tag",

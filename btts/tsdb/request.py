@@ -17,27 +17,14 @@ from dataclasses import dataclass, field
 from btts.tsdb import series
 
 __all__ = [
-    "FILL_POLICIES",
     "FILTER_TYPES",
-    "MAX_FILTER_VALUES",
-    "MAX_QUERIES",
-    "MAX_REGEX",
-    "UNITS_MS",
     "BadRequest",
-    "Downsample",
-    "Rate",
     "SubQuery",
     "TagFilter",
     "TsQuery",
-    "check_regex",
-    "from_tags",
     "parse_body",
-    "parse_downsample",
     "parse_get",
-    "parse_interval",
     "parse_m",
-    "parse_time",
-    "sub_query",
     "tag_filter",
 ]
 

@@ -20,19 +20,13 @@ from decimal import Decimal
 
 __all__ = [
     "AGGREGATORS",
-    "NO_INTERPOLATION",
-    "Series",
-    "Value",
     "aggregate",
     "bucket_count",
-    "buckets",
     "downsample",
     "downsample_partials",
     "fill_value",
-    "percentile",
     "rate",
     "render_number",
-    "run_aggregator",
 ]
 
 Value = Decimal | float | int | None

@@ -26,19 +26,7 @@ from btts.tsdb import answer, reads, request, series
 from btts.tsdb.catalog import Catalog
 from btts.tsdb.request import BadRequest, TagFilter
 
-__all__ = [
-    "CACHE_S",
-    "DRAIN_MAX",
-    "LOG",
-    "MAX_BODY",
-    "PAGE",
-    "PAGE_FILES",
-    "VERSION",
-    "Handler",
-    "Service",
-    "error_body",
-    "make_server",
-]
+__all__ = ["Service", "make_server"]
 
 LOG = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "page"

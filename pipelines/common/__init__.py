@@ -16,13 +16,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
-from pipelines.common.graph import (
-    Ingest,
-    dead_letter_base,
-    dead_letter_location,
-    dead_letter_prefix,
-    new_run_id,
-)
+from pipelines.common.graph import Ingest, dead_letter_location, new_run_id
 from pipelines.common.jobspec import (
     JobSpec,
     builtin_job,
@@ -33,33 +27,24 @@ from pipelines.common.jobspec import (
 from pipelines.common.options import (
     BigtableOptions,
     FileInputOptions,
-    FlagValueError,
     StreamingInputOptions,
     TimeOptions,
     check_inputs_exist,
-    did_you_mean,
-    input_help,
     input_patterns,
-    option_classes_help,
     parse_args,
     resolve_target,
     timezone,
     validate_input,
-    write_settings,
 )
 from pipelines.common.report import (
     JobFailed,
-    Reason,
     RunReport,
     counters,
     dead_letter_reasons,
     failure,
-    landed_line,
-    records_read,
     summary,
 )
 from pipelines.common.runner import (
-    LOCAL_RUNNERS,
     config_exit,
     dry_run_report,
     is_dry_run,
@@ -69,50 +54,26 @@ from pipelines.common.runner import (
 )
 
 __all__ = [
-    "LOCAL_RUNNERS",
     "BigtableOptions",
     "FileInputOptions",
-    "FlagValueError",
-    "Ingest",
-    "JobFailed",
     "JobSpec",
-    "Reason",
     "RunReport",
     "StreamingInputOptions",
     "TimeOptions",
     "builtin_job",
-    "check_inputs_exist",
     "config_exit",
     "counters",
-    "dead_letter_base",
-    "dead_letter_location",
-    "dead_letter_prefix",
-    "dead_letter_reasons",
-    "did_you_mean",
     "dry_run_report",
-    "failure",
     "ingest",
-    "input_help",
-    "input_patterns",
     "is_dry_run",
-    "job_tables",
-    "landed_line",
     "main",
     "new_pipeline",
-    "new_run_id",
-    "option_classes_help",
     "parse_args",
-    "prepare",
-    "records_read",
     "resolve_target",
     "run_file_ingest",
     "runner_refusals",
     "schema_job",
-    "summary",
     "timezone",
-    "validate_input",
-    "with_time_input",
-    "write_settings",
 ]
 
 _LOG = logging.getLogger(__name__)

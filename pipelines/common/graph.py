@@ -38,15 +38,7 @@ from transforms.ingest.pubsub import ReadPubSubLines
 from transforms.ingest.readers import ReadRecords
 from transforms.rollup.hourly import TOO_LATE, Rollup
 
-__all__ = [
-    "ROLLUP",
-    "Ingest",
-    "dead_letter_base",
-    "dead_letter_location",
-    "dead_letter_prefix",
-    "new_run_id",
-    "write_dead_letters",
-]
+__all__ = ["Ingest", "dead_letter_location", "new_run_id"]
 
 ROLLUP = "rollup"
 

@@ -15,17 +15,7 @@ from btts import config
 from transforms.metrics import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
 from transforms.text import timefmt
 
-__all__ = [
-    "JobFailed",
-    "Reason",
-    "RunReport",
-    "counters",
-    "dead_letter_reasons",
-    "failure",
-    "landed_line",
-    "records_read",
-    "summary",
-]
+__all__ = ["JobFailed", "RunReport", "counters", "dead_letter_reasons", "failure", "summary"]
 
 
 def counters(result: PipelineResult) -> dict[str, int]:

@@ -23,7 +23,6 @@ from pipelines.common.options import BigtableOptions, FlagValueError, resolve_ta
 from transforms.schema import builtin_tables
 
 __all__ = [
-    "LOCAL_RUNNERS",
     "config_exit",
     "dry_run_report",
     "is_dry_run",

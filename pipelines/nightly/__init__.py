@@ -64,81 +64,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
 from pipelines import common
-from pipelines.nightly.admin_steps import TABLE_GUARD, prepare
-from pipelines.nightly.dates import (
-    MAX_DATES,
-    SINGLE_TABLE_SUFFIX,
-    as_day,
-    daily_table,
-    daily_table_day,
-    day_label,
-    day_span,
-    expired_tables,
-    parse_day,
-    retention_cutoff,
-    run_days,
-    single_table,
-    today,
-)
-from pipelines.nightly.graph import VerificationError, VerifiedDay, build_plan
-from pipelines.nightly.plan import LAYOUTS, OPTION_CLASSES, NightlyOptions, Plan, make_plan
-from pipelines.nightly.rows import (
-    EMPTY,
-    Digest,
-    add_digests,
-    copy_day,
-    day_filter,
-    destination_row,
-    digest_rows,
-    key_day,
-    live_cells_filter,
-    row_digest,
-    single_table_key,
-    source_filter,
-)
+from pipelines.nightly.admin_steps import prepare
+from pipelines.nightly.dates import daily_table
+from pipelines.nightly.graph import build_plan
+from pipelines.nightly.plan import OPTION_CLASSES, make_plan
 from pipelines.nightly.summary import NAME, summary
 
-__all__ = [
-    "EMPTY",
-    "LAYOUTS",
-    "MAX_DATES",
-    "NAME",
-    "OPTION_CLASSES",
-    "SINGLE_TABLE_SUFFIX",
-    "TABLE_GUARD",
-    "Digest",
-    "NightlyOptions",
-    "Plan",
-    "VerificationError",
-    "VerifiedDay",
-    "add_digests",
-    "as_day",
-    "build",
-    "build_plan",
-    "copy_day",
-    "daily_table",
-    "daily_table_day",
-    "day_filter",
-    "day_label",
-    "day_span",
-    "destination_row",
-    "digest_rows",
-    "expired_tables",
-    "key_day",
-    "live_cells_filter",
-    "make_plan",
-    "parse_day",
-    "prepare",
-    "retention_cutoff",
-    "row_digest",
-    "run",
-    "run_days",
-    "single_table",
-    "single_table_key",
-    "source_filter",
-    "summary",
-    "today",
-]
+__all__ = ["build", "daily_table", "run"]
 
 _LOG = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from pipelines.nightly.plan import Plan
 from transforms import limits
 from transforms.bigtable.filters import KEYS_ONLY
 
-__all__ = ["TABLE_GUARD", "prepare"]
+__all__ = ["prepare"]
 
 # Refuse to create a table when the instance already holds this many (Bigtable's limit is 1,000).
 TABLE_GUARD = 990

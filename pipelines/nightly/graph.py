@@ -21,7 +21,7 @@ from transforms.bigtable.read import ReadFromBigtableRows
 from transforms.bigtable.write import WriteRows
 from transforms.metrics import NAMESPACE
 
-__all__ = ["VerificationError", "VerifiedDay", "build_plan"]
+__all__ = ["build_plan"]
 
 
 class VerificationError(RuntimeError):

@@ -25,7 +25,7 @@ from pipelines.nightly.dates import (
 from transforms.schema import builtin_tables
 from transforms.table_model import TableDecl
 
-__all__ = ["LAYOUTS", "OPTION_CLASSES", "NightlyOptions", "Plan", "make_plan"]
+__all__ = ["OPTION_CLASSES", "Plan", "make_plan"]
 
 LAYOUTS = ("per_day_table", "single_table")
 

@@ -20,13 +20,8 @@ __all__ = [
     "Digest",
     "add_digests",
     "copy_day",
-    "day_filter",
     "destination_row",
-    "digest_rows",
-    "key_day",
-    "live_cells_filter",
     "row_digest",
-    "single_table_key",
     "source_filter",
 ]
 

@@ -37,7 +37,7 @@ from transforms.metrics import NAMESPACE
 from transforms.mutations import RowMutation, stored_cells
 from transforms.scans.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
 
-__all__ = ["ReadFromBigtableRows", "merge_ranges", "requested_ranges", "split_ranges"]
+__all__ = ["ReadFromBigtableRows"]
 
 
 def _check_range(key_range: KeyRange) -> KeyRange:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["MODES", "attempts", "parse"]
+__all__ = ["attempts", "parse"]
 
 MODES = ("twice", "half")
 

@@ -36,23 +36,13 @@ from google.cloud.bigtable_v2.types import feature_flags
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
-    "FEATURES_HEADER",
-    "MAX_ATTEMPT_S",
     "MAX_IN_FLIGHT",
-    "RESOURCE_EXHAUSTED",
-    "RETRYABLE_CODES",
     "Attempt",
     "Batch",
     "FlowControl",
-    "InFlightLimit",
-    "RateLimiter",
     "RequestSender",
-    "all_written",
     "direct_rows_sender",
-    "feature_flags_header",
     "mutate_rows_call",
-    "parse_response",
-    "resend_refusal",
 ]
 
 _Response = bigtable_types.MutateRowsResponse.pb()  # the raw protobuf, no proto-plus wrapper

@@ -66,15 +66,7 @@ from transforms.errors import WriteFailed
 from transforms.metrics import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
 
-__all__ = [
-    "DEFAULT_TIMEOUT_S",
-    "MAX_IN_FLIGHT",
-    "BoundedWriteToBigTable",
-    "FlowControl",
-    "WriteFailed",
-    "WriteRows",
-    "mutate_rows_call",
-]
+__all__ = ["WriteRows"]
 
 
 # A request's rows (WriteRows): each request costs the writer threads a fixed share of CPU

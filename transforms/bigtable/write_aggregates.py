@@ -39,7 +39,7 @@ from transforms.errors import AggregateWriteError
 from transforms.metrics import NAMESPACE
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, AddCell, RowMutation
 
-__all__ = ["WriteAggregates", "describe_failures", "to_entry"]
+__all__ = ["WriteAggregates"]
 
 
 def to_entry(row: RowMutation) -> RowMutationEntry:

@@ -50,7 +50,7 @@ from transforms.table_model import (
 )
 from transforms.text import keys, timefmt
 
-__all__ = ["Builder", "build_plan"]
+__all__ = ["Builder"]
 
 # JSON blobs keep numbers as the source wrote them (no float round trip); times as epoch ms.
 _RAW_JSON = ("number", "integer", "time")

@@ -20,7 +20,7 @@ from transforms.schema import FieldSpec
 from transforms.text import events, keys, timefmt
 from transforms.text.events import CsvText, Num
 
-__all__ = ["FieldParser", "field_parser"]
+__all__ = ["field_parser"]
 
 _INT64 = (-(2**63), 2**63 - 1)
 _CACHED_NAMES = 64  # a map's name lists longer than this are checked without being cached

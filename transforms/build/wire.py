@@ -23,16 +23,7 @@ from collections.abc import Callable, Sequence
 from transforms.build.source import SourceWriter
 from transforms.mutations import AddCell
 
-__all__ = [
-    "EntryEncoder",
-    "MutationSource",
-    "entry",
-    "framed",
-    "generate",
-    "request_head",
-    "stamp",
-    "varint",
-]
+__all__ = ["EntryEncoder", "MutationSource", "framed", "request_head"]
 
 _ONE_BYTE = tuple(bytes((n,)) for n in range(128))
 

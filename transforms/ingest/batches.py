@@ -14,7 +14,7 @@ from apache_beam import coders
 
 from transforms.mutations import FramedRows
 
-__all__ = ["RowBatchCoder"]
+__all__ = []
 
 _FRAMED, _OTHER = b"F", b"P"
 

@@ -35,19 +35,7 @@ from transforms.metrics import (
 from transforms.mutations import FramedRows, RowMutation, check_limits
 from transforms.text import events
 
-__all__ = [
-    "DEAD_LETTER",
-    "GC_ALLOCATIONS",
-    "PROGRESS_SECONDS",
-    "ROWS",
-    "BuildRows",
-    "Builder",
-    "CsvAdapter",
-    "FramedBuilder",
-    "as_block",
-    "decoder",
-    "tune_gc",
-]
+__all__ = ["DEAD_LETTER", "ROWS", "BuildRows", "Builder", "CsvAdapter"]
 
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"

@@ -8,7 +8,7 @@ from apache_beam import pvalue
 
 from transforms.ingest.readers import Block
 
-__all__ = ["ReadPubSubLines", "message_lines"]
+__all__ = ["ReadPubSubLines"]
 
 
 def message_lines(payload: bytes) -> list[bytes]:

@@ -43,28 +43,7 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.ingest import json_array
 from transforms.text import events
 
-__all__ = [
-    "BLOCK_ITEMS",
-    "CHUNK_BYTES",
-    "COLUMNAR",
-    "FORMATS",
-    "INPUT_FORMATS",
-    "MAX_CSV_RECORD_LINES",
-    "SPLIT_BYTES",
-    "Block",
-    "FileRange",
-    "ReadRecords",
-    "array_blocks",
-    "columnar_record",
-    "csv_blocks",
-    "csv_boundaries",
-    "csv_header",
-    "detect",
-    "file_ranges",
-    "format_from_name",
-    "jsonl_blocks",
-    "line_at",
-]
+__all__ = ["INPUT_FORMATS", "Block", "ReadRecords", "line_at"]
 
 FORMATS = ("jsonl", "json_array", "csv", "parquet", "avro")
 # Records per block: the per-element cost of the runner is paid per block, but a block's rows

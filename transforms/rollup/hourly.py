@@ -56,7 +56,7 @@ from transforms.rollup.core import (
     window_start,
 )
 
-__all__ = ["TOO_LATE", "HourlyRollup", "Rollup"]
+__all__ = ["TOO_LATE", "Rollup"]
 
 TOO_LATE = "too_late"
 

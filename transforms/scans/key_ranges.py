@@ -29,7 +29,6 @@ from transforms.table_model import TIME_KINDS, KeyRecipe, Segment, TableDecl, ce
 from transforms.text import keys, timefmt
 
 __all__ = [
-    "UTC",
     "WHOLE_TABLE",
     "KeyRange",
     "Scan",
@@ -38,7 +37,6 @@ __all__ = [
     "prefix_scan",
     "row_scan",
     "split_key",
-    "time_range",
     "time_scan",
 ]
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from transforms.table_model import TIME_FORMATS, TableDecl
 from transforms.text import keys
 
-__all__ = ["merge_in_time_order", "salt_prefixes", "salted_time_ranges"]
+__all__ = ["merge_in_time_order", "salted_time_ranges"]
 
 
 def salt_prefixes(decl: TableDecl) -> tuple[list[str], str]:

@@ -26,21 +26,9 @@ from __future__ import annotations
 
 from transforms.errors import SchemaError
 from transforms.schema.help import describe_input
-from transforms.schema.loader import builtin, check, load, loads, with_times
+from transforms.schema.loader import builtin, load, loads, with_times
 from transforms.schema.model import (
-    ADVISOR_FAMILY_KEYS,
-    ADVISOR_FIELD_KINDS,
-    ADVISOR_KEYS,
-    AGGREGATES,
-    CASES,
-    CELL_TIMES,
     DECLARATIONS,
-    FIELD_KEYS,
-    FIELD_TYPES,
-    MAP_QUALIFIERS,
-    QUALIFIER_TIME_FORMATS,
-    SEGMENT_KINDS,
-    WHITESPACE,
     AdvisorDerived,
     AdvisorFamily,
     AdvisorField,
@@ -49,29 +37,13 @@ from transforms.schema.model import (
     ColumnSpec,
     FieldSpec,
     QuerySpec,
-    RollupRule,
-    RowsPer,
     Schema,
     TableSpec,
 )
-from transforms.schema.problems import Problems
-from transforms.schema.protobuf import ProtoRefused, message_class
-from transforms.schema.values import advisor_rate, parse_duration
+from transforms.schema.protobuf import message_class
 
 __all__ = [
-    "ADVISOR_FAMILY_KEYS",
-    "ADVISOR_FIELD_KINDS",
-    "ADVISOR_KEYS",
-    "AGGREGATES",
-    "CASES",
-    "CELL_TIMES",
     "DECLARATIONS",
-    "FIELD_KEYS",
-    "FIELD_TYPES",
-    "MAP_QUALIFIERS",
-    "QUALIFIER_TIME_FORMATS",
-    "SEGMENT_KINDS",
-    "WHITESPACE",
     "AdvisorDerived",
     "AdvisorFamily",
     "AdvisorField",
@@ -79,21 +51,14 @@ __all__ = [
     "AdvisorWorkload",
     "ColumnSpec",
     "FieldSpec",
-    "Problems",
-    "ProtoRefused",
     "QuerySpec",
-    "RollupRule",
-    "RowsPer",
     "Schema",
     "SchemaError",
     "TableSpec",
-    "advisor_rate",
     "builtin",
-    "check",
     "describe_input",
     "load",
     "loads",
     "message_class",
-    "parse_duration",
     "with_times",
 ]

@@ -26,7 +26,7 @@ from transforms.schema.problems import Problems, suggest
 from transforms.schema.values import advisor_rate, positive_number
 from transforms.schema.yaml_lines import Map, line_of
 
-__all__ = ["advisor", "advisor_workload"]
+__all__ = ["advisor"]
 
 _RULE_ID = re.compile(r"[A-Z]+(-[A-Z]+)+\Z")
 

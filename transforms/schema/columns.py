@@ -12,7 +12,7 @@ from transforms.schema.protobuf import ProtoRefused, message_class, refusal
 from transforms.schema.yaml_lines import Map, line_of
 from transforms.table_model import Family
 
-__all__ = ["column", "columns", "protobuf"]
+__all__ = ["columns"]
 
 
 def columns(

@@ -14,13 +14,7 @@ from transforms.schema.yaml_lines import Map, line_of
 from transforms.table_model import CELL_TIMESTAMPS, EPOCH_KEY_KINDS, Segment
 from transforms.text import timefmt
 
-__all__ = [
-    "cell_timestamp_problem",
-    "earliest_day",
-    "key_problems",
-    "stamp_problem",
-    "table_era",
-]
+__all__ = ["earliest_day", "stamp_problem", "table_era"]
 
 
 def table_era(

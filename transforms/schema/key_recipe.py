@@ -10,7 +10,7 @@ from transforms.schema.problems import Problems, suggest
 from transforms.schema.yaml_lines import Map, line_of
 from transforms.table_model import BUCKET_UNITS, TIME_FORMATS, Segment
 
-__all__ = ["SEGMENT_ALIASES", "key", "segment", "segment_type"]
+__all__ = ["key"]
 
 SEGMENT_ALIASES = {"field": "text"}
 

@@ -23,7 +23,7 @@ from transforms.schema.problems import Problems
 from transforms.schema.yaml_lines import line_of, parse
 from transforms.text import timefmt
 
-__all__ = ["builtin", "check", "load", "loads", "with_times"]
+__all__ = ["builtin", "load", "loads", "with_times"]
 
 _TOP_KEYS = ("dataset", "doc", "event", "tables", "queries", "advisor")
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from transforms.schema.yaml_lines import Map, Seq, line_of
 
-__all__ = ["Problems", "kind_of", "suggest"]
+__all__ = ["Problems", "suggest"]
 
 
 def suggest(word: object, options: Iterable[str]) -> str:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
-__all__ = ["PROJECT_PACKAGE", "ProtoRefused", "message_class", "refusal"]
+__all__ = ["ProtoRefused", "message_class", "refusal"]
 
 PROJECT_PACKAGE = "protos"
 _PART = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")  # no leading _: no dunders, no private names

@@ -30,7 +30,7 @@ from transforms.schema.model import QuerySpec, TableSpec
 from transforms.schema.problems import Problems
 from transforms.table_model import TIME_KINDS
 
-__all__ = ["READS", "parse"]
+__all__ = ["parse"]
 
 READS = ("time", "prefix", "row", "table")
 _QUERY_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")

@@ -24,7 +24,7 @@ from transforms.schema.yaml_lines import Map, line_of
 from transforms.table_model import PATTERNS, Family, KeyRecipe, TableDecl
 from transforms.text import keys
 
-__all__ = ["families", "rollup", "rollup_source", "rows_per", "table", "table_time"]
+__all__ = ["rollup_source", "table"]
 
 _TABLE = re.compile(r"[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}\Z")
 _FAMILY = re.compile(r"[-_.a-zA-Z0-9]{1,64}\Z")

@@ -15,7 +15,6 @@ from transforms.limits import MAX_ROW_KEY_BYTES
 
 __all__ = [
     "DELIMITER",
-    "EPOCH_MS_DIGITS",
     "LONG_MAX",
     "check_key_size",
     "check_segment",
@@ -25,9 +24,6 @@ __all__ = [
     "reverse_timestamp",
     "salt",
     "salt_buckets",
-    "salt_width",
-    "site_ranges",
-    "space_pad",
     "tenant_id",
     "tenant_prefix",
     "unreverse_timestamp",
