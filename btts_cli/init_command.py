@@ -89,6 +89,18 @@ def _terminal_asker():
     return ask
 
 
+def _marked(text: str, problems, findings) -> str:
+    """The draft with what fails it said at its top, so the file never hides it either."""
+    from btts.advisor import findings as findings_mod
+
+    every = [f for fs in findings.values() for f in fs]
+    bad = [f"# ADVISOR ERROR {f.rule}: {f.message.split('. ')[0]}."
+           for f in findings_mod.failing(every, "error")]  # fmt: skip
+    if problems:
+        bad = [f"# REFUSED: {line.strip()}" for line in problems.splitlines()]
+    return "\n".join([*bad, text]) if bad else text
+
+
 def _report(draft, problems, findings) -> bool:
     """Say on stderr what the advisor and the loader think of the draft; True when it fails."""
     from btts.advisor import findings as findings_mod
@@ -120,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
     except DraftError as err:
         raise admin.ConfigError(str(err)) from None
     problems, findings = review(result.text, args.output or "draft.yaml")
+    result.text = _marked(result.text, problems, findings)
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as out:

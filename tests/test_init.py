@@ -11,6 +11,7 @@ with the code under test) and its first and last times.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import gzip
 import io
 import json
@@ -150,3 +151,46 @@ def test_the_commands_output_is_the_schema_and_its_report_goes_to_stderr(capsys)
         "year",
     ]
     assert "btts init: advisor:" in err and "advisor" not in out.split("advisor:")[0]
+
+
+# -- through btts serve (the OpenTSDB API Grafana reads) ----------------------------------------
+
+SERVED = {
+    # file → (metric field, entity tag, time column, how the source writes the time)
+    "stocks.csv.gz": ("price", "symbol", "date", "%b %d %Y"),
+    "iowa-electricity.csv": ("net_generation", "source", "year", "%Y-%m-%d"),
+    "sensors.jsonl": ("temperature_c", "device", "ts", "%Y-%m-%dT%H:%M:%S.%fZ"),
+}
+
+
+def _ms(text: str, fmt: str) -> int:
+    moment = dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc)
+    return int(moment.timestamp() * 1000)
+
+
+@pytest.mark.parametrize("name", sorted(SERVED))
+def test_btts_serve_answers_every_drafted_value(name, target, tmp_path, capsys):
+    from tests import serve_support as S
+
+    field, tag, column, fmt = SERVED[name]
+    schema_path, drafted = _draft_file(name, tmp_path, capsys)
+    run_job("generic", target, DATA / name, tmp_path / "dead", [f"--schema={schema_path}"])
+    expected: dict[str, dict[int, float]] = {}
+    for record in _source_records(DATA / name):
+        series = expected.setdefault(record[tag], {})
+        series[_ms(record[column], fmt)] = float(record[field])
+    times = [t for series in expected.values() for t in series]
+    query = S.grafana_query(f"{drafted['dataset']}.{field}", "none", tags={tag: "*"})
+    server = S.Server(target, "--schema", str(schema_path))
+    try:
+        status, answer = server.call(
+            "/api/query", S.grafana_body([query], min(times), max(times) + 1)
+        )
+    finally:
+        server.stop()
+    assert status == 200, answer
+    got: dict[str, dict[int, float]] = {}
+    for series in answer:
+        points = got.setdefault(series["tags"][tag], {})
+        points.update({int(t): float(v) for t, v in series["dps"].items()})
+    assert got == expected

@@ -204,7 +204,7 @@ def _advisor(draft: DraftSchema, inputs: Inputs, keys: Sequence[str], rate: floa
     draft.advisor_comments["events_per_second"] = note
     if keys:
         draft.advisor["fields"] = {
-            plain_name(k): {"cardinality": max(2, inputs.columns[k].cardinality), "kind": "label"}
+            plain_name(k): {"cardinality": max(2, inputs.columns[k].cardinality)}
             for k in keys if k in inputs.columns
         }  # fmt: skip
         draft.advisor_comments["fields"] = "distinct values seen in the sample" + (

@@ -227,7 +227,10 @@ def read_sample(path: str) -> Sample:
             _csv_records(sample, chunks)
         else:
             _json_records(sample, chunks)
-    del sample.records[MAX_RECORDS:]
+    if len(sample.records) > MAX_RECORDS:  # every k-th record: the spread is kept
+        step = -(-len(sample.records) // MAX_RECORDS)
+        sample.records = sample.records[::step]
+        sample.complete = False
     if not sample.records:
         raise SampleError(f"{path}: no {fmt} record found in its first {HEAD_BYTES:,} bytes")
     if not sample.columns:

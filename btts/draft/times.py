@@ -94,8 +94,12 @@ def _numeric_formats(column: Column) -> list[str]:
     out = []
     if column.whole_numbers and low >= 1000 and high <= 2300:
         out.append("year")
-    if column.whole_numbers and low >= 10000101 and high <= 99991231:
-        out.append("%Y%m%d")
+    for fmt, floor, ceiling in (
+        ("%Y%m%d", 10000101, 99991231), ("%Y%m%d%H%M%S", 10000101000000, 99991231235959),
+        ("yyyymmddhhmmssmmm", 10000101000000000, 99991231235959999),
+    ):  # fmt: skip
+        if column.whole_numbers and floor <= low and high <= ceiling:
+            out.append(fmt)
     for fmt, floor, ceiling in (
         ("epoch_s", 10**8, 10**10), ("epoch_ms", 10**11, 10**13), ("epoch_us", 10**14, 10**16)
     ):  # fmt: skip
