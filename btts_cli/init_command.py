@@ -81,7 +81,9 @@ def _terminal_asker():
         print(question.text, file=sys.stderr)
         for i, option in enumerate(question.options, 1):
             print(f"  {i}. {option}{'  (likeliest)' if i == 1 else ''}", file=sys.stderr)
-        answer = input(f"choice [1-{len(question.options)}, Enter = 1]: ").strip()
+        print(f"choice [1-{len(question.options)}, Enter = 1]: ", end="", file=sys.stderr)
+        sys.stderr.flush()
+        answer = sys.stdin.readline().strip()  # not input(): its prompt would go to stdout
         return (
             int(answer) - 1 if answer.isdigit() and 0 < int(answer) <= len(question.options) else 0
         )
@@ -105,8 +107,8 @@ def _report(draft, problems, findings) -> bool:
     """Say on stderr what the advisor and the loader think of the draft; True when it fails."""
     from btts.advisor import findings as findings_mod
 
-    for warning in draft.schema.warnings:
-        print(f"btts init: warning: {warning}", file=sys.stderr)
+    for loss in draft.schema.losses:
+        print(f"btts init: error: {loss}", file=sys.stderr)
     for need in draft.schema.needs:
         print(f"btts init: note: the draft uses {need}", file=sys.stderr)
     if problems:
@@ -118,12 +120,13 @@ def _report(draft, problems, findings) -> bool:
     errors = findings_mod.failing(every, "error")
     verdict = f"{len(errors)} open error(s)" if errors else "no error"
     print(f"btts init: advisor: {len(every)} finding(s), {verdict}", file=sys.stderr)
-    return bool(errors)
+    return bool(errors or draft.schema.losses)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Draft, check, write; exit 1 when the draft would not load or the advisor finds an
-    error (the draft is written all the same, for the user to fix)."""
+    """Draft, check, write; exit 1 when the draft would not load, would lose records (nulls,
+    records its key cannot tell apart) or the advisor finds an error (the draft is written all
+    the same, for the user to fix)."""
     from btts import admin
     from btts.draft import DraftError, draft, review
 

@@ -10,10 +10,7 @@ with the code under test) and its first and last times.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
-import gzip
-import io
 import json
 from collections import Counter
 from pathlib import Path
@@ -25,6 +22,7 @@ from btts.draft import draft, review
 from btts.draft import sample as sample_mod
 from btts_cli import main as cli
 from tests.helpers import read_dead_letters, run_job
+from tests.init_support import record_values, source_records
 from transforms import schema as schema_lib
 
 DATA = Path(__file__).resolve().parent / "data" / "init"
@@ -48,48 +46,6 @@ CASES = {
 }
 # What issue 43 adds to schema files; a draft using it is skipped until the loader has it.
 NEEDS_43 = ("unknown key 'from'", "unknown key 'unpivot'", "expected a year such as 1956")
-
-
-def _source_records(path: Path) -> list[dict]:
-    """The file's records, each value as its source text (read without the code under test)."""
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    if raw[:4] == b"PAR1":
-        import pyarrow.parquet as pq
-
-        rows = pq.read_table(path).to_pylist()
-        return [{k: v for k, v in r.items() if v is not None} for r in rows]
-    text = raw.decode("utf-8")
-    stripped = text.lstrip()
-    if stripped.startswith(("[", "{")):
-        items = (
-            json.loads(text, parse_float=str, parse_int=str)
-            if stripped.startswith("[")
-            else [json.loads(line, parse_float=str, parse_int=str) for line in text.splitlines()]
-        )
-        return [{k: v for k, v in item.items() if v is not None} for item in items]
-    rows = csv.DictReader(io.StringIO(text))
-    return [{k.strip(): v for k, v in row.items() if v != ""} for row in rows]
-
-
-def _text(value: object) -> str:
-    if isinstance(value, float):
-        return repr(value)
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def _values(record: dict, skip: set[str]) -> tuple:
-    """A record's values as sorted (name, text) pairs, a map's entries as fields of their own."""
-    flat = {}
-    for name, value in record.items():
-        if name in skip:
-            continue
-        if isinstance(value, dict):
-            flat.update({k: _text(v) for k, v in value.items()})
-        else:
-            flat[name] = _text(value)
-    return tuple(sorted(flat.items()))
 
 
 def _needs_43(problems: str | None) -> None:
@@ -126,8 +82,8 @@ def test_a_drafted_schema_lands_every_record_and_reads_back_equal(name, target, 
     time_field = drafted["event"]["time"]
     spec = drafted["event"]["fields"][time_field]
     skip = {time_field, *(spec.get("from") or {}).values()}
-    expected = Counter(_values(r, skip) for r in _source_records(source))
-    got = Counter(_values(r, {"time", "ts_ms", "key", time_field}) for r in back)
+    expected = Counter(record_values(r, skip) for r in source_records(source))
+    got = Counter(record_values(r, {"time", "ts_ms", "key", time_field}) for r in back)
     assert got == expected
     assert (back[0]["time"], back[-1]["time"]) == CASES[name]
 
@@ -176,7 +132,7 @@ def test_btts_serve_answers_every_drafted_value(name, target, tmp_path, capsys):
     schema_path, drafted = _draft_file(name, tmp_path, capsys)
     run_job("generic", target, DATA / name, tmp_path / "dead", [f"--schema={schema_path}"])
     expected: dict[str, dict[int, float]] = {}
-    for record in _source_records(DATA / name):
+    for record in source_records(DATA / name):
         series = expected.setdefault(record[tag], {})
         series[_ms(record[column], fmt)] = float(record[field])
     times = [t for series in expected.values() for t in series]

@@ -241,8 +241,15 @@ def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
     _columns(draft, inputs, keys)
     _queries(draft, table, keys, any("salt" in c.value for c in draft.key))
     _advisor(draft, inputs, keys, rate, rate_note)
+    for column in inputs.columns.values():
+        if column.nulls:
+            draft.losses.append(
+                f"field {column.name!r} is null in {column.nulls} sampled records: the job "
+                "dead-letters a null (an absent field is what optional allows); drop the nulls "
+                "from the file, or write no field"
+            )
     if clashes:
-        draft.warnings.append(
+        draft.losses.append(
             f"{clashes} sampled records share their key fields and time with an earlier one: "
             "the later would overwrite it; add the field that tells them apart to the key"
         )

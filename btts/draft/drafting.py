@@ -178,7 +178,7 @@ def _header(samples: Sequence[Sample], schema: DraftSchema, paths: Sequence[str]
         lines.append(f"Asked: {q.text} Took {q.options[q.chosen]} (of {', '.join(q.options)}).")
     for need in schema.needs:
         lines.append(f"Uses {need}: needs a btts whose schema files have it.")
-    lines += [f"WARNING: {w}" for w in schema.warnings]
+    lines += [f"WOULD LOSE RECORDS: {w}" for w in schema.losses]
     return lines
 
 

@@ -50,5 +50,5 @@ class DraftSchema:
     advisor: dict = field(default_factory=dict)
     advisor_comments: dict[str, str] = field(default_factory=dict)
     questions: list[Question] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # what may not land, said on stderr too
+    losses: list[str] = field(default_factory=list)  # records the draft would lose: exit 1
     needs: list[str] = field(default_factory=list)  # schema features the draft relies on

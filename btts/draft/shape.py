@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
+from btts.advisor.naming import guess_kind
 from btts.draft.fields import Column
 
 __all__ = ["ENTITY_WORDS", "MAP_MAX_COLUMNS", "WIDE_MIN_COLUMNS", "Wide", "entities", "wide"]
@@ -24,7 +25,7 @@ MAP_MAX_COLUMNS = 100  # a map field up to this many series per row; an unpivot 
 MAX_KEY_TEXT = 128  # longer text does not name an entity
 ENTITY_WORDS = {
     "symbol", "ticker", "station", "device", "host", "hostname", "sensor", "site", "country",
-    "region", "city", "state", "source", "series", "id", "user", "meter", "location", "name",
+    "region", "city", "state", "source", "series", "id", "user", "meter", "location",
     "code", "machine", "node", "account", "customer", "product", "store", "team", "player",
 }  # fmt: skip
 _MONTHS = {m.lower() for m in calendar.month_abbr if m} | {
@@ -91,8 +92,10 @@ def candidates(columns: Mapping[str, Column], exclude: Sequence[str]) -> list[Co
     for column in columns.values():
         if column.name in exclude or column.type != "text" or column.optional:
             continue
-        if column.many or column.max_length > MAX_KEY_TEXT:
-            continue
+        if column.many or column.max_length > MAX_KEY_TEXT or guess_kind(column.name) == "pii":
+            continue  # (personal data never leads a key unless --query says so)
+        if any("#" in str(v) or not str(v).isprintable() for v in column.values):
+            continue  # the key delimiter or a control character: not key text
         if column.cardinality >= max(2, column.records) and column.records > 20:
             continue  # a value per record: a label, not an entity
         out.append(column)
