@@ -53,6 +53,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="FIELD",
         help="the field(s) your main query selects: they lead the key, in this order",
     )
+    init.add_argument(
+        "--latest",
+        action="store_true",
+        help="the commonest query reads the newest values first: a reversed time in the key",
+    )
     init.add_argument("-o", "--output", metavar="FILE", help="write the schema here, not stdout")
     init.set_defaults(func=run)
     return init
@@ -131,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
     from btts.draft import DraftError, draft, review
 
     try:
-        result = draft(args.files, args.dataset, _rate(args.rate), args.query, _terminal_asker())
+        result = draft(
+            args.files, args.dataset, _rate(args.rate), args.query, _terminal_asker(), args.latest
+        )
     except DraftError as err:
         raise admin.ConfigError(str(err)) from None
     problems, findings = review(result.text, args.output or "draft.yaml")

@@ -131,6 +131,15 @@ def test_query_fields_lead_the_key_in_the_order_given(tmp_path):
         draft([str(path)], query=["sym"])
 
 
+def test_latest_first_reverses_the_time_and_declares_the_latest_query(tmp_path):
+    rows = [f"{s},{1714557600000 + i},{i}" for s in "AB" for i in range(5)]
+    path = _csv(tmp_path / "l.csv", "sensor,ts,v", rows)
+    text = draft([str(path)], latest=True).text
+    assert _keys(text) == [("text", "sensor"), ("reverse_ts", "ts")]
+    (latest,) = [q for q in schema_lib.loads(text, "l.yaml").queries if q.name == "latest"]
+    assert (latest.select, latest.read, latest.limit) == (("sensor",), "prefix", 1)
+
+
 def test_a_single_series_is_salted_only_when_the_declared_rate_calls_for_it(tmp_path):
     rows = [f"{1714557600000 + i},{i}" for i in range(50)]
     path = _csv(tmp_path / "s.csv", "ts,v", rows)
@@ -190,6 +199,17 @@ def test_a_large_file_is_read_by_its_head_and_a_spread_of_windows(tmp_path):
     bound = sample_mod.HEAD_BYTES + sample_mod.SPREAD_WINDOWS * sample_mod.WINDOW_BYTES
     assert not sample.complete and sample.bytes_read <= bound < path.stat().st_size
     assert max(int(r["v"]) for r in sample.records) > 190_000  # the end of the file was seen
+
+
+def test_a_large_json_array_is_sampled_from_its_head_and_its_windows(tmp_path):
+    path = tmp_path / "big.json"
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("[\n")
+        out.write(",\n".join(json.dumps({"ts": 1714557600000 + i, "v": i}) for i in range(150_000)))
+        out.write("\n]\n")
+    sample = sample_mod.read_sample(str(path))
+    assert sample.fmt == "json_array" and not sample.complete
+    assert max(int(r["v"]) for r in sample.records) > 140_000
 
 
 def test_a_gzip_file_gives_a_bounded_head(tmp_path):

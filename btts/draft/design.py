@@ -42,6 +42,7 @@ class Inputs:
     wide: shape.Wide | None = None
     rate: float | None = None
     query: list[str] = field(default_factory=list)
+    latest: bool = False  # the commonest query reads the newest values first
 
 
 def _earliest(ms: Sequence[int], complete: bool) -> str | None:
@@ -130,6 +131,12 @@ def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[s
 
 
 def _time_segment(inputs: Inputs, earliest: str | None, time_name: str) -> Choice:
+    if inputs.latest and not earliest:
+        return Choice(
+            {"reverse_ts": time_name},
+            "then the time reversed (--latest: the newest first, so the latest values of a "
+            "series are the first rows of its prefix; epoch_ms instead for oldest-first reads)",
+        )
     if not earliest:
         return Choice(
             {"epoch_ms": time_name},
@@ -183,7 +190,14 @@ def _rate(inputs: Inputs) -> tuple[float, str]:
     )
 
 
-def _queries(draft: DraftSchema, table: str, keys: Sequence[str], salted: bool) -> None:
+def _queries(draft: DraftSchema, table: str, keys: Sequence[str], latest: bool) -> None:
+    salted = any("salt" in c.value for c in draft.key)
+    if keys and latest:
+        draft.queries.append(Choice(
+            {"name": "latest", "table": table, "select": [plain_name(k) for k in keys],
+             "read": "prefix", "limit": 1},
+            "the newest event of one series: the first row of its prefix",
+        ))  # fmt: skip
     if keys:
         select = [plain_name(k) for k in keys]
         draft.queries.append(Choice(
@@ -239,7 +253,7 @@ def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
     ))  # fmt: skip
     draft.key = _key(inputs, keys, earliest, rate)
     _columns(draft, inputs, keys)
-    _queries(draft, table, keys, any("salt" in c.value for c in draft.key))
+    _queries(draft, table, keys, inputs.latest and not earliest)
     _advisor(draft, inputs, keys, rate, rate_note)
     for column in inputs.columns.values():
         if column.nulls:

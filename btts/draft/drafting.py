@@ -105,8 +105,10 @@ def draft(
     rate: float | None = None,
     query: Sequence[str] = (),
     ask: Asker | None = None,
+    latest: bool = False,
 ) -> Draft:
-    """A schema drafted from bounded samples of ``paths``; ``ask`` answers ambiguities."""
+    """A schema drafted from bounded samples of ``paths``; ``ask`` answers ambiguities;
+    ``latest``: the commonest query reads the newest values first (a reversed time)."""
     try:
         samples = [read_sample(p) for p in paths]
     except SampleError as err:
@@ -130,7 +132,7 @@ def draft(
     inputs = design_mod.Inputs(
         _dataset(paths, dataset), [s.describe() for s in samples], samples[0].fmt,
         all(s.complete for s in samples), _estimate(samples, wide), columns, records, time,
-        wide, rate, list(query),
+        wide, rate, list(query), latest,
     )  # fmt: skip
     schema = design_mod.design(inputs, keys, clashes)
     schema.questions = questions
