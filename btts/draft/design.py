@@ -41,6 +41,7 @@ class Inputs:
     time: TimeGuess
     wide: shape.Wide | None = None
     rate: float | None = None
+    others: list[str] = field(default_factory=list)  # other ways the records carry a time
     query: list[str] = field(default_factory=list)
     latest: bool = False  # the commonest query reads the newest values first
 
@@ -234,7 +235,9 @@ def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
     earliest = _earliest(inputs.time.ms, inputs.complete)
     rate, rate_note = _rate(inputs)
     draft.time = plain_name(inputs.time.field)
-    draft.time_comment = "the event time stamps every cell (and the key's time)"
+    draft.time_comment = "the event time: it stamps every cell and is the key's time"
+    if inputs.others:
+        draft.time_comment += f"; other fields that read as times: {', '.join(inputs.others)}"
     draft.fields = _fields(inputs, keys, earliest)
     draft.table = table
     draft.pattern_comment = (

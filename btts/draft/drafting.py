@@ -86,7 +86,7 @@ def _day_first(guess: TimeGuess, ask: Asker | None) -> Question | None:
     return None
 
 
-def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question]]:
+def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question], list[str]]:
     guesses = guess_times(columns, records)
     if not guesses:
         names = ", ".join(columns) or "none"
@@ -96,7 +96,8 @@ def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question
         )
     time, question = _pick(guesses, ask)
     questions = [q for q in (question, _day_first(time, ask)) if q]
-    return time, questions
+    others = [f"{g.field} ({g.format})" for g in guesses if g is not time and not g.derived]
+    return time, questions, others
 
 
 def draft(
@@ -116,12 +117,12 @@ def draft(
     records = [r for s in samples for r in s.records]
     order = list(dict.fromkeys(c for s in samples for c in s.columns))
     columns = infer_columns(records, order)
-    time, questions = _time(columns, records, ask)
+    time, questions, others = _time(columns, records, ask)
     wide = shape.wide(columns, [time.field, *time.sources.values()], samples[0].fmt)
     if wide and wide.how == "unpivot":
         records = _unpivot(records, wide)
         columns = infer_columns(records, [c for c in order if c not in wide.columns])
-        time, questions = _time(columns, records, ask)
+        time, questions, others = _time(columns, records, ask)
     unknown = [q for q in query if q not in columns]
     if unknown:
         raise DraftError(
@@ -132,7 +133,7 @@ def draft(
     inputs = design_mod.Inputs(
         _dataset(paths, dataset), [s.describe() for s in samples], samples[0].fmt,
         all(s.complete for s in samples), _estimate(samples, wide), columns, records, time,
-        wide, rate, list(query), latest,
+        wide, rate, others, list(query), latest,
     )  # fmt: skip
     schema = design_mod.design(inputs, keys, clashes)
     schema.questions = questions

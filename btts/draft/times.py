@@ -118,6 +118,8 @@ def _column_guess(column: Column) -> TimeGuess | None:
             formats = ["year"]  # 1956.0: read as a whole number (issue 43's integral floats)
     else:
         formats = list(TEXT_FORMATS)
+        if not all(len(str(v)) == 17 and str(v).isdigit() for v in column.values):
+            formats.remove("yyyymmddhhmmssmmm")  # (whose parser also takes RFC 3339 text)
         if all(len(str(v).strip()) <= 4 for v in column.values):
             formats.append("year")
     readable = []
