@@ -258,3 +258,32 @@ def test_json_nulls_fail_the_command_naming_the_field(tmp_path, capsys):
     path.write_text('{"ts": 1714557600000, "v": 1}\n{"ts": 1714557600001, "v": null}\n')
     assert cli.main(["init", str(path), "-o", str(tmp_path / "s.yaml")]) == 1
     assert "field 'v' is null in 1 sampled records" in capsys.readouterr().err
+
+
+def test_on_a_terminal_the_ambiguity_is_a_question_and_the_answer_is_followed(tmp_path):
+    """stdin and stderr a terminal (a pty), stdout redirected as in `btts init d.csv > s.yaml`:
+    the question and its prompt go to the terminal, never into the schema."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+
+    path = _csv(tmp_path / "d.csv", "date,v", ["03/04/2020,1", "05/06/2020,2"])
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "btts_cli.main", "init", str(path)],
+        stdin=follower, stderr=follower, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    os.close(follower)
+    seen = b""
+    while b"choice [1-2" not in seen:
+        ready, _, _ = select.select([leader], [], [], 60)
+        assert ready, f"no question within a minute; the terminal shows {seen!r}"
+        seen += os.read(leader, 1024)
+    os.write(leader, b"2\n")
+    out, _ = proc.communicate(timeout=60)
+    os.close(leader)
+    assert b"is 03/04 the 3rd of April or March 4th?" in seen
+    assert proc.returncode == 0
+    assert 'date: {type: time, format: "%m/%d/%Y"}' in out and "choice" not in out
