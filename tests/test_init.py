@@ -41,6 +41,8 @@ CASES = {
     "wheat.jsonl": ("1565-01-01T00:00:00.000Z", "1820-01-01T00:00:00.000Z"),
     "ohlc.json": ("2009-06-01T00:00:00.000Z", "2009-07-31T00:00:00.000Z"),
     "sensors.jsonl": ("2024-05-01T10:00:00.001Z", "2024-05-01T10:01:39.751Z"),
+    "sf-temps-epoch.jsonl": ("2010-01-01T00:00:00.000Z", "2010-02-11T15:00:00.000Z"),
+    "sunspots-floats.json": ("1700-01-01T00:00:00.000Z", "2008-01-01T00:00:00.000Z"),
     "macrodata.csv": ("1959-01-01T00:00:00.000Z", "2009-07-01T00:00:00.000Z"),
     "elnino.csv": ("1950-01-01T00:00:00.000Z", "2010-12-01T00:00:00.000Z"),
 }
@@ -53,10 +55,26 @@ def _needs_43(problems: str | None) -> None:
         pytest.skip(f"needs issue 43's schema features: {problems.splitlines()[-1].strip()}")
 
 
+def _reads_integral_floats() -> bool:
+    """Whether the job reads a year written 1956.0 (issue 43), probed on its own parser."""
+    from transforms import timefmt
+    from transforms.errors import InvalidEvent
+    from transforms.events import Num
+
+    try:
+        timefmt.make_parser("year", "year")(Num("1956.0"))
+    except InvalidEvent:
+        return False
+    return True
+
+
 def _draft_file(name: str, tmp_path: Path, capsys) -> tuple[Path, dict]:
     source = DATA / name
-    problems, _ = review(draft([str(source)]).text)
+    result = draft([str(source)])
+    problems, _ = review(result.text)
     _needs_43(problems)
+    if any("integral floats" in n for n in result.schema.needs) and not _reads_integral_floats():
+        pytest.skip("needs issue 43's schema features: years written 1956.0")
     schema_path = tmp_path / "s.yaml"
     code = cli.main(["init", str(source), "-o", str(schema_path)])
     err = capsys.readouterr().err
