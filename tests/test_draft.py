@@ -131,6 +131,16 @@ def test_query_fields_lead_the_key_in_the_order_given(tmp_path):
         draft([str(path)], query=["sym"])
 
 
+def test_an_integer_the_query_selects_is_zero_padded_in_the_key(tmp_path):
+    rows = [f"{m},{1714557600000 + i},{i}" for m in (7, 987654) for i in range(3)]
+    path = _csv(tmp_path / "meters.csv", "meter,ts,kwh", rows)
+    text = draft([str(path)], query=["meter"]).text
+    assert _keys(text) == [("zero_pad", "meter"), ("epoch_ms", "ts")]
+    assert "{zero_pad: meter, width: 6}" in text
+    problems, findings = review(text)
+    assert problems is None and not [f for fs in findings.values() for f in fs]
+
+
 def test_latest_first_reverses_the_time_and_declares_the_latest_query(tmp_path):
     rows = [f"{s},{1714557600000 + i},{i}" for s in "AB" for i in range(5)]
     path = _csv(tmp_path / "l.csv", "sensor,ts,v", rows)

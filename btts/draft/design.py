@@ -153,6 +153,15 @@ def _time_segment(inputs: Inputs, earliest: str | None, time_name: str) -> Choic
     )
 
 
+def _entity_segment(column: Column | None, name: str, complete: bool) -> dict:
+    """A text field as it is; a non-negative integer zero-padded (``10`` sorts after ``9``),
+    two digits wider than the sample's largest when the sample is a part of the file."""
+    if column is not None and column.type == "integer" and (column.low or 0) >= 0:
+        width = len(str(column.high)) + (0 if complete else 2)
+        return {"zero_pad": plain_name(name), "width": width}
+    return {"text": plain_name(name)}
+
+
 def _key(inputs: Inputs, keys: Sequence[str], earliest: str | None, rate: float) -> list[Choice]:
     time_name = inputs.time.field
     out = []
@@ -160,7 +169,11 @@ def _key(inputs: Inputs, keys: Sequence[str], earliest: str | None, rate: float)
         card = inputs.columns[name].cardinality if name in inputs.columns else 0
         why = "selected by --query" if name in inputs.query else f"{card} values"
         lead = "leads the key (field promotion)" if index == 0 else "then"
-        out.append(Choice({"text": plain_name(name)}, f"{lead}: {why}"))
+        out.append(
+            Choice(
+                _entity_segment(inputs.columns.get(name), name, inputs.complete), f"{lead}: {why}"
+            )
+        )
     if not keys:
         out.append(Choice(
             {"const": inputs.dataset.upper()[:20]},
