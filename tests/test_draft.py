@@ -297,3 +297,19 @@ def test_on_a_terminal_the_ambiguity_is_a_question_and_the_answer_is_followed(tm
     assert b"is 03/04 the 3rd of April or March 4th?" in seen
     assert proc.returncode == 0
     assert 'date: {type: time, format: "%m/%d/%Y"}' in out and "choice" not in out
+
+
+def test_several_files_and_a_quoted_glob_are_one_dataset(tmp_path):
+    for day in (1, 2):
+        _csv(tmp_path / f"part{day}.csv", "site,day,v", [f"{s},2024-05-0{day},1" for s in "AB"])
+    both = draft([str(tmp_path / "part*.csv")])
+    assert [s.path for s in both.samples] == [str(tmp_path / f"part{d}.csv") for d in (1, 2)]
+    assert _keys(both.text) == [("text", "site"), ("epoch_ms", "day")]
+    with pytest.raises(DraftError, match=r"nothing\*\.csv: no file matches"):
+        draft([str(tmp_path / "nothing*.csv")])
+
+
+def test_an_empty_file_is_one_line(tmp_path, capsys):
+    (tmp_path / "e.csv").write_text("")
+    assert cli.main(["init", str(tmp_path / "e.csv")]) == 2
+    assert capsys.readouterr().err == f"btts: error: {tmp_path / 'e.csv'}: empty file\n"

@@ -9,6 +9,7 @@ The steps, each its own module: a bounded :mod:`~btts.draft.sample` of each file
 
 from __future__ import annotations
 
+import glob
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -46,6 +47,21 @@ def _dataset(paths: Sequence[str], given: str | None) -> str:
     stem = os.path.basename(paths[0]).split(".")[0]
     name = re.sub(r"[^A-Za-z0-9_]+", "_", stem).strip("_").lower() or "data"
     return name if re.match(r"[A-Za-z_]", name) else f"d_{name}"
+
+
+def _expand(paths: Sequence[str]) -> list[str]:
+    """Paths as given, a quoted glob expanded (as ``--input`` does); one that matches nothing is
+    a DraftError naming it."""
+    out = []
+    for path in paths:
+        if any(c in path for c in "*?[") and not os.path.exists(path):
+            found = sorted(glob.glob(path))
+            if not found:
+                raise DraftError(f"{path}: no file matches")
+            out += found
+        else:
+            out.append(path)
+    return out
 
 
 def _unpivot(records: list[dict], wide: shape.Wide) -> list[dict]:
@@ -110,6 +126,7 @@ def draft(
 ) -> Draft:
     """A schema drafted from bounded samples of ``paths``; ``ask`` answers ambiguities;
     ``latest``: the commonest query reads the newest values first (a reversed time)."""
+    paths = _expand(paths)
     try:
         samples = [read_sample(p) for p in paths]
     except SampleError as err:

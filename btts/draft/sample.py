@@ -218,6 +218,8 @@ def read_sample(path: str) -> Sample:
         size = os.path.getsize(path)
     except OSError as err:
         raise SampleError(f"cannot read {path}: {err.strerror or err}") from None
+    if size == 0:
+        raise SampleError(f"{path}: empty file")
     sample = Sample(path, fmt, compression, size=size)
     if fmt in ("parquet", "avro"):
         _columnar(sample)
@@ -232,7 +234,8 @@ def read_sample(path: str) -> Sample:
         sample.records = sample.records[::step]
         sample.complete = False
     if not sample.records:
-        raise SampleError(f"{path}: no {fmt} record found in its first {HEAD_BYTES:,} bytes")
+        where = "" if sample.complete else f" in its first {HEAD_BYTES >> 20} MiB"
+        raise SampleError(f"{path}: no {fmt} record found{where}")
     if not sample.columns:
         sample.columns = list(dict.fromkeys(k for r in sample.records for k in r))
     return sample
