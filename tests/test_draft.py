@@ -313,3 +313,16 @@ def test_an_empty_file_is_one_line(tmp_path, capsys):
     (tmp_path / "e.csv").write_text("")
     assert cli.main(["init", str(tmp_path / "e.csv")]) == 2
     assert capsys.readouterr().err == f"btts: error: {tmp_path / 'e.csv'}: empty file\n"
+
+
+def test_a_parquet_file_gives_the_first_rows_of_a_spread_of_row_groups(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    n = 200_000
+    table = pa.table({"ts": pa.array([1714557600000 + i for i in range(n)], pa.int64()),
+                      "v": pa.array(range(n))})  # fmt: skip
+    pq.write_table(table, tmp_path / "m.parquet", row_group_size=2_000)  # 100 groups
+    sample = sample_mod.read_sample(str(tmp_path / "m.parquet"))
+    assert (sample.fmt, sample.total, sample.complete) == ("parquet", n, False)
+    assert len(sample.records) <= sample_mod.MAX_RECORDS
+    assert max(int(r["v"]) for r in sample.records) >= n - 2_000  # the last group was read

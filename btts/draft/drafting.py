@@ -169,7 +169,9 @@ def _estimate(samples: Sequence[Sample], wide: shape.Wide | None) -> int:
     for s in samples:
         per_record = len(wide.columns) if wide and wide.how == "unpivot" else 1
         count = len(s.records) * per_record
-        if not s.complete and s.bytes_read:
+        if s.total is not None:
+            count = s.total * per_record
+        elif not s.complete and s.bytes_read:
             count = int(count * s.size / s.bytes_read)
         total += count
     return total

@@ -50,9 +50,12 @@ class Sample:
     bytes_read: int = 0
     size: int = 0
     skipped: int = 0  # lines of the sample that did not parse (a window's cut record)
+    total: int | None = None  # the file's record count, where its metadata says (Parquet)
 
     def describe(self) -> str:
         how = "the whole file" if self.complete else f"{self.bytes_read:,} of {self.size:,} bytes"
+        if self.total is not None and not self.complete:
+            how = f"of its {self.total:,}"
         return f"{len(self.records):,} {self.fmt} records ({how})"
 
 
@@ -199,16 +202,20 @@ def _columnar(sample: Sample) -> None:
 
     handle = pq.ParquetFile(sample.path)
     groups = handle.num_row_groups
-    picks = sorted({round(i * (groups - 1) / max(1, SPREAD_WINDOWS - 1)) for i in range(32)})
+    picks = sorted(
+        {round(i * (groups - 1) / max(1, SPREAD_WINDOWS - 1)) for i in range(SPREAD_WINDOWS)}
+    )
     per_group = max(1, MAX_RECORDS // len(picks))
     sample.columns = list(handle.schema_arrow.names)
-    for group in picks:
-        table = handle.read_row_group(group)
-        sample.records += [columnar_record(r) for r in table.slice(0, per_group).to_pylist()]
+    for group in picks:  # the first batch of each picked group only: never a whole group
+        batch = next(handle.iter_batches(batch_size=per_group, row_groups=[group]), None)
+        if batch is not None:
+            sample.records += [columnar_record(r) for r in batch.to_pylist()]
     sample.complete = len(picks) == groups and all(
         handle.metadata.row_group(g).num_rows <= per_group for g in picks
     )
     sample.bytes_read = sample.size
+    sample.total = handle.metadata.num_rows
 
 
 def read_sample(path: str) -> Sample:
