@@ -127,9 +127,17 @@ def _lines(chunk: bytes, first: bool, last: bool) -> list[bytes]:
     return [line.rstrip(b"\r") for line in lines]
 
 
+def _quota(index: int, chunks: int) -> int | None:
+    """How many records chunk ``index`` of ``chunks`` gives: all of a file read whole; else
+    half the sample from the head and the other half shared by the windows."""
+    if chunks == 1:
+        return None
+    return MAX_RECORDS // 2 if index == 0 else MAX_RECORDS // (2 * SPREAD_WINDOWS)
+
+
 def _csv_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
     header: tuple[str, ...] = ()
-    for chunk, whole in chunks:
+    for index, (chunk, whole) in enumerate(chunks):
         text = chunk.decode("utf-8", errors="replace")
         if not header:
             text = text.removeprefix("\ufeff")
@@ -144,7 +152,7 @@ def _csv_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
         rows_list = _safe_rows(rows)
         if not whole and rows_list:
             rows_list = rows_list[:-1]  # the window's last record may be cut
-        for cells in rows_list:
+        for cells in rows_list[: _quota(index, len(chunks))]:
             if len(cells) != len(header):
                 sample.skipped += 1
                 continue
@@ -167,10 +175,11 @@ def _json_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
     """JSON lines (each chunk's whole lines), or an array: its head element by element, then
     the windows' lines that hold one object each (``{…},``, the usual array layout)."""
     for index, (chunk, whole) in enumerate(chunks):
+        quota = _quota(index, len(chunks))
         if index == 0 and sample.fmt == "json_array":
-            _array_head(sample, chunk, whole)
+            _array_head(sample, chunk, whole, quota)
             continue
-        for line in _lines(chunk, index == 0, whole):
+        for line in _lines(chunk, index == 0, whole)[:quota]:
             text = line.strip().rstrip(b",").strip()
             if not text.startswith(b"{"):
                 continue
@@ -180,10 +189,12 @@ def _json_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
                 sample.skipped += 1
 
 
-def _array_head(sample: Sample, chunk: bytes, whole: bool) -> None:
+def _array_head(sample: Sample, chunk: bytes, whole: bool, quota: int | None) -> None:
     items = json_array.elements(sample.path, io.BytesIO(chunk), 1 << 20)
     try:
-        for _, text in items:
+        for count, (_, text) in enumerate(items):
+            if quota is not None and count >= quota:
+                break
             try:
                 sample.records.append(events.parse_json_object(text))
             except InvalidEvent:
