@@ -326,3 +326,26 @@ def test_a_parquet_file_gives_the_first_rows_of_a_spread_of_row_groups(tmp_path)
     assert (sample.fmt, sample.total, sample.complete) == ("parquet", n, False)
     assert len(sample.records) <= sample_mod.MAX_RECORDS
     assert max(int(r["v"]) for r in sample.records) >= n - 2_000  # the last group was read
+
+
+def test_values_the_job_would_refuse_whatever_the_schema_fail_the_draft(tmp_path):
+    path = tmp_path / "x.jsonl"
+    lines = [
+        '{"ts": 1714557600000, "tags": ["a"], "label": "x", "n": 1}',
+        '{"ts": 1714557600001, "tags": ["b"], "label": "", "n": 99999999999999999999}',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    result = draft([str(path)])
+    assert "tags" not in result.schema.fields
+    assert result.schema.fields["n"].value == {"type": "number"}  # past int64: its text
+    assert result.schema.losses == [
+        "field 'tags' holds values no field type takes (unknown): not declared",
+        "field 'label' is empty text in 1 sampled records: refused",
+    ]
+
+
+def test_series_whose_names_hold_spaces_are_unpivoted_not_a_map(tmp_path):
+    names = [f"series {i}" for i in range(12)]
+    rows = [f"2024-05-0{d}," + ",".join(str(d * i) for i in range(12)) for d in (1, 2, 3)]
+    result = draft([str(_csv(tmp_path / "m.csv", "day," + ",".join(names), rows))])
+    assert result.schema.unpivot.value["columns"] == names

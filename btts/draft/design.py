@@ -112,8 +112,8 @@ def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[s
     wide = inputs.wide
     series = set(wide.columns) if wide and wide.how == "map" else set()
     for name, column in inputs.columns.items():
-        if name in series:
-            continue
+        if name in series or column.type == "other":
+            continue  # (a value no type takes: a loss, said by _losses)
         if name == inputs.time.field:
             out[name] = _time_spec(inputs, earliest)
             continue
@@ -271,19 +271,32 @@ def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
     _columns(draft, inputs, keys)
     _queries(draft, table, keys, inputs.latest and not earliest)
     _advisor(draft, inputs, keys, rate, rate_note)
-    for column in inputs.columns.values():
-        if column.nulls:
-            draft.losses.append(
-                f"field {column.name!r} is null in {column.nulls} sampled records: the job "
-                "dead-letters a null (an absent field is what optional allows); drop the nulls "
-                "from the file, or write no field"
-            )
+    draft.losses += _losses(inputs.columns.values())
     if clashes:
         draft.losses.append(
             f"{clashes} sampled records share their key fields and time with an earlier one: "
             "the later would overwrite it; add the field that tells them apart to the key"
         )
     return draft
+
+
+def _losses(columns) -> list[str]:
+    """What the job would dead-letter whatever the schema says: nulls, empty text, values of
+    no declared type (nested arrays, numbers and text mixed in JSON)."""
+    out = []
+    for column in columns:
+        what = f"field {column.name!r}"
+        if column.nulls:
+            out.append(
+                f"{what} is null in {column.nulls} sampled records: the job dead-letters a null "
+                "(an absent field is what optional allows); drop the nulls, or write no field"
+            )
+        if column.empties:
+            out.append(f"{what} is empty text in {column.empties} sampled records: refused")
+        if column.type == "other" and column.present:
+            kinds = ", ".join(sorted(column.kinds))
+            out.append(f"{what} holds values no field type takes ({kinds}): not declared")
+    return out
 
 
 def _columns(draft: DraftSchema, inputs: Inputs, keys: Sequence[str]) -> None:

@@ -34,6 +34,7 @@ class Column:
     csv: bool = False  # CSV cells: text takes every one of them
     present: int = 0
     nulls: int = 0  # JSON nulls
+    empties: int = 0  # empty JSON strings (the job refuses empty text)
     records: int = 0
     max_length: int = 0
     distinct: set = field(default_factory=set)
@@ -106,7 +107,7 @@ def _number_kind(value: Num, column: Column) -> str:
     column.low = number if column.low is None else min(column.low, number)
     column.high = number if column.high is None else max(column.high, number)
     if _INTEGER.match(value):
-        return "integer"
+        return "integer" if -(2**63) <= number < 2**63 else "number"  # int64, as the job
     if _INTEGRAL_FLOAT.match(value):
         column.integral_floats = True
     return "number"
@@ -128,6 +129,7 @@ def infer_columns(records: Sequence[dict], order: Sequence[str] = ()) -> dict[st
             column.values.append(value)
             if isinstance(value, str):
                 column.max_length = max(column.max_length, len(value))
+                column.empties += not value
             if not column.many and not isinstance(value, dict):
                 column.distinct.add(str(value))
                 if len(column.distinct) > MAX_DISTINCT:

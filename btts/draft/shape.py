@@ -67,7 +67,8 @@ def wide(columns: Mapping[str, Column], time_fields: Sequence[str], fmt: str) ->
         return Wide(months, "unpivot", True, why, rest, name="month")
     if len(numeric) < WIDE_MIN_COLUMNS or len({columns[n].type for n in numeric}) > 2:
         return None
-    if len(numeric) <= MAP_MAX_COLUMNS and fmt == "csv":
+    plain = all(n.isprintable() and n.split() == [n] for n in numeric)  # map entry names
+    if len(numeric) <= MAP_MAX_COLUMNS and fmt == "csv" and plain:
         why = (
             f"{len(numeric)} numeric series side by side: a map field keeps them in one row per "
             "time, one column per series (read together, as the file shows them); the "
