@@ -12,6 +12,7 @@ its reason for :mod:`btts.draft.render`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from transforms import timefmt
 __all__ = ["HOT_RATE", "Inputs", "design"]
 
 HOT_RATE = 140.0  # writes/s on one tablet from which the advisor calls a time-first key an error
+_OFFSET = re.compile(r"(Z|[+-][0-9]{2}:?[0-9]{2})\Z")
 _EPOCH_LABEL = {"year": "yyyymm", "month": "yyyymm", "day": "yyyymmdd"}
 
 
@@ -92,6 +94,9 @@ def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
     notes = [guess.why]
     if guess.alternatives:
         notes.append(f"also readable as {', '.join(guess.alternatives)}")
+    offsets = _offsets(inputs.columns[guess.field].values) if guess.format == "rfc3339" else []
+    if offsets:
+        notes.append(f"each time carries its UTC offset ({', '.join(offsets[:3])}): no zone needed")
     clock = "%H" in guess.format or "time" in guess.sources
     if clock and not timefmt.has_offset(guess.format):
         notes.append(
@@ -101,6 +106,11 @@ def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
     if earliest:
         notes.append(f"times go back to {_day(min(guess.ms))}: earliest: {earliest}")
     return Choice(spec, "; ".join(notes))
+
+
+def _offsets(values: Sequence) -> list[str]:
+    """The UTC offsets RFC 3339 times are written with (``Z``, ``+01:00``…)."""
+    return sorted({m.group(0) for v in values if (m := _OFFSET.search(str(v)))})
 
 
 def _day(ms: int) -> str:
