@@ -32,7 +32,7 @@ from btts.draft import DraftError, draft, review
 from btts.emulator import Emulator
 from btts_cli import main as cli
 from tests.helpers import read_dead_letters, run_job
-from tests.init_support import record_values, source_records
+from tests.init_support import reads_integral_floats, record_values, source_records
 
 __all__ = ["default_files", "main", "try_file"]
 
@@ -78,6 +78,8 @@ def try_file(path: Path, work: Path) -> tuple[str, int, int, bool]:
     if result.schema.losses:  # btts init exits 1 saying why: nothing is lost silently
         return "would lose", 0, 0, True
     problems, _ = review(result.text)
+    if any("integral floats" in n for n in result.schema.needs) and not reads_integral_floats():
+        return "needs 43", 0, 0, True
     if problems:
         return ("needs 43" if any(m in problems for m in _NEEDS_43) else "refused"), 0, 0, True
     schema_path = work / f"{path.stem}.yaml"
@@ -85,7 +87,10 @@ def try_file(path: Path, work: Path) -> tuple[str, int, int, bool]:
     target = admin.Target("init-datasets", f"i{uuid.uuid4().hex[:12]}")
     dead = work / f"dead-{uuid.uuid4().hex[:6]}"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        run_job("generic", target, path, dead, [f"--schema={schema_path}"])
+        try:
+            run_job("generic", target, path, dead, [f"--schema={schema_path}"])
+        except SystemExit:
+            return "job failed", len(source_records(path)), len(read_dead_letters(dead)), False
     letters = len(read_dead_letters(dead))
     schema = result.schema
     spec = schema.fields[schema.time].value
@@ -111,7 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         for path in files:
             start = time.perf_counter()
             outcome, records, dead, equal = try_file(path, Path(work))
-            bad = outcome == "refused" or (outcome == "drafted" and (dead or not equal))
+            bad = outcome in ("refused", "job failed") or (
+                outcome == "drafted" and (dead or not equal)
+            )
             failed += bool(bad)
             print(
                 f"{path.name:<28} {outcome:<10} {records:>8,} {dead:>5} "

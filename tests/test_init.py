@@ -22,7 +22,7 @@ from btts.draft import draft, review
 from btts.draft import sample as sample_mod
 from btts_cli import main as cli
 from tests.helpers import read_dead_letters, run_job
-from tests.init_support import record_values, source_records
+from tests.init_support import reads_integral_floats, record_values, source_records
 from transforms import schema as schema_lib
 
 DATA = Path(__file__).resolve().parent / "data" / "init"
@@ -55,25 +55,12 @@ def _needs_43(problems: str | None) -> None:
         pytest.skip(f"needs issue 43's schema features: {problems.splitlines()[-1].strip()}")
 
 
-def _reads_integral_floats() -> bool:
-    """Whether the job reads a year written 1956.0 (issue 43), probed on its own parser."""
-    from transforms import timefmt
-    from transforms.errors import InvalidEvent
-    from transforms.events import Num
-
-    try:
-        timefmt.make_parser("year", "year")(Num("1956.0"))
-    except InvalidEvent:
-        return False
-    return True
-
-
 def _draft_file(name: str, tmp_path: Path, capsys) -> tuple[Path, dict]:
     source = DATA / name
     result = draft([str(source)])
     problems, _ = review(result.text)
     _needs_43(problems)
-    if any("integral floats" in n for n in result.schema.needs) and not _reads_integral_floats():
+    if any("integral floats" in n for n in result.schema.needs) and not reads_integral_floats():
         pytest.skip("needs issue 43's schema features: years written 1956.0")
     schema_path = tmp_path / "s.yaml"
     code = cli.main(["init", str(source), "-o", str(schema_path)])
