@@ -250,6 +250,12 @@ def _add_query(sub: Commands) -> None:
     query_cli.add_tenant_commands(sub, _target_args)
 
 
+def _add_init(sub: Commands) -> None:
+    from btts_cli import init_command  # light: its heavy imports wait for its run
+
+    init_command.register(sub)
+
+
 def _add_demo(sub: Commands) -> None:
     demo_cmd = sub.add_parser(
         "demo",
@@ -267,6 +273,7 @@ def _add_demo(sub: Commands) -> None:
 # the subparsers (cliparse.Commands), adds its commands with `add_parser` and sets each one's
 # `func` (args -> exit status) with `set_defaults`; a user error it raises as ConfigError.
 COMMAND_GROUPS = [
+    _add_init,
     _add_tables,
     _add_emulator,
     _add_ingest,

@@ -1,0 +1,333 @@
+"""The drafted schema's decisions, by the guidance's rules (docs/user-guide.md §1).
+
+Pure. From a sample's columns, its time and its shape: the fields and their types; the time
+field, its format and how early it goes (``earliest:``, ``cell_timestamp: offset``); the key
+(the fields queries select first, then the other entity fields from broad to narrow, then the
+time; a constant and, only when the declared rate calls for it, a salt where no field can
+lead); one version per cell (one event per row, TS-COLS); the two queries a user asks (one
+entity over a range, every entity over a range); the advisor's workload. Each decision keeps
+its reason for :mod:`btts.draft.render`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from btts.draft import shape
+from btts.draft.fields import Column, plain_name
+from btts.draft.model import Choice, DraftSchema
+from btts.draft.times import TimeGuess, resolution
+from transforms import timefmt
+
+__all__ = ["HOT_RATE", "Inputs", "design"]
+
+HOT_RATE = 140.0  # writes/s on one tablet from which the advisor calls a time-first key an error
+_OFFSET = re.compile(r"(Z|[+-][0-9]{2}:?[0-9]{2})\Z")
+_EPOCH_LABEL = {"year": "yyyymm", "month": "yyyymm", "day": "yyyymmdd"}
+
+
+@dataclass
+class Inputs:
+    """What the draft is made from: the sample and the user's declarations."""
+
+    dataset: str
+    described: list[str]  # one line per sampled file
+    fmt: str  # the (first) file's format
+    complete: bool  # the sample holds every record
+    estimated_records: int
+    columns: dict[str, Column]
+    records: list[dict]
+    time: TimeGuess
+    wide: shape.Wide | None = None
+    rate: float | None = None
+    others: list[str] = field(default_factory=list)  # other ways the records carry a time
+    query: list[str] = field(default_factory=list)
+    latest: bool = False  # the commonest query reads the newest values first
+
+
+def _earliest(ms: Sequence[int], complete: bool) -> str | None:
+    """The ``earliest:`` day a time field needs (None from 1970 on): 1 January of the oldest
+    sampled year, or of its century when the sample is a part of the file."""
+    oldest = min(ms)
+    if oldest >= 0:
+        return None
+    year = timefmt.to_datetime(oldest).year
+    year = year if complete else max(1, year - year % 100)
+    return f"{year:04d}-01-{'02' if year == 1 else '01'}"
+
+
+def _field_spec(column: Column, complete: bool, key: bool) -> Choice:
+    kind = column.type
+    spec: dict = {"type": kind}
+    notes = []
+    if kind == "text":
+        longest = column.max_length or 1
+        spec["max_length"] = longest if complete else max(64, 2 * longest)
+        notes.append(f"text up to {longest} characters" + ("" if complete else " in the sample"))
+        if key:
+            notes.append(f"{column.cardinality} distinct values: names an entity (key field)")
+    elif kind == "number":
+        notes.append("decimals kept as written" + (" (whole numbers written 1.0)"
+                     if column.integral_floats else ""))  # fmt: skip
+    elif kind == "integer":
+        notes.append(f"whole numbers {column.low}..{column.high}")
+    elif kind == "map":
+        spec["qualifier"] = "as_is"
+    if column.optional:
+        spec["optional"] = True
+        notes.append(f"missing in {column.records - column.present} of {column.records} records")
+    return Choice(spec, "; ".join(notes))
+
+
+def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
+    guess = inputs.time
+    spec: dict = {"type": "time"}
+    if guess.derived:
+        spec["from"] = dict(guess.sources)
+    elif guess.format != "auto":
+        spec["format"] = guess.format
+    if earliest:
+        spec["earliest"] = earliest
+    notes = [guess.why]
+    if guess.alternatives:
+        notes.append(f"also readable as {', '.join(guess.alternatives)}")
+    offsets = _offsets(inputs.columns[guess.field].values) if guess.format == "rfc3339" else []
+    if offsets:
+        notes.append(f"each time carries its UTC offset ({', '.join(offsets[:3])}): no zone needed")
+    clock = "%H" in guess.format or "time" in guess.sources
+    if clock and not timefmt.has_offset(guess.format):
+        notes.append(
+            "no UTC offset in the data: read as UTC (declare timezone: ZONE if these are local "
+            "times; a wall time a clock change skips is then a dead letter)"
+        )
+    if earliest:
+        notes.append(f"times go back to {_day(min(guess.ms))}: earliest: {earliest}")
+    return Choice(spec, "; ".join(notes))
+
+
+def _offsets(values: Sequence) -> list[str]:
+    """The UTC offsets RFC 3339 times are written with (``Z``, ``+01:00``…)."""
+    return sorted({m.group(0) for v in values if (m := _OFFSET.search(str(v)))})
+
+
+def _day(ms: int) -> str:
+    return timefmt.to_datetime(ms).date().isoformat()
+
+
+def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[str, Choice]:
+    out: dict[str, Choice] = {}
+    wide = inputs.wide
+    series = set(wide.columns) if wide and wide.how == "map" else set()
+    for name, column in inputs.columns.items():
+        if name in series or column.type == "other":
+            continue  # (a value no type takes: a loss, said by _losses)
+        if name == inputs.time.field:
+            out[name] = _time_spec(inputs, earliest)
+            continue
+        choice = _field_spec(column, inputs.complete, name in keys)
+        if plain_name(name) != name:
+            choice.value["as"] = plain_name(name)
+        out[name] = choice
+    if inputs.time.derived:
+        out[inputs.time.field] = _time_spec(inputs, earliest)
+    if wide and wide.how == "map":
+        out[wide.name] = Choice(
+            {"type": "map", "qualifier": "as_is"},
+            f"every other column ({len(wide.columns)} series) as one entry per column: {wide.why}",
+        )
+    return out
+
+
+def _time_segment(inputs: Inputs, earliest: str | None, time_name: str) -> Choice:
+    if inputs.latest and not earliest:
+        return Choice(
+            {"reverse_ts": time_name},
+            "then the time reversed (--latest: the newest first, so the latest values of a "
+            "series are the first rows of its prefix; epoch_ms instead for oldest-first reads)",
+        )
+    if not earliest:
+        return Choice(
+            {"epoch_ms": time_name},
+            "then the time, oldest first (13-digit epoch ms: a time range is one key range; "
+            "reverse_ts instead if the commonest query is the latest values)",
+        )
+    unit = resolution(inputs.time.ms)
+    label = _EPOCH_LABEL.get(unit, "yyyymmddhhmmssmmm")
+    return Choice(
+        {"time": time_name, "format": label},
+        f"then the time as a calendar label ({label}: the times differ by the {unit}): "
+        "epoch-ms keys cannot hold times before 1970, labels sort in time order from year 1",
+    )
+
+
+def _entity_segment(column: Column | None, name: str, complete: bool) -> dict:
+    """A text field as it is; a non-negative integer zero-padded (``10`` sorts after ``9``),
+    two digits wider than the sample's largest when the sample is a part of the file."""
+    if column is not None and column.type == "integer" and (column.low or 0) >= 0:
+        width = len(str(column.high)) + (0 if complete else 2)
+        return {"zero_pad": plain_name(name), "width": width}
+    return {"text": plain_name(name)}
+
+
+def _key(inputs: Inputs, keys: Sequence[str], earliest: str | None, rate: float) -> list[Choice]:
+    time_name = inputs.time.field
+    out = []
+    for index, name in enumerate(keys):
+        card = inputs.columns[name].cardinality if name in inputs.columns else 0
+        why = "selected by --query" if name in inputs.query else f"{card} values"
+        lead = "leads the key (field promotion)" if index == 0 else "then"
+        out.append(
+            Choice(
+                _entity_segment(inputs.columns.get(name), name, inputs.complete), f"{lead}: {why}"
+            )
+        )
+    if not keys:
+        out.append(Choice(
+            {"const": inputs.dataset.upper()[:20]},
+            "no field names an entity (the time alone tells records apart): a constant "
+            "prefix, so the key can later take other series beside this one",
+        ))  # fmt: skip
+        if rate >= HOT_RATE:
+            buckets = min(64, math.ceil(rate / HOT_RATE * 2))
+            out.append(Choice(
+                {"salt": [time_name], "buckets": buckets},
+                f"{rate:g} writes/s behind one constant would hotspot one tablet: {buckets} "
+                "salt buckets spread them (a time read fans out over every bucket)",
+            ))  # fmt: skip
+    out.append(_time_segment(inputs, earliest, time_name))
+    return out
+
+
+def _rate(inputs: Inputs) -> tuple[float, str]:
+    if inputs.rate is not None:
+        return inputs.rate, "--rate: the declared write rate"
+    ms = inputs.time.ms
+    span_s = max(1.0, (max(ms) - min(ms)) / 1000)
+    rate = max(inputs.estimated_records / span_s, 1e-7)
+    rate = float(f"{rate:.3g}")
+    return rate, (
+        f"the data's own pace: about {inputs.estimated_records:,} records over "
+        f"{_day(min(ms))}..{_day(max(ms))}; pass --rate for the live write rate"
+    )
+
+
+def _queries(draft: DraftSchema, table: str, keys: Sequence[str], latest: bool) -> None:
+    salted = any("salt" in c.value for c in draft.key)
+    if keys and latest:
+        draft.queries.append(Choice(
+            {"name": "latest", "table": table, "select": [plain_name(k) for k in keys],
+             "read": "prefix", "limit": 1},
+            "the newest event of one series: the first row of its prefix",
+        ))  # fmt: skip
+    if keys:
+        select = [plain_name(k) for k in keys]
+        draft.queries.append(Choice(
+            {"name": "series", "table": table, "select": select},
+            f"one {'/'.join(select)} over a time range: one key range",
+        ))  # fmt: skip
+        draft.queries.append(Choice(
+            {"name": "everything", "table": table, "read": "table"},
+            "every series over a time range: reads the whole table (cells filtered by time)",
+        ))  # fmt: skip
+    else:
+        why = "one range per salt bucket, merged" if salted else "one key range"
+        draft.queries.append(Choice({"name": "series", "table": table}, f"a time range: {why}"))
+
+
+def _advisor(draft: DraftSchema, inputs: Inputs, keys: Sequence[str], rate: float, note: str):
+    draft.advisor["events_per_second"] = rate
+    draft.advisor_comments["events_per_second"] = note
+    if keys:
+        draft.advisor["fields"] = {
+            plain_name(k): {"cardinality": max(2, inputs.columns[k].cardinality)}
+            for k in keys if k in inputs.columns
+        }  # fmt: skip
+        draft.advisor_comments["fields"] = "distinct values seen in the sample" + (
+            "" if inputs.complete else " (a part of the file: raise them to the real counts)"
+        )
+        draft.advisor["query_fields"] = [plain_name(k) for k in keys]
+
+
+def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
+    """The whole draft from the sample and its chosen entity fields."""
+    table = plain_name(inputs.dataset).upper()[:50]
+    draft = DraftSchema(inputs.dataset, f"Drafted by btts init from {inputs.described[0]}.")
+    earliest = _earliest(inputs.time.ms, inputs.complete)
+    rate, rate_note = _rate(inputs)
+    draft.time = plain_name(inputs.time.field)
+    draft.time_comment = "the event time: it stamps every cell and is the key's time"
+    if inputs.others:
+        draft.time_comment += f"; other fields that read as times: {', '.join(inputs.others)}"
+    draft.fields = _fields(inputs, keys, earliest)
+    draft.table = table
+    draft.pattern_comment = (
+        "TS-COLS: one row per event, a column per field (tall and narrow, the guidance's "
+        "default); TB-CELL (a row per entity and hour/day) if queries read whole periods"
+    )
+    if earliest:
+        draft.cell_timestamp = Choice(
+            {"cell_timestamp": "offset"},
+            "times before 1970: cells are stamped from year 1 (every read undoes it)",
+        )
+    draft.families.append(Choice(
+        {"name": "m", "max_versions": 1},
+        "one event per row: one version; no max_age (its clock is the cell time: "
+        "historical data would be collected at once)",
+    ))  # fmt: skip
+    draft.key = _key(inputs, keys, earliest, rate)
+    _columns(draft, inputs, keys)
+    _queries(draft, table, keys, inputs.latest and not earliest)
+    _advisor(draft, inputs, keys, rate, rate_note)
+    draft.losses += _losses(inputs.columns.values())
+    if clashes:
+        draft.losses.append(
+            f"{clashes} sampled records share their key fields and time with an earlier one: "
+            "the later would overwrite it; add the field that tells them apart to the key"
+        )
+    return draft
+
+
+def _losses(columns) -> list[str]:
+    """What the job would dead-letter whatever the schema says: nulls, empty text, values of
+    no declared type (nested arrays, numbers and text mixed in JSON)."""
+    out = []
+    for column in columns:
+        what = f"field {column.name!r}"
+        if column.nulls:
+            out.append(
+                f"{what} is null in {column.nulls} sampled records: the job dead-letters a null "
+                "(an absent field is what optional allows); drop the nulls, or write no field"
+            )
+        if column.empties:
+            out.append(f"{what} is empty text in {column.empties} sampled records: refused")
+        if column.type == "other" and column.present:
+            kinds = ", ".join(sorted(column.kinds))
+            out.append(f"{what} holds values no field type takes ({kinds}): not declared")
+    return out
+
+
+def _columns(draft: DraftSchema, inputs: Inputs, keys: Sequence[str]) -> None:
+    skip = {*keys, inputs.time.field, *inputs.time.sources.values()}
+    always = False  # some stored field is in every event
+    for name, choice in draft.fields.items():
+        if name in skip:
+            continue
+        used = choice.value.get("as", name)
+        always = always or not choice.value.get("optional")
+        if choice.value["type"] == "map":
+            draft.columns.append(Choice({"family": "m", "each": used}, "one column per entry"))
+        else:
+            draft.columns.append(Choice({"family": "m", "qualifier": used, "value": used}))
+    if not always:
+        draft.columns.append(Choice(
+            {"family": "m", "qualifier": "t", "value": plain_name(inputs.time.field)},
+            "the time as a value (13-digit epoch ms): every event writes this cell, so one "
+            "whose other fields are all missing still lands as a row",
+        ))  # fmt: skip
+    for role, name in inputs.time.sources.items():
+        draft.fields[name].comment = (
+            draft.fields[name].comment + f"; the time's {role} (not stored: the time holds it)"
+        ).lstrip("; ")

@@ -1,0 +1,217 @@
+"""``btts init``'s library: from input files to a drafted schema file and the advisor's view.
+
+The steps, each its own module: a bounded :mod:`~btts.draft.sample` of each file; the
+:mod:`~btts.draft.fields` each column holds; the :mod:`~btts.draft.times`; the
+:mod:`~btts.draft.shape` (wide or long, which fields name entities); the
+:mod:`~btts.draft.design` decisions; the :mod:`~btts.draft.render`\\ ed YAML. Ambiguities go to
+``ask`` (a question on a terminal) or take the likeliest option, said in a comment.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from btts.draft import design as design_mod
+from btts.draft import shape
+from btts.draft.fields import infer_columns
+from btts.draft.model import DraftSchema, Question
+from btts.draft.render import render
+from btts.draft.sample import Sample, SampleError, read_sample
+from btts.draft.times import TimeGuess, guess_times
+
+__all__ = ["Asker", "Draft", "DraftError", "draft", "review"]
+
+Asker = Callable[[Question], int]
+
+
+class DraftError(ValueError):
+    """Input from which no schema can be drafted (no time, an unknown --query field…)."""
+
+
+@dataclass
+class Draft:
+    schema: DraftSchema
+    text: str
+    samples: list[Sample]
+
+
+def _dataset(paths: Sequence[str], given: str | None) -> str:
+    if given:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", given):
+            raise DraftError(f"--dataset {given!r}: use letters, digits and _ (e.g. my_data)")
+        return given
+    stem = os.path.basename(paths[0]).split(".")[0]
+    name = re.sub(r"[^A-Za-z0-9_]+", "_", stem).strip("_").lower() or "data"
+    return name if re.match(r"[A-Za-z_]", name) else f"d_{name}"
+
+
+def _expand(paths: Sequence[str]) -> list[str]:
+    """Paths as given, a quoted glob expanded (as ``--input`` does); one that matches nothing is
+    a DraftError naming it."""
+    out = []
+    for path in paths:
+        if any(c in path for c in "*?[") and not os.path.exists(path):
+            found = sorted(glob.glob(path))
+            if not found:
+                raise DraftError(f"{path}: no file matches")
+            out += found
+        else:
+            out.append(path)
+    return out
+
+
+def _unpivot(records: list[dict], wide: shape.Wide) -> list[dict]:
+    """Each record as one event per series column (an empty cell gives no event)."""
+    out = []
+    for record in records:
+        base = {k: v for k, v in record.items() if k not in wide.columns}
+        for column in wide.columns:
+            if record.get(column) is not None:
+                out.append({**base, wide.name: column, wide.value: record[column]})
+    return out
+
+
+def _pick(guesses: list[TimeGuess], ask: Asker | None) -> tuple[TimeGuess, Question | None]:
+    best = guesses[0]
+    ties = [g for g in guesses if g.score == best.score]
+    if len(ties) < 2:
+        return best, None
+    question = Question("Which field is the event time?", [f"{g.field} ({g.format})" for g in ties])
+    question.chosen = ask(question) if ask else 0
+    return ties[question.chosen], question
+
+
+def _day_first(guess: TimeGuess, ask: Asker | None) -> Question | None:
+    """03/04/2020: day first or month first, when every sampled value reads both ways."""
+    swapped = {"%d/%m": "%m/%d", "%m/%d": "%d/%m"}
+    for a, b in swapped.items():
+        if guess.format.startswith(a) and guess.format.replace(a, b, 1) in guess.alternatives:
+            other = guess.format.replace(a, b, 1)
+            question = Question(
+                f"Field {guess.field}: is 03/04 the 3rd of April or March 4th?",
+                [guess.format, other],
+            )
+            question.chosen = ask(question) if ask else 0
+            if question.chosen:
+                guess.format, guess.alternatives = other, [guess.format]
+            return question
+    return None
+
+
+def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question], list[str]]:
+    guesses = guess_times(columns, records)
+    if not guesses:
+        names = ", ".join(columns) or "none"
+        raise DraftError(
+            f"no field reads as a time (fields: {names}); every event needs one: a date, a "
+            "time, epoch seconds/ms, a year"
+        )
+    time, question = _pick(guesses, ask)
+    questions = [q for q in (question, _day_first(time, ask)) if q]
+    others = [f"{g.field} ({g.format})" for g in guesses if g is not time and not g.derived]
+    return time, questions, others
+
+
+def draft(
+    paths: Sequence[str],
+    dataset: str | None = None,
+    rate: float | None = None,
+    query: Sequence[str] = (),
+    ask: Asker | None = None,
+    latest: bool = False,
+) -> Draft:
+    """A schema drafted from bounded samples of ``paths``; ``ask`` answers ambiguities;
+    ``latest``: the commonest query reads the newest values first (a reversed time)."""
+    paths = _expand(paths)
+    try:
+        samples = [read_sample(p) for p in paths]
+    except SampleError as err:
+        raise DraftError(str(err)) from None
+    records = [r for s in samples for r in s.records]
+    order = list(dict.fromkeys(c for s in samples for c in s.columns))
+    columns = infer_columns(records, order)
+    time, questions, others = _time(columns, records, ask)
+    wide = shape.wide(columns, [time.field, *time.sources.values()], samples[0].fmt)
+    if wide and wide.how == "unpivot":
+        records = _unpivot(records, wide)
+        columns = infer_columns(records, [c for c in order if c not in wide.columns])
+        time, questions, others = _time(columns, records, ask)
+    unknown = [q for q in query if q not in columns]
+    if unknown:
+        raise DraftError(
+            f"--query {unknown[0]}: no such field; the file's fields: {', '.join(columns)}"
+        )
+    sources = [time.field, *time.sources.values()]
+    keys, clashes = shape.entities(columns, records, time.ms, list(query), sources)
+    inputs = design_mod.Inputs(
+        _dataset(paths, dataset), [s.describe() for s in samples], samples[0].fmt,
+        all(s.complete for s in samples), _estimate(samples, wide), columns, records, time,
+        wide, rate, others, list(query), latest,
+    )  # fmt: skip
+    schema = design_mod.design(inputs, keys, clashes)
+    schema.questions = questions
+    if wide and wide.how == "unpivot":
+        _unpivot_choice(schema, wide)
+    if time.derived:
+        schema.needs.append("from: (a time from several fields)")
+    if time.format == "year" and columns[time.field].integral_floats:
+        schema.needs.append("integral floats (years written 1956.0)")
+    schema.header = _header(samples, schema, paths)
+    return Draft(schema, render(schema), samples)
+
+
+def _estimate(samples: Sequence[Sample], wide: shape.Wide | None) -> int:
+    total = 0
+    for s in samples:
+        per_record = len(wide.columns) if wide and wide.how == "unpivot" else 1
+        count = len(s.records) * per_record
+        if s.total is not None:
+            count = s.total * per_record
+        elif not s.complete and s.bytes_read:
+            count = int(count * s.size / s.bytes_read)
+        total += count
+    return total
+
+
+def _unpivot_choice(schema: DraftSchema, wide: shape.Wide) -> None:
+    from btts.draft.model import Choice
+
+    schema.unpivot = Choice(
+        {"columns": list(wide.columns), "name": wide.name, "value": wide.value},
+        f"{wide.why}; an empty cell gives no event",
+    )
+    schema.needs.append("event.unpivot (one event per column)")
+
+
+def _header(samples: Sequence[Sample], schema: DraftSchema, paths: Sequence[str]) -> list[str]:
+    lines = [
+        f"Drafted by `btts init {' '.join(os.path.basename(p) for p in paths)}` from "
+        + "; ".join(f"{os.path.basename(s.path)}: {s.describe()}" for s in samples)
+        + ".",
+        "Each decision is stated beside it with its reason and the alternative. Check it with "
+        "`btts advise lint --schema THIS_FILE`, land it with `btts ingest --schema THIS_FILE "
+        "--input FILE --create_tables`.",
+    ]
+    for q in schema.questions:
+        lines.append(f"Asked: {q.text} Took {q.options[q.chosen]} (of {', '.join(q.options)}).")
+    for need in schema.needs:
+        lines.append(f"Uses {need}: needs a btts whose schema files have it.")
+    lines += [f"WOULD LOSE RECORDS: {w}" for w in schema.losses]
+    return lines
+
+
+def review(text: str, name: str = "draft.yaml"):
+    """``(problems, findings)`` of a drafted file: the loader's refusal (None when it loads)
+    and the advisor's findings per table."""
+    from btts.advisor import lint
+    from transforms import schema as schema_lib
+
+    try:
+        loaded = schema_lib.loads(text, name)
+    except schema_lib.SchemaError as err:
+        return str(err), {}
+    return None, lint.lint_schema(loaded)

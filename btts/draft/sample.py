@@ -1,0 +1,275 @@
+"""A bounded sample of an input file: the records ``btts init`` drafts a schema from.
+
+Why bounded: a draft must come back in seconds whatever the file's size, so the sample reads at
+most :data:`HEAD_BYTES` from the start plus :data:`SPREAD_WINDOWS` windows of
+:data:`WINDOW_BYTES` spread over an uncompressed file (a file no larger than the sum is read
+whole); a gzip or bzip2 file gives its first :data:`HEAD_BYTES` decompressed, a Parquet file the
+first rows of a spread of its row groups. Records come back as the ingest readers decode them
+(CSV cells as :class:`~transforms.events.CsvText`, an empty cell absent; JSON numbers as
+:class:`~transforms.events.Num`; a Parquet null absent), so what the draft sees is what the job
+will check. The format is chosen by the same rules as ``transforms.readers.detect`` (the tests
+hold the two to the same answer) without importing Beam.
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import csv
+import gzip
+import io
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from transforms import events, json_array
+from transforms.errors import InvalidEvent
+
+__all__ = ["HEAD_BYTES", "MAX_RECORDS", "SPREAD_WINDOWS", "WINDOW_BYTES", "Sample", "read_sample"]
+
+HEAD_BYTES = 2 << 20
+SPREAD_WINDOWS = 32
+WINDOW_BYTES = 64 << 10
+MAX_RECORDS = 20_000
+_EXTENSIONS = {
+    ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": None, ".csv": "csv",
+    ".parquet": "parquet", ".avro": "avro",
+}  # fmt: skip
+
+
+@dataclass
+class Sample:
+    """What was read of one file: its records, format, and how much of it they stand for."""
+
+    path: str
+    fmt: str
+    compression: str
+    columns: list[str] = field(default_factory=list)  # in the order the file gives them
+    records: list[dict] = field(default_factory=list)
+    complete: bool = True  # every record of the file is in ``records``
+    bytes_read: int = 0
+    size: int = 0
+    skipped: int = 0  # lines of the sample that did not parse (a window's cut record)
+    total: int | None = None  # the file's record count, where its metadata says (Parquet)
+
+    def describe(self) -> str:
+        how = "the whole file" if self.complete else f"{self.bytes_read:,} of {self.size:,} bytes"
+        if self.total is not None and not self.complete:
+            how = f"of its {self.total:,}"
+        return f"{len(self.records):,} {self.fmt} records ({how})"
+
+
+class SampleError(ValueError):
+    """A file that cannot be sampled: unreadable, empty, or in a format with no records."""
+
+
+def _compression(head: bytes) -> str:
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip"
+    return "bzip2" if head.startswith(b"BZh") else ""
+
+
+def _open(path: str, compression: str):
+    if compression == "gzip":
+        return gzip.open(path, "rb")
+    return bz2.open(path, "rb") if compression == "bzip2" else open(path, "rb")
+
+
+def _name_format(path: str) -> str | None:
+    name = path.lower()
+    for suffix in (".gz", ".gzip", ".bz2"):
+        name = name.removesuffix(suffix)
+    return next((fmt for ext, fmt in _EXTENSIONS.items() if name.endswith(ext)), None)
+
+
+def detect(path: str) -> tuple[str, str]:
+    """``(format, compression)`` of a file, by the rules of the ingest readers: magic bytes,
+    then JSON shown by the content, then the name, then CSV shown by the content."""
+    with open(path, "rb") as handle:
+        head = handle.read(4)
+    compression = _compression(head)
+    if head.startswith(b"PAR1"):
+        return "parquet", ""
+    if head.startswith(b"Obj\x01"):
+        return "avro", ""
+    fmt = _name_format(path)
+    if fmt in (None, "jsonl", "csv"):
+        with _open(path, compression) as handle:
+            text = handle.read(64 << 10).removeprefix(codecs.BOM_UTF8).lstrip()
+        text = text.decode("utf-8", errors="replace")
+        if text[:1] in ("[", "{"):
+            return ("json_array" if text[:1] == "[" else "jsonl"), compression
+        if fmt is None and events.looks_like_csv(text):
+            fmt = "csv"
+    return fmt or "jsonl", compression
+
+
+def _windows(path: str, size: int) -> Iterator[tuple[int, bytes]]:
+    """The head, then windows spread evenly over the rest (each from its first line start)."""
+    with open(path, "rb") as handle:
+        if size <= HEAD_BYTES + SPREAD_WINDOWS * WINDOW_BYTES:
+            yield 0, handle.read()
+            return
+        yield 0, handle.read(HEAD_BYTES)
+        step = (size - HEAD_BYTES) // SPREAD_WINDOWS
+        for i in range(SPREAD_WINDOWS):
+            handle.seek(HEAD_BYTES + i * step)
+            yield HEAD_BYTES + i * step, handle.read(WINDOW_BYTES)
+
+
+def _lines(chunk: bytes, first: bool, last: bool) -> list[bytes]:
+    """Whole lines of a chunk: a window drops its first (cut) line and its last when cut."""
+    lines = chunk.split(b"\n")
+    if not first:
+        lines = lines[1:]
+    if not last and lines:
+        lines = lines[:-1]
+    return [line.rstrip(b"\r") for line in lines]
+
+
+def _quota(index: int, chunks: int) -> int | None:
+    """How many records chunk ``index`` of ``chunks`` gives: all of a file read whole; else
+    half the sample from the head and the other half shared by the windows."""
+    if chunks == 1:
+        return None
+    return MAX_RECORDS // 2 if index == 0 else MAX_RECORDS // (2 * SPREAD_WINDOWS)
+
+
+def _csv_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
+    header: tuple[str, ...] = ()
+    for index, (chunk, whole) in enumerate(chunks):
+        text = chunk.decode("utf-8", errors="replace")
+        if not header:
+            text = text.removeprefix("\ufeff")
+            rows = csv.reader(io.StringIO(text, newline=""), strict=True)
+            try:
+                header = tuple(name.strip() for name in next(rows))  # as parse_csv_header
+            except (StopIteration, csv.Error) as err:
+                raise SampleError(f"{sample.path}: no CSV header ({err})") from None
+            sample.columns = list(header)
+        else:
+            rows = csv.reader(io.StringIO(text.split("\n", 1)[-1], newline=""), strict=True)
+        rows_list = _safe_rows(rows)
+        if not whole and rows_list:
+            rows_list = rows_list[:-1]  # the window's last record may be cut
+        for cells in rows_list[: _quota(index, len(chunks))]:
+            if len(cells) != len(header):
+                sample.skipped += 1
+                continue
+            sample.records.append(
+                {n: events.CsvText(c) for n, c in zip(header, cells, strict=True) if c != ""}
+            )
+
+
+def _safe_rows(rows) -> list[list[str]]:
+    out = []
+    try:
+        for cells in rows:
+            out.append(cells)
+    except csv.Error:
+        pass  # a window cut inside a quoted field: keep what parsed before it
+    return out
+
+
+def _json_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
+    """JSON lines (each chunk's whole lines), or an array: its head element by element, then
+    the windows' lines that hold one object each (``{…},``, the usual array layout)."""
+    for index, (chunk, whole) in enumerate(chunks):
+        quota = _quota(index, len(chunks))
+        if index == 0 and sample.fmt == "json_array":
+            _array_head(sample, chunk, whole, quota)
+            continue
+        for line in _lines(chunk, index == 0, whole)[:quota]:
+            text = line.strip().rstrip(b",").strip()
+            if not text.startswith(b"{"):
+                continue
+            try:
+                sample.records.append(events.parse_json_object(text))
+            except InvalidEvent:
+                sample.skipped += 1
+
+
+def _array_head(sample: Sample, chunk: bytes, whole: bool, quota: int | None) -> None:
+    items = json_array.elements(sample.path, io.BytesIO(chunk), 1 << 20)
+    try:
+        for count, (_, text) in enumerate(items):
+            if quota is not None and count >= quota:
+                break
+            try:
+                sample.records.append(events.parse_json_object(text))
+            except InvalidEvent:
+                sample.skipped += 0 if not whole else 1  # the head's last element may be cut
+    except json_array.ArrayError as err:
+        raise SampleError(str(err)) from None
+
+
+def _columnar(sample: Sample) -> None:
+    """The first rows of a spread of row groups (Parquet), decoded as the ingest reader does."""
+    if sample.fmt != "parquet":
+        raise SampleError(f"{sample.path}: Avro files are not sampled yet; convert to Parquet")
+    import pyarrow.parquet as pq
+
+    from transforms.readers import columnar_record
+
+    handle = pq.ParquetFile(sample.path)
+    groups = handle.num_row_groups
+    picks = sorted(
+        {round(i * (groups - 1) / max(1, SPREAD_WINDOWS - 1)) for i in range(SPREAD_WINDOWS)}
+    )
+    per_group = max(1, MAX_RECORDS // len(picks))
+    sample.columns = list(handle.schema_arrow.names)
+    for group in picks:  # the first batch of each picked group only: never a whole group
+        batch = next(handle.iter_batches(batch_size=per_group, row_groups=[group]), None)
+        if batch is not None:
+            sample.records += [columnar_record(r) for r in batch.to_pylist()]
+    sample.complete = len(picks) == groups and all(
+        handle.metadata.row_group(g).num_rows <= per_group for g in picks
+    )
+    sample.bytes_read = sample.size
+    sample.total = handle.metadata.num_rows
+
+
+def read_sample(path: str) -> Sample:
+    """A bounded sample of one input file (see the module's docstring for the bounds)."""
+    try:
+        fmt, compression = detect(path)
+        size = os.path.getsize(path)
+    except OSError as err:
+        raise SampleError(f"cannot read {path}: {err.strerror or err}") from None
+    if size == 0:
+        raise SampleError(f"{path}: empty file")
+    sample = Sample(path, fmt, compression, size=size)
+    if fmt in ("parquet", "avro"):
+        _columnar(sample)
+    else:
+        chunks = _chunks(sample)
+        if fmt == "csv":
+            _csv_records(sample, chunks)
+        else:
+            _json_records(sample, chunks)
+    if len(sample.records) > MAX_RECORDS:  # every k-th record: the spread is kept
+        step = -(-len(sample.records) // MAX_RECORDS)
+        sample.records = sample.records[::step]
+        sample.complete = False
+    if not sample.records:
+        where = "" if sample.complete else f" in its first {HEAD_BYTES >> 20} MiB"
+        raise SampleError(f"{path}: no {fmt} record found{where}")
+    if not sample.columns:
+        sample.columns = list(dict.fromkeys(k for r in sample.records for k in r))
+    return sample
+
+
+def _chunks(sample: Sample) -> list[tuple[bytes, bool]]:
+    """The sample's byte chunks, each with whether it ends where the file ends."""
+    if sample.compression:
+        with _open(sample.path, sample.compression) as handle:
+            head = handle.read(HEAD_BYTES + 1)
+        sample.complete = len(head) <= HEAD_BYTES
+        sample.bytes_read = len(head[:HEAD_BYTES])
+        return [(head[:HEAD_BYTES], sample.complete)]
+    chunks = []
+    for offset, data in _windows(sample.path, sample.size):
+        sample.bytes_read += len(data)
+        chunks.append((data, offset + len(data) >= sample.size))
+    sample.complete = len(chunks) == 1
+    return chunks
