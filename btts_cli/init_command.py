@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["register", "run"]
+__all__ = ["register"]
 
 EXAMPLE = """\
 example:
@@ -64,7 +64,7 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 
 def _rate(text: str | None) -> float | None:
-    from btts import admin
+    from btts import errors
 
     if text is None:
         return None
@@ -73,7 +73,7 @@ def _rate(text: str | None) -> float | None:
     except ValueError:
         rate = -1.0
     if not rate > 0 or rate == float("inf"):
-        raise admin.ConfigError(f"--rate {text!r}: give events per second, e.g. 500 or 0.5")
+        raise errors.ConfigError(f"--rate {text!r}: give events per second, e.g. 500 or 0.5")
     return rate
 
 
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     """Draft, check, write; exit 1 when the draft would not load, would lose records (nulls,
     records its key cannot tell apart) or the advisor finds an error (the draft is written all
     the same, for the user to fix)."""
-    from btts import admin
+    from btts import errors
     from btts.draft import DraftError, draft, review
 
     try:
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             args.files, args.dataset, _rate(args.rate), args.query, _terminal_asker(), args.latest
         )
     except DraftError as err:
-        raise admin.ConfigError(str(err)) from None
+        raise errors.ConfigError(str(err)) from None
     problems, findings = review(result.text, args.output or "draft.yaml")
     result.text = _marked(result.text, problems, findings)
     if args.output:
@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
             with open(args.output, "w", encoding="utf-8") as out:
                 out.write(result.text)
         except OSError as err:
-            raise admin.ConfigError(f"cannot write {args.output}: {err.strerror}") from None
+            raise errors.ConfigError(f"cannot write {args.output}: {err.strerror}") from None
         print(f"btts init: wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(result.text)

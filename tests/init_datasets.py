@@ -27,7 +27,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
-from btts import admin
+from btts import config
 from btts.draft import DraftError, draft, review
 from btts.emulator import Emulator
 from btts_cli import main as cli
@@ -58,7 +58,7 @@ def _files(roots: list[Path]) -> list[Path]:
     return out
 
 
-def _read_back(schema_path: Path, table: str, target: admin.Target) -> list[dict]:
+def _read_back(schema_path: Path, table: str, target: config.Target) -> list[dict]:
     argv = ["query", "--schema", str(schema_path), "--table", table, "--format", "json"]
     argv += ["--project", target.project, "--instance", target.instance]
     out = io.StringIO()
@@ -84,7 +84,7 @@ def try_file(path: Path, work: Path) -> tuple[str, int, int, bool]:
         return ("needs 43" if any(m in problems for m in _NEEDS_43) else "refused"), 0, 0, True
     schema_path = work / f"{path.stem}.yaml"
     schema_path.write_text(result.text, encoding="utf-8")
-    target = admin.Target("init-datasets", f"i{uuid.uuid4().hex[:12]}")
+    target = config.Target("init-datasets", f"i{uuid.uuid4().hex[:12]}")
     dead = work / f"dead-{uuid.uuid4().hex[:6]}"
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:

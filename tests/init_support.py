@@ -57,9 +57,9 @@ def record_values(record: dict, skip: set[str]) -> tuple:
 
 def reads_integral_floats() -> bool:
     """Whether the job reads a year written 1956.0 (issue 43), probed on its own parser."""
-    from transforms import timefmt
     from transforms.errors import InvalidEvent
-    from transforms.events import Num
+    from transforms.text import timefmt
+    from transforms.text.events import Num
 
     try:
         timefmt.make_parser("year", "year")(Num("1956.0"))

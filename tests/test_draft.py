@@ -19,8 +19,8 @@ from btts.draft.fields import infer_columns
 from btts.draft.times import TEXT_FORMATS, guess_times
 from btts_cli import main as cli
 from transforms import schema as schema_lib
-from transforms import timefmt
-from transforms.events import CsvText, Num
+from transforms.text import timefmt
+from transforms.text.events import CsvText, Num
 
 
 def _csv(path: Path, header: str, rows: list[str]) -> Path:

@@ -94,7 +94,7 @@ def test_a_drafted_schema_lands_every_record_and_reads_back_equal(name, target, 
 
 
 def test_every_file_is_sampled_in_the_format_the_job_reads_it():
-    from transforms import readers
+    from transforms.ingest import readers
 
     for path in sorted(DATA.iterdir()):
         if path.name in CASES:

@@ -33,6 +33,7 @@ LAYERS = [
     ["btts.admin"],
     ["btts.query"],
     ["btts.advisor", "btts.tsdb", "btts.samples"],
+    ["btts.draft"],  # btts init: a schema drafted from a sample, checked by the advisor
     ["pipelines.common"],
     ["pipelines.jobs"],  # one module per job
     ["pipelines.nightly"],

@@ -8,7 +8,6 @@ pattern, key, GC rule and queries, each decision stated in a comment. Below the 
 
 from __future__ import annotations
 
-from btts.draft.drafting import Asker, Draft, DraftError, draft, review
-from btts.draft.model import Choice, DraftSchema, Question
+from btts.draft.drafting import DraftError, draft, review
 
-__all__ = ["Asker", "Choice", "Draft", "DraftError", "DraftSchema", "Question", "draft", "review"]
+__all__ = ["DraftError", "draft", "review"]

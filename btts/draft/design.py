@@ -20,9 +20,9 @@ from btts.draft import shape
 from btts.draft.fields import Column, plain_name
 from btts.draft.model import Choice, DraftSchema
 from btts.draft.times import TimeGuess, resolution
-from transforms import timefmt
+from transforms.text import timefmt
 
-__all__ = ["HOT_RATE", "Inputs", "design"]
+__all__ = ["Inputs", "design"]
 
 HOT_RATE = 140.0  # writes/s on one tablet from which the advisor calls a time-first key an error
 _OFFSET = re.compile(r"(Z|[+-][0-9]{2}:?[0-9]{2})\Z")

@@ -23,7 +23,7 @@ from btts.draft.render import render
 from btts.draft.sample import Sample, SampleError, read_sample
 from btts.draft.times import TimeGuess, guess_times
 
-__all__ = ["Asker", "Draft", "DraftError", "draft", "review"]
+__all__ = ["DraftError", "draft", "review"]
 
 Asker = Callable[[Question], int]
 

@@ -1,7 +1,7 @@
 """What each column of a sample holds: the field type a schema declares for it.
 
-Pure: values are the readers' decoded values (:class:`~transforms.events.CsvText`,
-:class:`~transforms.events.Num`, str, bool, dict…). A column's type is the narrowest one every
+Pure: values are the readers' decoded values (:class:`~transforms.text.events.CsvText`,
+:class:`~transforms.text.events.Num`, str, bool, dict…). A column's type is the narrowest one every
 value of the sample passes as the job checks it: ``boolean``, ``integer``, ``number`` (decimal
 text kept as written), ``text``, ``map`` (an object of numbers); anything else is ``other``,
 which no declared type lands.
@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from transforms import events
-from transforms.events import CsvText, Num
+from transforms.text import events
+from transforms.text.events import CsvText, Num
 
-__all__ = ["MAX_DISTINCT", "Column", "infer_columns", "plain_name"]
+__all__ = ["Column", "infer_columns", "plain_name"]
 
 MAX_DISTINCT = 5_000  # distinct values remembered per column (cardinality above it: "many")
 _INTEGER = re.compile(r"-?[0-9]+\Z")

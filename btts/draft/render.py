@@ -14,7 +14,7 @@ from decimal import Decimal
 
 from btts.draft.model import Choice, DraftSchema
 
-__all__ = ["render", "scalar"]
+__all__ = ["render"]
 
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*\Z")
 _RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}

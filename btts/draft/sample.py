@@ -5,10 +5,11 @@ most :data:`HEAD_BYTES` from the start plus :data:`SPREAD_WINDOWS` windows of
 :data:`WINDOW_BYTES` spread over an uncompressed file (a file no larger than the sum is read
 whole); a gzip or bzip2 file gives its first :data:`HEAD_BYTES` decompressed, a Parquet file the
 first rows of a spread of its row groups. Records come back as the ingest readers decode them
-(CSV cells as :class:`~transforms.events.CsvText`, an empty cell absent; JSON numbers as
-:class:`~transforms.events.Num`; a Parquet null absent), so what the draft sees is what the job
-will check. The format is chosen by the same rules as ``transforms.readers.detect`` (the tests
-hold the two to the same answer) without importing Beam.
+(CSV cells as :class:`~transforms.text.events.CsvText`, an empty cell absent; JSON numbers as
+:class:`~transforms.text.events.Num`; a Parquet null absent), so what the draft sees is what the
+job will check. The format is chosen by the same rules as
+``transforms.ingest.readers.detect`` (the tests hold the two to the same answer) without importing
+Beam.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from transforms import events, json_array
 from transforms.errors import InvalidEvent
+from transforms.ingest import json_array
+from transforms.text import events
 
-__all__ = ["HEAD_BYTES", "MAX_RECORDS", "SPREAD_WINDOWS", "WINDOW_BYTES", "Sample", "read_sample"]
+__all__ = ["Sample", "SampleError", "read_sample"]
 
 HEAD_BYTES = 2 << 20
 SPREAD_WINDOWS = 32
@@ -209,7 +211,7 @@ def _columnar(sample: Sample) -> None:
         raise SampleError(f"{sample.path}: Avro files are not sampled yet; convert to Parquet")
     import pyarrow.parquet as pq
 
-    from transforms.readers import columnar_record
+    from transforms.ingest.readers import columnar_record
 
     handle = pq.ParquetFile(sample.path)
     groups = handle.num_row_groups

@@ -18,7 +18,7 @@ from itertools import combinations
 from btts.advisor.naming import guess_kind
 from btts.draft.fields import Column
 
-__all__ = ["ENTITY_WORDS", "MAP_MAX_COLUMNS", "WIDE_MIN_COLUMNS", "Wide", "entities", "wide"]
+__all__ = ["Wide", "entities", "wide"]
 
 WIDE_MIN_COLUMNS = 10  # this many same-kind numeric columns make a file wide
 MAP_MAX_COLUMNS = 100  # a map field up to this many series per row; an unpivot beyond

@@ -1,7 +1,7 @@
 """Which fields of a sample are times, and in which format the job reads them.
 
 A format is a candidate for a column only when the job's own parser
-(:func:`transforms.timefmt.make_parser`) reads every sampled value with it, so a drafted
+(:func:`transforms.text.timefmt.make_parser`) reads every sampled value with it, so a drafted
 format lands the sample by construction. Candidates are ranked by what the column's name says
 (``date``, ``time``, ``year``…) and how precise the format is (a full time before a date, a date
 before a year); a number is read as a year or an epoch only where its range makes that
@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from btts.draft.fields import Column
-from transforms import timefmt
 from transforms.errors import InvalidEvent
-from transforms.events import Num
+from transforms.text import timefmt
+from transforms.text.events import Num
 
 __all__ = ["TimeGuess", "guess_times", "resolution"]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from transforms.text import events
 
-__all__ = ["elements"]
+__all__ = ["ArrayError", "elements"]
 
 _SPACE = re.compile(r"[ \t\r\n]*")
 # A top-level element ends at a ',' or ']' outside strings and brackets: strings skipped whole.

@@ -43,7 +43,7 @@ from apache_beam.io.filesystems import FileSystems
 from transforms.ingest import json_array
 from transforms.text import events
 
-__all__ = ["INPUT_FORMATS", "Block", "ReadRecords", "line_at"]
+__all__ = ["INPUT_FORMATS", "Block", "ReadRecords", "columnar_record", "line_at"]
 
 FORMATS = ("jsonl", "json_array", "csv", "parquet", "avro")
 # Records per block: the per-element cost of the runner is paid per block, but a block's rows

@@ -38,6 +38,7 @@ __all__ = [
     "minute_label",
     "month_bounds",
     "month_label",
+    "parse_date",
     "parse_day",
     "parse_event_time",
     "parse_month",
