@@ -69,7 +69,7 @@ def _sum(values):
 
 def _avg(values):
     total = _sum(values)
-    return total / len(values) if isinstance(total, Decimal) else total / len(values)
+    return total / len(values)
 
 
 def _dev(values):
@@ -292,25 +292,29 @@ def rate_span(
     down wrapped at ``counter_max`` (default 2^63-1), unless ``drop_resets`` drops that point;
     a rate above a non-zero ``reset_value`` is a reset and reads 0."""
     out: Series = []
-    prev: tuple[int, float] = (0, 0.0)
-    cmax = float(2**63 - 1) if counter_max is None else counter_max
+    prev: tuple[int, Value] = (0, 0)
+    cmax = 2**63 - 1 if counter_max is None else counter_max
     for ts, value in points:
-        y = NAN if value is None else float(value)
+        y = NAN if value is None else value
         if ts <= prev[0]:
             out.append((ts, NAN))
             prev = (ts, y)
             continue
         seconds = (ts - prev[0]) / 1000
-        diff = y - prev[1]
+        exact = _exact((prev[1], y))  # longs stay exact, as OpenTSDB's
+        diff = y - prev[1] if exact else float(y) - float(prev[1])
         if counter and diff < 0:
             if drop_resets:
                 prev = (ts, y)
                 continue
-            r = (cmax - prev[1] + y) / seconds
+            if exact and isinstance(cmax, int):
+                r = float(cmax - prev[1] + y) / seconds
+            else:
+                r = (float(cmax) - float(prev[1]) + float(y)) / seconds
             if reset_value and r > reset_value:
                 r = 0.0
         else:
-            r = diff / seconds
+            r = float(diff) / seconds
         out.append((ts, r))
         prev = (ts, y)
     return out
@@ -370,9 +374,7 @@ def aggregate(group: Sequence[Series], aggregator: str, rates: bool = False) -> 
             cursor[k] = i
             if t > s[-1][0]:
                 continue  # this series has ended
-            if rates:
-                values.append(s[i][1])
-            elif s[i][0] == t:
+            if rates or s[i][0] == t:  # a rate holds until the next one
                 values.append(s[i][1])
             elif s[i][0] < t:
                 values.append(_between(method, t, s[i], s[i + 1]))
