@@ -115,7 +115,10 @@ def test_filters_match_like_opentsdb():
     assert f("literal_or", "a|b").match("b") and not f("literal_or", "a|b").match("c")
     assert f("iliteral_or", "Web01").match("web01")
     assert f("not_literal_or", "a").match("b") and not f("not_literal_or", "a").match("a")
-    assert f("wildcard", "web*.com").match("WEB01.example.com")
+    # OpenTSDB's wildcard is case-sensitive; iwildcard ignores case
+    assert f("wildcard", "web*.com").match("web01.example.com")
+    assert not f("wildcard", "web*.com").match("WEB01.example.com")
+    assert f("iwildcard", "web*.com").match("WEB01.example.com")
     assert f("regexp", "^web0[12]").match("web02.x") and not f("regexp", "^web0[12]").match("web3")
 
 

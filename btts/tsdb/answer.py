@@ -3,8 +3,8 @@ arithmetic (:mod:`btts.tsdb.series`), then the response list, rendered as JSON w
 exactly as stored.
 
 A downsample of whole hours with ``avg``, ``sum`` or ``count`` reads the metric's rollup table
-(hourly sums and counts) for the whole hours of the range, and the points only for the partial
-hours at its edges; ``showQuery`` says which tables and ranges answered.
+(hourly sums and counts) for the whole hours of the read window, and the points only for any
+partial hour at its edges; ``showQuery`` says which tables and ranges answered.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from btts.tsdb import reads, series
-from btts.tsdb.catalog import Catalog, Metric
+from btts.tsdb.catalog import Catalog, Metric, Source
 from btts.tsdb.request import BadRequest, SubQuery, TsQuery
 
 __all__ = ["ROLLUP_AGGREGATORS", "Limits", "Result", "answer", "compute", "render", "run_sub"]
@@ -39,25 +39,55 @@ class Result:
     fill: str = "none"  # how a missing value is written: null for "null", else "NaN"
 
 
-def _rollup_source(metric: Metric, q: SubQuery, tenant: str | None, allow_scan: bool):
-    """The rollup table answering ``q``'s downsample, and whether it is a bounded scan."""
+def _rollup_source(metric: Metric, q: SubQuery) -> Source | None:
+    """The rollup table answering ``q``'s downsample (hourly sums and counts), if any: a key
+    field the query leaves open is enumerated from the keys, as for the points."""
     ds = q.downsample
     if ds is None or ds.aggregator not in ROLLUP_AGGREGATORS or not metric.rollups:
-        return None, False
+        return None
     if ds.interval_ms == 0 or ds.interval_ms % reads.HOUR_MS:
-        return None, False
+        return None
     tags = {f.tagk for f in q.filters}
-    for source in metric.rollups:
-        if tags <= set(source.tags):
-            missing = reads.missing_tag(source, q.filters, tenant)
-            if missing is None or (allow_scan and not metric.points):
-                return source, missing is not None
-    return None, False
+    return next((s for s in metric.rollups if tags <= set(s.tags)), None)
+
+
+def _rollup_partials(
+    reader: reads.Reader, metric: Metric, rollup: Source, q: SubQuery, window, described: list
+) -> dict:
+    """``{series: [(hour, sum, count)…]}`` over the read window: the rollup's whole hours, the
+    points of any partial hour at the edges."""
+    first, last = reads.whole_hours(*window)
+    partials: dict = {}
+    if first < last:
+        rp = reads.plan(reader, rollup, q.filters, first, last)
+        rp.scans = [replace(s, start_ms=None, end_ms=None) for s in rp.scans]
+        described.append(f"rollup {rollup.name} (hourly sum/count) for whole hours")
+        described += rp.describe()
+        for key, parts in reads.read_rollup(reader, rp, q.filters, first, last).items():
+            partials.setdefault(key, []).extend(parts)
+    edges = [(a, b) for a, b in ((window[0], first), (last, window[1])) if a < b]
+    if edges and not metric.points:
+        described.append("no point table: the partial hours at the edges are left out")
+        return partials
+    for a, b in edges:
+        source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
+        p = reads.plan(reader, source, q.filters, a, b, scanning)
+        described += [f"points of the partial hour(s) from {source.name}", *p.describe()]
+        for key, points in reads.read_points(reader, p, q.filters).items():
+            hours: dict[int, list] = {}
+            for ts, v in points:
+                acc = hours.setdefault(ts - ts % reads.HOUR_MS, [0, 0])
+                acc[0] += v
+                acc[1] += 1
+            partials.setdefault(key, []).extend((h, s, c) for h, (s, c) in hours.items())
+    return partials
 
 
 def run_sub(
     reader: reads.Reader, catalog: Catalog, q: SubQuery, tq: TsQuery, limits: Limits
 ) -> list[Result]:
+    """One sub-query: read the window OpenTSDB would read (:func:`series.scan_window`) from
+    the table whose key serves it, then :func:`compute`."""
     try:
         metric = catalog.get(q.metric)
     except LookupError as exc:
@@ -70,36 +100,11 @@ def run_sub(
             "use a longer interval",
             413,
         )
-    allow_scan = limits.max_scan_rows > 0
     described: list[str] = []
-    rollup, rollup_scan = _rollup_source(metric, q, reader.tenant, allow_scan)
-    ws, we = series.scan_window(tq.start_ms, tq.end_ms, ds.interval_ms if ds else 0)
-    partials: dict | None = None
+    window = series.scan_window(tq.start_ms, tq.end_ms, ds.interval_ms if ds else 0)
+    rollup = _rollup_source(metric, q)
     if rollup is not None:
-        first, last = reads.whole_hours(ws, we)
-        partials = {}
-        if first < last:
-            rp = reads.plan(reader, rollup, q.filters, first, last, rollup_scan)
-            rp.scans = [replace(s, start_ms=None, end_ms=None) for s in rp.scans]
-            described.append(f"rollup {rollup.name} (hourly sum/count) for whole hours")
-            described += rp.describe()
-            for key, parts in reads.read_rollup(reader, rp, q.filters, first, last).items():
-                partials.setdefault(key, []).extend(parts)
-        edges = [(a, b) for a, b in ((ws, first), (last, we)) if a < b]
-        if edges and metric.points:
-            source, scanning = reads.choose(metric, q.filters, reader.tenant, allow_scan)
-            for a, b in edges:
-                p = reads.plan(reader, source, q.filters, a, b, scanning)
-                described += [f"points of the partial hour(s) from {source.name}", *p.describe()]
-                for key, points in reads.read_points(reader, p, q.filters).items():
-                    hours: dict[int, list] = {}
-                    for ts, v in points:
-                        acc = hours.setdefault(ts - ts % reads.HOUR_MS, [0, 0])
-                        acc[0] += v
-                        acc[1] += 1
-                    partials.setdefault(key, []).extend((h, s, c) for h, (s, c) in hours.items())
-        elif edges:
-            described.append("no point table: the partial hours at the edges are left out")
+        partials = _rollup_partials(reader, metric, rollup, q, window, described)
         data = {
             key: series.downsample_partials(
                 sorted(parts), ds.interval_ms, ds.aggregator, ds.fill, *_bucket_window(ds, tq)
@@ -109,18 +114,12 @@ def run_sub(
         results = compute(metric.name, data, q, tq, downsampled=True)
     else:
         if not metric.points and metric.rollups:
-            need = reads.missing_tag(metric.rollups[0], q.filters, reader.tenant)
-            if need and not allow_scan:
-                raise reads.NeedsTag(
-                    f"{metric.name}: the query would scan table {metric.rollups[0].name} (key "
-                    f"{metric.rollups[0].key_text()}): give the tag {need}"
-                )
             raise BadRequest(
                 f"{metric.name} is only kept as hourly sums and counts ({metric.rollups[0].name}): "
                 "downsample it by 1h (or a multiple) with avg, sum or count"
             )
-        source, scanning = reads.choose(metric, q.filters, reader.tenant, allow_scan)
-        p = reads.plan(reader, source, q.filters, ws, we, scanning)
+        source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
+        p = reads.plan(reader, source, q.filters, *window, scanning)
         described += p.describe()
         results = compute(metric.name, reads.read_points(reader, p, q.filters), q, tq)
     if tq.show_query:

@@ -5,10 +5,9 @@ segment up to its time: a tag given literal values fixes a segment (one range pe
 ``*``/wildcard/regexp tag over a key field enumerates that field's values from the keys (one
 one-row, keys-only read per distinct value: never every cell), a salt fans out over its
 buckets, and the time segment bounds each range (reversed timestamps swap the bounds, via
-:mod:`transforms.key_ranges`). A key field before the time that the query does not mention
-would make the read a scan: that table is not used, and when no table serves the query it is
-refused naming the tag and the table (:class:`NeedsTag`), unless ``max_scan_rows`` allows a
-bounded scan.
+:mod:`transforms.key_ranges`). A key field before the time that the query does not mention is
+enumerated the same way (a metric-only query aggregates every series, as OpenTSDB does); a table
+whose key the query names fully is preferred.
 
 Rows are decoded by the query engine's declared-query decoder, so every layout (columns,
 blobs, one row per field) gives the same records as ``btts query``.
@@ -224,20 +223,13 @@ def choose(
             f"{metric.name} has no tag {', '.join(sorted(tags - set(metric.tags)))}; tags: {known}"
         )
     ready = [s for s in fits if missing_tag(s, filters, tenant) is None]
-    if ready:
-        by_tag = _by_tag(filters)
-        return min(
-            ready, key=lambda s: sum(_literals(by_tag[t]) is None for t in s.tags if t in by_tag)
-        ), False
-    source = fits[0]
-    need = missing_tag(source, filters, tenant)
-    if allow_scan:
-        return source, True
-    raise NeedsTag(
-        f"{metric.name}: the query would scan table {source.name} (key {source.key_text()}): "
-        f"give the tag {need} (a value, a|b, or * to group by it); table {source.name} then "
-        "reads one key range per value. Or start btts serve with --max_scan_rows N."
-    )
+    by_tag = _by_tag(filters)
+    # a key field the query leaves open is enumerated from the keys (one keys-only read per
+    # value), as a * would be: a metric-only query (a new Grafana panel) reads key ranges too
+    return min(
+        ready or fits,
+        key=lambda s: sum(_literals(by_tag.get(t, [])) is None for t in s.tags),
+    ), False
 
 
 def plan(

@@ -9,10 +9,11 @@ group holding a quantifier or an alternation, a back-reference) or when they are
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from btts.tsdb import series
 
@@ -39,6 +40,7 @@ __all__ = [
     "parse_time",
     "sub_query",
     "tag_filter",
+    "truth",
 ]
 
 MAX_REGEX = 200
@@ -55,6 +57,9 @@ UNITS_MS = {
     "y": 365 * 86_400_000,
 }
 _INTERVAL = re.compile(r"([0-9]{1,12})(ms|s|m|h|d|w|n|y)\Z")
+_NUMBER = re.compile(r"(-?[0-9]{1,17})(?:\.([0-9]{1,3}))?(ms)?\Z")
+EARLIEST_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: the earliest a time field holds
+LATEST_MS = 99_999_999_999_999
 _RELATIVE = re.compile(r"([0-9]{1,12})(ms|s|m|h|d|w|n|y)-ago\Z")
 _ABSOLUTE_FORMATS = ("%Y/%m/%d-%H:%M:%S", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d-%H:%M", "%Y/%m/%d")
 FILL_POLICIES = ("none", "nan", "null", "zero")
@@ -62,7 +67,8 @@ FILTER_TYPES = {
     "literal_or": "One or more exact values, pipe separated: web01|web02",
     "iliteral_or": "literal_or ignoring case",
     "not_literal_or": "Every value but the ones given, pipe separated",
-    "wildcard": "A value matching * wildcards: web*",
+    "wildcard": "A value matching * wildcards, case-sensitive: web*",
+    "iwildcard": "wildcard ignoring case",
     "regexp": "A Python regular expression (no back-references or nested quantifiers)",
 }
 
@@ -99,6 +105,8 @@ class TagFilter:
             return value not in self.filter.split("|")
         if self.type == "wildcard":
             return _wildcard(self.filter).fullmatch(value) is not None
+        if self.type == "iwildcard":
+            return _wildcard(self.filter.lower()).fullmatch(value.lower()) is not None
         return _regex(self.filter).search(value) is not None
 
 
@@ -139,6 +147,7 @@ class TsQuery:
     queries: tuple[SubQuery, ...]
     ms_resolution: bool = False
     show_query: bool = False
+    arrays: bool = False  # ?arrays=true: dps as [[ts, value], …]
 
 
 # -- times and intervals ----------------------------------------------------------------------
@@ -151,33 +160,59 @@ def parse_interval(text: str) -> int:
     return int(match.group(1)) * UNITS_MS[match.group(2)]
 
 
+def truth(value: object) -> bool:
+    """A flag as OpenTSDB reads one: ``true``/``"true"`` (any case), ``1``; ``"false"``, ``""``
+    and anything else is false."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value) if isinstance(value, (bool, int, float)) else False
+
+
+def _epoch(text: str) -> int | None:
+    """Epoch seconds (10 digits or fewer, a ``.fff`` fraction allowed) or milliseconds (more
+    digits, or an ``ms`` suffix); negative before 1970. None when not a number."""
+    match = _NUMBER.match(text)
+    if not match:
+        return None
+    whole, frac, ms = match.groups()
+    number = int(whole)
+    if ms:
+        return None if frac else number
+    if frac is not None or abs(number) < 10_000_000_000:
+        sign = -1 if whole.startswith("-") else 1
+        return number * 1000 + sign * int((frac or "0").ljust(3, "0"))
+    return number
+
+
 def parse_time(value: object, now_ms: int, what: str) -> int:
-    """Epoch seconds or milliseconds (a number or its text), ``<n><unit>-ago``, ``now`` or
-    ``yyyy/MM/dd[-HH:mm[:ss]]`` (UTC)."""
-    if isinstance(value, bool) or value is None:
+    """Epoch seconds or milliseconds (a number or its text, negative before 1970, seconds with
+    a ``.fff`` fraction, ``<n>ms``), ``<n><unit>-ago``, ``now`` or ``yyyy/MM/dd[-HH:mm[:ss]]``
+    (UTC), from year 1 on."""
+    if isinstance(value, bool) or value is None or not isinstance(value, (int, float, str)):
         raise BadRequest(f"Missing or invalid {what} time")
-    if isinstance(value, (int, float)):
-        number = int(value)
+    text = repr(value) if isinstance(value, float) else str(value).strip()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        raise BadRequest(f"Invalid {what} time {text[:40]}")
+    if isinstance(value, float) and value == int(value):
+        text = str(int(value))
+    if text == "now":
+        return now_ms
+    relative = _RELATIVE.match(text)
+    if relative:
+        number = now_ms - int(relative.group(1)) * UNITS_MS[relative.group(2)]
     else:
-        text = str(value).strip()
-        if text == "now":
-            return now_ms
-        relative = _RELATIVE.match(text)
-        if relative:
-            return now_ms - int(relative.group(1)) * UNITS_MS[relative.group(2)]
-        if text.isdigit() and len(text) <= 13:
-            number = int(text)
-        else:
-            for fmt in _ABSOLUTE_FORMATS:
-                try:
-                    moment = dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc)
-                except ValueError:
-                    continue
-                return int(moment.timestamp() * 1000)
-            raise BadRequest(f"Invalid {what} time {text[:40]!r}")
-    if number < 0 or number > 99_999_999_999_999:
-        raise BadRequest(f"Invalid {what} time {number}")
-    return number * 1000 if number < 10_000_000_000 else number  # seconds when ≤ 10 digits
+        number = _epoch(text)
+    if number is None:
+        for fmt in _ABSOLUTE_FORMATS:
+            try:
+                moment = dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc)
+            except ValueError:
+                continue
+            return int(moment.timestamp() * 1000)
+        raise BadRequest(f"Invalid {what} time {text[:40]!r}")
+    if not EARLIEST_MS <= number <= LATEST_MS:
+        raise BadRequest(f"Invalid {what} time {text[:40]}: before year 1 or too far ahead")
+    return number
 
 
 def parse_downsample(text: str) -> Downsample:
@@ -226,7 +261,7 @@ _regex = check_regex
 
 
 def _wildcard(pattern: str) -> re.Pattern:
-    return re.compile(".*".join(re.escape(p) for p in pattern.split("*")), re.IGNORECASE)
+    return re.compile(".*".join(re.escape(p) for p in pattern.split("*")))
 
 
 def tag_filter(tagk: object, kind: object, text: object, group_by: object) -> TagFilter:
@@ -245,12 +280,20 @@ def tag_filter(tagk: object, kind: object, text: object, group_by: object) -> Ta
     return out
 
 
+_FILTER_TEXT = re.compile(r"([a-z_]+)\((.*)\)\Z", re.DOTALL)
+
+
 def from_tags(tags: Mapping[str, object]) -> list[TagFilter]:
-    """OpenTSDB 1.x-style ``tags``: every one groups; ``*``/``x*`` wildcards, ``a|b`` lists."""
+    """OpenTSDB 1.x-style ``tags``: every one groups; ``*``/``x*`` wildcards, ``a|b`` lists,
+    or a filter written ``type(expression)`` (``regexp(web.*)``, ``literal_or(a|b)``)."""
     out = []
     for tagk, value in tags.items():
         if not isinstance(value, str):
             raise BadRequest(f"Tag {str(tagk)[:40]!r}: its value must be text")
+        written = _FILTER_TEXT.match(value)
+        if written and written.group(1) in FILTER_TYPES:
+            out.append(tag_filter(tagk, written.group(1), written.group(2), True))
+            continue
         kind = "wildcard" if "*" in value else "literal_or"
         out.append(tag_filter(tagk, kind, value, True))
     return out
@@ -271,19 +314,19 @@ def sub_query(index: int, raw: object) -> SubQuery:
     down = raw.get("downsample")
     downsample = parse_downsample(down) if down else None
     rate = None
-    if raw.get("rate"):
+    if truth(raw.get("rate")):
         opts = raw.get("rateOptions") or {}
         if not isinstance(opts, dict):
             raise BadRequest("rateOptions must be an object")
         try:
             cmax = opts.get("counterMax")
             rate = Rate(
-                bool(opts.get("counter")),
-                float(cmax) if cmax not in (None, "") else None,
+                truth(opts.get("counter")),
+                _counter_max(cmax),
                 float(opts.get("resetValue") or 0),
-                bool(opts.get("dropResets")),
+                truth(opts.get("dropResets")),
             )
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise BadRequest("rateOptions: counterMax and resetValue must be numbers") from None
     filters: list[TagFilter] = []
     raw_filters = raw.get("filters")
@@ -294,7 +337,7 @@ def sub_query(index: int, raw: object) -> SubQuery:
             if not isinstance(f, dict):
                 raise BadRequest("Each filter must be an object")
             filters.append(
-                tag_filter(f.get("tagk"), f.get("type"), f.get("filter"), f.get("groupBy"))
+                tag_filter(f.get("tagk"), f.get("type"), f.get("filter"), truth(f.get("groupBy")))
             )
     elif raw.get("tags"):
         if not isinstance(raw["tags"], dict):
@@ -318,7 +361,20 @@ def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
     if len(raw_queries) > MAX_QUERIES:
         raise BadRequest(f"More than {MAX_QUERIES} queries in one request", 413)
     queries = tuple(sub_query(i, q) for i, q in enumerate(raw_queries))
-    return TsQuery(start, end, queries, bool(body.get("msResolution")), bool(body.get("showQuery")))
+    ms = truth(body.get("msResolution")) or truth(body.get("ms"))
+    return TsQuery(start, end, queries, ms, truth(body.get("showQuery")))
+
+
+def _counter_max(value: object) -> int | float | None:
+    """``counterMax``: a whole number stays an exact integer (OpenTSDB's long)."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    number = float(value)  # type: ignore[arg-type]
+    return int(number) if number == int(number) else number
 
 
 _M = re.compile(r"(?P<metric>[^{}]+)(?:\{(?P<tags>[^{}]*)\})?(?:\{(?P<filters>[^{}]*)\})?\Z")
@@ -374,4 +430,5 @@ def parse_get(params: Mapping[str, list[str]], now_ms: int | None = None) -> TsQ
         "showQuery": (params.get("show_query") or params.get("showQuery") or ["false"])[0]
         in ("", "true"),
     }
-    return parse_body(body, now_ms)
+    tq = parse_body(body, now_ms)
+    return replace(tq, arrays=truth((params.get("arrays") or ["false"])[0]))

@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -75,7 +76,7 @@ class Service:
 
     def query(self, tq: request.TsQuery) -> bytes:
         results = answer.answer(self.reader(), self.catalog, tq, self.limits)
-        return answer.render(results, tq.ms_resolution)
+        return answer.render(results, tq.ms_resolution, tq.arrays)
 
     def suggest(self, kind: str, prefix: str, limit: int) -> list[str]:
         if kind == "metrics":
@@ -131,7 +132,8 @@ class Service:
         tags = {f.tagk for f in filters}
         sources = [s for s in metric.points + metric.rollups if tags <= set(s.tags)]
         combos = self._series_of(metric.name, sources[0], tuple(filters)) if sources else []
-        results = [{"tsuid": "", "metric": metric.name, "tags": c} for c in combos[:limit]]
+        shown = combos if limit <= 0 else combos[:limit]  # OpenTSDB: 0 or less is no limit
+        results = [{"tsuid": "", "metric": metric.name, "tags": c} for c in shown]
         return {
             "type": "LOOKUP",
             "metric": metric.name,
@@ -211,7 +213,7 @@ class Handler(BaseHTTPRequestHandler):
 
         def number(name: str, default: int) -> int:
             text = one(name, str(default))
-            if not text.isdigit():
+            if not text.removeprefix("-").isdigit():
                 raise BadRequest(f"Invalid '{name}': {text[:20]!r} is not a number")
             return min(int(text), 100_000)
 
@@ -242,8 +244,8 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
 
     def _post(self) -> None:
-        path, _ = self._params()
-        if path not in ("/api/query", "/api/query/last"):
+        path, params = self._params()
+        if path not in ("/api/query", "/api/query/last", "/api/suggest"):
             if path.startswith(
                 ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
             ):
@@ -269,7 +271,21 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise BadRequest("Unable to parse the request body as JSON") from None
-        self._send(200, self.service.query(request.parse_body(body)))
+        if path == "/api/suggest":  # pyopentsdb: {"type", "q", "max"} as a JSON body
+            if not isinstance(body, dict):
+                raise BadRequest("The suggest body must be a JSON object")
+            limit = body.get("max", 25)
+            if isinstance(limit, bool) or not isinstance(limit, int):
+                raise BadRequest(f"Invalid 'max': {str(limit)[:20]!r} is not a number")
+            kind, prefix = str(body.get("type", "")), str(body.get("q") or "")
+            self._json(self.service.suggest(kind, prefix, min(limit, 100_000)))
+            return
+        if isinstance(body, dict) and request.truth(body.get("delete")):
+            raise BadRequest("btts serve is read-only: no write or delete endpoint", 405)
+        tq = request.parse_body(body)
+        if request.truth((params.get("arrays") or ["false"])[0]):
+            tq = replace(tq, arrays=True)
+        self._send(200, self.service.query(tq))
 
 
 def make_server(service: Service, bind: str = "127.0.0.1", port: int = 4242) -> ThreadingHTTPServer:
