@@ -138,6 +138,7 @@ class SubQuery:
     rate: Rate | None = None
     filters: tuple[TagFilter, ...] = ()
     raw: Mapping = field(default_factory=dict, compare=False)
+    explicit_tags: bool = False  # only series whose tags are exactly the ones named
 
 
 @dataclass(frozen=True)
@@ -343,7 +344,8 @@ def sub_query(index: int, raw: object) -> SubQuery:
         if not isinstance(raw["tags"], dict):
             raise BadRequest("tags must be an object")
         filters = from_tags(raw["tags"])
-    return SubQuery(index, metric, agg, downsample, rate, tuple(filters), raw)
+    explicit = truth(raw.get("explicitTags"))
+    return SubQuery(index, metric, agg, downsample, rate, tuple(filters), raw, explicit)
 
 
 def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
