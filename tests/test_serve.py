@@ -5,8 +5,12 @@ value is checked against values computed here from the generated events, never f
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import urllib.error
+import urllib.request
 from decimal import Decimal
+from urllib.parse import quote
 
 import pytest
 
@@ -427,3 +431,147 @@ def test_a_tenant_server_never_reaches_another_tenants_rows(landed):
             assert {int(t): v for t, v in s["dps"].items()} == want
     finally:
         srv.stop()
+
+
+# -- every request Grafana sends, parsed the way its code parses it -------------------------------
+
+
+def strict_json(text: str):
+    """Parse as a strict JSON parser does: a bare NaN or Infinity is an error."""
+
+    def refuse(name):
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def raw_call(server, path: str, body=None) -> tuple[int, str]:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(server.url + path, data=data)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_browser_template_variables_as_datasource_ts_reads_them(server):
+    metric = f"server_metrics.metrics.{CPU}"
+    # testDatasource(): _performSuggestQuery('cpu', 'metrics') must succeed, even with no match
+    status, text = raw_call(server, "/api/suggest?type=metrics&q=cpu&max=1000")
+    assert status == 200 and strict_json(text) == []
+    # metrics(server_metrics) → [{text}]
+    names = strict_json(raw_call(server, "/api/suggest?type=metrics&q=server_metrics&max=1000")[1])
+    assert metric in names
+    # tag_names(metric): _performMetricKeyLookup collects the tag keys of result.data.results
+    found = strict_json(raw_call(server, f"/api/search/lookup?m={quote(metric)}&limit=1000")[1])
+    assert {k for r in found["results"] for k in r["tags"]} == {"hostname"}
+    # tag_values(metric, hostname): m=metric{hostname=*}, limit 3000, values of that key
+    m = quote(f"{metric}{{hostname=*}}")
+    found = strict_json(raw_call(server, f"/api/search/lookup?m={m}&limit=3000")[1])
+    assert sorted({r["tags"]["hostname"] for r in found["results"]}) == [H0, H1, H2]
+    # suggest_tagk(host), suggest_tagv(server)
+    assert strict_json(raw_call(server, "/api/suggest?type=tagk&q=host&max=1000")[1]) == [
+        "hostname"
+    ]
+    assert H1 in strict_json(raw_call(server, "/api/suggest?type=tagv&q=server&max=1000")[1])
+
+
+def test_backend_lookup_without_a_limit_gives_every_value(server):
+    # Grafana's Go backend sends limit=0 when lookupLimit is unset: OpenTSDB reads ≤ 0 as none
+    m = quote(f"server_metrics.metrics.{CPU}{{hostname=*}}")
+    for limit in ("0", "-1"):
+        found = strict_json(raw_call(server, f"/api/search/lookup?m={m}&limit={limit}")[1])
+        assert sorted(r["tags"]["hostname"] for r in found["results"]) == [H0, H1, H2]
+
+
+def test_backend_posts_arrays_true_and_decodes_numbers_only(server, landed):
+    # the Go backend (version 2.4): POST /api/query?arrays=true, dps as [[ts, value], …] of
+    # float64: a missing value must be null (a Go float64 cannot hold the string "NaN")
+    q = {
+        "metric": f"server_metrics.metrics.{CPU}",
+        "aggregator": "sum",
+        "downsample": "10m-avg-nan",
+        "tags": {"hostname": S.GAP_HOST},
+    }
+    body = {"start": T0, "end": T0 + HOUR, "queries": [q]}
+    status, text = raw_call(server, "/api/query?arrays=true", body)
+    (series,) = strict_json(text)
+    assert status == 200 and isinstance(series["dps"], list)
+    assert all(
+        isinstance(p[0], int) and (p[1] is None or isinstance(p[1], float)) for p in series["dps"]
+    )
+    gap = [p for p in series["dps"] if GAP[0] <= p[0] * 1000 < GAP[1]]
+    assert gap and all(p[1] is None for p in gap)  # seconds: msResolution not sent
+    # the browser path asks for the same thing as a map: NaN is the JSON string "NaN"
+    status, text = raw_call(server, "/api/query", {**body, "msResolution": True})
+    (series,) = strict_json(text)
+    assert [series["dps"][str(t)] for t in range(GAP[0], GAP[1], 600_000)] == ["NaN", "NaN"]
+    status, text = raw_call(
+        server, "/api/query", {**body, "queries": [{**q, "downsample": "10m-avg-null"}]}
+    )
+    assert all(
+        v is None
+        for t, v in strict_json(text)[0]["dps"].items()
+        if GAP[0] <= int(t) * 1000 < GAP[1]
+    )
+
+
+def test_false_strings_are_false_and_times_take_fractions_and_ms(server, landed):
+    q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", tags={"hostname": H0})
+    plain = query(server, q, T0, T0 + 300_000)
+    for flags in ({"rate": "false"}, {"rate": False, "rateOptions": {"counter": "false"}}):
+        assert query(server, {**q, **flags}, T0, T0 + 300_000) == plain
+    status, seconds = server.call(
+        "/api/query", {**grafana_body([q], T0, T0 + 300_000), "msResolution": "false"}
+    )
+    assert sorted(seconds[0]["dps"]) == sorted(str(int(t) // 1000) for t in plain[0]["dps"])
+    for start, end in (
+        (f"{T0 // 1000}.000", f"{T0 // 1000 + 300}.000"),
+        (f"{T0}ms", f"{T0 + 300_000}ms"),
+    ):
+        status, answer = server.call("/api/query", grafana_body([q], start, end))
+        assert status == 200 and answer == plain
+
+
+def test_filter_syntax_in_tags_and_explicit_tags(server, landed):
+    metric = f"server_metrics.metrics.{CPU}"
+    q = grafana_query(metric, "sum", "30m-avg", tags={"hostname": "regexp(^server000[01][.])"})
+    answer = query(server, q, T0, T0 + HOUR)
+    assert sorted(s["tags"]["hostname"] for s in answer) == [H0, H1]  # tags group by
+    q = grafana_query(metric, "sum", "30m-avg", tags={"hostname": f"literal_or({H2})"})
+    assert [s["tags"]["hostname"] for s in query(server, q, T0, T0 + HOUR)] == [H2]
+    explicit = {**q, "explicitTags": True}
+    assert query(server, explicit, T0, T0 + HOUR) == query(server, q, T0, T0 + HOUR)
+    q = grafana_query(metric, "sum", tags={"hostname": "SERVER*"})  # case-sensitive wildcard
+    assert query(server, q, T0, T0 + HOUR) == []
+
+
+def test_a_start_before_1970_as_grafana_sends_it(server):
+    # Grafana sends epoch milliseconds: negative before 1970 (here 1958-01-01)
+    q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", "1y-avg", tags={"hostname": H0})
+    status, answer = server.call("/api/query", grafana_body([q], -378691200000, T0 + HOUR))
+    assert status == 200 and [int(t) for t in answer[0]["dps"]]  # the data of 2015, one bucket
+    status, answer = server.call("/api/query", grafana_body([q], "1700/01/01", None))
+    assert status == 200 and answer
+
+
+def test_pyopentsdb_query_and_suggest(server, landed):
+    import datetime as dt
+
+    tsdb_module = pytest.importorskip("pyopentsdb.tsdb")
+    tsdb = tsdb_module.tsdb_connection(server.url)
+    metric = f"server_metrics.metrics.{CPU}"
+    assert metric in tsdb.suggest(type="metrics", q="server_metrics", max=1000)
+    assert metric in tsdb.metrics(q="server_metrics")
+    start = dt.datetime.fromtimestamp(T0 / 1000, dt.timezone.utc)
+    end = dt.datetime.fromtimestamp((T0 + 600_000) / 1000, dt.timezone.utc)
+    answer = tsdb.query(
+        start=start,
+        end=end,
+        metrics=[{"metric": metric, "aggregator": "sum", "tags": {"hostname": H0}}],
+    )
+    pts = S.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 600_001)[H0]
+    assert {int(t) * 1000: v for t, v in answer[0]["dps"].items()} == {t: float(v) for t, v in pts}
