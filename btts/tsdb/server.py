@@ -213,7 +213,7 @@ class Handler(BaseHTTPRequestHandler):
 
         def number(name: str, default: int) -> int:
             text = one(name, str(default))
-            if not text.removeprefix("-").isdigit():
+            if not text.isdigit():
                 raise BadRequest(f"Invalid '{name}': {text[:20]!r} is not a number")
             return min(int(text), 100_000)
 
@@ -227,7 +227,8 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/api/search/lookup":
             if not one("m"):
                 raise BadRequest("Missing the 'm' parameter")
-            self._json(svc.lookup(one("m"), number("limit", 25)))
+            limit = one("limit", "25")  # OpenTSDB: 0 or less is no limit
+            self._json(svc.lookup(one("m"), 0 if limit.startswith("-") else number("limit", 25)))
         elif path == "/api/aggregators":
             self._json(sorted(series.AGGREGATORS))
         elif path == "/api/config/filters":
