@@ -18,6 +18,7 @@ compared to 1e-9 relative, and the cases of long truncation assert btts' exact a
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from decimal import Decimal
@@ -66,6 +67,22 @@ OOB_POINTS = [
     (OOB_BASE + 240000 + 1530, 86.0),
 ]
 NAN = float("nan")
+HOUR_MS, DAY_MS = 3_600_000, 86_400_000
+CAL_POINTS = [(B + k * 10_000 + 5000, D(2**k)) for k in range(6)]
+HOUR_POINTS = [
+    (B + dt, D(k + 1))
+    for k, dt in enumerate((0, 1_800_000, 3_599_000, 3_600_000, 5_400_000, 7_199_000))
+]
+DST = 1450137600000
+DAY_POINTS = [
+    (DST + dt, D(k + 1))
+    for k, dt in enumerate((0, 86_399_000, 126_001_000, 172_799_000, 172_800_000, 242_999_000))
+]
+
+
+def _cal(points, spec, tz):
+    ds = request.parse_downsample(spec, tz)
+    return series.downsample(points, ds.interval_ms, ds.aggregator, ds.fill, 0, 2**50, ds.calendar)
 
 
 def _agg(groups, agg, rates=False):
@@ -218,6 +235,45 @@ VECTORS = [
         lambda: _ds(DATA_5SEC, (0, "sum", "none"), B + 5000, B + 45_000),
         [(B + 5000, 8.0)],
     ),
+    # TestDownsampler's calendar cases (1dc, 1hc, 4hc, 3dc in a time zone)
+    *[
+        (
+            f"Downsampler calendar {spec} in {tz}",
+            functools.partial(_cal, pts, spec, tz),
+            want,
+        )
+        for pts, spec, tz, want in [
+            (CAL_POINTS, "1dc-sum", "America/Denver", [(1356937200000, 63)]),
+            (HOUR_POINTS, "1hc-sum", "Pacific/Funafuti", [(B, 6), (B + HOUR_MS, 15)]),
+            (
+                HOUR_POINTS,
+                "1hc-sum",
+                "Asia/Kabul",
+                [(1356996600000, 1), (1356996600000 + HOUR_MS, 9), (1357003800000, 11)],
+            ),
+            (HOUR_POINTS, "4hc-sum", "Asia/Kabul", [(1356996600000, 21)]),
+            (DAY_POINTS, "1dc-sum", "UTC", [(DST, 3), (DST + DAY_MS, 7), (DST + 2 * DAY_MS, 11)]),
+            (
+                DAY_POINTS,
+                "1dc-sum",
+                "Pacific/Funafuti",
+                [(1450094400000 + k * DAY_MS, v) for k, v in enumerate((1, 5, 9, 6))],
+            ),
+            (
+                DAY_POINTS,
+                "1dc-sum",
+                "Pacific/Fiji",
+                [(1450090800000 + k * DAY_MS, v) for k, v in enumerate((1, 2, 12, 6))],
+            ),
+            (
+                DAY_POINTS,
+                "1dc-sum",
+                "Asia/Kabul",
+                [(1450121400000 + k * DAY_MS, v) for k, v in enumerate((1, 5, 15))],
+            ),
+            (DAY_POINTS, "3dc-sum", "Asia/Kabul", [(1450121400000, 21)]),
+        ]
+    ],
     # TestAggregators
     ("Aggregators dev", lambda: [(0, series.combine("dev", [2, 4, 4, 4, 5, 5, 7, 9]))], [(0, 2)]),
     (

@@ -45,7 +45,7 @@ def _rollup_source(metric: Metric, q: SubQuery) -> Source | None:
     ds = q.downsample
     if ds is None or ds.aggregator not in ROLLUP_AGGREGATORS or not metric.rollups:
         return None
-    if ds.interval_ms == 0 or ds.interval_ms % reads.HOUR_MS:
+    if ds.interval_ms == 0 or ds.interval_ms % reads.HOUR_MS or ds.calendar is not None:
         return None
     tags = {f.tagk for f in q.filters}
     return next((s for s in metric.rollups if tags <= set(s.tags)), None)
@@ -150,7 +150,9 @@ def compute(
     if ds is not None and not downsampled:
         window = _bucket_window(ds, tq)
         data = {
-            key: series.downsample(pts, ds.interval_ms, ds.aggregator, ds.fill, *window)
+            key: series.downsample(
+                pts, ds.interval_ms, ds.aggregator, ds.fill, *window, ds.calendar
+            )
             for key, pts in data.items()
         }
     if q.rate is not None:

@@ -15,7 +15,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from btts.tsdb import series
+from btts.tsdb import calendar, series
+from btts.tsdb.calendar import Calendar
 
 __all__ = [
     "FILL_POLICIES",
@@ -112,9 +113,10 @@ class TagFilter:
 
 @dataclass(frozen=True)
 class Downsample:
-    interval_ms: int  # 0: one bucket for the whole range ("0all")
+    interval_ms: int  # 0: one bucket for the whole range ("0all"); nominal for a calendar
     aggregator: str
     fill: str = "none"
+    calendar: Calendar | None = field(default=None, compare=False)  # buckets on the calendar
 
     @property
     def text(self) -> str:
@@ -216,7 +218,9 @@ def parse_time(value: object, now_ms: int, what: str) -> int:
     return number
 
 
-def parse_downsample(text: str) -> Downsample:
+def parse_downsample(text: str, timezone: str = "UTC", use_calendar: bool = False) -> Downsample:
+    """``<interval>-<agg>[-<fill>]``; an interval ending in ``c`` (``1dc``), or any interval
+    with ``use_calendar``, buckets on the calendar in ``timezone``."""
     parts = str(text).strip().split("-")
     if len(parts) not in (2, 3):
         raise BadRequest(
@@ -230,10 +234,19 @@ def parse_downsample(text: str) -> Downsample:
         )
     if agg not in series.AGGREGATORS or agg == "none":
         raise BadRequest(f"No such downsampling function: {agg[:20]!r}")
+    on_calendar = interval.endswith("c") and interval != "0all"
+    interval = interval[:-1] if on_calendar else interval
     ms = 0 if interval == "0all" else parse_interval(interval)
     if ms == 0 and interval != "0all":
         raise BadRequest("Invalid interval 0: use 0all for one bucket")
-    return Downsample(ms, agg, fill)
+    if not (on_calendar or use_calendar) or ms == 0:
+        return Downsample(ms, agg, fill)
+    match = _INTERVAL.match(interval)
+    try:
+        tz = calendar.zone(str(timezone or "UTC"))
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    return Downsample(ms, agg, fill, Calendar(int(match.group(1)), match.group(2), tz))
 
 
 # -- filters ----------------------------------------------------------------------------------
@@ -303,7 +316,9 @@ def from_tags(tags: Mapping[str, object]) -> list[TagFilter]:
 # -- whole requests ---------------------------------------------------------------------------
 
 
-def sub_query(index: int, raw: object) -> SubQuery:
+def sub_query(
+    index: int, raw: object, timezone: str = "UTC", use_calendar: bool = False
+) -> SubQuery:
     if not isinstance(raw, dict):
         raise BadRequest("Each query must be a JSON object")
     metric = raw.get("metric")
@@ -313,7 +328,7 @@ def sub_query(index: int, raw: object) -> SubQuery:
     if not isinstance(agg, str) or agg not in series.AGGREGATORS:
         raise BadRequest(f"No such aggregator: {str(agg)[:20]!r}")
     down = raw.get("downsample")
-    downsample = parse_downsample(down) if down else None
+    downsample = parse_downsample(down, timezone, use_calendar) if down else None
     rate = None
     if truth(raw.get("rate")):
         opts = raw.get("rateOptions") or {}
@@ -362,7 +377,10 @@ def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
         raise BadRequest("Missing queries")
     if len(raw_queries) > MAX_QUERIES:
         raise BadRequest(f"More than {MAX_QUERIES} queries in one request", 413)
-    queries = tuple(sub_query(i, q) for i, q in enumerate(raw_queries))
+    tz, use_calendar = body.get("timezone") or "UTC", truth(body.get("useCalendar"))
+    if not isinstance(tz, str):
+        raise BadRequest("timezone must be text: an IANA name (Europe/Paris)")
+    queries = tuple(sub_query(i, q, tz, use_calendar) for i, q in enumerate(raw_queries))
     ms = truth(body.get("msResolution")) or truth(body.get("ms"))
     return TsQuery(start, end, queries, ms, truth(body.get("showQuery")))
 
@@ -431,6 +449,8 @@ def parse_get(params: Mapping[str, list[str]], now_ms: int | None = None) -> TsQ
         in ("", "true"),
         "showQuery": (params.get("show_query") or params.get("showQuery") or ["false"])[0]
         in ("", "true"),
+        "timezone": (params.get("timezone") or ["UTC"])[0],
+        "useCalendar": (params.get("use_calendar") or params.get("useCalendar") or ["false"])[0],
     }
     tq = parse_body(body, now_ms)
     return replace(tq, arrays=truth((params.get("arrays") or ["false"])[0]))

@@ -21,6 +21,8 @@ import sys
 from collections.abc import Callable, Sequence
 from decimal import Decimal
 
+from btts.tsdb.calendar import Calendar
+
 __all__ = [
     "AGGREGATORS",
     "INTERPOLATION",
@@ -223,7 +225,13 @@ def bucket_count(start_ms: int, end_ms: int, interval_ms: int) -> int:
 
 
 def downsample(
-    points: Series, interval_ms: int, aggregator: str, fill: str, start_ms: int, end_ms: int
+    points: Series,
+    interval_ms: int,
+    aggregator: str,
+    fill: str,
+    start_ms: int,
+    end_ms: int,
+    calendar: Calendar | None = None,
 ) -> Series:
     """One value per bucket of ``interval_ms`` over the read window ``[start_ms, end_ms)``:
     buckets start at the first interval boundary at or after ``start_ms`` (``Downsampler``'s
@@ -233,6 +241,8 @@ def downsample(
     if interval_ms == 0:
         inside = [v for t, v in points if start_ms <= t < end_ms]
         return [(start_ms, run_aggregator(aggregator, inside))] if inside else []
+    if calendar is not None:
+        return _calendar_downsample(points, calendar, aggregator, fill, start_ms, end_ms)
     first = start_ms + (-start_ms) % interval_ms
     grouped: dict[int, list] = {}
     for ts, value in points:
@@ -245,6 +255,28 @@ def downsample(
         out = {b: v for b, v in out.items() if b < last}
         for b in range(first, last, interval_ms):
             out.setdefault(b, value)
+    return sorted(out.items())
+
+
+def _calendar_downsample(
+    points: Series, calendar: Calendar, aggregator: str, fill: str, start_ms: int, end_ms: int
+) -> Series:
+    """:func:`downsample` into calendar buckets (``1dc``; ``useCalendar`` and ``timezone``)."""
+    first = calendar.ceil(start_ms)
+    grouped: dict[int, list] = {}
+    for ts, value in points:
+        if ts >= first:
+            grouped.setdefault(calendar.floor(ts), []).append(value)
+    out = {b: run_aggregator(aggregator, vals) for b, vals in grouped.items()}
+    if fill != "none":
+        last = calendar.floor(end_ms)
+        if last == calendar.floor(start_ms):
+            last = calendar.add(last)
+        out = {b: v for b, v in out.items() if b < last}
+        b = first
+        while b < last:
+            out.setdefault(b, fill_value(fill))
+            b = calendar.add(b)
     return sorted(out.items())
 
 
