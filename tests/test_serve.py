@@ -575,3 +575,20 @@ def test_pyopentsdb_query_and_suggest(server, landed):
     )
     pts = S.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 600_001)[H0]
     assert {int(t) * 1000: v for t, v in answer[0]["dps"].items()} == {t: float(v) for t, v in pts}
+
+
+def test_calendar_downsampling_in_a_time_zone(server, landed):
+    # Grafana/pyopentsdb send timezone and useCalendar; Kabul is UTC+4:30, so its calendar
+    # hours start at :30 UTC
+    q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", "1h-sum", tags={"hostname": H0})
+    body = {**grafana_body([q], T0, T0 + 2 * HOUR), "timezone": "Asia/Kabul", "useCalendar": True}
+    status, answer = server.call("/api/query", body)
+    assert status == 200, answer
+    pts = S.points(landed.metrics, H0, EVENT_CPU, T0 - HOUR, T0 + 3 * HOUR)[H0]
+    half = HOUR // 2
+    want = {b: sum(v for t, v in pts if b <= t < b + HOUR) for b in (T0 + half, T0 + 3 * half)}
+    got = dps(answer)
+    assert sorted(got) == sorted(want) and all(close(got[t], want[t]) for t in want)
+    q = {**q, "downsample": "1hc-sum"}
+    status, same = server.call("/api/query", {**body, "useCalendar": False, "queries": [q]})
+    assert same == answer
