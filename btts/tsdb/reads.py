@@ -36,6 +36,7 @@ from transforms.key_ranges import Scan
 __all__ = [
     "HOUR_MS",
     "MAX_DISTINCT",
+    "MAX_SAMPLED",
     "PARALLEL_SCANS",
     "NeedsTag",
     "Plan",
@@ -52,6 +53,7 @@ __all__ = [
 
 HOUR_MS = rollup_core.HOUR_MS
 MAX_DISTINCT = 10_000
+MAX_SAMPLED = 1000  # key values sampled for map entries
 PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
 
@@ -385,38 +387,60 @@ def read_rollup(
 def discover_entries(
     target: Target, tables: Sequence, tenant: str | None = None, rows: int = 200
 ) -> dict[tuple[str, str, str], list[str]]:
-    """The map entries (column qualifiers) the first ``rows`` rows of each map table hold:
-    the names of ``DATASET.FIELD.ENTRY`` metrics."""
+    """The map entries (column qualifiers) the map tables hold: the names of
+    ``DATASET.FIELD.ENTRY`` metrics. Each value of the key's first field (each host) is
+    sampled, ``rows`` rows of it, so an entry only a late-sorting host sends is found too."""
     out: dict[tuple[str, str, str], list[str]] = {}
     with BigtableDataClient(project=target.project) as client:
+        reader = Reader(client, target, tenant=tenant)
         for schema, table, field_name in tables:
             families = {c.family for c in table.columns if c.each == field_name}
-            span = None
-            if tenant is not None:
-                prefix = key_ranges.key_prefix(table.decl, {_tenant_field(table): tenant})
-                span = [RowRange(start_key=prefix, end_key=keys.prefix_end(prefix))]
-            query = ReadRowsQuery(
-                row_ranges=span,
-                limit=rows,
-                row_filter=row_filters.RowFilterChain(
-                    filters=[
-                        row_filters.CellsColumnLimitFilter(1),
-                        row_filters.StripValueTransformerFilter(True),
-                    ]
-                ),
-            )
             try:
-                found = client.get_table(target.instance, table.name).read_rows(query)
-            except gexc.NotFound:
+                names = {
+                    c.qualifier.decode("utf-8", "replace")
+                    for prefix in _sample_prefixes(reader, table, tenant)
+                    for r in _first_rows(reader, table.name, prefix, rows)
+                    for c in r.cells
+                    if c.family in families
+                }
+            except BadRequest:  # a table not created yet, too many hosts: what the keys hold
                 continue
-            names = {
-                c.qualifier.decode("utf-8", "replace")
-                for r in found
-                for c in r.cells
-                if c.family in families
-            }
             out[(schema.dataset, table.name, field_name)] = sorted(names)
     return out
+
+
+def _sample_prefixes(reader: Reader, table, tenant: str | None) -> list[bytes]:
+    """The key prefixes to sample: one per value of the first key field after the tenant."""
+    decl = table.decl
+    fixed = {_tenant_field(table): tenant} if tenant is not None else {}
+    prefix = key_ranges.key_prefix(decl, fixed) if fixed else b""
+    open_fields = [
+        s for s in decl.key.segments if s.kind != "const" and not (s.kind == "tenant" and tenant)
+    ]
+    first = open_fields[0] if open_fields else None
+    if (
+        first is None
+        or not first.field
+        or first.kind in key_ranges.TIME_KINDS
+        or first.kind == "salt"
+    ):
+        return [prefix]
+    values = reader.distinct(decl, prefix, first.field, False)[:MAX_SAMPLED]
+    return [key_ranges.key_prefix(decl, {**fixed, first.field: v}) for v in values] or [prefix]
+
+
+def _first_rows(reader: Reader, table: str, prefix: bytes, rows: int) -> list[ReadRow]:
+    query = ReadRowsQuery(
+        row_ranges=[RowRange(start_key=prefix or None, end_key=keys.prefix_end(prefix) or None)],
+        limit=rows,
+        row_filter=row_filters.RowFilterChain(
+            filters=[
+                row_filters.CellsColumnLimitFilter(1),
+                row_filters.StripValueTransformerFilter(True),
+            ]
+        ),
+    )
+    return reader.read(table, query)
 
 
 def _tenant_field(table) -> str:

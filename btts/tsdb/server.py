@@ -34,6 +34,7 @@ __all__ = [
     "MAX_BODY",
     "PAGE",
     "PAGE_FILES",
+    "REFRESH_MISS_S",
     "VERSION",
     "Handler",
     "Service",
@@ -48,6 +49,7 @@ MAX_BODY = 1 << 20
 DRAIN_MAX = 16 << 20  # an oversize body is read and dropped up to this, then the connection closes
 VERSION = "2.4.0"
 CACHE_S = 60.0
+REFRESH_MISS_S = 5.0  # an unknown metric looks for new map entries at most this often
 
 
 class Service:
@@ -63,6 +65,17 @@ class Service:
         self.client = BigtableDataClient(project=target.project)
         self._cache: dict[tuple, tuple[float, list]] = {}
         self._lock = threading.Lock()
+        self._refreshed = time.monotonic()
+
+    def refresh_catalog(self, older_than_s: float = CACHE_S) -> None:
+        """Find the map entries again (an entry first sent after the start becomes a metric
+        without a restart), at most once per ``older_than_s``."""
+        with self._lock:
+            if time.monotonic() - self._refreshed < older_than_s or not self.catalog.map_tables():
+                return
+            self._refreshed = time.monotonic()
+        entries = reads.discover_entries(self.target, self.catalog.map_tables(), self.tenant)
+        self.catalog = Catalog(self.catalog.schemas, entries, self.tenant)
 
     def reader(self) -> reads.Reader:
         return reads.Reader(
@@ -75,11 +88,14 @@ class Service:
     # -- endpoints ---------------------------------------------------------------------------
 
     def query(self, tq: request.TsQuery) -> bytes:
+        if any(q.metric not in self.catalog.metrics for q in tq.queries):
+            self.refresh_catalog(REFRESH_MISS_S)
         results = answer.answer(self.reader(), self.catalog, tq, self.limits)
         return answer.render(results, tq.ms_resolution, tq.arrays)
 
     def suggest(self, kind: str, prefix: str, limit: int) -> list[str]:
         if kind == "metrics":
+            self.refresh_catalog()
             names = sorted(self.catalog.metrics)
         elif kind == "tagk":
             names = self.catalog.tag_keys()
@@ -125,6 +141,8 @@ class Service:
             request.tag_filter(f["tagk"], f["type"], f["filter"], f["groupBy"])
             for f in parsed["filters"]
         ]
+        if parsed["metric"] not in self.catalog.metrics:
+            self.refresh_catalog(REFRESH_MISS_S)
         try:
             metric = self.catalog.get(parsed["metric"])
         except LookupError as exc:
