@@ -51,3 +51,43 @@ def test_entries_of_late_hosts_and_new_entries_appear_without_a_restart(
         assert list(answer[0]["dps"].values()) == [9]
     finally:
         server.stop()
+
+
+def test_a_rollup_answers_only_for_the_series_it_holds(bigtable_emulator, tmp_path):
+    target = S.new_target()
+    hour, t0 = 3_600_000, S.T0  # an hour boundary
+    records = list(samples.metric_records(hosts=3, seconds=2 * 3600, interval_s=300, start_ms=t0))
+    rolled = [r for r in records if r["hostname"] != samples.host_name(2)]
+    path = write_lines(tmp_path / "rolled.jsonl", [json.dumps(r) for r in rolled])
+    run_job("server_metrics", target, path, tmp_path / "dead0", ["--hourly_rollup"])
+    unrolled = [r for r in records if r["hostname"] == samples.host_name(2)]
+    _land(target, tmp_path, unrolled, 1)  # landed without --hourly_rollup
+    server = S.Server(target)
+    try:
+        q = S.grafana_query(
+            "server_metrics.metrics.CPU/CPU1_USR", "sum", "1h-avg", tags={"hostname": "*"}
+        )
+        body = {**S.grafana_body([q], t0, t0 + hour), "showQuery": True}
+        status, answer = server.call("/api/query", body)
+        assert status == 200, answer
+        assert sorted(s["tags"]["hostname"] for s in answer) == [
+            samples.host_name(i) for i in range(3)
+        ]
+        reads = answer[0]["query"]["btts"]["reads"]
+        assert any("rollup METRIC_HOURLY" in r for r in reads)
+        assert any("1 series the rollup lacks, from METRIC" in r for r in reads)
+        for s in answer:
+            mine = [r for r in records if r["hostname"] == s["tags"]["hostname"]]
+            for b in (t0, t0 + hour):
+                vals = [
+                    r["metrics"]["cpu/cpu1_usr"]
+                    for r in mine
+                    if b <= samples_ms(r["timestamp"]) < b + hour
+                ]
+                assert abs(s["dps"][str(b)] - sum(vals) / len(vals)) < 1e-9
+    finally:
+        server.stop()
+
+
+def samples_ms(text: str) -> int:
+    return S._ms(text)

@@ -58,8 +58,10 @@ def _rollup_partials(
     points of any partial hour at the edges."""
     first, last = reads.whole_hours(*window)
     partials: dict = {}
+    covered: set | None = None
     if first < last:
         rp = reads.plan(reader, rollup, q.filters, first, last)
+        covered = {_series_key(c, rollup.tags) for c in rp.combos}
         rp.scans = [replace(s, start_ms=None, end_ms=None) for s in rp.scans]
         described.append(f"rollup {rollup.name} (hourly sum/count) for whole hours")
         described += rp.describe()
@@ -68,7 +70,7 @@ def _rollup_partials(
     edges = [(a, b) for a, b in ((window[0], first), (last, window[1])) if a < b]
     if edges and not metric.points:
         described.append("no point table: the partial hours at the edges are left out")
-        return partials
+        return partials, covered
     for a, b in edges:
         source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
         p = reads.plan(reader, source, q.filters, a, b, scanning)
@@ -80,7 +82,30 @@ def _rollup_partials(
                 acc[0] += v
                 acc[1] += 1
             partials.setdefault(key, []).extend((h, s, c) for h, (s, c) in hours.items())
-    return partials
+    return partials, covered
+
+
+def _series_key(combo: dict, tags) -> tuple:
+    return tuple(sorted((t, str(v)) for t, v in combo.items() if t in tags))
+
+
+def _uncovered(reader, metric: Metric, q: SubQuery, window, covered, described: list) -> dict:
+    """The points of the series the point table holds and the rollup does not (landed
+    without ``--hourly_rollup``): a rollup answers only for what it covers."""
+    if covered is None or not metric.points:
+        return {}
+    source, _ = reads.choose(metric, q.filters, reader.tenant, False)
+    p = reads.plan(reader, source, q.filters, *window)
+    if not p.combos or len(p.combos) != len(p.scans):  # salted: no per-series ranges
+        return {}
+    tags = {t for key in covered for t, _ in key}
+    keep = [i for i, c in enumerate(p.combos) if _series_key(c, tags) not in covered]
+    if not keep:
+        return {}
+    p.scans = [p.scans[i] for i in keep]
+    p.combos = [p.combos[i] for i in keep]
+    described += [f"{len(keep)} series the rollup lacks, from {source.name}", *p.describe()]
+    return reads.read_points(reader, p, q.filters)
 
 
 def run_sub(
@@ -104,13 +129,17 @@ def run_sub(
     window = series.scan_window(tq.start_ms, tq.end_ms, ds.interval_ms if ds else 0)
     rollup = _rollup_source(metric, q)
     if rollup is not None:
-        partials = _rollup_partials(reader, metric, rollup, q, window, described)
+        partials, covered = _rollup_partials(reader, metric, rollup, q, window, described)
         data = {
             key: series.downsample_partials(
                 sorted(parts), ds.interval_ms, ds.aggregator, ds.fill, *_bucket_window(ds, tq)
             )
             for key, parts in partials.items()
         }
+        for key, pts in _uncovered(reader, metric, q, window, covered, described).items():
+            data[key] = series.downsample(
+                pts, ds.interval_ms, ds.aggregator, ds.fill, *_bucket_window(ds, tq)
+            )
         results = compute(metric.name, data, q, tq, downsampled=True)
     else:
         if not metric.points and metric.rollups:
