@@ -40,10 +40,9 @@ def _level(year: int) -> int:
     return 300 + (year * 37) % 101
 
 
-@pytest.fixture(scope="module")
-def server(bigtable_emulator, tmp_path_factory):
-    work = tmp_path_factory.mktemp("early")
-    target = S.new_target()
+def land_levels(target, work):
+    """Create the table and land one reading a year from 1700 by the generic job; the schema
+    file's path."""
     schema = work / "levels.yaml"
     schema.write_text(SCHEMA, encoding="utf-8")
     source = work / "levels.jsonl"
@@ -55,6 +54,13 @@ def server(bigtable_emulator, tmp_path_factory):
     assert cli.main(["tables", "create", "--schema", str(schema), *where]) == 0
     run_job("generic", target, source, work / "dead", [f"--schema={schema}"])
     assert read_dead_letters(work / "dead") == []
+    return schema
+
+
+@pytest.fixture(scope="module")
+def server(bigtable_emulator, tmp_path_factory):
+    target = S.new_target()
+    schema = land_levels(target, tmp_path_factory.mktemp("early"))
     srv = S.Server(target, "--schema", str(schema))
     yield srv
     srv.stop()

@@ -44,6 +44,7 @@ __all__ = [
     "SeriesKey",
     "choose",
     "discover_entries",
+    "earliest_ms",
     "missing_tag",
     "plan",
     "read_points",
@@ -245,12 +246,26 @@ def plan(
     """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
     segments, others enumerate, a salt fans out, the time segment bounds each range. A tag
     value no key can hold (a delimiter, text for a number) is a 400."""
+    start_ms = max(start_ms, earliest_ms(source))  # a window reaching before the table can
+    if end_ms <= start_ms:  # hold times reads from its earliest; one wholly before reads none
+        return Plan(source, scanning=scanning)
     try:
         return _plan(reader, source, filters, start_ms, end_ms, scanning)
     except BadRequest:
         raise
     except ValueError as exc:
         raise BadRequest(f"{source.name}: {exc}") from None
+
+
+def earliest_ms(source: Source) -> int:
+    """The first time the key of ``source`` can hold: its time field's declared ``earliest``
+    (1970 unless declared)."""
+    refs = source.schema.field_by_ref()
+    for seg in source.table.decl.key.segments:
+        if seg.kind in key_ranges.TIME_KINDS:
+            spec = refs.get(seg.field or "")
+            return spec.earliest_ms if spec is not None and spec.type == "time" else 0
+    return 0
 
 
 def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
