@@ -159,3 +159,13 @@ def test_the_readme_lists_the_builtin_metrics_btts_serve_list_prints():
         if line.startswith("| `") and "." in line.split("`")[1]
     ]
     assert rows == want
+
+
+def test_a_fill_makes_only_the_buckets_an_answer_can_show():
+    # the read window is whole hours; a 1 ms fill over it would be 7.2 million buckets
+    start, end = 1_426_536_000_000, 1_426_536_000_000 + 7_200_000
+    pts = [(start + 3_600_050, D(1))]
+    span = (start + 3_600_000 - 1, start + 3_600_100 + 1)
+    out = series.downsample(pts, 1, "sum", "zero", start, end, None, span)
+    assert len(out) == 103 and dict(out)[start + 3_600_050] == 1
+    assert dict(out)[start + 3_600_049] == 0

@@ -132,13 +132,13 @@ def run_sub(
         partials, covered = _rollup_partials(reader, metric, rollup, q, window, described)
         data = {
             key: series.downsample_partials(
-                sorted(parts), ds.interval_ms, ds.aggregator, ds.fill, *_bucket_window(ds, tq)
+                sorted(parts), ds.interval_ms, ds.aggregator, ds.fill, *window, _fill_span(ds, tq)
             )
             for key, parts in partials.items()
         }
         for key, pts in _uncovered(reader, metric, q, window, covered, described).items():
             data[key] = series.downsample(
-                pts, ds.interval_ms, ds.aggregator, ds.fill, *_bucket_window(ds, tq)
+                pts, ds.interval_ms, ds.aggregator, ds.fill, *window, None, _fill_span(ds, tq)
             )
         results = compute(metric.name, data, q, tq, downsampled=True)
     else:
@@ -156,6 +156,11 @@ def run_sub(
         for r in results:
             r.query = shown
     return results
+
+
+def _fill_span(ds, tq: TsQuery) -> tuple[int, int]:
+    """The buckets a fill must make: those the answer shows and the one before (a rate)."""
+    return tq.start_ms - ds.interval_ms, tq.end_ms + ds.interval_ms
 
 
 def _bucket_window(ds, tq: TsQuery) -> tuple[int, int]:
@@ -177,10 +182,10 @@ def compute(
         data = {key: pts for key, pts in data.items() if {t for t, _ in key} == named}
     ds = q.downsample
     if ds is not None and not downsampled:
-        window = _bucket_window(ds, tq)
+        window, span = _bucket_window(ds, tq), _fill_span(ds, tq)
         data = {
             key: series.downsample(
-                pts, ds.interval_ms, ds.aggregator, ds.fill, *window, ds.calendar
+                pts, ds.interval_ms, ds.aggregator, ds.fill, *window, ds.calendar, span
             )
             for key, pts in data.items()
         }

@@ -232,17 +232,20 @@ def downsample(
     start_ms: int,
     end_ms: int,
     calendar: Calendar | None = None,
+    span: tuple[int, int] | None = None,
 ) -> Series:
     """One value per bucket of ``interval_ms`` over the read window ``[start_ms, end_ms)``:
     buckets start at the first interval boundary at or after ``start_ms`` (``Downsampler``'s
     seek); an empty bucket is left out (``none``) or holds the fill value, up to the last whole
-    interval of the window (``FillingDownsampler``). ``interval_ms`` 0 (``0all``): one bucket
-    at ``start_ms`` over the points in the window."""
+    interval of the window (``FillingDownsampler``), only inside ``span`` when given (the
+    buckets an answer can show and the one before: a millisecond fill over the hours around
+    a range would be millions). ``interval_ms`` 0 (``0all``): one bucket at ``start_ms`` over
+    the points in the window."""
     if interval_ms == 0:
         inside = [v for t, v in points if start_ms <= t < end_ms]
         return [(start_ms, run_aggregator(aggregator, inside))] if inside else []
     if calendar is not None:
-        return _calendar_downsample(points, calendar, aggregator, fill, start_ms, end_ms)
+        return _calendar_downsample(points, calendar, aggregator, fill, start_ms, end_ms, span)
     first = start_ms + (-start_ms) % interval_ms
     grouped: dict[int, list] = {}
     for ts, value in points:
@@ -251,15 +254,30 @@ def downsample(
     out = {b: run_aggregator(aggregator, vals) for b, vals in grouped.items()}
     if fill != "none":
         last = end_ms - end_ms % interval_ms  # exclusive
-        value = fill_value(fill)
         out = {b: v for b, v in out.items() if b < last}
-        for b in range(first, last, interval_ms):
-            out.setdefault(b, value)
+        _fill(out, fill, range(first, last, interval_ms), span)
     return sorted(out.items())
 
 
+def _fill(out: dict, fill: str, grid: range, span: tuple[int, int] | None) -> None:
+    """Empty buckets of ``grid`` (inside ``span``) take the fill value."""
+    if span is not None and grid:
+        step = grid.step
+        lo = max(grid.start, grid.start + -(-(span[0] - grid.start) // step) * step)
+        grid = range(lo, min(grid.stop, span[1] + 1), step)
+    value = fill_value(fill)
+    for b in grid:
+        out.setdefault(b, value)
+
+
 def _calendar_downsample(
-    points: Series, calendar: Calendar, aggregator: str, fill: str, start_ms: int, end_ms: int
+    points: Series,
+    calendar: Calendar,
+    aggregator: str,
+    fill: str,
+    start_ms: int,
+    end_ms: int,
+    span: tuple[int, int] | None,
 ) -> Series:
     """:func:`downsample` into calendar buckets (``1dc``; ``useCalendar`` and ``timezone``)."""
     first = calendar.ceil(start_ms)
@@ -273,8 +291,9 @@ def _calendar_downsample(
         if last == calendar.floor(start_ms):
             last = calendar.add(last)
         out = {b: v for b, v in out.items() if b < last}
-        b = first
-        while b < last:
+        b = first if span is None else max(first, calendar.floor(span[0]))
+        stop = last if span is None else min(last, span[1] + 1)
+        while b < stop:
             out.setdefault(b, fill_value(fill))
             b = calendar.add(b)
     return sorted(out.items())
@@ -287,6 +306,7 @@ def downsample_partials(
     fill: str,
     start_ms: int,
     end_ms: int,
+    span: tuple[int, int] | None = None,
 ) -> Series:
     """:func:`downsample` from per-hour ``(hour start, sum, count)`` (a rollup table's cells):
     ``sum``, ``count`` and ``avg`` of buckets that are whole multiples of an hour."""
@@ -306,8 +326,7 @@ def downsample_partials(
     if fill != "none" and interval_ms:
         last = end_ms - end_ms % interval_ms
         out = {b: v for b, v in out.items() if b < last}
-        for b in range(first, last, interval_ms):
-            out.setdefault(b, fill_value(fill))
+        _fill(out, fill, range(first, last, interval_ms), span)
     return sorted(out.items())
 
 
