@@ -357,7 +357,25 @@ def run_double(agg, values):
         return math.sqrt(m2 / len(nums)) if len(nums) > 1 else 0.0
     if agg.startswith("p"):
         return _percentile(float("99.9" if agg == "p999" else agg[1:]), nums)
+    if agg.startswith("ep"):
+        return _estimate(float("99.9" if agg[2:5] == "999" else agg[2:4]) / 100, agg[-2:], nums)
     raise KeyError(agg)
+
+
+def _estimate(p, kind, values):
+    """Commons Math ``Percentile.EstimationType`` R_3 / R_7: index, then the shared estimate."""
+    ordered = sorted(values)
+    n = len(ordered)
+    if kind == "r3":
+        pos = 0 if p <= 0.5 / n else round(n * p)
+    else:
+        pos = 0 if p == 0 else n if p == 1 else 1 + (n - 1) * p
+    if pos < 1:
+        return ordered[0]
+    if pos >= n:
+        return ordered[-1]
+    base = math.floor(pos)
+    return ordered[base - 1] + (pos - base) * (ordered[base] - ordered[base - 1])
 
 
 def query(data, start, end, agg, downsample=None, rate=None):

@@ -385,6 +385,12 @@ SHAPES = [  # (aggregator, downsample, rate options or None)
     ("dev", None, None),
     ("p90", None, None),
     ("none", None, None),
+    ("median", None, None),
+    ("pfsum", None, None),
+    ("diff", None, None),
+    ("ep90r7", None, None),
+    ("ep50r3", "1m-avg", None),
+    ("squareSum", "1m-avg", None),
     ("sum", "1m-avg", None),
     ("avg", "1m-avg", None),
     ("count", "1m-avg", None),
@@ -503,3 +509,30 @@ def test_integer_series_stay_exact_where_opentsdb_truncates_longs():
     stored = {"x": [(T, D(1)), (T + 30 * S, D(2))], "y": [(T + 10 * S, D(5))]}
     (got,) = btts_answer(stored, _body(T, T + 60 * S, "sum", None, None))
     assert got["dps"][str(T + 10 * S)] == pytest.approx(5 + 1 + 1 / 3)  # OpenTSDB: 6
+
+
+PERCENTILES = (("50", 500), ("75", 750), ("90", 900), ("95", 950), ("99", 990), ("999", 999))
+AGGREGATOR_VECTORS = [  # TestAggregators: (aggregator, values, expected, tolerance)
+    *[
+        (f"{pre}{name}{post}", range(1, 1001), want, 1.0)
+        for name, want in PERCENTILES
+        for pre, post in (("p", ""), ("ep", "r3"), ("ep", "r7"))
+    ],
+    ("dev", range(10000), 2886.7513315143719, 0.01),  # numpy.std(range(10000))
+    ("median", [5, 2, -1, 400, 3], 3, 0),
+    ("median", [5, 2, -1, 400, 3, -42], 3, 0),
+    ("median", [42], 42, 0),
+    ("median", [5.1, 2.434, -1.99, 400.69487, 3.15168, -42], 3.15168, 0.0001),
+    ("first", [D(k) for k in range(10)], 0, 0),
+    ("last", [k + 0.5 for k in range(10)], 9.5, 0),
+]
+
+
+@pytest.mark.parametrize(
+    "agg,values,want,tolerance",
+    AGGREGATOR_VECTORS,
+    ids=[f"{v[0]}-{v[2]}" for v in AGGREGATOR_VECTORS],
+)
+def test_ported_aggregator_vector(agg, values, want, tolerance):
+    values = [D(v) if isinstance(v, int) else v for v in values]
+    assert abs(float(series.combine(agg, values)) - want) <= tolerance

@@ -37,6 +37,7 @@ __all__ = [
     "combine",
     "downsample",
     "downsample_partials",
+    "estimate",
     "fill_value",
     "is_nan",
     "percentile",
@@ -99,6 +100,27 @@ def percentile(p: float) -> Callable:
     return run
 
 
+def estimate(p: float, kind: str) -> Callable:
+    """Apache Commons Math's ``R_3`` (nearest rank) and ``R_7`` (linear, as spreadsheets)
+    estimates: OpenTSDB's ``ep…r3`` and ``ep…r7``."""
+
+    def run(values):
+        ordered = sorted(float(v) for v in values)
+        n, q = len(ordered), p / 100
+        if kind == "r3":
+            pos = 0.0 if q <= 0.5 / n else float(round(n * q))  # rint: halves to even
+        else:
+            pos = float(n) if q == 1 else 1 + (n - 1) * q
+        if pos < 1:
+            return ordered[0]
+        if pos >= n:
+            return ordered[-1]
+        low = int(pos)
+        return ordered[low - 1] + (pos - low) * (ordered[low] - ordered[low - 1])
+
+    return run
+
+
 def _mult(values):
     out = Decimal(1) if _exact(values) else 1.0
     for v in values:
@@ -115,7 +137,7 @@ def _square_sum(values):
     return _sum([v * v if isinstance(v, (Decimal, int)) else float(v) ** 2 for v in values])
 
 
-# Every aggregator of OpenTSDB 2.4 but the ep*r3/ep*r7 estimates; they see values without NaN.
+# Every aggregator of OpenTSDB 2.4; they see values without NaN.
 AGGREGATORS: dict[str, Callable] = {
     "sum": _sum,
     "zimsum": _sum,
@@ -136,6 +158,11 @@ AGGREGATORS: dict[str, Callable] = {
     "none": lambda values: values[0],
     **{f"p{p}": percentile(p) for p in (50, 75, 90, 95, 99)},
     "p999": percentile(99.9),
+    **{
+        f"ep{name}{kind}": estimate(p, kind)
+        for name, p in (("50", 50), ("75", 75), ("90", 90), ("95", 95), ("99", 99), ("999", 99.9))
+        for kind in ("r3", "r7")
+    },
 }
 # How a series without a point at a time counts there (Aggregators.Interpolation).
 INTERPOLATION = {
