@@ -246,15 +246,19 @@ def plan(
     """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
     segments, others enumerate, a salt fans out, the time segment bounds each range. A tag
     value no key can hold (a delimiter, text for a number) is a 400."""
-    start_ms = max(start_ms, earliest_ms(source))  # a window reaching before the table can
-    if end_ms <= start_ms:  # hold times reads from its earliest; one wholly before reads none
-        return Plan(source, scanning=scanning)
+    # a window reaching before the times the key can hold reads from its earliest; one wholly
+    # before reads nothing (but still finds the series: a lookup plans over [0, 1))
+    start_ms = max(start_ms, earliest_ms(source))
+    empty = end_ms <= start_ms
     try:
-        return _plan(reader, source, filters, start_ms, end_ms, scanning)
+        out = _plan(reader, source, filters, start_ms, max(end_ms, start_ms + 1), scanning)
     except BadRequest:
         raise
     except ValueError as exc:
         raise BadRequest(f"{source.name}: {exc}") from None
+    if empty:
+        out.scans = []
+    return out
 
 
 def earliest_ms(source: Source) -> int:
