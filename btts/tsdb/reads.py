@@ -155,9 +155,12 @@ class Reader:
         with ThreadPoolExecutor(max_workers=min(PARALLEL_SCANS, len(scans))) as pool:
             return list(pool.map(lambda s: self.scan(s, cells, scanning), scans))
 
-    def distinct(self, decl, prefix: bytes, seg_field: str, scanning: bool) -> list[object]:
+    def distinct(
+        self, decl, prefix: bytes, seg_field: str, scanning: bool, at_most: int = 0
+    ) -> list[object]:
         """The distinct values of the key segment right after ``prefix``: one keys-only,
-        one-row read per value, each skipping past the previous value's rows."""
+        one-row read per value, each skipping past the previous value's rows. More than
+        ``MAX_DISTINCT`` is a 413; with ``at_most`` the first that many are enough."""
         delim = decl.key.delimiter.encode("utf-8")
         end = keys.prefix_end(prefix) if prefix else b""
         start, out = prefix, []
@@ -176,6 +179,8 @@ class Reader:
                 out.append(key_ranges.split_key(decl, key)[seg_field])
             except ValueError as exc:  # not this declaration's key: say so, do not guess
                 raise BadRequest(f"{decl.name}: {exc}", 500) from None
+            if at_most and len(out) >= at_most:
+                return out
             if len(out) > MAX_DISTINCT:
                 raise BadRequest(f"More than {MAX_DISTINCT} values of {seg_field}", 413)
             start = keys.prefix_end(prefix + text + delim)
@@ -444,7 +449,7 @@ def _sample_prefixes(reader: Reader, table, tenant: str | None) -> list[bytes]:
         or first.kind == "salt"
     ):
         return [prefix]
-    values = reader.distinct(decl, prefix, first.field, False)[:MAX_SAMPLED]
+    values = reader.distinct(decl, prefix, first.field, False, MAX_SAMPLED)
     return [key_ranges.key_prefix(decl, {**fixed, first.field: v}) for v in values] or [prefix]
 
 
