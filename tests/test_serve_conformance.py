@@ -24,6 +24,8 @@ import math
 from decimal import Decimal
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from btts.tsdb import answer, request, series
 from tests import opentsdb_reference as ref
@@ -536,3 +538,40 @@ AGGREGATOR_VECTORS = [  # TestAggregators: (aggregator, values, expected, tolera
 def test_ported_aggregator_vector(agg, values, want, tolerance):
     values = [D(v) if isinstance(v, int) else v for v in values]
     assert abs(float(series.combine(agg, values)) - want) <= tolerance
+
+
+# -- any stored points, any window: the same answer ----------------------------------------------
+
+AGGS = ["sum", "avg", "min", "max", "count", "zimsum", "mimmin", "mimmax", "first", "last", "dev"]
+DOWNSAMPLES = [None, "1m-avg", "1m-sum-nan", "5m-count-zero", "10s-max-null", "0all-avg"]
+RATES = [None, {}, {"counter": True, "counterMax": 1000}, {"counter": True, "dropResets": True}]
+
+
+@st.composite
+def stored_sets(draw):
+    out = {}
+    for k in range(draw(st.integers(1, 3))):
+        times = draw(st.lists(st.integers(-90 * M, 150 * M), min_size=1, max_size=14, unique=True))
+        values = draw(st.lists(st.integers(0, 999), min_size=len(times), max_size=len(times)))
+        scale = draw(st.sampled_from([D(1), D("0.01")]))
+        out[f"h{k}"] = sorted((T + t, v * scale) for t, v in zip(times, values, strict=True))
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stored=stored_sets(),
+    start=st.integers(-30 * M, 60 * M),
+    length=st.integers(1, 90 * M),
+    agg=st.sampled_from(AGGS),
+    ds=st.sampled_from(DOWNSAMPLES),
+    rate=st.sampled_from(RATES),
+)
+def test_any_stored_points_any_window_answer_as_opentsdb(stored, start, length, agg, ds, rate):
+    body = _body(T + start, T + start + length, agg, ds, rate)
+    got = btts_answer(stored, body)
+    want = reference_answer(stored, body)
+    assert len(got) == len(want)
+    for g, (_keys, dps) in zip(got, want, strict=True):
+        pts = [(int(t), _value(v)) for t, v in g["dps"].items()]
+        assert same_series(pts, dps), (pts[:8], dps[:8])

@@ -287,10 +287,14 @@ def downsample(
 
 
 def _fill(out: dict, fill: str, grid: range, span: tuple[int, int] | None) -> None:
-    """Empty buckets of ``grid`` (inside ``span``) take the fill value."""
+    """Empty buckets of ``grid`` take the fill value: only inside ``span``, from an empty
+    bucket on (a run of buckets with data reaching into the span keeps what came before it:
+    a rate dropping resets there reads back past them)."""
     if span is not None and grid:
         step = grid.step
         lo = max(grid.start, grid.start + -(-(span[0] - grid.start) // step) * step)
+        while lo > grid.start and lo in out:
+            lo -= step
         grid = range(lo, min(grid.stop, span[1] + 1), step)
     value = fill_value(fill)
     for b in grid:
@@ -319,6 +323,8 @@ def _calendar_downsample(
             last = calendar.add(last)
         out = {b: v for b, v in out.items() if b < last}
         b = first if span is None else max(first, calendar.floor(span[0]))
+        while b > first and b in out:  # as _fill: from an empty bucket on
+            b = calendar.add(b, -1)
         stop = last if span is None else min(last, span[1] + 1)
         while b < stop:
             out.setdefault(b, fill_value(fill))
