@@ -543,6 +543,7 @@ def test_ported_aggregator_vector(agg, values, want, tolerance):
 # -- any stored points, any window: the same answer ----------------------------------------------
 
 AGGS = ["sum", "avg", "min", "max", "count", "zimsum", "mimmin", "mimmax", "first", "last", "dev"]
+AGGS += ["none", "median", "pfsum", "p90", "ep75r3", "ep99r7", "diff", "squareSum"]
 DOWNSAMPLES = [None, "1m-avg", "1m-sum-nan", "5m-count-zero", "10s-max-null", "0all-avg"]
 RATES = [None, {}, {"counter": True, "counterMax": 1000}, {"counter": True, "dropResets": True}]
 

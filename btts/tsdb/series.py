@@ -287,15 +287,18 @@ def downsample(
 
 
 def _fill(out: dict, fill: str, grid: range, span: tuple[int, int] | None) -> None:
-    """Empty buckets of ``grid`` take the fill value: only inside ``span``, from an empty
-    bucket on (a run of buckets with data reaching into the span keeps what came before it:
-    a rate dropping resets there reads back past them)."""
+    """Empty buckets of ``grid`` take the fill value: only around ``span``, from an empty
+    bucket before it to two after the data that follows it (a rate dropping resets reads back
+    past a run of buckets with data, and a series lasts as long as its rates do)."""
     if span is not None and grid:
         step = grid.step
         lo = max(grid.start, grid.start + -(-(span[0] - grid.start) // step) * step)
         while lo > grid.start and lo in out:
             lo -= step
-        grid = range(lo, min(grid.stop, span[1] + 1), step)
+        hi = lo + max(0, (span[1] - lo) // step) * step
+        while hi + step in out:
+            hi += step
+        grid = range(lo, min(grid.stop, hi + 3 * step), step)
     value = fill_value(fill)
     for b in grid:
         out.setdefault(b, value)
@@ -323,9 +326,14 @@ def _calendar_downsample(
             last = calendar.add(last)
         out = {b: v for b, v in out.items() if b < last}
         b = first if span is None else max(first, calendar.floor(span[0]))
-        while b > first and b in out:  # as _fill: from an empty bucket on
+        while b > first and b in out:  # as _fill: from an empty bucket before the span
             b = calendar.add(b, -1)
-        stop = last if span is None else min(last, span[1] + 1)
+        stop = last
+        if span is not None:  # to two buckets after the data that follows the span
+            hi = calendar.floor(span[1])
+            while calendar.add(hi) in out:
+                hi = calendar.add(hi)
+            stop = min(last, calendar.add(hi, 3))
         while b < stop:
             out.setdefault(b, fill_value(fill))
             b = calendar.add(b)
