@@ -553,7 +553,7 @@ def stored_sets(draw):
     out = {}
     for k in range(draw(st.integers(1, 3))):
         times = draw(st.lists(st.integers(-90 * M, 150 * M), min_size=1, max_size=14, unique=True))
-        values = draw(st.lists(st.integers(0, 999), min_size=len(times), max_size=len(times)))
+        values = draw(st.lists(st.integers(-99, 999), min_size=len(times), max_size=len(times)))
         scale = draw(st.sampled_from([D(1), D("0.01")]))
         out[f"h{k}"] = sorted((T + t, v * scale) for t, v in zip(times, values, strict=True))
     return out

@@ -167,5 +167,5 @@ def test_a_fill_makes_only_the_buckets_an_answer_can_show():
     pts = [(start + 3_600_050, D(1))]
     span = (start + 3_600_000 - 1, start + 3_600_100 + 1)
     out = series.downsample(pts, 1, "sum", "zero", start, end, None, span)
-    assert len(out) == 105 and dict(out)[start + 3_600_050] == 1  # the span and two after
+    assert len(out) == 106 and dict(out)[start + 3_600_050] == 1  # the span, one before, two after
     assert dict(out)[start + 3_600_049] == 0

@@ -287,15 +287,16 @@ def downsample(
 
 
 def _fill(out: dict, fill: str, grid: range, span: tuple[int, int] | None) -> None:
-    """Empty buckets of ``grid`` take the fill value: only around ``span``, from an empty
-    bucket before it to two after the data that follows it (a rate dropping resets reads back
+    """Empty buckets of ``grid`` take the fill value: only around ``span``, from two empty
+    buckets before it to two after the data that follows it (a rate dropping resets reads back
     past a run of buckets with data, and a series lasts as long as its rates do)."""
     if span is not None and grid:
         step = grid.step
         lo = max(grid.start, grid.start + -(-(span[0] - grid.start) // step) * step)
-        while lo > grid.start and lo in out:
-            lo -= step
+        while lo > grid.start and (lo in out or lo - step in out):
+            lo -= step  # two empty buckets in a row: the rate between them is not a reset
         hi = lo + max(0, (span[1] - lo) // step) * step
+        lo = max(grid.start, lo - step)
         while hi + step in out:
             hi += step
         grid = range(lo, min(grid.stop, hi + 3 * step), step)
