@@ -32,11 +32,11 @@ tables:
 YEARS = range(1700, 2026)
 
 
-def _ms(year: int) -> int:
+def year_ms(year: int) -> int:
     return int(dt.datetime(year, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
 
 
-def _level(year: int) -> int:
+def level_of(year: int) -> int:
     return 300 + (year * 37) % 101
 
 
@@ -47,7 +47,7 @@ def land_levels(target, work):
     schema.write_text(SCHEMA, encoding="utf-8")
     source = work / "levels.jsonl"
     source.write_text(
-        "".join(json.dumps({"year": y, "level": _level(y)}) + "\n" for y in YEARS),
+        "".join(json.dumps({"year": y, "level": level_of(y)}) + "\n" for y in YEARS),
         encoding="utf-8",
     )
     where = ["--project", target.project, "--instance", target.instance]
@@ -69,19 +69,19 @@ def server(bigtable_emulator, tmp_path_factory):
 def test_grafana_charts_a_series_from_1700_to_today(server):
     now = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
     q = S.grafana_query("old_levels.level", "sum")
-    status, answer = server.call("/api/query", S.grafana_body([q], _ms(1700), now))
+    status, answer = server.call("/api/query", S.grafana_body([q], year_ms(1700), now))
     assert status == 200, answer
     (series,) = answer
-    assert {int(t): v for t, v in series["dps"].items()} == {_ms(y): _level(y) for y in YEARS}
+    assert {int(t): v for t, v in series["dps"].items()} == {year_ms(y): level_of(y) for y in YEARS}
     # a window before 1970 only, in seconds (Grafana without msResolution), end included
-    body = S.grafana_body([q], _ms(1850), _ms(1860), ms_resolution=False)
+    body = S.grafana_body([q], year_ms(1850), year_ms(1860), ms_resolution=False)
     (series,) = server.call("/api/query", body)[1]
-    assert {int(t) * 1000 for t in series["dps"]} == {_ms(y) for y in range(1850, 1861)}
+    assert {int(t) * 1000 for t in series["dps"]} == {year_ms(y) for y in range(1850, 1861)}
 
 
 def test_relative_and_absolute_starts_before_1970(server):
     q = S.grafana_query("old_levels.level", "sum", "0all-count")
-    for start in ("400y-ago", "1700/01/01", str(_ms(1700)), f"{_ms(1700) // 1000}"):
+    for start in ("400y-ago", "1700/01/01", str(year_ms(1700)), f"{year_ms(1700) // 1000}"):
         status, answer = server.call("/api/query", S.grafana_body([q], start, None))
         assert status == 200, (start, answer)
         assert list(answer[0]["dps"].values()) == [len(YEARS)], start

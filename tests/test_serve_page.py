@@ -144,7 +144,11 @@ def test_the_page_draws_a_series_from_1700_to_today(bigtable_emulator, tmp_path,
     schema = early.land_levels(target, tmp_path)
     server = S.Server(target, "--schema", str(schema))
     try:
-        params = {"metric": "old_levels.level", "aggregator": "sum", "start": str(early._ms(1700))}
+        params = {
+            "metric": "old_levels.level",
+            "aggregator": "sum",
+            "start": str(early.year_ms(1700)),
+        }
         browser.get(f"{server.url}/?{urlencode(params)}")
         WebDriverWait(browser, 30).until(
             lambda d: d.find_element("tag name", "body").get_attribute("data-drawn")
@@ -154,7 +158,7 @@ def test_the_page_draws_a_series_from_1700_to_today(bigtable_emulator, tmp_path,
         )
         drawn, per_px_x, per_px_y = drawn_series(browser)
         (line,) = drawn.values()
-        want = [(early._ms(y), early._level(y)) for y in early.YEARS]
+        want = [(early.year_ms(y), early.level_of(y)) for y in early.YEARS]
         assert len(line) == len(want)
         for (t, v), (dt, dv) in zip(want, line, strict=True):
             assert abs(t - dt) <= per_px_x and abs(v - dv) <= per_px_y * 0.01
