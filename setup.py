@@ -89,6 +89,8 @@ setup(
             GRPCIO_TOOLS,
             # drives headless Chromium in the btts serve page test (make browser installs it)
             "selenium>=4.20,<5",
+            # an OpenTSDB client from PyPI: btts serve answers its query and suggest calls
+            "pyopentsdb>=0.2,<0.3",
         ],
     },
     entry_points={"console_scripts": ["btts = btts_cli.main:main"]},

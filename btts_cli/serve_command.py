@@ -49,8 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--max_scan_rows",
         type=int,
         default=0,
-        help="allow queries that scan (a key field before the time left open) up to N rows; "
-        "default 0: such queries get a 400 naming the tag they need",
+        help="kept for compatibility: a query that leaves a key field open (a panel with only "
+        "a metric) enumerates its values from the keys, one keys-only read per value, instead "
+        "of scanning",
     )
     serve.add_argument(
         "--deadline", type=float, default=30.0, help="seconds one request may read for (504 beyond)"

@@ -24,7 +24,9 @@ def test_exact_decimals_stay_exact_through_sum_min_max_and_avg():
     assert series.run_aggregator("avg", values) == D("0.3")
     assert series.render_number(series.run_aggregator("sum", [D("600.55"), D("0.05")])) == "600.60"
     assert series.render_number(D("5.00")) == "5"
-    assert series.render_number(float("nan")) == "NaN" and series.render_number(None) == "null"
+    # NaN as OpenTSDB's Jackson writes it: a JSON string, never a bare NaN
+    assert series.render_number(float("nan")) == '"NaN"' and series.render_number(None) == "null"
+    assert series.render_number(float("nan"), "null") == "null"
 
 
 def test_dev_is_the_population_deviation_and_percentiles_follow_commons_math():
@@ -45,7 +47,7 @@ def test_downsample_fills_empty_buckets(fill, value):
     assert out[0] == 2 and out[20] == 5
     if value == "absent":
         assert 10 not in out
-    elif value == "nan":
+    elif value in ("nan", None):  # both are NaN inside; only the writing differs
         assert math.isnan(out[10])
     else:
         assert out[10] == value
@@ -54,6 +56,9 @@ def test_downsample_fills_empty_buckets(fill, value):
 def test_rate_counter_wrap_reset_value_and_dropped_resets():
     pts = [(0, 10), (1000, 20), (2000, 5), (3000, 15)]
     assert series.rate(pts) == [(1000, 10.0), (2000, -15.0), (3000, 10.0)]
+    first = series.rate_span(pts)[0]  # the rate from time zero: none for a point at 1970
+    assert first[0] == 0 and math.isnan(first[1])
+    assert series.rate_span([(2000, 10)]) == [(2000, 5.0)]
     assert series.rate(pts, counter=True, drop_resets=True) == [(1000, 10.0), (3000, 10.0)]
     assert series.rate(pts, counter=True, counter_max=30) == [
         (1000, 10.0),
@@ -70,16 +75,18 @@ def test_rate_counter_wrap_reset_value_and_dropped_resets():
 def test_aggregation_interpolates_inside_a_series_only():
     a = [(0, D(0)), (10, D(10))]
     b = [(5, D(100)), (20, D(200))]
-    out = dict(series.aggregate([a, b], "sum", interpolate=True))
+    out = dict(series.aggregate([a, b], "sum"))
     # t=0: b has not started; t=5: a interpolated 5; t=10: b interpolated; t=20: a has ended
     assert out == {0: D(0), 5: D(105), 10: D(10) + D(100) + D(100) * 5 / 15, 20: D(200)}
-    assert dict(series.aggregate([a, b], "zimsum", interpolate=True)) == {
+    assert dict(series.aggregate([a, b], "zimsum")) == {
         0: 0,
         5: 100,
         10: 10,
         20: 200,
     }
-    assert dict(series.aggregate([a, b], "sum", interpolate=False))[5] == D(100)
+    # rates are never interpolated: each series counts with its latest rate
+    ra, rb = [(1000, 1.0), (3000, 2.0)], [(2000, 10.0), (4000, 20.0)]
+    assert dict(series.aggregate([ra, rb], "sum", rates=True)) == {3000: 12.0, 4000: 20.0}
 
 
 def test_times_intervals_and_m_expressions():
@@ -108,7 +115,10 @@ def test_filters_match_like_opentsdb():
     assert f("literal_or", "a|b").match("b") and not f("literal_or", "a|b").match("c")
     assert f("iliteral_or", "Web01").match("web01")
     assert f("not_literal_or", "a").match("b") and not f("not_literal_or", "a").match("a")
-    assert f("wildcard", "web*.com").match("WEB01.example.com")
+    # OpenTSDB's wildcard is case-sensitive; iwildcard ignores case
+    assert f("wildcard", "web*.com").match("web01.example.com")
+    assert not f("wildcard", "web*.com").match("WEB01.example.com")
+    assert f("iwildcard", "web*.com").match("WEB01.example.com")
     assert f("regexp", "^web0[12]").match("web02.x") and not f("regexp", "^web0[12]").match("web3")
 
 
@@ -149,3 +159,13 @@ def test_the_readme_lists_the_builtin_metrics_btts_serve_list_prints():
         if line.startswith("| `") and "." in line.split("`")[1]
     ]
     assert rows == want
+
+
+def test_a_fill_makes_only_the_buckets_an_answer_can_show():
+    # the read window is whole hours; a 1 ms fill over it would be 7.2 million buckets
+    start, end = 1_426_536_000_000, 1_426_536_000_000 + 7_200_000
+    pts = [(start + 3_600_050, D(1))]
+    span = (start + 3_600_000 - 1, start + 3_600_100 + 1)
+    out = series.downsample(pts, 1, "sum", "zero", start, end, None, span)
+    assert len(out) == 106 and dict(out)[start + 3_600_050] == 1  # the span, one before, two after
+    assert dict(out)[start + 3_600_049] == 0

@@ -133,3 +133,36 @@ def test_the_page_draws_what_the_api_answers(bigtable_emulator, tmp_path, browse
         browser.save_screenshot(str(REPO / "docs" / "serve-page.png"))
     finally:
         server.stop()
+
+
+def test_the_page_draws_a_series_from_1700_to_today(bigtable_emulator, tmp_path, browser):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests import test_serve_early as early
+
+    target = S.new_target()
+    schema = early.land_levels(target, tmp_path)
+    server = S.Server(target, "--schema", str(schema))
+    try:
+        params = {
+            "metric": "old_levels.level",
+            "aggregator": "sum",
+            "start": str(early.year_ms(1700)),
+        }
+        browser.get(f"{server.url}/?{urlencode(params)}")
+        WebDriverWait(browser, 30).until(
+            lambda d: d.find_element("tag name", "body").get_attribute("data-drawn")
+        )
+        assert browser.find_element("tag name", "body").get_attribute("data-drawn") == "yes", (
+            browser.find_element("id", "status").text
+        )
+        drawn, per_px_x, per_px_y = drawn_series(browser)
+        (line,) = drawn.values()
+        want = [(early.year_ms(y), early.level_of(y)) for y in early.YEARS]
+        assert len(line) == len(want)
+        for (t, v), (dt, dv) in zip(want, line, strict=True):
+            assert abs(t - dt) <= per_px_x and abs(v - dv) <= per_px_y * 0.01
+        errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+        assert not errors, errors
+    finally:
+        server.stop()

@@ -3,8 +3,8 @@ arithmetic (:mod:`btts.tsdb.series`), then the response list, rendered as JSON w
 exactly as stored.
 
 A downsample of whole hours with ``avg``, ``sum`` or ``count`` reads the metric's rollup table
-(hourly sums and counts) for the whole hours of the range, and the points only for the partial
-hours at its edges; ``showQuery`` says which tables and ranges answered.
+(hourly sums and counts) for the whole hours of the read window, and the points only for any
+partial hour at its edges; ``showQuery`` says which tables and ranges answered.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from btts.tsdb import reads, series
-from btts.tsdb.catalog import Catalog, Metric
+from btts.tsdb.catalog import Catalog, Metric, Source
 from btts.tsdb.request import BadRequest, SubQuery, TsQuery
 
 __all__ = ["Limits", "answer", "render"]
@@ -36,27 +36,83 @@ class Result:
     aggregate_tags: list
     dps: list
     query: dict | None = None
+    fill: str = "none"  # how a missing value is written: null for "null", else "NaN"
 
 
-def _rollup_source(metric: Metric, q: SubQuery, tenant: str | None, allow_scan: bool):
-    """The rollup table answering ``q``'s downsample, and whether it is a bounded scan."""
+def _rollup_source(metric: Metric, q: SubQuery) -> Source | None:
+    """The rollup table answering ``q``'s downsample (hourly sums and counts), if any: a key
+    field the query leaves open is enumerated from the keys, as for the points."""
     ds = q.downsample
     if ds is None or ds.aggregator not in ROLLUP_AGGREGATORS or not metric.rollups:
-        return None, False
-    if ds.interval_ms == 0 or ds.interval_ms % reads.HOUR_MS:
-        return None, False
+        return None
+    if ds.interval_ms == 0 or ds.interval_ms % reads.HOUR_MS or ds.calendar is not None:
+        return None
     tags = {f.tagk for f in q.filters}
-    for source in metric.rollups:
-        if tags <= set(source.tags):
-            missing = reads.missing_tag(source, q.filters, tenant)
-            if missing is None or (allow_scan and not metric.points):
-                return source, missing is not None
-    return None, False
+    return next((s for s in metric.rollups if tags <= set(s.tags)), None)
+
+
+def _rollup_partials(
+    reader: reads.Reader, metric: Metric, rollup: Source, q: SubQuery, window, described: list
+) -> dict:
+    """``{series: [(hour, sum, count)…]}`` over the read window: the rollup's whole hours, the
+    points of any partial hour at the edges."""
+    first, last = reads.whole_hours(*window)
+    partials: dict = {}
+    covered: set | None = None
+    if first < last:
+        rp = reads.plan(reader, rollup, q.filters, first, last)
+        covered = {_series_key(c, rollup.tags) for c in rp.combos}
+        rp.scans = [replace(s, start_ms=None, end_ms=None) for s in rp.scans]
+        described.append(f"rollup {rollup.name} (hourly sum/count) for whole hours")
+        described += rp.describe()
+        for key, parts in reads.read_rollup(reader, rp, q.filters, first, last).items():
+            partials.setdefault(key, []).extend(parts)
+    edges = [(a, b) for a, b in ((window[0], first), (last, window[1])) if a < b]
+    if edges and not metric.points:
+        described.append("no point table: the partial hours at the edges are left out")
+        return partials, covered
+    for a, b in edges:
+        source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
+        p = reads.plan(reader, source, q.filters, a, b, scanning)
+        described += [f"points of the partial hour(s) from {source.name}", *p.describe()]
+        for key, points in reads.read_points(reader, p, q.filters).items():
+            hours: dict[int, list] = {}
+            for ts, v in points:
+                acc = hours.setdefault(ts - ts % reads.HOUR_MS, [0, 0])
+                acc[0] += v
+                acc[1] += 1
+            partials.setdefault(key, []).extend((h, s, c) for h, (s, c) in hours.items())
+    return partials, covered
+
+
+def _series_key(combo: dict, tags) -> tuple:
+    return tuple(sorted((t, str(v)) for t, v in combo.items() if t in tags))
+
+
+def _uncovered(reader, metric: Metric, q: SubQuery, window, covered, described: list) -> dict:
+    """The points of the series the point table holds and the rollup does not (landed
+    without ``--hourly_rollup``): a rollup answers only for what it covers."""
+    if covered is None or not metric.points:
+        return {}
+    source, _ = reads.choose(metric, q.filters, reader.tenant, False)
+    p = reads.plan(reader, source, q.filters, *window)
+    if not p.combos or len(p.combos) != len(p.scans):  # salted: no per-series ranges
+        return {}
+    tags = {t for key in covered for t, _ in key}
+    keep = [i for i, c in enumerate(p.combos) if _series_key(c, tags) not in covered]
+    if not keep:
+        return {}
+    p.scans = [p.scans[i] for i in keep]
+    p.combos = [p.combos[i] for i in keep]
+    described += [f"{len(keep)} series the rollup lacks, from {source.name}", *p.describe()]
+    return reads.read_points(reader, p, q.filters)
 
 
 def run_sub(
     reader: reads.Reader, catalog: Catalog, q: SubQuery, tq: TsQuery, limits: Limits
 ) -> list[Result]:
+    """One sub-query: read the window OpenTSDB would read (:func:`series.scan_window`) from
+    the table whose key serves it, then :func:`compute`."""
     try:
         metric = catalog.get(q.metric)
     except LookupError as exc:
@@ -69,71 +125,32 @@ def run_sub(
             "use a longer interval",
             413,
         )
-    allow_scan = limits.max_scan_rows > 0
     described: list[str] = []
-    rollup, rollup_scan = _rollup_source(metric, q, reader.tenant, allow_scan)
-    partials: dict | None = None
+    window = series.scan_window(tq.start_ms, tq.end_ms, ds.interval_ms if ds else 0)
+    rollup = _rollup_source(metric, q)
     if rollup is not None:
-        first, last = reads.whole_hours(tq.start_ms, tq.end_ms)
-        partials = {}
-        if first < last:
-            rp = reads.plan(reader, rollup, q.filters, first, last, rollup_scan)
-            rp.scans = [replace(s, start_ms=None, end_ms=None) for s in rp.scans]
-            described.append(f"rollup {rollup.name} (hourly sum/count) for whole hours")
-            described += rp.describe()
-            for key, parts in reads.read_rollup(reader, rp, q.filters, first, last).items():
-                partials.setdefault(key, []).extend(parts)
-        edges = [(a, b) for a, b in ((tq.start_ms, first), (last, tq.end_ms)) if a < b]
-        if edges and metric.points:
-            source, scanning = reads.choose(metric, q.filters, reader.tenant, allow_scan)
-            for a, b in edges:
-                p = reads.plan(reader, source, q.filters, a, b, scanning)
-                described += [f"points of the partial hour(s) from {source.name}", *p.describe()]
-                for key, points in reads.read_points(reader, p, q.filters).items():
-                    hours: dict[int, list] = {}
-                    for ts, v in points:
-                        acc = hours.setdefault(ts - ts % reads.HOUR_MS, [0, 0])
-                        acc[0] += v
-                        acc[1] += 1
-                    partials.setdefault(key, []).extend((h, s, c) for h, (s, c) in hours.items())
-        elif edges:
-            described.append("no point table: the partial hours at the edges are left out")
+        partials, covered = _rollup_partials(reader, metric, rollup, q, window, described)
         data = {
             key: series.downsample_partials(
-                sorted(parts), ds.interval_ms, ds.aggregator, ds.fill, tq.start_ms, tq.end_ms
+                sorted(parts), ds.interval_ms, ds.aggregator, ds.fill, *window, _fill_span(ds, tq)
             )
             for key, parts in partials.items()
         }
+        for key, pts in _uncovered(reader, metric, q, window, covered, described).items():
+            data[key] = series.downsample(
+                pts, ds.interval_ms, ds.aggregator, ds.fill, *window, None, _fill_span(ds, tq)
+            )
+        results = compute(metric.name, data, q, tq, downsampled=True)
     else:
         if not metric.points and metric.rollups:
-            need = reads.missing_tag(metric.rollups[0], q.filters, reader.tenant)
-            if need and not allow_scan:
-                raise reads.NeedsTag(
-                    f"{metric.name}: the query would scan table {metric.rollups[0].name} (key "
-                    f"{metric.rollups[0].key_text()}): give the tag {need}"
-                )
             raise BadRequest(
                 f"{metric.name} is only kept as hourly sums and counts ({metric.rollups[0].name}): "
                 "downsample it by 1h (or a multiple) with avg, sum or count"
             )
-        source, scanning = reads.choose(metric, q.filters, reader.tenant, allow_scan)
-        p = reads.plan(reader, source, q.filters, tq.start_ms, tq.end_ms, scanning)
+        source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
+        p = reads.plan(reader, source, q.filters, *window, scanning)
         described += p.describe()
-        data = reads.read_points(reader, p, q.filters)
-        if ds is not None:
-            data = {
-                key: series.downsample(
-                    pts, ds.interval_ms, ds.aggregator, ds.fill, tq.start_ms, tq.end_ms
-                )
-                for key, pts in data.items()
-            }
-    if q.rate is not None:
-        r = q.rate
-        data = {
-            key: series.rate(pts, r.counter, r.counter_max, r.reset_value, r.drop_resets)
-            for key, pts in data.items()
-        }
-    results = _group(metric.name, data, q, ds is None)
+        results = compute(metric.name, reads.read_points(reader, p, q.filters), q, tq)
     if tq.show_query:
         shown = {**dict(q.raw), "index": q.index, "btts": {"reads": described}}
         for r in results:
@@ -141,26 +158,70 @@ def run_sub(
     return results
 
 
-def _group(name: str, data: dict, q: SubQuery, interpolate: bool) -> list[Result]:
+def _fill_span(ds, tq: TsQuery) -> tuple[int, int]:
+    """The buckets a fill must make: those the answer shows and the one before (a rate)."""
+    return tq.start_ms - ds.interval_ms, tq.end_ms + ds.interval_ms
+
+
+def _bucket_window(ds, tq: TsQuery) -> tuple[int, int]:
+    """The window a series is downsampled over: ``0all`` is one bucket of the query range
+    itself, an interval buckets the whole read window."""
+    if ds.interval_ms == 0:
+        return tq.start_ms, tq.end_ms
+    return series.scan_window(tq.start_ms, tq.end_ms, ds.interval_ms)
+
+
+def compute(
+    name: str, data: dict, q: SubQuery, tq: TsQuery, downsampled: bool = False
+) -> list[Result]:
+    """The answer of one sub-query from the points read over its scan window
+    (``{series key: [(ts, value), …]}``), in OpenTSDB's order: downsample, rate, group and
+    aggregate, clip to ``[start, end]``. Pure: the conformance suite runs it directly."""
+    if q.explicit_tags:  # explicitTags: the series whose tags are exactly the ones named
+        named = {f.tagk for f in q.filters}
+        data = {key: pts for key, pts in data.items() if {t for t, _ in key} == named}
+    ds = q.downsample
+    if ds is not None and not downsampled:
+        window, span = _bucket_window(ds, tq), _fill_span(ds, tq)
+        data = {
+            key: series.downsample(
+                pts, ds.interval_ms, ds.aggregator, ds.fill, *window, ds.calendar, span
+            )
+            for key, pts in data.items()
+        }
+    if q.rate is not None:
+        r = q.rate
+        data = {
+            key: series.rate_span(pts, r.counter, r.counter_max, r.reset_value, r.drop_resets)
+            for key, pts in data.items()
+        }
+    return _group(name, data, q, tq)
+
+
+def _group(name: str, data: dict, q: SubQuery, tq: TsQuery) -> list[Result]:
     group_by = sorted({f.tagk for f in q.filters if f.group_by})
     groups: dict[tuple, list] = {}
     for key in sorted(data):
         labels = dict(key)
         groups.setdefault(tuple(labels.get(t, "") for t in group_by), []).append(key)
-    fill = series.fill_value(q.downsample.fill) if q.downsample else None
+    fill = q.downsample.fill if q.downsample else "none"
+    rates = q.rate is not None
     out = []
     for members in groups.values():
         if q.aggregator == "none":
             for key in members:
-                out.append(Result(name, dict(key), [], data[key]))
+                dps = series.aggregate([data[key]], "none", rates)
+                out.append(Result(name, dict(key), [], dps, fill=fill))
             continue
         all_tags = [dict(k) for k in members]
         common = {
             t: v for t, v in all_tags[0].items() if all(other.get(t) == v for other in all_tags)
         }
         aggregated = sorted({t for tags in all_tags for t in tags} - set(common))
-        dps = series.aggregate([data[k] for k in members], q.aggregator, interpolate, fill)
-        out.append(Result(name, common, aggregated, dps))
+        dps = series.aggregate([data[k] for k in members], q.aggregator, rates)
+        out.append(Result(name, common, aggregated, dps, fill=fill))
+    for r in out:
+        r.dps = series.clip(r.dps, tq.start_ms, tq.end_ms)
     return [r for r in out if r.dps]
 
 
@@ -178,17 +239,23 @@ def answer(reader: reads.Reader, catalog: Catalog, tq: TsQuery, limits: Limits) 
     return results
 
 
-def render(results: Sequence[Result], ms_resolution: bool) -> bytes:
-    """The response body: OpenTSDB's list of ``{metric, tags, aggregateTags, dps}``."""
+def render(results: Sequence[Result], ms_resolution: bool, arrays: bool = False) -> bytes:
+    """The response body: OpenTSDB's list of ``{metric, tags, aggregateTags, dps}``; with
+    ``arrays`` (``?arrays=true``) ``dps`` is ``[[ts, value], …]`` and a missing value is
+    ``null`` (Grafana's Go backend decodes numbers only)."""
     parts = []
     for r in results:
         dps: dict[int, str] = {}
+        fill = "null" if arrays else r.fill
         for ts, value in r.dps:
-            dps[ts if ms_resolution else ts // 1000] = series.render_number(value)
-        body = ",".join(f'"{t}":{v}' for t, v in dps.items())
+            dps[ts if ms_resolution else ts // 1000] = series.render_number(value, fill)
+        if arrays:
+            body = "[" + ",".join(f"[{t},{v}]" for t, v in dps.items()) + "]"
+        else:
+            body = "{" + ",".join(f'"{t}":{v}' for t, v in dps.items()) + "}"
         head = {"metric": r.metric, "tags": r.tags, "aggregateTags": r.aggregate_tags}
         if r.query is not None:
             head["query"] = r.query
         text = json.dumps(head)
-        parts.append(text[:-1] + ',"dps":{' + body + "}}")
+        parts.append(text[:-1] + ',"dps":' + body + "}")
     return ("[" + ",".join(parts) + "]").encode("utf-8")

@@ -5,10 +5,9 @@ segment up to its time: a tag given literal values fixes a segment (one range pe
 ``*``/wildcard/regexp tag over a key field enumerates that field's values from the keys (one
 one-row, keys-only read per distinct value: never every cell), a salt fans out over its
 buckets, and the time segment bounds each range (reversed timestamps swap the bounds, via
-:mod:`transforms.scans.key_ranges`). A key field before the time that the query does not mention
-would make the read a scan: that table is not used, and when no table serves the query it is
-refused naming the tag and the table (:class:`NeedsTag`), unless ``max_scan_rows`` allows a
-bounded scan.
+:mod:`transforms.scans.key_ranges`). A key field before the time that the query does not mention is
+enumerated the same way (a metric-only query aggregates every series, as OpenTSDB does); a table
+whose key the query names fully is preferred.
 
 Rows are decoded by the query engine's declared-query decoder, so every layout (columns,
 blobs, one row per field) gives the same records as ``btts query``.
@@ -42,11 +41,9 @@ from transforms.text import keys
 
 __all__ = [
     "HOUR_MS",
-    "NeedsTag",
     "Reader",
     "choose",
     "discover_entries",
-    "missing_tag",
     "plan",
     "read_points",
     "read_rollup",
@@ -55,6 +52,7 @@ __all__ = [
 
 HOUR_MS = core.HOUR_MS
 MAX_DISTINCT = 10_000
+MAX_SAMPLED = 1000  # key values sampled for map entries
 PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
 
@@ -155,9 +153,12 @@ class Reader:
         with ThreadPoolExecutor(max_workers=min(PARALLEL_SCANS, len(scans))) as pool:
             return list(pool.map(lambda s: self.scan(s, cells, scanning), scans))
 
-    def distinct(self, decl, prefix: bytes, seg_field: str, scanning: bool) -> list[object]:
+    def distinct(
+        self, decl, prefix: bytes, seg_field: str, scanning: bool, at_most: int = 0
+    ) -> list[object]:
         """The distinct values of the key segment right after ``prefix``: one keys-only,
-        one-row read per value, each skipping past the previous value's rows."""
+        one-row read per value, each skipping past the previous value's rows. More than
+        ``MAX_DISTINCT`` is a 413; with ``at_most`` the first that many are enough."""
         delim = decl.key.delimiter.encode("utf-8")
         end = keys.prefix_end(prefix) if prefix else b""
         start, out = prefix, []
@@ -176,6 +177,8 @@ class Reader:
                 out.append(key_ranges.split_key(decl, key)[seg_field])
             except ValueError as exc:  # not this declaration's key: say so, do not guess
                 raise BadRequest(f"{decl.name}: {exc}", 500) from None
+            if at_most and len(out) >= at_most:
+                return out
             if len(out) > MAX_DISTINCT:
                 raise BadRequest(f"More than {MAX_DISTINCT} values of {seg_field}", 413)
             start = keys.prefix_end(prefix + text + delim)
@@ -226,20 +229,13 @@ def choose(
             f"{metric.name} has no tag {', '.join(sorted(tags - set(metric.tags)))}; tags: {known}"
         )
     ready = [s for s in fits if missing_tag(s, filters, tenant) is None]
-    if ready:
-        by_tag = _by_tag(filters)
-        return min(
-            ready, key=lambda s: sum(_literals(by_tag[t]) is None for t in s.tags if t in by_tag)
-        ), False
-    source = fits[0]
-    need = missing_tag(source, filters, tenant)
-    if allow_scan:
-        return source, True
-    raise NeedsTag(
-        f"{metric.name}: the query would scan table {source.name} (key {source.key_text()}): "
-        f"give the tag {need} (a value, a|b, or * to group by it); table {source.name} then "
-        "reads one key range per value. Or start btts serve with --max_scan_rows N."
-    )
+    by_tag = _by_tag(filters)
+    # a key field the query leaves open is enumerated from the keys (one keys-only read per
+    # value), as a * would be: a metric-only query (a new Grafana panel) reads key ranges too
+    return min(
+        ready or fits,
+        key=lambda s: sum(_literals(by_tag.get(t, [])) is None for t in s.tags),
+    ), False
 
 
 def plan(
@@ -253,12 +249,30 @@ def plan(
     """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
     segments, others enumerate, a salt fans out, the time segment bounds each range. A tag
     value no key can hold (a delimiter, text for a number) is a 400."""
+    # a window reaching before the times the key can hold reads from its earliest; one wholly
+    # before reads nothing (but still finds the series: a lookup plans over [0, 1))
+    start_ms = max(start_ms, earliest_ms(source))
+    empty = end_ms <= start_ms
     try:
-        return _plan(reader, source, filters, start_ms, end_ms, scanning)
+        out = _plan(reader, source, filters, start_ms, max(end_ms, start_ms + 1), scanning)
     except BadRequest:
         raise
     except ValueError as exc:
         raise BadRequest(f"{source.name}: {exc}") from None
+    if empty:
+        out.scans = []
+    return out
+
+
+def earliest_ms(source: Source) -> int:
+    """The first time the key of ``source`` can hold: its time field's declared ``earliest``
+    (1970 unless declared)."""
+    refs = source.schema.field_by_ref()
+    for seg in source.table.decl.key.segments:
+        if seg.kind in table_model.TIME_KINDS:
+            spec = refs.get(seg.field or "")
+            return spec.earliest_ms if spec is not None and spec.type == "time" else 0
+    return 0
 
 
 def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
@@ -395,38 +409,60 @@ def read_rollup(
 def discover_entries(
     target: Target, tables: Sequence, tenant: str | None = None, rows: int = 200
 ) -> dict[tuple[str, str, str], list[str]]:
-    """The map entries (column qualifiers) the first ``rows`` rows of each map table hold:
-    the names of ``DATASET.FIELD.ENTRY`` metrics."""
+    """The map entries (column qualifiers) the map tables hold: the names of
+    ``DATASET.FIELD.ENTRY`` metrics. Each value of the key's first field (each host) is
+    sampled, ``rows`` rows of it, so an entry only a late-sorting host sends is found too."""
     out: dict[tuple[str, str, str], list[str]] = {}
     with BigtableDataClient(project=target.project) as client:
+        reader = Reader(client, target, tenant=tenant)
         for schema, table, field_name in tables:
             families = {c.family for c in table.columns if c.each == field_name}
-            span = None
-            if tenant is not None:
-                prefix = key_ranges.key_prefix(table.decl, {_tenant_field(table): tenant})
-                span = [RowRange(start_key=prefix, end_key=keys.prefix_end(prefix))]
-            query = ReadRowsQuery(
-                row_ranges=span,
-                limit=rows,
-                row_filter=row_filters.RowFilterChain(
-                    filters=[
-                        row_filters.CellsColumnLimitFilter(1),
-                        row_filters.StripValueTransformerFilter(True),
-                    ]
-                ),
-            )
             try:
-                found = client.get_table(target.instance, table.name).read_rows(query)
-            except gexc.NotFound:
+                names = {
+                    c.qualifier.decode("utf-8", "replace")
+                    for prefix in _sample_prefixes(reader, table, tenant)
+                    for r in _first_rows(reader, table.name, prefix, rows)
+                    for c in r.cells
+                    if c.family in families
+                }
+            except BadRequest:  # a table not created yet, too many hosts: what the keys hold
                 continue
-            names = {
-                c.qualifier.decode("utf-8", "replace")
-                for r in found
-                for c in r.cells
-                if c.family in families
-            }
             out[(schema.dataset, table.name, field_name)] = sorted(names)
     return out
+
+
+def _sample_prefixes(reader: Reader, table, tenant: str | None) -> list[bytes]:
+    """The key prefixes to sample: one per value of the first key field after the tenant."""
+    decl = table.decl
+    fixed = {_tenant_field(table): tenant} if tenant is not None else {}
+    prefix = key_ranges.key_prefix(decl, fixed) if fixed else b""
+    open_fields = [
+        s for s in decl.key.segments if s.kind != "const" and not (s.kind == "tenant" and tenant)
+    ]
+    first = open_fields[0] if open_fields else None
+    if (
+        first is None
+        or not first.field
+        or first.kind in table_model.TIME_KINDS
+        or first.kind == "salt"
+    ):
+        return [prefix]
+    values = reader.distinct(decl, prefix, first.field, False, MAX_SAMPLED)
+    return [key_ranges.key_prefix(decl, {**fixed, first.field: v}) for v in values] or [prefix]
+
+
+def _first_rows(reader: Reader, table: str, prefix: bytes, rows: int) -> list[ReadRow]:
+    query = ReadRowsQuery(
+        row_ranges=[RowRange(start_key=prefix or None, end_key=keys.prefix_end(prefix) or None)],
+        limit=rows,
+        row_filter=row_filters.RowFilterChain(
+            filters=[
+                row_filters.CellsColumnLimitFilter(1),
+                row_filters.StripValueTransformerFilter(True),
+            ]
+        ),
+    )
+    return reader.read(table, query)
 
 
 def _tenant_field(table) -> str:

@@ -9,12 +9,14 @@ group holding a quantifier or an alternation, a back-reference) or when they are
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from btts.tsdb import series
+from btts.tsdb import calendar, series
+from btts.tsdb.calendar import Calendar
 
 __all__ = [
     "FILTER_TYPES",
@@ -26,6 +28,7 @@ __all__ = [
     "parse_get",
     "parse_m",
     "tag_filter",
+    "truth",
 ]
 
 MAX_REGEX = 200
@@ -42,6 +45,9 @@ UNITS_MS = {
     "y": 365 * 86_400_000,
 }
 _INTERVAL = re.compile(r"([0-9]{1,12})(ms|s|m|h|d|w|n|y)\Z")
+_NUMBER = re.compile(r"(-?[0-9]{1,17})(?:\.([0-9]{1,3}))?(ms)?\Z")
+EARLIEST_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: the earliest a time field holds
+LATEST_MS = 99_999_999_999_999
 _RELATIVE = re.compile(r"([0-9]{1,12})(ms|s|m|h|d|w|n|y)-ago\Z")
 _ABSOLUTE_FORMATS = ("%Y/%m/%d-%H:%M:%S", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d-%H:%M", "%Y/%m/%d")
 FILL_POLICIES = ("none", "nan", "null", "zero")
@@ -49,7 +55,8 @@ FILTER_TYPES = {
     "literal_or": "One or more exact values, pipe separated: web01|web02",
     "iliteral_or": "literal_or ignoring case",
     "not_literal_or": "Every value but the ones given, pipe separated",
-    "wildcard": "A value matching * wildcards: web*",
+    "wildcard": "A value matching * wildcards, case-sensitive: web*",
+    "iwildcard": "wildcard ignoring case",
     "regexp": "A Python regular expression (no back-references or nested quantifiers)",
 }
 
@@ -86,14 +93,17 @@ class TagFilter:
             return value not in self.filter.split("|")
         if self.type == "wildcard":
             return _wildcard(self.filter).fullmatch(value) is not None
+        if self.type == "iwildcard":
+            return _wildcard(self.filter.lower()).fullmatch(value.lower()) is not None
         return _regex(self.filter).search(value) is not None
 
 
 @dataclass(frozen=True)
 class Downsample:
-    interval_ms: int  # 0: one bucket for the whole range ("0all")
+    interval_ms: int  # 0: one bucket for the whole range ("0all"); nominal for a calendar
     aggregator: str
     fill: str = "none"
+    calendar: Calendar | None = field(default=None, compare=False)  # buckets on the calendar
 
     @property
     def text(self) -> str:
@@ -117,6 +127,7 @@ class SubQuery:
     rate: Rate | None = None
     filters: tuple[TagFilter, ...] = ()
     raw: Mapping = field(default_factory=dict, compare=False)
+    explicit_tags: bool = False  # only series whose tags are exactly the ones named
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,7 @@ class TsQuery:
     queries: tuple[SubQuery, ...]
     ms_resolution: bool = False
     show_query: bool = False
+    arrays: bool = False  # ?arrays=true: dps as [[ts, value], …]
 
 
 # -- times and intervals ----------------------------------------------------------------------
@@ -138,36 +150,64 @@ def parse_interval(text: str) -> int:
     return int(match.group(1)) * UNITS_MS[match.group(2)]
 
 
+def truth(value: object) -> bool:
+    """A flag as OpenTSDB reads one: ``true``/``"true"`` (any case), ``1``; ``"false"``, ``""``
+    and anything else is false."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value) if isinstance(value, (bool, int, float)) else False
+
+
+def _epoch(text: str) -> int | None:
+    """Epoch seconds (10 digits or fewer, a ``.fff`` fraction allowed) or milliseconds (more
+    digits, or an ``ms`` suffix); negative before 1970. None when not a number."""
+    match = _NUMBER.match(text)
+    if not match:
+        return None
+    whole, frac, ms = match.groups()
+    number = int(whole)
+    if ms:
+        return None if frac else number
+    if frac is not None or abs(number) < 10_000_000_000:
+        sign = -1 if whole.startswith("-") else 1
+        return number * 1000 + sign * int((frac or "0").ljust(3, "0"))
+    return number
+
+
 def parse_time(value: object, now_ms: int, what: str) -> int:
-    """Epoch seconds or milliseconds (a number or its text), ``<n><unit>-ago``, ``now`` or
-    ``yyyy/MM/dd[-HH:mm[:ss]]`` (UTC)."""
-    if isinstance(value, bool) or value is None:
+    """Epoch seconds or milliseconds (a number or its text, negative before 1970, seconds with
+    a ``.fff`` fraction, ``<n>ms``), ``<n><unit>-ago``, ``now`` or ``yyyy/MM/dd[-HH:mm[:ss]]``
+    (UTC), from year 1 on."""
+    if isinstance(value, bool) or value is None or not isinstance(value, (int, float, str)):
         raise BadRequest(f"Missing or invalid {what} time")
-    if isinstance(value, (int, float)):
-        number = int(value)
+    text = repr(value) if isinstance(value, float) else str(value).strip()
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        raise BadRequest(f"Invalid {what} time {text[:40]}")
+    if isinstance(value, float) and value == int(value):
+        text = str(int(value))
+    if text == "now":
+        return now_ms
+    relative = _RELATIVE.match(text)
+    if relative:
+        number = now_ms - int(relative.group(1)) * UNITS_MS[relative.group(2)]
     else:
-        text = str(value).strip()
-        if text == "now":
-            return now_ms
-        relative = _RELATIVE.match(text)
-        if relative:
-            return now_ms - int(relative.group(1)) * UNITS_MS[relative.group(2)]
-        if text.isdigit() and len(text) <= 13:
-            number = int(text)
-        else:
-            for fmt in _ABSOLUTE_FORMATS:
-                try:
-                    moment = dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc)
-                except ValueError:
-                    continue
-                return int(moment.timestamp() * 1000)
-            raise BadRequest(f"Invalid {what} time {text[:40]!r}")
-    if number < 0 or number > 99_999_999_999_999:
-        raise BadRequest(f"Invalid {what} time {number}")
-    return number * 1000 if number < 10_000_000_000 else number  # seconds when ≤ 10 digits
+        number = _epoch(text)
+    if number is None:
+        for fmt in _ABSOLUTE_FORMATS:
+            try:
+                moment = dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc)
+            except ValueError:
+                continue
+            return int(moment.timestamp() * 1000)
+        raise BadRequest(f"Invalid {what} time {text[:40]!r}")
+    if not EARLIEST_MS <= number <= LATEST_MS:
+        raise BadRequest(f"Invalid {what} time {text[:40]}: before year 1 or too far ahead")
+    return number
 
 
-def parse_downsample(text: str) -> Downsample:
+def parse_downsample(text: str, timezone: str = "UTC", use_calendar: bool = False) -> Downsample:
+    """``<interval>-<agg>[-<fill>]``; an interval ending in ``c`` (``1dc``), or any interval
+    with ``use_calendar``, buckets on the calendar in ``timezone``."""
     parts = str(text).strip().split("-")
     if len(parts) not in (2, 3):
         raise BadRequest(
@@ -181,10 +221,19 @@ def parse_downsample(text: str) -> Downsample:
         )
     if agg not in series.AGGREGATORS or agg == "none":
         raise BadRequest(f"No such downsampling function: {agg[:20]!r}")
+    on_calendar = interval.endswith("c") and interval != "0all"
+    interval = interval[:-1] if on_calendar else interval
     ms = 0 if interval == "0all" else parse_interval(interval)
     if ms == 0 and interval != "0all":
         raise BadRequest("Invalid interval 0: use 0all for one bucket")
-    return Downsample(ms, agg, fill)
+    if not (on_calendar or use_calendar) or ms == 0:
+        return Downsample(ms, agg, fill)
+    match = _INTERVAL.match(interval)
+    try:
+        tz = calendar.zone(str(timezone or "UTC"))
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+    return Downsample(ms, agg, fill, Calendar(int(match.group(1)), match.group(2), tz))
 
 
 # -- filters ----------------------------------------------------------------------------------
@@ -213,7 +262,7 @@ _regex = check_regex
 
 
 def _wildcard(pattern: str) -> re.Pattern:
-    return re.compile(".*".join(re.escape(p) for p in pattern.split("*")), re.IGNORECASE)
+    return re.compile(".*".join(re.escape(p) for p in pattern.split("*")))
 
 
 def tag_filter(tagk: object, kind: object, text: object, group_by: object) -> TagFilter:
@@ -232,12 +281,20 @@ def tag_filter(tagk: object, kind: object, text: object, group_by: object) -> Ta
     return out
 
 
+_FILTER_TEXT = re.compile(r"([a-z_]+)\((.*)\)\Z", re.DOTALL)
+
+
 def from_tags(tags: Mapping[str, object]) -> list[TagFilter]:
-    """OpenTSDB 1.x-style ``tags``: every one groups; ``*``/``x*`` wildcards, ``a|b`` lists."""
+    """OpenTSDB 1.x-style ``tags``: every one groups; ``*``/``x*`` wildcards, ``a|b`` lists,
+    or a filter written ``type(expression)`` (``regexp(web.*)``, ``literal_or(a|b)``)."""
     out = []
     for tagk, value in tags.items():
         if not isinstance(value, str):
             raise BadRequest(f"Tag {str(tagk)[:40]!r}: its value must be text")
+        written = _FILTER_TEXT.match(value)
+        if written and written.group(1) in FILTER_TYPES:
+            out.append(tag_filter(tagk, written.group(1), written.group(2), True))
+            continue
         kind = "wildcard" if "*" in value else "literal_or"
         out.append(tag_filter(tagk, kind, value, True))
     return out
@@ -246,7 +303,9 @@ def from_tags(tags: Mapping[str, object]) -> list[TagFilter]:
 # -- whole requests ---------------------------------------------------------------------------
 
 
-def sub_query(index: int, raw: object) -> SubQuery:
+def sub_query(
+    index: int, raw: object, timezone: str = "UTC", use_calendar: bool = False
+) -> SubQuery:
     if not isinstance(raw, dict):
         raise BadRequest("Each query must be a JSON object")
     metric = raw.get("metric")
@@ -256,21 +315,21 @@ def sub_query(index: int, raw: object) -> SubQuery:
     if not isinstance(agg, str) or agg not in series.AGGREGATORS:
         raise BadRequest(f"No such aggregator: {str(agg)[:20]!r}")
     down = raw.get("downsample")
-    downsample = parse_downsample(down) if down else None
+    downsample = parse_downsample(down, timezone, use_calendar) if down else None
     rate = None
-    if raw.get("rate"):
+    if truth(raw.get("rate")):
         opts = raw.get("rateOptions") or {}
         if not isinstance(opts, dict):
             raise BadRequest("rateOptions must be an object")
         try:
             cmax = opts.get("counterMax")
             rate = Rate(
-                bool(opts.get("counter")),
-                float(cmax) if cmax not in (None, "") else None,
+                truth(opts.get("counter")),
+                _counter_max(cmax),
                 float(opts.get("resetValue") or 0),
-                bool(opts.get("dropResets")),
+                truth(opts.get("dropResets")),
             )
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise BadRequest("rateOptions: counterMax and resetValue must be numbers") from None
     filters: list[TagFilter] = []
     raw_filters = raw.get("filters")
@@ -281,13 +340,14 @@ def sub_query(index: int, raw: object) -> SubQuery:
             if not isinstance(f, dict):
                 raise BadRequest("Each filter must be an object")
             filters.append(
-                tag_filter(f.get("tagk"), f.get("type"), f.get("filter"), f.get("groupBy"))
+                tag_filter(f.get("tagk"), f.get("type"), f.get("filter"), truth(f.get("groupBy")))
             )
     elif raw.get("tags"):
         if not isinstance(raw["tags"], dict):
             raise BadRequest("tags must be an object")
         filters = from_tags(raw["tags"])
-    return SubQuery(index, metric, agg, downsample, rate, tuple(filters), raw)
+    explicit = truth(raw.get("explicitTags"))
+    return SubQuery(index, metric, agg, downsample, rate, tuple(filters), raw, explicit)
 
 
 def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
@@ -304,8 +364,24 @@ def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
         raise BadRequest("Missing queries")
     if len(raw_queries) > MAX_QUERIES:
         raise BadRequest(f"More than {MAX_QUERIES} queries in one request", 413)
-    queries = tuple(sub_query(i, q) for i, q in enumerate(raw_queries))
-    return TsQuery(start, end, queries, bool(body.get("msResolution")), bool(body.get("showQuery")))
+    tz, use_calendar = body.get("timezone") or "UTC", truth(body.get("useCalendar"))
+    if not isinstance(tz, str):
+        raise BadRequest("timezone must be text: an IANA name (Europe/Paris)")
+    queries = tuple(sub_query(i, q, tz, use_calendar) for i, q in enumerate(raw_queries))
+    ms = truth(body.get("msResolution")) or truth(body.get("ms"))
+    return TsQuery(start, end, queries, ms, truth(body.get("showQuery")))
+
+
+def _counter_max(value: object) -> int | float | None:
+    """``counterMax``: a whole number stays an exact integer (OpenTSDB's long)."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    number = float(value)  # type: ignore[arg-type]
+    return int(number) if number == int(number) else number
 
 
 _M = re.compile(r"(?P<metric>[^{}]+)(?:\{(?P<tags>[^{}]*)\})?(?:\{(?P<filters>[^{}]*)\})?\Z")
@@ -360,5 +436,8 @@ def parse_get(params: Mapping[str, list[str]], now_ms: int | None = None) -> TsQ
         in ("", "true"),
         "showQuery": (params.get("show_query") or params.get("showQuery") or ["false"])[0]
         in ("", "true"),
+        "timezone": (params.get("timezone") or ["UTC"])[0],
+        "useCalendar": (params.get("use_calendar") or params.get("useCalendar") or ["false"])[0],
     }
-    return parse_body(body, now_ms)
+    tq = parse_body(body, now_ms)
+    return replace(tq, arrays=truth((params.get("arrays") or ["false"])[0]))

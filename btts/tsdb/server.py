@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -35,6 +36,7 @@ MAX_BODY = 1 << 20
 DRAIN_MAX = 16 << 20  # an oversize body is read and dropped up to this, then the connection closes
 VERSION = "2.4.0"
 CACHE_S = 60.0
+REFRESH_MISS_S = 5.0  # an unknown metric looks for new map entries at most this often
 
 
 class Service:
@@ -50,6 +52,17 @@ class Service:
         self.client = BigtableDataClient(project=target.project)
         self._cache: dict[tuple, tuple[float, list]] = {}
         self._lock = threading.Lock()
+        self._refreshed = time.monotonic()
+
+    def refresh_catalog(self, older_than_s: float = CACHE_S) -> None:
+        """Find the map entries again (an entry first sent after the start becomes a metric
+        without a restart), at most once per ``older_than_s``."""
+        with self._lock:
+            if time.monotonic() - self._refreshed < older_than_s or not self.catalog.map_tables():
+                return
+            self._refreshed = time.monotonic()
+        entries = reads.discover_entries(self.target, self.catalog.map_tables(), self.tenant)
+        self.catalog = Catalog(self.catalog.schemas, entries, self.tenant)
 
     def reader(self) -> reads.Reader:
         return reads.Reader(
@@ -62,11 +75,14 @@ class Service:
     # -- endpoints ---------------------------------------------------------------------------
 
     def query(self, tq: request.TsQuery) -> bytes:
+        if any(q.metric not in self.catalog.metrics for q in tq.queries):
+            self.refresh_catalog(REFRESH_MISS_S)
         results = answer.answer(self.reader(), self.catalog, tq, self.limits)
-        return answer.render(results, tq.ms_resolution)
+        return answer.render(results, tq.ms_resolution, tq.arrays)
 
     def suggest(self, kind: str, prefix: str, limit: int) -> list[str]:
         if kind == "metrics":
+            self.refresh_catalog()
             names = sorted(self.catalog.metrics)
         elif kind == "tagk":
             names = self.catalog.tag_keys()
@@ -112,6 +128,8 @@ class Service:
             request.tag_filter(f["tagk"], f["type"], f["filter"], f["groupBy"])
             for f in parsed["filters"]
         ]
+        if parsed["metric"] not in self.catalog.metrics:
+            self.refresh_catalog(REFRESH_MISS_S)
         try:
             metric = self.catalog.get(parsed["metric"])
         except LookupError as exc:
@@ -119,7 +137,8 @@ class Service:
         tags = {f.tagk for f in filters}
         sources = [s for s in metric.points + metric.rollups if tags <= set(s.tags)]
         combos = self._series_of(metric.name, sources[0], tuple(filters)) if sources else []
-        results = [{"tsuid": "", "metric": metric.name, "tags": c} for c in combos[:limit]]
+        shown = combos if limit <= 0 else combos[:limit]  # OpenTSDB: 0 or less is no limit
+        results = [{"tsuid": "", "metric": metric.name, "tags": c} for c in shown]
         return {
             "type": "LOOKUP",
             "metric": metric.name,
@@ -213,7 +232,8 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/api/search/lookup":
             if not one("m"):
                 raise BadRequest("Missing the 'm' parameter")
-            self._json(svc.lookup(one("m"), number("limit", 25)))
+            limit = one("limit", "25")  # OpenTSDB: 0 or less is no limit
+            self._json(svc.lookup(one("m"), 0 if limit.startswith("-") else number("limit", 25)))
         elif path == "/api/aggregators":
             self._json(sorted(series.AGGREGATORS))
         elif path == "/api/config/filters":
@@ -230,8 +250,8 @@ class Handler(BaseHTTPRequestHandler):
             raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
 
     def _post(self) -> None:
-        path, _ = self._params()
-        if path not in ("/api/query", "/api/query/last"):
+        path, params = self._params()
+        if path not in ("/api/query", "/api/query/last", "/api/suggest"):
             if path.startswith(
                 ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
             ):
@@ -257,7 +277,21 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise BadRequest("Unable to parse the request body as JSON") from None
-        self._send(200, self.service.query(request.parse_body(body)))
+        if path == "/api/suggest":  # pyopentsdb: {"type", "q", "max"} as a JSON body
+            if not isinstance(body, dict):
+                raise BadRequest("The suggest body must be a JSON object")
+            limit = body.get("max", 25)
+            if isinstance(limit, bool) or not isinstance(limit, int):
+                raise BadRequest(f"Invalid 'max': {str(limit)[:20]!r} is not a number")
+            kind, prefix = str(body.get("type", "")), str(body.get("q") or "")
+            self._json(self.service.suggest(kind, prefix, min(limit, 100_000)))
+            return
+        if isinstance(body, dict) and request.truth(body.get("delete")):
+            raise BadRequest("btts serve is read-only: no write or delete endpoint", 405)
+        tq = request.parse_body(body)
+        if request.truth((params.get("arrays") or ["false"])[0]):
+            tq = replace(tq, arrays=True)
+        self._send(200, self.service.query(tq))
 
 
 def make_server(service: Service, bind: str = "127.0.0.1", port: int = 4242) -> ThreadingHTTPServer:

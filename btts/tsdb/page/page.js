@@ -41,7 +41,7 @@ function showTags(given) {
 function parseTime(text) {
   const t = text.trim();
   if (!t) return undefined;
-  return /^[0-9]+$/.test(t) ? Number(t) : t;
+  return /^-?[0-9]+$/.test(t) ? Number(t) : t; // epoch ms, negative before 1970
 }
 
 function buildBody() {
