@@ -122,7 +122,12 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def _add_actions(advise: argparse.ArgumentParser) -> None:
     sub = advise.add_subparsers(dest="advise_action", metavar="ACTION", required=True)
+    _add_lint(sub)
+    _add_hotspots(sub)
+    _add_table(sub)
 
+
+def _add_lint(sub: argparse._SubParsersAction) -> None:
     lint = sub.add_parser(
         "lint",
         help="check every table declaration against docs/patterns.md §3",
@@ -148,6 +153,8 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
     )
     lint.set_defaults(func=_guarded(_lint))
 
+
+def _add_hotspots(sub: argparse._SubParsersAction) -> None:
     hot = sub.add_parser(
         "hotspots",
         help="simulate where a table's writes land over time, with a heatmap PNG",
@@ -192,6 +199,8 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
     )
     hot.set_defaults(func=_guarded(_hotspots))
 
+
+def _add_table(sub: argparse._SubParsersAction) -> None:
     table = sub.add_parser(
         "table",
         help="key/row size distribution, limits and monotonic prefixes of a real table",

@@ -381,22 +381,8 @@ def format_report(rep: TableReport) -> str:
             lines.append(f"  … {rep.over_count - 20:,} more over a limit")
     else:
         lines.append("  limits: no row over 100 MB, no cell over 10 MB, no key over 4 KiB")
-    seg = rep.segments
-    if seg is not None:
-        parts = []
-        if seg.constant:
-            parts.append(f"constant prefix {_shown(seg.constant)}")
-        if seg.position >= 0:
-            parts.append(
-                f"first varying segment {seg.position + 1}: {seg.kind} "
-                f"({seg.distinct:,} distinct in the sample)"
-            )
-        if seg.time_position >= 0:
-            parts.append(
-                f"first time-like segment {seg.time_position + 1} ({seg.time_kind}) after "
-                f"{seg.prefixes_before_time:,} distinct prefixes"
-            )
-        lines.append("  key shape: " + "; ".join(parts))
+    if rep.segments is not None:
+        lines.append("  key shape: " + "; ".join(_key_shape(rep.segments)))
     lines.append(
         f"  key order vs cell time: Spearman {rep.correlation:+.2f} over "
         f"{rep.correlation_rows:,} rows"
@@ -413,6 +399,25 @@ def format_report(rep: TableReport) -> str:
     else:
         lines.append("  verdict: no monotonic prefix")
     return "\n".join(lines)
+
+
+def _key_shape(seg: Segments) -> list[str]:
+    """What the sampled keys' segments say: a constant prefix, where they first vary, and
+    how many distinct prefixes come before the first time-like segment."""
+    parts = []
+    if seg.constant:
+        parts.append(f"constant prefix {_shown(seg.constant)}")
+    if seg.position >= 0:
+        parts.append(
+            f"first varying segment {seg.position + 1}: {seg.kind} "
+            f"({seg.distinct:,} distinct in the sample)"
+        )
+    if seg.time_position >= 0:
+        parts.append(
+            f"first time-like segment {seg.time_position + 1} ({seg.time_kind}) after "
+            f"{seg.prefixes_before_time:,} distinct prefixes"
+        )
+    return parts
 
 
 def as_dict(rep: TableReport) -> dict:

@@ -174,8 +174,20 @@ def tenant_records(records: Iterable[dict], tenant: str) -> list[dict]:
 
 def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
     """Each documented query with its answer computed from the generated records alone
-    (``balloon_queries``: each balloon layout's query, ``btts query balloon --pattern``)."""
-    # Server metrics: one host's range, the fleet's latest, the latest N.
+    (``balloon_queries``: each balloon layout's query, ``btts query balloon --pattern``).
+    One dataset at a time, so only one dataset's records are held at once."""
+    yield from _metric_checks(sizes)
+    yield from _meter_checks(sizes)
+    yield from _market_checks(sizes)
+    yield from _game_checks(sizes)
+    yield from _balloon_checks(sizes, balloon_queries)
+    yield from _battery_checks(sizes)
+    yield from _garden_and_sales_checks(sizes)
+    yield from _tenant_checks(sizes)
+
+
+def _metric_checks(sizes: Sizes) -> Iterator[Check]:
+    """Server metrics: one host's range, the fleet's latest, the latest N."""
     metrics = list(records("server_metrics", sizes))
     host = samples.host_name(min(42, sizes.hosts - 1))
     span = sizes.metric_minutes * 60_000
@@ -204,9 +216,10 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
         f"btts query recent --host {host} -n 5",
         sorted(mine, key=lambda r: -r["ts_ms"])[:5],
     )
-    del metrics
 
-    # Smart meters: one meter's day (single row), every meter's day (nightly table).
+
+def _meter_checks(sizes: Sizes) -> Iterator[Check]:
+    """Smart meters: one meter's day (single row), every meter's day (nightly table)."""
     last_day = dt.date(2017, 7, 25) + dt.timedelta(days=sizes.meter_days - 1)
     label = f"{last_day:%Y%m%d}"
     days = meter_day_records(
@@ -222,9 +235,10 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
         f"btts query meters-of-day --date {last_day}",
         list(days.values()),
     )
-    del days
 
-    # Market data: quotes and trades of one exchange + symbol between two times.
+
+def _market_checks(sizes: Sizes) -> Iterator[Check]:
+    """Market data: quotes and trades of one exchange + symbol between two times."""
     exchange, symbol, _ = samples.SYMBOLS[0]
     start, end = samples.TICKS_START_MS + 10 * 3_600_000, samples.TICKS_START_MS + 12 * 3_600_000
     ticks = [
@@ -242,7 +256,9 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
             [x for x in found if start <= x["ts_ms"] < end],
         )
 
-    # Game results: a player's month, all games of a month.
+
+def _game_checks(sizes: Sizes) -> Iterator[Check]:
+    """Game results: a player's month, all games of a month."""
     games = [
         r for r in records("game_results", sizes)
         if r["game"] == "LoL" and r["date"].startswith("2015-03")
@@ -259,7 +275,9 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
         [game_record(g) for g in sorted(games, key=lambda g: (g["date"], g["player"]))],
     )
 
-    # Weather balloons: one time range, the same answer from each of the four layouts.
+
+def _balloon_checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
+    """Weather balloons: one time range, the same answer from each of the four layouts."""
     minutes = sizes.balloon_minutes
     start = samples.BALLOONS_START_MS + (minutes // 2) * 60_000
     end = start + min(30, max(1, minutes // 4)) * 60_000
@@ -277,7 +295,9 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
             note="protobuf blobs decoded" if pattern == "TS-BLOB" else "",
         )
 
-    # Battery: salted reads merged in time order, and the promoted table for one user.
+
+def _battery_checks(sizes: Sizes) -> Iterator[Check]:
+    """Battery: salted reads merged in time order, and the promoted table for one user."""
     start = samples.BATTERY_START_MS + (sizes.battery_minutes // 4) * 60_000
     end = start + (sizes.battery_minutes // 2) * 60_000
     levels = sorted(
@@ -297,7 +317,9 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
         [b for b in levels if b["user"] == "Corrie"],
     )
 
-    # Garden and sales (short-wide month row; aggregate cells).
+
+def _garden_and_sales_checks(sizes: Sizes) -> Iterator[Check]:
+    """Garden and sales: a short-wide month row; aggregate cells."""
     yield Check(
         "A garden's month as one short-wide row (GARDEN_MONTHLY)",
         "btts query garden --garden VEGGIEGARDEN --month 2015-03",
@@ -313,7 +335,9 @@ def checks(sizes: Sizes, balloon_queries: Mapping[str, str]) -> Iterator[Check]:
         sales,
     )
 
-    # Tenants: one tenant's rows; then offboarding another by dropping its prefix.
+
+def _tenant_checks(sizes: Sizes) -> Iterator[Check]:
+    """Tenants: one tenant's rows; then offboarding another by dropping its prefix."""
     devices = list(records("device", sizes))
     yield Check(
         "A tenant's rows (DEVICE prefix TENANT#)",

@@ -94,8 +94,6 @@ class Ingest(beam.PTransform):
         self.dead_letters = dead_letter_location(options, job.name, self.run_id)
 
     def expand(self, pbegin: pvalue.PBegin) -> dict[str, beam.PCollection]:
-        from transforms.bigtable.write_aggregates import WriteAggregates
-
         options, job = self._options, self._job
         stream = options.view_as(StreamingInputOptions)
         if stream.input_subscription:
@@ -113,20 +111,24 @@ class Ingest(beam.PTransform):
         rows = built[ROWS]
         if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; no writes
             return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}
-        target = resolve_target(options)
-        timeout = options.view_as(BigtableOptions).write_timeout_seconds
-        # AddToCell rows go through the data client (one table each), SetCell rows the sink.
-        add_cells = functools.partial(
-            WriteAggregates, target.project, target.instance, operation_timeout=timeout
-        )
-        settings = write_settings(options)
-        set_cells = functools.partial(
-            WriteRows,
-            target.project,
-            target.instance,
-            timeout_s=timeout,
-            flow_control=settings.flow_control,
-        )
+        add_cells, set_cells = _sinks(options)
+        collapse = write_settings(options).collapse_latest
+        self._write_tables(rows, add_cells, set_cells, collapse)
+        dead = [built[DEAD_LETTER]]
+        out = {ROWS: rows}
+        if stream.hourly_rollup and job.rollup:
+            out[ROLLUP], too_late = self._rollup(rows, stream, add_cells, set_cells, collapse)
+            dead.append(too_late)
+        letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
+        write_dead_letters(letters, options, job.name, self.run_id)
+        out[DEAD_LETTER] = letters
+        return out
+
+    def _write_tables(
+        self, rows: beam.PCollection, add_cells: Callable, set_cells: Callable, collapse: bool
+    ) -> None:
+        """AddToCell rows go through the data client (one table each), SetCell rows the sink."""
+        job = self._job
         aggregates = [t for t in job.tables if any(f.aggregate for f in job.decls[t].families)]
         plain = [t for t in job.tables if t not in aggregates]
         if aggregates:
@@ -139,30 +141,53 @@ class Ingest(beam.PTransform):
         else:
             cells = rows
         if plain:
-            latest = _latest_only(job, plain) if settings.collapse_latest else {}
+            latest = _latest_only(job, plain) if collapse else {}
             cells | "WriteBigtable" >> set_cells(plain, latest_only=latest)
-        dead = [built[DEAD_LETTER]]
-        out = {ROWS: rows}
-        if stream.hourly_rollup and job.rollup:
-            rolled = (
-                rows
-                | "Unbatch" >> beam.FlatMap(list)  # the rollup keys and groups single rows
-                | "HourlyRollup"
-                >> Rollup(job.rollup, stream.allowed_lateness_minutes * 60_000, stream.rollup_mode)
-            )
-            batches = rolled["rows"] | "RollupBatches" >> beam.Map(lambda row: [row])
-            if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
-                rollup_table = [job.rollup.table]
-                latest = _latest_only(job, rollup_table) if settings.collapse_latest else {}
-                batches | "WriteRollup" >> set_cells(rollup_table, latest_only=latest)
-            else:
-                batches | "WriteRollup" >> add_cells(job.rollup.table)
-            dead.append(rolled[TOO_LATE])
-            out[ROLLUP] = batches
-        letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
-        write_dead_letters(letters, options, job.name, self.run_id)
-        out[DEAD_LETTER] = letters
-        return out
+
+    def _rollup(
+        self,
+        rows: beam.PCollection,
+        stream: StreamingInputOptions,
+        add_cells: Callable,
+        set_cells: Callable,
+        collapse: bool,
+    ) -> tuple[beam.PCollection, beam.PCollection]:
+        """The hourly rollup of the rows, written: its batches and its too-late dead letters."""
+        job = self._job
+        rolled = (
+            rows
+            | "Unbatch" >> beam.FlatMap(list)  # the rollup keys and groups single rows
+            | "HourlyRollup"
+            >> Rollup(job.rollup, stream.allowed_lateness_minutes * 60_000, stream.rollup_mode)
+        )
+        batches = rolled["rows"] | "RollupBatches" >> beam.Map(lambda row: [row])
+        if stream.rollup_mode == "exact":  # SetCell totals: idempotent, through the sink
+            rollup_table = [job.rollup.table]
+            latest = _latest_only(job, rollup_table) if collapse else {}
+            batches | "WriteRollup" >> set_cells(rollup_table, latest_only=latest)
+        else:
+            batches | "WriteRollup" >> add_cells(job.rollup.table)
+        return batches, rolled[TOO_LATE]
+
+
+def _sinks(options: PipelineOptions) -> tuple[Callable, Callable]:
+    """The two writers of a job's target, as ``table(s) → PTransform``: AddToCell through the
+    data client, SetCell through the sink."""
+    from transforms.bigtable.write_aggregates import WriteAggregates
+
+    target = resolve_target(options)
+    timeout = options.view_as(BigtableOptions).write_timeout_seconds
+    add_cells = functools.partial(
+        WriteAggregates, target.project, target.instance, operation_timeout=timeout
+    )
+    set_cells = functools.partial(
+        WriteRows,
+        target.project,
+        target.instance,
+        timeout_s=timeout,
+        flow_control=write_settings(options).flow_control,
+    )
+    return add_cells, set_cells
 
 
 def _latest_only(job: JobSpec, tables: Sequence[str]) -> dict[str, frozenset[str]]:

@@ -35,9 +35,10 @@ from google.cloud.bigtable.data import (
 )
 
 from transforms.bigtable import retry_harness as retry_harness_modes
+from transforms.bigtable.aggregate_batches import EntryBatches, partial_failure
 from transforms.errors import AggregateWriteError
 from transforms.metrics import NAMESPACE
-from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, AddCell, RowMutation
+from transforms.mutations import AddCell, RowMutation
 
 __all__ = ["WriteAggregates"]
 
@@ -76,7 +77,19 @@ def describe_failures(
     return out
 
 
+def _indices(group: MutationsExceptionGroup) -> set[int]:
+    """The entries (by index in the request) the failures of ``group`` name."""
+    return {
+        exc.index
+        for exc in group.exceptions
+        if isinstance(exc, FailedMutationEntryError) and exc.index is not None
+    }
+
+
 class _WriteAggregatesFn(beam.DoFn):
+    """The Beam and client shell: rows become entries, :class:`EntryBatches` says when a
+    request is full, :func:`partial_failure` what a failed one means."""
+
     def __init__(
         self,
         project: str,
@@ -104,8 +117,7 @@ class _WriteAggregatesFn(beam.DoFn):
         # runners that never call teardown.
         self._client = BigtableDataClient(project=self._project)
         self._table = self._client.get_table(self._instance, self._table_id)
-        self._batch: list[RowMutationEntry] = []
-        self._batch_cells = 0
+        self._batches = EntryBatches(self._batch_entries)
         self._held: list[RowMutation] | None = [] if self._harness else None
 
     def process(self, element: RowMutation | list) -> Iterable[None]:
@@ -121,46 +133,27 @@ class _WriteAggregatesFn(beam.DoFn):
 
     def _add(self, row: RowMutation) -> None:
         entry = to_entry(row)
-        if self._batch_cells + len(entry.mutations) > MAX_MUTATIONS_PER_REQUEST:
-            self._flush()
-        self._batch.append(entry)
-        self._batch_cells += len(entry.mutations)
-        if len(self._batch) >= self._batch_entries:
-            self._flush()
+        for entries, cells in self._batches.add(entry, len(entry.mutations)):
+            self._send(entries, cells)
 
     def _flush(self) -> None:
-        entries, cells = self._batch, self._batch_cells
-        self._batch, self._batch_cells = [], 0
-        if not entries:
-            return
+        entries, cells = self._batches.take()
+        if entries:
+            self._send(entries, cells)
+
+    def _send(self, entries: list[RowMutationEntry], cells: int) -> None:
         try:
             self._table.bulk_mutate_rows(entries, operation_timeout=self._operation_timeout)
         except MutationsExceptionGroup as group:
             failed = describe_failures(group, entries)
-            indices = {
-                exc.index
-                for exc in group.exceptions
-                if isinstance(exc, FailedMutationEntryError) and exc.index is not None
-            }
-            if len(indices) == len(failed):  # every failure names its entry: count the rest
-                ok = [e for i, e in enumerate(entries) if i not in indices]
-                self._rows.inc(len(ok))
-                self._cells.inc(sum(len(e.mutations) for e in ok))
-            self._failures.inc(len(failed))
-            shown = "; ".join(f"{key!r}: {cause}" for key, cause in failed[:5])
-            more = f" (and {len(failed) - 5} more)" if len(failed) > 5 else ""
-            applied = len(entries) - len(failed)
-            note = (
-                f" The other {applied} were applied; AddToCell is not idempotent, so a retry of "
-                "this bundle adds them again."
-                if applied > 0
-                else ""
+            outcome = partial_failure(
+                self._table_id, [len(e.mutations) for e in entries], failed, _indices(group)
             )
-            raise AggregateWriteError(
-                f"{len(failed)} of {len(entries)} AddToCell entries to {self._table_id} failed: "
-                f"{shown}{more}.{note}",
-                failed,
-            ) from group
+            if outcome.applied_rows is not None:
+                self._rows.inc(outcome.applied_rows)
+                self._cells.inc(outcome.applied_cells)
+            self._failures.inc(len(failed))
+            raise AggregateWriteError(outcome.message, failed) from group
         self._rows.inc(len(entries))
         self._cells.inc(cells)
 

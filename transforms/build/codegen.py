@@ -132,8 +132,6 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], li
     itself; both only once nothing can fail any more (a bad record appends nothing)."""
 
     src = SourceWriter(_BUILD_NAMESPACE)
-    mut = wire.MutationSource(src) if framed else None
-    tz = plan.tz
     fields = [f.spec for f in plan.fields]
     local = {f.ref: f"v{i}" for i, f in enumerate(fields)}
     types = {f.ref: f.type for f in fields}
@@ -141,7 +139,38 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], li
     digits = _digits_only(plan, types, optional)
     types.update(dict.fromkeys(digits, "integer_text"))
     src.add("def build(record, out, ent):" if framed else "def build(record):", 0)
-    # The set of fields: one C comparison first; check_fields says precisely what is wrong.
+    _add_field_checks(src, plan, local, digits)
+    if any(not _fast_table(t, types) or _salted(t) for t in plan.tables):
+        pairs = ", ".join(f"{src.const(ref, 'r')}: {local[ref]}" for ref in local)
+        src.add(f"values = {{{pairs}}}")
+        if optional:
+            src.add("values = {k: v for k, v in values.items() if v is not None}")
+    scope = _Scope(src, plan.tz, local, types, optional)
+    if framed:
+        _add_framed_rows(scope, plan.tables, wire.MutationSource(src))
+    else:
+        _add_rows(scope, plan.tables)
+    return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What every table's source is written against: the writer, the zone, each field's local
+    name, its type (as written out) and which fields are optional."""
+
+    src: SourceWriter
+    tz: dt.tzinfo
+    local: dict[str, str]
+    types: dict[str, str]
+    optional: set[str]
+
+
+def _add_field_checks(
+    src: SourceWriter, plan: BuildPlan, local: dict[str, str], digits: set[str]
+) -> None:
+    """The record's set of fields (one C comparison first; check_fields says precisely what is
+    wrong), each field parsed into its local, then the order checks between fields."""
+    fields = [f.spec for f in plan.fields]
     required = tuple(f.name for f in fields if not f.optional)
     optional_names = tuple(f.name for f in fields if f.optional)
     names_req = src.const(required, "R")
@@ -168,55 +197,67 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], li
         later, earlier = local[check.ref], local[check.after]
         src.add(f"if {later} is not None and {later} <= {earlier}:")
         src.add(f"{fail}(record)", 2)
-    if any(not _fast_table(t, types) or _salted(t) for t in plan.tables):
-        pairs = ", ".join(f"{src.const(ref, 'r')}: {local[ref]}" for ref in local)
-        src.add(f"values = {{{pairs}}}")
-        if optional:
-            src.add("values = {k: v for k, v in values.items() if v is not None}")
-    if mut:  # rows and entries go into the caller's lists at the end, when nothing can raise
-        rows_out: list[str] = []
-        entries_out: list[str] = []
-    else:
-        src.add("out = []")
-    for index, table in enumerate(plan.tables):
+
+
+def _add_rows(scope: _Scope, tables: tuple[TablePlan, ...]) -> None:
+    """The plain builder's rows: each table's row appended to ``out`` as it is made."""
+    src = scope.src
+    src.add("out = []")
+    for index, table in enumerate(tables):
         if table.spec.rows_per is not None:  # unpivoted: the general closure makes every row
-            made = f"{src.const(table.rows, 'U')}(values)"
-            if mut:
-                src.add(f"up{index} = {made}")
-                rows_out.append(f"*up{index}")
-                entries_out.append(f"*[None] * len(up{index})")
-            else:
-                src.add(f"out.extend({made})")
+            src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
             continue
-        mutations = None
-        if not _fast_table(table, types):  # cells from the general closures
-            stamp = src.const(table.stamp, "S")
-            cells = f"tuple({src.const(table.cells, 'C')}(values, *{stamp}(values)))"
-            if mut:
-                src.add(f"cells{index} = {cells}")
-                cells = f"cells{index}"
-        else:
-            cells = src.shared.get(("cells", table.signature))
-            if cells is None:  # tables with the same columns and stamps share one cells tuple
-                _stamp(src, table, local, tz, index)
-                _cells(src, table, local, types, optional, tz, index, mut)
-                cells = src.shared[("cells", table.signature)] = f"cells{index}"
-            mutations = f"m{cells[len('cells') :]}" if mut else None
-        key = _key(src, table, local, types, tz, index)
+        cells, _mutations = _table_cells(scope, table, index, None)
+        key = _key(src, table, scope.local, scope.types, scope.tz, index)
         name = src.const(table.name, "T")
+        src.add(f"out.append(({name}, {key}, {cells}))")
+    src.add("return out")
+
+
+def _add_framed_rows(
+    scope: _Scope, tables: tuple[TablePlan, ...], mut: wire.MutationSource
+) -> None:
+    """The framed builder's rows and entries: kept in locals and added to the caller's lists
+    at the end, when nothing can raise any more."""
+    src = scope.src
+    rows_out: list[str] = []
+    entries_out: list[str] = []
+    for index, table in enumerate(tables):
+        if table.spec.rows_per is not None:  # unpivoted: the writer encodes those rows
+            src.add(f"up{index} = {src.const(table.rows, 'U')}(values)")
+            rows_out.append(f"*up{index}")
+            entries_out.append(f"*[None] * len(up{index})")
+            continue
+        cells, mutations = _table_cells(scope, table, index, mut)
+        key = _key(src, table, scope.local, scope.types, scope.tz, index)
+        name = src.const(table.name, "T")
+        src.add(f"rk{index} = {key}")
+        key = f"rk{index}"
+        entries_out.append(mut.framed(mutations, key, f"re{index}") if mutations else "None")
+        rows_out.append(f"({name}, {key}, {cells})")
+    src.add(f"out += ({', '.join(rows_out)},)")
+    src.add(f"ent += ({', '.join(entries_out)},)")
+
+
+def _table_cells(
+    scope: _Scope, table: TablePlan, index: int, mut: wire.MutationSource | None
+) -> tuple[str, str | None]:
+    """The expression of a table's cells tuple, and (framed) the local of their Mutations
+    bytes, None where the general closures make the cells and the writer encodes them."""
+    src = scope.src
+    if not _fast_table(table, scope.types):  # cells from the general closures
+        stamp = src.const(table.stamp, "S")
+        cells = f"tuple({src.const(table.cells, 'C')}(values, *{stamp}(values)))"
         if mut:
-            src.add(f"rk{index} = {key}")
-            key = f"rk{index}"
-            entries_out.append(mut.framed(mutations, key, f"re{index}") if mutations else "None")
-            rows_out.append(f"({name}, {key}, {cells})")
-        else:
-            src.add(f"out.append(({name}, {key}, {cells}))")
-    if mut:
-        src.add(f"out += ({', '.join(rows_out)},)")
-        src.add(f"ent += ({', '.join(entries_out)},)")
-    else:
-        src.add("return out")
-    return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
+            src.add(f"cells{index} = {cells}")
+            cells = f"cells{index}"
+        return cells, None
+    cells = src.shared.get(("cells", table.signature))
+    if cells is None:  # tables with the same columns and stamps share one cells tuple
+        _stamp(src, table, scope.local, scope.tz, index)
+        _cells(src, table, scope.local, scope.types, scope.optional, scope.tz, index, mut)
+        cells = src.shared[("cells", table.signature)] = f"cells{index}"
+    return cells, (f"m{cells[len('cells') :]}" if mut else None)
 
 
 def _digits_only(plan: BuildPlan, types: dict, optional: set) -> set:
@@ -260,61 +301,70 @@ def _parse_inline(
         num = src.const(events.Num, "N")
         src.add(f"if type({value}) is not {num}:")
         src.add(f"{value} = {fn}({value})", 2)
+    elif kind == "integer" and _plain_int(spec):
+        _inline_integer(src, value, fn, as_text)
+    elif kind == "text":
+        _inline_text(src, spec, value, fn, delimiters)
+    elif kind == "time" and spec.format == "auto" and not spec.timezone and not spec.earliest:
+        _inline_time(src, spec, value, advice)
+    else:
+        src.add(f"{value} = {fn}({value})")
+
+
+def _inline_integer(src: SourceWriter, value: str, fn: str, as_text: bool) -> None:
+    """Digits only: non-negative, and under 19 digits always inside int64."""
+    num = src.const(events.Num, "N")
+    if as_text:  # canonical digits (no leading 0) are already the int's text
+        src.add(
+            f"if not (type({value}) is {num} and {value}.isdigit() and len({value}) < 19 "
+            f"and ({value}[0] != '0' or len({value}) == 1)):"
+        )
+        src.add(f"{value} = str({fn}({value}))", 2)
         return
-    if kind == "integer" and _plain_int(spec):
-        # digits only: non-negative, and under 19 digits always inside int64
-        num = src.const(events.Num, "N")
-        if as_text:  # canonical digits (no leading 0) are already the int's text
-            src.add(
-                f"if not (type({value}) is {num} and {value}.isdigit() and len({value}) < 19 "
-                f"and ({value}[0] != '0' or len({value}) == 1)):"
-            )
-            src.add(f"{value} = str({fn}({value}))", 2)
-            return
-        src.add(f"if type({value}) is {num} and {value}.isdigit() and len({value}) < 19:")
-        src.add(f"{value} = int({value})", 2)
-        src.add("else:")
-        src.add(f"{value} = {fn}({value})", 2)
-        return
-    if kind == "text":
-        # The common case, valid as it stands; anything else (and every error) goes to the
-        # parser, which returns the same value for what passes here.
-        limit = spec.max_length or 1024
-        test = f"type({value}) is not str or not {value} or len({value}) > {limit}"
-        if delimiters:
-            marks = " or ".join(f"{src.const(d, 'D')} in {value}" for d in delimiters)
-            test += f" or {marks}"
-        if delimiters or spec.whitespace != "allow":
-            test += f" or not {value}.isprintable()"  # printable: no whitespace but ' '
-        if spec.whitespace != "allow":
-            space = src.const(" ", "W")
-            if spec.whitespace == "none":
-                test += f" or {space} in {value}"
-            else:  # trimmed
-                test += f" or {value}[0] == {space} or {value}[-1] == {space}"
-        if spec.case != "as_is":
-            test += f" or {value} != {value}.{'lower' if spec.case == 'lower' else 'upper'}()"
-        src.add(f"if {test}:")
-        src.add(f"{value} = {fn}({value})", 2)
-        return
-    if kind == "time" and spec.format == "auto" and not spec.timezone and not spec.earliest:
-        # timefmt.parse_event_time's fast path written out: an RFC 3339 text with an offset.
-        # Anything else (epoch numbers, no offset, out of range, errors) goes to the parser.
-        # (A field declaring times before 1970 takes its parser: 0 <= ms is the 1970 rule.)
-        plain = timefmt.parse_event_time
-        parse = src.const(partial(plain, advice=advice) if advice else plain, "PT")
-        name = src.const(spec.name, "n")
-        src.add("try:")
-        src.add(f"ms = (_fromiso({value}) - _EPOCH) // _MS", 2)
-        src.add("except (TypeError, ValueError):")
-        src.add(f"{value} = {parse}({value}, {name})", 2)
-        src.add("else:")
-        src.add(f"if 0 <= ms <= MAX_MS and len({value}) <= 40:", 2)
-        src.add(f"{value} = ms", 3)
-        src.add("else:", 2)
-        src.add(f"{value} = {parse}({value}, {name})", 3)
-        return
-    src.add(f"{value} = {fn}({value})")
+    src.add(f"if type({value}) is {num} and {value}.isdigit() and len({value}) < 19:")
+    src.add(f"{value} = int({value})", 2)
+    src.add("else:")
+    src.add(f"{value} = {fn}({value})", 2)
+
+
+def _inline_text(src: SourceWriter, spec: FieldSpec, value: str, fn: str, delimiters: str) -> None:
+    """The common case, valid as it stands; anything else (and every error) goes to the
+    parser, which returns the same value for what passes here."""
+    limit = spec.max_length or 1024
+    test = f"type({value}) is not str or not {value} or len({value}) > {limit}"
+    if delimiters:
+        marks = " or ".join(f"{src.const(d, 'D')} in {value}" for d in delimiters)
+        test += f" or {marks}"
+    if delimiters or spec.whitespace != "allow":
+        test += f" or not {value}.isprintable()"  # printable: no whitespace but ' '
+    if spec.whitespace != "allow":
+        space = src.const(" ", "W")
+        if spec.whitespace == "none":
+            test += f" or {space} in {value}"
+        else:  # trimmed
+            test += f" or {value}[0] == {space} or {value}[-1] == {space}"
+    if spec.case != "as_is":
+        test += f" or {value} != {value}.{'lower' if spec.case == 'lower' else 'upper'}()"
+    src.add(f"if {test}:")
+    src.add(f"{value} = {fn}({value})", 2)
+
+
+def _inline_time(src: SourceWriter, spec: FieldSpec, value: str, advice: str) -> None:
+    """timefmt.parse_event_time's fast path written out: an RFC 3339 text with an offset.
+    Anything else (epoch numbers, no offset, out of range, errors) goes to the parser.
+    (A field declaring times before 1970 takes its parser: 0 <= ms is the 1970 rule.)"""
+    plain = timefmt.parse_event_time
+    parse = src.const(partial(plain, advice=advice) if advice else plain, "PT")
+    name = src.const(spec.name, "n")
+    src.add("try:")
+    src.add(f"ms = (_fromiso({value}) - _EPOCH) // _MS", 2)
+    src.add("except (TypeError, ValueError):")
+    src.add(f"{value} = {parse}({value}, {name})", 2)
+    src.add("else:")
+    src.add(f"if 0 <= ms <= MAX_MS and len({value}) <= 40:", 2)
+    src.add(f"{value} = ms", 3)
+    src.add("else:", 2)
+    src.add(f"{value} = {parse}({value}, {name})", 3)
 
 
 def _safe_label(text: str) -> str:

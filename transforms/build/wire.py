@@ -205,6 +205,24 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
     (a qualifier of None: any qualifier, taken from the row), sharing one positive timestamp,
     short enough for one-byte lengths; None for any other row (and no function for a layout it
     cannot write)."""
+    heads = _layout_heads(layout)
+    if heads is None:
+        return None
+    src = SourceWriter({"V": varint, "B": _ONE_BYTE, "A": AddCell, "TS": _STAMPS, "T": _stamp})
+    count = len(layout)
+    _add_row_guards(src, layout)
+    args, fits, fmt = _add_cell_sizes(src, heads, layout)
+    src.add(f"if not ({' and '.join(fits)}):")
+    src.add("return None", 2)
+    src.add(f"size = len(key) + {2 + 4 * count} + {' + '.join(f'b{i}' for i in range(count))}")
+    src.add(f"return {src.const(fmt, 'FMT')} % ({', '.join(args)})")
+    return src.function("encode", "<btts entry encoder>")  # names are constants
+
+
+def _layout_heads(layout: Sequence[tuple[str, bytes | None] | None]) -> list[bytes] | None:
+    """Each cell's fields before its timestamp: the whole head when the qualifier is known, else
+    the family field and the qualifier's tag, its length and bytes following from the row. None
+    for a layout no encoder can be written for (a malformed cell, a head too long)."""
     if not layout or any(
         c is None
         or len(c) != 2
@@ -213,8 +231,6 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
         for c in layout
     ):
         return None
-    # A cell's fields before its timestamp: the whole head when the qualifier is known, else
-    # the family field and the qualifier's tag, its length and bytes following from the row.
     heads = [
         _head(family, qualifier)
         if qualifier is not None
@@ -223,7 +239,12 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
     ]
     if any(len(head) > 100 for head in heads):
         return None
-    src = SourceWriter({"V": varint, "B": _ONE_BYTE, "A": AddCell, "TS": _STAMPS, "T": _stamp})
+    return heads
+
+
+def _add_row_guards(src: SourceWriter, layout: Sequence[tuple[str, bytes | None]]) -> None:
+    """The encoder's opening: None for a row whose cells are not exactly ``layout`` or do not
+    share one positive timestamp; else ``t``, that timestamp's field, and its length ``lt``."""
     count = len(layout)
     src.add("def encode(row):", 0)
     src.add("_t, key, cells = row")
@@ -245,6 +266,13 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
     src.add("return None", 2)
     src.add("t = TS.get(ts) or T(ts)")
     src.add("lt = len(t)")
+
+
+def _add_cell_sizes(
+    src: SourceWriter, heads: list[bytes], layout: Sequence[tuple[str, bytes | None]]
+) -> tuple[list[str], list[str], bytes]:
+    """Each cell's SetCell length ``b{i}``: returns the format's arguments, the conditions for
+    every length to fit one byte, and the ``%`` format that lays the entry out."""
     args = ["B[size] if size < 128 else V(size)", "B[len(key)]", "key"]
     fits = []
     fmt = b"\x12%b\x0a%b%b"
@@ -265,11 +293,7 @@ def generate(layout: Sequence[tuple[str, bytes | None] | None]) -> Callable | No
             fmt += b"\x12%b\x0a%b%b"
         args += ["t", f"B[n{i}]", f"x{i}"]
         fmt += b"\x18%b\x22%b%b"
-    src.add(f"if not ({' and '.join(fits)}):")
-    src.add("return None", 2)
-    src.add(f"size = len(key) + {2 + 4 * count} + {' + '.join(f'b{i}' for i in range(count))}")
-    src.add(f"return {src.const(fmt, 'FMT')} % ({', '.join(args)})")
-    return src.function("encode", "<btts entry encoder>")  # names are constants
+    return args, fits, fmt
 
 
 _SIZES = tuple(varint(n) for n in range(1 << 14))  # an entry's length: two bytes at most here
@@ -367,48 +391,69 @@ class MutationSource:
         items: list[str] = []
         for i, part in enumerate(parts):
             if part[0] == "each":
-                heads = _QualifierHeads(part[1])
-                known, make = src.const(heads.heads.get, "QG"), src.const(heads, "QM")
-                e, q, x, h = (f"{name}{k}{i}" for k in "eqxh")
-                src.add(f"{e} = []", 3)
-                src.add(f"for {q}, {x} in {part[2]}:", 3)
-                src.add(f"{h} = {known}({q}) or {make}({q})", 4)
-                src.add(
-                    f"{e} += ({c['OP']}[len({h}) + 11 + len({x})], {h}, {t}, "
-                    f"{c['VT']}[len({x})], {x})",
-                    4,
-                )
-                items.append(f"*{e}")
-                continue
-            _kind, family, qualifier, qual, value, opt = part
-            x = f"{name}x{i}"
-            if opt is None:
-                src.add(f"{x} = {value}", 3)
+                items.append(self._map_cells(c, name, i, t, part[1], part[2]))
             else:
-                src.add(f"{x} = {value} if {opt} is not None else None", 3)
-            if qualifier is not None:
-                table = src.const(_prefixes(_head(family, qualifier), 11), "P")
-                cell = [f"{table}[len({x})]", t, f"{c['VT']}[len({x})]", x]
-            else:
-                q = f"{name}q{i}"
-                src.add(f"{q} = {qual}", 3)
-                family_head = _field(0x0A, family.encode("utf-8")) + b"\x12"
-                table = src.const(_prefixes(family_head, 12), "P")
-                cell = [f"{table}[len({q}) + len({x})]", f"{c['SB']}[len({q})]", q, t]
-                cell += [f"{c['VT']}[len({x})]", x]
-            if opt is None:
-                items += cell
-            else:
-                items.append(f"*(({', '.join(cell)}) if {x} is not None else ())")
-        if not items:
-            joined = f"{src.const((), 'Z')}"
-        elif len(items) == 1 and items[0][0] == "*":
-            joined = items[0][1:]
-        else:
-            joined = f"({', '.join(items)},)"
-        src.add(f"{name} = {c['J']}({joined})", 3)
+                items += self._one_cell(c, name, i, t, *part[1:])
+        src.add(f"{name} = {c['J']}({self._joined(items)})", 3)
         src.add("except (IndexError, TypeError):  # a length past one byte, or empty", 2)
         src.add("pass", 3)
+
+    def _map_cells(self, c: dict, name: str, i: int, t: str, family: str, pairs: str) -> str:
+        """A map's Mutations, one per entry, gathered into a list; returns it starred."""
+        src = self._src
+        heads = _QualifierHeads(family)
+        known, make = src.const(heads.heads.get, "QG"), src.const(heads, "QM")
+        e, q, x, h = (f"{name}{k}{i}" for k in "eqxh")
+        src.add(f"{e} = []", 3)
+        src.add(f"for {q}, {x} in {pairs}:", 3)
+        src.add(f"{h} = {known}({q}) or {make}({q})", 4)
+        src.add(
+            f"{e} += ({c['OP']}[len({h}) + 11 + len({x})], {h}, {t}, {c['VT']}[len({x})], {x})",
+            4,
+        )
+        return f"*{e}"
+
+    def _one_cell(
+        self,
+        c: dict,
+        name: str,
+        i: int,
+        t: str,
+        family: str,
+        qualifier: bytes | None,
+        qual: str,
+        value: str,
+        opt: str | None,
+    ) -> list[str]:
+        """One cell's Mutation as the pieces to join (one starred, conditional piece when the
+        cell is optional)."""
+        src = self._src
+        x = f"{name}x{i}"
+        if opt is None:
+            src.add(f"{x} = {value}", 3)
+        else:
+            src.add(f"{x} = {value} if {opt} is not None else None", 3)
+        if qualifier is not None:
+            table = src.const(_prefixes(_head(family, qualifier), 11), "P")
+            cell = [f"{table}[len({x})]", t, f"{c['VT']}[len({x})]", x]
+        else:
+            q = f"{name}q{i}"
+            src.add(f"{q} = {qual}", 3)
+            family_head = _field(0x0A, family.encode("utf-8")) + b"\x12"
+            table = src.const(_prefixes(family_head, 12), "P")
+            cell = [f"{table}[len({q}) + len({x})]", f"{c['SB']}[len({q})]", q, t]
+            cell += [f"{c['VT']}[len({x})]", x]
+        if opt is None:
+            return cell
+        return [f"*(({', '.join(cell)}) if {x} is not None else ())"]
+
+    def _joined(self, items: list[str]) -> str:
+        """The argument of the join: a tuple of the pieces (a lone starred list as itself)."""
+        if not items:
+            return f"{self._src.const((), 'Z')}"
+        if len(items) == 1 and items[0][0] == "*":
+            return items[0][1:]
+        return f"({', '.join(items)},)"
 
     def framed(self, mutations: str, key: str, name: str) -> str:
         """Sets local ``name`` to the framed entry of row key ``key`` with ``mutations`` (or

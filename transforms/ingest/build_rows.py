@@ -11,28 +11,19 @@ from __future__ import annotations
 
 import gc
 import logging
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 
-from transforms.errors import InvalidEvent, reason_kind
+from transforms.errors import InvalidEvent
 from transforms.ingest import batches as row_batches  # noqa: F401 (registers the coder of FramedRows)
-from transforms.ingest import readers
+from transforms.ingest import block_rows, readers
 from transforms.ingest.dead_letters import dead_letter_record
 from transforms.ingest.readers import Block
-from transforms.limits import MAX_QUALIFIER_BYTES
-from transforms.metrics import (
-    EVENT_TIMES,
-    MAX_REASON_KINDS,
-    NAMESPACE,
-    OTHER_REASONS,
-    REASONS_NAMESPACE,
-    reason_metric_name,
-)
-from transforms.mutations import FramedRows, RowMutation, check_limits
+from transforms.metrics import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE
+from transforms.mutations import FramedRows, RowMutation
 from transforms.text import events
 
 __all__ = ["DEAD_LETTER", "ROWS", "BuildRows", "Builder", "CsvAdapter"]
@@ -79,6 +70,10 @@ def tune_gc() -> None:
 
 
 class _BuildRowsFn(beam.DoFn):
+    """The Beam shell of the build step: each block to :func:`block_rows.build_block`, its
+    outcome to the outputs, and the tallies to metrics once per bundle (a metric update per
+    line costs more than decoding the line)."""
+
     def __init__(
         self,
         builder: Builder,
@@ -100,145 +95,62 @@ class _BuildRowsFn(beam.DoFn):
         self._dead = Metrics.counter(NAMESPACE, "dead_letters")
         self._unexpected = Metrics.counter(NAMESPACE, "unexpected_errors")
         self._times = Metrics.distribution(NAMESPACE, EVENT_TIMES)
-        self._seen = 0
-        self._next_progress = 1024
-        self._started = self._last_report = time.monotonic()
-
-        self._kinds: set[str] = set()
+        self._progress = block_rows.Progress(self._pipeline, PROGRESS_SECONDS, _LOG)
+        self._tally = block_rows.ReasonTally()
         tune_gc()
 
     def start_bundle(self) -> None:
-        # Counted locally and added once per bundle: a metric update per line costs more than
-        # decoding the line.
         self._bundle_lines = self._bundle_events = 0
-        self._reasons: dict[tuple[str, str], list] = {}
-        self._stamps: dict[str, list[int]] = {}  # table → [lowest, highest] cell timestamp
+        self._spans = block_rows.EventSpans(self._event_ms)
+        self._tally.drain()  # what a failed (retried) bundle counted is not reported
 
     def finish_bundle(self) -> None:
         self._lines.inc(self._bundle_lines)
         self._events.inc(self._bundle_events)
         self._bundle_lines = self._bundle_events = 0
-        for table, stamps in self._stamps.items():  # as the table's cells hold event times
-            for stamp in stamps:
-                self._times.update(self._event_ms[table](stamp))
-        self._stamps = {}
-        for (kind, source), (count, first) in self._reasons.items():
-            name = reason_metric_name(kind, source)
+        for event_ms in self._spans.drain():
+            self._times.update(event_ms)
+        for name, count, first in self._tally.drain():
             Metrics.counter(REASONS_NAMESPACE, name).inc(count)
             if first is not None:
                 Metrics.distribution(REASONS_NAMESPACE, name).update(first)
-        self._reasons = {}
-
-    def _count_reason(self, source: str, reason: str, line: int | None) -> None:
-        kind = reason_kind(reason)
-        if kind not in self._kinds:
-            if len(self._kinds) >= MAX_REASON_KINDS:
-                kind = OTHER_REASONS
-            else:
-                self._kinds.add(kind)
-        entry = self._reasons.get((kind, source))
-        if entry is None:
-            self._reasons[(kind, source)] = [1, line]
-        else:
-            entry[0] += 1
-            if line is not None and (entry[1] is None or line < entry[1]):
-                entry[1] = line
-
-    def _progress(self) -> None:
-        # Long runs show they are alive: one log line per worker every PROGRESS_SECONDS.
-        now = time.monotonic()
-        if now - self._last_report >= PROGRESS_SECONDS:
-            self._last_report = now
-            rate = self._seen / max(now - self._started, 1e-9)
-            _LOG.info(
-                "%s: %d lines processed by this worker (%.0f lines/s)",
-                self._pipeline,
-                self._seen,
-                rate,
-            )
 
     def process(self, element: Block | tuple) -> Iterable:
         block = element if type(element) is Block else as_block(element)
-        items = block.items
-        self._bundle_lines += len(items)
-        self._seen += len(items)
-        if self._seen >= self._next_progress:
-            self._next_progress = self._seen + 1024
-            self._progress()
-        build = self._builder
-        framed = self._framed
+        self._bundle_lines += len(block.items)
+        self._progress.add(len(block.items))
         decode = decoder(block, self._csv_adapter)
-        valid = 0
-        batch: list = []
-        entries: list = []
-        limit = 0 if block.kind == "record" else MAX_QUALIFIER_BYTES
-        for index, raw in enumerate(items):
-            try:
-                if framed is not None:  # rows with their request entries, made in one go
-                    if len(raw) <= limit:
-                        framed(decode(raw), batch, entries)
-                        valid += 1
-                        continue
-                    # only so long a line can hold an oversize cell: checked before it is kept
-                    rows, made = [], []
-                    framed(decode(raw), rows, made)
-                    check_limits(rows)
-                    batch += rows
-                    entries += made
-                    valid += 1
-                    continue
-                rows = build(decode(raw))
-                if len(raw) > limit:  # only so long a line can hold an oversize cell
-                    check_limits(rows)
-            except InvalidEvent as err:
-                reason = str(err)
-            except Exception as err:  # a builder bug must not lose the line or stop the stream
-                _LOG.exception("unexpected error building rows from a line of %s", block.source)
-                self._unexpected.inc()
-                reason = f"unexpected error: {type(err).__name__}: {err}"
-            else:
-                valid += 1
-                batch.extend(rows)
-                continue
-            if block.kind in ("jsonl", "csv") and not raw.strip():
-                self._blank.inc()
-                continue
-            if block.kind == "jsonl":
-                reason = events.array_hint(raw, reason)
-            line = self._line(block, index)
+        out = block_rows.build_block(
+            block.source, block.kind, block.items, decode, self._builder, self._framed, _LOG
+        )
+        if out.unexpected:
+            self._unexpected.inc(out.unexpected)
+        if out.blank:
+            self._blank.inc(out.blank)
+        for index, raw, reason in out.bad:
+            line = _bad_line(block, index)
             self._dead.inc()
-            self._count_reason(block.source, reason, line)
+            self._tally.count(block.source, reason, line)
             yield pvalue.TaggedOutput(
                 DEAD_LETTER, dead_letter_record(self._pipeline, block.source, raw, reason, line)
             )
-        self._bundle_events += valid
-        if self._event_ms and batch:
-            self._track_span(batch)
-        if batch:
-            yield FramedRows(batch, entries) if framed is not None else batch
+        self._bundle_events += out.valid
+        if self._spans and out.batch:
+            self._spans.track(out.batch)
+        if out.batch:
+            yield FramedRows(out.batch, out.entries) if self._framed is not None else out.batch
 
-    def _track_span(self, batch: list) -> None:
-        """Widen the span of cell timestamps landed in the first table of ``batch`` that is
-        stamped with event times: one pass per block, over that table's rows only."""
-        tracked = self._event_ms
-        table = next((row[0] for row in batch if row[0] in tracked), None)
-        if table is None:
-            return
-        stamps = [row[2][0][3] for row in batch if row[0] == table and row[2]]
-        if stamps:  # (a row may hold no cell)
-            span = self._stamps.setdefault(table, [stamps[0], stamps[0]])
-            span[0], span[1] = min(span[0], *stamps), max(span[1], *stamps)
 
-    def _line(self, block: Block, index: int) -> int | None:
-        """The line of a bad item; a range read counts its first line from the file, once."""
-        line = block.line(index)
-        if line is None and block.offset >= 0 and block.kind == "jsonl":
-            try:
-                first = readers.line_at(block.source, block.offset)
-            except OSError:
-                return None
-            line = first + index
-        return line
+def _bad_line(block: Block, index: int) -> int | None:
+    """The line of a bad item; a range read counts its first line from the file, once."""
+    line = block.line(index)
+    if line is None and block.offset >= 0 and block.kind == "jsonl":
+        try:
+            first = readers.line_at(block.source, block.offset)
+        except OSError:
+            return None
+        line = first + index
+    return line
 
 
 def as_block(element: tuple) -> Block:

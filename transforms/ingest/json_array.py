@@ -27,67 +27,95 @@ def elements(source: str, handle, chunk_bytes: int) -> Iterator[tuple[int, str]]
     """``(line, element text)`` of each element of the top-level array in ``handle`` (bytes),
     read ``chunk_bytes`` at a time; an element that cannot be split off is yielded whole, as
     text that will not parse, so it becomes a dead letter (see ``readers.array_blocks``)."""
-    decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
-    buf = ""
-    pos = 0
-    line = 1
-    eof = False
-
-    def more() -> bool:
-        nonlocal buf, pos, eof
-        if eof:
-            return False
-        data = handle.read(chunk_bytes)
-        buf = buf[pos:] + decoder.decode(data, final=not data)
-        pos = 0
-        eof = not data
-        return True
-
-    def skip_space() -> None:
-        nonlocal pos, line
-        while True:
-            end = _SPACE.match(buf, pos).end()
-            line += buf.count("\n", pos, end)
-            pos = end
-            if pos < len(buf) or not more():
-                return
-
-    more()
-    skip_space()
-    if buf[pos : pos + 1] != "[":
+    cursor = _Cursor(handle, chunk_bytes)
+    cursor.more()
+    cursor.skip_space()
+    if cursor.buf[cursor.pos : cursor.pos + 1] != "[":
         raise ArrayError(f"{source}: expected '[' to start a JSON array")
-    pos += 1
+    cursor.pos += 1
     first = True
     while True:
-        skip_space()
-        if pos >= len(buf):
-            yield line, ""  # unterminated array: say so as one bad item
+        cursor.skip_space()
+        if cursor.at_end():
+            yield cursor.line, ""  # unterminated array: say so as one bad item
             return
-        if buf[pos] == "]":
-            pos += 1
-            skip_space()
-            if pos >= len(buf):
-                return
-            trusted = False  # more after the array: kept as one bad item, not dropped
-        else:
-            trusted = first or buf[pos] == ","  # no comma: nothing after it can be trusted
+        trusted = cursor.next_is_trusted(first)
+        if trusted is None:
+            return
         if not trusted:
-            while more():
-                pass
-            yield line, buf[pos:].rstrip()
+            yield cursor.line, cursor.rest()
             return
         if not first:
-            pos += 1
-            skip_space()
+            cursor.pos += 1
+            cursor.skip_space()
         first = False
-        end = _element_end(buf, pos)
-        while end < 0 and more():  # the element runs past the buffer: read on
-            end = _element_end(buf, pos)
+        line = cursor.line  # where the element starts, before its own lines are counted
+        yield line, cursor.take_element()
+
+
+class _Cursor:
+    """A position in the decoded text of a stream read a chunk at a time, with its line number:
+    the array is never held whole, only the unread tail of it."""
+
+    def __init__(self, handle, chunk_bytes: int) -> None:
+        self.handle = handle
+        self.chunk_bytes = chunk_bytes
+        self.decoder = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
+        self.buf = ""
+        self.pos = 0
+        self.line = 1
+        self.eof = False
+
+    def more(self) -> bool:
+        """Read one more chunk (dropping what was consumed); False once the stream has ended."""
+        if self.eof:
+            return False
+        data = self.handle.read(self.chunk_bytes)
+        self.buf = self.buf[self.pos :] + self.decoder.decode(data, final=not data)
+        self.pos = 0
+        self.eof = not data
+        return True
+
+    def skip_space(self) -> None:
+        """Move past white space, counting lines, reading on when the buffer ends in it."""
+        while True:
+            end = _SPACE.match(self.buf, self.pos).end()
+            self.line += self.buf.count("\n", self.pos, end)
+            self.pos = end
+            if self.pos < len(self.buf) or not self.more():
+                return
+
+    def at_end(self) -> bool:
+        return self.pos >= len(self.buf)
+
+    def next_is_trusted(self, first: bool) -> bool | None:
+        """Whether the next element can be split off: None after a clean closing ']', False
+        when text follows the array or an element lacks its comma (nothing after is trusted)."""
+        if self.buf[self.pos] == "]":
+            self.pos += 1
+            self.skip_space()
+            if self.at_end():
+                return None
+            return False  # more after the array: kept as one bad item, not dropped
+        return first or self.buf[self.pos] == ","
+
+    def rest(self) -> str:
+        """Everything left in the stream, as one untrusted item."""
+        while self.more():
+            pass
+        return self.buf[self.pos :].rstrip()
+
+    def take_element(self) -> str:
+        """The element at the cursor, reading on while it runs past the buffer."""
+        end = _element_end(self.buf, self.pos)
+        while end < 0 and self.more():
+            end = _element_end(self.buf, self.pos)
         if end < 0:
-            end = len(buf)
-        yield line, buf[pos:end].rstrip()
-        line += buf.count("\n", pos, end)
-        pos = end
+            end = len(self.buf)
+        text = self.buf[self.pos : end].rstrip()
+        self.line += self.buf.count("\n", self.pos, end)
+        self.pos = end
+        return text
 
 
 def _element_end(buf: str, pos: int) -> int:

@@ -29,7 +29,6 @@ more are rounded half-even), because Bigtable's aggregate sum is over int64.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 
 import apache_beam as beam
@@ -45,16 +44,8 @@ from transforms.errors import InvalidEvent
 from transforms.ingest.dead_letters import dead_letter_record
 from transforms.metrics import NAMESPACE
 from transforms.mutations import RowMutation
-from transforms.rollup.core import (
-    HOUR_MS,
-    MODES,
-    KeyFn,
-    RollupPoint,
-    RollupSpec,
-    exact_row,
-    rollup_row,
-    window_start,
-)
+from transforms.rollup.core import HOUR_MS, MODES, KeyFn, RollupPoint, RollupSpec
+from transforms.rollup.windows import WindowRules
 
 __all__ = ["TOO_LATE", "Rollup"]
 
@@ -103,16 +94,10 @@ class _GroupPointsFn(beam.DoFn):
             yield WindowedValue((entity, points), Timestamp(micros=oldest * 1000), [window])
 
 
-def _window(windows: dict, start: int) -> tuple[bool, dict, int]:
-    """(on-time pane written?, metric → [scaled sum, count], panes written after it). State
-    written before the exact mode held pairs (no pane count): read as pane 0, so a job updated
-    in place keeps its windows."""
-    fired, acc, *rest = windows.get(start, (False, {}, 0))
-    return fired, acc, rest[0] if rest else 0
-
-
 class _RollupFn(beam.DoFn):
-    """Per-entity windows in state; an event-time timer closes them (see module docstring)."""
+    """Per-entity windows in state; an event-time timer closes them (see module docstring).
+    The Beam shell of :class:`~transforms.rollup.windows.WindowRules`: state in, rules applied,
+    rows and counters out."""
 
     WINDOWS = ReadModifyWriteStateSpec("windows", PickleCoder())
     WATERMARK = ReadModifyWriteStateSpec("watermark", VarIntCoder())
@@ -128,11 +113,9 @@ class _RollupFn(beam.DoFn):
         cell_timestamp: str = "unix",
     ) -> None:
         self._table = table
-        self._stamps = cell_timestamp
-        self._key_fn = key_fn
-        self._size = size_ms
-        self._lateness = lateness_ms
-        self._exact = mode == "exact"
+        self._rules = WindowRules(
+            table, key_fn, size_ms, lateness_ms, mode == "exact", cell_timestamp
+        )
 
     def setup(self) -> None:
         self._points = Metrics.counter(NAMESPACE, f"rollup_points_{self._table}")
@@ -142,14 +125,11 @@ class _RollupFn(beam.DoFn):
 
     def _arm(self, timer, windows: dict) -> None:
         """The timer at the next window end or lateness deadline; cleared when none is left."""
-        if not windows:
+        due = self._rules.due(windows)
+        if due is None:
             timer.clear()
-            return
-        due = min(
-            start + self._size + (self._lateness if fired else 0)
-            for start, (fired, *_) in windows.items()
-        )
-        timer.set(Timestamp(micros=due * 1000))
+        else:
+            timer.set(Timestamp(micros=due * 1000))
 
     def process(
         self,
@@ -160,43 +140,20 @@ class _RollupFn(beam.DoFn):
     ) -> Iterable:
         entity, points = element
         self._points.inc(len(points))
-        known_watermark = watermark_state.read()
         windows = windows_state.read() or {}
-        deltas: dict[int, dict] = {}  # add mode: window start → the late points' sums
-        updated: set[int] = set()  # exact mode: closed windows whose totals changed
-        changed = False
-        for point in points:
-            start = window_start(point.ts_ms, self._size)
-            deadline = start + self._size + self._lateness
-            if known_watermark is not None and deadline <= known_watermark:
-                self._too_late.inc()
-                yield pvalue.TaggedOutput(TOO_LATE, self._late_record(point, start))
-                continue
-            fired, acc, late_panes = _window(windows, start)
-            if fired and not self._exact:  # add: late points are deltas of their own
-                acc = deltas.setdefault(start, {})
-            total = acc.setdefault(point.metric, [0, 0])
-            total[0] += point.scaled
-            total[1] += 1
-            if fired:
-                self._late_ok.inc()
-                if not self._exact:
-                    continue
-                updated.add(start)  # exact: the late point updates the totals
-            windows[start] = (fired, acc, late_panes)
-            changed = True
-        for start, acc in deltas.items():  # add: one delta per window for the bundle's points
+        added = self._rules.add(entity, points, windows, watermark_state.read())
+        for point, start in added.too_late:
+            self._too_late.inc()
+            raw, reason = self._rules.too_late(point, start)
+            yield pvalue.TaggedOutput(
+                TOO_LATE, dead_letter_record(f"rollup:{self._table}", "rollup", raw, reason)
+            )
+        if added.late_accepted:
+            self._late_ok.inc(added.late_accepted)
+        for row in added.rows:
             self._rows.inc()
-            key = self._key_fn(entity, start)
-            yield rollup_row(self._table, key, start, acc, self._stamps)
-        for start in sorted(updated):  # exact: the totals written whole at a newer pane
-            _fired, acc, late_panes = _window(windows, start)
-            late_panes = min(late_panes + 1, self._size - 1)  # stays inside the window
-            windows[start] = (True, acc, late_panes)
-            self._rows.inc()
-            key = self._key_fn(entity, start)
-            yield exact_row(self._table, key, start, acc, late_panes, self._stamps)
-        if changed:
+            yield row
+        if added.changed:
             windows_state.write(windows)
             self._arm(tick, windows)
 
@@ -213,40 +170,11 @@ class _RollupFn(beam.DoFn):
         known = watermark_state.read()  # None before the first tick (0 is 1970, a time)
         watermark_state.write(now_ms if known is None else max(now_ms, known))
         windows = windows_state.read() or {}
-        for start in sorted(windows):
-            fired, acc, late_panes = _window(windows, start)
-            end = start + self._size
-            if not fired and end <= now_ms:
-                if acc:
-                    self._rows.inc()
-                    row_key = self._key_fn(key, start)
-                    if self._exact:
-                        yield exact_row(self._table, row_key, start, acc, 0, self._stamps)
-                    else:
-                        yield rollup_row(self._table, row_key, start, acc, self._stamps)
-                fired = True
-                if not self._exact:  # add: late points are deltas, the totals are not needed
-                    acc = {}
-                windows[start] = (fired, acc, late_panes)
-            if fired and end + self._lateness <= now_ms:
-                del windows[start]
+        for row in self._rules.tick(key, windows, now_ms):
+            self._rows.inc()
+            yield row
         windows_state.write(windows)
         self._arm(tick, windows)
-
-    def _late_record(self, point: RollupPoint, start: int) -> dict:
-        raw = json.dumps(
-            {
-                "entity": point.entity,
-                "metric": point.metric.decode("utf-8", "backslashreplace"),
-                "timestamp_ms": point.ts_ms,
-                "value": point.text,
-            }
-        )
-        reason = (
-            f"later than the allowed lateness ({self._lateness // 60000} min) of its window "
-            f"starting {start} ms"
-        )
-        return dead_letter_record(f"rollup:{self._table}", "rollup", raw, reason)
 
 
 class Rollup(beam.PTransform):

@@ -51,26 +51,50 @@ def columns(
         spec = column(problems, col, where, refs, line, family, proto_modules)
         if spec is None:
             continue
-        if isinstance(spec.qualifier, str) and spec.qualifier:
-            previous = seen.get((family, spec.qualifier))
-            if previous:
-                problems.bad(
-                    line,
-                    f"{what}: duplicate qualifier {family}:{spec.qualifier} (also on line "
-                    f"{previous}): two fields would write the same cell; rename one",
-                )
-            seen[(family, spec.qualifier)] = line
-        if fam is not None:
-            if fam.aggregate and spec.add is None:
-                problems.bad(line, f"{where}: family {family} is an aggregate: use 'add:'")
-            if not fam.aggregate and spec.add is not None:
-                problems.bad(line, f"{where}: 'add' needs an aggregate family (aggregate: sum)")
+        _check_in_table(problems, spec, what, where, fam, seen)
         out.append(spec)
+    _check_pattern(problems, seq.line, what, pattern, out)
+    if not seq and not written_by:
+        problems.bad(seq.line, f"{what}: columns is empty; say which fields feed which cells")
+    return out
+
+
+def _check_in_table(
+    problems: Problems,
+    spec: ColumnSpec,
+    what: str,
+    where: str,
+    fam: Family | None,
+    seen: dict[tuple[str, str], int],
+) -> None:
+    """A column against the table's others (no two write one cell) and its family (an
+    aggregate family takes ``add:`` columns only)."""
+    family, line = spec.family, spec.line
+    if isinstance(spec.qualifier, str) and spec.qualifier:
+        previous = seen.get((family, spec.qualifier))
+        if previous:
+            problems.bad(
+                line,
+                f"{what}: duplicate qualifier {family}:{spec.qualifier} (also on line "
+                f"{previous}): two fields would write the same cell; rename one",
+            )
+        seen[(family, spec.qualifier)] = line
+    if fam is not None:
+        if fam.aggregate and spec.add is None:
+            problems.bad(line, f"{where}: family {family} is an aggregate: use 'add:'")
+        if not fam.aggregate and spec.add is not None:
+            problems.bad(line, f"{where}: 'add' needs an aggregate family (aggregate: sum)")
+
+
+def _check_pattern(
+    problems: Problems, line: int, what: str, pattern: str, out: list[ColumnSpec]
+) -> None:
+    """What the table's pattern needs of its columns taken together."""
     if pattern == "AGGREGATE" and any(c.add is None for c in out):
-        problems.bad(seq.line, f"{what}: AGGREGATE columns add into aggregate families ('add:')")
+        problems.bad(line, f"{what}: AGGREGATE columns add into aggregate families ('add:')")
     if pattern == "TS-BLOB" and not any(c.value[:1] in (("protobuf",), ("json",)) for c in out):
         problems.bad(
-            seq.line,
+            line,
             f"{what}: TS-BLOB stores the event serialized in one cell: give the column "
             "'value: {json: [fields…]}' or 'value: {protobuf: module.Message, fields: …}'",
         )
@@ -78,13 +102,36 @@ def columns(
         isinstance(c.qualifier, tuple) and c.qualifier[0] == "field" for c in out
     ):
         problems.bad(
-            seq.line,
+            line,
             f"{what}: TB-COL names each new column by the event's value: give a column "
             "'qualifier: {field: NAME}'",
         )
-    if not seq and not written_by:
-        problems.bad(seq.line, f"{what}: columns is empty; say which fields feed which cells")
-    return out
+
+
+class _Need:
+    """``need(name, key, types)``: whether the column's ``key`` reads a declared field (of one
+    of ``types``), reporting it when not."""
+
+    def __init__(self, problems: Problems, col: Map, where: str, refs: Mapping[str, FieldSpec]):
+        self.problems, self.col, self.where, self.refs = problems, col, where, refs
+
+    def __call__(self, name: object, key: str, types: Sequence[str] = ()) -> bool:
+        refs = self.refs
+        if not isinstance(name, str) or name not in refs:
+            self.problems.bad(
+                line_of(self.col, key),
+                f"{self.where}: {key} reads field {name!r}, which is not declared"
+                f"{suggest(name, refs)}; declare it under event.fields",
+            )
+            return False
+        if types and refs[name].type not in types:
+            self.problems.bad(
+                line_of(self.col, key),
+                f"{self.where}: {key} needs a field of type {' or '.join(types)}; "
+                f"{name!r} is {refs[name].type}",
+            )
+            return False
+        return True
 
 
 def column(
@@ -96,23 +143,7 @@ def column(
     family: str,
     proto_modules: Sequence[str] = (),
 ) -> ColumnSpec | None:
-    def need(name: object, key: str, types: Sequence[str] = ()) -> bool:
-        if not isinstance(name, str) or name not in refs:
-            problems.bad(
-                line_of(col, key),
-                f"{where}: {key} reads field {name!r}, which is not declared"
-                f"{suggest(name, refs)}; declare it under event.fields",
-            )
-            return False
-        if types and refs[name].type not in types:
-            problems.bad(
-                line_of(col, key),
-                f"{where}: {key} needs a field of type {' or '.join(types)}; "
-                f"{name!r} is {refs[name].type}",
-            )
-            return False
-        return True
-
+    need = _Need(problems, col, where, refs)
     if "each" in col:
         each = col["each"]
         if not need(each, "each", ("map",)):
@@ -120,29 +151,8 @@ def column(
         if "qualifier" in col or "value" in col:
             problems.bad(line, f"{where}: 'each' takes qualifier and value from the map entries")
         return ColumnSpec(family, each=each, line=line)
-    qualifier: str | tuple = ""
-    raw = col.get("qualifier")
-    if isinstance(raw, str) and raw:
-        if len(raw.encode()) > MAX_QUALIFIER_BYTES:
-            problems.bad(line_of(col, "qualifier"), f"{where}: a qualifier is at most 16 KiB")
-        qualifier = raw
-    elif isinstance(raw, Map) and len(raw) == 1 and "field" in raw:
-        if not need(raw["field"], "qualifier"):
-            return None
-        qualifier = ("field", raw["field"])
-    elif isinstance(raw, Map) and len(raw) == 1 and "time" in raw:
-        if raw["time"] not in QUALIFIER_TIME_FORMATS:
-            problems.bad(
-                line_of(col, "qualifier"),
-                f"{where}: qualifier time format is one of {QUALIFIER_TIME_FORMATS}",
-            )
-            return None
-        qualifier = ("time", raw["time"])
-    else:
-        problems.bad(
-            line_of(col, "qualifier", line),
-            f"{where}: give a qualifier: text (BID), {{field: NAME}} or {{time: hhmm}}",
-        )
+    qualifier = _qualifier(problems, col, where, line, need)
+    if qualifier is None:
         return None
     if "add" in col:
         add = col["add"]
@@ -151,32 +161,64 @@ def column(
         if type(add) is not int and not need(add, "add", ("integer",)):
             return None
         return ColumnSpec(family, qualifier, add=add, line=line)
-    raw = col.get("value")
     if "value" not in col:
         problems.bad(line, f"{where}: give a value: a field name, {{const: TEXT}}, {{json: …}}")
         return None
-    if isinstance(raw, str):
-        if not need(raw, "value"):
-            return None
-        value: tuple = ("field", raw)
-    elif isinstance(raw, Map) and set(raw) == {"const"} and isinstance(raw["const"], str):
-        value = ("const", raw["const"])
-    elif isinstance(raw, Map) and set(raw) == {"json"} and isinstance(raw["json"], list):
-        for name in raw["json"]:
-            need(name, "value")
-        value = ("json", tuple(raw["json"]))
-    elif isinstance(raw, Map) and set(raw) == {"protobuf", "fields"}:
-        value = protobuf(problems, raw, where, need, proto_modules)
-        if value is None:
-            return None
-    else:
-        problems.bad(
-            line_of(col, "value"),
-            f"{where}: value is a field name, {{const: TEXT}}, {{json: [fields]}} or "
-            "{protobuf: module.Message, fields: {proto_field: field}}",
-        )
+    value = _value(problems, col, where, need, proto_modules)
+    if value is None:
         return None
     return ColumnSpec(family, qualifier, value, line=line)
+
+
+def _qualifier(
+    problems: Problems, col: Map, where: str, line: int, need: _Need
+) -> str | tuple | None:
+    """A text qualifier, ``("field", NAME)`` or ``("time", FORMAT)``; None when it is wrong."""
+    raw = col.get("qualifier")
+    if isinstance(raw, str) and raw:
+        if len(raw.encode()) > MAX_QUALIFIER_BYTES:
+            problems.bad(line_of(col, "qualifier"), f"{where}: a qualifier is at most 16 KiB")
+        return raw
+    if isinstance(raw, Map) and len(raw) == 1 and "field" in raw:
+        if not need(raw["field"], "qualifier"):
+            return None
+        return ("field", raw["field"])
+    if isinstance(raw, Map) and len(raw) == 1 and "time" in raw:
+        if raw["time"] not in QUALIFIER_TIME_FORMATS:
+            problems.bad(
+                line_of(col, "qualifier"),
+                f"{where}: qualifier time format is one of {QUALIFIER_TIME_FORMATS}",
+            )
+            return None
+        return ("time", raw["time"])
+    problems.bad(
+        line_of(col, "qualifier", line),
+        f"{where}: give a qualifier: text (BID), {{field: NAME}} or {{time: hhmm}}",
+    )
+    return None
+
+
+def _value(
+    problems: Problems, col: Map, where: str, need: _Need, proto_modules: Sequence[str]
+) -> tuple | None:
+    """What the cell holds: a field, a constant, fields as JSON or as a protobuf message."""
+    raw = col.get("value")
+    if isinstance(raw, str):
+        return ("field", raw) if need(raw, "value") else None
+    if isinstance(raw, Map) and set(raw) == {"const"} and isinstance(raw["const"], str):
+        return ("const", raw["const"])
+    if isinstance(raw, Map) and set(raw) == {"json"} and isinstance(raw["json"], list):
+        for name in raw["json"]:
+            need(name, "value")
+        return ("json", tuple(raw["json"]))
+    if isinstance(raw, Map) and set(raw) == {"protobuf", "fields"}:
+        return protobuf(problems, raw, where, need, proto_modules)
+    problems.bad(
+        line_of(col, "value"),
+        f"{where}: value is a field name, {{const: TEXT}}, {{json: [fields]}} or "
+        "{protobuf: module.Message, fields: {proto_field: field}}",
+    )
+    return None
 
 
 def protobuf(

@@ -41,6 +41,16 @@ def key(
     return out
 
 
+# the parameters each kind of segment takes besides its own key
+_PARAMS = {
+    "zero_pad": ("width",),
+    "space_pad": ("width",),
+    "time": ("format",),
+    "salt": ("buckets",),
+    "reverse_ts": ("bucket",),
+}
+
+
 def segment(
     problems: Problems,
     item: object,
@@ -54,23 +64,12 @@ def segment(
     seg = problems.mapping(item, f"{what}: key segment", line)
     if seg is None:
         return None
-    kinds = [k for k in seg if k in SEGMENT_KINDS or k in SEGMENT_ALIASES]
-    if len(kinds) != 1:
-        other = [k for k in seg if k not in ("width", "format", "buckets", "bucket")]
-        problems.bad(
-            line,
-            f"{what}: a key segment names one kind"
-            f"{suggest(other[0], SEGMENT_KINDS) if other else ''}, got {list(seg)}; "
-            f"use one of {', '.join(SEGMENT_KINDS)}",
-        )
+    raw = _kind(problems, seg, line, what)
+    if raw is None:
         return None
-    raw = kinds[0]
     kind = SEGMENT_ALIASES.get(raw, raw)
-    params = {"zero_pad": ("width",), "space_pad": ("width",), "time": ("format",)}
-    params |= {"salt": ("buckets",), "reverse_ts": ("bucket",)}
-    allowed = (raw, *params.get(kind, ()))
     where = f"{what}: segment {kind}"
-    problems.keys(seg, allowed, where)
+    problems.keys(seg, (raw, *_PARAMS.get(kind, ())), where)
     arg = seg[raw]
     if kind == "const":
         if not isinstance(arg, str) or not arg:
@@ -78,15 +77,7 @@ def segment(
             return None
         return Segment("const", arg=arg)
     if kind == "salt":
-        names = [arg] if isinstance(arg, str) else arg
-        if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
-            problems.bad(line, f"{where}: list the key fields it hashes, e.g. 'salt: [ts]'")
-            return None
-        buckets = problems.integer(seg, "buckets", where, minimum=2)
-        if buckets is None:
-            problems.bad(line, f"{where}: give the bucket count, e.g. 'buckets: 3' (2 or more)")
-            return None
-        return Segment("salt", width=buckets, of=tuple(names))
+        return _salt(problems, seg, line, where, arg)
     if not isinstance(arg, str) or not arg:
         problems.bad(line, f"{where}: name the field it reads, e.g. '{raw}: hostname'")
         return None
@@ -100,6 +91,42 @@ def segment(
             )
         else:
             segment_type(problems, kind, spec, line, where)
+    return _field_segment(problems, seg, line, where, kind, arg)
+
+
+def _kind(problems: Problems, seg: Map, line: int, what: str) -> str | None:
+    """The one kind a segment names, as written (an alias included); None when it names
+    none or several (reported with the nearest kind)."""
+    kinds = [k for k in seg if k in SEGMENT_KINDS or k in SEGMENT_ALIASES]
+    if len(kinds) == 1:
+        return kinds[0]
+    other = [k for k in seg if k not in ("width", "format", "buckets", "bucket")]
+    problems.bad(
+        line,
+        f"{what}: a key segment names one kind"
+        f"{suggest(other[0], SEGMENT_KINDS) if other else ''}, got {list(seg)}; "
+        f"use one of {', '.join(SEGMENT_KINDS)}",
+    )
+    return None
+
+
+def _salt(problems: Problems, seg: Map, line: int, where: str, arg: object) -> Segment | None:
+    """A salt: the key fields it hashes and its bucket count (2 or more)."""
+    names = [arg] if isinstance(arg, str) else arg
+    if not (isinstance(names, list) and names and all(isinstance(n, str) for n in names)):
+        problems.bad(line, f"{where}: list the key fields it hashes, e.g. 'salt: [ts]'")
+        return None
+    buckets = problems.integer(seg, "buckets", where, minimum=2)
+    if buckets is None:
+        problems.bad(line, f"{where}: give the bucket count, e.g. 'buckets: 3' (2 or more)")
+        return None
+    return Segment("salt", width=buckets, of=tuple(names))
+
+
+def _field_segment(
+    problems: Problems, seg: Map, line: int, where: str, kind: str, arg: str
+) -> Segment | None:
+    """A segment reading field ``arg``, with the parameter its kind needs checked."""
     if kind in ("zero_pad", "space_pad"):
         width = problems.integer(seg, "width", where)
         if width is None:

@@ -47,29 +47,8 @@ def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) ->
         fields = event_rules.fields(problems, event)
         time = event_rules.event_time(problems, event, fields)
         example = problems.text(event, "example", "event")
-    tables_node = problems.sequence(top.get("tables"), "tables", line_of(top, "tables", top.line))
-    tables: list[TableSpec] = []
-    if tables_node is not None:
-        if not tables_node:
-            problems.bad(tables_node.line, "tables: empty; declare at least one table")
-        for index, item in enumerate(tables_node):
-            line = line_of(tables_node, index)
-            spec = table_rules.table(problems, item, line, fields, time, proto_modules)
-            if spec is not None:
-                tables.append(spec)
-    names = [t.name for t in tables]
-    refs = {f.ref: f for f in fields}
-    for spec in tables:
-        if spec.rollup is not None:
-            table_rules.rollup_source(problems, spec, {t.name: t for t in tables})
-            source = next((t for t in tables if t.name == spec.rollup.source), None)
-            if source is not None:  # a rollup's cells are stamped with its source's times
-                stamping = (refs.get(source.time or time), refs.get(source.time_else))
-                why = stamp_problem(f"table {spec.name}", spec.decl.cell_timestamp, stamping)
-                if why:
-                    problems.bad(spec.line, why)
-        if names.count(spec.name) > 1:
-            problems.bad(spec.line, f"table {spec.name}: declared more than once in this file")
+    tables = _tables(problems, top, fields, time, proto_modules)
+    _check_across_tables(problems, tables, fields, time)
     if "event" not in top and any(not t.written_by for t in tables):
         problems.bad(
             top.line,
@@ -93,6 +72,46 @@ def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) ->
         example=example,
         proto_modules=tuple(proto_modules),
     )
+
+
+def _tables(
+    problems: Problems,
+    top,
+    fields: tuple[FieldSpec, ...],
+    time: str,
+    proto_modules: Sequence[str],
+) -> list[TableSpec]:
+    """Each entry of ``tables:`` checked on its own against the event's fields."""
+    tables_node = problems.sequence(top.get("tables"), "tables", line_of(top, "tables", top.line))
+    tables: list[TableSpec] = []
+    if tables_node is not None:
+        if not tables_node:
+            problems.bad(tables_node.line, "tables: empty; declare at least one table")
+        for index, item in enumerate(tables_node):
+            line = line_of(tables_node, index)
+            spec = table_rules.table(problems, item, line, fields, time, proto_modules)
+            if spec is not None:
+                tables.append(spec)
+    return tables
+
+
+def _check_across_tables(
+    problems: Problems, tables: list[TableSpec], fields: tuple[FieldSpec, ...], time: str
+) -> None:
+    """What no table can check alone: a rollup's source and its stamps, duplicate names."""
+    names = [t.name for t in tables]
+    refs = {f.ref: f for f in fields}
+    for spec in tables:
+        if spec.rollup is not None:
+            table_rules.rollup_source(problems, spec, {t.name: t for t in tables})
+            source = next((t for t in tables if t.name == spec.rollup.source), None)
+            if source is not None:  # a rollup's cells are stamped with its source's times
+                stamping = (refs.get(source.time or time), refs.get(source.time_else))
+                why = stamp_problem(f"table {spec.name}", spec.decl.cell_timestamp, stamping)
+                if why:
+                    problems.bad(spec.line, why)
+        if names.count(spec.name) > 1:
+            problems.bad(spec.line, f"table {spec.name}: declared more than once in this file")
 
 
 def loads(text: str, source: str = "<schema>", proto_modules: Sequence[str] = ()) -> Schema:

@@ -82,44 +82,13 @@ def _one(problems: Problems, item: object, line: int, tables: Mapping) -> QueryS
     segments = table.decl.key.segments
     # (field, kind) of the segments a caller can give, in key order (no constants or salt)
     key_fields = [(s.field, s.kind) for s in segments if s.kind not in ("const", "salt")]
-    salted = any(s.kind == "salt" for s in segments)
-    select_node = node.get("select", [])
-    if isinstance(select_node, str):
-        select_node = [select_node]
-    if not isinstance(select_node, list) or not all(isinstance(s, str) for s in select_node):
-        problems.bad(lines.get("select", line), f"{what}: select lists key field names")
+    chosen = _select_per(problems, node, line, what, table_name, key_fields)
+    if chosen is None:
         return None
-    select = tuple(select_node)
-    per = problems.text(node, "per", what)
-    fixed = select + ((per,) if per else ())
-    names = [f for f, _ in key_fields]
-    if list(fixed) != names[: len(fixed)]:
-        problems.bad(
-            lines.get("select", line),
-            f"{what}: select (then per) must be the leading key fields of {table_name} in key "
-            f"order (a prefix of {names})",
-        )
+    select, per = chosen
+    read = _read(problems, node, line, what, table, key_fields, select, per)
+    if read is None:
         return None
-    time_follows = len(fixed) < len(key_fields) and key_fields[len(fixed)][1] in TIME_KINDS
-    default = "time" if time_follows else "prefix"
-    if len(fixed) == len(key_fields) and fixed:
-        default = "row"
-    read = problems.text(node, "read", what, default=default)
-    if read not in READS:
-        problems.bad(lines.get("read", line), f"{what}: read must be one of {', '.join(READS)}")
-        return None
-    if read == "time" and not salted and not time_follows:
-        problems.bad(
-            lines.get("read", line),
-            f"{what}: read: time needs a time segment right after {list(select) or 'the start'}"
-            f" in {table_name}'s key",
-        )
-    if read == "time" and salted and select:
-        problems.bad(lines.get("select", line), f"{what}: a salted time read selects no field")
-    if read == "row" and len(select) != len(key_fields):
-        problems.bad(lines.get("read", line), f"{what}: read: row needs every key field")
-    if read == "table" and select:
-        problems.bad(lines.get("select", line), f"{what}: read: table selects no field")
     latest = node.get("latest", False)
     if not isinstance(latest, bool):
         problems.bad(lines.get("latest", line), f"{what}: latest must be true or false")
@@ -142,3 +111,67 @@ def _one(problems: Problems, item: object, line: int, tables: Mapping) -> QueryS
         doc=problems.text(node, "doc", what),
         line=line,
     )
+
+
+def _select_per(
+    problems: Problems, node, line: int, what: str, table_name: str, key_fields: list
+) -> tuple[tuple[str, ...], str | None] | None:
+    """``select`` and ``per``: together the leading key fields, as a caller fixes them first;
+    None when they are not (the query cannot be read)."""
+    lines = node.lines
+    select_node = node.get("select", [])
+    if isinstance(select_node, str):
+        select_node = [select_node]
+    if not isinstance(select_node, list) or not all(isinstance(s, str) for s in select_node):
+        problems.bad(lines.get("select", line), f"{what}: select lists key field names")
+        return None
+    select = tuple(select_node)
+    per = problems.text(node, "per", what)
+    fixed = select + ((per,) if per else ())
+    names = [f for f, _ in key_fields]
+    if list(fixed) != names[: len(fixed)]:
+        problems.bad(
+            lines.get("select", line),
+            f"{what}: select (then per) must be the leading key fields of {table_name} in key "
+            f"order (a prefix of {names})",
+        )
+        return None
+    return select, per
+
+
+def _read(
+    problems: Problems,
+    node,
+    line: int,
+    what: str,
+    table,
+    key_fields: list,
+    select: tuple[str, ...],
+    per: str | None,
+) -> str | None:
+    """How the query reads (``read:``, by default what the fixed fields allow: a time range
+    when a time segment follows them, one row when they are the whole key, else a prefix)."""
+    lines = node.lines
+    fixed = select + ((per,) if per else ())
+    salted = any(s.kind == "salt" for s in table.decl.key.segments)
+    time_follows = len(fixed) < len(key_fields) and key_fields[len(fixed)][1] in TIME_KINDS
+    default = "time" if time_follows else "prefix"
+    if len(fixed) == len(key_fields) and fixed:
+        default = "row"
+    read = problems.text(node, "read", what, default=default)
+    if read not in READS:
+        problems.bad(lines.get("read", line), f"{what}: read must be one of {', '.join(READS)}")
+        return None
+    if read == "time" and not salted and not time_follows:
+        problems.bad(
+            lines.get("read", line),
+            f"{what}: read: time needs a time segment right after {list(select) or 'the start'}"
+            f" in {table.name}'s key",
+        )
+    if read == "time" and salted and select:
+        problems.bad(lines.get("select", line), f"{what}: a salted time read selects no field")
+    if read == "row" and len(select) != len(key_fields):
+        problems.bad(lines.get("read", line), f"{what}: read: row needs every key field")
+    if read == "table" and select:
+        problems.bad(lines.get("select", line), f"{what}: read: table selects no field")
+    return read

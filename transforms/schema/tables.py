@@ -30,6 +30,24 @@ _TABLE = re.compile(r"[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}\Z")
 _FAMILY = re.compile(r"[-_.a-zA-Z0-9]{1,64}\Z")
 
 
+_ALLOWED = (
+    "name",
+    "pattern",
+    "doc",
+    "spec",
+    "delimiter",
+    "families",
+    "key",
+    "columns",
+    "time",
+    "cell_time",
+    "cell_timestamp",
+    "rows_per",
+    "written_by",
+    "rollup",
+)
+
+
 def table(
     problems: Problems,
     node: object,
@@ -42,63 +60,26 @@ def table(
     node = problems.mapping(node, "table", line)
     if node is None:
         return None
-    allowed = (
-        "name",
-        "pattern",
-        "doc",
-        "spec",
-        "delimiter",
-        "families",
-        "key",
-        "columns",
-        "time",
-        "cell_time",
-        "cell_timestamp",
-        "rows_per",
-        "written_by",
-        "rollup",
-    )
     name = problems.text(node, "name", "table", required=True) or f"<table on line {line}>"
     what = f"table {name}"
-    problems.keys(node, allowed, what)
+    problems.keys(node, _ALLOWED, what)
     if "name" in node and not _TABLE.match(name):
         problems.bad(line_of(node, "name"), f"{what}: a table id is 1-50 of [-_.a-zA-Z0-9]")
-    pattern = problems.text(node, "pattern", what, required=True).upper()
-    if pattern and pattern not in PATTERNS:
-        problems.bad(
-            line_of(node, "pattern"),
-            f"{what}: unknown pattern {node['pattern']!r}{suggest(pattern, PATTERNS)}; "
-            f"use one of {', '.join(PATTERNS)}",
-        )
+    pattern = _pattern(problems, node, what)
     written_by = problems.text(node, "written_by", what)
-    delimiter = problems.text(node, "delimiter", what, default=keys.DELIMITER)
-    if len(delimiter) != 1 or not delimiter.isprintable() or delimiter.isalnum():
-        problems.bad(line_of(node, "delimiter"), f"{what}: the delimiter is one punctuation mark")
-        delimiter = keys.DELIMITER
+    delimiter = _delimiter(problems, node, what)
     fams = families(problems, node, what)
     by_ref = {f.ref: f for f in fields}
     unpivot = rows_per(problems, node, what, by_ref) if "rows_per" in node else None
-    row_names = dict(by_ref)
-    if unpivot is not None:
-        row_names[unpivot.name] = FieldSpec(unpivot.name, "text")
-        row_names[unpivot.value] = FieldSpec(unpivot.value, "text")
+    row_names = _row_names(by_ref, unpivot)
     time, time_else = table_time(problems, node, what, by_ref)
     segments = key(problems, node, what, row_names, check_fields=not written_by)
-    cell_time = problems.text(node, "cell_time", what, default="event")
-    if cell_time not in CELL_TIMES:
-        problems.bad(
-            line_of(node, "cell_time"),
-            f"{what}: cell_time is one of {', '.join(CELL_TIMES)} (default: event)",
-        )
+    cell_time = _cell_time(problems, node, what)
     stamping = () if written_by else (by_ref.get(time or event_time), by_ref.get(time_else))
     cell_timestamp = table_era(problems, node, what, segments, by_ref, stamping)
     cols = columns(problems, node, what, row_names, fams, pattern, written_by, proto_modules)
     if pattern and not written_by and "columns" not in node:
-        problems.bad(
-            node.line,
-            f"{what}: no 'columns': say which fields feed which qualifiers, or mark the "
-            "table 'written_by: <job>' when another job fills it",
-        )
+        problems.bad(node.line, f"{what}: {_NO_COLUMNS}")
     if problems.since(line):  # this table has problems already
         return None
     try:
@@ -114,15 +95,7 @@ def table(
     except ValueError as err:
         problems.bad(line_of(node, "key"), f"{what}: {err}")
         return None
-    for fam in fams:
-        if pattern == "TB-CELL" and fam.max_versions == 1:
-            problems.bad(
-                line,
-                f"{what}: TB-CELL adds a timestamped cell per event, but family "
-                f"{fam.name} keeps 1 version, so each event erases the previous one; "
-                "give it max_versions covering one bucket's events (e.g. 60 a minute "
-                "× 60 for an hour bucket)",
-            )
+    _check_versions(problems, line, what, pattern, fams)
     rule = rollup(problems, node, what, decl) if "rollup" in node else None
     return TableSpec(
         decl=decl,
@@ -135,6 +108,69 @@ def table(
         rollup=rule,
         line=line,
     )
+
+
+_NO_COLUMNS = (
+    "no 'columns': say which fields feed which qualifiers, or mark the "
+    "table 'written_by: <job>' when another job fills it"
+)
+
+
+def _row_names(by_ref: dict[str, FieldSpec], unpivot: RowsPer | None) -> dict[str, FieldSpec]:
+    """The names a row's key and columns can read: the event's fields and, in an unpivoted
+    table, the name and value each row is made of."""
+    row_names = dict(by_ref)
+    if unpivot is not None:
+        row_names[unpivot.name] = FieldSpec(unpivot.name, "text")
+        row_names[unpivot.value] = FieldSpec(unpivot.value, "text")
+    return row_names
+
+
+def _pattern(problems: Problems, node: Map, what: str) -> str:
+    """The table's pattern, upper-cased (an unknown one reported with the nearest name)."""
+    pattern = problems.text(node, "pattern", what, required=True).upper()
+    if pattern and pattern not in PATTERNS:
+        problems.bad(
+            line_of(node, "pattern"),
+            f"{what}: unknown pattern {node['pattern']!r}{suggest(pattern, PATTERNS)}; "
+            f"use one of {', '.join(PATTERNS)}",
+        )
+    return pattern
+
+
+def _delimiter(problems: Problems, node: Map, what: str) -> str:
+    """The key's delimiter: one punctuation mark (the default after a reported mistake, so
+    the rest of the table is still checked)."""
+    delimiter = problems.text(node, "delimiter", what, default=keys.DELIMITER)
+    if len(delimiter) != 1 or not delimiter.isprintable() or delimiter.isalnum():
+        problems.bad(line_of(node, "delimiter"), f"{what}: the delimiter is one punctuation mark")
+        delimiter = keys.DELIMITER
+    return delimiter
+
+
+def _cell_time(problems: Problems, node: Map, what: str) -> str:
+    cell_time = problems.text(node, "cell_time", what, default="event")
+    if cell_time not in CELL_TIMES:
+        problems.bad(
+            line_of(node, "cell_time"),
+            f"{what}: cell_time is one of {', '.join(CELL_TIMES)} (default: event)",
+        )
+    return cell_time
+
+
+def _check_versions(
+    problems: Problems, line: int, what: str, pattern: str, fams: list[Family]
+) -> None:
+    """TB-CELL adds a cell per event: a family keeping one version would erase them."""
+    for fam in fams:
+        if pattern == "TB-CELL" and fam.max_versions == 1:
+            problems.bad(
+                line,
+                f"{what}: TB-CELL adds a timestamped cell per event, but family "
+                f"{fam.name} keeps 1 version, so each event erases the previous one; "
+                "give it max_versions covering one bucket's events (e.g. 60 a minute "
+                "× 60 for an hour bucket)",
+            )
 
 
 def table_time(

@@ -1,0 +1,196 @@
+"""The logic of the build step, apart from Beam: one block of raw items built into rows (bad
+items kept with their reason), and the per-bundle tallies the step reports as metrics.
+
+Pure (no Beam, no client): :class:`transforms.ingest.build_rows.BuildRows` is a thin shell that
+hands each block to :func:`build_block` and turns the outcome into outputs and counters, so the
+rules (what is blank, what is a dead letter, which line a reason's first bad item is on) are
+tested without a pipeline."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from transforms.errors import InvalidEvent, reason_kind
+from transforms.limits import MAX_QUALIFIER_BYTES
+from transforms.metrics import MAX_REASON_KINDS, OTHER_REASONS, reason_metric_name
+from transforms.mutations import RowMutation, check_limits
+from transforms.text import events
+
+__all__ = ["EventSpans", "Progress", "ReasonTally", "build_block"]
+
+_LOG = logging.getLogger(__name__)
+
+
+@dataclass
+class BlockOutcome:
+    """What one block gave: its rows (and, framed, their request entries), how many items were
+    valid, blank (skipped, not dead letters) or a builder's unexpected error, and each bad
+    item as ``(index, raw, reason)`` in input order."""
+
+    batch: list = field(default_factory=list)
+    entries: list = field(default_factory=list)
+    valid: int = 0
+    blank: int = 0
+    unexpected: int = 0
+    bad: list[tuple[int, object, str]] = field(default_factory=list)
+
+
+def build_block(
+    source: str,
+    kind: str,
+    items: Sequence,
+    decode: Callable[[object], dict],
+    build: Callable[[dict], Sequence[RowMutation]] | None,
+    framed: Callable[[dict, list, list], None] | None = None,
+    log: logging.Logger = _LOG,
+) -> BlockOutcome:
+    """The rows of a block's items (``framed``: with their request entries, made in one go),
+    every bad item kept with its reason; a builder bug costs its item only, never the block
+    (it is logged to ``log``, with its traceback)."""
+    out = BlockOutcome()
+    # only so long an item can hold an oversize cell: checked before it is kept
+    limit = 0 if kind == "record" else MAX_QUALIFIER_BYTES
+    for index, raw in enumerate(items):
+        try:
+            if framed is not None:
+                _build_framed(framed, decode(raw), len(raw) > limit, out)
+            else:
+                rows = build(decode(raw))
+                if len(raw) > limit:
+                    check_limits(rows)
+                out.batch.extend(rows)
+            out.valid += 1
+            continue
+        except InvalidEvent as err:
+            reason = str(err)
+        except Exception as err:  # a builder bug must not lose the line or stop the stream
+            log.exception("unexpected error building rows from a line of %s", source)
+            out.unexpected += 1
+            reason = f"unexpected error: {type(err).__name__}: {err}"
+        if kind in ("jsonl", "csv") and not raw.strip():
+            out.blank += 1
+            continue
+        if kind == "jsonl":
+            reason = events.array_hint(raw, reason)
+        out.bad.append((index, raw, reason))
+    return out
+
+
+def _build_framed(
+    framed: Callable[[dict, list, list], None], record: dict, check: bool, out: BlockOutcome
+) -> None:
+    """One record's rows and entries into the block's lists; when its size calls for the
+    limits check, built apart first so that a refused record leaves nothing behind."""
+    if not check:
+        framed(record, out.batch, out.entries)
+        return
+    rows: list = []
+    made: list = []
+    framed(record, rows, made)
+    check_limits(rows)
+    out.batch += rows
+    out.entries += made
+
+
+class ReasonTally:
+    """Dead letters per (reason kind, source) with the first line of each: added up over a
+    bundle and reported once (a metric update per line costs more than decoding the line).
+    At most ``MAX_REASON_KINDS`` kinds per worker; the rest count as ``OTHER_REASONS``."""
+
+    def __init__(self) -> None:
+        self._kinds: set[str] = set()
+        self._reasons: dict[tuple[str, str], list] = {}
+
+    def count(self, source: str, reason: str, line: int | None) -> None:
+        kind = reason_kind(reason)
+        if kind not in self._kinds:
+            if len(self._kinds) >= MAX_REASON_KINDS:
+                kind = OTHER_REASONS
+            else:
+                self._kinds.add(kind)
+        entry = self._reasons.get((kind, source))
+        if entry is None:
+            self._reasons[(kind, source)] = [1, line]
+        else:
+            entry[0] += 1
+            if line is not None and (entry[1] is None or line < entry[1]):
+                entry[1] = line
+
+    def drain(self) -> list[tuple[str, int, int | None]]:
+        """``(metric name, count, first line or None)`` of the bundle so far, then forgotten
+        (the kinds seen stay: the cap is per worker)."""
+        drained = [
+            (reason_metric_name(kind, source), count, first)
+            for (kind, source), (count, first) in self._reasons.items()
+        ]
+        self._reasons = {}
+        return drained
+
+
+class EventSpans:
+    """The lowest and highest cell timestamp landed per table stamped with event times, turned
+    into event ms (``event_ms``: per such table, its cell timestamp → event ms)."""
+
+    def __init__(self, event_ms: Mapping[str, Callable[[int], int]]) -> None:
+        self._event_ms = dict(event_ms)
+        self._stamps: dict[str, list[int]] = {}  # table → [lowest, highest] cell timestamp
+
+    def __bool__(self) -> bool:
+        return bool(self._event_ms)
+
+    def track(self, batch: list) -> None:
+        """Widen the span of cell timestamps landed in the first table of ``batch`` that is
+        stamped with event times: one pass per block, over that table's rows only."""
+        tracked = self._event_ms
+        table = next((row[0] for row in batch if row[0] in tracked), None)
+        if table is None:
+            return
+        stamps = [row[2][0][3] for row in batch if row[0] == table and row[2]]
+        if stamps:  # (a row may hold no cell)
+            span = self._stamps.setdefault(table, [stamps[0], stamps[0]])
+            span[0], span[1] = min(span[0], *stamps), max(span[1], *stamps)
+
+    def drain(self) -> list[int]:
+        """The event ms of every span end tracked so far, then forgotten."""
+        stamps, self._stamps = self._stamps, {}
+        # as the table's cells hold event times
+        return [self._event_ms[table](stamp) for table, span in stamps.items() for stamp in span]
+
+
+class Progress:
+    """Long runs show they are alive: one line to ``log`` per worker every ``every_seconds``,
+    the clock read only every 1024 items."""
+
+    def __init__(
+        self,
+        pipeline: str,
+        every_seconds: float,
+        log: logging.Logger = _LOG,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._pipeline = pipeline
+        self._every = every_seconds
+        self._log = log
+        self._clock = clock
+        self.seen = 0
+        self._next = 1024
+        self._started = self._last_report = clock()
+
+    def add(self, count: int) -> None:
+        self.seen += count
+        if self.seen < self._next:
+            return
+        self._next = self.seen + 1024
+        now = self._clock()
+        if now - self._last_report >= self._every:
+            self._last_report = now
+            rate = self.seen / max(now - self._started, 1e-9)
+            self._log.info(
+                "%s: %d lines processed by this worker (%.0f lines/s)",
+                self._pipeline,
+                self.seen,
+                rate,
+            )
