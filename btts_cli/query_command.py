@@ -10,8 +10,7 @@ import argparse
 import datetime as dt
 from collections.abc import Callable
 
-from btts import admin
-from btts import query_engine as q
+from btts.lazy import lazy_module
 from btts_cli.query_output import (
     add_common,
     add_range,
@@ -23,9 +22,13 @@ from btts_cli.query_output import (
     time_arg,
 )
 from btts_cli.query_schema import declared_name, run_declared, run_schema
-from pipelines import nightly
 from transforms import key_ranges
 from transforms.errors import InvalidEvent
+
+# Loaded when a query runs (`btts query --help` imports no client, `meters-of-day` no Beam).
+admin = lazy_module("btts.admin")
+q = lazy_module("btts.query_engine")
+nightly = lazy_module("pipelines.nightly")
 
 __all__ = [
     "BALLOON_QUERIES",

@@ -17,10 +17,15 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from btts import admin, plot, render
-from btts import query_engine as q
+from btts.lazy import lazy_module
 from transforms import key_ranges, timefmt
 from transforms.errors import InvalidEvent
+
+# Loaded when an answer is read, printed or drawn (matplotlib only for --plot).
+admin = lazy_module("btts.admin")
+plot = lazy_module("btts.plot")
+q = lazy_module("btts.query_engine")
+render = lazy_module("btts.render")
 
 __all__ = [
     "FORMATS",

@@ -12,8 +12,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 
-from btts import admin, query_records, render
-from btts import query_engine as q
+from btts.lazy import lazy_module
 from btts_cli.cliparse import Parser
 from btts_cli.query_output import (
     add_common,
@@ -27,6 +26,12 @@ from transforms import timefmt
 from transforms.errors import InvalidEvent
 
 __all__ = ["declared_help", "declared_name", "run_declared", "run_schema"]
+
+# Loaded when a query runs: `btts query --help` imports no client.
+admin = lazy_module("btts.admin")
+q = lazy_module("btts.query_engine")
+query_records = lazy_module("btts.query_records")
+render = lazy_module("btts.render")
 
 
 def declared_name(argv: list[str]) -> str | None:

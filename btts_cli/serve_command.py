@@ -7,9 +7,16 @@ import argparse
 import os
 import sys
 
-from btts import admin, emulator
-from btts.tsdb import answer, catalog, reads, server
-from transforms import schema as schema_lib
+from btts import emulator
+from btts.lazy import lazy_module
+
+# Loaded when the server starts: `btts serve --help` imports no client.
+admin = lazy_module("btts.admin")
+answer = lazy_module("btts.tsdb.answer")
+catalog = lazy_module("btts.tsdb.catalog")
+reads = lazy_module("btts.tsdb.reads")
+server = lazy_module("btts.tsdb.server")
+schema_lib = lazy_module("transforms.schema")
 
 __all__ = ["list_text", "load_catalog", "register", "run"]
 

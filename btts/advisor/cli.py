@@ -14,9 +14,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from btts import admin
-from btts.advisor import lint as lint_mod
-from transforms import builtin_tables
+from btts.advisor.findings import SEVERITIES
+from btts.lazy import lazy_module
+
+# Loaded when a command runs (`btts advise --help` reads no schema; only `advise table` needs
+# the clients).
+admin = lazy_module("btts.admin")
+builtin_tables = lazy_module("transforms.builtin_tables")
+lint_mod = lazy_module("btts.advisor.lint")
 
 __all__ = ["DOCS_DIR", "main", "register"]
 
@@ -134,7 +139,7 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
     lint.add_argument("--table", action="append", metavar="NAME", help="only this table")
     lint.add_argument(
         "--fail-on",
-        choices=(*lint_mod.SEVERITIES, "never"),
+        choices=(*SEVERITIES, "never"),
         default="warning",
         help="lowest severity of an open finding that fails the run (default: warning)",
     )
