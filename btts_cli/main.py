@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import logging
@@ -18,7 +19,7 @@ from btts_cli.cliparse import Commands, Parser
 from pipelines import job_modules
 
 __all__ = [
-    "COMMANDS", "OWN_LOGGERS", "check_emulator", "command_named", "main", "parser",
+    "COMMANDS", "OWN_LOGGERS", "check_emulator", "command_named", "exit_lightly", "main", "parser",
     "reaches_bigtable", "use_started_emulator", "user_errors",
 ]  # fmt: skip
 
@@ -390,7 +391,9 @@ def use_started_emulator(args: argparse.Namespace, state_file: Path | None = Non
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``btts`` command; a reader that closes the pipe (``btts query … | head``) ends it
-    quietly, as any Unix filter."""
+    quietly, as any Unix filter. As the process's own command (``argv`` None: the console
+    script, ``python -m btts_cli.main``) it also ends the process lightly (:func:`exit_lightly`).
+    """
     try:
         return _main(argv)
     except BrokenPipeError:
@@ -398,6 +401,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    finally:
+        if argv is None:
+            exit_lightly()
+
+
+def exit_lightly() -> None:
+    """For a process about to end: spare its exit the garbage collector's passes over every
+    object of Beam and the clients. After a 100-row job those passes cost about 0.6 s of CPU
+    (a quarter of the whole command on a 2-core machine) to free memory the OS takes back
+    anyway. Frozen objects are left to the OS; atexit handlers, flushes and closes still run."""
+    gc.disable()
+    gc.freeze()
 
 
 # Job flags with which a job reads no table (a check, a translation for Dataflow, its help).

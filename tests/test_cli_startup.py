@@ -7,6 +7,7 @@ Each case runs ``btts`` in a fresh interpreter and reports which heavy packages 
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -126,3 +127,19 @@ def test_a_lazy_module_runs_at_its_first_use(tmp_path, monkeypatch):
 def test_a_missing_module_is_named():
     with pytest.raises(ModuleNotFoundError, match="no_such_btts_module"):
         lazy_module("no_such_btts_module")
+
+
+def test_the_command_ends_its_process_lightly_but_a_caller_keeps_its_collector():
+    """As the process's command, main leaves the heap to the OS (no collection at exit); called
+    with arguments (a test, the demo) it leaves the caller's garbage collector alone."""
+    code = (
+        "import gc, sys\n"
+        "from btts_cli import main as cli\n"
+        "sys.argv = ['btts', 'tables', 'show', '--table', 'METRIC']\n"
+        "cli.main()\n"
+        "print('GC', gc.isenabled(), gc.get_freeze_count() > 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines()[-1] == "GC False True", done.stderr
+    assert cli.main(["tables", "show", "--table", "METRIC"]) == 0
+    assert gc.isenabled()
