@@ -8,18 +8,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from google.api_core import exceptions as gexc
-from google.cloud import bigtable
-from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
-from google.cloud.bigtable_admin_v2 import types as admin_types
-from google.protobuf import duration_pb2
 
 from btts.emulator import EMULATOR_INSTANCE, EMULATOR_PROJECT, ENV_HOST
 from transforms.limits import MAX_TABLES_PER_INSTANCE as MAX_TABLES_PER_INSTANCE  # re-exported
 from transforms.mutations import Cell, stored_cells
 from transforms.table_model import Family, TableDecl
+
+# The clients load where they are used: `btts check` and the jobs' option parsing need only
+# ConfigError and Target from here, and loading the clients is most of a small check's time.
+if TYPE_CHECKING:
+    from google.cloud.bigtable_admin_v2 import types as admin_types
 
 __all__ = [
     "Admin",
@@ -85,6 +86,9 @@ def resolve_target(project: str | None, instance: str | None) -> Target:
 
 
 def gc_rule(family: Family) -> admin_types.GcRule | None:
+    from google.cloud.bigtable_admin_v2 import types as admin_types
+    from google.protobuf import duration_pb2
+
     rules = []
     if family.max_versions:
         rules.append(admin_types.GcRule(max_num_versions=family.max_versions))
@@ -97,6 +101,8 @@ def gc_rule(family: Family) -> admin_types.GcRule | None:
 
 
 def column_family(family: Family) -> admin_types.ColumnFamily:
+    from google.cloud.bigtable_admin_v2 import types as admin_types
+
     kwargs = {}
     rule = gc_rule(family)
     if rule is not None:
@@ -118,6 +124,8 @@ class Admin:
     True)``, which is what honours the emulator)."""
 
     def __init__(self, target: Target) -> None:
+        from google.cloud import bigtable
+
         self.target = target
         self._client = bigtable.Client(project=target.project, admin=True)
         self.api = self._client.table_admin_client
@@ -138,6 +146,8 @@ class Admin:
         )
 
     def get_families(self, table: str) -> dict[str, admin_types.ColumnFamily] | None:
+        from google.cloud.bigtable_admin_v2 import types as admin_types
+
         try:
             got = self.api.get_table(
                 request={"name": self.target.table_path(table), "view": admin_types.Table.View.FULL}
@@ -149,6 +159,8 @@ class Admin:
     def ensure(self, decl: TableDecl) -> list[str]:
         """Create the table or its missing families. Returns what was done, one line each; a
         family whose GC rule or type differs from the declaration is reported, never changed."""
+        from google.cloud.bigtable_admin_v2 import types as admin_types
+
         existing = self.get_families(decl.name)
         if existing is None:
             table = admin_types.Table(
@@ -274,6 +286,8 @@ def read_rows(
     limit: int | None = None,
 ) -> list[ReadRow]:
     """Rows of ``[start, end)`` (the whole table by default), cells as stored."""
+    from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
+
     query = ReadRowsQuery(
         row_ranges=RowRange(start_key=start, end_key=end) if (start or end) else None,
         row_filter=row_filters.CellsColumnLimitFilter(1) if latest_only else None,

@@ -143,3 +143,13 @@ def test_the_command_ends_its_process_lightly_but_a_caller_keeps_its_collector()
     assert done.stdout.splitlines()[-1] == "GC False True", done.stderr
     assert cli.main(["tables", "show", "--table", "METRIC"]) == 0
     assert gc.isenabled()
+
+
+def test_a_check_loads_no_bigtable_client(tmp_path):
+    """`btts check` writes nothing: it runs Beam, but neither Bigtable client is loaded."""
+    records = list(samples.metric_records(hosts=1, seconds=60))
+    path = write_lines(tmp_path / "m.jsonl", [json.dumps(r) for r in records])
+    got = loaded(["check", "server_metrics", "--input", str(path)])
+    assert got["code"] == 0
+    assert BEAM in got["heavy"]
+    assert not [m for m in got["heavy"] if m.startswith("google.cloud.bigtable")]
