@@ -285,7 +285,7 @@ def table(report: dict) -> str:
         f"{'naive':>9}{'wire':>9}{'ours/ceil':>11}{'ours/naive':>11}{'ours/wire':>10}"
         f"{'ours/core':>10}{'(bound)':>8}{'cpu/core':>9}"
         f"{'RSS MB':>8}"
-    ]
+    ][: 1 if report["datasets"] else 0]
     for dataset in SIZES:
         if dataset not in report["datasets"]:
             continue
