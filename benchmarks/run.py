@@ -338,6 +338,36 @@ def _nightly_lines(n: dict) -> list[str]:
     ]
 
 
+def run_sections(
+    report: dict, work: Path, sections: set[str], datasets: list[str], ours_events: int | None
+) -> None:
+    """Each chosen section on an emulator of its own, its figures into ``report``."""
+    quick = report["quick"]
+    pick = 0 if quick else 1
+    for dataset in datasets if "datasets" in sections else ():
+        path = work / f"{dataset}.jsonl"
+        getattr(data, dataset)(path, SIZES[dataset][pick])
+        ours_path = None
+        if ours_events and ours_events != SIZES[dataset][pick]:
+            ours_path = work / f"{dataset}-ours.jsonl"
+            getattr(data, dataset)(ours_path, ours_events)
+        with fresh_emulator():  # rows of earlier datasets would slow this one's writes
+            report["datasets"][dataset] = run_dataset(
+                dataset, path, quick=quick, ours_path=ours_path
+            )
+    if "scaling" in sections:
+        with fresh_emulator():
+            report["scaling"] = run_scaling(work, SCALING_EVENTS[pick])
+    if "nightly" in sections:
+        with fresh_emulator():
+            report["nightly"] = run_nightly(NIGHTLY_METERS[pick])
+    if "startup" in sections:
+        with fresh_emulator():
+            log("[startup] whole commands and their floors, each its own process")
+            target = admin.Target("test-project", fresh_instance([]))
+            report["startup"] = startup.run_startup(work, target, startup.REPEATS[pick])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small sizes (under a minute)")
@@ -378,29 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         "datasets": {},
     }
     with tempfile.TemporaryDirectory(prefix="btts-bench-") as tmp:
-        work = Path(tmp)
-        for dataset in args.datasets.split(",") if "datasets" in sections else ():
-            path = work / f"{dataset}.jsonl"
-            getattr(data, dataset)(path, SIZES[dataset][pick])
-            ours_path = None
-            if ours_events and ours_events != SIZES[dataset][pick]:
-                ours_path = work / f"{dataset}-ours.jsonl"
-                getattr(data, dataset)(ours_path, ours_events)
-            with fresh_emulator():  # rows of earlier datasets would slow this one's writes
-                report["datasets"][dataset] = run_dataset(
-                    dataset, path, quick=args.quick, ours_path=ours_path
-                )
-        if "scaling" in sections:
-            with fresh_emulator():
-                report["scaling"] = run_scaling(work, SCALING_EVENTS[pick])
-        if "nightly" in sections:
-            with fresh_emulator():
-                report["nightly"] = run_nightly(NIGHTLY_METERS[pick])
-        if "startup" in sections:
-            with fresh_emulator():
-                log("[startup] whole commands and their floors, each its own process")
-                target = admin.Target("test-project", fresh_instance([]))
-                report["startup"] = startup.run_startup(work, target, startup.REPEATS[pick])
+        run_sections(report, Path(tmp), sections, args.datasets.split(","), ours_events)
     report["seconds"] = round(time.monotonic() - started, 1)
     out = ROOT / "results" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

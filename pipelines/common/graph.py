@@ -119,8 +119,7 @@ class Ingest(beam.PTransform):
         rows = built[ROWS]
         if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; no writes
             return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}
-        # The writers (and the Bigtable client they load) only for a job that writes: not for
-        # `btts check`, where loading the client was a fifth of a small file's check.
+        # Only a job that writes loads the writers and the Bigtable client (not `btts check`).
         from transforms.aggregate_write import WriteAggregates
         from transforms.bigtable_write import WriteRows
 
