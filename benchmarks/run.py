@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks import data
+from benchmarks import data, startup
 from btts import admin, config, emulator
 from transforms.schema import builtin_tables
 
@@ -61,6 +61,8 @@ TARGETS = {
 }
 
 
+SECTIONS = ("datasets", "scaling", "nightly", "startup")
+
 _EMULATOR_PID: list[int] = []  # the running emulator's process, while there is one
 
 
@@ -74,6 +76,26 @@ def emulator_cpu_s() -> float | None:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def machine() -> dict:
+    """What ran the figures: they are this machine's, and a ratio is judged on one machine."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            names = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
+        model = names[0] if names else model
+    except OSError:
+        pass
+    return {
+        "cpu_model": model,
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+MACHINE = machine()
 
 
 def measure(*args: str, timeout: float = 1800) -> dict:
@@ -102,6 +124,7 @@ def measure(*args: str, timeout: float = 1800) -> dict:
         if result.get(unit):
             result[f"{unit}_per_s"] = round(result[unit] / result["seconds"], 1)
     result["seconds"] = round(result["seconds"], 3)
+    result["machine"] = f"{MACHINE['cpu_model']} x{MACHINE['cpu_count']}"
     return result
 
 
@@ -262,7 +285,7 @@ def table(report: dict) -> str:
         f"{'naive':>9}{'wire':>9}{'ours/ceil':>11}{'ours/naive':>11}{'ours/wire':>10}"
         f"{'ours/core':>10}{'(bound)':>8}{'cpu/core':>9}"
         f"{'RSS MB':>8}"
-    ]
+    ][: 1 if report["datasets"] else 0]
     for dataset in SIZES:
         if dataset not in report["datasets"]:
             continue
@@ -278,32 +301,71 @@ def table(report: dict) -> str:
             f"{_fmt(s.get('ours_cpu_vs_core')):>9}"
             f"{d['ours']['peak_rss_mb']:>8.0f}"
         )
-    sc = report["scaling"]
-    large = sc["large"]
-    lines.append(
-        f"scaling: 10x events -> {sc['time_ratio']:.2f}x time, {sc['rss_ratio']:.2f}x peak RSS "
-        f"({large['events']:,} events: {large['peak_rss_mb']:.0f} MB)"
-    )
-    n = report["nightly"]
-    lines.append(
-        f"nightly: ours {n['ours']['rows_per_s']:,.0f} rows/s, ceiling "
-        f"{n['ceiling']['rows_per_s']:,.0f} rows/s ({n['ours_vs_ceiling']:.2f}; copy without "
-        f"verification {n['ours_copy_only']['rows_per_s']:,.0f} rows/s, "
-        f"{n['copy_only_vs_ceiling']:.2f}); rows read from "
-        f"the server {n['rows_read_from_server']:,} for a day of {n['day_rows']:,} "
-        f"(SENSOR holds {n['sensor_rows']:,})"
-    )
+    sc = report.get("scaling")
+    if sc:
+        large = sc["large"]
+        lines.append(
+            f"scaling: 10x events -> {sc['time_ratio']:.2f}x time, {sc['rss_ratio']:.2f}x peak "
+            f"RSS ({large['events']:,} events: {large['peak_rss_mb']:.0f} MB)"
+        )
+    n = report.get("nightly")
+    lines += _nightly_lines(n) if n else []
+    if report.get("startup"):
+        lines += startup.table_lines(report["startup"])
     lines.append(
         "(bound): the most ours/core this machine allows, given the emulator's CPU for the same "
         "rows; cpu/core: the builder's CPU over the job process's CPU"
     )
     lines.append("targets: " + ", ".join(f"{k} {v}" for k, v in TARGETS.items()))
+    lines.append(f"machine: {MACHINE['cpu_model']}, {MACHINE['cpu_count']} cores, Python "
+                 f"{MACHINE['python']}")  # fmt: skip
     if report.get("quick"):
         lines.append(
             "quick run: at these sizes start-up dominates every 'ours' figure; the targets are "
             "judged on `make bench`"
         )
     return "\n".join(lines)
+
+
+def _nightly_lines(n: dict) -> list[str]:
+    return [
+        f"nightly: ours {n['ours']['rows_per_s']:,.0f} rows/s, ceiling "
+        f"{n['ceiling']['rows_per_s']:,.0f} rows/s ({n['ours_vs_ceiling']:.2f}; copy without "
+        f"verification {n['ours_copy_only']['rows_per_s']:,.0f} rows/s, "
+        f"{n['copy_only_vs_ceiling']:.2f}); rows read from "
+        f"the server {n['rows_read_from_server']:,} for a day of {n['day_rows']:,} "
+        f"(SENSOR holds {n['sensor_rows']:,})"
+    ]
+
+
+def run_sections(
+    report: dict, work: Path, sections: set[str], datasets: list[str], ours_events: int | None
+) -> None:
+    """Each chosen section on an emulator of its own, its figures into ``report``."""
+    quick = report["quick"]
+    pick = 0 if quick else 1
+    for dataset in datasets if "datasets" in sections else ():
+        path = work / f"{dataset}.jsonl"
+        getattr(data, dataset)(path, SIZES[dataset][pick])
+        ours_path = None
+        if ours_events and ours_events != SIZES[dataset][pick]:
+            ours_path = work / f"{dataset}-ours.jsonl"
+            getattr(data, dataset)(ours_path, ours_events)
+        with fresh_emulator():  # rows of earlier datasets would slow this one's writes
+            report["datasets"][dataset] = run_dataset(
+                dataset, path, quick=quick, ours_path=ours_path
+            )
+    if "scaling" in sections:
+        with fresh_emulator():
+            report["scaling"] = run_scaling(work, SCALING_EVENTS[pick])
+    if "nightly" in sections:
+        with fresh_emulator():
+            report["nightly"] = run_nightly(NIGHTLY_METERS[pick])
+    if "startup" in sections:
+        with fresh_emulator():
+            log("[startup] whole commands and their floors, each its own process")
+            target = config.Target("test-project", fresh_instance([]))
+            report["startup"] = startup.run_startup(work, target, startup.REPEATS[pick])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -321,7 +383,15 @@ def main(argv: list[str] | None = None) -> int:
         f"baselines keep their size). Default: {OURS_EVENTS:,} on a full run (where cpu/core "
         "is judged), the dataset's size on a quick one",
     )
+    parser.add_argument(
+        "--sections",
+        default=",".join(SECTIONS),
+        help="comma-separated subset of %(default)s (e.g. startup: only the start-up figures)",
+    )
     args = parser.parse_args(argv)
+    sections = set(args.sections.split(","))
+    if sections - set(SECTIONS):
+        parser.error(f"--sections: unknown {sorted(sections - set(SECTIONS))}; use {SECTIONS}")
     name = args.name or ("quick" if args.quick else "full")
     pick = 0 if args.quick else 1
     ours_events = (
@@ -330,11 +400,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     report = {
         "name": name,
-        "machine": {
-            "cpu_count": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "machine": MACHINE,
         "quick": args.quick,
         "sizes": {k: v[pick] for k, v in SIZES.items()},
         "ours_events": ours_events,
@@ -342,22 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         "datasets": {},
     }
     with tempfile.TemporaryDirectory(prefix="btts-bench-") as tmp:
-        work = Path(tmp)
-        for dataset in args.datasets.split(","):
-            path = work / f"{dataset}.jsonl"
-            getattr(data, dataset)(path, SIZES[dataset][pick])
-            ours_path = None
-            if ours_events and ours_events != SIZES[dataset][pick]:
-                ours_path = work / f"{dataset}-ours.jsonl"
-                getattr(data, dataset)(ours_path, ours_events)
-            with fresh_emulator():  # rows of earlier datasets would slow this one's writes
-                report["datasets"][dataset] = run_dataset(
-                    dataset, path, quick=args.quick, ours_path=ours_path
-                )
-        with fresh_emulator():
-            report["scaling"] = run_scaling(work, SCALING_EVENTS[pick])
-        with fresh_emulator():
-            report["nightly"] = run_nightly(NIGHTLY_METERS[pick])
+        run_sections(report, Path(tmp), sections, args.datasets.split(","), ours_events)
     report["seconds"] = round(time.monotonic() - started, 1)
     out = ROOT / "results" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

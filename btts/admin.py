@@ -20,6 +20,8 @@ __all__ = ["Admin", "drop_tenant", "preflight"]
 
 
 def gc_rule(family: Family) -> admin_types.GcRule | None:
+    from google.cloud.bigtable_admin_v2 import types as admin_types
+
     rules = []
     if family.max_versions:
         rules.append(admin_types.GcRule(max_num_versions=family.max_versions))
@@ -32,6 +34,8 @@ def gc_rule(family: Family) -> admin_types.GcRule | None:
 
 
 def column_family(family: Family) -> admin_types.ColumnFamily:
+    from google.cloud.bigtable_admin_v2 import types as admin_types
+
     kwargs = {}
     rule = gc_rule(family)
     if rule is not None:
@@ -53,6 +57,7 @@ class Admin:
     True)``, which is what honours the emulator)."""
 
     def __init__(self, target: Target) -> None:
+
         self.target = target
         self._client = bigtable.Client(project=target.project, admin=True)
         self.api = self._client.table_admin_client
@@ -73,6 +78,8 @@ class Admin:
         )
 
     def get_families(self, table: str) -> dict[str, admin_types.ColumnFamily] | None:
+        from google.cloud.bigtable_admin_v2 import types as admin_types
+
         try:
             got = self.api.get_table(
                 request={"name": self.target.table_path(table), "view": admin_types.Table.View.FULL}
@@ -84,6 +91,8 @@ class Admin:
     def ensure(self, decl: TableDecl) -> list[str]:
         """Create the table or its missing families. Returns what was done, one line each; a
         family whose GC rule or type differs from the declaration is reported, never changed."""
+        from google.cloud.bigtable_admin_v2 import types as admin_types
+
         existing = self.get_families(decl.name)
         if existing is None:
             table = admin_types.Table(

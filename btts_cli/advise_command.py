@@ -16,12 +16,16 @@ from pathlib import Path
 
 from btts import config, errors
 from btts.advisor import findings
-from btts.advisor import lint as lint_mod
-from transforms.schema import builtin_tables
+from btts.advisor.findings import SEVERITIES
+from btts.lazy import lazy_module
 
-__all__ = ["main", "register"]
+# Loaded when a command runs (`btts advise --help` reads no schema; only `advise table` needs
+# the clients).
+lint_mod = lazy_module("btts.advisor.lint")
 
-DOCS_DIR = Path(__file__).resolve().parents[2] / "docs" / "advisor"
+__all__ = ["main"]
+
+DOCS_DIR = Path(__file__).resolve().parents[1] / "docs" / "advisor"
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -34,6 +38,8 @@ def _lint(args: argparse.Namespace) -> int:
         declared = schema.decls()
         results = lint_mod.lint_schema(schema, args.table)
     else:
+        from transforms.schema import builtin_tables
+
         declared = builtin_tables.all_tables()
         decls = [builtin_tables.get(n) for n in args.table] if args.table else declared.values()
         results = lint_mod.lint_all(list(decls))
@@ -59,6 +65,8 @@ def _hotspots(args: argparse.Namespace) -> int:
     if not args.table:
         raise ValueError("name a TABLE, or pass --documented for the documented cases")
     schema = config.load_schema(args.schema) if args.schema else None
+    from transforms.schema import builtin_tables
+
     decl = schema.table(args.table).decl if schema else builtin_tables.get(args.table)
     sim = hotspots.SimConfig(
         nodes=args.nodes,
@@ -140,7 +148,7 @@ def _add_lint(sub: argparse._SubParsersAction) -> None:
     lint.add_argument("--table", action="append", metavar="NAME", help="only this table")
     lint.add_argument(
         "--fail-on",
-        choices=(*findings.SEVERITIES, "never"),
+        choices=(*SEVERITIES, "never"),
         default="warning",
         help="lowest severity of an open finding that fails the run (default: warning)",
     )

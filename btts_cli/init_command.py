@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["register"]
+__all__ = []
 
 EXAMPLE = """\
 example:

@@ -11,7 +11,7 @@ import datetime as dt
 from collections.abc import Callable
 
 from btts import config, errors
-from btts.query import engine as q
+from btts.lazy import lazy_module
 from btts_cli.query_output import (
     add_common,
     add_range,
@@ -22,9 +22,11 @@ from btts_cli.query_output import (
     read,
     time_arg,
 )
-from pipelines import nightly
 from transforms.errors import InvalidEvent
 from transforms.text import timefmt
+
+# Loaded when a query runs (`btts query --help` imports no client, `meters-of-day` no Beam).
+q = lazy_module("btts.query.engine")
 
 __all__ = ["BALLOON_QUERIES", "add_query_commands", "add_tenant_commands", "plan"]
 
@@ -97,7 +99,9 @@ def _meters_of_day(p):
         if a.layout == "single_table":
             window = timefmt.day_bounds(a.date, a.timezone)
             return q.builtin_query("smart_meters", "meters_of_day", {}, *window)
-        copy = nightly.daily_table("SENSOR", f"{a.date:%Y%m%d}")
+        from pipelines.nightly.dates import daily_table  # Beam: only for this layout
+
+        copy = daily_table("SENSOR", f"{a.date:%Y%m%d}")
         return q.builtin_query("smart_meters", "meters_of_day_copy", table=copy)
 
     return plan

@@ -18,10 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from btts import config, errors
-from btts.query import engine as q
-from btts.query import plot, render
+from btts.lazy import lazy_module
 from transforms.errors import InvalidEvent
 from transforms.text import timefmt
+
+# Loaded when an answer is read, printed or drawn (matplotlib only for --plot).
+plot = lazy_module("btts.query.plot")
+q = lazy_module("btts.query.engine")
+render = lazy_module("btts.query.render")
 
 __all__ = [
     "add_common",

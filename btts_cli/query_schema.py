@@ -13,9 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from btts import config, errors
-from btts.query import engine as q
-from btts.query import records as query_records
-from btts.query import render
+from btts.lazy import lazy_module
 from btts_cli.cliparse import Parser
 from btts_cli.query_output import (
     add_common,
@@ -29,6 +27,11 @@ from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 
 __all__ = ["run_schema"]
+
+# Loaded when a query runs: `btts query --help` imports no client.
+q = lazy_module("btts.query.engine")
+query_records = lazy_module("btts.query.records")
+render = lazy_module("btts.query.render")
 
 
 def declared_name(argv: list[str]) -> str | None:

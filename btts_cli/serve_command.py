@@ -8,10 +8,16 @@ import os
 import sys
 
 from btts import config, emulator
-from btts.tsdb import answer, catalog, reads, server
-from transforms import schema as schema_lib
+from btts.lazy import lazy_module
 
-__all__ = ["register"]
+# Loaded when the server starts: `btts serve --help` imports no client.
+answer = lazy_module("btts.tsdb.answer")
+catalog = lazy_module("btts.tsdb.catalog")
+reads = lazy_module("btts.tsdb.reads")
+server = lazy_module("btts.tsdb.server")
+schema_lib = lazy_module("transforms.schema")
+
+__all__ = []
 
 
 def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -43,7 +43,7 @@ from btts_cli.template_params import Flag, parameter, required_on_dataflow
 if TYPE_CHECKING:  # Beam is imported only by the pipelines themselves
     from apache_beam.options.pipeline_options import PipelineOptions
 
-__all__ = ["main", "register"]  # fmt: skip
+__all__ = ["main"]  # fmt: skip
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = "nightly"

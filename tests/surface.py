@@ -46,6 +46,17 @@ def _aliases(tree: ast.Module) -> tuple[dict[str, str], set[tuple[str, str]]]:
                     aliases[alias.asname or alias.name] = full
                 elif node.module in MODULES:
                     direct.add((node.module, alias.name))
+        elif (  # name = lazy_module("a.module"): an alias that loads on first use
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "id", None) == "lazy_module"
+            and node.value.args
+            and isinstance(node.value.args[0], ast.Constant)
+            and node.value.args[0].value in MODULES
+        ):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    aliases[target.id] = node.value.args[0].value
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name in MODULES:

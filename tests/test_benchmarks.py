@@ -160,3 +160,25 @@ def test_soak_ceiling_steps_the_rate_and_checks_every_event_and_rollup(tmp_path)
     )  # an hour or two
     assert summary["rollup_mismatches"] == 0 and summary["rollup_unexpected_rows"] == 0
     assert summary["accounted_for"] and summary["job_cancelled"]
+
+
+def test_the_startup_section_pairs_each_command_with_its_floor():
+    median = {
+        "python": 0.05, "import_data_client": 0.8, "read_floor": 1.0, "cbt_read": 2.0,
+        "query": 1.2, "check": 1.9, "ingest": 2.4, "help": 0.1, "help query": 0.2,
+        "help nightly": 2.5, "help demo": 2.6,
+    }  # fmt: skip
+    section = {
+        "repeats": 7, "answer_rows": 100, "median_s": median, "worst_help": "help query",
+        "help_vs_python": 4.0, "query_vs_floor": 1.2, "check_vs_floor": 1.9,
+        "job_help_vs_python": {"nightly": 50.0, "demo": 52.0},
+    }  # fmt: skip
+    text = run.table({"quick": False, "datasets": {}, "startup": section})
+    assert "startup (medians of 7): python 0.050s" in text
+    assert "cbt read 2.00s" in text
+    assert "worst `help query` 0.200s = 4.0x python; query 1.20s = 1.20x floor" in text
+    assert f"machine: {run.MACHINE['cpu_model']}, {run.MACHINE['cpu_count']} cores" in text
+
+
+def test_every_figure_names_the_machine_it_ran_on():
+    assert run.MACHINE["cpu_model"] and run.MACHINE["cpu_count"] and run.MACHINE["python"]

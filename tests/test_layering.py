@@ -27,7 +27,7 @@ LAYERS = [
     ["transforms.build", "transforms.scans", "transforms.ingest"],  # builder; scans; Beam input
     ["transforms.bigtable"],  # the connector
     ["transforms.rollup"],
-    ["btts.errors"],
+    ["btts.errors", "btts.lazy"],
     ["btts.emulator"],
     ["btts.config"],
     ["btts.admin"],

@@ -28,6 +28,7 @@ from btts.samples import data as samples
 from btts_cli import demo, query_command
 from btts_cli import main as cli
 from pipelines import nightly
+from pipelines.nightly import dates
 from tests.helpers import compiled, run_job, write_lines
 from transforms.bigtable import filters
 from transforms.errors import InvalidEvent
@@ -346,7 +347,7 @@ def test_all_meters_for_one_day_from_the_nightly_table(loaded):
     days = checks.meter_day_records(loaded.meters)
     for day in ("20170725", "20170726"):
         expected = [record for (_, d), record in days.items() if d == day]
-        copy = nightly.daily_table("SENSOR", day)
+        copy = dates.daily_table("SENSOR", day)
         got = q.ask(loaded.target, "smart_meters", "meters_of_day_copy", table=copy)
         assert no_key(got) == expected
     (scan,) = query_command.plan(["meters-of-day", "--date", "2017-07-26"]).scans

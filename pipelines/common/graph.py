@@ -27,7 +27,6 @@ from pipelines.common.options import (
     write_settings,
 )
 from transforms.bigtable.collapse import latest_only_families
-from transforms.bigtable.write import WriteRows
 from transforms.ingest.build_rows import DEAD_LETTER, ROWS, BuildRows
 from transforms.ingest.dead_letters import (
     WriteDeadLetterFiles,
@@ -173,6 +172,8 @@ class Ingest(beam.PTransform):
 def _sinks(options: PipelineOptions) -> tuple[Callable, Callable]:
     """The two writers of a job's target, as ``table(s) → PTransform``: AddToCell through the
     data client, SetCell through the sink."""
+    # Only a job that writes loads the writers and the Bigtable client (not `btts check`).
+    from transforms.bigtable.write import WriteRows
     from transforms.bigtable.write_aggregates import WriteAggregates
 
     target = resolve_target(options)

@@ -65,12 +65,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import errors
 from pipelines import common
 from pipelines.nightly.admin_steps import prepare
-from pipelines.nightly.dates import daily_table
 from pipelines.nightly.graph import build_plan
 from pipelines.nightly.plan import OPTION_CLASSES, make_plan
 from pipelines.nightly.summary import NAME, summary
 
-__all__ = ["build", "daily_table", "run"]
+__all__ = ["build", "run"]
 
 _LOG = logging.getLogger(__name__)
 
