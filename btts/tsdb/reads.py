@@ -28,6 +28,7 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 
 from btts import query_engine, query_records
 from btts.admin import ReadRow, Target
+from btts.tsdb import multi_range
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import key_ranges, keys, rollup_core
@@ -126,14 +127,7 @@ class Reader:
         base = query_engine.read_query(scan)
         if base is None:
             return []
-        parts = [f for f in (query_engine.row_filter(scan), cells) if f is not None]
-        flt = (
-            parts[0]
-            if len(parts) == 1
-            else row_filters.RowFilterChain(filters=parts)
-            if parts
-            else None
-        )
+        flt = multi_range.scan_filter(scan, cells)
         limit = self.max_scan_rows + 1 if scanning else None
         query = ReadRowsQuery(
             row_keys=list(scan.row_keys) or None,
@@ -146,10 +140,13 @@ class Reader:
         return self.read(scan.table, query, scanning)
 
     def scan_all(self, scans: Sequence[Scan], cells, scanning: bool) -> list[list[ReadRow]]:
-        """Several scans at once (one per value of a group-by tag, one per salt bucket): the
-        waits on the network overlap; the results keep the scans' order."""
+        """Several scans at once (one per value of a group-by tag, one per salt bucket): one
+        multi-range read when they differ only in their key ranges (:func:`btts.tsdb.multi_range.read_ranges`),
+        else their waits on the network overlap; the results keep the scans' order."""
         if len(scans) < 2:
             return [self.scan(s, cells, scanning) for s in scans]
+        if not scanning and multi_range.mergeable(scans):
+            return multi_range.read_ranges(self, scans, cells)
         with ThreadPoolExecutor(max_workers=min(PARALLEL_SCANS, len(scans))) as pool:
             return list(pool.map(lambda s: self.scan(s, cells, scanning), scans))
 
@@ -329,6 +326,7 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     records = query_records.decode_declared(source.schema, spec, rows)
     tags = source.tags
     out: dict[SeriesKey, list] = {}
+    verdicts: dict[SeriesKey, bool] = {}  # the filters run once per series, not per row
     for record in records:
         value = record.get(source.field)
         if source.entry:
@@ -336,7 +334,10 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
         if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
             continue
         labels = tuple(sorted((t, str(record.get(t, ""))) for t in tags))
-        if not _passes(dict(labels), filters):
+        passed = verdicts.get(labels)
+        if passed is None:
+            passed = verdicts[labels] = _passes(dict(labels), filters)
+        if not passed:
             continue
         out.setdefault(labels, []).append((record["ts_ms"], value))
     for points in out.values():
@@ -366,8 +367,9 @@ def read_rollup(
     decl = source.table.decl
     entity = source.table.rollup.entity
     out: dict[SeriesKey, list] = {}
-    for scan in p.scans:
-        for row in reader.scan(scan, cells, p.scanning):
+    verdicts: dict[SeriesKey, bool] = {}
+    for rows in reader.scan_all(p.scans, cells, p.scanning):
+        for row in rows:
             got: dict[str, tuple[int, int]] = {}
             for cell in row.cells:
                 stamp = decl.event_ms(cell.timestamp_us)  # as the table holds times
@@ -380,7 +382,9 @@ def read_rollup(
             if not start_ms <= hour < end_ms:
                 continue
             labels = ((entity, str(key_ranges.split_key(decl, row.key)[entity])),)
-            if _passes(dict(labels), filters):
+            if labels not in verdicts:
+                verdicts[labels] = _passes(dict(labels), filters)
+            if verdicts[labels]:
                 out.setdefault(labels, []).append((hour, rollup_core.unscale(total[0]), count[0]))
     for parts in out.values():
         parts.sort(key=lambda p: p[0])
