@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from btts.tsdb import reads, series
+from btts.tsdb import budget, reads, series
 from btts.tsdb.catalog import Catalog, Metric
 from btts.tsdb.request import BadRequest, SubQuery, TsQuery
 
@@ -78,6 +78,7 @@ def run_sub(
         partials = {}
         if first < last:
             rp = reads.plan(reader, rollup, q.filters, first, last, rollup_scan)
+            budget.check_series(q, tq, max(len(rp.combos), 1), limits.max_points)
             rp.scans = [replace(s, start_ms=None, end_ms=None) for s in rp.scans]
             described.append(f"rollup {rollup.name} (hourly sum/count) for whole hours")
             described += rp.describe()
@@ -118,6 +119,7 @@ def run_sub(
             )
         source, scanning = reads.choose(metric, q.filters, reader.tenant, allow_scan)
         p = reads.plan(reader, source, q.filters, tq.start_ms, tq.end_ms, scanning)
+        budget.check_series(q, tq, max(len(p.combos), 1), limits.max_points)
         described += p.describe()
         data = reads.read_points(reader, p, q.filters)
         if ds is not None:
@@ -166,8 +168,10 @@ def _group(name: str, data: dict, q: SubQuery, interpolate: bool) -> list[Result
 
 def answer(reader: reads.Reader, catalog: Catalog, tq: TsQuery, limits: Limits) -> list[Result]:
     results: list[Result] = []
+    budget.check_request(tq, limits.max_points)
     for q in tq.queries:
         results += run_sub(reader, catalog, q, tq, limits)
+        budget.check_deadline(reader.until)
     total = sum(len(r.dps) for r in results)
     if total > limits.max_points:
         raise BadRequest(
