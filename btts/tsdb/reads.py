@@ -141,8 +141,8 @@ class Reader:
 
     def scan_all(self, scans: Sequence[Scan], cells, scanning: bool) -> list[list[ReadRow]]:
         """Several scans at once (one per value of a group-by tag, one per salt bucket): one
-        multi-range read when they differ only in their key ranges (:func:`btts.tsdb.multi_range.read_ranges`),
-        else their waits on the network overlap; the results keep the scans' order."""
+        multi-range read when they differ only in their key ranges (:mod:`multi_range`), else
+        their waits on the network overlap; the results keep the scans' order."""
         if len(scans) < 2:
             return [self.scan(s, cells, scanning) for s in scans]
         if not scanning and multi_range.mergeable(scans):
