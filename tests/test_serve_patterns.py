@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from btts.tsdb import patterns, request
+from btts.tsdb.cache import TtlLru
 from btts.tsdb.request import BadRequest
 
 # patterns the old guard refused for their shape, and the one that slipped past it (27
@@ -72,3 +73,16 @@ def test_client_patterns_cannot_grow_the_caches_without_bound():
     for i in range(3000):
         request.tag_filter("t", "regexp", f"^host{i}$", False).match("host1")
     assert patterns.matcher.cache_info().currsize <= patterns.matcher.cache_info().maxsize
+
+
+def test_the_ttl_lru_cache_is_bounded_and_ages():
+    cache = TtlLru(3, 60.0)
+    for i in range(10):
+        cache.put(i, i)
+    assert len(cache) == 3 and cache.get(0) is None and cache.get(9) == 9
+    cache.get(7)  # used: kept over 8 when a new one comes
+    cache.put(10, 10)
+    assert cache.get(7) == 7 and cache.get(8) is None
+    aged = TtlLru(3, 0.0)
+    aged.put("a", 1)
+    assert aged.get("a") is None

@@ -29,6 +29,7 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 from btts import query_engine, query_records
 from btts.admin import ReadRow, Target
 from btts.tsdb import multi_range
+from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import key_ranges, keys, rollup_core
@@ -86,8 +87,10 @@ class Reader:
         deadline_s: float = 30.0,
         max_scan_rows: int = 0,
         tenant: str | None = None,
+        enumerations: TtlLru | None = None,
     ) -> None:
         self.client = client
+        self.enumerations = enumerations  # shared across requests: a key field's values
         self.target = target
         self.until = time.monotonic() + deadline_s
         self.max_scan_rows = max_scan_rows
@@ -152,7 +155,18 @@ class Reader:
 
     def distinct(self, decl, prefix: bytes, seg_field: str, scanning: bool) -> list[object]:
         """The distinct values of the key segment right after ``prefix``: one keys-only,
-        one-row read per value, each skipping past the previous value's rows."""
+        one-row read per value, each skipping past the previous value's rows; kept a while
+        in ``enumerations`` when given (the values change far slower than dashboards ask)."""
+        key = (decl.name, prefix, seg_field)
+        cached = self.enumerations.get(key) if self.enumerations is not None else None
+        if cached is not None:
+            return list(cached)
+        out = self._distinct(decl, prefix, seg_field, scanning)
+        if self.enumerations is not None:
+            self.enumerations.put(key, tuple(out))
+        return out
+
+    def _distinct(self, decl, prefix: bytes, seg_field: str, scanning: bool) -> list[object]:
         delim = decl.key.delimiter.encode("utf-8")
         end = keys.prefix_end(prefix) if prefix else b""
         start, out = prefix, []

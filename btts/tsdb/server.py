@@ -15,8 +15,6 @@ import logging
 import socket
 import ssl
 import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,6 +25,7 @@ from google.cloud.bigtable.data import BigtableDataClient
 from btts.admin import Target
 from btts.tsdb import answer, http_io, reads, request, series
 from btts.tsdb.access import Access
+from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Catalog
 from btts.tsdb.request import BadRequest, TagFilter
 
@@ -81,12 +80,17 @@ class Service:
         self.limits = limits
         self.tenant = tenant
         self.client = BigtableDataClient(project=target.project)
-        self._cache: OrderedDict[tuple, tuple[float, list]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache = TtlLru(CACHE_ENTRIES, CACHE_S)  # keyed by client filters: bounded
+        self.enumerations = TtlLru(CACHE_ENTRIES * 4, CACHE_S)  # a key field's values
 
     def reader(self) -> reads.Reader:
         return reads.Reader(
-            self.client, self.target, self.limits.deadline_s, self.limits.max_scan_rows, self.tenant
+            self.client,
+            self.target,
+            self.limits.deadline_s,
+            self.limits.max_scan_rows,
+            self.tenant,
+            self.enumerations,
         )
 
     def close(self) -> None:
@@ -125,22 +129,16 @@ class Service:
 
     def _series_of(self, name: str, source, filters: Sequence[TagFilter]) -> list[dict]:
         key = (source.schema.dataset, source.table.name, tuple(filters))
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit and time.monotonic() - hit[0] < CACHE_S:
-                self._cache.move_to_end(key)
-                return hit[1]
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
         given = {f.tagk for f in filters}
         open_tags = [
             request.tag_filter(t, "wildcard", "*", True) for t in source.tags if t not in given
         ]
         p = reads.plan(self.reader(), source, [*filters, *open_tags], 0, 1)
         combos = [{t: str(v) for t, v in combo.items() if t in source.tags} for combo in p.combos]
-        with self._lock:
-            self._cache[key] = (time.monotonic(), combos)
-            self._cache.move_to_end(key)
-            while len(self._cache) > CACHE_ENTRIES:  # client-chosen filters: bounded (LRU)
-                self._cache.popitem(last=False)
+        self._cache.put(key, combos)
         return combos
 
     def lookup(self, m: str, limit: int) -> dict:
