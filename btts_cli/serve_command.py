@@ -65,6 +65,16 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--tenant",
         help="serve only the tables whose key starts with a tenant, pinned to this tenant's rows",
     )
+    _add_access_flags(serve)
+    serve.add_argument(
+        "--list", action="store_true", help="print the metrics and their tags, then exit"
+    )
+    serve.set_defaults(func=run)
+    return serve
+
+
+def _add_access_flags(serve: argparse.ArgumentParser) -> None:
+    """Who may connect, over what, and how many at once."""
     serve.add_argument(
         "--auth_file",
         metavar="FILE",
@@ -83,11 +93,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         default=server.MAX_CONNECTIONS,
         help=f"open connections at once; beyond, a 503 (default: {server.MAX_CONNECTIONS})",
     )
-    serve.add_argument(
-        "--list", action="store_true", help="print the metrics and their tags, then exit"
-    )
-    serve.set_defaults(func=run)
-    return serve
 
 
 def load_catalog(args: argparse.Namespace, target: admin.Target | None) -> catalog.Catalog:
