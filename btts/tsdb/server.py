@@ -186,6 +186,9 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "btts-serve"
     protocol_version = "HTTP/1.1"
     timeout = SOCKET_S
+    # headers and body leave in separate writes: with Nagle's algorithm the body would wait
+    # for the client's delayed ACK of the headers (up to 40 ms on every kept-alive request)
+    disable_nagle_algorithm = True
     service: Service  # set by make_server
     server: Server
 
