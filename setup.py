@@ -20,6 +20,9 @@ INSTALL_REQUIRES = [
     "matplotlib>=3.8,<4",
     # schema files (the transforms/schema package); Beam installs it too, but we import it directly
     "PyYAML>=6,<7",
+    # btts serve's tag filters: client regular expressions run in linear time (RE2, the engine
+    # of Bigtable's own row-key filters), never with backtracking
+    "google-re2>=1.1,<2",
 ]
 
 # The code generator: the same pin as pyproject.toml's [build-system].requires (a test checks

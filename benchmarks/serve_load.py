@@ -1,34 +1,35 @@
-"""Load test of ``btts serve`` on loopback: N concurrent Grafana-shaped ``/api/query`` requests
-for a few seconds, against ``cbt read`` of the same key ranges.
+"""Load test of ``btts serve`` on loopback, in the same run as its ceiling: the Bigtable data
+client doing the same reads with the same concurrency.
 
-    python -m benchmarks.serve_load [--hosts 20] [--clients 8] [--seconds 5]
+    python -m benchmarks.serve_load [--hosts 20] [--clients 8,32,128] [--seconds 5] [--probes]
 
 Starts a Bigtable emulator (unless BIGTABLE_EMULATOR_HOST is set), lands an hour of server
-metrics with the real job (METRIC and the METRIC_HOURLY rollup), starts ``btts serve`` in a
-subprocess, then runs two rounds of load; prints requests/s, p50/p99 latency, errors and the
-server's resident memory before and after each round (flat memory: round 2 ends where round 1
-did). ``cbt read`` times the same host ranges, one process per read, as a shell user would.
-Bounded: every request has a timeout, every round a duration.
+metrics with the real job, starts ``btts serve`` in a subprocess, then for each client count
+runs a Grafana-shaped mix against it (keep-alive connections, as Grafana's) and the data
+client's ``read_rows`` of the same rows; reports requests/s, p50, p99 and the ratios, one
+host's raw points and ``hostname=*`` against one multi-range read, and (``--probes``) the
+hostile probes of :mod:`benchmarks.serve_probes`. Writes benchmarks/results/serve_load.json.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import json
 import os
 import random
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange
 
@@ -40,95 +41,73 @@ from pipelines import load
 HOUR = 3_600_000
 START = 1426536000000  # 2015-03-16T20:00:00Z
 CPU = "server_metrics.metrics.CPU/CPU1_USR"
-
-
-def rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    return 0
+ROOT = Path(__file__).resolve().parent
 
 
 def land(target: config.Target, hosts: int, work: Path) -> int:
     path = work / "metrics.jsonl"
     records = samples.metric_records(hosts=hosts, seconds=3600, interval_s=10, start_ms=START)
     count = samples.write_jsonl(path, records)
-    argv = [
-        f"--input={path}",
-        f"--dead_letter={work / 'dead'}",
-        f"--bigtable_project={target.project}",
-        f"--bigtable_instance={target.instance}",
-        "--create_tables",
-        "--hourly_rollup",
-    ]
+    argv = [f"--input={path}", f"--dead_letter={work / 'dead'}", "--create_tables"]
+    argv += [f"--bigtable_project={target.project}", f"--bigtable_instance={target.instance}"]
     load("server_metrics").run(argv)
     return count
 
 
-def bodies(hosts: int) -> list[dict]:
-    """The dashboards' requests, as Grafana's OpenTSDB data source POSTs them."""
+def body(query: dict) -> bytes:
+    doc = {"start": START, "end": START + HOUR, "queries": [query], "msResolution": False}
+    return json.dumps(doc).encode()
 
-    def body(query: dict, start: int = START, end: int = START + HOUR) -> dict:
-        return {
-            "start": start,
-            "end": end,
-            "queries": [query],
-            "msResolution": False,
-            "globalAnnotations": True,
-        }
 
+def host_range(h: int) -> tuple[bytes, bytes]:
+    host = samples.host_name(h)
+    return f"{host}#{START}".encode(), f"{host}#{START + HOUR}".encode()
+
+
+def mix(hosts: int) -> list[tuple[bytes, list[tuple[bytes, bytes]]]]:
+    """Grafana's requests (one host's raw hour, ``1m-avg``, ``10m-max``; ``hostname=*``
+    ``5m-avg``) and the METRIC key ranges each one reads."""
     out = []
     for h in range(hosts):
-        host = samples.host_name(h)
-        out.append(body({"metric": CPU, "aggregator": "avg", "tags": {"hostname": host}}))
-        out.append(
-            body(
-                {
-                    "metric": CPU,
-                    "aggregator": "avg",
-                    "downsample": "1m-avg",
-                    "tags": {"hostname": host},
-                }
-            )
-        )
-        out.append(
-            body(
-                {
-                    "metric": CPU,
-                    "aggregator": "sum",
-                    "downsample": "1h-avg",
-                    "tags": {"hostname": host},
-                }
-            )
-        )
-    out.append(
-        body(
-            {"metric": CPU, "aggregator": "sum", "downsample": "5m-avg", "tags": {"hostname": "*"}}
-        )
-    )
+        tags = {"hostname": samples.host_name(h)}
+        for extra in ({}, {"downsample": "1m-avg"}, {"downsample": "10m-max"}):
+            q = {"metric": CPU, "aggregator": "avg", "tags": tags, **extra}
+            out.append((body(q), [host_range(h)]))
+    star = {"metric": CPU, "aggregator": "sum", "downsample": "5m-avg", "tags": {"hostname": "*"}}
+    out.append((body(star), [host_range(h) for h in range(hosts)]))
     return out
 
 
-def round_of_load(url: str, requests: list[dict], clients: int, seconds: float) -> dict:
+def stats(latencies: Sequence[float], errors: int, elapsed: float) -> dict:
+    ordered = sorted(latencies)
+    if not ordered:
+        return {"requests": 0, "errors": errors}
+    return {
+        "requests": len(ordered),
+        "errors": errors,
+        "requests_per_s": round(len(ordered) / elapsed, 1),
+        "p50_ms": round(1000 * ordered[len(ordered) // 2], 1),
+        "p99_ms": round(1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 1),
+    }
+
+
+def load_round(make: Callable[[], Callable], items: list, clients: int, seconds: float) -> dict:
+    """``clients`` threads, each with its own ``make()`` (a connection), calling it on random
+    items for ``seconds``."""
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
     stop_at = time.monotonic() + seconds
 
     def client(seed: int) -> None:
-        rng = random.Random(seed)
+        rng, call = random.Random(seed), make()
         while time.monotonic() < stop_at:
-            data = json.dumps(rng.choice(requests)).encode()
-            req = urllib.request.Request(
-                url + "/api/query", data=data, headers={"Content-Type": "application/json"}
-            )
+            item = rng.choice(items)
             began = time.perf_counter()
             try:
-                with urllib.request.urlopen(req, timeout=30) as resp:
-                    resp.read()
-                    ok = resp.status == 200
+                ok = call(item)
             except Exception:
-                ok = False
+                ok, call = False, make()
             took = time.perf_counter() - began
             with lock:
                 latencies.append(took)
@@ -140,62 +119,71 @@ def round_of_load(url: str, requests: list[dict], clients: int, seconds: float) 
         t.start()
     for t in threads:
         t.join()
-    elapsed = time.monotonic() - began
-    ordered = sorted(latencies)
-    return {
-        "requests": len(ordered),
-        "errors": errors[0],
-        "requests_per_s": round(len(ordered) / elapsed, 1),
-        "p50_ms": round(1000 * ordered[len(ordered) // 2], 1) if ordered else None,
-        "p99_ms": round(1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))], 1)
-        if ordered
-        else None,
-    }
+    return stats(latencies, errors[0], time.monotonic() - began)
 
 
-def cbt_reads(target: config.Target, hosts: int, reads: int) -> dict | None:
-    """``cbt read`` of one host's hour of METRIC (the range btts serve reads), timed."""
-    cbt = shutil.which("cbt")
-    if cbt is None:
-        return None
+def poster(url: str) -> Callable[[], Callable]:
+    """A keep-alive connection per client, POSTing a body to /api/query."""
+    parts = urlsplit(url)
+
+    def make() -> Callable:
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
+        headers = {"Content-Type": "application/json", "Accept-Encoding": "gzip"}
+
+        def call(item) -> bool:
+            conn.request("POST", "/api/query", body=item[0], headers=headers)
+            resp = conn.getresponse()
+            resp.read()
+            return resp.status == 200
+
+        return call
+
+    return make
+
+
+def reader(client: BigtableDataClient, target: config.Target) -> Callable[[], Callable]:
+    """The data client's ``read_rows`` of an item's key ranges (one multi-range read)."""
+    table = client.get_table(target.instance, "METRIC")
+
+    def make() -> Callable:
+        def call(item) -> bool:
+            spans = [RowRange(start_key=a, end_key=b) for a, b in item[1]]
+            table.read_rows(ReadRowsQuery(row_ranges=spans))
+            return True
+
+        return call
+
+    return make
+
+
+def median_s(call: Callable[[], object], n: int) -> float:
     times = []
-    for i in range(reads):
-        host = samples.host_name(i % hosts)
-        argv = [cbt, "-project", target.project, "-instance", target.instance, "read", "METRIC"]
-        argv += [f"start={host}#{START}", f"end={host}#{START + HOUR}"]
+    for _ in range(n):
         began = time.perf_counter()
-        subprocess.run(
-            argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60
-        )
+        call()
         times.append(time.perf_counter() - began)
-    return {
-        "reads": reads,
-        "p50_ms": round(1000 * statistics.median(times), 1),
-        "p99_ms": round(1000 * sorted(times)[min(reads - 1, int(reads * 0.99))], 1),
-        "reads_per_s_one_process_each": round(reads / sum(times), 1),
-    }
+    return statistics.median(times)
 
 
-def client_reads(target: config.Target, hosts: int, reads: int) -> dict:
-    """The same ranges read in-process with the Bigtable data client (no HTTP, no decoding):
-    the ceiling a server on this machine could approach."""
-    times = []
-    with BigtableDataClient(project=target.project) as client:
-        table = client.get_table(target.instance, "METRIC")
-        for i in range(reads):
-            host = samples.host_name(i % hosts)
-            span = RowRange(
-                start_key=f"{host}#{START}".encode(), end_key=f"{host}#{START + HOUR}".encode()
-            )
-            began = time.perf_counter()
-            table.read_rows(ReadRowsQuery(row_ranges=[span]))
-            times.append(time.perf_counter() - began)
-    ordered = sorted(times)
-    return {
-        "reads": reads,
-        "p50_ms": round(1000 * statistics.median(times), 1),
-        "p99_ms": round(1000 * ordered[min(reads - 1, int(reads * 0.99))], 1),
-    }
+def single_ratios(url: str, client: BigtableDataClient, target: config.Target, hosts: int) -> dict:
+    """One request at a time: a host's raw hour, and ``hostname=*`` raw over every host, by
+    btts and by the data client (one multi-range read)."""
+    post, read = poster(url)(), reader(client, target)()
+    raw = (body({"metric": CPU, "aggregator": "none", "tags": {"hostname": samples.host_name(0)}}),)
+    raw += ([host_range(0)],)
+    star_q = {"metric": CPU, "aggregator": "none", "tags": {"hostname": "*"}}
+    star = (body(star_q), [host_range(h) for h in range(hosts)])
+    out = {}
+    for name, item, n in (("raw_host_hour", raw, 30), ("star_all_hosts", star, 8)):
+        post(item), read(item)  # warm
+        btts_s = median_s(lambda item=item: post(item), n)
+        client_s = median_s(lambda item=item: read(item), n)
+        out[name] = {
+            "btts_ms": round(1000 * btts_s, 1),
+            "data_client_ms": round(1000 * client_s, 1),
+            "ratio": round(btts_s / client_s, 2),
+        }
+    return out
 
 
 def start_server(target: config.Target) -> tuple[subprocess.Popen, str]:
@@ -210,16 +198,21 @@ def start_server(target: config.Target) -> tuple[subprocess.Popen, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--hosts", type=int, default=20, help="hosts in the landed hour (default 20)"
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="example: python -m benchmarks.serve_load --clients 8,32 --seconds 3 --probes",
     )
-    parser.add_argument("--clients", type=int, default=8, help="concurrent clients (default 8)")
+    parser.add_argument("--hosts", type=int, default=20, help="hosts in the hour (default 20)")
+    parser.add_argument(
+        "--clients", default="8,32,128", help="concurrent clients per round (default 8,32,128)"
+    )
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per round (default 5)")
-    parser.add_argument(
-        "--cbt_reads", type=int, default=20, help="cbt read runs to time (default 20)"
-    )
+    parser.add_argument("--probes", action="store_true", help="also run the hostile probes")
     args = parser.parse_args(argv)
+    try:
+        args.client_counts = [int(c) for c in args.clients.split(",") if c.strip()]
+    except ValueError:
+        parser.error(f"--clients {args.clients!r}: expected numbers separated by commas")
     with contextlib.ExitStack() as stack:
         if not os.environ.get(ENV_HOST):
             stack.enter_context(Emulator())
@@ -227,33 +220,43 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from benchmarks import serve_probes
+
     target = config.Target("bench-project", f"l{uuid.uuid4().hex[:12]}")
     proc = None
     try:
         with tempfile.TemporaryDirectory() as work:
             events = land(target, args.hosts, Path(work))
         proc, url = start_server(target)
-        requests = bodies(args.hosts)
-        round_of_load(url, requests[:4], 2, 1.0)  # warm-up: imports, channels, caches
-        report = {
-            "events": events,
-            "hosts": args.hosts,
-            "clients": args.clients,
-            "seconds": args.seconds,
-        }
-        report["rss_kib_start"] = rss_kib(proc.pid)
-        report["round1"] = round_of_load(url, requests, args.clients, args.seconds)
-        report["rss_kib_after_round1"] = rss_kib(proc.pid)
-        report["round2"] = round_of_load(url, requests, args.clients, args.seconds)
-        report["rss_kib_after_round2"] = rss_kib(proc.pid)
-        report["client_read"] = client_reads(target, args.hosts, 200)
-        report["cbt_read"] = cbt_reads(target, args.hosts, args.cbt_reads)
+        items = mix(args.hosts)
+        report: dict = {"events": events, "hosts": args.hosts, "seconds": args.seconds}
+        report["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}"
+        with BigtableDataClient(project=target.project) as client:
+            load_round(poster(url), items[:4], 2, 1.0)  # warm-up: imports, channels, caches
+            report["single"] = single_ratios(url, client, target, args.hosts)
+            report["rounds"] = {}
+            for n in args.client_counts:
+                served = load_round(poster(url), items, n, args.seconds)
+                ceiling = load_round(reader(client, target), items, n, args.seconds)
+                ratio = served.get("requests_per_s", 0) / max(ceiling["requests_per_s"], 1e-9)
+                report["rounds"][n] = {
+                    "btts": served,
+                    "data_client": ceiling,
+                    "ratio": round(ratio, 2),
+                    "server_rss_kib": serve_probes.rss_kib(proc.pid),
+                }
+            if args.probes:
+                report["probes"] = serve_probes.run_all(url, proc.pid, args.hosts)
+        out = ROOT / "results" / "serve_load.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(report, indent=2))
         print(json.dumps(report, indent=2))
-        return 0 if report["round1"]["errors"] == report["round2"]["errors"] == 0 else 1
+        errors = sum(r["btts"]["errors"] for r in report["rounds"].values())
+        return 0 if errors == 0 else 1
     finally:
         if proc is not None:
             proc.terminate()
-            proc.wait(timeout=10)
+            proc.wait(timeout=30)
 
 
 if __name__ == "__main__":

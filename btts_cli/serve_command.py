@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from btts import config, emulator
 from btts.lazy import lazy_module
+from btts.tsdb import access  # credentials and TLS: no client, read when the flags are built
 
 # Loaded when the server starts: `btts serve --help` imports no client.
 answer = lazy_module("btts.tsdb.answer")
@@ -29,7 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "Grafana's built-in OpenTSDB data source speaks (/api/query, /api/suggest, "
         "/api/search/lookup, /api/aggregators, /api/config/filters, /api/version), and a chart "
         "page at /. Metrics are DATASET.FIELD (map entries DATASET.FIELD.ENTRY); tags are the "
-        "key's fields. Read-only; loopback unless --bind says otherwise.",
+        "key's fields. Read-only; loopback unless --bind says otherwise; beyond loopback it "
+        "needs credentials (--auth_file, --token_file or $" + access.ENV_TOKEN + ").",
+        epilog="example: btts serve --schema my_schema.yaml --port 4242  (then add an OpenTSDB "
+        "data source at http://localhost:4242 in Grafana); beyond this machine: btts serve "
+        "--bind 0.0.0.0 --auth_file users.txt --tls_cert cert.pem --tls_key key.pem",
     )
     serve.add_argument(
         "--schema",
@@ -66,11 +73,34 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--tenant",
         help="serve only the tables whose key starts with a tenant, pinned to this tenant's rows",
     )
+    _add_access_flags(serve)
     serve.add_argument(
         "--list", action="store_true", help="print the metrics and their tags, then exit"
     )
     serve.set_defaults(func=run)
     return serve
+
+
+def _add_access_flags(serve: argparse.ArgumentParser) -> None:
+    """Who may connect, over what, and how many at once."""
+    serve.add_argument(
+        "--auth_file",
+        metavar="FILE",
+        help="basic-auth users, one USER:PASSWORD a line; requests then need credentials",
+    )
+    serve.add_argument(
+        "--token_file",
+        metavar="FILE",
+        help=f"a bearer token (its first line), also taken from ${access.ENV_TOKEN}",
+    )
+    serve.add_argument("--tls_cert", metavar="PEM", help="serve HTTPS with this certificate")
+    serve.add_argument("--tls_key", metavar="PEM", help="the private key of --tls_cert")
+    serve.add_argument(
+        "--max_connections",
+        type=int,
+        default=access.MAX_CONNECTIONS,
+        help=f"open connections at once; beyond, a 503 (default: {access.MAX_CONNECTIONS})",
+    )
 
 
 def load_catalog(args: argparse.Namespace, target: config.Target | None) -> catalog.Catalog:
@@ -103,25 +133,58 @@ def run(args: argparse.Namespace) -> int:
         print(list_text(cat))
         return 0
     limits = answer.Limits(args.max_points, args.max_scan_rows, args.deadline)
+    try:
+        guard = _access(args)
+        tls = access.tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
+    except ValueError as err:
+        print(f"btts serve: error: {err}", file=sys.stderr)
+        return 2
     service = server.Service(cat, target, limits, args.tenant)
     try:
-        httpd = server.make_server(service, args.bind, args.port)
+        httpd = server.make_server(
+            service, args.bind, args.port, guard, tls, max(1, args.max_connections)
+        )
     except OSError as err:
         print(
             f"btts serve: error: cannot listen on {args.bind}:{args.port}: {err}", file=sys.stderr
         )
         return 2
     host, port = httpd.server_address[:2]
+    scheme = "https" if tls else "http"
     print(
-        f"btts serve: {len(cat.metrics)} metrics of {target.describe()} on http://{host}:{port}/ "
-        "(OpenTSDB API; Ctrl-C stops)",
+        f"btts serve: {len(cat.metrics)} metrics of {target.describe()} on {scheme}://{host}:"
+        f"{port}/ (OpenTSDB API; Ctrl-C stops)",
         flush=True,
     )
+    return _serve(httpd, service)
+
+
+def _access(args: argparse.Namespace) -> access.Access:
+    """The credentials requests need; beyond loopback, some are required."""
+    if args.tls_key and not args.tls_cert:
+        raise ValueError("--tls_key needs --tls_cert")
+    guard = access.load_access(args.auth_file, args.token_file)
+    if not guard.required and not access.is_loopback(args.bind):
+        raise ValueError(
+            f"--bind {args.bind} is reachable beyond this machine: give --auth_file, "
+            f"--token_file or ${access.ENV_TOKEN} so that only clients with credentials read"
+        )
+    return guard
+
+
+def _serve(httpd: server.Server, service: server.Service) -> int:
+    """Serve until Ctrl-C or SIGTERM; then stop accepting and let requests in flight finish."""
+
+    def stop(signum, frame) -> None:
+        threading.Thread(target=httpd.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop)
     try:
         httpd.serve_forever()
     except KeyboardInterrupt:
         pass
     finally:
+        httpd.drain(server.GRACE_S)
         httpd.server_close()
         service.close()
     return 0

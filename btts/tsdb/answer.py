@@ -9,11 +9,12 @@ partial hour at its edges; ``showQuery`` says which tables and ranges answered.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from btts.tsdb import reads, series
+from btts.tsdb import budget, reads, series
 from btts.tsdb.catalog import Catalog, Metric, Source
 from btts.tsdb.request import BadRequest, SubQuery, TsQuery
 
@@ -52,7 +53,13 @@ def _rollup_source(metric: Metric, q: SubQuery) -> Source | None:
 
 
 def _rollup_partials(
-    reader: reads.Reader, metric: Metric, rollup: Source, q: SubQuery, window, described: list
+    reader: reads.Reader,
+    metric: Metric,
+    rollup: Source,
+    q: SubQuery,
+    window,
+    described: list,
+    check: Callable[[int], None],
 ) -> dict:
     """``{series: [(hour, sum, count)…]}`` over the read window: the rollup's whole hours, the
     points of any partial hour at the edges."""
@@ -61,6 +68,7 @@ def _rollup_partials(
     covered: set | None = None
     if first < last:
         rp = reads.plan(reader, rollup, q.filters, first, last)
+        check(max(len(rp.combos), 1))  # the point budget, before the read
         covered = {_series_key(c, rollup.tags) for c in rp.combos}
         rp.scans = [replace(s, start_ms=None, end_ms=None) for s in rp.scans]
         described.append(f"rollup {rollup.name} (hourly sum/count) for whole hours")
@@ -129,7 +137,8 @@ def run_sub(
     window = series.scan_window(tq.start_ms, tq.end_ms, ds.interval_ms if ds else 0)
     rollup = _rollup_source(metric, q)
     if rollup is not None:
-        partials, covered = _rollup_partials(reader, metric, rollup, q, window, described)
+        check = functools.partial(budget.check_series, q, tq, max_points=limits.max_points)
+        partials, covered = _rollup_partials(reader, metric, rollup, q, window, described, check)
         data = {
             key: series.downsample_partials(
                 sorted(parts), ds.interval_ms, ds.aggregator, ds.fill, *window, _fill_span(ds, tq)
@@ -149,6 +158,7 @@ def run_sub(
             )
         source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
         p = reads.plan(reader, source, q.filters, *window, scanning)
+        budget.check_series(q, tq, max(len(p.combos), 1), limits.max_points)
         described += p.describe()
         results = compute(metric.name, reads.read_points(reader, p, q.filters), q, tq)
     if tq.show_query:
@@ -227,8 +237,10 @@ def _group(name: str, data: dict, q: SubQuery, tq: TsQuery) -> list[Result]:
 
 def answer(reader: reads.Reader, catalog: Catalog, tq: TsQuery, limits: Limits) -> list[Result]:
     results: list[Result] = []
+    budget.check_request(tq, limits.max_points)
     for q in tq.queries:
         results += run_sub(reader, catalog, q, tq, limits)
+        budget.check_deadline(reader.until)
     total = sum(len(r.dps) for r in results)
     if total > limits.max_points:
         raise BadRequest(

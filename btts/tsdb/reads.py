@@ -28,6 +28,8 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 from btts.config import Target
 from btts.query import engine as query_engine
 from btts.query import records as query_records
+from btts.tsdb import multi_range
+from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import schema as schema_lib
@@ -85,8 +87,10 @@ class Reader:
         deadline_s: float = 30.0,
         max_scan_rows: int = 0,
         tenant: str | None = None,
+        enumerations: TtlLru | None = None,
     ) -> None:
         self.client = client
+        self.enumerations = enumerations  # shared across requests: a key field's values
         self.target = target
         self.until = time.monotonic() + deadline_s
         self.max_scan_rows = max_scan_rows
@@ -126,14 +130,7 @@ class Reader:
         base = filters.read_query(scan)
         if base is None:
             return []
-        parts = [f for f in (filters.row_filter(scan), cells) if f is not None]
-        flt = (
-            parts[0]
-            if len(parts) == 1
-            else row_filters.RowFilterChain(filters=parts)
-            if parts
-            else None
-        )
+        flt = multi_range.scan_filter(scan, cells)
         limit = self.max_scan_rows + 1 if scanning else None
         query = ReadRowsQuery(
             row_keys=list(scan.row_keys) or None,
@@ -146,10 +143,13 @@ class Reader:
         return self.read(scan.table, query, scanning)
 
     def scan_all(self, scans: Sequence[Scan], cells, scanning: bool) -> list[list[ReadRow]]:
-        """Several scans at once (one per value of a group-by tag, one per salt bucket): the
-        waits on the network overlap; the results keep the scans' order."""
+        """Several scans at once (one per value of a group-by tag, one per salt bucket): one
+        multi-range read when they differ only in their key ranges (:mod:`multi_range`), else
+        their waits on the network overlap; the results keep the scans' order."""
         if len(scans) < 2:
             return [self.scan(s, cells, scanning) for s in scans]
+        if not scanning and multi_range.mergeable(scans):
+            return multi_range.read_ranges(self.read, scans, cells)
         with ThreadPoolExecutor(max_workers=min(PARALLEL_SCANS, len(scans))) as pool:
             return list(pool.map(lambda s: self.scan(s, cells, scanning), scans))
 
@@ -157,8 +157,21 @@ class Reader:
         self, decl, prefix: bytes, seg_field: str, scanning: bool, at_most: int = 0
     ) -> list[object]:
         """The distinct values of the key segment right after ``prefix``: one keys-only,
-        one-row read per value, each skipping past the previous value's rows. More than
-        ``MAX_DISTINCT`` is a 413; with ``at_most`` the first that many are enough."""
+        one-row read per value, each skipping past the previous value's rows; kept a while
+        in ``enumerations`` when given (the values change far slower than dashboards ask).
+        More than ``MAX_DISTINCT`` is a 413; with ``at_most`` the first that many are enough."""
+        key = (decl.name, prefix, seg_field, at_most)
+        cached = self.enumerations.get(key) if self.enumerations is not None else None
+        if cached is not None:
+            return list(cached)
+        out = self._distinct(decl, prefix, seg_field, scanning, at_most)
+        if self.enumerations is not None:
+            self.enumerations.put(key, tuple(out))
+        return out
+
+    def _distinct(
+        self, decl, prefix: bytes, seg_field: str, scanning: bool, at_most: int
+    ) -> list[object]:
         delim = decl.key.delimiter.encode("utf-8")
         end = keys.prefix_end(prefix) if prefix else b""
         start, out = prefix, []
@@ -345,6 +358,7 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     records = query_records.decode_declared(source.schema, spec, rows)
     tags = source.tags
     out: dict[SeriesKey, list] = {}
+    verdicts: dict[SeriesKey, bool] = {}  # the filters run once per series, not per row
     for record in records:
         value = record.get(source.field)
         if source.entry:
@@ -352,7 +366,10 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
         if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
             continue
         labels = tuple(sorted((t, str(record.get(t, ""))) for t in tags))
-        if not _passes(dict(labels), filters):
+        passed = verdicts.get(labels)
+        if passed is None:
+            passed = verdicts[labels] = _passes(dict(labels), filters)
+        if not passed:
             continue
         out.setdefault(labels, []).append((record["ts_ms"], value))
     for points in out.values():
@@ -382,8 +399,9 @@ def read_rollup(
     decl = source.table.decl
     entity = source.table.rollup.entity
     out: dict[SeriesKey, list] = {}
-    for scan in p.scans:
-        for row in reader.scan(scan, cells, p.scanning):
+    verdicts: dict[SeriesKey, bool] = {}
+    for rows in reader.scan_all(p.scans, cells, p.scanning):
+        for row in rows:
             got: dict[str, tuple[int, int]] = {}
             for cell in row.cells:
                 stamp = decl.event_ms(cell.timestamp_us)  # as the table holds times
@@ -396,7 +414,9 @@ def read_rollup(
             if not start_ms <= hour < end_ms:
                 continue
             labels = ((entity, str(key_ranges.split_key(decl, row.key)[entity])),)
-            if _passes(dict(labels), filters):
+            if labels not in verdicts:
+                verdicts[labels] = _passes(dict(labels), filters)
+            if verdicts[labels]:
                 out.setdefault(labels, []).append((hour, core.unscale(total[0]), count[0]))
     for parts in out.values():
         parts.sort(key=lambda p: p[0])

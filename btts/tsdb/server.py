@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
+import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -23,11 +25,13 @@ from urllib.parse import parse_qs, urlsplit
 from google.cloud.bigtable.data import BigtableDataClient
 
 from btts.config import Target
-from btts.tsdb import answer, reads, request, series
+from btts.tsdb import answer, http_io, reads, request, series
+from btts.tsdb.access import MAX_CONNECTIONS, Access
+from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Catalog
 from btts.tsdb.request import BadRequest, TagFilter
 
-__all__ = ["Service", "make_server"]
+__all__ = ["GRACE_S", "Server", "Service", "make_server"]
 
 LOG = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "page"
@@ -36,7 +40,14 @@ MAX_BODY = 1 << 20
 DRAIN_MAX = 16 << 20  # an oversize body is read and dropped up to this, then the connection closes
 VERSION = "2.4.0"
 CACHE_S = 60.0
+CACHE_ENTRIES = 256
 REFRESH_MISS_S = 5.0  # an unknown metric looks for new map entries at most this often
+HEADER_S = 10.0  # the request line and headers must arrive within this
+IDLE_S = 15.0  # a kept-alive connection may wait this long for its next request
+BODY_S = 30.0  # the body must arrive within this
+WRITE_S = 60.0  # the client must take the answer within this
+SOCKET_S = 10.0  # the longest one read or write on the socket may stall
+GRACE_S = 10.0  # requests in flight may finish this long after a shutdown begins
 
 
 class Service:
@@ -50,23 +61,30 @@ class Service:
         self.limits = limits
         self.tenant = tenant
         self.client = BigtableDataClient(project=target.project)
-        self._cache: dict[tuple, tuple[float, list]] = {}
-        self._lock = threading.Lock()
+        self._cache = TtlLru(CACHE_ENTRIES, CACHE_S)  # keyed by client filters: bounded
+        self.enumerations = TtlLru(CACHE_ENTRIES * 4, CACHE_S)  # a key field's values
+        self._refresh_lock = threading.Lock()
         self._refreshed = time.monotonic()
 
     def refresh_catalog(self, older_than_s: float = CACHE_S) -> None:
         """Find the map entries again (an entry first sent after the start becomes a metric
         without a restart), at most once per ``older_than_s``."""
-        with self._lock:
+        with self._refresh_lock:
             if time.monotonic() - self._refreshed < older_than_s or not self.catalog.map_tables():
                 return
             self._refreshed = time.monotonic()
         entries = reads.discover_entries(self.target, self.catalog.map_tables(), self.tenant)
         self.catalog = Catalog(self.catalog.schemas, entries, self.tenant)
+        self.enumerations.clear()  # new entries came with new key values: enumerate again
 
     def reader(self) -> reads.Reader:
         return reads.Reader(
-            self.client, self.target, self.limits.deadline_s, self.limits.max_scan_rows, self.tenant
+            self.client,
+            self.target,
+            self.limits.deadline_s,
+            self.limits.max_scan_rows,
+            self.tenant,
+            self.enumerations,
         )
 
     def close(self) -> None:
@@ -108,18 +126,16 @@ class Service:
 
     def _series_of(self, name: str, source, filters: Sequence[TagFilter]) -> list[dict]:
         key = (source.schema.dataset, source.table.name, tuple(filters))
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit and time.monotonic() - hit[0] < CACHE_S:
-                return hit[1]
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
         given = {f.tagk for f in filters}
         open_tags = [
             request.tag_filter(t, "wildcard", "*", True) for t in source.tags if t not in given
         ]
         p = reads.plan(self.reader(), source, [*filters, *open_tags], 0, 1)
         combos = [{t: str(v) for t, v in combo.items() if t in source.tags} for combo in p.combos]
-        with self._lock:
-            self._cache[key] = (time.monotonic(), combos)
+        self._cache.put(key, combos)
         return combos
 
     def lookup(self, m: str, limit: int) -> dict:
@@ -155,32 +171,126 @@ def error_body(code: int, message: str) -> bytes:
     return json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
 
 
+def _no_constant(name: str) -> float:
+    raise BadRequest(f"{name} is not a number a query may hold")
+
+
+_WRITE_PATHS = ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
+_READ_ONLY = "btts serve is read-only: no write or delete endpoint"
+
+
 class Handler(BaseHTTPRequestHandler):
+    """One connection: HTTP/1.1 keep-alive, every phase under a deadline, credentials checked
+    before anything else, every answer (errors included) JSON in OpenTSDB's shape."""
+
     server_version = "btts-serve"
+    protocol_version = "HTTP/1.1"
+    timeout = SOCKET_S
+    # headers and body leave in separate writes: with Nagle's algorithm the body would wait
+    # for the client's delayed ACK of the headers (up to 40 ms on every kept-alive request)
+    disable_nagle_algorithm = True
     service: Service  # set by make_server
+    server: Server
+
+    def setup(self) -> None:
+        self._served = False
+        self._counted = False  # this request is in the server's count of requests in flight
+        self._pending = False  # a request body not read (yet): the connection cannot be reused
+        tls = self.server.tls
+        if tls is not None:  # the handshake runs here, in this connection's thread
+            self.request.settimeout(SOCKET_S)
+            self.request = tls.wrap_socket(
+                self.request, server_side=True, do_handshake_on_connect=False
+            )
+            self.server.watchdog.arm(self.request, HEADER_S)
+            try:
+                self.request.do_handshake()
+            finally:
+                self.server.watchdog.disarm(self.request)
+        super().setup()
 
     def log_message(self, format: str, *args) -> None:
         LOG.debug("%s " + format, self.address_string(), *args)
 
-    def _send(self, code: int, body: bytes, kind: str = "application/json") -> None:
+    def handle_one_request(self) -> None:
+        dog = self.server.watchdog
+        dog.arm(self.connection, IDLE_S + HEADER_S if self._served else HEADER_S)
+        try:
+            super().handle_one_request()
+        finally:
+            dog.disarm(self.connection)
+            self._served = True
+            if self._counted:
+                self._counted = False
+                self.server.request_done()
+
+    def parse_request(self) -> bool:
+        if not super().parse_request():
+            return False
+        self.server.watchdog.disarm(self.connection)
+        self.server.request_started()
+        self._counted = True
+        length = (self.headers.get("Content-Length") or "0").strip()
+        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
+        self._pending = chunked or length != "0"
+        return True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own refusals (414, 431, 501, a bad request line) as JSON."""
+        self.close_connection = True
+        if self.request_version == "HTTP/0.9":  # an unparsable request line: answer in HTTP/1
+            self.request_version = "HTTP/1.0"
+        if self.server.access.required and not self._authorized():
+            code, message = 401, "Authentication required"
+        text = message or self.responses.get(code, ("Error",))[0]
+        self._send(code, error_body(code, text[:200]))
+
+    def _authorized(self) -> bool:
+        headers = getattr(self, "headers", None)
+        value = headers.get("Authorization") if headers is not None else None
+        return self.server.access.allows(value)
+
+    def _send(
+        self, code: int, body: bytes, kind: str = "application/json", extra: dict | None = None
+    ) -> None:
+        if code >= 400 and self._pending:
+            self.close_connection = True
+        headers = getattr(self, "headers", None)
+        packed = http_io.gzip_answer(body, headers.get("Accept-Encoding") if headers else None)
+        self.server.watchdog.arm(self.connection, WRITE_S)
         self.send_response(code)
-        self.send_header(
-            "Content-Type", kind + ("; charset=utf-8" if "text" in kind or "json" in kind else "")
-        )
-        self.send_header("Content-Length", str(len(body)))
+        charset = "; charset=utf-8" if "text" in kind or "json" in kind else ""
+        self.send_header("Content-Type", kind + charset)
+        self.send_header("Content-Length", str(len(packed if packed is not None else body)))
         self.send_header("X-Content-Type-Options", "nosniff")
+        if packed is not None:
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Vary", "Accept-Encoding")
+        for name, value in (extra or {}).items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
         self.end_headers()
         if self.command != "HEAD":
-            self.wfile.write(body)
+            self.wfile.write(packed if packed is not None else body)
 
     def _json(self, obj: object) -> None:
         self._send(200, json.dumps(obj).encode("utf-8"))
 
-    def _guard(self, work) -> None:
+    def _guard(self, work: Callable[[], None]) -> None:
         try:
+            if not self._authorized():
+                self._send(
+                    401,
+                    error_body(401, "Authentication required"),
+                    extra={"WWW-Authenticate": 'Basic realm="btts serve", charset="UTF-8"'},
+                )
+                return
             work()
         except BadRequest as exc:
             self._send(exc.code, error_body(exc.code, str(exc)))
+        except (ConnectionError, TimeoutError, ssl.SSLError):
+            self.close_connection = True  # the client went away or stalled: nobody to answer
         except Exception as exc:  # a bug must not leak a traceback to the client
             LOG.exception("request %s failed", self.path)
             self._send(
@@ -196,8 +306,15 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self._guard(self._post)
 
+    def do_OPTIONS(self) -> None:
+        allow = {"Allow": "GET, HEAD, POST, OPTIONS"}
+        self._guard(lambda: self._send(200, b"", extra=allow))
+
     def _refuse_write(self) -> None:
-        self._send(405, error_body(405, "btts serve is read-only: no write or delete endpoint"))
+        self._guard(self._write)
+
+    def _write(self) -> None:
+        raise BadRequest(_READ_ONLY, 405)
 
     do_PUT = do_DELETE = do_PATCH = _refuse_write
 
@@ -207,6 +324,8 @@ class Handler(BaseHTTPRequestHandler):
             params = parse_qs(parts.query, keep_blank_values=True, max_num_fields=100)
         except ValueError:
             raise BadRequest("Too many query parameters") from None
+        if (params.get("delete") or ["false"])[0].lower() not in ("false", "0"):
+            raise BadRequest(_READ_ONLY + " (delete=true is refused)", 405)
         return parts.path.rstrip("/") or "/", params
 
     def _get(self) -> None:
@@ -252,50 +371,122 @@ class Handler(BaseHTTPRequestHandler):
     def _post(self) -> None:
         path, params = self._params()
         if path not in ("/api/query", "/api/query/last", "/api/suggest"):
-            if path.startswith(
-                ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
-            ):
-                raise BadRequest("btts serve is read-only: no write or delete endpoint", 405)
+            if path.startswith(_WRITE_PATHS):
+                raise BadRequest(_READ_ONLY, 405)
             raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
         if path == "/api/query/last":
             raise BadRequest("/api/query/last is not served", 404)
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            raise BadRequest("A POST needs a Content-Length", 411)
-        if int(length) > MAX_BODY:
-            # read (a bounded amount of) it first, so the client hears the 413, not a reset
-            left = min(int(length), DRAIN_MAX)
-            while left > 0:
-                chunk = self.rfile.read(min(left, 1 << 16))
-                if not chunk:
-                    break
-                left -= len(chunk)
-            self.close_connection = True
-            raise BadRequest(f"The body is larger than {MAX_BODY} bytes", 413)
-        raw = self.rfile.read(int(length))
+        self.server.watchdog.arm(self.connection, BODY_S)
         try:
-            body = json.loads(raw.decode("utf-8"))
+            raw = http_io.read_body(self.rfile, self.headers, MAX_BODY, DRAIN_MAX)
+        finally:
+            self.server.watchdog.disarm(self.connection)
+        self._pending = False
+        try:
+            body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        except BadRequest:
+            raise
         except (UnicodeDecodeError, ValueError, RecursionError):
             raise BadRequest("Unable to parse the request body as JSON") from None
         if path == "/api/suggest":  # pyopentsdb: {"type", "q", "max"} as a JSON body
-            if not isinstance(body, dict):
-                raise BadRequest("The suggest body must be a JSON object")
-            limit = body.get("max", 25)
-            if isinstance(limit, bool) or not isinstance(limit, int):
-                raise BadRequest(f"Invalid 'max': {str(limit)[:20]!r} is not a number")
-            kind, prefix = str(body.get("type", "")), str(body.get("q") or "")
-            self._json(self.service.suggest(kind, prefix, min(limit, 100_000)))
+            self._json(self._suggest_body(body))
             return
         if isinstance(body, dict) and request.truth(body.get("delete")):
-            raise BadRequest("btts serve is read-only: no write or delete endpoint", 405)
+            raise BadRequest(_READ_ONLY + " (delete: true is refused)", 405)
         tq = request.parse_body(body)
         if request.truth((params.get("arrays") or ["false"])[0]):
             tq = replace(tq, arrays=True)
         self._send(200, self.service.query(tq))
 
+    def _suggest_body(self, body: object) -> list[str]:
+        if not isinstance(body, dict):
+            raise BadRequest("The suggest body must be a JSON object")
+        limit = body.get("max", 25)
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise BadRequest(f"Invalid 'max': {str(limit)[:20]!r} is not a number")
+        kind, prefix = str(body.get("type", "")), str(body.get("q") or "")
+        return self.service.suggest(kind, prefix, min(limit, 100_000))
 
-def make_server(service: Service, bind: str = "127.0.0.1", port: int = 4242) -> ThreadingHTTPServer:
+
+class Server(ThreadingHTTPServer):
+    """The listening socket: at most ``max_connections`` open at once (beyond: a 503 and
+    close), TLS when given a context, and a count of requests in flight for a graceful
+    shutdown."""
+
+    daemon_threads = True
+    request_queue_size = 1024
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[Handler],
+        access: Access | None = None,
+        tls: ssl.SSLContext | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+    ) -> None:
+        super().__init__(address, handler)
+        self.access = access or Access()
+        self.tls = tls
+        self.watchdog = http_io.Watchdog()
+        self._slots = threading.BoundedSemaphore(max_connections)
+        self._in_flight = 0
+        self._idle = threading.Condition()
+
+    def process_request(self, conn, client_address) -> None:
+        if not self._slots.acquire(blocking=False):
+            self._turn_away(conn)
+            return
+        try:
+            super().process_request(conn, client_address)
+        except Exception:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, conn, client_address) -> None:
+        try:
+            super().process_request_thread(conn, client_address)
+        finally:
+            self._slots.release()
+
+    def _turn_away(self, conn: socket.socket) -> None:
+        if self.tls is None:
+            body = error_body(503, "Too many connections: try again")
+            head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            try:
+                conn.setblocking(False)
+                conn.send(head.encode("ascii") + body)
+            except OSError:
+                pass
+        self.shutdown_request(conn)
+
+    def handle_error(self, conn, client_address) -> None:
+        """A connection that failed below HTTP (a reset, a TLS handshake): logged, quietly."""
+        LOG.debug("connection from %s failed", client_address, exc_info=True)
+
+    def request_started(self) -> None:
+        with self._idle:
+            self._in_flight += 1
+
+    def request_done(self) -> None:
+        with self._idle:
+            self._in_flight -= 1
+            self._idle.notify_all()
+
+    def drain(self, grace_s: float = GRACE_S) -> bool:
+        """Wait (after ``shutdown``) for the requests in flight; False if some outlived
+        ``grace_s``."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, grace_s)
+
+
+def make_server(
+    service: Service,
+    bind: str = "127.0.0.1",
+    port: int = 4242,
+    access: Access | None = None,
+    tls: ssl.SSLContext | None = None,
+    max_connections: int = MAX_CONNECTIONS,
+) -> Server:
     handler = type("BoundHandler", (Handler,), {"service": service})
-    server = ThreadingHTTPServer((bind, port), handler)
-    server.daemon_threads = True
-    return server
+    return Server((bind, port), handler, access, tls, max_connections)

@@ -1,0 +1,80 @@
+"""What one ``/api/query`` request may cost, checked from its plan before the work (pure).
+
+A refusal after the work protects nothing: the reads and the arithmetic have already spent the
+CPU and the memory. So the key ranges a request reads and the points its filled downsamples
+compute (series × buckets) are counted from the request and its plan, and a request over
+budget is a 413 before its first read; the deadline covers the arithmetic between reads too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+
+from btts.tsdb import series
+from btts.tsdb.request import BadRequest, SubQuery, TagFilter, TsQuery
+
+__all__ = ["check_deadline", "check_request", "check_series"]
+
+MAX_RANGES = 2000  # key ranges (literal tag-value combinations) one request may read
+
+
+def key_ranges(filters: Iterable[TagFilter]) -> int:
+    """The combinations of literal tag values a sub-query fixes: the key ranges it reads
+    (at least one; a tag enumerated from the keys is counted when its values are known)."""
+    per_tag: dict[str, int] = {}
+    for f in filters:
+        values = f.literals()
+        if values is not None:
+            count = len(set(values))
+            per_tag[f.tagk] = min(per_tag.get(f.tagk, count), count)
+    return math.prod(per_tag.values()) if per_tag else 1
+
+
+def planned_points(q: SubQuery, tq: TsQuery, n_series: int) -> int:
+    """The points a filled downsample computes for ``n_series`` series (every bucket of
+    every series holds a value or the fill); 0 when the data decides (no fill)."""
+    ds = q.downsample
+    if ds is None or ds.fill == "none" or not ds.interval_ms:
+        return 0
+    return n_series * series.bucket_count(tq.start_ms, tq.end_ms, ds.interval_ms)
+
+
+def _too_many_points(points: int, max_points: int) -> BadRequest:
+    return BadRequest(
+        f"The query would compute {points} points (series x buckets), more than "
+        f"--max_points={max_points}: use a longer downsample interval, fewer series or a "
+        "shorter time range",
+        413,
+    )
+
+
+def check_request(tq: TsQuery, max_points: int) -> None:
+    """Refuse, before any read, a request whose literal tag values alone make more than
+    :data:`MAX_RANGES` key ranges, or whose filled downsamples alone compute more than
+    ``max_points`` points."""
+    ranges = [key_ranges(q.filters) for q in tq.queries]
+    if sum(ranges) > MAX_RANGES:
+        raise BadRequest(
+            f"The query reads {sum(ranges)} key ranges (tag value combinations), more than "
+            f"{MAX_RANGES}: give fewer values or group by the tag with *",
+            413,
+        )
+    points = sum(planned_points(q, tq, n) for q, n in zip(tq.queries, ranges, strict=True))
+    if points > max_points:
+        raise _too_many_points(points, max_points)
+
+
+def check_series(q: SubQuery, tq: TsQuery, n_series: int, max_points: int) -> None:
+    """Refuse a sub-query whose plan (its enumerated series) makes its filled downsample
+    compute more than ``max_points`` points, before its rows are read."""
+    points = planned_points(q, tq, n_series)
+    if points > max_points:
+        raise _too_many_points(points, max_points)
+
+
+def check_deadline(until: float) -> None:
+    """A 504 once the request's deadline (a ``time.monotonic`` instant) has passed."""
+    if time.monotonic() > until:
+        raise BadRequest("The query did not finish before the deadline: narrow the query", 504)
