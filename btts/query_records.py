@@ -92,6 +92,8 @@ class _Decoder:
         # the fields that are the event time itself (a record has it once, as ``ts_ms``)
         self.times = {table.time or schema.time, *((table.time_else,) if table.time_else else ())}
         self.literal: dict[bytes, schema_lib.ColumnSpec] = {}
+        per = table.rows_per
+        self.per_value = ("field", per.value) if per is not None else None
         self.data_named: list[schema_lib.ColumnSpec] = []  # qualifiers from data or time
         names = [s.field for s in table.decl.key.segments if s.field]
         names += ["ts_ms", *(table.rows_per.fields if table.rows_per else ())]
@@ -118,6 +120,10 @@ class _Decoder:
             self._data_named(record, row_field, qualifier, cell.value, where)
         elif col.add is not None:
             record[col.add if isinstance(col.add, str) else qualifier] = int64(cell.value)
+        elif self.per_value is not None and col.value == self.per_value:
+            # rows_per with the value in a column: the row's name field says whose value it is
+            name = row_field.get(self.table.rows_per.name, col.value[1])
+            record[name] = typed(self.fields.get(name), cell.value.decode("utf-8"), where)
         else:
             self._value(record, col.value, cell.value, qualifier, where)
 

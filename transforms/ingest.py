@@ -28,11 +28,18 @@ from transforms import (
     row_batches,  # noqa: F401 (registers the coder of FramedRows)
 )
 from transforms.errors import InvalidEvent, reason_kind
-from transforms.mutations import MAX_QUALIFIER_BYTES, FramedRows, RowMutation, check_limits
+from transforms.mutations import (
+    MAX_QUALIFIER_BYTES,
+    FramedRows,
+    RowMutation,
+    check_limits,
+    without_empty_rows,
+)
 from transforms.readers import Block
 
 __all__ = [
     "DEAD_LETTER",
+    "EMPTY_ROWS",
     "EVENT_TIMES",
     "GC_ALLOCATIONS",
     "MAX_REASON_KINDS",
@@ -59,6 +66,9 @@ __all__ = [
 ]
 
 DEAD_LETTER = "dead_letter"
+# Rows a builder made without a cell (an optional value absent): never sent, since Bigtable
+# refuses a MutateRows entry without mutations; counted under this name.
+EMPTY_ROWS = "empty_rows"
 ROWS = "rows"
 PROGRESS_SECONDS = 10.0
 NAMESPACE = "btts"
@@ -152,6 +162,7 @@ class _BuildRowsFn(beam.DoFn):
         self._events = Metrics.counter(NAMESPACE, "events_valid")
         self._dead = Metrics.counter(NAMESPACE, "dead_letters")
         self._unexpected = Metrics.counter(NAMESPACE, "unexpected_errors")
+        self._empty = Metrics.counter(NAMESPACE, EMPTY_ROWS)
         self._times = Metrics.distribution(NAMESPACE, EVENT_TIMES)
         self._seen = 0
         self._next_progress = 1024
@@ -265,6 +276,10 @@ class _BuildRowsFn(beam.DoFn):
                 DEAD_LETTER, dead_letter_record(self._pipeline, block.source, raw, reason, line)
             )
         self._bundle_events += valid
+        if batch and not all(row[2] for row in batch):  # an event with no value for a table
+            kept = without_empty_rows(FramedRows(batch, entries) if framed is not None else batch)
+            self._empty.inc(len(batch) - len(kept))
+            batch, entries = kept, getattr(kept, "entries", entries)
         if self._event_ms and batch:
             self._track_span(batch)
         if batch:

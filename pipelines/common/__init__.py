@@ -36,6 +36,7 @@ from pipelines.common.options import (
     FlagValueError,
     StreamingInputOptions,
     TimeOptions,
+    bad_record_limit,
     check_inputs_exist,
     did_you_mean,
     input_help,
@@ -188,7 +189,12 @@ def run_file_ingest(
         summary(label, totals, seconds, target, reasons, dead_letters=report.dead_letters),
         flush=True,
     )
-    why = failure(totals, reasons, options.view_as(FileInputOptions).max_dead_letter_ratio)
+    why = failure(
+        totals,
+        reasons,
+        options.view_as(FileInputOptions).max_dead_letter_ratio,
+        bad_record_limit(options),
+    )
     if why:
         if report.dead_letters:
             why += f" (dead letters: {report.dead_letters})"

@@ -18,6 +18,7 @@ from apache_beam.options.pipeline_options import (
 )
 
 from btts import admin
+from pipelines.common.report import BadRecordLimit, parse_bad_records
 from transforms import builtin_tables, timefmt
 from transforms import schema as schema_lib
 from transforms.readers import INPUT_FORMATS
@@ -28,6 +29,7 @@ __all__ = [
     "FlagValueError",
     "StreamingInputOptions",
     "TimeOptions",
+    "bad_record_limit",
     "check_inputs_exist",
     "did_you_mean",
     "input_help",
@@ -153,6 +155,13 @@ class FileInputOptions(PipelineOptions):
             help="Fail the job (non-zero exit) when dead letters are more than this share of the "
             "records read, e.g. 0.01; what was valid is written first. Default: fail only when "
             "no record at all was valid.",
+        )
+        group.add_argument(
+            "--max_bad_records",
+            default="10%",
+            help="Fail the job (non-zero exit) when more records than this are dead letters: a "
+            "count (e.g. 0: any bad record fails the job) or a share of the records read "
+            "(e.g. 1%%); what was valid is written first. Default: 10%%.",
         )
         group.add_argument(
             "--validate_only",
@@ -367,6 +376,15 @@ def check_inputs_exist(patterns: Sequence[str]) -> None:
             raise admin.ConfigError(f"--input {pattern}: {what}")
 
 
+def bad_record_limit(options: PipelineOptions) -> BadRecordLimit:
+    """``--max_bad_records`` as a limit; a bad value is a one-line ConfigError."""
+    text = options.view_as(FileInputOptions).max_bad_records
+    try:
+        return parse_bad_records(text or "10%")
+    except ValueError as err:
+        raise admin.ConfigError(str(err)) from None
+
+
 def validate_input(options: PipelineOptions, job: JobSpec) -> None:
     """Exactly one source; streaming has somewhere to put dead letters; a rollup exists."""
     stream = options.view_as(StreamingInputOptions)
@@ -387,6 +405,7 @@ def validate_input(options: PipelineOptions, job: JobSpec) -> None:
     ratio = options.view_as(FileInputOptions).max_dead_letter_ratio
     if ratio is not None and not 0 <= ratio <= 1:
         raise admin.ConfigError(f"--max_dead_letter_ratio {ratio}: give a share from 0 to 1")
+    bad_record_limit(options)
     if options.view_as(FileInputOptions).validate_only and stream.input_subscription:
         raise admin.ConfigError("--validate_only reads files: pass --input, not a subscription")
     if options.view_as(BigtableOptions).write_timeout_seconds <= 0:

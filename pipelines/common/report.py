@@ -16,6 +16,8 @@ from transforms import timefmt
 from transforms.ingest import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
 
 __all__ = [
+    "DEFAULT_MAX_BAD_RECORDS",
+    "BadRecordLimit",
     "JobFailed",
     "Reason",
     "RunReport",
@@ -23,6 +25,7 @@ __all__ = [
     "dead_letter_reasons",
     "failure",
     "landed_line",
+    "parse_bad_records",
     "records_read",
     "summary",
 ]
@@ -109,6 +112,10 @@ def summary(
     ]
     if totals.get("blank_lines"):
         lines.append(f"  blank lines     {totals['blank_lines']:>12,}")
+    if totals.get("empty_rows"):  # see transforms.ingest.EMPTY_ROWS
+        lines.append(
+            f"  rows not written{totals['empty_rows']:>12,}   (no value for the table: no cell)"
+        )
     for table in sorted(name[5:] for name in totals if name.startswith("rows_")):
         rows = totals["rows_" + table]
         line = f"  rows {table:<15}{rows:>8,}   cells {totals.get('cells_' + table, 0):,}"
@@ -153,11 +160,54 @@ def landed_line(totals: Mapping[str, int], written: bool = True) -> str:
     return f"{valid:,} of {records:,} records {verb} ({dead:,} dead letters, {share:.2%})"
 
 
+@dataclass(frozen=True)
+class BadRecordLimit:
+    """How many dead letters a run may have and still succeed: a count, or a share of the
+    records read (``share`` from 0 to 1). ``text`` is the value as the user wrote it."""
+
+    count: int | None = None
+    share: float | None = None
+    text: str = "10%"
+
+    def exceeded(self, dead: int, records: int) -> bool:
+        if self.count is not None:
+            return dead > self.count
+        return records > 0 and self.share is not None and dead / records > self.share
+
+
+# Why 10% by default: a load job that drops most of its input must not exit 0 (BigQuery's
+# fails on the first bad record); the demo's few deliberate bad lines stay far below it.
+DEFAULT_MAX_BAD_RECORDS = BadRecordLimit(share=0.10, text="10%")
+
+
+def parse_bad_records(text: str) -> BadRecordLimit:
+    """``--max_bad_records``: a count ``N`` or a share ``P%``; ValueError saying what it takes."""
+    value = text.strip()
+    try:
+        if value.endswith("%"):
+            share = float(value[:-1]) / 100
+            if not 0 <= share <= 1:
+                raise ValueError
+            return BadRecordLimit(share=share, text=value)
+        count = int(value)
+        if count < 0:
+            raise ValueError
+        return BadRecordLimit(count=count, text=value)
+    except ValueError:
+        raise ValueError(
+            f"--max_bad_records: {text!r} is neither a count (e.g. 100) nor a share from 0% to "
+            "100% (e.g. 5%)"
+        ) from None
+
+
 def failure(
-    totals: Mapping[str, int], reasons: Sequence[Reason], max_ratio: float | None
+    totals: Mapping[str, int],
+    reasons: Sequence[Reason],
+    max_ratio: float | None,
+    limit: BadRecordLimit = DEFAULT_MAX_BAD_RECORDS,
 ) -> str | None:
     """Why a finished batch run failed its purpose, or None: input but no valid event, or more
-    dead letters than ``max_ratio`` of the records read."""
+    dead letters than ``max_ratio`` of the records read (when given) or than ``limit``."""
     records = records_read(totals)
     dead = totals.get("dead_letters", 0)
     if records <= 0:
@@ -165,12 +215,26 @@ def failure(
     top = f"; top reason: {reasons[0].kind}" if reasons else ""
     if totals.get("events_valid", 0) == 0:
         return f"no valid event in {records:,} records read, nothing written{top}"
-    if max_ratio is not None and dead / records > max_ratio:
+    share = f"{dead:,} dead letters in {records:,} records ({dead / records:.2%})"
+    if max_ratio is not None:
+        if dead / records > max_ratio:
+            return f"{share}, over --max_dead_letter_ratio {max_ratio:g}{top}"
+        return None
+    if limit.exceeded(dead, records):
         return (
-            f"{dead:,} dead letters in {records:,} records ({dead / records:.2%}), over "
-            f"--max_dead_letter_ratio {max_ratio:g}{top}"
+            f"{share}, over --max_bad_records {limit.text}; top reasons: "
+            f"{_top_reasons(reasons)}; pass --max_bad_records 100% to keep such a partial load"
         )
     return None
+
+
+def _top_reasons(reasons: Sequence[Reason], top: int = 3) -> str:
+    """The commonest reasons, each with its count and first place, for a one-line error."""
+    said = []
+    for reason in reasons[:top]:
+        at = f"{reason.source}:{reason.line}" if reason.line else reason.source
+        said.append(f"{reason.kind} ({reason.count:,}, first at {at})")
+    return " | ".join(said) or "see the dead letters"
 
 
 @dataclass(frozen=True)
