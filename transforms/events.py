@@ -193,13 +193,19 @@ def check_fields(obj: Mapping, required: Sequence[str], optional: Iterable[str] 
     extra = sorted(k for k in obj if k not in allowed)
     if extra:
         close = nearest(extra[0], allowed)
-        hint = f" (nearest declared field: {close!r})" if close else ""
+        if close:
+            hint = f" (nearest declared field: {close!r})"
+        else:  # nothing alike: say what is declared, and how to let other columns through
+            names = sorted(allowed)
+            shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+            hint = f" (declared: {shown}; event.extra_fields: ignore drops the others)"
         raise InvalidEvent(f"unexpected field(s): {', '.join(extra)}{hint}")
 
 
 def nearest(name: str, declared: Iterable[str]) -> str:
-    """The declared name closest to ``name`` (a refusal names it: a typo is seen at once)."""
-    best, score = "", 0.0
+    """The declared name closest to ``name``, if any is alike (a refusal names it: a typo is
+    seen at once), else ""."""
+    best, score = "", 0.5
     for candidate in sorted(declared):
         ratio = difflib.SequenceMatcher(None, name.lower(), candidate.lower()).ratio()
         if ratio > score:
