@@ -201,6 +201,8 @@ def time_range(
         )
     seg = segments[count]  # the segment right after the fixed ones holds the time
     recipe = _partial(decl, count + 1)
+    if seg.kind in ("epoch_ms", "reverse_ts"):  # epoch keys hold no time before 1970
+        start_ms, end_ms = max(start_ms, 0), max(end_ms, 1)
 
     def key_at(ms: int) -> bytes:
         return recipe.build({**values, seg.field: ms}, tz)
