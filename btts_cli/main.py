@@ -110,7 +110,13 @@ def _run_job(args: argparse.Namespace) -> int:
     argv = _instance_flag(args.args)
     if args.command == "check":
         argv.append("--validate_only")
-    importlib.import_module(f"pipelines.{args.job}").run(argv)
+    job = "--schema FILE" if args.job == "generic" else args.job
+    common = importlib.import_module("pipelines.common")
+    said = common.COMMAND.set(f"btts {args.command} {job}")  # its errors name this command
+    try:
+        importlib.import_module(f"pipelines.{args.job}").run(argv)
+    finally:
+        common.COMMAND.reset(said)
     return 0
 
 

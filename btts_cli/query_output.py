@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -44,16 +45,25 @@ FORMATS = ("table", "json", "csv")
 NOTHING_TO_PLOT_EXIT = 1  # the answer was printed, but the chart asked for was not written
 
 
+_YEAR_OR_MONTH = re.compile(r"([0-9]{4})(?:-([0-9]{2}))?\Z")
+
+
 def time_arg(text: str) -> int:
     """RFC 3339 (``2015-03-16T19:53:32Z``), epoch milliseconds, or a day (midnight UTC); any
     era (a table declaring times before 1970 is read with them)."""
+    year = _YEAR_OR_MONTH.match(text.strip())
+    if year:  # 1958, 1958-04: the start of that year or month (a window over yearly data)
+        return key_ranges.day_bounds(dt.date(int(year[1]), int(year[2] or 1), 1))[0]
     try:
         return timefmt.parse_event_time(text, "time", timefmt.MIN_EPOCH_MS)
-    except InvalidEvent as err:
+    except InvalidEvent:
         try:
             return key_ranges.day_bounds(key_ranges.parse_day(text))[0]
         except ValueError:
-            raise argparse.ArgumentTypeError(str(err).replace("field 'time': ", "")) from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a time: give RFC 3339 (2015-03-16T19:53:32Z), epoch "
+                "milliseconds, a day (2015-03-16), a month (2015-03) or a year (1958)"
+            ) from None
 
 
 def day_arg(text: str) -> dt.date:

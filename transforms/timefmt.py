@@ -421,7 +421,10 @@ def make_parser(
         try:
             moment = dt.datetime.strptime(value, fmt)
         except ValueError:
-            raise InvalidEvent(f"field {field!r}: {value[:60]!r} does not match {fmt!r}") from None
+            raise InvalidEvent(
+                f"field {field!r}: {value[:60]!r} does not match format {fmt} (declare the "
+                "file's format with format: or --time_format)"
+            ) from None
         if offset:
             return _in_range((moment - EPOCH) // MILLISECOND, field, value, earliest, advice)
         return local_to_ms(moment, tz or UTC, field, ambiguous, value, earliest, advice)

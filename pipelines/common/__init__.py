@@ -56,19 +56,23 @@ from pipelines.common.report import (
     failure,
     landed_line,
     records_read,
+    sample_lines,
     summary,
 )
 from pipelines.common.runner import (
+    COMMAND,
     LOCAL_RUNNERS,
     config_exit,
     dry_run_report,
     is_dry_run,
+    job_command,
     new_pipeline,
     prepare,
     runner_refusals,
 )
 
 __all__ = [
+    "COMMAND",
     "LOCAL_RUNNERS",
     "BigtableOptions",
     "FileInputOptions",
@@ -147,7 +151,7 @@ def run_file_ingest(
         raise TypeError("run_file_ingest needs name and description when job_for is a function")
     build = build or ingest
     try:
-        options = parse_args(argv, f"python -m pipelines.{name}", description, classes, name)
+        options = parse_args(argv, job_command(name), description, classes, name)
         job = job_for(options) if callable(job_for) else job_for
         validate_input(options, job)
         with_time_input(options, job)  # refuse a bad --time_format before anything runs
@@ -186,7 +190,15 @@ def run_file_ingest(
     )
     label = name if job.name == name else f"{name} ({job.name})"
     print(
-        summary(label, totals, seconds, target, reasons, dead_letters=report.dead_letters),
+        summary(
+            label,
+            totals,
+            seconds,
+            target,
+            reasons,
+            dead_letters=report.dead_letters,
+            samples=sample_lines(reasons),
+        ),
         flush=True,
     )
     why = failure(
@@ -198,7 +210,7 @@ def run_file_ingest(
     if why:
         if report.dead_letters:
             why += f" (dead letters: {report.dead_letters})"
-        raise JobFailed(f"{name}: error: {why}", report)
+        raise JobFailed(f"{COMMAND.get() or name}: error: {why}", report)
     return report
 
 

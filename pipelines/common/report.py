@@ -4,6 +4,8 @@ dead-letter reasons it is made of, the end-of-run summary, and when a finished r
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +29,7 @@ __all__ = [
     "landed_line",
     "parse_bad_records",
     "records_read",
+    "sample_lines",
     "summary",
 ]
 
@@ -100,8 +103,10 @@ def summary(
     reasons: Sequence[Reason] = (),
     top: int = 5,
     dead_letters: str | None = None,
+    samples: Mapping[str, str] | None = None,
 ) -> str:
-    """The end-of-run summary; its last line is :func:`landed_line`."""
+    """The end-of-run summary; its last line is :func:`landed_line`. ``samples``: reason kind
+    → its first offending line as read (:func:`sample_lines`)."""
     events = totals.get("events_valid", 0)
     where = f"into {target.describe()}" if target else "(validate only: nothing written)"
     lines = [
@@ -135,6 +140,8 @@ def summary(
         for reason in reasons[:top]:
             at = f"{reason.source}:{reason.line}" if reason.line else reason.source
             lines.append(f"  {reason.count:>14,}  {reason.kind}  (first: {at})")
+            if reason.kind in (samples or {}):
+                lines.append(f"{'':18}line {reason.line}: {samples[reason.kind]}")
         if len(reasons) > top:
             rest = sum(r.count for r in reasons[top:])
             lines.append(f"  {rest:>14,}  ({len(reasons) - top} other reasons)")
@@ -142,6 +149,30 @@ def summary(
         lines.append(f"  dead letters to {dead_letters}")
     lines.append(f"{job}: {landed_line(totals, written=target is not None)}")
     return "\n".join(lines)
+
+
+SAMPLE_CHARS = 160
+
+
+def sample_lines(reasons: Sequence[Reason], top: int = 5) -> dict[str, str]:
+    """Each top reason's first offending line, read again from its file: what the user must
+    look at, beside the generalised reason. Plain local text files only (a compressed,
+    columnar or remote file is left to the dead letters), cut at SAMPLE_CHARS."""
+    out = {}
+    for reason in reasons[:top]:
+        if not reason.line or not os.path.isfile(reason.source):
+            continue
+        try:
+            with open(reason.source, "rb") as f:
+                if f.read(4)[:2] in (b"\x1f\x8b", b"BZ", b"PA"):  # gzip, bzip2, Parquet
+                    continue
+                f.seek(0)
+                raw = next(itertools.islice(f, reason.line - 1, None), b"")
+        except OSError:
+            continue
+        text = raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
+        out[reason.kind] = text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS] + "…"
+    return out
 
 
 def records_read(totals: Mapping[str, int]) -> int:

@@ -4,6 +4,7 @@ what a dry run reports instead of running."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import sys
 from collections.abc import Iterator, Sequence
@@ -23,6 +24,7 @@ from pipelines.common.options import BigtableOptions, FlagValueError, resolve_ta
 from transforms import builtin_tables
 
 __all__ = [
+    "COMMAND",
     "LOCAL_RUNNERS",
     "config_exit",
     "dry_run_report",
@@ -33,6 +35,14 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger(__name__)
+# How the user started the job when not as ``python -m pipelines.JOB`` (``btts ingest --schema
+# FILE``): its errors and ``--help`` pointers then speak of that command (set by btts_cli).
+COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("COMMAND", default=None)
+
+
+def job_command(name: str) -> str:
+    """The command a job's messages name: the one the user typed."""
+    return COMMAND.get() or f"python -m pipelines.{name}"
 
 
 def prepare(
@@ -118,7 +128,7 @@ def runner_refusals(name: str) -> Iterator[None]:
 def config_exit(name: str, err: admin.ConfigError) -> SystemExit:
     """The exit for a mistake the user can fix: one line ``<job>: error: …``, no traceback. A
     bad flag value is printed here and exits 2, as argparse's own errors do."""
-    line = f"{name}: error: {err}"
+    line = f"{COMMAND.get() or name}: error: {err}"
     if isinstance(err, FlagValueError):
         print(line, file=sys.stderr, flush=True)
         return SystemExit(2)
