@@ -110,6 +110,13 @@ def add_output(parser: argparse.ArgumentParser) -> None:
         "axis in --timezone (UTC if the query has none); nothing to draw: a message on stderr, "
         f"no file, exit {NOTHING_TO_PLOT_EXIT}",
     )
+    parser.add_argument(
+        "--plot_field",
+        action="append",
+        metavar="FIELD",
+        help="with --plot: draw only this field (a map field: all its entries, or FIELD.ENTRY "
+        "for one); repeatable, e.g. --plot_field temp --plot_field metrics.CPU",
+    )
 
 
 def add_common(parser: argparse.ArgumentParser, target_args: Callable) -> None:
@@ -177,7 +184,10 @@ def _plot(args, query: q.Query, records: list, out) -> int:
         return 0
     tz = getattr(args, "timezone", dt.timezone.utc)
     try:
-        drawn = plot.save(records, path, entity=query.entity, tz=tz, title=query.title)
+        fields = getattr(args, "plot_field", None) or ()
+        drawn = plot.save(
+            records, path, entity=query.entity, tz=tz, title=query.title, fields=fields
+        )
     except plot.NothingToPlot as err:
         print(f"btts: nothing to plot: {err}; {path} not written", file=sys.stderr)
         return NOTHING_TO_PLOT_EXIT
