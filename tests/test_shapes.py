@@ -108,9 +108,10 @@ def _prices_by_symbol() -> dict[str, dict[int, tuple]]:
 def test_wide_by_entity_and_long_land_the_same_prices(target, tmp_path, capsys, schema, data):
     """A column per ticker (an empty cell: no event) and a line per ticker and month read
     back the same, each ticker's query holding its ticker."""
-    _land(target, tmp_path, schema, data)
+    report = _land(target, tmp_path, schema, data)
     prices = _prices_by_symbol()
     assert sum(map(len, prices.values())) == 560
+    assert report.counters["rows_SHAPES_STOCK"] == 560  # GOOG before its listing: no row
     for symbol, expected in prices.items():
         records = _query(capsys, target, schema, "prices", "--symbol", symbol)
         assert {r["symbol"] for r in records} == {symbol}
@@ -143,3 +144,20 @@ def test_multi_entity_long_before_1970(target, tmp_path, capsys):
         records = _query(capsys, target, "grunfeld", "firm_years", "--firm", firm)
         assert {r["firm"] for r in records} == {firm}
         assert _values(records, "invest", "value", "capital") == expected, firm
+
+
+def test_empty_cells_of_listed_columns_are_counted_not_dead_lettered(target, tmp_path, capsys):
+    schema = tmp_path / "wide.yaml"
+    text = (SHAPES / "stocks_wide.yaml").read_text(encoding="utf-8")
+    schema.write_text(
+        text.replace('{match: "[A-Z]+", ', "{columns: [AAPL, AMZN, GOOG, IBM, MSFT], ")
+    )
+    report = run_job(
+        "generic", target, SHAPES / "stocks_wide.csv", tmp_path / "dead",
+        [f"--schema={schema}", "--max_bad_records=0"],
+    )  # fmt: skip
+    assert report.counters["empty_cells"] == 123 * 5 - 560
+    assert report.counters["rows_SHAPES_STOCK"] == 560
+    assert "empty cells               55   (unpivoted columns without a value" in (
+        capsys.readouterr().out
+    )

@@ -130,6 +130,12 @@ def test_a_wide_record_becomes_an_event_per_non_empty_column():
     assert [r.key for r in rows] == [b"AAPL#20040801", b"MSFT#20040801"]
     framed, entries = builder.framed(parse_csv_line("2004-08-01,17.25,,22.47", header))
     assert framed == rows and len(entries) == 2
+    assert builder.take_empty_cells() == 0  # a matched column is known only when present
+    listed = WIDE.replace('{match: "[A-Z]+", ', "{columns: [AAPL, GOOG, MSFT], ")
+    by_name = generic.Builder(sf.loads(listed))
+    assert len(by_name(parse_csv_line("2004-08-01,17.25,,22.47", header))) == 2
+    assert len(by_name(parse_csv_line("2004-08-01,,,22.47", header))) == 1
+    assert by_name.take_empty_cells() == 3 and by_name.take_empty_cells() == 0
     with pytest.raises(InvalidEvent, match="no column to unpivot"):
         builder(parse_json_object('{"date": "2004-08-01", "aapl": 1}'))
     with pytest.raises(InvalidEvent, match="unexpected field"):

@@ -537,6 +537,11 @@ class Builder:
                 self._framed = _shaped_framed(self._shape, self._framed)
         self._framed(record, rows, entries)
 
+    def take_empty_cells(self) -> int:
+        """Unpivoted cells without a value since the last call (no event, not a dead letter):
+        what the job counts as ``empty_cells``."""
+        return self._shape.take_empty() if self._shape is not None else 0
+
     def __call__(self, record: dict) -> list[RowMutation]:
         """The same rows as :class:`RowMutation` and :class:`Cell` named tuples (equal to
         the plain ones), for readers and tests."""

@@ -39,6 +39,7 @@ from transforms.readers import Block
 
 __all__ = [
     "DEAD_LETTER",
+    "EMPTY_CELLS",
     "EMPTY_ROWS",
     "EVENT_TIMES",
     "GC_ALLOCATIONS",
@@ -69,6 +70,7 @@ DEAD_LETTER = "dead_letter"
 # Rows a builder made without a cell (an optional value absent): never sent, since Bigtable
 # refuses a MutateRows entry without mutations; counted under this name.
 EMPTY_ROWS = "empty_rows"
+EMPTY_CELLS = "empty_cells"  # unpivoted columns without a value: no event, not a dead letter
 ROWS = "rows"
 PROGRESS_SECONDS = 10.0
 NAMESPACE = "btts"
@@ -163,6 +165,9 @@ class _BuildRowsFn(beam.DoFn):
         self._dead = Metrics.counter(NAMESPACE, "dead_letters")
         self._unexpected = Metrics.counter(NAMESPACE, "unexpected_errors")
         self._empty = Metrics.counter(NAMESPACE, EMPTY_ROWS)
+        self._empty_cells = Metrics.counter(NAMESPACE, EMPTY_CELLS)
+        owner = getattr(self._framed or self._builder, "__self__", self._builder)
+        self._take_empty = getattr(owner, "take_empty_cells", None)  # a schema's Builder
         self._times = Metrics.distribution(NAMESPACE, EVENT_TIMES)
         self._seen = 0
         self._next_progress = 1024
@@ -179,6 +184,8 @@ class _BuildRowsFn(beam.DoFn):
         self._stamps: dict[str, list[int]] = {}  # table → [lowest, highest] cell timestamp
 
     def finish_bundle(self) -> None:
+        if self._take_empty is not None:
+            self._empty_cells.inc(self._take_empty())
         self._lines.inc(self._bundle_lines)
         self._events.inc(self._bundle_events)
         self._bundle_lines = self._bundle_events = 0

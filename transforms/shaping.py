@@ -122,6 +122,8 @@ def shaper(schema) -> Shaper | None:
             return [c for c in spread.columns if c in record]
         return [c for c in record if c not in declared and pattern.fullmatch(c)]
 
+    empty = [0]  # unpivoted cells without a value so far (see Builder.take_empty_cells)
+
     def shape(record: dict) -> list[dict]:
         events = [record]
         if spread is not None:
@@ -130,6 +132,9 @@ def shaper(schema) -> Shaper | None:
                 wanted = spread.columns or (f"columns matching {spread.match!r}",)
                 raise InvalidEvent(f"no column to unpivot: expected {', '.join(wanted)}")
             events = unpivoted(record, columns, spread.name, spread.value)
+            # listed columns without a value (an empty CSV cell is an absent field); a
+            # matched one is known only when present
+            empty[0] += len(spread.columns or columns) - len(events)
         for event in events:
             for field, roles in made:
                 missing = [source for source in roles.values() if source not in event]
@@ -140,4 +145,9 @@ def shaper(schema) -> Shaper | None:
             events = [{k: v for k, v in e.items() if k in declared} for e in events]
         return events
 
+    def take_empty() -> int:
+        count, empty[0] = empty[0], 0
+        return count
+
+    shape.take_empty = take_empty  # type: ignore[attr-defined]
     return shape

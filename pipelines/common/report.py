@@ -117,6 +117,11 @@ def summary(
     ]
     if totals.get("blank_lines"):
         lines.append(f"  blank lines     {totals['blank_lines']:>12,}")
+    if totals.get("empty_cells"):  # see transforms.ingest.EMPTY_CELLS
+        lines.append(
+            f"  empty cells     {totals['empty_cells']:>12,}   (unpivoted columns without a "
+            "value: no event)"
+        )
     if totals.get("empty_rows"):  # see transforms.ingest.EMPTY_ROWS
         lines.append(
             f"  rows not written{totals['empty_rows']:>12,}   (no value for the table: no cell)"
