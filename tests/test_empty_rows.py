@@ -103,3 +103,14 @@ def test_a_batch_of_events_without_values_lands_nothing_and_says_so(target, tmp_
     assert "rows not written           8" in capsys.readouterr().out
     keys = sorted(r.key for r in admin.read_rows(target, "SPARSE"))
     assert [k.split(b"#")[0] for k in keys] == [b"d0", b"d1"]
+
+
+def test_the_same_time_warning_counts_the_rows_whose_times_were_seen():
+    """10 events of which one wrote a cell: one time seen is not "all 10 at the same time"."""
+    from pipelines.common.report import summary
+
+    totals = {"lines_read": 10, "events_valid": 10, "earliest_event_ms": 5, "latest_event_ms": 5}
+    assert "same time" not in summary("j", {**totals, "timed_rows": 1}, 1.0, None)
+    assert "all 10 valid events have the same time" in summary(
+        "j", {**totals, "timed_rows": 10}, 1.0, None
+    )

@@ -49,6 +49,7 @@ __all__ = [
     "PROGRESS_SECONDS",
     "REASONS_NAMESPACE",
     "ROWS",
+    "TIMED_ROWS",
     "BuildRows",
     "Builder",
     "CsvAdapter",
@@ -70,6 +71,7 @@ DEAD_LETTER = "dead_letter"
 # Rows a builder made without a cell (an optional value absent): never sent, since Bigtable
 # refuses a MutateRows entry without mutations; counted under this name.
 EMPTY_ROWS = "empty_rows"
+TIMED_ROWS = "timed_rows"  # rows whose event times make the span (EVENT_TIMES) of a run
 EMPTY_CELLS = "empty_cells"  # unpivoted columns without a value: no event, not a dead letter
 ROWS = "rows"
 PROGRESS_SECONDS = 10.0
@@ -169,6 +171,7 @@ class _BuildRowsFn(beam.DoFn):
         owner = getattr(self._framed or self._builder, "__self__", self._builder)
         self._take_empty = getattr(owner, "take_empty_cells", None)  # a schema's Builder
         self._times = Metrics.distribution(NAMESPACE, EVENT_TIMES)
+        self._timed = Metrics.counter(NAMESPACE, TIMED_ROWS)
         self._seen = 0
         self._next_progress = 1024
         self._started = self._last_report = time.monotonic()
@@ -182,6 +185,7 @@ class _BuildRowsFn(beam.DoFn):
         self._bundle_lines = self._bundle_events = 0
         self._reasons: dict[tuple[str, str], list] = {}
         self._stamps: dict[str, list[int]] = {}  # table → [lowest, highest] cell timestamp
+        self._timed_in_bundle = 0  # the rows those stamps are of
 
     def finish_bundle(self) -> None:
         if self._take_empty is not None:
@@ -193,6 +197,8 @@ class _BuildRowsFn(beam.DoFn):
             for stamp in stamps:
                 self._times.update(self._event_ms[table](stamp))
         self._stamps = {}
+        self._timed.inc(self._timed_in_bundle)
+        self._timed_in_bundle = 0
         for (kind, source), (count, first) in self._reasons.items():
             name = reason_metric_name(kind, source)
             Metrics.counter(REASONS_NAMESPACE, name).inc(count)
@@ -301,6 +307,7 @@ class _BuildRowsFn(beam.DoFn):
             return
         stamps = [row[2][0][3] for row in batch if row[0] == table and row[2]]
         if stamps:  # (a row may hold no cell)
+            self._timed_in_bundle += len(stamps)
             span = self._stamps.setdefault(table, [stamps[0], stamps[0]])
             span[0], span[1] = min(span[0], *stamps), max(span[1], *stamps)
 

@@ -135,8 +135,8 @@ def summary(
             line += f"   ({rows:,} row writes into {distinct:,} distinct row{plural})"
         lines.append(line)
     if "earliest_event_ms" in totals:
-        warning = timefmt.span_warning(
-            totals["earliest_event_ms"], totals["latest_event_ms"], events
+        warning = timefmt.span_warning(  # judged on the rows whose times were seen
+            totals["earliest_event_ms"], totals["latest_event_ms"], totals.get("timed_rows", events)
         )
         if warning:
             lines.append(f"  warning: {warning}")
