@@ -212,6 +212,23 @@ def entity_fields(schema: schema_lib.Schema, table_name: str) -> tuple[str, ...]
     return tuple(dict.fromkeys(names))
 
 
+def _whole_record(decoder: _Decoder, decl, parts: dict, row_fields: dict, row) -> Record:
+    """One row holding one state as one record: the newest cell of each column."""
+    where = row.key.decode("utf-8", "replace")
+    record: Record = {**parts, "ts_ms": 0}  # its place among the fields; set below
+    seen: set[bytes] = set()
+    newest: int | None = None
+    for cell in row.cells:  # newest first per column
+        if cell.qualifier not in seen:
+            seen.add(cell.qualifier)
+            ms = decl.event_ms(cell.timestamp_us)
+            newest = ms if newest is None else max(newest, ms)
+            decoder.cell(record, row_fields, cell, where)
+    record["ts_ms"] = newest if newest is not None else 0
+    record["key"] = where
+    return decoder.ordered(_sorted_dicts(record))
+
+
 def decode_table(
     schema: schema_lib.Schema,
     table_name: str,
@@ -230,6 +247,7 @@ def decode_table(
     rows = rows_in_order(decl, scans)
     out: list[Record] = []
     pivoted: dict[tuple, Record] = {}  # rows_per: (key fields, time) → the event's record
+    row_keys: dict[tuple, list[str]] = {}  # … and the keys of the rows it is made of
     for row in rows:
         where = row.key.decode("utf-8", "replace")
         parts = key_ranges.split_key(decl, row.key)
@@ -240,18 +258,7 @@ def decode_table(
         if per is not None:
             parts.pop(per, None)
         if whole:
-            record: Record = {**parts, "ts_ms": 0}  # its place among the fields; set below
-            seen: set[bytes] = set()
-            newest: int | None = None
-            for cell in row.cells:  # newest first per column
-                if cell.qualifier not in seen:
-                    seen.add(cell.qualifier)
-                    ms = decl.event_ms(cell.timestamp_us)
-                    newest = ms if newest is None else max(newest, ms)
-                    decoder.cell(record, row_fields, cell, where)
-            record["ts_ms"] = newest if newest is not None else 0
-            record["key"] = where
-            out.append(decoder.ordered(_sorted_dicts(record)))
+            out.append(_whole_record(decoder, decl, parts, row_fields, row))
             continue
         by_time: dict[int, Record] = {}
         for cell in sorted(row.cells, key=lambda c: c.timestamp_us):
@@ -260,6 +267,7 @@ def decode_table(
                 if per is not None:  # one record per event across the field's rows
                     ident = (tuple(parts.items()), ms)
                     by_time[ms] = pivoted.setdefault(ident, {**parts, "ts_ms": ms})
+                    row_keys.setdefault(ident, []).append(where)
                 else:
                     by_time[ms] = {**parts, "ts_ms": ms}
             decoder.cell(by_time[ms], row_fields, cell, where)
@@ -267,6 +275,8 @@ def decode_table(
             for ms in sorted(by_time):
                 by_time[ms]["key"] = where
                 out.append(decoder.ordered(_sorted_dicts(by_time[ms])))
-    if per is not None:  # a record put back together from several rows has no single key
+    if per is not None:  # a record put back together from several rows: every row's key
+        for ident, record in pivoted.items():
+            record["key"] = " ".join(row_keys[ident])
         out = [decoder.ordered(r) for r in sorted(pivoted.values(), key=lambda r: r["ts_ms"])]
     return out

@@ -128,6 +128,7 @@ def test_rows_per_reads_back_every_ticker_of_every_month(target, tmp_path, capsy
         assert _values(records, symbol) == expected, symbol
     months = _query(capsys, target, "stocks_rows_per", "all_prices")
     assert len(months) == 123
+    assert months[-1]["key"].split() == [f"{s}#20100301" for s in sorted(prices)]  # --keys
     got = {(s, r["ts_ms"]): Decimal(r[s]) for r in months for s in prices if s in r}
     want = {(s, ms): v[0] for s, by_ms in prices.items() for ms, v in by_ms.items()}
     assert got == want and len(got) == 560
