@@ -230,8 +230,9 @@ def _add_ingest(sub: Commands) -> None:
         help="validate an input without writing: counts and top dead-letter reasons",
         description="`btts check JOB --input FILE` (or `btts check --schema FILE --input "
         "FILE`) reads and validates the whole input as `btts ingest` would and prints the same "
-        "summary, writing nothing; it exits non-zero when no record is valid or dead letters "
-        "pass --max_dead_letter_ratio. Same as `btts ingest ... --validate_only`.",
+        "summary, writing nothing, with each top reason's first offending line; it exits "
+        "non-zero when no record is valid or dead letters pass --max_bad_records (default "
+        "10%%). Same as `btts ingest ... --validate_only`.",
     )
     for command in (ingest, check):
         command.add_argument("job", choices=sorted(job_modules()), help="which dataset")
