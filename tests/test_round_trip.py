@@ -62,9 +62,15 @@ def _table(pattern: str, key: str, columns: str, extra: str = "") -> str:
 _COLS = "[{family: m, qualifier: t, value: temp}, {family: m, qualifier: h, value: rh}]"
 _BY_DEV = [("by_dev", ["dev"])]
 _Q = "queries:\n  - {name: by_dev, table: RT, select: [dev]}\n"
+# every other read form: a prefix, the whole table (each entity's records picked from it)
+_FORMS = [("by_dev", ["dev"]), ("dev_prefix", ["dev"]), ("whole", [])]
+_QF = _Q + (
+    "  - {name: dev_prefix, table: RT, select: [dev], read: prefix}\n"
+    "  - {name: whole, table: RT, read: table}\n"
+)
 
 CASES = {
-    "ts_cols": Case(_table("TS-COLS", "[{text: dev}, {epoch_ms: ts}]", _COLS) + _Q, _BY_DEV),
+    "ts_cols": Case(_table("TS-COLS", "[{text: dev}, {epoch_ms: ts}]", _COLS) + _QF, _FORMS),
     "ts_blob_json": Case(
         _table(
             "TS-BLOB",
@@ -86,7 +92,7 @@ CASES = {
         values=("temp",),
     ),
     "tb_cell": Case(
-        _table("TB-CELL", "[{text: dev}, {time: ts, format: day}]", _COLS) + _Q, _BY_DEV
+        _table("TB-CELL", "[{text: dev}, {time: ts, format: day}]", _COLS) + _QF, _FORMS
     ),
     "tb_col_rows_per": Case(
         _table(
@@ -228,10 +234,14 @@ def _wide_lines(batch: list[dict]) -> list[str]:
     return lines
 
 
+_TIMED = ("by_dev", "every_dev")  # the queries reading a time window
+
+
 def _read(capsys, target, schema, name: str, flags: list[str], fmt: str) -> list[dict]:
     capsys.readouterr()
-    argv = ["query", "--schema", str(schema), name, *flags, "--start", "1700-01-01", "--end",
-            "2100-01-01", "--format", fmt, "--instance", target.instance]  # fmt: skip
+    window = ["--start", "1700-01-01", "--end", "2100-01-01"] if name in _TIMED else []
+    argv = ["query", "--schema", str(schema), name, *flags, *window, "--format", fmt,
+            "--instance", target.instance]  # fmt: skip
     assert cli.main(argv) == 0, capsys.readouterr()
     out = capsys.readouterr().out
     if fmt == "json":
@@ -269,6 +279,7 @@ def _got(case: Case, records: list[dict], entity: dict, fmt: str) -> dict:
         for name, value in entity.items():  # the key's fields are in every record
             if name in case.keyed or case.extra.get("wide"):
                 assert str(r.get(name)) == value, (name, r)
+        assert entity["dev"] in r["key"], r  # the row key(s) it was read from (--keys)
         fields = ("v",) if case.extra.get("wide") else case.values
         values = {}
         for f in fields:
