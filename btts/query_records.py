@@ -138,10 +138,9 @@ class _Decoder:
                 if field_name not in self.times:
                     text = str(getattr(message, proto_field))
                     record[field_name] = typed(self.fields.get(field_name), text, where)
-        elif kind == "json":
-            record.update(
-                (k, v) for k, v in json.loads(value.decode("utf-8")).items() if k not in self.times
-            )
+        elif kind == "json":  # numbers stay exact, as the source wrote them (600.60)
+            blob = json.loads(value.decode("utf-8"), parse_float=Decimal)
+            record.update((k, v) for k, v in blob.items() if k not in self.times)
         else:  # a constant: the qualifier says it all
             record[name] = value.decode("utf-8", "replace")
 
