@@ -52,6 +52,7 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args, top: bool = False, **kwargs) -> None:
         self.flag_names: list[str] = []  # its --flags, for "did you mean"
+        self.given: list[str] = []  # the arguments it was last asked to parse
         self.rest: RestReader | None = None
         super().__init__(*args, **kwargs)
         if not top:  # the top parser declares them itself, with help
@@ -73,6 +74,7 @@ class Parser(argparse.ArgumentParser):
         """Like argparse's, except that an argument nobody knows is an error here, where the
         command's flags are known (so it can say which one was meant)."""
         args = list(sys.argv[1:] if args is None else args)
+        self.given = args  # what error() looks at for a misspelt flag
         namespace = argparse.Namespace() if namespace is None else namespace
         if self.rest is not None:
             values = self.rest(self, [a for a in args if a not in LOGGING_FLAGS])
@@ -97,6 +99,13 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """One line on stderr, exit status 2 (argparse's)."""
+        if message.startswith("the following arguments are required"):
+            # `--strat` leaves `--start` missing: the misspelling is the error to show
+            own = set(self.flag_names) | set(LOGGING_FLAGS)
+            unknown = [a for a in getattr(self, "given", ()) if a.startswith("--")]
+            unknown = [a for a in unknown if a.split("=", 1)[0] not in own]
+            if unknown:
+                message = self.unrecognized(unknown)
         choice = _CHOICE.search(message)
         if choice:
             names = [c.strip().strip("'") for c in choice.group(2).split(",")]

@@ -112,7 +112,13 @@ def _run_job(args: argparse.Namespace) -> int:
     argv = _instance_flag(args.args)
     if args.command == "check":
         argv.append("--validate_only")
-    importlib.import_module(f"pipelines.{args.job}").run(argv)
+    job = "--schema FILE" if args.job == "generic" else args.job
+    common = importlib.import_module("pipelines.common")
+    said = common.COMMAND.set(f"btts {args.command} {job}")  # its errors name this command
+    try:
+        importlib.import_module(f"pipelines.{args.job}").run(argv)
+    finally:
+        common.COMMAND.reset(said)
     return 0
 
 
@@ -226,8 +232,9 @@ def _add_ingest(sub: Commands) -> None:
         help=COMMANDS["check"][1],
         description="`btts check JOB --input FILE` (or `btts check --schema FILE --input "
         "FILE`) reads and validates the whole input as `btts ingest` would and prints the same "
-        "summary, writing nothing; it exits non-zero when no record is valid or dead letters "
-        "pass --max_dead_letter_ratio. Same as `btts ingest ... --validate_only`.",
+        "summary, writing nothing, with each top reason's first offending line; it exits "
+        "non-zero when no record is valid or dead letters pass --max_bad_records (default "
+        "10%%). Same as `btts ingest ... --validate_only`.",
     )
     for command in (ingest, check):
         command.add_argument("job", choices=sorted(job_modules()), help="which dataset")

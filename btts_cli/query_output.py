@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -45,16 +46,25 @@ FORMATS = ("table", "json", "csv")
 NOTHING_TO_PLOT_EXIT = 1  # the answer was printed, but the chart asked for was not written
 
 
+_YEAR_OR_MONTH = re.compile(r"([0-9]{4})(?:-([0-9]{2}))?\Z")
+
+
 def time_arg(text: str) -> int:
     """RFC 3339 (``2015-03-16T19:53:32Z``), epoch milliseconds, or a day (midnight UTC); any
     era (a table declaring times before 1970 is read with them)."""
+    year = _YEAR_OR_MONTH.match(text.strip())
+    if year:  # 1958, 1958-04: the start of that year or month (a window over yearly data)
+        return timefmt.day_bounds(dt.date(int(year[1]), int(year[2] or 1), 1))[0]
     try:
         return timefmt.parse_event_time(text, "time", timefmt.MIN_EPOCH_MS)
-    except InvalidEvent as err:
+    except InvalidEvent:
         try:
             return timefmt.day_bounds(timefmt.parse_day(text.strip()))[0]
         except ValueError:
-            raise argparse.ArgumentTypeError(str(err).replace("field 'time': ", "")) from None
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a time: give RFC 3339 (2015-03-16T19:53:32Z), epoch "
+                "milliseconds, a day (2015-03-16), a month (2015-03) or a year (1958)"
+            ) from None
 
 
 def day_arg(text: str) -> dt.date:
@@ -100,6 +110,13 @@ def add_output(parser: argparse.ArgumentParser) -> None:
         help="also draw the answer: one line per series (entity and numeric field), the time "
         "axis in --timezone (UTC if the query has none); nothing to draw: a message on stderr, "
         f"no file, exit {NOTHING_TO_PLOT_EXIT}",
+    )
+    parser.add_argument(
+        "--plot_field",
+        action="append",
+        metavar="FIELD",
+        help="with --plot: draw only this field (a map field: all its entries, or FIELD.ENTRY "
+        "for one); repeatable, e.g. --plot_field temp --plot_field metrics.CPU",
     )
 
 
@@ -168,7 +185,10 @@ def _plot(args, query: q.Query, records: list, out) -> int:
         return 0
     tz = getattr(args, "timezone", dt.timezone.utc)
     try:
-        drawn = plot.save(records, path, entity=query.entity, tz=tz, title=query.title)
+        fields = getattr(args, "plot_field", None) or ()
+        drawn = plot.save(
+            records, path, entity=query.entity, tz=tz, title=query.title, fields=fields
+        )
     except plot.NothingToPlot as err:
         print(f"btts: nothing to plot: {err}; {path} not written", file=sys.stderr)
         return NOTHING_TO_PLOT_EXIT

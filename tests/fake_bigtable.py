@@ -92,6 +92,8 @@ class FakeBigtable:
             self._in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
         try:
+            if any(not e.mutations for e in request.entries):  # as Cloud Bigtable answers
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, "No mutations provided")
             answer = self.answer(call, index)
             if answer.delay_s:
                 time.sleep(answer.delay_s)

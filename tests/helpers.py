@@ -34,7 +34,12 @@ def run_job(
     extra: Sequence[str] = (),
     create: bool = True,
 ):
-    """Run an ingest job's ``run()`` exactly as a user would, returning its result."""
+    """Run an ingest job's ``run()`` exactly as a user would, returning its result. Tests
+    feed a few lines, often mostly bad ones on purpose: the default --max_bad_records (10%)
+    applies only where a test says so (``extra``), as tests/test_fail_loudly.py does."""
+    limits = ("--max_bad_records", "--max_dead_letter_ratio")
+    if not any(arg.startswith(limits) for arg in extra):
+        extra = ["--max_bad_records=100%", *extra]
     argv = [
         f"--input={input_path}",
         f"--dead_letter={dead_prefix}",

@@ -240,10 +240,17 @@ def _dumped(make: Callable[[], object]) -> str:
 # -- outcomes ---------------------------------------------------------------------------------
 
 
+# Keys of the input shapes (extra_fields, unpivot, times made from fields): dumped only when
+# a file uses them, so that every file from before them loads to the very same dump.
+_SHAPE_KEYS = frozenset({"extra_fields", "unpivot", "sources"})
+
+
 def _canonical(value: object) -> object:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         out = {"__class__": type(value).__name__}
         for f in dataclasses.fields(value):
+            if f.name in _SHAPE_KEYS and getattr(value, f.name) == f.default:
+                continue
             out[f.name] = _canonical(getattr(value, f.name))
         return out
     if isinstance(value, dict):
@@ -279,6 +286,8 @@ def outcome(text: str, source: str = "case.yaml") -> str:
     dump = {}
     for f in dataclasses.fields(schema):
         if f.name in ("text", "advisor", "proto_modules"):
+            continue
+        if f.name in _SHAPE_KEYS and getattr(schema, f.name) == f.default:
             continue
         dump[f.name] = _canonical(getattr(schema, f.name))
     dump["advisor hints"] = _hints(schema)

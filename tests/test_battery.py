@@ -97,7 +97,10 @@ def test_percentage_keeps_its_source_text():
         ('{"user": "Corrie", "timestamp": 1425243600001}', "missing field(s): percentage"),
         (
             '{"user": "C", "timestamp": 1425243600001, "percentage": 1, "level": 2}',
-            "unexpected field(s): level",
+            (
+                "unexpected field(s): level (declared: percentage, timestamp, user; "
+                "event.extra_fields: ignore drops the others)"
+            ),
         ),
         (
             '{"user": "Co#rrie", "timestamp": 1425243600001, "percentage": 1}',

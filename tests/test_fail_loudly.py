@@ -11,6 +11,7 @@ import pytest
 from btts.query import engine
 from pipelines import common
 from pipelines.common import report
+from pipelines.common.report import parse_bad_records
 from tests.helpers import read_dead_letters, run_job, write_lines
 from transforms.errors import reason_kind
 
@@ -80,7 +81,8 @@ def test_max_dead_letter_ratio_fails_after_writing_what_was_valid(target, tmp_pa
 def test_btts_check_validates_without_writing_or_needing_bigtable(tmp_path):
     """`btts check` runs with no Bigtable at all (no emulator variable), writes no table and
     no dead-letter file, prints the summary and exits non-zero when nothing is valid."""
-    good = write_lines(tmp_path / "good.jsonl", [GOOD, SLASH % 2])
+    readings = [GOOD.replace("00:15", f"00:{m:02d}") for m in range(10)]
+    good = write_lines(tmp_path / "good.jsonl", [*readings, SLASH % 2])  # 1 of 11: under 10%
     bad = write_lines(tmp_path / "bad.jsonl", [SLASH % 3])
     env = {k: v for k, v in __import__("os").environ.items() if "EMULATOR" not in k}
     cmd = [sys.executable, "-m", "btts_cli.main", "check", "smart_meters"]
@@ -90,7 +92,7 @@ def test_btts_check_validates_without_writing_or_needing_bigtable(tmp_path):
     )
     assert ok.returncode == 0, ok.stderr
     assert "validate only: nothing written" in ok.stdout
-    assert "valid events               1" in ok.stdout
+    assert "valid events              10" in ok.stdout
     assert "1  field 'timestamp': not an RFC 3339 time: '…'" in ok.stdout
     failed = subprocess.run(
         [*cmd, f"--input={bad}", dead], capture_output=True, text=True, env=env, timeout=120
@@ -109,3 +111,34 @@ def test_the_summary_says_when_row_writes_share_rows(target, tmp_path, capsys):
     assert result.counters["distinct_rows_SENSOR"] == 1
     assert "(3 row writes into 1 distinct row)" in capsys.readouterr().out
     assert len(engine.read_rows(target, "SENSOR")) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "dead", "records", "fails"),
+    [("10%", 10, 100, False), ("10%", 11, 100, True), ("0", 1, 1000, True), ("5", 5, 6, False),
+     ("100%", 99, 100, False), ("0%", 1, 100, True)],
+)  # fmt: skip
+def test_max_bad_records_takes_a_count_or_a_share(text, dead, records, fails):
+    assert parse_bad_records(text).exceeded(dead, records) is fails
+
+
+@pytest.mark.parametrize("text", ["abc", "-1", "150%", "1.5", ""])
+def test_a_bad_max_bad_records_says_what_it_takes(text):
+    with pytest.raises(ValueError, match=r"neither a count .* nor a share"):
+        parse_bad_records(text)
+
+
+def test_a_run_that_dead_letters_most_of_its_input_fails_by_default(target, tmp_path):
+    """The default limit (10%): 3 of 4 records dead-lettered is a failed run, after writing the
+    valid one; the error names the top reasons with their first line and the flag."""
+    source = write_lines(tmp_path / "m.jsonl", [GOOD, SLASH % 1, SLASH % 2, "{"])
+    dead = tmp_path / "dead" / "m"
+    with pytest.raises(common.JobFailed) as failed:
+        run_job("smart_meters", target, source, dead, ["--max_bad_records=10%"])
+    message = str(failed.value)
+    assert "3 dead letters in 4 records (75.00%), over --max_bad_records 10%" in message
+    assert f"not an RFC 3339 time: '…' (2, first at {source}:2)" in message
+    assert "pass --max_bad_records 100%" in message
+    assert len(engine.read_rows(target, "SENSOR")) == 1  # what was valid landed
+    report = run_job("smart_meters", target, source, dead, ["--max_bad_records=3"])
+    assert report.counters["dead_letters"] == 3

@@ -53,7 +53,13 @@ def test_win_and_decimal_text_and_midnight_utc():
             '{"game": "LoL", "player": "Jo", "date": "2015-03-01", "win": true}',
             "missing field(s): kda",
         ),
-        (outcome()[:-1] + ', "map": "rift"}', "unexpected field(s): map"),
+        (
+            outcome()[:-1] + ', "map": "rift"}',
+            (
+                "unexpected field(s): map (declared: date, game, kda, player, win; "
+                "event.extra_fields: ignore drops the others)"
+            ),
+        ),
         (
             outcome(date="2015-02-30"),
             "field 'date': '2015-02-30' is not a real date (day is out of range for month)",

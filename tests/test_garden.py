@@ -69,7 +69,13 @@ def test_an_unknown_layout_is_refused(capsys):
     ("line", "reason"),
     [
         ('{"garden": "G", "date": "2015-03-01"}', "missing field(s): temp"),
-        (temp_line()[:-1] + ', "unit": "F"}', "unexpected field(s): unit"),
+        (
+            temp_line()[:-1] + ', "unit": "F"}',
+            (
+                "unexpected field(s): unit (declared: date, garden, temp; "
+                "event.extra_fields: ignore drops the others)"
+            ),
+        ),
         (temp_line(temp='"60.4"'), "field 'temp': expected a number, got string"),
         (
             temp_line(date="2015-13-01"),
@@ -113,7 +119,10 @@ def test_default_layout_writes_only_the_tall_table_and_dead_letters_bad_lines(ta
         temp_line(date="2015-02-29"): "field 'date': '2015-02-29' is not a real date "
         "(day is out of range for month)",
         temp_line(temp="null"): "field 'temp': expected a number, got null",
-        '{"garden": "G", "date": "2015-03-01", "temp": 1, "t2": 2}': "unexpected field(s): t2",
+        '{"garden": "G", "date": "2015-03-01", "temp": 1, "t2": 2}': (
+            "unexpected field(s): t2 (declared: date, garden, temp; "
+            "event.extra_fields: ignore drops the others)"
+        ),
     }
     lines = [MARCH[0], *bad, *MARCH[1:]]
     dead = tmp_path / "dead" / "garden"

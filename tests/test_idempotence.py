@@ -62,6 +62,7 @@ class Pipeline:
                 f"--bigtable_project={target.project}",
                 f"--bigtable_instance={target.instance}",
                 "--create_tables",
+                "--max_bad_records=100%",  # the sample's bad lines, in a small input
                 *self.flags,
             ],
         )

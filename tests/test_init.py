@@ -22,7 +22,7 @@ from btts.draft import draft, review
 from btts.draft import sample as sample_mod
 from btts_cli import main as cli
 from tests.helpers import read_dead_letters, run_job
-from tests.init_support import reads_integral_floats, record_values, source_records
+from tests.init_support import record_values, source_records
 from transforms import schema as schema_lib
 
 DATA = Path(__file__).resolve().parent / "data" / "init"
@@ -46,22 +46,28 @@ CASES = {
     "macrodata.csv": ("1959-01-01T00:00:00.000Z", "2009-07-01T00:00:00.000Z"),
     "elnino.csv": ("1950-01-01T00:00:00.000Z", "2010-12-01T00:00:00.000Z"),
 }
+
+
 # What issue 43 adds to schema files; a draft using it is skipped until the loader has it.
-NEEDS_43 = ("unknown key 'from'", "unknown key 'unpivot'", "expected a year such as 1956")
-
-
-def _needs_43(problems: str | None) -> None:
-    if problems and any(marker in problems for marker in NEEDS_43):
-        pytest.skip(f"needs issue 43's schema features: {problems.splitlines()[-1].strip()}")
+def _unpivoted(records: list[dict], unpivot: dict | None) -> list[dict]:
+    """The events a wide file's records become (one per listed column holding a value)."""
+    if not unpivot:
+        return records
+    columns, name, value = unpivot["columns"], unpivot["name"], unpivot["value"]
+    out = []
+    for record in records:
+        rest = {k: v for k, v in record.items() if k not in columns}
+        out += [
+            {**rest, name: c, value: record[c]} for c in columns if record.get(c) not in (None, "")
+        ]
+    return out
 
 
 def _draft_file(name: str, tmp_path: Path, capsys) -> tuple[Path, dict]:
     source = DATA / name
     result = draft([str(source)])
     problems, _ = review(result.text)
-    _needs_43(problems)
-    if any("integral floats" in n for n in result.schema.needs) and not reads_integral_floats():
-        pytest.skip("needs issue 43's schema features: years written 1956.0")
+    assert not problems, problems
     schema_path = tmp_path / "s.yaml"
     code = cli.main(["init", str(source), "-o", str(schema_path)])
     err = capsys.readouterr().err
@@ -87,7 +93,8 @@ def test_a_drafted_schema_lands_every_record_and_reads_back_equal(name, target, 
     time_field = drafted["event"]["time"]
     spec = drafted["event"]["fields"][time_field]
     skip = {time_field, *(spec.get("from") or {}).values()}
-    expected = Counter(record_values(r, skip) for r in source_records(source))
+    records = _unpivoted(source_records(source), drafted["event"].get("unpivot"))
+    expected = Counter(record_values(r, skip) for r in records)
     got = Counter(record_values(r, {"time", "ts_ms", "key", time_field}) for r in back)
     assert got == expected
     assert (back[0]["time"], back[-1]["time"]) == CASES[name]

@@ -113,7 +113,14 @@ def test_epoch_millisecond_times_and_decimal_text_are_kept():
     ("changes", "reason"),
     [
         ({"volume": None}, "missing field(s): volume"),
-        ({"venue": "X"}, "unexpected field(s): venue"),
+        (
+            {"venue": "X"},
+            (
+                "unexpected field(s): venue (declared: ask, ask_size, bid, bid_size, exchange, "
+                "last_sale, last_size, quote_time, …; "
+                "event.extra_fields: ignore drops the others)"
+            ),
+        ),
         ({"exchange": "NASDAQX"}, "field 'exchange': 'NASDAQX' is longer than 6 characters"),
         ({"symbol": "ZXZZTT"}, "field 'symbol': 'ZXZZTT' is longer than 5 characters"),
         ({"symbol": "ZX#ZT"}, "field 'symbol': contains the key delimiter '#'"),

@@ -459,6 +459,7 @@ def test_launch_with_template_parameters_runs_the_job(target, tmp_path):
             "--create_tables=true",
             "--skip_preflight=false",
             f"--temp_location={tmp_path / 'tmp'}",
+            "--max_bad_records=1",  # the bad line is on purpose
         ],
     )
     assert result.counters["events_valid"] == 1

@@ -4,11 +4,14 @@ by reason and source, the landed event-time span."""
 from __future__ import annotations
 
 __all__ = [
+    "EMPTY_CELLS",
+    "EMPTY_ROWS",
     "EVENT_TIMES",
     "MAX_REASON_KINDS",
     "NAMESPACE",
     "OTHER_REASONS",
     "REASONS_NAMESPACE",
+    "TIMED_ROWS",
     "reason_metric_name",
     "split_reason_metric_name",
 ]
@@ -41,3 +44,10 @@ def reason_metric_name(kind: str, source: str) -> str:
 def split_reason_metric_name(name: str) -> tuple[str, str]:
     kind, _, source = name.partition("\t")
     return kind, source
+
+
+# Rows a builder made without a cell (an optional value absent): never sent, since Bigtable
+# refuses a MutateRows entry without mutations; counted under this name.
+EMPTY_ROWS = "empty_rows"
+TIMED_ROWS = "timed_rows"  # rows whose event times make the span (EVENT_TIMES) of a run
+EMPTY_CELLS = "empty_cells"  # unpivoted columns without a value: no event, not a dead letter

@@ -22,6 +22,7 @@ __all__ = [
     "RowMutation",
     "check_limits",
     "stored_cells",
+    "without_empty_rows",
 ]
 
 
@@ -64,6 +65,17 @@ class FramedRows(list):
 
     def __reduce__(self):  # pickled as rows and entries (other runners, other processes)
         return (FramedRows, (list(self), self.entries))
+
+
+def without_empty_rows(rows: list) -> list:
+    """The rows that hold a cell, in order (with their entries for :class:`FramedRows`).
+
+    Why: an event whose values are all absent makes a row without a cell, and Bigtable refuses
+    a MutateRows entry without mutations (the emulator takes it), failing the whole request."""
+    keep = [i for i, row in enumerate(rows) if row[2]]
+    if type(rows) is FramedRows:
+        return FramedRows([rows[i] for i in keep], [rows.entries[i] for i in keep])
+    return [rows[i] for i in keep]
 
 
 def stored_cells(row) -> tuple[Cell, ...]:

@@ -83,6 +83,8 @@ class _Decoder:
         # the fields that are the event time itself (a record has it once, as ``ts_ms``)
         self.times = {table.time or schema.time, *((table.time_else,) if table.time_else else ())}
         self.literal: dict[bytes, schema_lib.ColumnSpec] = {}
+        per = table.rows_per
+        self.per_value = ("field", per.value) if per is not None else None
         self.data_named: list[schema_lib.ColumnSpec] = []  # qualifiers from data or time
         names = [s.field for s in table.decl.key.segments if s.field]
         names += ["ts_ms", *(table.rows_per.fields if table.rows_per else ())]
@@ -109,6 +111,10 @@ class _Decoder:
             self._data_named(record, row_field, qualifier, cell.value, where)
         elif col.add is not None:
             record[col.add if isinstance(col.add, str) else qualifier] = int64(cell.value)
+        elif self.per_value is not None and col.value == self.per_value:
+            # rows_per with the value in a column: the row's name field says whose value it is
+            name = row_field.get(self.table.rows_per.name, col.value[1])
+            record[name] = typed(self.fields.get(name), cell.value.decode("utf-8"), where)
         else:
             self._value(record, col.value, cell.value, qualifier, where)
 
@@ -123,10 +129,9 @@ class _Decoder:
                 if field_name not in self.times:
                     text = str(getattr(message, proto_field))
                     record[field_name] = typed(self.fields.get(field_name), text, where)
-        elif kind == "json":
-            record.update(
-                (k, v) for k, v in json.loads(value.decode("utf-8")).items() if k not in self.times
-            )
+        elif kind == "json":  # numbers stay exact, as the source wrote them (600.60)
+            blob = json.loads(value.decode("utf-8"), parse_float=Decimal)
+            record.update((k, v) for k, v in blob.items() if k not in self.times)
         else:  # a constant: the qualifier says it all
             record[name] = value.decode("utf-8", "replace")
 
@@ -197,6 +202,23 @@ def entity_fields(schema: schema_lib.Schema, table_name: str) -> tuple[str, ...]
     return tuple(dict.fromkeys(names))
 
 
+def _whole_record(decoder: _Decoder, decl, parts: dict, row_fields: dict, row) -> Record:
+    """One row holding one state as one record: the newest cell of each column."""
+    where = row.key.decode("utf-8", "replace")
+    record: Record = {**parts, "ts_ms": 0}  # its place among the fields; set below
+    seen: set[bytes] = set()
+    newest: int | None = None
+    for cell in row.cells:  # newest first per column
+        if cell.qualifier not in seen:
+            seen.add(cell.qualifier)
+            ms = decl.event_ms(cell.timestamp_us)
+            newest = ms if newest is None else max(newest, ms)
+            decoder.cell(record, row_fields, cell, where)
+    record["ts_ms"] = newest if newest is not None else 0
+    record["key"] = where
+    return decoder.ordered(_sorted_dicts(record))
+
+
 def decode_table(
     schema: schema_lib.Schema,
     table_name: str,
@@ -215,6 +237,7 @@ def decode_table(
     rows = rows_in_order(decl, scans)
     out: list[Record] = []
     pivoted: dict[tuple, Record] = {}  # rows_per: (key fields, time) → the event's record
+    row_keys: dict[tuple, list[str]] = {}  # … and the keys of the rows it is made of
     for row in rows:
         where = row.key.decode("utf-8", "replace")
         parts = key_ranges.split_key(decl, row.key)
@@ -225,18 +248,7 @@ def decode_table(
         if per is not None:
             parts.pop(per, None)
         if whole:
-            record: Record = {**parts, "ts_ms": 0}  # its place among the fields; set below
-            seen: set[bytes] = set()
-            newest: int | None = None
-            for cell in row.cells:  # newest first per column
-                if cell.qualifier not in seen:
-                    seen.add(cell.qualifier)
-                    ms = decl.event_ms(cell.timestamp_us)
-                    newest = ms if newest is None else max(newest, ms)
-                    decoder.cell(record, row_fields, cell, where)
-            record["ts_ms"] = newest if newest is not None else 0
-            record["key"] = where
-            out.append(decoder.ordered(_sorted_dicts(record)))
+            out.append(_whole_record(decoder, decl, parts, row_fields, row))
             continue
         by_time: dict[int, Record] = {}
         for cell in sorted(row.cells, key=lambda c: c.timestamp_us):
@@ -245,6 +257,7 @@ def decode_table(
                 if per is not None:  # one record per event across the field's rows
                     ident = (tuple(parts.items()), ms)
                     by_time[ms] = pivoted.setdefault(ident, {**parts, "ts_ms": ms})
+                    row_keys.setdefault(ident, []).append(where)
                 else:
                     by_time[ms] = {**parts, "ts_ms": ms}
             decoder.cell(by_time[ms], row_fields, cell, where)
@@ -252,6 +265,8 @@ def decode_table(
             for ms in sorted(by_time):
                 by_time[ms]["key"] = where
                 out.append(decoder.ordered(_sorted_dicts(by_time[ms])))
-    if per is not None:  # a record put back together from several rows has no single key
+    if per is not None:  # a record put back together from several rows: every row's key
+        for ident, record in pivoted.items():
+            record["key"] = " ".join(row_keys[ident])
         out = [decoder.ordered(r) for r in sorted(pivoted.values(), key=lambda r: r["ts_ms"])]
     return out

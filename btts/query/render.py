@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from transforms.text.timefmt import iso
 
-__all__ = ["MAX_DICT_COLUMNS", "to_csv", "to_json", "to_table", "wide_grids"]
+__all__ = ["to_csv", "to_json", "to_table", "wide_grids"]
 
 MAX_WIDTH = 60
 MAX_DICT_COLUMNS = 8  # a dict field with more keys is summarised in one column

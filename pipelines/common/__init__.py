@@ -29,6 +29,7 @@ from pipelines.common.options import (
     FileInputOptions,
     StreamingInputOptions,
     TimeOptions,
+    bad_record_limit,
     check_inputs_exist,
     input_patterns,
     parse_args,
@@ -42,12 +43,15 @@ from pipelines.common.report import (
     counters,
     dead_letter_reasons,
     failure,
+    sample_lines,
     summary,
 )
 from pipelines.common.runner import (
+    COMMAND,
     config_exit,
     dry_run_report,
     is_dry_run,
+    job_command,
     new_pipeline,
     prepare,
     runner_refusals,
@@ -109,7 +113,7 @@ def run_file_ingest(
         raise TypeError("run_file_ingest needs name and description when job_for is a function")
     build = build or ingest
     try:
-        options = parse_args(argv, f"python -m pipelines.{name}", description, classes, name)
+        options = parse_args(argv, job_command(name), description, classes, name)
         job = job_for(options) if callable(job_for) else job_for
         validate_input(options, job)
         with_time_input(options, job)  # refuse a bad --time_format before anything runs
@@ -148,14 +152,27 @@ def run_file_ingest(
     )
     label = name if job.name == name else f"{name} ({job.name})"
     print(
-        summary(label, totals, seconds, target, reasons, dead_letters=report.dead_letters),
+        summary(
+            label,
+            totals,
+            seconds,
+            target,
+            reasons,
+            dead_letters=report.dead_letters,
+            samples=sample_lines(reasons),
+        ),
         flush=True,
     )
-    why = failure(totals, reasons, options.view_as(FileInputOptions).max_dead_letter_ratio)
+    why = failure(
+        totals,
+        reasons,
+        options.view_as(FileInputOptions).max_dead_letter_ratio,
+        bad_record_limit(options),
+    )
     if why:
         if report.dead_letters:
             why += f" (dead letters: {report.dead_letters})"
-        raise JobFailed(f"{name}: error: {why}", report)
+        raise JobFailed(f"{COMMAND.get() or name}: error: {why}", report)
     return report
 
 

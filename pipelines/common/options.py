@@ -19,6 +19,7 @@ from apache_beam.options.pipeline_options import (
 )
 
 from btts import config, errors
+from pipelines.common.report import BadRecordLimit, parse_bad_records
 from transforms import schema as schema_lib
 from transforms.ingest.readers import INPUT_FORMATS
 from transforms.schema import builtin_tables
@@ -30,6 +31,7 @@ __all__ = [
     "FlagValueError",
     "StreamingInputOptions",
     "TimeOptions",
+    "bad_record_limit",
     "check_inputs_exist",
     "input_patterns",
     "parse_args",
@@ -132,6 +134,29 @@ class BigtableOptions(PipelineOptions):
         )
 
 
+def _dead_letter_flags(group) -> None:  # group: an argparse argument group
+    """Where bad records go, and how many of them a run may have before it fails."""
+    group.add_argument(
+        "--dead_letter",
+        help="Path prefix of the dead-letter files (JSON lines: pipeline, source file, reason, "
+        "raw line). Default: dead-letters/<job> in the working directory.",
+    )
+    group.add_argument(
+        "--max_dead_letter_ratio",
+        type=float,
+        help="Fail the job (non-zero exit) when dead letters are more than this share of the "
+        "records read, e.g. 0.01; what was valid is written first. Default: fail only when "
+        "no record at all was valid.",
+    )
+    group.add_argument(
+        "--max_bad_records",
+        default="10%",
+        help="Fail the job (non-zero exit) when more records than this are dead letters: a "
+        "count (e.g. 0: any bad record fails the job) or a share of the records read "
+        "(e.g. 1%%); what was valid is written first. Default: 10%%.",
+    )
+
+
 class FileInputOptions(PipelineOptions):
     """Batch input from files and where bad lines go."""
 
@@ -173,18 +198,7 @@ class FileInputOptions(PipelineOptions):
             help="With --input_timezone, a local time the autumn clock change repeats: a dead "
             "letter (error, the default) or its earliest or latest instant.",
         )
-        group.add_argument(
-            "--dead_letter",
-            help="Path prefix of the dead-letter files (JSON lines: pipeline, source file, reason, "
-            "raw line). Default: dead-letters/<job> in the working directory.",
-        )
-        group.add_argument(
-            "--max_dead_letter_ratio",
-            type=float,
-            help="Fail the job (non-zero exit) when dead letters are more than this share of the "
-            "records read, e.g. 0.01; what was valid is written first. Default: fail only when "
-            "no record at all was valid.",
-        )
+        _dead_letter_flags(group)
         group.add_argument(
             "--validate_only",
             action="store_true",
@@ -398,6 +412,15 @@ def check_inputs_exist(patterns: Sequence[str]) -> None:
             raise errors.ConfigError(f"--input {pattern}: {what}")
 
 
+def bad_record_limit(options: PipelineOptions) -> BadRecordLimit:
+    """``--max_bad_records`` as a limit; a bad value is a one-line ConfigError."""
+    text = options.view_as(FileInputOptions).max_bad_records
+    try:
+        return parse_bad_records(text or "10%")
+    except ValueError as err:
+        raise errors.ConfigError(str(err)) from None
+
+
 def validate_input(options: PipelineOptions, job: RollupSpec) -> None:
     """Exactly one source; streaming has somewhere to put dead letters; a rollup exists."""
     stream = options.view_as(StreamingInputOptions)
@@ -418,6 +441,7 @@ def validate_input(options: PipelineOptions, job: RollupSpec) -> None:
     ratio = options.view_as(FileInputOptions).max_dead_letter_ratio
     if ratio is not None and not 0 <= ratio <= 1:
         raise errors.ConfigError(f"--max_dead_letter_ratio {ratio}: give a share from 0 to 1")
+    bad_record_limit(options)
     if options.view_as(FileInputOptions).validate_only and stream.input_subscription:
         raise errors.ConfigError("--validate_only reads files: pass --input, not a subscription")
     if options.view_as(BigtableOptions).write_timeout_seconds <= 0:

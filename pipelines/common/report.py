@@ -4,6 +4,8 @@ dead-letter reasons it is made of, the end-of-run summary, and when a finished r
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,7 +17,17 @@ from btts import config
 from transforms.metrics import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
 from transforms.text import timefmt
 
-__all__ = ["JobFailed", "RunReport", "counters", "dead_letter_reasons", "failure", "summary"]
+__all__ = [
+    "BadRecordLimit",
+    "JobFailed",
+    "RunReport",
+    "counters",
+    "dead_letter_reasons",
+    "failure",
+    "parse_bad_records",
+    "sample_lines",
+    "summary",
+]
 
 
 def counters(result: PipelineResult) -> dict[str, int]:
@@ -87,8 +99,10 @@ def summary(
     reasons: Sequence[Reason] = (),
     top: int = 5,
     dead_letters: str | None = None,
+    samples: Mapping[str, str] | None = None,
 ) -> str:
-    """The end-of-run summary; its last line is :func:`landed_line`."""
+    """The end-of-run summary; its last line is :func:`landed_line`. ``samples``: reason kind
+    → its first offending line as read (:func:`sample_lines`)."""
     events = totals.get("events_valid", 0)
     where = f"into {target.describe()}" if target else "(validate only: nothing written)"
     lines = [
@@ -99,6 +113,15 @@ def summary(
     ]
     if totals.get("blank_lines"):
         lines.append(f"  blank lines     {totals['blank_lines']:>12,}")
+    if totals.get("empty_cells"):  # see transforms.metrics.EMPTY_CELLS
+        lines.append(
+            f"  empty cells     {totals['empty_cells']:>12,}   (unpivoted columns without a "
+            "value: no event)"
+        )
+    if totals.get("empty_rows"):  # see transforms.metrics.EMPTY_ROWS
+        lines.append(
+            f"  rows not written{totals['empty_rows']:>12,}   (no value for the table: no cell)"
+        )
     for table in sorted(name[5:] for name in totals if name.startswith("rows_")):
         rows = totals["rows_" + table]
         line = f"  rows {table:<15}{rows:>8,}   cells {totals.get('cells_' + table, 0):,}"
@@ -108,8 +131,8 @@ def summary(
             line += f"   ({rows:,} row writes into {distinct:,} distinct row{plural})"
         lines.append(line)
     if "earliest_event_ms" in totals:
-        warning = timefmt.span_warning(
-            totals["earliest_event_ms"], totals["latest_event_ms"], events
+        warning = timefmt.span_warning(  # judged on the rows whose times were seen
+            totals["earliest_event_ms"], totals["latest_event_ms"], totals.get("timed_rows", events)
         )
         if warning:
             lines.append(f"  warning: {warning}")
@@ -118,6 +141,8 @@ def summary(
         for reason in reasons[:top]:
             at = f"{reason.source}:{reason.line}" if reason.line else reason.source
             lines.append(f"  {reason.count:>14,}  {reason.kind}  (first: {at})")
+            if reason.kind in (samples or {}):
+                lines.append(f"{'':18}line {reason.line}: {samples[reason.kind]}")
         if len(reasons) > top:
             rest = sum(r.count for r in reasons[top:])
             lines.append(f"  {rest:>14,}  ({len(reasons) - top} other reasons)")
@@ -125,6 +150,30 @@ def summary(
         lines.append(f"  dead letters to {dead_letters}")
     lines.append(f"{job}: {landed_line(totals, written=target is not None)}")
     return "\n".join(lines)
+
+
+SAMPLE_CHARS = 160
+
+
+def sample_lines(reasons: Sequence[Reason], top: int = 5) -> dict[str, str]:
+    """Each top reason's first offending line, read again from its file: what the user must
+    look at, beside the generalised reason. Plain local text files only (a compressed,
+    columnar or remote file is left to the dead letters), cut at SAMPLE_CHARS."""
+    out = {}
+    for reason in reasons[:top]:
+        if not reason.line or not os.path.isfile(reason.source):
+            continue
+        try:
+            with open(reason.source, "rb") as f:
+                if f.read(4)[:2] in (b"\x1f\x8b", b"BZ", b"PA"):  # gzip, bzip2, Parquet
+                    continue
+                f.seek(0)
+                raw = next(itertools.islice(f, reason.line - 1, None), b"")
+        except OSError:
+            continue
+        text = raw.decode("utf-8", "backslashreplace").rstrip("\r\n")
+        out[reason.kind] = text if len(text) <= SAMPLE_CHARS else text[:SAMPLE_CHARS] + "…"
+    return out
 
 
 def records_read(totals: Mapping[str, int]) -> int:
@@ -143,11 +192,54 @@ def landed_line(totals: Mapping[str, int], written: bool = True) -> str:
     return f"{valid:,} of {records:,} records {verb} ({dead:,} dead letters, {share:.2%})"
 
 
+@dataclass(frozen=True)
+class BadRecordLimit:
+    """How many dead letters a run may have and still succeed: a count, or a share of the
+    records read (``share`` from 0 to 1). ``text`` is the value as the user wrote it."""
+
+    count: int | None = None
+    share: float | None = None
+    text: str = "10%"
+
+    def exceeded(self, dead: int, records: int) -> bool:
+        if self.count is not None:
+            return dead > self.count
+        return records > 0 and self.share is not None and dead / records > self.share
+
+
+# Why 10% by default: a load job that drops most of its input must not exit 0 (BigQuery's
+# fails on the first bad record); the demo's few deliberate bad lines stay far below it.
+DEFAULT_MAX_BAD_RECORDS = BadRecordLimit(share=0.10, text="10%")
+
+
+def parse_bad_records(text: str) -> BadRecordLimit:
+    """``--max_bad_records``: a count ``N`` or a share ``P%``; ValueError saying what it takes."""
+    value = text.strip()
+    try:
+        if value.endswith("%"):
+            share = float(value[:-1]) / 100
+            if not 0 <= share <= 1:
+                raise ValueError
+            return BadRecordLimit(share=share, text=value)
+        count = int(value)
+        if count < 0:
+            raise ValueError
+        return BadRecordLimit(count=count, text=value)
+    except ValueError:
+        raise ValueError(
+            f"--max_bad_records: {text!r} is neither a count (e.g. 100) nor a share from 0% to "
+            "100% (e.g. 5%)"
+        ) from None
+
+
 def failure(
-    totals: Mapping[str, int], reasons: Sequence[Reason], max_ratio: float | None
+    totals: Mapping[str, int],
+    reasons: Sequence[Reason],
+    max_ratio: float | None,
+    limit: BadRecordLimit = DEFAULT_MAX_BAD_RECORDS,
 ) -> str | None:
     """Why a finished batch run failed its purpose, or None: input but no valid event, or more
-    dead letters than ``max_ratio`` of the records read."""
+    dead letters than ``max_ratio`` of the records read (when given) or than ``limit``."""
     records = records_read(totals)
     dead = totals.get("dead_letters", 0)
     if records <= 0:
@@ -155,12 +247,26 @@ def failure(
     top = f"; top reason: {reasons[0].kind}" if reasons else ""
     if totals.get("events_valid", 0) == 0:
         return f"no valid event in {records:,} records read, nothing written{top}"
-    if max_ratio is not None and dead / records > max_ratio:
+    share = f"{dead:,} dead letters in {records:,} records ({dead / records:.2%})"
+    if max_ratio is not None:
+        if dead / records > max_ratio:
+            return f"{share}, over --max_dead_letter_ratio {max_ratio:g}{top}"
+        return None
+    if limit.exceeded(dead, records):
         return (
-            f"{dead:,} dead letters in {records:,} records ({dead / records:.2%}), over "
-            f"--max_dead_letter_ratio {max_ratio:g}{top}"
+            f"{share}, over --max_bad_records {limit.text}; top reasons: "
+            f"{_top_reasons(reasons)}; pass --max_bad_records 100% to keep such a partial load"
         )
     return None
+
+
+def _top_reasons(reasons: Sequence[Reason], top: int = 3) -> str:
+    """The commonest reasons, each with its count and first place, for a one-line error."""
+    said = []
+    for reason in reasons[:top]:
+        at = f"{reason.source}:{reason.line}" if reason.line else reason.source
+        said.append(f"{reason.kind} ({reason.count:,}, first at {at})")
+    return " | ".join(said) or "see the dead letters"
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ what a dry run reports instead of running."""
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import logging
 import sys
 from collections.abc import Iterator, Sequence
@@ -23,15 +24,25 @@ from pipelines.common.options import BigtableOptions, FlagValueError, resolve_ta
 from transforms.schema import builtin_tables
 
 __all__ = [
+    "COMMAND",
     "config_exit",
     "dry_run_report",
     "is_dry_run",
+    "job_command",
     "new_pipeline",
     "prepare",
     "runner_refusals",
 ]
 
 _LOG = logging.getLogger(__name__)
+# How the user started the job when not as ``python -m pipelines.JOB`` (``btts ingest --schema
+# FILE``): its errors and ``--help`` pointers then speak of that command (set by btts_cli).
+COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("COMMAND", default=None)
+
+
+def job_command(name: str) -> str:
+    """The command a job's messages name: the one the user typed."""
+    return COMMAND.get() or f"python -m pipelines.{name}"
 
 
 def prepare(
@@ -117,7 +128,7 @@ def runner_refusals(name: str) -> Iterator[None]:
 def config_exit(name: str, err: errors.ConfigError) -> SystemExit:
     """The exit for a mistake the user can fix: one line ``<job>: error: …``, no traceback. A
     bad flag value is printed here and exits 2, as argparse's own errors do."""
-    line = f"{name}: error: {err}"
+    line = f"{COMMAND.get() or name}: error: {err}"
     if isinstance(err, FlagValueError):
         print(line, file=sys.stderr, flush=True)
         return SystemExit(2)

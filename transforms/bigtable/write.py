@@ -145,6 +145,8 @@ class _LeanBatcher:
             self._direct = []
 
     def _append(self, key: bytes, data: bytes, mutations: int) -> None:
+        if not mutations:  # Bigtable refuses the whole request for one such entry
+            return
         if mutations + self._mutations > MAX_MUTATIONS_PER_REQUEST and self._entries:
             self.flush()  # the request would be refused whole: send what it holds first
         self._entries.append(data)
@@ -155,10 +157,9 @@ class _LeanBatcher:
             self.flush()
 
     def add_rows(self, rows: Sequence, made: list | None = None) -> None:
-        """:meth:`add` for a batch: the rows the builders make (plain tuples) encoded in one
-        loop, with the request's limits checked per row only where a request could fill.
-        ``made``: the rows' framed entries made by the builder (``FramedRows.entries``; a None
-        is encoded here), sent as they are."""
+        """:meth:`add` for a batch of builder rows (plain tuples) encoded in one loop; limits
+        (and rows without a cell: never sent) are checked row by row only where needed. ``made``:
+        the rows' entries framed by the builder (``FramedRows.entries``; a None is encoded here)."""
         encode = self._encode
         if made is not None and None in made:
             made = [e if e is not None else encode(r) for r, e in zip(rows, made, strict=True)]
@@ -179,7 +180,8 @@ class _LeanBatcher:
             if (
                 self._bytes + size >= self._flush_bytes
                 or self._mutations + mutations > MAX_MUTATIONS_PER_REQUEST
-            ):  # a limit falls inside this chunk: row by row
+                or not all(map(_CELLS, chunk))
+            ):  # a limit falls inside this chunk, or a row has no cell: row by row
                 for row, data in zip(chunk, entries, strict=True):
                     self._append(row[1], data, len(row[2]))
             else:

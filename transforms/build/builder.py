@@ -27,7 +27,7 @@ import json
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from transforms.build import codegen
+from transforms.build import codegen, shaping
 from transforms.build.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
 from transforms.build.fields import field_parser
 from transforms.errors import InvalidEvent
@@ -443,6 +443,33 @@ def _unpickled_schema(text: str, source: str, proto_modules: tuple[str, ...] = (
     return loads(text, source, proto_modules)
 
 
+def _shaped(shape: Callable, build: Callable) -> Callable[[dict], list]:
+    """``build`` over each event a record makes (:mod:`transforms.build.shaping`)."""
+
+    def rows(record: dict) -> list:
+        out: list = []
+        for event in shape(record):
+            out += build(event)
+        return out
+
+    return rows
+
+
+def _shaped_framed(shape: Callable, frame: Callable) -> Callable[[dict, list, list], None]:
+    """The framed builder over each event a record makes: all of them or, if one is bad, none
+    (the record is one dead letter)."""
+
+    def frame_into(record: dict, rows: list, entries: list) -> None:
+        made_rows: list = []
+        made_entries: list = []
+        for event in shape(record):
+            frame(event, made_rows, made_entries)
+        rows += made_rows
+        entries += made_entries
+
+    return frame_into
+
+
 class Builder:
     """The pipeline's builder for one schema (the tables it writes, or a chosen subset). Pickles
     as the schema's text, so a worker (or a template launch) needs no access to the file."""
@@ -467,7 +494,10 @@ class Builder:
         self.optional = tuple(f.name for f in schema.fields if f.optional)
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
         self.key_delimiters = _checked_key_fields(schema)
+        self._shape = shaping.shaper(schema)  # None: records are events as they come
         self._call = codegen.build_function(build_plan(schema, chosen, tz))
+        if self._shape is not None:
+            self._call = _shaped(self._shape, self._call)
         self._framed: Callable | None = None  # compiled when first asked for
 
     def __getstate__(self) -> dict:
@@ -505,7 +535,14 @@ class Builder:
         if self._framed is None:
             plan = build_plan(self.schema, self.tables, self.tz)
             self._framed = codegen.build_function(plan, framed=True)
+            if self._shape is not None:
+                self._framed = _shaped_framed(self._shape, self._framed)
         self._framed(record, rows, entries)
+
+    def take_empty_cells(self) -> int:
+        """Unpivoted cells without a value since the last call (no event, not a dead letter):
+        what the job counts as ``empty_cells``."""
+        return self._shape.take_empty() if self._shape is not None else 0
 
     def __call__(self, record: dict) -> list[RowMutation]:
         """The same rows as :class:`RowMutation` and :class:`Cell` named tuples (equal to

@@ -112,6 +112,8 @@ def _integer_parser(spec: FieldSpec) -> FieldParser:
     def integer(value: object) -> int:
         if type(value) is not Num:
             value = events.as_number(value)
+        if type(value) is Num and "." in value:  # 1.0: a whole number written as a float
+            value = Num(events.integral_text(value))
         if type(value) is not Num or not value.lstrip("-").isdigit():
             raise InvalidEvent(
                 f"field {name!r}: expected an integer, got {_describe(value)} {value!r}"

@@ -137,6 +137,7 @@ class EventSpans:
     def __init__(self, event_ms: Mapping[str, Callable[[int], int]]) -> None:
         self._event_ms = dict(event_ms)
         self._stamps: dict[str, list[int]] = {}  # table → [lowest, highest] cell timestamp
+        self.rows = 0  # the rows those stamps are of (the summary's "all the same time" check)
 
     def __bool__(self) -> bool:
         return bool(self._event_ms)
@@ -150,12 +151,14 @@ class EventSpans:
             return
         stamps = [row[2][0][3] for row in batch if row[0] == table and row[2]]
         if stamps:  # (a row may hold no cell)
+            self.rows += len(stamps)
             span = self._stamps.setdefault(table, [stamps[0], stamps[0]])
             span[0], span[1] = min(span[0], *stamps), max(span[1], *stamps)
 
     def drain(self) -> list[int]:
         """The event ms of every span end tracked so far, then forgotten."""
         stamps, self._stamps = self._stamps, {}
+        self.rows = 0
         # as the table's cells hold event times
         return [self._event_ms[table](stamp) for table, span in stamps.items() for stamp in span]
 

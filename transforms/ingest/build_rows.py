@@ -22,8 +22,15 @@ from transforms.ingest import batches as row_batches  # noqa: F401 (registers th
 from transforms.ingest import block_rows, readers
 from transforms.ingest.dead_letters import dead_letter_record
 from transforms.ingest.readers import Block
-from transforms.metrics import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE
-from transforms.mutations import FramedRows, RowMutation
+from transforms.metrics import (
+    EMPTY_CELLS,
+    EMPTY_ROWS,
+    EVENT_TIMES,
+    NAMESPACE,
+    REASONS_NAMESPACE,
+    TIMED_ROWS,
+)
+from transforms.mutations import FramedRows, RowMutation, without_empty_rows
 from transforms.text import events
 
 __all__ = ["DEAD_LETTER", "ROWS", "BuildRows", "Builder", "CsvAdapter"]
@@ -95,6 +102,11 @@ class _BuildRowsFn(beam.DoFn):
         self._dead = Metrics.counter(NAMESPACE, "dead_letters")
         self._unexpected = Metrics.counter(NAMESPACE, "unexpected_errors")
         self._times = Metrics.distribution(NAMESPACE, EVENT_TIMES)
+        self._timed = Metrics.counter(NAMESPACE, TIMED_ROWS)
+        self._empty = Metrics.counter(NAMESPACE, EMPTY_ROWS)
+        self._empty_cells = Metrics.counter(NAMESPACE, EMPTY_CELLS)
+        owner = getattr(self._framed or self._builder, "__self__", self._builder)
+        self._take_empty = getattr(owner, "take_empty_cells", None)  # a schema's Builder
         self._progress = block_rows.Progress(self._pipeline, PROGRESS_SECONDS, _LOG)
         self._tally = block_rows.ReasonTally()
         tune_gc()
@@ -105,6 +117,9 @@ class _BuildRowsFn(beam.DoFn):
         self._tally.drain()  # what a failed (retried) bundle counted is not reported
 
     def finish_bundle(self) -> None:
+        if self._take_empty is not None:
+            self._empty_cells.inc(self._take_empty())
+        self._timed.inc(self._spans.rows)
         self._lines.inc(self._bundle_lines)
         self._events.inc(self._bundle_events)
         self._bundle_lines = self._bundle_events = 0
@@ -135,10 +150,21 @@ class _BuildRowsFn(beam.DoFn):
                 DEAD_LETTER, dead_letter_record(self._pipeline, block.source, raw, reason, line)
             )
         self._bundle_events += out.valid
-        if self._spans and out.batch:
-            self._spans.track(out.batch)
-        if out.batch:
-            yield FramedRows(out.batch, out.entries) if self._framed is not None else out.batch
+        batch = self._written(out.batch, out.entries)
+        if self._spans and batch:
+            self._spans.track(batch)
+        if batch:
+            yield batch
+
+    def _written(self, rows: list, entries: list | None) -> list:
+        """The block's rows as they go out: rows without a cell (an event with no value for a
+        table) are counted and never sent (Bigtable refuses an entry without mutations)."""
+        batch = FramedRows(rows, entries) if self._framed is not None else rows
+        if rows and not all(row[2] for row in rows):
+            kept = without_empty_rows(batch)
+            self._empty.inc(len(rows) - len(kept))
+            return kept
+        return batch
 
 
 def _bad_line(block: Block, index: int) -> int | None:

@@ -183,7 +183,10 @@ def time_range(
     ``start_ms <= t < end_ms``. A calendar label covers its whole bucket (the row of the day,
     week… holding ``end_ms - 1`` is included); a reversed timestamp swaps the bounds."""
     if end_ms <= start_ms:
-        raise ValueError(f"time range ends ({end_ms}) at or before it starts ({start_ms})")
+        raise ValueError(
+            f"the time range ends at {timefmt.iso(end_ms)} (--end), at or before its start "
+            f"{timefmt.iso(start_ms)} (--start)"
+        )
     count = _fixed_count(decl, values)
     segments = decl.key.segments
     if count >= len(segments) or segments[count].kind not in TIME_KINDS:
@@ -194,6 +197,8 @@ def time_range(
         )
     seg = segments[count]  # the segment right after the fixed ones holds the time
     recipe = _partial(decl, count + 1)
+    if seg.kind in ("epoch_ms", "reverse_ts"):  # epoch keys hold no time before 1970
+        start_ms, end_ms = max(start_ms, 0), max(end_ms, 1)
 
     def key_at(ms: int) -> bytes:
         return recipe.build({**values, seg.field: ms}, tz)

@@ -19,6 +19,7 @@ from transforms.schema.model import (
     FieldSpec,
 )
 from transforms.schema.problems import Problems, suggest
+from transforms.schema.shape import DERIVED_TIME_FORMAT, check_sources, time_sources
 from transforms.schema.yaml_lines import Map, line_of
 from transforms.text import timefmt
 
@@ -95,6 +96,9 @@ def fields(problems: Problems, event: Map) -> tuple[FieldSpec, ...]:
             earliest, why = earliest_day(spec["earliest"], what)
             if why:
                 problems.bad(line_of(spec, "earliest"), why)
+        sources = time_sources(problems, spec, what, kind)
+        if sources:  # made by the shaper as a wall time, read like any other time
+            fmt = DERIVED_TIME_FORMAT
         whitespace = problems.text(spec, "whitespace", what, default="allow")
         if whitespace not in WHITESPACE:
             problems.bad(line_of(spec, "whitespace"), f"{what}: whitespace is one of {WHITESPACE}")
@@ -141,6 +145,7 @@ def fields(problems: Problems, event: Map) -> tuple[FieldSpec, ...]:
                 timezone=zone,
                 ambiguous=ambiguous,
                 earliest=earliest,
+                sources=sources,
                 doc=problems.text(spec, "doc", what),
                 line=line,
             )
@@ -157,6 +162,7 @@ def fields(problems: Problems, event: Map) -> tuple[FieldSpec, ...]:
     for spec in out:
         if spec.after:
             time_ref(problems, spec.after, refs, spec.line, f"field {spec.name!r}: after", True)
+    check_sources(problems, tuple(out))
     if not out:
         problems.bad(node.line, "event.fields: empty; declare the source's fields")
     return tuple(out)

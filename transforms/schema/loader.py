@@ -16,6 +16,7 @@ from transforms.errors import SchemaError
 from transforms.schema import advisor as advisor_rules
 from transforms.schema import event as event_rules
 from transforms.schema import queries as query_rules
+from transforms.schema import shape as shape_rules
 from transforms.schema import tables as table_rules
 from transforms.schema.era import stamp_problem
 from transforms.schema.model import DECLARATIONS, FieldSpec, Schema, TableSpec
@@ -26,6 +27,7 @@ from transforms.text import timefmt
 __all__ = ["builtin", "load", "loads", "with_times"]
 
 _TOP_KEYS = ("dataset", "doc", "event", "tables", "queries", "advisor")
+_EVENT_KEYS = ("time", "fields", "example", "extra_fields", "unpivot")
 
 
 def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) -> Schema | None:
@@ -39,14 +41,19 @@ def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) ->
         problems.bad(line_of(top, "dataset"), f"dataset {dataset!r}: use letters, digits and _")
     fields: tuple[FieldSpec, ...] = ()
     time = example = ""
+    shaping: dict = {}
     event = None
     if "event" in top:
         event = problems.mapping(top["event"], "event", line_of(top, "event"))
     if event is not None:
-        problems.keys(event, ("time", "fields", "example"), "event")
+        problems.keys(event, _EVENT_KEYS, "event")
         fields = event_rules.fields(problems, event)
         time = event_rules.event_time(problems, event, fields)
         example = problems.text(event, "example", "event")
+        shaping = {
+            "extra_fields": shape_rules.extra_fields(problems, event),
+            "unpivot": shape_rules.unpivot(problems, event, fields),
+        }
     tables = _tables(problems, top, fields, time, proto_modules)
     _check_across_tables(problems, tables, fields, time)
     if "event" not in top and any(not t.written_by for t in tables):
@@ -71,6 +78,7 @@ def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) ->
         advisor=advisor,
         example=example,
         proto_modules=tuple(proto_modules),
+        **shaping,
     )
 
 

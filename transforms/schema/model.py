@@ -27,6 +27,7 @@ __all__ = [
     "MAP_QUALIFIERS",
     "QUALIFIER_TIME_FORMATS",
     "SEGMENT_KINDS",
+    "TIME_ROLES",
     "WHITESPACE",
     "AdvisorDerived",
     "AdvisorFamily",
@@ -40,10 +41,13 @@ __all__ = [
     "RowsPer",
     "Schema",
     "TableSpec",
+    "Unpivot",
 ]
 
 # docs/user-guide.md's table of field types says what each accepts and keeps, and its options.
 FIELD_TYPES = ("text", "number", "integer", "id", "boolean", "time", "map")
+# what a field gives a time made of several (``from: {year: Y, quarter: Q}``)
+TIME_ROLES = ("year", "quarter", "month", "day", "date", "time")
 WHITESPACE = ("allow", "trimmed", "none")
 CASES = ("as_is", "lower", "upper")
 MAP_QUALIFIERS = ("upper", "as_is")
@@ -108,6 +112,8 @@ class FieldSpec:
     timezone: str = ""  # time fields: the IANA zone of times written without an offset
     ambiguous: str = "error"  # time fields: the repeated hour of a DST change
     earliest: str = ""  # time fields: the first day (YYYY-MM-DD) it may hold; "": 1970-01-01
+    # a time made from other fields, ((role, field name), ...): not in the input (``from:``)
+    sources: tuple[tuple[str, str], ...] = ()
     doc: str = ""
     line: int = field(default=0, compare=False)
 
@@ -121,13 +127,24 @@ class FieldSpec:
         return timefmt.day_ms(self.earliest) if self.earliest else 0
 
 
-# A field's keys in a file: its attributes (but its name, the entry's key), three renamed.
-_FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max"}
+# A field's keys in a file: its attributes (but its name, the entry's key), four renamed.
+_FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max", "sources": "from"}
 FIELD_KEYS = tuple(
     _FILE_KEYS.get(f.name, f.name)
     for f in dataclasses.fields(FieldSpec)
     if f.name not in ("name", "line")
 )
+
+
+@dataclass(frozen=True)
+class Unpivot:
+    """``event.unpivot``: each listed (or ``match``-ing) input column becomes one event, its
+    name in field ``name`` and its value in field ``value``; other columns go to every event."""
+
+    name: str
+    value: str
+    columns: tuple[str, ...] = ()
+    match: str = ""  # a regular expression a whole column name matches
 
 
 @dataclass(frozen=True)
@@ -282,6 +299,8 @@ class Schema:
     text: str = field(default="", compare=False, repr=False)
     # modules besides the project's ``protos`` package the file's protobuf messages may come from
     proto_modules: tuple[str, ...] = field(default=(), compare=False)
+    extra_fields: str = "refuse"  # or "ignore": input fields the event does not declare
+    unpivot: Unpivot | None = None
 
     def table(self, name: str) -> TableSpec:
         for spec in self.tables:

@@ -8,6 +8,7 @@ that remembers it was a JSON number.
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,6 +22,7 @@ __all__ = [
     "as_number",
     "check_fields",
     "describe",
+    "integral_text",
     "looks_like_csv",
     "parse_csv_header",
     "parse_csv_line",
@@ -189,7 +191,35 @@ def check_fields(obj: Mapping, required: Sequence[str], optional: Iterable[str] 
     allowed = set(required) | set(optional)
     extra = sorted(k for k in obj if k not in allowed)
     if extra:
-        raise InvalidEvent(f"unexpected field(s): {', '.join(extra)}")
+        close = nearest(extra[0], allowed)
+        if close:
+            hint = f" (nearest declared field: {close!r})"
+        else:  # nothing alike: say what is declared, and how to let other columns through
+            names = sorted(allowed)
+            shown = ", ".join(names[:8]) + (", …" if len(names) > 8 else "")
+            hint = f" (declared: {shown}; event.extra_fields: ignore drops the others)"
+        raise InvalidEvent(f"unexpected field(s): {', '.join(extra)}{hint}")
+
+
+def nearest(name: str, declared: Iterable[str]) -> str:
+    """The declared name closest to ``name``, if any is alike (a refusal names it: a typo is
+    seen at once), else ""."""
+    best, score = "", 0.5
+    for candidate in sorted(declared):
+        ratio = difflib.SequenceMatcher(None, name.lower(), candidate.lower()).ratio()
+        if ratio > score:
+            best, score = candidate, ratio
+    return best
+
+
+_INTEGRAL = re.compile(r"(-?[0-9]+)\.0+\Z")
+
+
+def integral_text(text: str) -> str:
+    """``1956.0`` → ``1956``: the whole number a float column holds (pandas writes integer
+    columns that have a gap as floats, in JSON, CSV and Parquet alike); any other text as is."""
+    match = _INTEGRAL.match(text)
+    return match.group(1) if match else text
 
 
 def as_number(value: object) -> object:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from transforms.errors import InvalidEvent
-from transforms.text.events import CsvText, Num, describe
+from transforms.text.events import CsvText, Num, describe, integral_text
 
 __all__ = [
     "DST_CHOICES",
@@ -439,7 +439,10 @@ def make_parser(
         try:
             moment = dt.datetime.strptime(value, fmt)
         except ValueError:
-            raise InvalidEvent(f"field {field!r}: {value[:60]!r} does not match {fmt!r}") from None
+            raise InvalidEvent(
+                f"field {field!r}: {value[:60]!r} does not match format {fmt} (declare the "
+                "file's format with format: or --time_format)"
+            ) from None
         if offset:
             return _in_range((moment - EPOCH) // MILLISECOND, field, value, earliest, advice)
         return local_to_ms(moment, tz or UTC, field, ambiguous, value, earliest, advice)
@@ -456,6 +459,7 @@ def _year_parser(field: str, tz: dt.tzinfo, ambiguous: str, earliest: int, advic
 
     def year(value: object) -> int:
         text = str(value) if type(value) is int else value.strip() if isinstance(value, str) else ""
+        text = integral_text(text)  # 1956.0: a year column written as floats
         if not _YEAR.match(text) or int(text) == 0:
             raise InvalidEvent(f"field {field!r}: expected a year such as 1956, got {value!r}")
         moment = dt.datetime(int(text), 1, 1)

@@ -1,0 +1,153 @@
+"""Input records as files hold them → the events a schema declares (pure; no Beam, no client).
+
+Three things real files need before their records are events, each declared in the schema's
+``event:`` section and applied here, before the compiled builder sees the record:
+
+* ``unpivot``: a wide file (a column per month, per ticker) becomes one event per column, the
+  column's name in one field and its value in another; an empty cell is no event.
+* times ``from:`` several fields (year + quarter, year + month, date + time of day): the made
+  time is written as a wall time into its field, whose parser then applies its ``timezone``
+  and ``earliest`` as for any time.
+* ``extra_fields: ignore``: columns the event does not declare are dropped, not refused.
+
+A schema using none of them gets no shaper (:func:`shaper` returns None): the builder's hot path
+is unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+
+from transforms.errors import InvalidEvent
+from transforms.text.events import integral_text
+
+__all__ = ["shaper"]
+
+MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ),
+        start=1,
+    )
+    for name in names
+}
+_TIME_OF_DAY = re.compile(r"([0-9]{1,2}):([0-9]{2})(?::([0-9]{2})(?:\.([0-9]{1,6}))?)?\Z")
+_DATE = re.compile(r"([0-9]{1,4})-([0-9]{2})-([0-9]{2})")
+
+Shaper = Callable[[dict], list]
+
+
+def _whole(value: object, field: str, role: str, low: int, high: int) -> int:
+    text = integral_text(str(value).strip()) if value is not None else ""
+    if not text.lstrip("-").isdigit() or not low <= int(text) <= high:
+        raise InvalidEvent(f"field {field!r}: {role} {value!r} is not a whole number {low}-{high}")
+    return int(text)
+
+
+def _month(value: object, field: str) -> int:
+    text = str(value).strip().lower().rstrip(".") if value is not None else ""
+    if text in MONTHS:
+        return MONTHS[text]
+    return _whole(value, field, "month", 1, 12)
+
+
+def made_time(parts: dict[str, object], field: str) -> str:
+    """The wall time ``YYYY-MM-DDTHH:MM:SS.ffffff`` the roles' raw values make (year, quarter,
+    month, day, date, time), or InvalidEvent naming the field and the part that is wrong."""
+    if "date" in parts:
+        match = _DATE.match(str(parts["date"]).strip())
+        if not match:
+            raise InvalidEvent(f"field {field!r}: date {parts['date']!r} is not YYYY-MM-DD")
+        year, month, day = (int(g) for g in match.groups())
+    else:
+        year = _whole(parts["year"], field, "year", 1, 9999)
+        month, day = 1, 1
+        if "quarter" in parts:
+            month = 3 * _whole(parts["quarter"], field, "quarter", 1, 4) - 2
+        elif "month" in parts:
+            month = _month(parts["month"], field)
+        if "day" in parts:
+            day = _whole(parts["day"], field, "day", 1, 31)
+    clock = "00:00:00.000000"
+    if "time" in parts:
+        match = _TIME_OF_DAY.match(str(parts["time"]).strip())
+        if not match or int(match.group(1)) > 23 or int(match.group(2)) > 59:
+            raise InvalidEvent(f"field {field!r}: time {parts['time']!r} is not HH:MM[:SS[.fff]]")
+        hour, minute, second, frac = match.groups()
+        clock = f"{int(hour):02d}:{minute}:{second or '00'}.{(frac or '').ljust(6, '0')}"
+    return f"{year:04d}-{month:02d}-{day:02d}T{clock}"
+
+
+def unpivoted(record: dict, columns: Sequence[str], name: str, value: str) -> list[dict]:
+    """One event per column of ``columns`` in ``record`` whose cell is not empty, holding the
+    column's name in ``name`` and its cell in ``value``; every other column is copied."""
+    listed = set(columns)
+    base = {k: v for k, v in record.items() if k not in listed}
+    out = []
+    for column in columns:
+        cell = record.get(column)
+        if cell is None or (isinstance(cell, str) and not cell.strip()):
+            continue  # an empty cell: nothing measured, no event
+        out.append({**base, name: column, value: cell})
+    return out
+
+
+def shaper(schema) -> Shaper | None:
+    """``record → events`` for ``schema`` (a :class:`transforms.schema.Schema`), or None when
+    it declares no unpivot, no time made from fields and keeps refusing extra fields."""
+    made = [(f.name, dict(f.sources)) for f in schema.fields if f.sources]
+    spread = schema.unpivot
+    ignore = schema.extra_fields == "ignore"
+    if not (made or spread or ignore):
+        return None
+    declared = frozenset(f.name for f in schema.fields)
+    pattern = re.compile(spread.match) if spread is not None and spread.match else None
+
+    def columns_of(record: dict) -> Sequence[str]:
+        if pattern is None:
+            return [c for c in spread.columns if c in record]
+        return [c for c in record if c not in declared and pattern.fullmatch(c)]
+
+    empty = [0]  # unpivoted cells without a value so far (see Builder.take_empty_cells)
+
+    def shape(record: dict) -> list[dict]:
+        events = [record]
+        if spread is not None:
+            columns = columns_of(record)
+            if not columns:
+                wanted = spread.columns or (f"columns matching {spread.match!r}",)
+                raise InvalidEvent(f"no column to unpivot: expected {', '.join(wanted)}")
+            events = unpivoted(record, columns, spread.name, spread.value)
+            # listed columns without a value (an empty CSV cell is an absent field); a
+            # matched one is known only when present
+            empty[0] += len(spread.columns or columns) - len(events)
+        for event in events:
+            for field, roles in made:
+                missing = [source for source in roles.values() if source not in event]
+                if missing:
+                    raise InvalidEvent(f"missing field(s): {', '.join(missing)}")
+                event[field] = made_time({r: event[s] for r, s in roles.items()}, field)
+        if ignore:
+            events = [{k: v for k, v in e.items() if k in declared} for e in events]
+        return events
+
+    def take_empty() -> int:
+        count, empty[0] = empty[0], 0
+        return count
+
+    shape.take_empty = take_empty  # type: ignore[attr-defined]
+    return shape
