@@ -16,6 +16,7 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
+from btts.config import Target
 from pipelines.common.graph import Ingest, dead_letter_location, new_run_id
 from pipelines.common.jobspec import (
     JobSpec,
@@ -112,19 +113,8 @@ def run_file_ingest(
     if not name or description is None:
         raise TypeError("run_file_ingest needs name and description when job_for is a function")
     build = build or ingest
-    try:
-        options = parse_args(argv, job_command(name), description, classes, name)
-        job = job_for(options) if callable(job_for) else job_for
-        validate_input(options, job)
-        with_time_input(options, job)  # refuse a bad --time_format before anything runs
-        check_only = options.view_as(FileInputOptions).validate_only
-        dry = is_dry_run(options)
-        writes = not (check_only or dry)  # a check or a dry run needs no Bigtable
-        target = prepare(options, job_tables(options, job), job) if writes else None
-        if not options.view_as(StreamingInputOptions).input_subscription:
-            check_inputs_exist(input_patterns(options))  # not Beam's traceback once running
-    except errors.ConfigError as err:
-        raise config_exit(name, err) from None
+    options, job, target = _prepared(argv, name, description, classes, job_for)
+    dry = is_dry_run(options)
     run_id = new_run_id()
     letters = dead_letter_location(options, job.name, run_id)
     tables = tuple(job_tables(options, job))
@@ -147,16 +137,47 @@ def run_file_ingest(
     seconds = time.monotonic() - started
     totals = counters(result)
     reasons = tuple(dead_letter_reasons(result))
-    report = RunReport(
-        name, totals, seconds, tables, target, reasons, letters if writes else None, result=result
-    )
+    written = letters if target is not None else None  # a check writes no dead letters
+    report = RunReport(name, totals, seconds, tables, target, reasons, written, result=result)
+    _summarize(name, job, options, report)
+    return report
+
+
+def _prepared(
+    argv: Sequence[str] | None,
+    name: str,
+    description: str,
+    classes: Sequence[type[PipelineOptions]],
+    job_for: JobSpec | Callable[[PipelineOptions], JobSpec],
+) -> tuple[PipelineOptions, JobSpec, Target | None]:
+    """The options, the job and its prepared target (None for a check or a dry run, which need
+    no Bigtable), every mistake a user can fix as one line before anything runs."""
+    try:
+        options = parse_args(argv, job_command(name), description, classes, name)
+        job = job_for(options) if callable(job_for) else job_for
+        validate_input(options, job)
+        with_time_input(options, job)  # refuse a bad --time_format before anything runs
+        check_only = options.view_as(FileInputOptions).validate_only
+        writes = not (check_only or is_dry_run(options))  # a check or a dry run: no Bigtable
+        target = prepare(options, job_tables(options, job), job) if writes else None
+        if not options.view_as(StreamingInputOptions).input_subscription:
+            check_inputs_exist(input_patterns(options))  # not Beam's traceback once running
+    except errors.ConfigError as err:
+        raise config_exit(name, err) from None
+    return options, job, target
+
+
+def _summarize(name: str, job: JobSpec, options: PipelineOptions, report: RunReport) -> None:
+    """Print the run's summary; a run over its dead-letter limit fails (after it wrote what
+    was valid), naming the top reasons and the flag that accepts them."""
     label = name if job.name == name else f"{name} ({job.name})"
+    reasons = report.reasons
     print(
         summary(
             label,
-            totals,
-            seconds,
-            target,
+            report.counters,
+            report.seconds,
+            report.target,
             reasons,
             dead_letters=report.dead_letters,
             samples=sample_lines(reasons),
@@ -164,7 +185,7 @@ def run_file_ingest(
         flush=True,
     )
     why = failure(
-        totals,
+        report.counters,
         reasons,
         options.view_as(FileInputOptions).max_dead_letter_ratio,
         bad_record_limit(options),
@@ -173,7 +194,6 @@ def run_file_ingest(
         if report.dead_letters:
             why += f" (dead letters: {report.dead_letters})"
         raise JobFailed(f"{COMMAND.get() or name}: error: {why}", report)
-    return report
 
 
 def main(run: Callable[[], RunReport]) -> None:

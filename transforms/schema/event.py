@@ -32,124 +32,7 @@ def fields(problems: Problems, event: Map) -> tuple[FieldSpec, ...]:
     node = problems.mapping(event.get("fields"), "event.fields", line_of(event, "fields"))
     if node is None:
         return ()
-    out = []
-    for name, spec in node.items():
-        line = line_of(node, name)
-        what = f"field {name!r}"
-        if not isinstance(name, str) or not name:
-            problems.bad(line, f"{what}: a field name must be text")
-            continue
-        if isinstance(spec, str):  # shorthand: "bid: number"
-            spec_map = Map({"type": spec})
-            spec_map.line, spec_map.lines = line, {"type": line}
-            spec = spec_map
-        spec = problems.mapping(spec, what, line)
-        if spec is None:
-            continue
-        problems.keys(spec, FIELD_KEYS, what)
-        kind = problems.text(spec, "type", what, required=True)
-        if kind and kind not in FIELD_TYPES:
-            problems.bad(
-                line_of(spec, "type"),
-                f"{what}: unknown type {kind!r}{suggest(kind, FIELD_TYPES)}; "
-                f"use one of {', '.join(FIELD_TYPES)}",
-            )
-        alias = problems.text(spec, "as", what)
-        if alias and not NAME.match(alias):
-            problems.bad(line_of(spec, "as"), f"{what}: 'as' {alias!r} must be a plain name")
-        optional = spec.get("optional", False)
-        if not isinstance(optional, bool):
-            problems.bad(line_of(spec, "optional"), f"{what}: optional must be true or false")
-            optional = False
-        fmt = problems.text(spec, "format", what, default="auto")
-        if "format" in spec and kind != "time":
-            problems.bad(line_of(spec, "format"), f"{what}: 'format' applies to time fields only")
-        if fmt not in timefmt.NAMED_FORMATS and "%" not in fmt:
-            problems.bad(
-                line_of(spec, "format"),
-                f"{what}: unknown time format {fmt!r}{suggest(fmt, timefmt.NAMED_FORMATS)}; "
-                f"use one of {', '.join(timefmt.NAMED_FORMATS)} or a strptime pattern such as "
-                "'%Y/%m/%d %H:%M'",
-            )
-        elif fmt not in timefmt.NAMED_FORMATS and timefmt.strptime_problem(fmt):
-            problems.bad(line_of(spec, "format"), f"{what}: {timefmt.strptime_problem(fmt)}")
-        zone = problems.text(spec, "timezone", what)
-        if zone and kind != "time":
-            problems.bad(line_of(spec, "timezone"), f"{what}: 'timezone' applies to time fields")
-        elif zone and timefmt.zone(zone) is None:
-            problems.bad(line_of(spec, "timezone"), f"{what}: unknown time zone {zone!r} (IANA)")
-        elif zone and timefmt.has_offset(fmt) and fmt != "auto":
-            problems.bad(
-                line_of(spec, "timezone"),
-                f"{what}: format {fmt!r} carries its own offset: 'timezone' would never apply",
-            )
-        ambiguous = problems.text(spec, "ambiguous", what, default="error")
-        if ambiguous not in timefmt.DST_CHOICES or ("ambiguous" in spec and not zone):
-            problems.bad(
-                line_of(spec, "ambiguous"),
-                f"{what}: ambiguous is one of {', '.join(timefmt.DST_CHOICES)}, with timezone",
-            )
-        earliest = ""
-        if "earliest" in spec and kind != "time":
-            problems.bad(line_of(spec, "earliest"), f"{what}: 'earliest' applies to time fields")
-        elif "earliest" in spec:
-            earliest, why = earliest_day(spec["earliest"], what)
-            if why:
-                problems.bad(line_of(spec, "earliest"), why)
-        sources = time_sources(problems, spec, what, kind)
-        if sources:  # made by the shaper as a wall time, read like any other time
-            fmt = DERIVED_TIME_FORMAT
-        whitespace = problems.text(spec, "whitespace", what, default="allow")
-        if whitespace not in WHITESPACE:
-            problems.bad(line_of(spec, "whitespace"), f"{what}: whitespace is one of {WHITESPACE}")
-        case = problems.text(spec, "case", what, default="as_is")
-        if case not in CASES or ("case" in spec and kind != "text"):
-            problems.bad(line_of(spec, "case"), f"{what}: case is one of {CASES}, for text fields")
-        after = problems.text(spec, "after", what)
-        if after and kind != "time":
-            problems.bad(line_of(spec, "after"), f"{what}: 'after' applies to time fields only")
-        qualifier = problems.text(spec, "qualifier", what, default="upper")
-        if qualifier not in MAP_QUALIFIERS:
-            problems.bad(
-                line_of(spec, "qualifier"), f"{what}: qualifier is one of {MAP_QUALIFIERS}"
-            )
-        bounds = {}
-        for key in ("min", "max"):
-            if key in spec:
-                value = spec[key]
-                if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-                    problems.bad(line_of(spec, key), f"{what}: {key} must be a number")
-                    continue
-                text = str(value)
-                if not re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", text):
-                    problems.bad(line_of(spec, key), f"{what}: {key} {value!r} is not a number")
-                    continue
-                if kind not in ("number", "integer"):
-                    problems.bad(line_of(spec, key), f"{what}: {key} applies to numbers only")
-                bounds[key] = text
-        out.append(
-            FieldSpec(
-                name=name,
-                type=kind,
-                alias=alias,
-                optional=optional,
-                max_length=problems.integer(spec, "max_length", what),
-                minimum=bounds.get("min"),
-                maximum=bounds.get("max"),
-                format=fmt,
-                whitespace=whitespace,
-                qualifier=qualifier,
-                max_entries=problems.integer(spec, "max_entries", what),
-                case=case,
-                after=after,
-                timezone=zone,
-                ambiguous=ambiguous,
-                earliest=earliest,
-                sources=sources,
-                doc=problems.text(spec, "doc", what),
-                line=line,
-            )
-        )
+    out = [f for f in (_field(problems, node, name) for name in node) if f is not None]
     refs: dict[str, FieldSpec] = {}
     for spec in out:
         if spec.ref in refs:
@@ -166,6 +49,140 @@ def fields(problems: Problems, event: Map) -> tuple[FieldSpec, ...]:
     if not out:
         problems.bad(node.line, "event.fields: empty; declare the source's fields")
     return tuple(out)
+
+
+def _field(problems: Problems, node: Map, name: object) -> FieldSpec | None:
+    """One entry of ``event.fields``, every option checked in the order the file reads."""
+    line = line_of(node, name)
+    what = f"field {name!r}"
+    if not isinstance(name, str) or not name:
+        problems.bad(line, f"{what}: a field name must be text")
+        return None
+    spec = node[name]
+    if isinstance(spec, str):  # shorthand: "bid: number"
+        spec_map = Map({"type": spec})
+        spec_map.line, spec_map.lines = line, {"type": line}
+        spec = spec_map
+    spec = problems.mapping(spec, what, line)
+    if spec is None:
+        return None
+    problems.keys(spec, FIELD_KEYS, what)
+    kind = problems.text(spec, "type", what, required=True)
+    if kind and kind not in FIELD_TYPES:
+        problems.bad(
+            line_of(spec, "type"),
+            f"{what}: unknown type {kind!r}{suggest(kind, FIELD_TYPES)}; "
+            f"use one of {', '.join(FIELD_TYPES)}",
+        )
+    alias = problems.text(spec, "as", what)
+    if alias and not NAME.match(alias):
+        problems.bad(line_of(spec, "as"), f"{what}: 'as' {alias!r} must be a plain name")
+    optional = spec.get("optional", False)
+    if not isinstance(optional, bool):
+        problems.bad(line_of(spec, "optional"), f"{what}: optional must be true or false")
+        optional = False
+    times = _time_options(problems, spec, what, kind)
+    text = _text_options(problems, spec, what, kind)
+    bounds = _bounds(problems, spec, what, kind)
+    return FieldSpec(
+        name=name,
+        type=kind,
+        alias=alias,
+        optional=optional,
+        max_length=problems.integer(spec, "max_length", what),
+        minimum=bounds.get("min"),
+        maximum=bounds.get("max"),
+        max_entries=problems.integer(spec, "max_entries", what),
+        doc=problems.text(spec, "doc", what),
+        line=line,
+        **times,
+        **text,
+    )
+
+
+def _time_options(problems: Problems, spec: Map, what: str, kind: str | None) -> dict:
+    """``format``, ``timezone``, ``ambiguous``, ``earliest`` and ``from`` of a field."""
+    fmt = problems.text(spec, "format", what, default="auto")
+    if "format" in spec and kind != "time":
+        problems.bad(line_of(spec, "format"), f"{what}: 'format' applies to time fields only")
+    if fmt not in timefmt.NAMED_FORMATS and "%" not in fmt:
+        problems.bad(
+            line_of(spec, "format"),
+            f"{what}: unknown time format {fmt!r}{suggest(fmt, timefmt.NAMED_FORMATS)}; "
+            f"use one of {', '.join(timefmt.NAMED_FORMATS)} or a strptime pattern such as "
+            "'%Y/%m/%d %H:%M'",
+        )
+    elif fmt not in timefmt.NAMED_FORMATS and timefmt.strptime_problem(fmt):
+        problems.bad(line_of(spec, "format"), f"{what}: {timefmt.strptime_problem(fmt)}")
+    zone = problems.text(spec, "timezone", what)
+    if zone and kind != "time":
+        problems.bad(line_of(spec, "timezone"), f"{what}: 'timezone' applies to time fields")
+    elif zone and timefmt.zone(zone) is None:
+        problems.bad(line_of(spec, "timezone"), f"{what}: unknown time zone {zone!r} (IANA)")
+    elif zone and timefmt.has_offset(fmt) and fmt != "auto":
+        problems.bad(
+            line_of(spec, "timezone"),
+            f"{what}: format {fmt!r} carries its own offset: 'timezone' would never apply",
+        )
+    ambiguous = problems.text(spec, "ambiguous", what, default="error")
+    if ambiguous not in timefmt.DST_CHOICES or ("ambiguous" in spec and not zone):
+        problems.bad(
+            line_of(spec, "ambiguous"),
+            f"{what}: ambiguous is one of {', '.join(timefmt.DST_CHOICES)}, with timezone",
+        )
+    earliest = ""
+    if "earliest" in spec and kind != "time":
+        problems.bad(line_of(spec, "earliest"), f"{what}: 'earliest' applies to time fields")
+    elif "earliest" in spec:
+        earliest, why = earliest_day(spec["earliest"], what)
+        if why:
+            problems.bad(line_of(spec, "earliest"), why)
+    sources = time_sources(problems, spec, what, kind)
+    if sources:  # made by the shaper as a wall time, read like any other time
+        fmt = DERIVED_TIME_FORMAT
+    return {
+        "format": fmt,
+        "timezone": zone,
+        "ambiguous": ambiguous,
+        "earliest": earliest,
+        "sources": sources,
+    }
+
+
+def _text_options(problems: Problems, spec: Map, what: str, kind: str | None) -> dict:
+    """``whitespace``, ``case``, ``after`` and a map's ``qualifier``."""
+    whitespace = problems.text(spec, "whitespace", what, default="allow")
+    if whitespace not in WHITESPACE:
+        problems.bad(line_of(spec, "whitespace"), f"{what}: whitespace is one of {WHITESPACE}")
+    case = problems.text(spec, "case", what, default="as_is")
+    if case not in CASES or ("case" in spec and kind != "text"):
+        problems.bad(line_of(spec, "case"), f"{what}: case is one of {CASES}, for text fields")
+    after = problems.text(spec, "after", what)
+    if after and kind != "time":
+        problems.bad(line_of(spec, "after"), f"{what}: 'after' applies to time fields only")
+    qualifier = problems.text(spec, "qualifier", what, default="upper")
+    if qualifier not in MAP_QUALIFIERS:
+        problems.bad(line_of(spec, "qualifier"), f"{what}: qualifier is one of {MAP_QUALIFIERS}")
+    return {"whitespace": whitespace, "case": case, "after": after, "qualifier": qualifier}
+
+
+def _bounds(problems: Problems, spec: Map, what: str, kind: str | None) -> dict[str, str]:
+    """``min`` and ``max`` of a number, as the text they were written with."""
+    bounds = {}
+    for key in ("min", "max"):
+        if key in spec:
+            value = spec[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                problems.bad(line_of(spec, key), f"{what}: {key} must be a number")
+                continue
+            text = str(value)
+            if not re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", text):
+                problems.bad(line_of(spec, key), f"{what}: {key} {value!r} is not a number")
+                continue
+            if kind not in ("number", "integer"):
+                problems.bad(line_of(spec, key), f"{what}: {key} applies to numbers only")
+            bounds[key] = text
+    return bounds
 
 
 def event_time(problems: Problems, event: Map, fields: tuple[FieldSpec, ...]) -> str:
