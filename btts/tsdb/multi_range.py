@@ -20,15 +20,7 @@ from transforms.mutations import ReadRow
 from transforms.scans import key_ranges
 from transforms.scans.key_ranges import Scan
 
-__all__ = ["mergeable", "read_ranges", "scan_filter"]
-
-
-def scan_filter(scan: Scan, cells: row_filters.RowFilter | None) -> row_filters.RowFilter | None:
-    """The server-side filter of ``scan`` (its time window) and the cells wanted."""
-    parts = [f for f in (filters.row_filter(scan), cells) if f is not None]
-    if not parts:
-        return None
-    return parts[0] if len(parts) == 1 else row_filters.RowFilterChain(filters=parts)
+__all__ = ["mergeable", "read_ranges"]
 
 
 def _window(scan: Scan) -> tuple:
@@ -60,7 +52,7 @@ def read_ranges(
     owners = sorted((start, end, i) for i, s in enumerate(scans) for start, end in s.ranges)
     query = ReadRowsQuery(
         row_ranges=[RowRange(start_key=a or None, end_key=b or None) for a, b, _ in owners],
-        row_filter=scan_filter(scans[0], cells),
+        row_filter=filters.row_filter(scans[0], cells),
     )
     out: list[list[ReadRow]] = [[] for _ in scans]
     starts = [a for a, _, _ in owners]

@@ -34,7 +34,7 @@ from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import schema as schema_lib
 from transforms import table_model
-from transforms.bigtable import filters
+from transforms.bigtable.filters import COLUMNS_ONLY, KEYS_ONLY, re2_literal, read_query
 from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
@@ -127,19 +127,10 @@ class Reader:
     def scan(
         self, scan: Scan, cells: row_filters.RowFilter | None, scanning: bool
     ) -> list[ReadRow]:
-        base = filters.read_query(scan)
-        if base is None:
-            return []
-        flt = multi_range.scan_filter(scan, cells)
         limit = self.max_scan_rows + 1 if scanning else None
-        query = ReadRowsQuery(
-            row_keys=list(scan.row_keys) or None,
-            row_ranges=[RowRange(start_key=s or None, end_key=e or None) for s, e in scan.ranges]
-            if scan.ranges and scan.ranges != (key_ranges.WHOLE_TABLE,)
-            else None,
-            limit=limit,
-            row_filter=flt,
-        )
+        query = read_query(scan, cells, limit)
+        if query is None:
+            return []
         return self.read(scan.table, query, scanning)
 
     def scan_all(self, scans: Sequence[Scan], cells, scanning: bool) -> list[list[ReadRow]]:
@@ -179,7 +170,7 @@ class Reader:
             query = ReadRowsQuery(
                 row_ranges=[RowRange(start_key=start or None, end_key=end or None)],
                 limit=1,
-                row_filter=filters.KEYS_ONLY,
+                row_filter=KEYS_ONLY,
             )
             rows = self.read(decl.name, query, scanning)
             if not rows:
@@ -339,14 +330,7 @@ def _cells_filter(source: Source) -> row_filters.RowFilter | None:
     """Only the metric's own column travels when it is a map entry."""
     if not source.entry:
         return None
-    return row_filters.ColumnQualifierRegexFilter(_exact_regex(source.entry.encode("utf-8")))
-
-
-def _exact_regex(raw: bytes) -> bytes:
-    return b"".join(
-        b"\\" + bytes([c]) if not (48 <= c <= 57 or 65 <= c <= 90 or 97 <= c <= 122) else bytes([c])
-        for c in raw
-    )
+    return row_filters.ColumnQualifierRegexFilter(re2_literal(source.entry.encode("utf-8")))
 
 
 def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
@@ -392,7 +376,7 @@ def read_rollup(
     source = p.source
     cells = row_filters.RowFilterChain(
         filters=[
-            row_filters.ColumnQualifierRegexFilter(_exact_regex(source.qualifier)),
+            row_filters.ColumnQualifierRegexFilter(re2_literal(source.qualifier)),
             row_filters.CellsColumnLimitFilter(1),
         ]
     )
@@ -475,12 +459,7 @@ def _first_rows(reader: Reader, table: str, prefix: bytes, rows: int) -> list[Re
     query = ReadRowsQuery(
         row_ranges=[RowRange(start_key=prefix or None, end_key=keys.prefix_end(prefix) or None)],
         limit=rows,
-        row_filter=row_filters.RowFilterChain(
-            filters=[
-                row_filters.CellsColumnLimitFilter(1),
-                row_filters.StripValueTransformerFilter(True),
-            ]
-        ),
+        row_filter=COLUMNS_ONLY,
     )
     return reader.read(table, query)
 

@@ -13,11 +13,21 @@ from transforms.scans import key_ranges
 from transforms.scans.key_ranges import Scan
 from transforms.text import timefmt
 
-__all__ = ["KEYS_ONLY", "key_suffix_filter", "re2_literal", "read_query", "row_filter"]
+__all__ = [
+    "COLUMNS_ONLY",
+    "KEYS_ONLY",
+    "key_suffix_filter",
+    "re2_literal",
+    "read_query",
+    "row_filter",
+]
 
 
-def row_filter(scan: Scan) -> row_filters.RowFilter | None:
-    """The server-side filter of a scan: its cell-time window, then newest cell per column."""
+def row_filter(
+    scan: Scan, cells: row_filters.RowFilter | None = None
+) -> row_filters.RowFilter | None:
+    """The server-side filter of a scan: its cell-time window, then newest cell per column, then
+    ``cells`` (the columns a reader wants, e.g. btts serve's one metric)."""
     parts: list[row_filters.RowFilter] = []
     if scan.start_ms is not None or scan.end_ms is not None:
         start, end = scan.cell_window()  # as the table stamps its cells
@@ -29,6 +39,8 @@ def row_filter(scan: Scan) -> row_filters.RowFilter | None:
         )
     if scan.latest_only:
         parts.append(row_filters.CellsColumnLimitFilter(1))
+    if cells is not None:
+        parts.append(cells)
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else row_filters.RowFilterChain(filters=parts)
@@ -39,8 +51,11 @@ def _micros_datetime(micros: int) -> dt.datetime:
     return timefmt.EPOCH + dt.timedelta(microseconds=micros)
 
 
-def read_query(scan: Scan) -> ReadRowsQuery | None:
-    """The client query of a scan; None when it selects nothing."""
+def read_query(
+    scan: Scan, cells: row_filters.RowFilter | None = None, limit: int | None = None
+) -> ReadRowsQuery | None:
+    """The client query of a scan (with ``cells``, see :func:`row_filter`; ``limit`` rows, else
+    the scan's own); None when it selects nothing."""
     if not scan.ranges and not scan.row_keys:
         return None
     whole = scan.ranges == (key_ranges.WHOLE_TABLE,)
@@ -52,14 +67,18 @@ def read_query(scan: Scan) -> ReadRowsQuery | None:
     return ReadRowsQuery(
         row_keys=list(scan.row_keys) or None,
         row_ranges=ranges,
-        limit=scan.limit,
-        row_filter=row_filter(scan),
+        limit=limit if limit is not None else scan.limit,
+        row_filter=row_filter(scan, cells),
     )
 
 
 # Keys only: the first cell of each row, its value stripped.
 KEYS_ONLY = row_filters.RowFilterChain(
     filters=[row_filters.CellsRowLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
+)
+# What a row holds, not what it says: every column's newest cell, without its value.
+COLUMNS_ONLY = row_filters.RowFilterChain(
+    filters=[row_filters.CellsColumnLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
 )
 
 
