@@ -12,9 +12,7 @@ row per garden per month ``GARDEN#YYYYMM`` with one column per day ``TEMP:1`` â€
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 
-import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
@@ -59,15 +57,8 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     return common.builtin_job("garden", __doc__, tables=LAYOUTS[layout])
 
 
-def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.ingest(pipeline, options, job_for(options))
-
-
-def run(argv: Sequence[str] | None = None) -> common.RunReport:
-    return common.run_file_ingest(
-        argv, name=JOB.name, description=JOB.description, classes=OPTION_CLASSES, job_for=job_for
-    )
-
+ENTRY = common.IngestEntry(JOB.name, __doc__, OPTION_CLASSES, job_for)
+build, run = ENTRY.build, ENTRY.run
 
 if __name__ == "__main__":
-    common.main(run)
+    ENTRY.main()

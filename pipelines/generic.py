@@ -15,9 +15,7 @@ go to the dead letters with their reason; aggregate tables are written with AddT
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 
-import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import config, errors
@@ -76,19 +74,8 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     )
 
 
-def build(
-    pipeline: beam.Pipeline, options: PipelineOptions, job: common.JobSpec | None = None
-) -> dict[str, beam.PCollection]:
-    return common.ingest(pipeline, options, job or job_for(options))
-
-
-def run(argv: Sequence[str] | None = None) -> common.RunReport:
-    """Every ingest job's run, with the job (its tables and their declarations) from the
-    schema file instead of the built-in declarations."""
-    return common.run_file_ingest(
-        argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, job_for=job_for
-    )
-
+ENTRY = common.IngestEntry(NAME, __doc__, OPTION_CLASSES, job_for)
+build, run = ENTRY.build, ENTRY.run
 
 if __name__ == "__main__":
-    common.main(run)
+    ENTRY.main()

@@ -10,11 +10,6 @@ row's cells carry its own time. Prices and sizes keep the source's decimal text.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions
-
 from pipelines import common
 
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
@@ -26,13 +21,8 @@ JOB = common.builtin_job("market_data", __doc__)
 OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
 
 
-def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.ingest(pipeline, options, JOB)
-
-
-def run(argv: Sequence[str] | None = None) -> common.RunReport:
-    return common.run_file_ingest(argv, classes=OPTION_CLASSES, job_for=JOB)
-
+ENTRY = common.IngestEntry(JOB.name, __doc__, OPTION_CLASSES, JOB)
+build, run = ENTRY.build, ENTRY.run
 
 if __name__ == "__main__":
-    common.main(run)
+    ENTRY.main()

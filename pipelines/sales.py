@@ -132,16 +132,15 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     return job
 
 
-def build(
+def _graph(
     pipeline: beam.Pipeline,
     options: PipelineOptions,
-    job: common.JobSpec | None = None,
+    job: common.JobSpec,
     run_id: str | None = None,
 ) -> dict[str, beam.PCollection]:
     """Read lines → build AddCell rows (bad lines to dead letters) → AddToCell. With
     --replace_months the months' rows are deleted first, here, before the job starts.
     ``run_id`` names this run's dead-letter files (default: a new one)."""
-    job = job or job_for(options)
     months = replace_months(options)
     if months:
         deleted = delete_months(common.resolve_target(options), months)
@@ -149,11 +148,8 @@ def build(
     return common.ingest(pipeline, options, job, run_id)
 
 
-def run(argv: Sequence[str] | None = None) -> common.RunReport:
-    return common.run_file_ingest(
-        argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, build=build, job_for=job_for
-    )
-
+ENTRY = common.IngestEntry(NAME, __doc__, OPTION_CLASSES, job_for, _graph)
+build, run = ENTRY.build, ENTRY.run
 
 if __name__ == "__main__":
-    common.main(run)
+    ENTRY.main()

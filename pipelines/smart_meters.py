@@ -11,9 +11,6 @@ the ``HHMM`` names follow --timezone (default UTC); cell timestamps are the even
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
@@ -39,15 +36,8 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     return common.builtin_job("smart_meters", __doc__, tz=common.timezone(options))
 
 
-def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.ingest(pipeline, options, job_for(options))
-
-
-def run(argv: Sequence[str] | None = None) -> common.RunReport:
-    return common.run_file_ingest(
-        argv, name=JOB.name, description=JOB.description, classes=OPTION_CLASSES, job_for=job_for
-    )
-
+ENTRY = common.IngestEntry(JOB.name, __doc__, OPTION_CLASSES, job_for)
+build, run = ENTRY.build, ENTRY.run
 
 if __name__ == "__main__":
-    common.main(run)
+    ENTRY.main()

@@ -17,9 +17,7 @@ Time labels are UTC; cell timestamps are event times.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
 
-import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
@@ -64,15 +62,8 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     return common.builtin_job(NAME, __doc__, tables=(PATTERNS[pattern],))
 
 
-def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.PCollection]:
-    return common.ingest(pipeline, options, job_for(options))
-
-
-def run(argv: Sequence[str] | None = None) -> common.RunReport:
-    return common.run_file_ingest(
-        argv, name=NAME, description=__doc__, classes=OPTION_CLASSES, job_for=job_for
-    )
-
+ENTRY = common.IngestEntry(NAME, __doc__, OPTION_CLASSES, job_for)
+build, run = ENTRY.build, ENTRY.run
 
 if __name__ == "__main__":
-    common.main(run)
+    ENTRY.main()

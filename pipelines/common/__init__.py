@@ -8,6 +8,7 @@ runner, dry runs), :mod:`.report` (counters, summary, exit policy, the report)."
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -61,6 +62,7 @@ from pipelines.common.runner import (
 __all__ = [
     "BigtableOptions",
     "FileInputOptions",
+    "IngestEntry",
     "JobSpec",
     "RunReport",
     "StreamingInputOptions",
@@ -92,6 +94,45 @@ def ingest(
 ) -> dict[str, beam.PCollection]:
     """The job's :class:`Ingest` applied to ``pipeline``: its outputs by tag."""
     return pipeline | "Ingest" >> Ingest(options, job, run_id)
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestEntry:
+    """A job module's entry points from what it declares: its name, its docstring, its option
+    classes and its :class:`JobSpec` (or a function of the options for jobs whose flags choose
+    the tables); ``graph`` replaces :func:`ingest` for a job that does more (sales)."""
+
+    name: str
+    description: str
+    classes: Sequence[type[PipelineOptions]]
+    job_for: JobSpec | Callable[[PipelineOptions], JobSpec]
+    graph: Build | None = None
+
+    def build(
+        self,
+        pipeline: beam.Pipeline,
+        options: PipelineOptions,
+        job: JobSpec | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, beam.PCollection]:
+        """The job's graph on ``pipeline`` (its outputs by tag), testable without running."""
+        job = job or (self.job_for(options) if callable(self.job_for) else self.job_for)
+        return (self.graph or ingest)(pipeline, options, job, run_id=run_id)
+
+    def run(self, argv: Sequence[str] | None = None) -> RunReport:
+        """Parse, check, prepare the tables, run, summarize: see :func:`run_file_ingest`."""
+        return run_file_ingest(
+            argv,
+            classes=self.classes,
+            job_for=self.job_for,
+            build=self.graph,
+            name=self.name,
+            description=self.description,
+        )
+
+    def main(self) -> None:
+        """The module run as a script (``python -m pipelines.<job>``)."""
+        main(self.run)
 
 
 def run_file_ingest(
