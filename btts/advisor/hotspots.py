@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import datetime as dt
 import heapq
 import math
 import random
@@ -416,8 +415,6 @@ _BATTERY_RUN = SimConfig(nodes=3, start_ms=1425211200000, span_s=3600, slices=30
 _MIDNIGHT_RUN = SimConfig(
     nodes=4, start_ms=1501106400000, span_s=4 * 3600, slices=48, history_slices=12
 )
-MIDNIGHT_MS = 1501113600000  # 2017-07-27T00:00:00Z
-
 DOCUMENTED: tuple[Case, ...] = (
     Case(
         "battery_ts_first",
@@ -488,8 +485,3 @@ def parse_start(text: str) -> int:
     """An ISO time (``2017-07-26T22:00:00Z``) or epoch ms → epoch ms."""
     value: object = int(text) if text.isdigit() else text
     return timefmt.parse_event_time(value, "--start")
-
-
-def midnight_after(ms: int) -> int:
-    day = timefmt.to_datetime(ms).date() + dt.timedelta(days=1)
-    return timefmt.date_ms(day)

@@ -400,18 +400,6 @@ def rate_span(
     return out
 
 
-def rate(
-    points: Series,
-    counter: bool = False,
-    counter_max: float | None = None,
-    reset_value: float = 0,
-    drop_resets: bool = False,
-) -> Series:
-    """The rates between consecutive points (:func:`rate_span` without the rate from time
-    zero): what a series shows on its own."""
-    return rate_span(points, counter, counter_max, reset_value, drop_resets)[1:]
-
-
 # -- across series ----------------------------------------------------------------------------
 
 
