@@ -150,7 +150,11 @@ def expected_all(module: str, used: set[str]) -> list[str]:
 
 
 def _render(names: list[str]) -> str:
-    return "__all__ = [" + ", ".join(f'"{n}"' for n in names) + "]"
+    """As ruff formats it: one line when it fits, else one name a line."""
+    line = "__all__ = [" + ", ".join(f'"{n}"' for n in names) + "]"
+    if len(line) <= 100:
+        return line
+    return "__all__ = [\n" + "".join(f'    "{n}",\n' for n in names) + "]"
 
 
 def fix() -> list[str]:

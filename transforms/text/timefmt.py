@@ -13,7 +13,40 @@ from functools import lru_cache
 from transforms.errors import InvalidEvent
 from transforms.text.events import CsvText, Num, describe, integral_text
 
-__all__ = ["DST_CHOICES", "EPOCH", "HHMM_BYTES", "MAX_EPOCH_MS", "MILLISECOND", "MIN_EPOCH_MS", "NAMED_FORMATS", "UTC", "YEAR_ONE_MS", "compact_day", "compact_millis", "compact_month", "day_bounds", "day_label", "day_ms", "has_offset", "hour_label", "iso", "iso_week_label", "make_parser", "minute_label", "month_bounds", "month_label", "parse_date", "parse_day", "parse_event_time", "parse_month", "span_warning", "strptime_problem", "time_of_day", "to_datetime", "zone"]
+__all__ = [
+    "DST_CHOICES",
+    "EPOCH",
+    "HHMM_BYTES",
+    "MAX_EPOCH_MS",
+    "MILLISECOND",
+    "MIN_EPOCH_MS",
+    "NAMED_FORMATS",
+    "UTC",
+    "YEAR_ONE_MS",
+    "compact_day",
+    "compact_millis",
+    "compact_month",
+    "day_bounds",
+    "day_label",
+    "day_ms",
+    "has_offset",
+    "hour_label",
+    "iso",
+    "iso_week_label",
+    "make_parser",
+    "minute_label",
+    "month_bounds",
+    "month_label",
+    "parse_date",
+    "parse_day",
+    "parse_event_time",
+    "parse_month",
+    "span_warning",
+    "strptime_problem",
+    "time_of_day",
+    "to_datetime",
+    "zone",
+]
 
 UTC = dt.timezone.utc
 # Epoch milliseconds of an aware datetime: ``(moment - EPOCH) // MILLISECOND`` (exact, no float).
