@@ -74,8 +74,10 @@ class Service:
                 return
             self._refreshed = time.monotonic()
         entries = reads.discover_entries(self.target, self.catalog.map_tables(), self.tenant)
+        known = set(self.catalog.metrics)
         self.catalog = Catalog(self.catalog.schemas, entries, self.tenant)
-        self.enumerations.clear()  # new entries came with new key values: enumerate again
+        if set(self.catalog.metrics) != known:  # new entries came with new key values
+            self.enumerations.clear()
 
     def reader(self) -> reads.Reader:
         return reads.Reader(

@@ -110,8 +110,9 @@ class Ingest(beam.PTransform):
         rows = built[ROWS]
         if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; no writes
             return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}
-        add_cells, set_cells = _sinks(options)
-        collapse = write_settings(options).collapse_latest
+        settings = write_settings(options)
+        add_cells, set_cells = _sinks(options, settings.flow_control)
+        collapse = settings.collapse_latest
         self._write_tables(rows, add_cells, set_cells, collapse)
         dead = [built[DEAD_LETTER]]
         out = {ROWS: rows}
@@ -169,7 +170,7 @@ class Ingest(beam.PTransform):
         return batches, rolled[TOO_LATE]
 
 
-def _sinks(options: PipelineOptions) -> tuple[Callable, Callable]:
+def _sinks(options: PipelineOptions, flow_control: bool) -> tuple[Callable, Callable]:
     """The two writers of a job's target, as ``table(s) → PTransform``: AddToCell through the
     data client, SetCell through the sink."""
     # Only a job that writes loads the writers and the Bigtable client (not `btts check`).
@@ -186,7 +187,7 @@ def _sinks(options: PipelineOptions) -> tuple[Callable, Callable]:
         target.project,
         target.instance,
         timeout_s=timeout,
-        flow_control=write_settings(options).flow_control,
+        flow_control=flow_control,
     )
     return add_cells, set_cells
 

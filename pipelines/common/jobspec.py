@@ -14,7 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import errors
 from pipelines.common.options import FileInputOptions, StreamingInputOptions
 from transforms import schema as schema_lib
-from transforms.build import builder as generic
+from transforms.build import builder as schema_builder
 from transforms.ingest.build_rows import Builder, CsvAdapter
 from transforms.rollup.core import RollupSpec, schema_rollups
 from transforms.table_model import TableDecl
@@ -84,7 +84,7 @@ def schema_job(
     writes from events), its declarations, and the hourly rollup it declares for them, if any.
     A built-in schema's tables need no ``--schema`` to create; a user's file is named in hints."""
     try:
-        builder = generic.Builder(schema, list(tables) if tables else None, tz)
+        builder = schema_builder.Builder(schema, list(tables) if tables else None, tz)
     except ValueError as err:
         raise errors.ConfigError(str(err)) from None
     rollups = schema_rollups(schema)
@@ -125,7 +125,7 @@ def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
         )
     except schema_lib.SchemaError as err:
         raise errors.ConfigError(str(err)) from None
-    builder = generic.Builder(schema, builder.tables, builder.tz)
+    builder = schema_builder.Builder(schema, builder.tables, builder.tz)
     return dataclasses.replace(job, builder=builder, csv_adapter=builder.csv_adapter)
 
 

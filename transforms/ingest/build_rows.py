@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import apache_beam as beam
@@ -39,6 +40,7 @@ DEAD_LETTER = "dead_letter"
 ROWS = "rows"
 PROGRESS_SECONDS = 10.0
 _LOG = logging.getLogger(__name__)
+_CELLS = operator.itemgetter(2)  # a row's cells: empty for a row with no value
 
 Builder = Callable[[dict], Sequence[RowMutation]]
 # (record, batch, entries) → None: appends the record's rows to the batch and their framed
@@ -160,7 +162,7 @@ class _BuildRowsFn(beam.DoFn):
         """The block's rows as they go out: rows without a cell (an event with no value for a
         table) are counted and never sent (Bigtable refuses an entry without mutations)."""
         batch = FramedRows(rows, entries) if self._framed is not None else rows
-        if rows and not all(row[2] for row in rows):
+        if rows and not all(map(_CELLS, rows)):
             kept = without_empty_rows(batch)
             self._empty.inc(len(rows) - len(kept))
             return kept
