@@ -28,7 +28,6 @@ __all__ = [
     "FileInputOptions",
     "FlagValueError",
     "StreamingInputOptions",
-    "TimeOptions",
     "bad_record_limit",
     "check_inputs_exist",
     "input_patterns",
