@@ -11,7 +11,7 @@ Modes:
                                      of this emulator as seen from Python (nothing else timed)
   core DATASET INPUT                 parse + validate + key + cells, no I/O, one core
   nightly_ours INSTANCE DATE         the nightly job for one day
-  nightly_ceiling INSTANCE DATE      the same day read (server-side filter) and written with
+  nightly_ceiling INSTANCE DATE [verify]  the same day read (server-side filter) and written with
                                      the data client directly
 """
 
@@ -312,21 +312,21 @@ def nightly_ours(instance: str, date: str, *flags: str) -> None:
     logging.disable(logging.WARNING)
     from pipelines import nightly
 
-    started = time.perf_counter()
-    result = nightly.run(
-        [
-            f"--date={date}",
-            f"--bigtable_project={PROJECT}",
-            f"--bigtable_instance={instance}",
-            *flags,
-        ]
-    )
-    seconds = time.perf_counter() - started
+    with _Clock() as clock:
+        result = nightly.run(
+            [
+                f"--date={date}",
+                f"--bigtable_project={PROJECT}",
+                f"--bigtable_instance={instance}",
+                *flags,
+            ]
+        )
     counters = result.counters
     read = counters.get("read_rows_SENSOR", 0)  # the copy's source scan, not the verification
     written = counters.get(f"rows_SENSOR_{date}", 0)
     _emit(
-        seconds=seconds,
+        seconds=clock.seconds,
+        cpu_s=clock.cpu_s,
         events=None,
         rows=written,
         cells=None,
@@ -335,7 +335,35 @@ def nightly_ours(instance: str, date: str, *flags: str) -> None:
     )
 
 
-def nightly_ceiling(instance: str, date: str) -> None:
+def nightly_ceiling(instance: str, date: str, verify: str = "") -> None:
+    """The data client doing the nightly job's work for one day, timed from the same point as
+    the job (after the imports): create the destination table (the job creates its own), read
+    the day with a server-side key filter, write it; with ``verify``, also read the copy back
+    and compare row count and checksum (the same digest as the job's). Only the DirectRunner,
+    the graph and the job's flag parsing are the job's alone."""
+    # What the copy uses, imported before the clock as the job's modules are.
+    from google.cloud.bigtable.data import BigtableDataClient  # noqa: F401
+
+    from btts import admin  # noqa: F401
+    from pipelines.nightly.rows import row_digest  # noqa: F401
+    from transforms.schema import builtin_tables  # noqa: F401
+
+    with _Clock() as clock:
+        rows = _client_copy(instance, date, f"SENSOR_CEIL{'V' if verify else ''}_{date}", verify)
+    _emit(
+        seconds=clock.seconds,
+        cpu_s=clock.cpu_s,
+        events=None,
+        rows=rows,
+        cells=None,
+        rows_read_from_server=rows,
+    )
+
+
+def _client_copy(instance: str, date: str, destination: str, verify: str) -> int:
+    """The ceiling's work (see :func:`nightly_ceiling`): the rows copied."""
+    import dataclasses
+
     from google.cloud.bigtable.data import (
         BigtableDataClient,
         ReadRowsQuery,
@@ -345,34 +373,35 @@ def nightly_ceiling(instance: str, date: str) -> None:
     )
 
     from btts import admin, config
+    from pipelines.nightly.rows import add_digests, row_digest
+    from transforms.mutations import Cell, RowMutation
     from transforms.schema import builtin_tables
 
-    destination = f"SENSOR_CEIL_{date}"
-    decl = builtin_tables.get("SENSOR")
-    import dataclasses
+    def cells_of(row) -> list:
+        return [Cell(c.family, c.qualifier, c.value, c.timestamp_micros) for c in row.cells]
 
     with admin.Admin(config.Target(PROJECT, instance)) as api:
-        api.ensure(dataclasses.replace(decl, name=destination))
-    started = time.perf_counter()
-    rows = 0
+        api.ensure(dataclasses.replace(builtin_tables.get("SENSOR"), name=destination))
+    copied, rows = [], 0
     with BigtableDataClient(project=PROJECT) as client:
         source = client.get_table(instance, "SENSOR")
         sink = client.get_table(instance, destination)
         query = ReadRowsQuery(row_filter=row_filters.RowKeyRegexFilter(f".*#{date}".encode()))
         with sink.mutations_batcher() as batcher:
             for row in source.read_rows_stream(query):
-                batcher.append(
-                    RowMutationEntry(
-                        row.row_key,
-                        [
-                            SetCell(c.family, c.qualifier, c.value, c.timestamp_micros)
-                            for c in row.cells
-                        ],
-                    )
-                )
+                cells = cells_of(row)
+                batcher.append(RowMutationEntry(row.row_key, [SetCell(*c) for c in cells]))
                 rows += 1
-    seconds = time.perf_counter() - started
-    _emit(seconds=seconds, events=None, rows=rows, cells=None, rows_read_from_server=rows)
+                if verify:
+                    copied.append(row_digest(RowMutation(destination, row.row_key, cells)))
+        if verify:
+            stored = add_digests(
+                row_digest(RowMutation(destination, row.row_key, cells_of(row)))
+                for row in sink.read_rows_stream(ReadRowsQuery())
+            )
+            if stored != add_digests(copied):
+                raise SystemExit(f"ceiling: {destination} does not hold the rows copied")
+    return rows
 
 
 def load_sensor(instance: str, meters: str, days: str) -> None:

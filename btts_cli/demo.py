@@ -42,12 +42,11 @@ from btts.query import render
 from btts.samples import checks
 from btts.samples import data as samples
 from btts.samples.data import Sizes
-from btts_cli import query_command
-from btts_cli.cliparse import Parser
+from btts_cli import demo_options, query_command
 from pipelines import common
 from transforms.scans import key_ranges
 
-__all__ = ["run"]
+__all__ = ["run_with"]
 
 _LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5
@@ -77,45 +76,6 @@ def run_job_spec(job: common.JobSpec, argv: Sequence[str]):
 
 
 # -- options ----------------------------------------------------------------------------------
-
-# The size flags: --flag → (the Sizes field it sets, its help).
-SIZE_FLAGS = {
-    "meters": ("meters", "smart meters"),
-    "meter_days": ("meter_days", "days of 15-min readings"),
-    "hosts": ("hosts", "servers"),
-    "minutes": ("metric_minutes", "minutes of server metrics at one reading per 5 s"),
-    "symbols": ("symbols", "exchange symbols (at most 8)"),
-}
-
-
-def _options(argv: Sequence[str] | None) -> argparse.Namespace:
-    defaults = Sizes()
-    parser = Parser(
-        prog="btts demo",
-        description=__doc__.split("\n\n")[0],
-        epilog="Sizes default to the issue's minimums; the demo's phases are timed.",
-    )
-    parser.add_argument(
-        "--output_dir",
-        default="demo-output",
-        help="inputs, dead letters and each job's log (default: %(default)s)",
-    )
-    for flag, (field, text) in SIZE_FLAGS.items():
-        parser.add_argument(f"--{flag}", type=int, default=getattr(defaults, field), help=text)
-    parser.add_argument(
-        "--tiny", action="store_true", help="tiny sizes (the test of the demo); overrides others"
-    )
-    opts = parser.parse_args(argv)
-    if opts.tiny:
-        opts.sizes = Sizes.tiny()
-    else:
-        if opts.meter_days < 2:
-            parser.error("--meter_days must be at least 2 (the nightly job copies a past day)")
-        if not 1 <= opts.symbols <= len(samples.SYMBOLS):
-            parser.error(f"--symbols must be 1..{len(samples.SYMBOLS)}")
-        opts.sizes = Sizes(**{field: getattr(opts, f) for f, (field, _) in SIZE_FLAGS.items()})
-    return opts
-
 
 # -- phase 1: sample data ---------------------------------------------------------------------
 
@@ -354,7 +314,11 @@ def print_summary(
 
 def run(argv: Sequence[str] | None = None) -> None:
     """The demo; any failure raises SystemExit with a message (a non-zero exit code)."""
-    opts = _options(argv)
+    run_with(demo_options.options(argv))
+
+
+def run_with(opts: argparse.Namespace) -> None:
+    """The demo for parsed options (``btts demo`` parses them before importing this module)."""
     with contextlib.suppress(AttributeError, ValueError):
         sys.stdout.reconfigure(line_buffering=True)  # progress in order, even through a pipe
     # Show the jobs' progress lines, not their table-creation chatter.

@@ -16,7 +16,7 @@ from pathlib import Path
 from btts import __version__, config, emulator, errors
 from btts.lazy import lazy_module
 from btts_cli.cliparse import Commands, Parser
-from pipelines import job_modules
+from pipelines import flags, job_modules
 from transforms import limits
 
 __all__ = ["main"]  # fmt: skip
@@ -110,6 +110,10 @@ def _run_job(args: argparse.Namespace) -> int:
     """``btts ingest|check JOB …`` and ``btts nightly …``: the job module's ``run``; ``check``
     is ``ingest`` with ``--validate_only``."""
     argv = _instance_flag(args.args)
+    if flags.wants_help(argv):  # the job's flags, from pipelines.flags: no Beam imported
+        prog = "btts nightly" if args.job == "nightly" else f"btts {args.command} {args.job}"
+        flags.print_help(args.job, argv, prog)
+        raise SystemExit(0)  # as argparse's --help
     if args.command == "check":
         argv.append("--validate_only")
     job = "--schema FILE" if args.job == "generic" else args.job
@@ -167,9 +171,12 @@ def _schema_query(parser: argparse.ArgumentParser, args: list[str]) -> dict | No
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from btts_cli import demo_options
+
+    opts = demo_options.options(args.args)  # --help and bad flags: before the demo's imports
     from btts_cli import demo
 
-    demo.run(args.args)
+    demo.run_with(opts)
     return 0
 
 

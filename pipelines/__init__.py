@@ -11,7 +11,7 @@ import pkgutil
 
 __all__ = ["job_modules", "load"]
 
-_NOT_JOBS = {"common", "nightly"}
+_NOT_JOBS = {"common", "flags", "nightly"}
 
 
 def job_modules() -> dict[str, str]:

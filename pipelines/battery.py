@@ -21,24 +21,13 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
 from pipelines import common
-from transforms import schema as schema_lib
+from pipelines.flags import battery as job_flags
 
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 NAME = "battery"
-SCHEMA = schema_lib.builtin(NAME)
-# --battery_layout → table
-LAYOUTS = {
-    "promoted": "BATTERY",
-    "salted": "BATTERY_SALTED",
-    "timestamp_first": "BATTERY_TS_FIRST",
-}
-
-
-def salt_count(table: str) -> int | None:
-    """The bucket count a table's declaration fixes for its salt segment (None: not salted)."""
-    segments = SCHEMA.table(table).decl.key.segments
-    return next((s.width for s in segments if s.kind == "salt"), None)
+LAYOUTS, salt_count = job_flags.LAYOUTS, job_flags.salt_count  # --battery_layout → table
+SCHEMA = job_flags.schema()
 
 
 def salted_tables() -> dict[int, str]:
@@ -59,31 +48,17 @@ JOB = common.builtin_job(NAME, __doc__, tables=(LAYOUTS["promoted"],))
 
 
 class BatteryLayoutOptions(PipelineOptions):
-    """The battery job's own flags (names prefixed: Beam registers each flag once)."""
+    """The battery job's layout: :func:`pipelines.flags.battery.layout`."""
+
+    FLAGS = staticmethod(job_flags.layout)
 
     @classmethod
     def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("Battery layout")
-        group.add_argument(
-            "--battery_layout",
-            default="promoted",
-            choices=tuple(LAYOUTS),
-            help="promoted (default): user before the time, table BATTERY; salted: a stable "
-            "salt before the time, table BATTERY_SALTED; timestamp_first: the hotspotting "
-            "anti-pattern, table BATTERY_TS_FIRST (for demonstrations only).",
-        )
-        group.add_argument(
-            "--salt_buckets",
-            type=int,
-            help="Salt bucket count of --battery_layout=salted. It must equal the count the "
-            f"salted table declares ({SALT_BUCKETS} for BATTERY_SALTED, the default): changing "
-            "it after data exists loses rows from reads, so another count needs another "
-            "declared table.",
-        )
+        job_flags.layout(parser)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, BatteryLayoutOptions)
+OPTION_CLASSES = common.option_classes(NAME, BatteryLayoutOptions)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

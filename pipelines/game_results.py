@@ -18,7 +18,7 @@ JOB = common.builtin_job("game_results", __doc__)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions)
+OPTION_CLASSES = common.option_classes("game_results")
 
 
 ENTRY = common.IngestEntry(JOB.name, __doc__, OPTION_CLASSES, JOB)

@@ -16,39 +16,27 @@ import argparse
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
+from pipelines.flags import garden as job_flags
 
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
-DEFAULT_LAYOUT = "tall"
-
-# --garden_layout → the tables it writes.
-LAYOUTS = {
-    "tall": ("GARDEN_DAILY",),
-    "month": ("GARDEN_MONTHLY",),
-    "both": ("GARDEN_DAILY", "GARDEN_MONTHLY"),
-}
+DEFAULT_LAYOUT, LAYOUTS = job_flags.DEFAULT_LAYOUT, job_flags.LAYOUTS  # --garden_layout → tables
 # The job with its default flags (tall layout); job_for picks the tables of --garden_layout.
 JOB = common.builtin_job("garden", __doc__, tables=LAYOUTS[DEFAULT_LAYOUT])
 
 
 class GardenLayoutOptions(PipelineOptions):
-    """Which table(s) the garden job writes."""
+    """Which table(s) the garden job writes: :func:`pipelines.flags.garden.layout`."""
+
+    FLAGS = staticmethod(job_flags.layout)
 
     @classmethod
     def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("Garden")
-        group.add_argument(
-            "--garden_layout",
-            default=DEFAULT_LAYOUT,
-            choices=sorted(LAYOUTS),
-            help="tall: one row per garden per day (GARDEN_DAILY); month: one row per garden per "
-            "month, one column per day (GARDEN_MONTHLY); both: write both tables. "
-            f"Default: {DEFAULT_LAYOUT}.",
-        )
+        job_flags.layout(parser)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, GardenLayoutOptions)
+OPTION_CLASSES = common.option_classes("garden", GardenLayoutOptions)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import config, errors
 from pipelines import common
+from pipelines.flags import generic as job_flags
 
 __all__ = ["OPTION_CLASSES", "build", "run"]
 
@@ -27,38 +28,17 @@ NAME = "generic"
 
 
 class GenericOptions(PipelineOptions):
-    """Which schema file describes the events and their tables."""
+    """The schema file of the events and their tables: :func:`pipelines.flags.generic.schema`."""
+
+    FLAGS = staticmethod(job_flags.schema)
 
     @classmethod
     def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("Schema")
-        group.add_argument(
-            "--schema",
-            help="The schema file (YAML or JSON; a local path or gs://) declaring the events "
-            "and the tables they land in. Required. Read and validated at launch.",
-        )
-        group.add_argument(
-            "--schema_table",
-            action="append",
-            help="Write only this table of the schema (repeatable). Default: every table the "
-            "schema writes from events.",
-        )
-        group.add_argument(
-            "--proto_module",
-            action="append",
-            help="A Python module the schema's protobuf messages may come from, besides the "
-            "project's protos package (repeatable). A schema file cannot name one itself.",
-        )
+        job_flags.schema(parser)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (
-    GenericOptions,
-    common.FileInputOptions,
-    common.StreamingInputOptions,
-    common.BigtableOptions,
-    common.TimeOptions,
-)
+OPTION_CLASSES = common.option_classes(NAME, GenericOptions)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

@@ -18,7 +18,7 @@ JOB = common.builtin_job("market_data", __doc__)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
+OPTION_CLASSES = common.option_classes("market_data")
 
 
 ENTRY = common.IngestEntry(JOB.name, __doc__, OPTION_CLASSES, JOB)

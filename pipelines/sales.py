@@ -36,6 +36,7 @@ from google.cloud.bigtable.data.row_filters import RowFilterChain
 
 from btts import config, errors
 from pipelines import common
+from pipelines.flags import sales as job_flags
 from transforms.bigtable.filters import KEYS_ONLY, key_suffix_filter
 from transforms.errors import InvalidEvent
 
@@ -50,27 +51,17 @@ JOB = common.builtin_job(NAME, __doc__)
 
 
 class ReplaceOptions(PipelineOptions):
-    """Re-running months safely (AddToCell is not idempotent)."""
+    """Re-running months safely: :func:`pipelines.flags.sales.replace`."""
+
+    FLAGS = staticmethod(job_flags.replace)
 
     @classmethod
     def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("Re-runs")
-        group.add_argument(
-            "--replace_months",
-            help="Comma-separated months YYYYMM (in --timezone) that this input rebuilds: their "
-            "SALES_MONTHLY rows (every employee) are deleted before anything is written, and "
-            "sales of other months go to the dead letters. Makes a re-run (after a failure or "
-            "a retried bundle) exact.",
-        )
+        job_flags.replace(parser)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (
-    common.FileInputOptions,
-    common.BigtableOptions,
-    common.TimeOptions,
-    ReplaceOptions,
-)
+OPTION_CLASSES = common.option_classes(NAME, ReplaceOptions)
 
 
 TABLE = "SALES_MONTHLY"

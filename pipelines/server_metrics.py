@@ -19,7 +19,7 @@ JOB = common.builtin_job("server_metrics", __doc__)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (common.FileInputOptions, common.StreamingInputOptions, common.BigtableOptions)
+OPTION_CLASSES = common.option_classes("server_metrics")
 
 
 ENTRY = common.IngestEntry(JOB.name, __doc__, OPTION_CLASSES, JOB)

@@ -22,12 +22,7 @@ JOB = common.builtin_job("smart_meters", __doc__)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (
-    common.FileInputOptions,
-    common.StreamingInputOptions,
-    common.BigtableOptions,
-    common.TimeOptions,
-)
+OPTION_CLASSES = common.option_classes("smart_meters")
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

@@ -21,39 +21,26 @@ import argparse
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
+from pipelines.flags import weather_balloons as job_flags
 
 __all__ = ["OPTION_CLASSES", "build", "run"]
 
 NAME = "weather_balloons"
-# --balloon_pattern → the table of that column pattern (the same events land in any of them).
-PATTERNS = {
-    "TS-COLS": "BALLOON_TS_COLS",
-    "TS-BLOB": "BALLOON_TS_BLOB",
-    "TB-CELL": "BALLOON_TB_CELL",
-    "TB-COL": "BALLOON_TB_COL",
-}
+PATTERNS = job_flags.PATTERNS  # --balloon_pattern → the table of that column pattern
 
 
 class BalloonPatternOptions(PipelineOptions):
-    """The balloon job's own flag (prefixed: Beam registers each flag once across all jobs)."""
+    """The balloon job's column pattern: :func:`pipelines.flags.weather_balloons.pattern`."""
+
+    FLAGS = staticmethod(job_flags.pattern)
 
     @classmethod
     def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("Weather-balloon column pattern")
-        group.add_argument(
-            "--balloon_pattern",
-            default="TS-COLS",
-            choices=tuple(PATTERNS),
-            help="TS-COLS (default): one row per balloon and minute, a column per measurement "
-            "(table BALLOON_TS_COLS); TS-BLOB: the same rows, the event as one protobuf cell "
-            "(BALLOON_TS_BLOB); TB-CELL: one row per balloon and ISO week, a new cell per event "
-            "in each measurement column (BALLOON_TB_CELL); TB-COL: one row per balloon, metric "
-            "and ISO week, a new column per event named by its value (BALLOON_TB_COL).",
-        )
+        job_flags.pattern(parser)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (common.FileInputOptions, common.BigtableOptions, BalloonPatternOptions)
+OPTION_CLASSES = common.option_classes(NAME, BalloonPatternOptions)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:

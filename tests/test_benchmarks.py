@@ -77,6 +77,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
             "ours": {"rows_per_s": 600.0},
             "ceiling": {"rows_per_s": 700.0},
             "ours_copy_only": {"rows_per_s": 900.0},
+            "ceiling_copy_only": {"rows_per_s": 700.0},
             "ours_vs_ceiling": 0.86,
             "copy_only_vs_ceiling": 1.29,
             "rows_read_from_server": 2000,
@@ -92,6 +93,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
     ]  # fmt: skip
     assert "10x events -> 9.50x time, 1.10x peak RSS (1,000,000 events: 251 MB)" in text
     assert "rows read from the server 2,000 for a day of 2,000" in text
+    assert "copy without verification 900 rows/s against 700, 1.29" in text
     assert "quick run" in text
     assert "quick run" not in run.table({**report, "quick": False})
 
@@ -166,17 +168,18 @@ def test_the_startup_section_pairs_each_command_with_its_floor():
     median = {
         "python": 0.05, "import_data_client": 0.8, "read_floor": 1.0, "cbt_read": 2.0,
         "query": 1.2, "check": 1.9, "ingest": 2.4, "help": 0.1, "help query": 0.2,
-        "help nightly": 2.5, "help demo": 2.6,
+        "help nightly": 0.12, "help demo": 0.11, "help ingest sales": 0.15,
     }  # fmt: skip
     section = {
         "repeats": 7, "answer_rows": 100, "median_s": median, "worst_help": "help query",
         "help_vs_python": 4.0, "query_vs_floor": 1.2, "check_vs_floor": 1.9,
-        "job_help_vs_python": {"nightly": 50.0, "demo": 52.0},
+        "worst_job_help": "help ingest sales", "job_help_vs_python": 3.0,
     }  # fmt: skip
     text = run.table({"quick": False, "datasets": {}, "startup": section})
     assert "startup (medians of 7): python 0.050s" in text
     assert "cbt read 2.00s" in text
     assert "worst `help query` 0.200s = 4.0x python; query 1.20s = 1.20x floor" in text
+    assert "a job's flags: worst `help ingest sales` 0.150s = 3.0x python" in text
     assert f"machine: {run.MACHINE['cpu_model']}, {run.MACHINE['cpu_count']} cores" in text
 
 

@@ -8,6 +8,7 @@ Each case runs ``btts`` in a fresh interpreter and reports which heavy packages 
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import subprocess
@@ -20,6 +21,8 @@ from btts import config
 from btts.lazy import lazy_module
 from btts.samples import data as samples
 from btts_cli import main as cli
+from pipelines import flags, job_modules
+from pipelines.common import options
 from tests.helpers import run_job, write_lines
 
 BEAM = "apache_beam"
@@ -39,8 +42,7 @@ _PROBE = (
     "print('\\nLOADED ' + json.dumps({'code': code, 'heavy': heavy}))\n"
 )
 
-# Commands whose --help is btts's own; `nightly` and `demo` hand --help to the job, whose
-# flags are Beam's option classes.
+# Commands whose --help is btts's own.
 LIGHT_HELP = [
     [],
     ["tables"], ["tables", "create"], ["tables", "list"], ["tables", "show"],
@@ -61,11 +63,43 @@ def loaded(argv: list[str]) -> dict:
     return json.loads(line)
 
 
+# Commands that hand --help to a job: its flags come from pipelines.flags, never from Beam's
+# option classes (an ingest job's help reads its built-in schema for the input section: yaml).
+JOB_HELP = [
+    *(["ingest", job] for job in sorted(job_modules())),
+    ["check", "server_metrics"], ["nightly"], ["demo"],
+]  # fmt: skip
+
+
 @pytest.mark.parametrize("words", LIGHT_HELP, ids=lambda w: " ".join(w) or "btts")
 def test_help_imports_nothing_heavy(words):
     got = loaded([*words, "--help"])
     assert got["code"] == 0
     assert got["heavy"] == [], f"btts {' '.join(words)} --help loaded {got['heavy']}"
+
+
+@pytest.mark.parametrize("words", JOB_HELP, ids=" ".join)
+def test_a_jobs_help_imports_neither_beam_nor_a_client(words):
+    got = loaded([*words, "--help"])
+    assert got["code"] == 0
+    assert [m for m in got["heavy"] if m != "yaml"] == [], f"btts {' '.join(words)} --help"
+
+
+@pytest.mark.parametrize("job", [*sorted(job_modules()), "nightly"])
+def test_a_jobs_help_is_what_its_run_parses(job):
+    """The help built without Beam (pipelines.flags) says what the job's option classes parse:
+    the same description, flags, help texts and defaults, in the same order."""
+    module = importlib.import_module(f"pipelines.{job}")
+    assert flags.description(job) == module.__doc__
+    fast = flags.help_parser("p", flags.description(job), flags.GROUPS[job], "INPUT")
+    beam = options.option_classes_help("p", module.__doc__, module.OPTION_CLASSES, "INPUT")
+    assert fast.format_help() == beam.format_help()
+    assert _declared(fast) == _declared(beam)
+
+
+def _declared(parser) -> list[dict]:
+    """Every argument as declared (name, type, default, choices, help…), not where it lives."""
+    return [{k: v for k, v in vars(a).items() if k != "container"} for a in parser._actions]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ LAYERS = [
     ["btts.query"],
     ["btts.advisor", "btts.tsdb", "btts.samples"],
     ["btts.draft"],  # btts init: a schema drafted from a sample, checked by the advisor
+    ["pipelines.flags"],  # every job's flags, without Beam (a job's --help)
     ["pipelines.common"],
     ["pipelines.jobs"],  # one module per job
     ["pipelines.nightly"],
@@ -68,7 +69,9 @@ def unit(module: str) -> str | None:
     if module in PACKAGES:
         return None
     if parts[0] == "pipelines":
-        return ".".join(parts[:2]) if parts[1] in ("common", "nightly") else "pipelines.jobs"
+        return (
+            ".".join(parts[:2]) if parts[1] in ("common", "flags", "nightly") else "pipelines.jobs"
+        )
     if parts[0] in ("transforms", "btts"):
         return ".".join(parts[:2])
     return parts[0]

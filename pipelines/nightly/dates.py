@@ -9,12 +9,11 @@ import re
 from collections.abc import Iterable
 
 from btts import errors
+from pipelines.flags.nightly import MAX_DATES, SINGLE_TABLE_SUFFIX
 from transforms.text import timefmt
 
 __all__ = [
     "DAY",
-    "MAX_DATES",
-    "SINGLE_TABLE_SUFFIX",
     "as_day",
     "daily_table",
     "day_label",
@@ -26,9 +25,6 @@ __all__ = [
     "today",
 ]
 
-# One run covers at most this many days (the day filter is one regex, at most 16 KiB).
-MAX_DATES = 366
-SINGLE_TABLE_SUFFIX = "DAILY"
 DAY = re.compile(r"[0-9]{8}")
 _LOG = logging.getLogger(__name__)
 

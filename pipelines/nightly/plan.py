@@ -11,10 +11,9 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import config, errors
 from pipelines import common
+from pipelines.flags import nightly as job_flags
 from pipelines.nightly import dates
 from pipelines.nightly.dates import (
-    MAX_DATES,
-    SINGLE_TABLE_SUFFIX,
     daily_table,
     day_label,
     parse_day,
@@ -27,72 +26,21 @@ from transforms.table_model import TableDecl
 
 __all__ = ["OPTION_CLASSES", "Plan", "make_plan"]
 
-LAYOUTS = ("per_day_table", "single_table")
-
-
-def _flag(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("true", "yes", "1", "on"):
-        return True
-    if value in ("false", "no", "0", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+LAYOUTS = job_flags.LAYOUTS
 
 
 class NightlyOptions(PipelineOptions):
-    """The nightly job's own flags (unique names across all jobs: Beam parses them together)."""
+    """The nightly job's own flags: :func:`pipelines.flags.nightly.nightly`."""
+
+    FLAGS = staticmethod(job_flags.nightly)
 
     @classmethod
     def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        group = parser.add_argument_group("Nightly copy")
-        group.add_argument(
-            "--date",
-            help="Day to copy, YYYYMMDD. Default: yesterday in --timezone.",
-        )
-        group.add_argument(
-            "--dates",
-            help="Days to copy for a backfill, START..END (YYYYMMDD..YYYYMMDD, inclusive), read "
-            f"in one scan of the source; at most {MAX_DATES} days. Not with --date.",
-        )
-        group.add_argument(
-            "--keep_days",
-            type=int,
-            help="Retention: keep the daily tables of the N days ending with the run date and "
-            "drop older <source>_YYYYMMDD tables (single_table layout: older day prefixes). "
-            "Default: drop nothing.",
-        )
-        group.add_argument(
-            "--layout",
-            default="per_day_table",
-            choices=LAYOUTS,
-            help="per_day_table (default): one table <source>_YYYYMMDD per day. single_table: "
-            f"one table <source>_{SINGLE_TABLE_SUFFIX} keyed YYYYMMDD#METER.",
-        )
-        group.add_argument(
-            "--source_table",
-            default="SENSOR",
-            help="Declared table to copy from; its keys must end with #YYYYMMDD. Default: SENSOR.",
-        )
-        group.add_argument(
-            "--verify",
-            type=_flag,
-            nargs="?",
-            const=True,
-            default=True,
-            help="After the copy, compare row count and content checksum of source and "
-            "destination per day and fail on any difference (default; --verify=false or "
-            "--no_verify to skip).",
-        )
-        group.add_argument(
-            "--no_verify",
-            dest="verify",
-            action="store_false",
-            help="Skip the verification.",
-        )
+        job_flags.nightly(parser)
 
 
 # What run() parses and --help shows.
-OPTION_CLASSES = (NightlyOptions, common.BigtableOptions, common.TimeOptions)
+OPTION_CLASSES = common.option_classes("nightly", NightlyOptions)
 
 
 @dataclasses.dataclass(frozen=True)

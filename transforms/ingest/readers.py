@@ -41,11 +41,11 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.ingest import json_array
+from transforms.ingest.formats import INPUT_FORMATS
 from transforms.text import events
 
-__all__ = ["INPUT_FORMATS", "Block", "ReadRecords", "columnar_record", "line_at"]
+__all__ = ["Block", "ReadRecords", "columnar_record", "line_at"]
 
-FORMATS = ("jsonl", "json_array", "csv", "parquet", "avro")
 # Records per block: the per-element cost of the runner is paid per block, but a block's rows
 # are what Beam samples to size its elements and what stays in cache while it is written;
 # measured on the benchmark's jobs (300,000 events, issue 36), 256 costs 4-9% less CPU than 1024
@@ -479,7 +479,6 @@ def _record_block(pair: tuple[str, dict]) -> Block:
 
 # -- the transform -----------------------------------------------------------------------------
 
-INPUT_FORMATS = ("auto", *FORMATS, "json")  # json: JSON lines (its first name)
 COLUMNAR = ("parquet", "avro")
 
 

@@ -1,0 +1,29 @@
+"""The generic job's own flags: which schema file describes the events and their tables."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["schema"]
+
+
+def schema(parser: argparse.ArgumentParser) -> None:
+    """--schema, --schema_table, --proto_module."""
+    group = parser.add_argument_group("Schema")
+    group.add_argument(
+        "--schema",
+        help="The schema file (YAML or JSON; a local path or gs://) declaring the events "
+        "and the tables they land in. Required. Read and validated at launch.",
+    )
+    group.add_argument(
+        "--schema_table",
+        action="append",
+        help="Write only this table of the schema (repeatable). Default: every table the "
+        "schema writes from events.",
+    )
+    group.add_argument(
+        "--proto_module",
+        action="append",
+        help="A Python module the schema's protobuf messages may come from, besides the "
+        "project's protos package (repeatable). A schema file cannot name one itself.",
+    )
