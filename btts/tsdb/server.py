@@ -354,13 +354,18 @@ class Server:
             backlog=1024,
         )
         await self._stop.wait()
+        self._stop_accepting()
+        await self._drained(GRACE_S)
+
+    def _stop_accepting(self) -> None:
         self.stopping = True
         self._listener.close()  # no new connection; the idle ones close now
         for conn in list(self._open):
             conn.idle_close()
 
     def serve_forever(self) -> None:
-        """Serve until :meth:`shutdown` (or Ctrl-C, raised as KeyboardInterrupt)."""
+        """Serve until :meth:`shutdown`, then let the requests under way finish (at most
+        :data:`GRACE_S`); Ctrl-C raises KeyboardInterrupt at once."""
         self.loop.run_until_complete(self._serve())
 
     def shutdown(self) -> None:
@@ -374,13 +379,12 @@ class Server:
         return self._in_flight <= 0
 
     def drain(self, grace_s: float = GRACE_S) -> bool:
-        """Let the requests under way finish (after ``serve_forever`` returned); False if some
-        outlived ``grace_s``."""
+        """Let the requests still under way finish (after ``serve_forever`` returned or was
+        interrupted); False if some outlived ``grace_s``."""
         if self._listener is not None and not self.stopping:
-            self.stopping = True
-            self._listener.close()
-            for conn in list(self._open):
-                conn.idle_close()
+            self._stop_accepting()
+        if self._in_flight <= 0:
+            return True
         return self.loop.run_until_complete(self._drained(grace_s))
 
     def server_close(self) -> None:
