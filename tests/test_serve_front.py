@@ -18,6 +18,7 @@ import time
 import pytest
 
 from btts.tsdb import http_io, server
+from btts.tsdb.access import Access
 from btts.tsdb.request import BadRequest
 
 
@@ -181,3 +182,21 @@ def test_a_head_parses_its_headers_and_keep_alive():
     assert (head.method, head.target, head.version) == ("GET", "/a?b=1", "HTTP/1.0")
     assert head.keep_alive and head.headers.get("x-a") == "b"
     assert not http_io.parse_head(b"GET / HTTP/1.1\r\nConnection: close").keep_alive
+
+
+def test_thousands_of_refusals_sent_together_are_all_answered():
+    srv = server.make_server(SlowService(), "127.0.0.1", 0, Access(tokens=(b"secret",)), workers=1)
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with connect(srv) as sock:
+            sock.sendall(b"\r\n" + b"GET /api/version HTTP/1.1\r\n\r\n" * 3000)
+            sock.sendall(b"GET /api/version HTTP/1.1\r\nAuthorization: Bearer secret\r\n")
+            sock.sendall(b"Connection: close\r\n\r\n")
+            reply = read_all(sock)
+        statuses = re.findall(rb"HTTP/1\.1 (\d{3}) ", reply)
+        assert statuses == [b"401"] * 3000 + [b"200"]
+    finally:
+        srv.shutdown()
+        thread.join(10)
+        srv.server_close()

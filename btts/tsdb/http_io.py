@@ -90,7 +90,7 @@ def _headers(lines: list[bytes]) -> Headers:
 def parse_head(raw: bytes) -> Head:
     """The request line and headers of ``raw`` (the head without its blank line), under the
     standard library's rules and limits: 400, 414, 431, 501 or 505 otherwise."""
-    lines = raw.split(b"\n")
+    lines = raw.lstrip(b"\r\n").split(b"\n")  # empty lines before a request are ignored
     lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
     if len(lines[0]) > MAX_LINE:
         raise BadRequest("Request-URI Too Long", 414)

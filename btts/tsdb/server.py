@@ -257,10 +257,15 @@ class Connection(asyncio.Protocol):
             self._idle()
 
     def _idle(self) -> None:
-        """Wait for the next request (or take it from the bytes already here)."""
+        """Wait for the next request (or take it from the bytes already here, on the loop's
+        next turn: a long run of requests sent together is no deeper a stack than one)."""
         self._arm(IDLE_S + HEADER_S)
         self._tx.resume_reading()
         if self._buffer:
+            self._server.loop.call_soon(self._pipelined)
+
+    def _pipelined(self) -> None:
+        if self._tx is not None and not self._busy and self._head is None and self._body is None:
             self._next_head()
 
     # -- the deadline of the current phase ----------------------------------------------------
