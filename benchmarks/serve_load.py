@@ -236,6 +236,7 @@ def _run(args: argparse.Namespace) -> int:
             report["single"] = single_ratios(url, client, target, args.hosts)
             report["rounds"] = {}
             for n in args.client_counts:
+                load = round(os.getloadavg()[0], 1)  # the machine may be shared: say how busy
                 served = load_round(poster(url), items, n, args.seconds)
                 ceiling = load_round(reader(client, target), items, n, args.seconds)
                 ratio = served.get("requests_per_s", 0) / max(ceiling["requests_per_s"], 1e-9)
@@ -244,6 +245,8 @@ def _run(args: argparse.Namespace) -> int:
                     "data_client": ceiling,
                     "ratio": round(ratio, 2),
                     "server_rss_kib": serve_probes.rss_kib(proc.pid),
+                    "server_threads": serve_probes.threads(proc.pid),
+                    "load_average": load,
                 }
             if args.probes:
                 report["probes"] = serve_probes.run_all(url, proc.pid, args.hosts)
