@@ -2,13 +2,15 @@
 client doing the same reads with the same concurrency.
 
     python -m benchmarks.serve_load [--hosts 20] [--clients 8,32,128] [--seconds 5] [--probes]
+        [--slices 2]
 
 Starts a Bigtable emulator (unless BIGTABLE_EMULATOR_HOST is set), lands an hour of server
 metrics with the real job, starts ``btts serve`` in a subprocess, then for each client count
 runs a Grafana-shaped mix against it (keep-alive connections, as Grafana's) and the data
-client's ``read_rows`` of the same rows; reports requests/s, p50, p99 and the ratios, one
-host's raw points and ``hostname=*`` against one multi-range read, and (``--probes``) the
-hostile probes of :mod:`benchmarks.serve_probes`. Writes benchmarks/results/serve_load.json.
+client's ``read_rows`` of the same rows, in turns (so a shared machine's load weighs on both);
+reports requests/s, p50, p99 and the ratios, one host's raw points and ``hostname=*`` against
+one multi-range read, and (``--probes``) the hostile probes of :mod:`benchmarks.serve_probes`.
+Writes benchmarks/results/serve_load.json.
 """
 
 from __future__ import annotations
@@ -91,9 +93,9 @@ def stats(latencies: Sequence[float], errors: int, elapsed: float) -> dict:
     }
 
 
-def load_round(make: Callable[[], Callable], items: list, clients: int, seconds: float) -> dict:
+def _run_clients(make: Callable[[], Callable], items: list, clients: int, seconds: float):
     """``clients`` threads, each with its own ``make()`` (a connection), calling it on random
-    items for ``seconds``."""
+    items for ``seconds``: (latencies, errors, elapsed seconds)."""
     latencies: list[float] = []
     errors = [0]
     lock = threading.Lock()
@@ -119,7 +121,26 @@ def load_round(make: Callable[[], Callable], items: list, clients: int, seconds:
         t.start()
     for t in threads:
         t.join()
-    return stats(latencies, errors[0], time.monotonic() - began)
+    return latencies, errors[0], time.monotonic() - began
+
+
+def load_round(make: Callable[[], Callable], items: list, clients: int, seconds: float) -> dict:
+    """Requests/s, p50 and p99 of ``clients`` concurrent clients for ``seconds``."""
+    return stats(*_run_clients(make, items, clients, seconds))
+
+
+def paired_rounds(
+    makers: Sequence[Callable[[], Callable]], items: list, clients: int, seconds: float, slices: int
+) -> list[dict]:
+    """:func:`load_round` of each maker for ``seconds`` in all, taken in ``slices`` turns
+    (A B B A A B …), so that a shared machine's changing load weighs on each alike."""
+    runs = [([], 0, 0.0) for _ in makers]
+    for turn in range(slices):
+        order = range(len(makers)) if turn % 2 == 0 else reversed(range(len(makers)))
+        for i in order:
+            lat, err, took = _run_clients(makers[i], items, clients, seconds / slices)
+            runs[i] = (runs[i][0] + lat, runs[i][1] + err, runs[i][2] + took)
+    return [stats(*run) for run in runs]
 
 
 def poster(url: str) -> Callable[[], Callable]:
@@ -207,6 +228,12 @@ def main(argv: list[str] | None = None) -> int:
         "--clients", default="8,32,128", help="concurrent clients per round (default 8,32,128)"
     )
     parser.add_argument("--seconds", type=float, default=5.0, help="seconds per round (default 5)")
+    parser.add_argument(
+        "--slices",
+        type=int,
+        default=2,
+        help="turns btts and the data client take within a round (default 2: A B B A)",
+    )
     parser.add_argument("--probes", action="store_true", help="also run the hostile probes")
     args = parser.parse_args(argv)
     try:
@@ -236,14 +263,18 @@ def _run(args: argparse.Namespace) -> int:
             report["single"] = single_ratios(url, client, target, args.hosts)
             report["rounds"] = {}
             for n in args.client_counts:
-                served = load_round(poster(url), items, n, args.seconds)
-                ceiling = load_round(reader(client, target), items, n, args.seconds)
+                load = round(os.getloadavg()[0], 1)  # the machine may be shared: say how busy
+                served, ceiling = paired_rounds(
+                    [poster(url), reader(client, target)], items, n, args.seconds, args.slices
+                )
                 ratio = served.get("requests_per_s", 0) / max(ceiling["requests_per_s"], 1e-9)
                 report["rounds"][n] = {
                     "btts": served,
                     "data_client": ceiling,
                     "ratio": round(ratio, 2),
                     "server_rss_kib": serve_probes.rss_kib(proc.pid),
+                    "server_threads": serve_probes.threads(proc.pid),
+                    "load_average": load,
                 }
             if args.probes:
                 report["probes"] = serve_probes.run_all(url, proc.pid, args.hosts)

@@ -1,6 +1,7 @@
 """Hostile probes of a running ``btts serve`` (called by :mod:`benchmarks.serve_load`): what a
 regular expression, a 999-value fan-out, an over-budget downsample and 1,000 slow connections
-cost the server, in CPU seconds and resident memory read from /proc."""
+cost the server, in CPU seconds and resident memory read from /proc (the slow connections:
+headers a byte at a time and bodies trickling, memory before, while held and after)."""
 
 from __future__ import annotations
 
@@ -103,35 +104,50 @@ def normal_p50(url: str, n: int = 20) -> float:
     return statistics.median(post(url, doc)[1] for _ in range(n))
 
 
-def probe_slowloris(url: str, pid: int, connections: int = 1000, hold_s: float = 6.0) -> dict:
-    """``connections`` sockets sending their headers a byte at a time while a normal client
-    asks; the normal p50 and the server's memory and threads before, during, after."""
+def _slow_sockets(url: str, connections: int, bodies: int) -> list[socket.socket]:
+    """``connections`` sockets part-way through a request: the last ``bodies`` of them have
+    sent a POST's headers and will trickle its body, the others are still in their headers."""
     parts = urlsplit(url)
-    before_ms, rss0, threads0 = 1000 * normal_p50(url), rss_kib(pid), threads(pid)
     socks = []
-    for _ in range(connections):
+    for i in range(connections):
         s = socket.create_connection((parts.hostname, parts.port))
         s.setblocking(False)
-        s.send(b"GET /api/version HTTP/1.1\r\nX-Slow: ")
+        if i < connections - bodies:
+            s.send(b"GET /api/version HTTP/1.1\r\nX-Slow: ")
+        else:
+            s.send(b"POST /api/query HTTP/1.1\r\nContent-Length: 100000\r\n\r\n{")
         socks.append(s)
+    return socks
+
+
+def probe_slowloris(
+    url: str, pid: int, connections: int = 1000, bodies: int = 200, hold_s: float = 6.0
+) -> dict:
+    """``connections`` sockets sending their headers (or, ``bodies`` of them, a body) a byte
+    at a time while a normal client asks; the normal p50, and the server's memory (the most
+    while they are held) and threads before, while held, and 2 s after they close."""
+    before_ms, rss0, threads0 = 1000 * normal_p50(url), rss_kib(pid), threads(pid)
+    socks = _slow_sockets(url, connections, bodies)
     time.sleep(1.0)
     end = time.monotonic() + hold_s
-    during = []
+    during, rss_held, threads_held = [], rss_kib(pid), threads(pid)
     while time.monotonic() < end:
-        for s in socks:
+        for i, s in enumerate(socks):
             with contextlib.suppress(OSError):
-                s.send(b"a")
+                s.send(b"a" if i < connections - bodies else b" ")
         during.append(1000 * normal_p50(url, 5))
-    rss_during, threads_during = rss_kib(pid), threads(pid)
+        rss_held, threads_held = max(rss_held, rss_kib(pid)), max(threads_held, threads(pid))
     for s in socks:
         s.close()
     time.sleep(2.0)
     return {
         "connections": connections,
+        "trickling_bodies": bodies,
         "normal_p50_ms_before": round(before_ms, 1),
         "normal_p50_ms_during": round(statistics.median(during), 1),
-        "rss_mib": [round(v / 1024, 1) for v in (rss0, rss_during, rss_kib(pid))],
-        "threads": [threads0, threads_during, threads(pid)],
+        "p50_ratio": round(statistics.median(during) / before_ms, 2),
+        "rss_mib_before_held_after": [round(v / 1024, 1) for v in (rss0, rss_held, rss_kib(pid))],
+        "threads_before_held_after": [threads0, threads_held, threads(pid)],
     }
 
 

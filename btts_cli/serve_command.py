@@ -7,7 +7,6 @@ import argparse
 import os
 import signal
 import sys
-import threading
 
 from btts import config, emulator
 from btts.lazy import lazy_module
@@ -18,6 +17,7 @@ answer = lazy_module("btts.tsdb.answer")
 catalog = lazy_module("btts.tsdb.catalog")
 reads = lazy_module("btts.tsdb.reads")
 server = lazy_module("btts.tsdb.server")
+service_lib = lazy_module("btts.tsdb.service")
 schema_lib = lazy_module("transforms.schema")
 
 __all__ = []
@@ -101,6 +101,12 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
         default=access.MAX_CONNECTIONS,
         help=f"open connections at once; beyond, a 503 (default: {access.MAX_CONNECTIONS})",
     )
+    serve.add_argument(
+        "--workers",
+        type=int,
+        help="threads answering requests (default: 4 per core, at most 32); open connections "
+        "cost no thread",
+    )
 
 
 def load_catalog(args: argparse.Namespace, target: config.Target | None) -> catalog.Catalog:
@@ -139,10 +145,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as err:
         print(f"btts serve: error: {err}", file=sys.stderr)
         return 2
-    service = server.Service(cat, target, limits, args.tenant)
+    service = service_lib.Service(cat, target, limits, args.tenant)
+    workers = args.workers if args.workers and args.workers > 0 else server.WORKERS
     try:
         httpd = server.make_server(
-            service, args.bind, args.port, guard, tls, max(1, args.max_connections)
+            service, args.bind, args.port, guard, tls, max(1, args.max_connections), workers
         )
     except OSError as err:
         print(
@@ -172,11 +179,11 @@ def _access(args: argparse.Namespace) -> access.Access:
     return guard
 
 
-def _serve(httpd: server.Server, service: server.Service) -> int:
+def _serve(httpd: server.Server, service: service_lib.Service) -> int:
     """Serve until Ctrl-C or SIGTERM; then stop accepting and let requests in flight finish."""
 
     def stop(signum, frame) -> None:
-        threading.Thread(target=httpd.shutdown, daemon=True).start()
+        httpd.shutdown()
 
     signal.signal(signal.SIGTERM, stop)
     try:

@@ -1,11 +1,10 @@
-"""The bytes on the wire of ``btts serve``: bounded time per connection, bounded bodies
-(``Content-Length`` or chunked, plain or gzip), gzip answers.
+"""The bytes on the wire of ``btts serve``: a request's head parsed under the standard library's
+limits, bounded bodies (``Content-Length`` or chunked, plain or gzip), gzip answers.
 
-A client that sends its headers or body a byte at a time, or leaves a connection open and
-idle, must not hold a thread for ever: a :class:`Watchdog` shuts every socket whose current
-phase (headers, body, answer) has outlived its allowance. A body is never read past
-``limit`` bytes, whether it comes with a length, in chunks, or compressed (a gzip bomb
-stops at the limit).
+The front (:mod:`btts.tsdb.front`) feeds whatever bytes arrive, a byte at a time or all at
+once, to :class:`Head` and :class:`Body`; neither ever blocks, so a slow client costs its
+buffer, not a thread. A body is never kept past ``limit`` bytes, whether it comes with a
+length, in chunks, or compressed (a gzip bomb stops at the limit).
 """
 
 from __future__ import annotations
@@ -16,18 +15,229 @@ import socket
 import threading
 import time
 import zlib
-from typing import BinaryIO
 
 from btts.tsdb.request import BadRequest
 
-__all__ = ["Watchdog", "gzip_answer", "read_body"]
+__all__ = [
+    "Body",
+    "Head",
+    "Headers",
+    "decode_body",
+    "gzip_answer",
+    "head_end",
+    "parse_head",
+    "too_long",
+]
 
 GZIP_MIN = 1024  # answers shorter than this travel uncompressed
-_CHUNK = 1 << 16
+MAX_LINE = 65536  # the standard library's limit on the request line and on a header line
+MAX_HEADERS = 100  # ... and on the number of header lines
+MAX_HEAD = 4 * MAX_LINE  # the whole head (request line and headers)
+METHODS = frozenset({"GET", "HEAD", "POST", "OPTIONS", "PUT", "DELETE", "PATCH"})
+
+
+class Headers(dict):
+    """A request's headers, names in lower case; ``get`` ignores the name's case."""
+
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        return super().get(name.lower(), default)
+
+
+class Head:
+    """A request line and its headers, as parsed from bytes."""
+
+    __slots__ = ("headers", "keep_alive", "method", "target", "version")
+
+    def __init__(self, method: str, target: str, version: str, headers: Headers) -> None:
+        self.method, self.target, self.version, self.headers = method, target, version, headers
+        connection = (headers.get("Connection") or "").lower()
+        if version == "HTTP/1.1":
+            self.keep_alive = "close" not in connection
+        else:
+            self.keep_alive = "keep-alive" in connection and "close" not in connection
+
+
+def _version(text: str) -> str:
+    """The version of a request line (``HTTP/1.x``); a 400 or a 505 otherwise."""
+    number = text[5:].split(".") if text.startswith("HTTP/") else []
+    if len(number) != 2 or not all(p.isdigit() and len(p) <= 10 for p in number):
+        raise BadRequest(f"Bad request version ({text[:40]!r})")
+    if (int(number[0]), int(number[1])) >= (2, 0):
+        raise BadRequest(f"Invalid HTTP version ({text[5:45]})", 505)
+    return "HTTP/1.1" if (int(number[0]), int(number[1])) >= (1, 1) else "HTTP/1.0"
+
+
+def _headers(lines: list[bytes]) -> Headers:
+    if len(lines) > MAX_HEADERS:
+        raise BadRequest("Too many headers", 431)
+    out = Headers()
+    last = None
+    for raw in lines:
+        if len(raw) > MAX_LINE:
+            raise BadRequest("Line too long", 431)
+        line = raw.decode("iso-8859-1")
+        if line[:1] in (" ", "\t") and last is not None:  # an obsolete folded line
+            out[last] += " " + line.strip()
+            continue
+        name, sep, value = line.partition(":")
+        if not sep or not name or name != name.strip():
+            raise BadRequest(f"Bad header line ({line[:40]!r})")
+        last = name.lower()
+        out.setdefault(last, value.strip())  # a repeated header: the first one counts
+    return out
+
+
+def parse_head(raw: bytes) -> Head:
+    """The request line and headers of ``raw`` (the head without its blank line), under the
+    standard library's rules and limits: 400, 414, 431, 501 or 505 otherwise."""
+    lines = raw.lstrip(b"\r\n").split(b"\n")  # empty lines before a request are ignored
+    lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+    if len(lines[0]) > MAX_LINE:
+        raise BadRequest("Request-URI Too Long", 414)
+    request_line = lines[0].decode("iso-8859-1")
+    words = request_line.split()
+    if len(words) == 3:
+        version = _version(words[2])
+    elif len(words) == 2 and words[0] == "GET":
+        version = "HTTP/1.0"  # HTTP/0.9 is answered in HTTP/1.0
+    else:
+        raise BadRequest(f"Bad request syntax ({request_line[:40]!r})")
+    method, target = words[0], words[1]
+    if target.startswith("//"):
+        target = "/" + target.lstrip("/")
+    head = Head(method, target, version, _headers([ln for ln in lines[1:] if ln]))
+    if method not in METHODS:
+        raise BadRequest(f"Unsupported method ({method[:20]!r})", 501)
+    return head
+
+
+def head_end(buffer: bytearray, searched: int) -> int:
+    """Where the blank line ending a head starts in ``buffer`` (-1: not there yet), looking
+    only past ``searched`` bytes already searched (a head a byte at a time stays linear)."""
+    start = max(0, searched - 3)
+    ends = [i for i in (buffer.find(b"\n\r\n", start), buffer.find(b"\n\n", start)) if i >= 0]
+    return min(ends) if ends else -1
+
+
+def too_long(buffer: bytearray) -> BadRequest | None:
+    """The refusal of a head that grew past its limits before it ended, if it did."""
+    if len(buffer) > MAX_LINE and buffer.find(b"\n", 0, MAX_LINE + 2) < 0:
+        return BadRequest("Request-URI Too Long", 414)
+    if len(buffer) > MAX_HEAD:
+        return BadRequest("Request Header Fields Too Large", 431)
+    return None
+
+
+class Body:
+    """A request body arriving in pieces (``Content-Length`` or chunked), kept up to ``limit``
+    bytes. :meth:`feed` takes bytes and gives back those past the body (the next request's);
+    ``done`` says when the body is whole. An oversize body with a length is read and dropped
+    up to ``drain`` bytes, so the client hears the 413, not a reset; ``error`` then holds it."""
+
+    __slots__ = ("_left", "_limit", "_line", "_parts", "_size", "_state", "done", "error")
+
+    def __init__(self, headers: Headers, limit: int, drain: int) -> None:
+        self._limit, self._parts, self._size, self._line = limit, bytearray(), 0, bytearray()
+        self.done, self.error = False, None
+        if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+            self._state, self._left = "size", 0
+            return
+        length = headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            raise BadRequest("A POST needs a Content-Length or a chunked body", 411)
+        self._state, self._left = "length", int(length)
+        if self._left > limit:
+            self._state, self._left = "drop", min(self._left, drain)
+            self.error = BadRequest(f"The body is larger than {limit} bytes", 413)
+        self.done = self._left == 0
+
+    @property
+    def raw(self) -> bytes:
+        return bytes(self._parts)
+
+    def feed(self, data: bytes | bytearray) -> bytes:
+        """Take ``data``; the bytes past the end of the body. A BadRequest for a malformed or
+        oversize chunked body."""
+        view = memoryview(data)
+        while view and not self.done:
+            if self._state in ("length", "drop", "data"):
+                n = min(self._left, len(view))
+                if self._state != "drop":
+                    self._parts += view[:n]
+                self._left -= n
+                view = view[n:]
+                if self._left == 0:
+                    self._state, self.done = "crlf", self._state != "data"
+            else:
+                view = self._take_line(view)
+        return bytes(view)
+
+    def _take_line(self, view: memoryview) -> memoryview:
+        """Gather a chunk-size line, the CRLF after a chunk or a trailer line; act on it once
+        whole."""
+        end = bytes(view[: 1026 - len(self._line)]).find(b"\n")
+        if end < 0:
+            self._line += view[: 1026 - len(self._line)]
+            if len(self._line) > 1024:
+                raise BadRequest("Invalid chunked body: a line is too long")
+            return view[len(view) :]
+        line = bytes(self._line + view[:end]).strip()
+        self._line.clear()
+        if self._state == "crlf":
+            self._state = "size"
+        elif self._state == "trailer":
+            self.done = not line
+        else:
+            self._chunk_size(line)
+        return view[end + 1 :]
+
+    def _chunk_size(self, line: bytes) -> None:
+        try:
+            n = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise BadRequest("Invalid chunked body: a chunk size is not hexadecimal") from None
+        if n == 0:
+            self._state = "trailer"
+            return
+        self._size += n
+        if self._size > self._limit:
+            raise BadRequest(f"The body is larger than {self._limit} bytes", 413)
+        self._state, self._left = "data", n
+
+
+def _inflate(raw: bytes, encoding: str, limit: int) -> bytes:
+    wbits = 16 + zlib.MAX_WBITS if encoding in ("gzip", "x-gzip") else zlib.MAX_WBITS
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(raw, limit + 1)
+    except zlib.error:
+        raise BadRequest(f"The body is not valid {encoding} data") from None
+    if len(out) > limit:
+        raise BadRequest(f"The body is larger than {limit} bytes once decompressed", 413)
+    return out
+
+
+def decode_body(raw: bytes, headers: Headers, limit: int) -> bytes:
+    """A whole body decoded from gzip/deflate, at most ``limit`` bytes; a 413/415/400 in
+    OpenTSDB's shape otherwise."""
+    encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return _inflate(raw, encoding, limit)
+    if encoding != "identity":
+        raise BadRequest(f"Unsupported Content-Encoding {encoding[:20]!r}: gzip or none", 415)
+    return raw
+
+
+def gzip_answer(body: bytes, accept_encoding: str | None) -> bytes | None:
+    """``body`` gzip-compressed when the client accepts it and it is worth it, else None."""
+    if len(body) < GZIP_MIN or "gzip" not in (accept_encoding or "").lower():
+        return None
+    return gzip.compress(body, compresslevel=1, mtime=0)
 
 
 class Watchdog:
-    """Shuts the sockets whose deadline passed: one thread for every connection."""
+    """Shuts the sockets whose deadline passed, from one thread for every socket: for code
+    that reads a socket in blocking calls (the front itself needs none: it never blocks)."""
 
     def __init__(self, tick_s: float = 0.25) -> None:
         self._due: dict[socket.socket, float] = {}
@@ -53,81 +263,5 @@ class Watchdog:
                 for s in late:
                     del self._due[s]
             for s in late:
-                with contextlib.suppress(OSError):  # already closed by its handler
+                with contextlib.suppress(OSError):  # already closed by its owner
                     s.shutdown(socket.SHUT_RDWR)
-
-
-def _read_exact(rfile: BinaryIO, n: int) -> bytes:
-    data = rfile.read(n)
-    if len(data) != n:
-        raise BadRequest("The body ended before its announced length")
-    return data
-
-
-def _read_chunked(rfile: BinaryIO, limit: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    while True:
-        line = rfile.readline(1024)
-        head = line.split(b";", 1)[0].strip()
-        try:
-            n = int(head, 16)
-        except ValueError:
-            raise BadRequest("Invalid chunked body: a chunk size is not hexadecimal") from None
-        if n == 0:
-            while rfile.readline(1024) not in (b"\r\n", b"\n", b""):  # trailers
-                pass
-            return b"".join(parts)
-        size += n
-        if size > limit:
-            raise BadRequest(f"The body is larger than {limit} bytes", 413)
-        parts.append(_read_exact(rfile, n))
-        rfile.readline(1024)  # the CRLF after the chunk
-
-
-def _inflate(raw: bytes, encoding: str, limit: int) -> bytes:
-    wbits = 16 + zlib.MAX_WBITS if encoding in ("gzip", "x-gzip") else zlib.MAX_WBITS
-    inflater = zlib.decompressobj(wbits)
-    try:
-        out = inflater.decompress(raw, limit + 1)
-    except zlib.error:
-        raise BadRequest(f"The body is not valid {encoding} data") from None
-    if len(out) > limit:
-        raise BadRequest(f"The body is larger than {limit} bytes once decompressed", 413)
-    return out
-
-
-def read_body(rfile: BinaryIO, headers, limit: int, drain: int) -> bytes:
-    """The request body, decoded from chunks and gzip/deflate, at most ``limit`` bytes;
-    a 411/413/415/400 in OpenTSDB's shape otherwise. An oversize body with a length is
-    read and dropped up to ``drain`` bytes, so the client hears the 413, not a reset."""
-    chunked = "chunked" in (headers.get("Transfer-Encoding") or "").lower()
-    if chunked:
-        raw = _read_chunked(rfile, limit)
-    else:
-        length = headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
-            raise BadRequest("A POST needs a Content-Length or a chunked body", 411)
-        n = int(length)
-        if n > limit:
-            left = min(n, drain)
-            while left > 0:
-                got = rfile.read(min(left, _CHUNK))
-                if not got:
-                    break
-                left -= len(got)
-            raise BadRequest(f"The body is larger than {limit} bytes", 413)
-        raw = _read_exact(rfile, n)
-    encoding = (headers.get("Content-Encoding") or "identity").strip().lower()
-    if encoding in ("gzip", "x-gzip", "deflate"):
-        return _inflate(raw, encoding, limit)
-    if encoding != "identity":
-        raise BadRequest(f"Unsupported Content-Encoding {encoding[:20]!r}: gzip or none", 415)
-    return raw
-
-
-def gzip_answer(body: bytes, accept_encoding: str | None) -> bytes | None:
-    """``body`` gzip-compressed when the client accepts it and it is worth it, else None."""
-    if len(body) < GZIP_MIN or "gzip" not in (accept_encoding or "").lower():
-        return None
-    return gzip.compress(body, compresslevel=1, mtime=0)

@@ -1,485 +1,408 @@
-"""``btts serve``: a read-only HTTP server speaking the OpenTSDB 2.x endpoints Grafana's built-in
-OpenTSDB data source calls, plus a small chart page at ``/``.
+"""``btts serve``'s HTTP front: an asyncio server that reads requests without a thread each
+and answers them on a small pool of worker threads calling the synchronous
+:func:`btts.tsdb.routes.respond`.
 
-Safe by default: no endpoint writes or deletes; it binds to loopback unless told otherwise;
-every request has limits (points, scanned rows, a read deadline, the body size) and every
-refusal is OpenTSDB's error shape ``{"error": {"code": …, "message": …}}`` with a reason,
-never a traceback. With ``tenant`` only tables keyed by a tenant are served, and every read
-is pinned to that tenant's key prefix.
+A connection waiting for its headers, trickling its body or idle between requests costs a
+buffer and a timer, not a thread, so a thousand slow clients cannot starve the workers. Every
+phase has a deadline from its first byte (headers 10 s, body 30 s, idle 15 s, the answer's
+delivery 60 s), not per read, so a byte at a time does not stretch it. HTTP/1.1 keep-alive,
+gzip answers, gzip and chunked bodies, TLS, credentials checked before a body is read, at most
+``max_connections`` connections (beyond: a 503), every refusal in OpenTSDB's JSON error shape,
+and a graceful stop that lets the requests in flight finish.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import logging
+import os
 import socket
 import ssl
-import threading
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from urllib.parse import parse_qs, urlsplit
+from concurrent.futures import ThreadPoolExecutor
+from email.utils import formatdate
+from http import HTTPStatus
 
-from google.cloud.bigtable.data import BigtableDataClient
-
-from btts.config import Target
-from btts.tsdb import answer, http_io, reads, request, series
+from btts.tsdb import http_io, routes
 from btts.tsdb.access import MAX_CONNECTIONS, Access
-from btts.tsdb.cache import TtlLru
-from btts.tsdb.catalog import Catalog
-from btts.tsdb.request import BadRequest, TagFilter
+from btts.tsdb.http_io import Body, Head
+from btts.tsdb.request import BadRequest
+from btts.tsdb.routes import Reply, error_body
+from btts.tsdb.service import Service
 
-__all__ = ["GRACE_S", "Server", "Service", "make_server"]
+__all__ = ["GRACE_S", "WORKERS", "Server", "make_server"]
 
 LOG = logging.getLogger(__name__)
-PAGE = Path(__file__).resolve().parent / "page"
-PAGE_FILES = {"/": ("index.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
-MAX_BODY = 1 << 20
 DRAIN_MAX = 16 << 20  # an oversize body is read and dropped up to this, then the connection closes
-VERSION = "2.4.0"
-CACHE_S = 60.0
-CACHE_ENTRIES = 256
-REFRESH_MISS_S = 5.0  # an unknown metric looks for new map entries at most this often
 HEADER_S = 10.0  # the request line and headers must arrive within this
 IDLE_S = 15.0  # a kept-alive connection may wait this long for its next request
 BODY_S = 30.0  # the body must arrive within this
 WRITE_S = 60.0  # the client must take the answer within this
-SOCKET_S = 10.0  # the longest one read or write on the socket may stall
 GRACE_S = 10.0  # requests in flight may finish this long after a shutdown begins
+WRITE_HIGH = 256 << 10  # answer bytes queued for a slow reader before reading pauses
+WORKERS = min(32, 4 * (os.cpu_count() or 1))  # threads answering requests
+_AUTH = (("WWW-Authenticate", 'Basic realm="btts serve", charset="UTF-8"'),)
 
 
-class Service:
-    """What every request shares: the catalog, the target, one client, the limits."""
-
-    def __init__(
-        self, catalog: Catalog, target: Target, limits: answer.Limits, tenant: str | None = None
-    ) -> None:
-        self.catalog = catalog
-        self.target = target
-        self.limits = limits
-        self.tenant = tenant
-        self.client = BigtableDataClient(project=target.project)
-        self._cache = TtlLru(CACHE_ENTRIES, CACHE_S)  # keyed by client filters: bounded
-        self.enumerations = TtlLru(CACHE_ENTRIES * 4, CACHE_S)  # a key field's values
-        self._refresh_lock = threading.Lock()
-        self._refreshed = time.monotonic()
-
-    def refresh_catalog(self, older_than_s: float = CACHE_S) -> None:
-        """Find the map entries again (an entry first sent after the start becomes a metric
-        without a restart), at most once per ``older_than_s``."""
-        with self._refresh_lock:
-            if time.monotonic() - self._refreshed < older_than_s or not self.catalog.map_tables():
-                return
-            self._refreshed = time.monotonic()
-        entries = reads.discover_entries(self.target, self.catalog.map_tables(), self.tenant)
-        known = set(self.catalog.metrics)
-        self.catalog = Catalog(self.catalog.schemas, entries, self.tenant)
-        if set(self.catalog.metrics) != known:  # new entries came with new key values
-            self.enumerations.clear()
-
-    def reader(self) -> reads.Reader:
-        return reads.Reader(
-            self.client,
-            self.target,
-            self.limits.deadline_s,
-            self.limits.max_scan_rows,
-            self.tenant,
-            self.enumerations,
-        )
-
-    def close(self) -> None:
-        self.client.close()
-
-    # -- endpoints ---------------------------------------------------------------------------
-
-    def query(self, tq: request.TsQuery) -> bytes:
-        if any(q.metric not in self.catalog.metrics for q in tq.queries):
-            self.refresh_catalog(REFRESH_MISS_S)
-        results = answer.answer(self.reader(), self.catalog, tq, self.limits)
-        return answer.render(results, tq.ms_resolution, tq.arrays)
-
-    def suggest(self, kind: str, prefix: str, limit: int) -> list[str]:
-        if kind == "metrics":
-            self.refresh_catalog()
-            names = sorted(self.catalog.metrics)
-        elif kind == "tagk":
-            names = self.catalog.tag_keys()
-        elif kind == "tagv":
-            names = sorted({v for combo in self._all_series() for v in combo.values()})
-        else:
-            raise BadRequest(f"Invalid 'type' {kind[:20]!r}: metrics, tagk or tagv")
-        return [n for n in names if n.startswith(prefix)][:limit]
-
-    def _all_series(self) -> list[dict]:
-        out: list[dict] = []
-        seen = set()
-        for metric in self.catalog.metrics.values():
-            for source in metric.points + metric.rollups:
-                if source.table.name in seen:
-                    continue
-                seen.add(source.table.name)
-                try:
-                    out += self._series_of(metric.name, source, ())
-                except BadRequest:  # a table not written yet, too many values: skip it
-                    continue
-        return out
-
-    def _series_of(self, name: str, source, filters: Sequence[TagFilter]) -> list[dict]:
-        key = (source.schema.dataset, source.table.name, tuple(filters))
-        hit = self._cache.get(key)
-        if hit is not None:
-            return hit
-        given = {f.tagk for f in filters}
-        open_tags = [
-            request.tag_filter(t, "wildcard", "*", True) for t in source.tags if t not in given
-        ]
-        p = reads.plan(self.reader(), source, [*filters, *open_tags], 0, 1)
-        combos = [{t: str(v) for t, v in combo.items() if t in source.tags} for combo in p.combos]
-        self._cache.put(key, combos)
-        return combos
-
-    def lookup(self, m: str, limit: int) -> dict:
-        parsed = request.parse_m("none:" + m)
-        filters = [
-            request.tag_filter(f["tagk"], f["type"], f["filter"], f["groupBy"])
-            for f in parsed["filters"]
-        ]
-        if parsed["metric"] not in self.catalog.metrics:
-            self.refresh_catalog(REFRESH_MISS_S)
-        try:
-            metric = self.catalog.get(parsed["metric"])
-        except LookupError as exc:
-            raise BadRequest(str(exc), 404) from None
-        tags = {f.tagk for f in filters}
-        sources = [s for s in metric.points + metric.rollups if tags <= set(s.tags)]
-        combos = self._series_of(metric.name, sources[0], tuple(filters)) if sources else []
-        shown = combos if limit <= 0 else combos[:limit]  # OpenTSDB: 0 or less is no limit
-        results = [{"tsuid": "", "metric": metric.name, "tags": c} for c in shown]
-        return {
-            "type": "LOOKUP",
-            "metric": metric.name,
-            "tags": [{"key": f.tagk, "value": f.filter} for f in filters],
-            "limit": limit,
-            "time": 0,
-            "results": results,
-            "startIndex": 0,
-            "totalResults": len(combos),
-        }
+def _status_line(code: int) -> bytes:
+    try:
+        phrase = HTTPStatus(code).phrase
+    except ValueError:
+        phrase = "Error"
+    return f"HTTP/1.1 {code} {phrase}\r\n".encode("ascii")
 
 
-def error_body(code: int, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
+def reply_head(reply: Reply, length: int, close: bool, date: str) -> bytes:
+    """The status line and headers of ``reply``."""
+    charset = "; charset=utf-8" if "text" in reply.kind or "json" in reply.kind else ""
+    lines = [
+        f"Server: btts-serve\r\nDate: {date}\r\nContent-Type: {reply.kind}{charset}\r\n"
+        f"Content-Length: {length}\r\nX-Content-Type-Options: nosniff\r\n"
+    ]
+    if reply.gzipped:
+        lines.append("Content-Encoding: gzip\r\nVary: Accept-Encoding\r\n")
+    lines += [f"{name}: {value}\r\n" for name, value in reply.extra]
+    if close:
+        lines.append("Connection: close\r\n")
+    lines.append("\r\n")
+    return _status_line(reply.code) + "".join(lines).encode("latin-1")
 
 
-def _no_constant(name: str) -> float:
-    raise BadRequest(f"{name} is not a number a query may hold")
+class Connection(asyncio.Protocol):
+    """One client connection: a head gathered from whatever bytes arrive, then (for a POST
+    that has one) its body, then the request handed to a worker; one request at a time."""
 
+    __slots__ = (
+        "_body",
+        "_buffer",
+        "_busy",
+        "_eof",
+        "_head",
+        "_searched",
+        "_server",
+        "_timer",
+        "_tx",
+    )
 
-_WRITE_PATHS = ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
-_READ_ONLY = "btts serve is read-only: no write or delete endpoint"
+    def __init__(self, server: Server) -> None:
+        self._server = server
+        self._tx: asyncio.Transport | None = None
+        self._buffer = bytearray()
+        self._searched = 0
+        self._head: Head | None = None
+        self._body: Body | None = None
+        self._busy = False  # a worker is answering the request
+        self._eof = False  # the client will send nothing more
+        self._timer: asyncio.TimerHandle | None = None
 
+    # -- transport events ---------------------------------------------------------------------
 
-class Handler(BaseHTTPRequestHandler):
-    """One connection: HTTP/1.1 keep-alive, every phase under a deadline, credentials checked
-    before anything else, every answer (errors included) JSON in OpenTSDB's shape."""
-
-    server_version = "btts-serve"
-    protocol_version = "HTTP/1.1"
-    timeout = SOCKET_S
-    # headers and body leave in separate writes: with Nagle's algorithm the body would wait
-    # for the client's delayed ACK of the headers (up to 40 ms on every kept-alive request)
-    disable_nagle_algorithm = True
-    service: Service  # set by make_server
-    server: Server
-
-    def setup(self) -> None:
-        self._served = False
-        self._counted = False  # this request is in the server's count of requests in flight
-        self._pending = False  # a request body not read (yet): the connection cannot be reused
-        tls = self.server.tls
-        if tls is not None:  # the handshake runs here, in this connection's thread
-            self.request.settimeout(SOCKET_S)
-            self.request = tls.wrap_socket(
-                self.request, server_side=True, do_handshake_on_connect=False
-            )
-            self.server.watchdog.arm(self.request, HEADER_S)
-            try:
-                self.request.do_handshake()
-            finally:
-                self.server.watchdog.disarm(self.request)
-        super().setup()
-
-    def log_message(self, format: str, *args) -> None:
-        LOG.debug("%s " + format, self.address_string(), *args)
-
-    def handle_one_request(self) -> None:
-        dog = self.server.watchdog
-        dog.arm(self.connection, IDLE_S + HEADER_S if self._served else HEADER_S)
-        try:
-            super().handle_one_request()
-        finally:
-            dog.disarm(self.connection)
-            self._served = True
-            if self._counted:
-                self._counted = False
-                self.server.request_done()
-
-    def parse_request(self) -> bool:
-        if not super().parse_request():
-            return False
-        self.server.watchdog.disarm(self.connection)
-        self.server.request_started()
-        self._counted = True
-        length = (self.headers.get("Content-Length") or "0").strip()
-        chunked = "chunked" in (self.headers.get("Transfer-Encoding") or "").lower()
-        self._pending = chunked or length != "0"
-        return True
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """The standard library's own refusals (414, 431, 501, a bad request line) as JSON."""
-        self.close_connection = True
-        if self.request_version == "HTTP/0.9":  # an unparsable request line: answer in HTTP/1
-            self.request_version = "HTTP/1.0"
-        if self.server.access.required and not self._authorized():
-            code, message = 401, "Authentication required"
-        text = message or self.responses.get(code, ("Error",))[0]
-        self._send(code, error_body(code, text[:200]))
-
-    def _authorized(self) -> bool:
-        headers = getattr(self, "headers", None)
-        value = headers.get("Authorization") if headers is not None else None
-        return self.server.access.allows(value)
-
-    def _send(
-        self, code: int, body: bytes, kind: str = "application/json", extra: dict | None = None
-    ) -> None:
-        if code >= 400 and self._pending:
-            self.close_connection = True
-        headers = getattr(self, "headers", None)
-        packed = http_io.gzip_answer(body, headers.get("Accept-Encoding") if headers else None)
-        self.server.watchdog.arm(self.connection, WRITE_S)
-        self.send_response(code)
-        charset = "; charset=utf-8" if "text" in kind or "json" in kind else ""
-        self.send_header("Content-Type", kind + charset)
-        self.send_header("Content-Length", str(len(packed if packed is not None else body)))
-        self.send_header("X-Content-Type-Options", "nosniff")
-        if packed is not None:
-            self.send_header("Content-Encoding", "gzip")
-            self.send_header("Vary", "Accept-Encoding")
-        for name, value in (extra or {}).items():
-            self.send_header(name, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(packed if packed is not None else body)
-
-    def _json(self, obj: object) -> None:
-        self._send(200, json.dumps(obj).encode("utf-8"))
-
-    def _guard(self, work: Callable[[], None]) -> None:
-        try:
-            if not self._authorized():
-                self._send(
-                    401,
-                    error_body(401, "Authentication required"),
-                    extra={"WWW-Authenticate": 'Basic realm="btts serve", charset="UTF-8"'},
-                )
-                return
-            work()
-        except BadRequest as exc:
-            self._send(exc.code, error_body(exc.code, str(exc)))
-        except (ConnectionError, TimeoutError, ssl.SSLError):
-            self.close_connection = True  # the client went away or stalled: nobody to answer
-        except Exception as exc:  # a bug must not leak a traceback to the client
-            LOG.exception("request %s failed", self.path)
-            self._send(
-                500, error_body(500, f"Internal error ({type(exc).__name__}); see the server log")
-            )
-
-    def do_GET(self) -> None:
-        self._guard(self._get)
-
-    def do_HEAD(self) -> None:
-        self._guard(self._get)
-
-    def do_POST(self) -> None:
-        self._guard(self._post)
-
-    def do_OPTIONS(self) -> None:
-        allow = {"Allow": "GET, HEAD, POST, OPTIONS"}
-        self._guard(lambda: self._send(200, b"", extra=allow))
-
-    def _refuse_write(self) -> None:
-        self._guard(self._write)
-
-    def _write(self) -> None:
-        raise BadRequest(_READ_ONLY, 405)
-
-    do_PUT = do_DELETE = do_PATCH = _refuse_write
-
-    def _params(self) -> tuple[str, dict[str, list[str]]]:
-        parts = urlsplit(self.path)
-        try:
-            params = parse_qs(parts.query, keep_blank_values=True, max_num_fields=100)
-        except ValueError:
-            raise BadRequest("Too many query parameters") from None
-        if (params.get("delete") or ["false"])[0].lower() not in ("false", "0"):
-            raise BadRequest(_READ_ONLY + " (delete=true is refused)", 405)
-        return parts.path.rstrip("/") or "/", params
-
-    def _get(self) -> None:
-        path, params = self._params()
-        svc = self.service
-
-        def one(name: str, default: str = "") -> str:
-            return (params.get(name) or [default])[0]
-
-        def number(name: str, default: int) -> int:
-            text = one(name, str(default))
-            if not text.isdigit():
-                raise BadRequest(f"Invalid '{name}': {text[:20]!r} is not a number")
-            return min(int(text), 100_000)
-
-        if path in PAGE_FILES or path == "/index.html":
-            name, kind = PAGE_FILES.get(path, PAGE_FILES["/"])
-            self._send(200, (PAGE / name).read_bytes(), kind)
-        elif path == "/api/query":
-            self._send(200, svc.query(request.parse_get(params)))
-        elif path == "/api/suggest":
-            self._json(svc.suggest(one("type"), one("q"), number("max", 25)))
-        elif path == "/api/search/lookup":
-            if not one("m"):
-                raise BadRequest("Missing the 'm' parameter")
-            limit = one("limit", "25")  # OpenTSDB: 0 or less is no limit
-            self._json(svc.lookup(one("m"), 0 if limit.startswith("-") else number("limit", 25)))
-        elif path == "/api/aggregators":
-            self._json(sorted(series.AGGREGATORS))
-        elif path == "/api/config/filters":
-            self._json(
-                {k: {"description": v, "examples": ""} for k, v in request.FILTER_TYPES.items()}
-            )
-        elif path == "/api/version":
-            self._json(
-                {"version": VERSION, "short_revision": "btts", "repo": "bigtable-timeseries"}
-            )
-        elif path == "/api/metrics":  # the page's list: metric → tags
-            self._json({n: m.tags for n, m in sorted(svc.catalog.metrics.items())})
-        else:
-            raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
-
-    def _post(self) -> None:
-        path, params = self._params()
-        if path not in ("/api/query", "/api/query/last", "/api/suggest"):
-            if path.startswith(_WRITE_PATHS):
-                raise BadRequest(_READ_ONLY, 405)
-            raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
-        if path == "/api/query/last":
-            raise BadRequest("/api/query/last is not served", 404)
-        self.server.watchdog.arm(self.connection, BODY_S)
-        try:
-            raw = http_io.read_body(self.rfile, self.headers, MAX_BODY, DRAIN_MAX)
-        finally:
-            self.server.watchdog.disarm(self.connection)
-        self._pending = False
-        try:
-            body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-        except BadRequest:
-            raise
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            raise BadRequest("Unable to parse the request body as JSON") from None
-        if path == "/api/suggest":  # pyopentsdb: {"type", "q", "max"} as a JSON body
-            self._json(self._suggest_body(body))
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._tx = transport  # type: ignore[assignment]
+        if not self._server.admit(self):
+            transport.write(_turned_away())  # type: ignore[attr-defined]
+            transport.close()
             return
-        if isinstance(body, dict) and request.truth(body.get("delete")):
-            raise BadRequest(_READ_ONLY + " (delete: true is refused)", 405)
-        tq = request.parse_body(body)
-        if request.truth((params.get("arrays") or ["false"])[0]):
-            tq = replace(tq, arrays=True)
-        self._send(200, self.service.query(tq))
+        self._tx.set_write_buffer_limits(high=WRITE_HIGH)
+        self._arm(HEADER_S)
 
-    def _suggest_body(self, body: object) -> list[str]:
-        if not isinstance(body, dict):
-            raise BadRequest("The suggest body must be a JSON object")
-        limit = body.get("max", 25)
-        if isinstance(limit, bool) or not isinstance(limit, int):
-            raise BadRequest(f"Invalid 'max': {str(limit)[:20]!r} is not a number")
-        kind, prefix = str(body.get("type", "")), str(body.get("q") or "")
-        return self.service.suggest(kind, prefix, min(limit, 100_000))
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        if self._busy or self._head is not None:
+            self._server.request_done()
+        self._busy, self._head, self._tx = False, None, None
+        self._server.release(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self._busy:  # a pipelined request: kept until the answer before it is out
+            self._buffer += data
+            self._tx.pause_reading()
+            return
+        if self._body is not None:
+            self._feed_body(data)
+            return
+        self._buffer += data
+        self._next_head()
+
+    def eof_received(self) -> bool:
+        """The client sent all it will: answer the request under way (if any), then close."""
+        self._eof = True
+        return self._busy or self._head is not None
+
+    def pause_writing(self) -> None:
+        self._arm(WRITE_S)  # a reader too slow for the answer has this long to take it
+        self._tx.pause_reading()
+
+    def resume_writing(self) -> None:
+        self._disarm()
+        if not self._busy:
+            self._idle()
+
+    # -- the phases of a request -------------------------------------------------------------
+
+    def idle_close(self) -> None:
+        """Close if no request is under way (a graceful stop)."""
+        if self._tx is not None and not self._busy and self._head is None:
+            self._tx.close()
+
+    def abort(self) -> None:
+        if self._tx is not None:
+            self._tx.abort()
+
+    def _next_head(self) -> None:
+        end = http_io.head_end(self._buffer, self._searched)
+        if end < 0:
+            self._searched = len(self._buffer)
+            refusal = http_io.too_long(self._buffer)
+            if refusal is not None:
+                self._refuse(refusal, None)
+            return
+        raw = bytes(self._buffer[:end])
+        del self._buffer[: end + (3 if self._buffer[end + 1 : end + 2] == b"\r" else 2)]
+        self._searched = 0
+        self._disarm()
+        try:
+            head = http_io.parse_head(raw)
+        except BadRequest as exc:
+            self._refuse(exc, None)
+            return
+        self._head = head
+        self._server.request_started()
+        self._begin(head)
+
+    def _begin(self, head: Head) -> None:
+        """Credentials first; then the body, if the request needs one; then the work."""
+        server = self._server
+        if not server.access.allows(head.headers.get("Authorization")):
+            self._refuse(BadRequest("Authentication required", 401), head)
+        elif not routes.wants_body(head.method, head.target):
+            self._dispatch(None)
+        else:
+            try:
+                self._body = Body(head.headers, routes.MAX_BODY, DRAIN_MAX)
+            except BadRequest as exc:
+                self._refuse(exc, head)
+                return
+            if head.version == "HTTP/1.1" and (head.headers.get("Expect") or "").lower() == (
+                "100-continue"
+            ):
+                self._tx.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            self._arm(BODY_S)
+            rest, self._buffer = bytes(self._buffer), bytearray()
+            self._feed_body(rest)
+
+    def _feed_body(self, data: bytes) -> None:
+        body = self._body
+        try:
+            rest = body.feed(data)
+        except BadRequest as exc:
+            self._body = None
+            self._refuse(exc, self._head)
+            return
+        if not body.done:
+            return
+        self._disarm()
+        self._body = None
+        self._buffer += rest
+        if body.error is not None:
+            self._refuse(body.error, self._head)  # drained up to the limit: 413 and close
+        else:
+            self._dispatch(body.raw)
+
+    def _dispatch(self, raw: bytes | None) -> None:
+        head, server = self._head, self._server
+        self._busy = True
+        self._tx.pause_reading()
+        work = server.loop.run_in_executor(
+            server.pool, routes.respond, server.service, head.method, head.target, head.headers, raw
+        )
+        unread = raw is None and _pending(head)  # a body left on the wire: close after
+        work.add_done_callback(lambda done: self._answered(done, unread))
+
+    def _answered(self, work: asyncio.Future, unread: bool) -> None:
+        if self._tx is None:  # the client went away meanwhile
+            return
+        try:
+            reply = work.result()
+        except Exception as exc:  # respond catches every error; this is a last guard
+            LOG.error("request failed: %r", exc)
+            reply = Reply(500, error_body(500, "Internal error; see the server log"))
+        self._send(reply, close=unread)
+
+    def _refuse(self, exc: BadRequest, head: Head | None) -> None:
+        """An error answered here, before or while a body is read (so the connection closes
+        when one was announced) or on a request not understood (it closes too)."""
+        code, message, extra = exc.code, str(exc)[:200], ()
+        authorized = head is not None and self._server.access.allows(
+            head.headers.get("Authorization")
+        )
+        if code == 401 or (self._server.access.required and not authorized):
+            code, message, extra = 401, "Authentication required", _AUTH
+        if head is None:
+            self._server.request_started()  # counted like any request until its answer is out
+        self._body = None
+        reply = Reply(code, error_body(code, message), extra=extra)
+        self._send(reply, close=head is None or _pending(head))
+
+    def _send(self, reply: Reply, close: bool) -> None:
+        head, tx, server = self._head, self._tx, self._server
+        close = close or head is None or not head.keep_alive or self._eof or server.stopping
+        body = b"" if head is not None and head.method == "HEAD" else reply.body
+        tx.write(reply_head(reply, len(reply.body), close, server.date()) + body)
+        self._head, self._busy = None, False
+        server.request_done()
+        if close:
+            tx.close()  # once the answer is out; a reader that never takes it: WRITE_S
+            self._arm(WRITE_S) if tx.get_write_buffer_size() else self._disarm()
+        elif tx.get_write_buffer_size() <= WRITE_HIGH:
+            self._idle()
+
+    def _idle(self) -> None:
+        """Wait for the next request (or take it from the bytes already here, on the loop's
+        next turn: a long run of requests sent together is no deeper a stack than one)."""
+        self._arm(IDLE_S + HEADER_S)
+        self._tx.resume_reading()
+        if self._buffer:
+            self._server.loop.call_soon(self._pipelined)
+
+    def _pipelined(self) -> None:
+        if self._tx is not None and not self._busy and self._head is None and self._body is None:
+            self._next_head()
+
+    # -- the deadline of the current phase ----------------------------------------------------
+
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        self._timer = self._server.loop.call_later(seconds, self._late)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _late(self) -> None:
+        self._timer = None
+        if self._tx is not None:
+            self._tx.abort()  # a phase outlived its allowance: nobody to answer
 
 
-class Server(ThreadingHTTPServer):
-    """The listening socket: at most ``max_connections`` open at once (beyond: a 503 and
-    close), TLS when given a context, and a count of requests in flight for a graceful
-    shutdown."""
+def _pending(head: Head | None) -> bool:
+    """True when ``head`` announces a body (which may still be on the wire)."""
+    if head is None:
+        return False
+    length = (head.headers.get("Content-Length") or "0").strip()
+    return "chunked" in (head.headers.get("Transfer-Encoding") or "").lower() or length != "0"
 
-    daemon_threads = True
-    request_queue_size = 1024
+
+def _turned_away() -> bytes:
+    body = error_body(503, "Too many connections: try again")
+    head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    return head.encode("ascii") + body
+
+
+class Server:
+    """The listening socket, its event loop and the worker pool: at most ``max_connections``
+    connections open at once, TLS when given a context, and a count of requests under way
+    for a graceful stop. ``serve_forever``/``shutdown``/``drain``/``server_close`` as the
+    standard library's servers."""
 
     def __init__(
         self,
-        address: tuple[str, int],
-        handler: type[Handler],
-        access: Access | None = None,
-        tls: ssl.SSLContext | None = None,
-        max_connections: int = MAX_CONNECTIONS,
+        service: Service,
+        sock: socket.socket,
+        access: Access,
+        tls: ssl.SSLContext | None,
+        max_connections: int,
+        workers: int,
     ) -> None:
-        super().__init__(address, handler)
-        self.access = access or Access()
-        self.tls = tls
-        self.watchdog = http_io.Watchdog()
-        self._slots = threading.BoundedSemaphore(max_connections)
+        self.service, self.access, self.tls = service, access, tls
+        self.server_address = sock.getsockname()
+        self.loop = asyncio.new_event_loop()
+        self.pool = ThreadPoolExecutor(max(1, workers), thread_name_prefix="btts-serve")
+        self.stopping = False
+        self._sock = sock
+        self._max = max_connections
+        self._open: set[Connection] = set()
         self._in_flight = 0
-        self._idle = threading.Condition()
+        self._stop = asyncio.Event()
+        self._listener: asyncio.Server | None = None
+        self._date = (0, "")
 
-    def process_request(self, conn, client_address) -> None:
-        if not self._slots.acquire(blocking=False):
-            self._turn_away(conn)
-            return
-        try:
-            super().process_request(conn, client_address)
-        except Exception:
-            self._slots.release()
-            raise
+    def admit(self, conn: Connection) -> bool:
+        if len(self._open) >= self._max or self.stopping:
+            return False
+        self._open.add(conn)
+        return True
 
-    def process_request_thread(self, conn, client_address) -> None:
-        try:
-            super().process_request_thread(conn, client_address)
-        finally:
-            self._slots.release()
-
-    def _turn_away(self, conn: socket.socket) -> None:
-        if self.tls is None:
-            body = error_body(503, "Too many connections: try again")
-            head = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-            head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            try:
-                conn.setblocking(False)
-                conn.send(head.encode("ascii") + body)
-            except OSError:
-                pass
-        self.shutdown_request(conn)
-
-    def handle_error(self, conn, client_address) -> None:
-        """A connection that failed below HTTP (a reset, a TLS handshake): logged, quietly."""
-        LOG.debug("connection from %s failed", client_address, exc_info=True)
+    def release(self, conn: Connection) -> None:
+        self._open.discard(conn)
 
     def request_started(self) -> None:
-        with self._idle:
-            self._in_flight += 1
+        self._in_flight += 1
 
     def request_done(self) -> None:
-        with self._idle:
-            self._in_flight -= 1
-            self._idle.notify_all()
+        self._in_flight -= 1
+
+    def date(self) -> str:
+        """The Date header's value, formatted once a second."""
+        now = int(self.loop.time())
+        if self._date[0] != now:
+            self._date = (now, formatdate(usegmt=True))
+        return self._date[1]
+
+    async def _serve(self) -> None:
+        self._listener = await self.loop.create_server(
+            lambda: Connection(self),
+            sock=self._sock,
+            ssl=self.tls,
+            ssl_handshake_timeout=HEADER_S if self.tls else None,
+            backlog=1024,
+        )
+        await self._stop.wait()
+        self._stop_accepting()
+        await self._drained(GRACE_S)
+
+    def _stop_accepting(self) -> None:
+        self.stopping = True
+        self._listener.close()  # no new connection; the idle ones close now
+        for conn in list(self._open):
+            conn.idle_close()
+
+    def serve_forever(self) -> None:
+        """Serve until :meth:`shutdown`, then let the requests under way finish (at most
+        :data:`GRACE_S`); Ctrl-C raises KeyboardInterrupt at once."""
+        self.loop.run_until_complete(self._serve())
+
+    def shutdown(self) -> None:
+        """Stop accepting (from any thread, a signal handler included)."""
+        self.loop.call_soon_threadsafe(self._stop.set)
+
+    async def _drained(self, grace_s: float) -> bool:
+        end = self.loop.time() + grace_s
+        while self._in_flight > 0 and self.loop.time() < end:
+            await asyncio.sleep(0.05)
+        return self._in_flight <= 0
 
     def drain(self, grace_s: float = GRACE_S) -> bool:
-        """Wait (after ``shutdown``) for the requests in flight; False if some outlived
-        ``grace_s``."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._in_flight == 0, grace_s)
+        """Let the requests still under way finish (after ``serve_forever`` returned or was
+        interrupted); False if some outlived ``grace_s``."""
+        if self._listener is not None and not self.stopping:
+            self._stop_accepting()
+        if self._in_flight <= 0:
+            return True
+        return self.loop.run_until_complete(self._drained(grace_s))
+
+    def server_close(self) -> None:
+        """Close every connection left, the listening socket, the workers and the loop."""
+        for conn in list(self._open):
+            conn.abort()
+        if self._listener is not None:
+            self._listener.close()
+        else:
+            self._sock.close()
+        self.loop.run_until_complete(asyncio.sleep(0))
+        self.pool.shutdown(wait=False, cancel_futures=True)
+        self.loop.close()
 
 
 def make_server(
@@ -489,6 +412,10 @@ def make_server(
     access: Access | None = None,
     tls: ssl.SSLContext | None = None,
     max_connections: int = MAX_CONNECTIONS,
+    workers: int = WORKERS,
 ) -> Server:
-    handler = type("BoundHandler", (Handler,), {"service": service})
-    return Server((bind, port), handler, access, tls, max_connections)
+    """A server listening on ``bind:port`` (0: a free port), not yet serving; an OSError
+    when the address cannot be taken."""
+    family = socket.AF_INET6 if ":" in bind else socket.AF_INET
+    sock = socket.create_server((bind, port), family=family, backlog=1024)
+    return Server(service, sock, access or Access(), tls, max_connections, workers)

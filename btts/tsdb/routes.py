@@ -1,0 +1,176 @@
+"""The endpoints of ``btts serve``: one whole request (method, target, headers, raw body) in,
+one :class:`Reply` out, synchronously, on a worker thread of the front (:mod:`btts.tsdb.server`).
+
+No endpoint writes or deletes; every refusal is OpenTSDB's error shape
+``{"error": {"code": …, "message": …}}`` with a reason, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, replace
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from btts.tsdb import http_io, request, series
+from btts.tsdb.http_io import Headers
+from btts.tsdb.request import BadRequest
+from btts.tsdb.service import Service
+
+__all__ = ["MAX_BODY", "Reply", "error_body", "respond", "wants_body"]
+
+LOG = logging.getLogger(__name__)
+PAGE = Path(__file__).resolve().parent / "page"
+PAGE_FILES = {"/": ("index.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
+MAX_BODY = 1 << 20
+VERSION = "2.4.0"
+BODY_PATHS = ("/api/query", "/api/suggest")  # the POSTs whose body is read
+_WRITE_PATHS = ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
+_READ_ONLY = "btts serve is read-only: no write or delete endpoint"
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An answer: its status, its body (gzip-compressed when ``gzipped``), its type and any
+    further headers."""
+
+    code: int
+    body: bytes
+    kind: str = "application/json"
+    extra: tuple[tuple[str, str], ...] = ()
+    gzipped: bool = False
+
+
+def error_body(code: int, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
+
+
+def _no_constant(name: str) -> float:
+    raise BadRequest(f"{name} is not a number a query may hold")
+
+
+def _path(target: str) -> str:
+    return urlsplit(target).path.rstrip("/") or "/"
+
+
+def wants_body(method: str, target: str) -> bool:
+    """True when the front must read this request's body before answering it."""
+    return method == "POST" and _path(target) in BODY_PATHS
+
+
+def respond(
+    service: Service, method: str, target: str, headers: Headers, raw: bytes | None
+) -> Reply:
+    """The answer to one request whose credentials were checked; never raises."""
+    try:
+        reply = _route(service, method, target, headers, raw)
+    except BadRequest as exc:
+        return Reply(exc.code, error_body(exc.code, str(exc)))
+    except Exception as exc:  # a bug must not leak a traceback to the client
+        LOG.exception("request %s %s failed", method, target[:200])
+        message = f"Internal error ({type(exc).__name__}); see the server log"
+        return Reply(500, error_body(500, message))
+    packed = http_io.gzip_answer(reply.body, headers.get("Accept-Encoding"))
+    return reply if packed is None else replace(reply, body=packed, gzipped=True)
+
+
+def _route(service: Service, method: str, target: str, headers: Headers, raw: bytes | None):
+    if method in ("GET", "HEAD"):
+        return _get(service, *_params(target))
+    if method == "POST":
+        return _post(service, *_params(target), headers, raw)
+    if method == "OPTIONS":
+        return Reply(200, b"", extra=(("Allow", "GET, HEAD, POST, OPTIONS"),))
+    raise BadRequest(_READ_ONLY, 405)  # PUT, DELETE, PATCH
+
+
+def _params(target: str) -> tuple[str, dict[str, list[str]]]:
+    parts = urlsplit(target)
+    try:
+        params = parse_qs(parts.query, keep_blank_values=True, max_num_fields=100)
+    except ValueError:
+        raise BadRequest("Too many query parameters") from None
+    if (params.get("delete") or ["false"])[0].lower() not in ("false", "0"):
+        raise BadRequest(_READ_ONLY + " (delete=true is refused)", 405)
+    return parts.path.rstrip("/") or "/", params
+
+
+def _json(obj: object) -> Reply:
+    return Reply(200, json.dumps(obj).encode("utf-8"))
+
+
+def _get(svc: Service, path: str, params: dict[str, list[str]]) -> Reply:
+    def one(name: str, default: str = "") -> str:
+        return (params.get(name) or [default])[0]
+
+    def number(name: str, default: int) -> int:
+        text = one(name, str(default))
+        if not text.isdigit():
+            raise BadRequest(f"Invalid '{name}': {text[:20]!r} is not a number")
+        return min(int(text), 100_000)
+
+    if path in PAGE_FILES or path == "/index.html":
+        name, kind = PAGE_FILES.get(path, PAGE_FILES["/"])
+        return Reply(200, (PAGE / name).read_bytes(), kind)
+    if path == "/api/query":
+        return Reply(200, svc.query(request.parse_get(params)))
+    if path == "/api/suggest":
+        return _json(svc.suggest(one("type"), one("q"), number("max", 25)))
+    if path == "/api/search/lookup":
+        if not one("m"):
+            raise BadRequest("Missing the 'm' parameter")
+        limit = one("limit", "25")  # OpenTSDB: 0 or less is no limit
+        return _json(svc.lookup(one("m"), 0 if limit.startswith("-") else number("limit", 25)))
+    return _static(svc, path)
+
+
+def _static(svc: Service, path: str) -> Reply:
+    """The endpoints that answer from what the server already knows."""
+    if path == "/api/aggregators":
+        return _json(sorted(series.AGGREGATORS))
+    if path == "/api/config/filters":
+        return _json(
+            {k: {"description": v, "examples": ""} for k, v in request.FILTER_TYPES.items()}
+        )
+    if path == "/api/version":
+        return _json({"version": VERSION, "short_revision": "btts", "repo": "bigtable-timeseries"})
+    if path == "/api/metrics":  # the page's list: metric → tags
+        return _json({n: m.tags for n, m in sorted(svc.catalog.metrics.items())})
+    raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
+
+
+def _post(
+    svc: Service, path: str, params: dict[str, list[str]], headers: Headers, raw: bytes | None
+) -> Reply:
+    if path not in BODY_PATHS or raw is None:
+        if path.startswith(_WRITE_PATHS):
+            raise BadRequest(_READ_ONLY, 405)
+        if path == "/api/query/last":
+            raise BadRequest("/api/query/last is not served", 404)
+        raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
+    raw = http_io.decode_body(raw, headers, MAX_BODY)
+    try:
+        body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except BadRequest:
+        raise
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise BadRequest("Unable to parse the request body as JSON") from None
+    if path == "/api/suggest":  # pyopentsdb: {"type", "q", "max"} as a JSON body
+        return _json(_suggest_body(svc, body))
+    if isinstance(body, dict) and request.truth(body.get("delete")):
+        raise BadRequest(_READ_ONLY + " (delete: true is refused)", 405)
+    tq = request.parse_body(body)
+    if request.truth((params.get("arrays") or ["false"])[0]):
+        tq = replace(tq, arrays=True)
+    return Reply(200, svc.query(tq))
+
+
+def _suggest_body(svc: Service, body: object) -> list[str]:
+    if not isinstance(body, dict):
+        raise BadRequest("The suggest body must be a JSON object")
+    limit = body.get("max", 25)
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise BadRequest(f"Invalid 'max': {str(limit)[:20]!r} is not a number")
+    kind, prefix = str(body.get("type", "")), str(body.get("q") or "")
+    return svc.suggest(kind, prefix, min(limit, 100_000))
