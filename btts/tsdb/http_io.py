@@ -9,11 +9,7 @@ length, in chunks, or compressed (a gzip bomb stops at the limit).
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import socket
-import threading
-import time
 import zlib
 
 from btts.tsdb.request import BadRequest
@@ -233,35 +229,3 @@ def gzip_answer(body: bytes, accept_encoding: str | None) -> bytes | None:
     if len(body) < GZIP_MIN or "gzip" not in (accept_encoding or "").lower():
         return None
     return gzip.compress(body, compresslevel=1, mtime=0)
-
-
-class Watchdog:
-    """Shuts the sockets whose deadline passed, from one thread for every socket: for code
-    that reads a socket in blocking calls (the front itself needs none: it never blocks)."""
-
-    def __init__(self, tick_s: float = 0.25) -> None:
-        self._due: dict[socket.socket, float] = {}
-        self._lock = threading.Lock()
-        self._tick = tick_s
-        self._thread = threading.Thread(target=self._run, name="btts-watchdog", daemon=True)
-        self._thread.start()
-
-    def arm(self, sock: socket.socket, seconds: float) -> None:
-        with self._lock:
-            self._due[sock] = time.monotonic() + seconds
-
-    def disarm(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._due.pop(sock, None)
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(self._tick)
-            now = time.monotonic()
-            with self._lock:
-                late = [s for s, due in self._due.items() if due < now]
-                for s in late:
-                    del self._due[s]
-            for s in late:
-                with contextlib.suppress(OSError):  # already closed by its owner
-                    s.shutdown(socket.SHUT_RDWR)
