@@ -34,6 +34,7 @@ from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import schema as schema_lib
 from transforms import table_model
+from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import COLUMNS_ONLY, KEYS_ONLY, re2_literal, read_query
 from transforms.mutations import ReadRow
 from transforms.rollup import core
@@ -90,6 +91,8 @@ class Reader:
         enumerations: TtlLru | None = None,
     ) -> None:
         self.client = client
+        # the reads themselves: this process's channel to the client's endpoint
+        self.rows = rows_stream.shared_reader(client.api_endpoint)
         self.enumerations = enumerations  # shared across requests: a key field's values
         self.target = target
         self.until = time.monotonic() + deadline_s
@@ -105,9 +108,11 @@ class Reader:
         return left
 
     def read(self, table: str, query: ReadRowsQuery, scanning: bool = False) -> list[ReadRow]:
-        handle = self.client.get_table(self.target.instance, table)
+        """The rows of ``query`` (ReadRows straight from gRPC: :mod:`rows_stream`), counted
+        against the scan budget; a missing table is a 400, the deadline a 504."""
+        name = f"projects/{self.target.project}/instances/{self.target.instance}/tables/{table}"
         try:
-            rows = handle.read_rows(query, operation_timeout=self._remaining())
+            rows = self.rows.read(name, query, self._remaining())
         except gexc.NotFound:
             raise BadRequest(f"Table {table} does not exist in {self.target.describe()}") from None
         except (gexc.DeadlineExceeded, gexc.RetryError, TimeoutError):
@@ -122,7 +127,7 @@ class Reader:
                 "the tags the key starts with",
                 413,
             )
-        return [ReadRow.of(r) for r in rows]
+        return rows
 
     def scan(
         self, scan: Scan, cells: row_filters.RowFilter | None, scanning: bool

@@ -1,0 +1,303 @@
+"""ReadRows straight from gRPC (transforms.bigtable.rows_stream): the chunk-merge rules on
+vectors written here, resuming after transient errors, and rows equal to the data client's
+``read_rows`` on the emulator."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
+from google.cloud.bigtable.data.exceptions import InvalidChunk
+from google.cloud.bigtable.data.mutations import RowMutationEntry, SetCell
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from transforms.bigtable import rows_stream
+from transforms.bigtable.rows_stream import MergeState, Response, merge_chunks, resume_request
+from transforms.mutations import Cell, ReadRow
+
+
+def chunk(key=b"", family=None, qualifier=None, ts=0, value=b"", size=0, commit=False, reset=False):
+    out = Response.CellChunk(
+        row_key=key,
+        timestamp_micros=ts,
+        value=value,
+        value_size=size,
+    )
+    if commit:  # one of a oneof: set only the one that holds
+        out.commit_row = True
+    if reset:
+        out.reset_row = True
+    if family is not None:
+        out.family_name.value = family
+    if qualifier is not None:
+        out.qualifier.value = qualifier
+    return out
+
+
+def response(*chunks, scanned=b""):
+    return Response(chunks=list(chunks), last_scanned_row_key=scanned)
+
+
+def merged(*responses, state=None):
+    return list(merge_chunks(responses, state))
+
+
+# -- the merge rules --------------------------------------------------------------------------
+
+
+def test_rows_commit_one_after_another_and_bytes_responses_parse():
+    first = response(chunk(b"a", "f", b"q", 10, b"v1", commit=True))
+    second = response(chunk(b"b", "f", b"q", 20, b"v2", commit=True)).SerializeToString()
+    state = MergeState()
+    assert merged(first, second, state=state) == [
+        ReadRow(b"a", (Cell("f", b"q", b"v1", 10),)),
+        ReadRow(b"b", (Cell("f", b"q", b"v2", 20),)),
+    ]
+    assert (state.last_key, state.rows) == (b"b", 2)
+
+
+def test_family_and_qualifier_carry_over_and_an_empty_qualifier_is_one():
+    rows = merged(
+        response(
+            chunk(b"r", "f", b"q1", 3, b"x"),
+            chunk(ts=2, value=b"older"),  # same column, another version
+            chunk(qualifier=b"q2", ts=1, value=b"y"),  # same family
+            chunk(family="g", qualifier=b"", ts=7, value=b"z", commit=True),
+        )
+    )
+    assert rows == [
+        ReadRow(
+            b"r",
+            (
+                Cell("f", b"q1", b"x", 3),
+                Cell("f", b"q1", b"older", 2),
+                Cell("f", b"q2", b"y", 1),
+                Cell("g", b"", b"z", 7),
+            ),
+        )
+    ]
+
+
+def test_a_value_split_across_chunks_and_responses_is_joined():
+    rows = merged(
+        response(chunk(b"r", "f", b"q", 5, b"ab", size=6)),
+        response(chunk(value=b"cd", size=6), chunk(value=b"ef")),
+        response(chunk(qualifier=b"n", ts=5, value=b"1", commit=True)),
+    )
+    assert rows == [ReadRow(b"r", (Cell("f", b"q", b"abcdef", 5), Cell("f", b"n", b"1", 5)))]
+
+
+def test_a_reset_drops_the_row_in_progress_even_inside_a_split_value():
+    rows = merged(
+        response(chunk(b"r", "f", b"q", 1, b"partial"), chunk(reset=True)),
+        response(chunk(b"r", "f", b"q", 1, b"ab", size=4), chunk(reset=True)),
+        response(chunk(b"r", "f", b"q", 2, b"whole", commit=True)),
+    )
+    assert rows == [ReadRow(b"r", (Cell("f", b"q", b"whole", 2),))]
+
+
+def test_last_scanned_key_moves_the_resume_point_between_rows():
+    state = MergeState()
+    rows = merged(
+        response(chunk(b"a", "f", b"q", 1, b"v", commit=True)),
+        response(scanned=b"m"),
+        state=state,
+    )
+    assert len(rows) == 1 and (state.last_key, state.rows) == (b"m", 1)
+    with pytest.raises(InvalidChunk, match="row key"):  # a row must come after it
+        merged(response(chunk(b"c", "f", b"q", commit=True)), state=state)
+
+
+@pytest.mark.parametrize(
+    ("responses", "why"),
+    [
+        (
+            [response(chunk(b"b", "f", b"q", commit=True), chunk(b"a", "f", b"q", commit=True))],
+            "after",
+        ),
+        (
+            [response(chunk(b"a", "f", b"q", commit=True), chunk(b"a", "f", b"q", commit=True))],
+            "after",
+        ),
+        ([response(chunk(b"a", "f", None, commit=True))], "family and qualifier"),
+        ([response(chunk(b"", "f", b"q", commit=True))], "without a row key"),
+        ([response(chunk(b"a", "f", b"q"), chunk(family="g", commit=True))], "without a qualifier"),
+        ([response(chunk(b"a", "f", b"q"))], "ended inside row"),
+        ([response(chunk(b"a", "f", b"q", size=3, value=b"x"))], "ended inside a cell"),
+        ([response(chunk(b"a", "f", b"q"), chunk(b"b", "f", b"q", commit=True))], "not committed"),
+        ([response(chunk(b"a", "f", b"q"), chunk(value=b"x", reset=True))], "reset_row"),
+        ([response(chunk(b"a", "f", b"q", size=2, commit=True))], "split cell"),
+        ([response(chunk(b"a", "f", b"q", size=2), chunk(ts=9, value=b"x"))], "mid value"),
+        ([response(chunk(reset=True))], "without a row key"),
+        ([response(chunk(b"a", "f", b"q"), scanned=b"z")], "inside a row"),
+    ],
+)
+def test_a_stream_breaking_the_rules_is_refused(responses, why):
+    with pytest.raises(InvalidChunk, match=why):
+        merged(*responses)
+
+
+# -- resuming ---------------------------------------------------------------------------------
+
+
+def request(ranges=(), keys=(), limit=0):
+    query = ReadRowsQuery(
+        row_keys=list(keys) or None,
+        row_ranges=[RowRange(start_key=a or None, end_key=b or None) for a, b in ranges] or None,
+        limit=limit or None,
+    )
+    return rows_stream.request_of("projects/p/instances/i/tables/t", query)
+
+
+def spans(req):
+    return [
+        (r.WhichOneof("start_key"), r.start_key_closed or r.start_key_open, r.end_key_open)
+        for r in req.rows.row_ranges
+    ]
+
+
+def test_a_resume_reads_only_what_comes_after_the_last_key():
+    state = MergeState()
+    state.last_key, state.rows = b"c5", 3
+    req = request([(b"a", b"b"), (b"c", b"d"), (b"e", b"")], keys=[b"a1", b"c5", b"c6"], limit=10)
+    out = resume_request(req, state)
+    assert spans(out) == [("start_key_open", b"c5", b"d"), ("start_key_closed", b"e", b"")]
+    assert list(out.rows.row_keys) == [b"c6"] and out.rows_limit == 7
+    assert out.filter == req.filter and out.table_name == req.table_name
+    state.rows = 10
+    assert resume_request(req, state) is None  # the limit is reached
+    state.rows, state.last_key = 0, b"z"
+    assert resume_request(request([(b"a", b"b")], keys=[b"a"]), state) is None
+    whole = resume_request(request(), state)
+    assert spans(whole) == [("start_key_open", b"z", b"")]
+
+
+class Unavailable(grpc.RpcError):
+    def code(self):
+        return grpc.StatusCode.UNAVAILABLE
+
+    def details(self):
+        return "the stream broke"
+
+    def trailing_metadata(self):
+        return ()
+
+
+class FakeChannel:
+    """Answers each call from a script: a list of responses, then maybe an error."""
+
+    def __init__(self, script):
+        self.script, self.requests = list(script), []
+
+    def unary_stream(self, method, request_serializer=None, response_deserializer=None):
+        def call(data, timeout=None, metadata=None):
+            self.requests.append(rows_stream.Request.FromString(data))
+            responses, error = self.script.pop(0)
+            yield from (r.SerializeToString() for r in responses)
+            if error is not None:
+                raise error
+
+        return call
+
+
+def test_a_broken_stream_resumes_after_the_last_committed_row_without_repeating_it():
+    channel = FakeChannel(
+        [
+            (
+                [
+                    response(chunk(b"a", "f", b"q", 1, b"1", commit=True)),
+                    response(chunk(b"b", "f", b"q", 1, b"half")),
+                ],
+                Unavailable(),
+            ),
+            ([response(chunk(b"b", "f", b"q", 1, b"2", commit=True))], None),
+        ]
+    )
+    reader = rows_stream.RowReader(channel)
+    rows = reader.read("t", ReadRowsQuery(row_ranges=[RowRange(b"a", b"z")], limit=5), 10)
+    assert [(r.key, r.cells[0].value) for r in rows] == [(b"a", b"1"), (b"b", b"2")]
+    second = channel.requests[1]
+    assert spans(second) == [("start_key_open", b"a", b"z")] and second.rows_limit == 4
+
+
+def test_a_permanent_error_is_not_retried():
+    class Denied(Unavailable):
+        def code(self):
+            return grpc.StatusCode.PERMISSION_DENIED
+
+    channel = FakeChannel([([], Denied()), ([], None)])
+    with pytest.raises(Exception, match="stream broke") as err:
+        rows_stream.RowReader(channel).read("t", ReadRowsQuery(), 10)
+    assert err.type.__name__ == "PermissionDenied" and len(channel.requests) == 1
+
+
+# -- the same rows as the data client, on the emulator ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def filled(bigtable_emulator):
+    """A table of binary keys, two families, several versions and an empty qualifier."""
+    import uuid
+
+    from btts import admin
+    from btts.config import Target
+    from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
+
+    target = Target("test-project", f"t{uuid.uuid4().hex[:12]}")
+    decl = TableDecl(
+        "STREAM", (Family("f"), Family("g")), KeyRecipe((Segment("text", "k"),)), "TS-COLS"
+    )
+    with admin.Admin(target) as api:
+        api.ensure(decl)
+    client = BigtableDataClient(project=target.project)
+    table = client.get_table(target.instance, "STREAM")
+    entries = []
+    for i in range(60):
+        key = bytes([i * 4 % 256]) + b"#%03d" % i
+        cells = [SetCell("f", b"q%d" % (i % 3), b"v%d" % i, ts * 1000) for ts in (1, 2, 3)]
+        cells += [SetCell("g", b"", b"x" * (i * 50), 5000)] if i % 4 else []
+        entries.append(RowMutationEntry(key, cells))
+    table.bulk_mutate_rows(entries)
+    yield target, client, table
+    client.close()
+
+
+key_bound = st.binary(min_size=0, max_size=3)
+FILTERS = [
+    None,
+    row_filters.CellsColumnLimitFilter(1),
+    row_filters.FamilyNameRegexFilter("g"),
+    row_filters.RowFilterChain(
+        filters=[row_filters.ColumnQualifierRegexFilter(b"q1"), row_filters.CellsRowLimitFilter(2)]
+    ),
+]
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    bounds=st.lists(st.tuples(key_bound, key_bound), max_size=4),
+    keys=st.lists(st.binary(min_size=1, max_size=5), max_size=3),
+    which=st.integers(0, len(FILTERS) - 1),
+    limit=st.sampled_from([None, 1, 7]),
+)
+def test_rows_equal_the_data_clients_read_rows(filled, bounds, keys, which, limit):
+    _target, _client, table = filled
+    ranges = [RowRange(start_key=a or None, end_key=b or None) for a, b in bounds if not b or a < b]
+    query = ReadRowsQuery(
+        row_keys=keys or None, row_ranges=ranges or None, limit=limit, row_filter=FILTERS[which]
+    )
+    expected = [ReadRow.of(r) for r in table.read_rows(query)]
+    reader = rows_stream.shared_reader()
+    assert reader.read(table.table_name, query, 30) == expected
+
+
+def test_a_missing_table_is_not_found(filled):
+    from google.api_core import exceptions
+
+    target, _client, _table = filled
+    name = f"projects/{target.project}/instances/{target.instance}/tables/NOPE"
+    with pytest.raises(exceptions.NotFound):
+        rows_stream.shared_reader().read(name, ReadRowsQuery(), 10)
