@@ -301,3 +301,22 @@ def test_a_missing_table_is_not_found(filled):
     name = f"projects/{target.project}/instances/{target.instance}/tables/NOPE"
     with pytest.raises(exceptions.NotFound):
         rows_stream.shared_reader().read(name, ReadRowsQuery(), 10)
+
+
+@pytest.mark.parametrize("families", [["f"], ["g"], ["f", "g"]])
+@pytest.mark.parametrize("qualifier", [b"q1", b"", b"q"])
+def test_one_column_selects_what_a_literal_qualifier_regex_does(filled, families, qualifier):
+    from transforms.bigtable import filters
+
+    _target, _client, table = filled
+    regex = row_filters.RowFilterChain(
+        filters=[
+            row_filters.FamilyNameRegexFilter("|".join(families)),
+            row_filters.ColumnQualifierRegexFilter(filters.re2_literal(qualifier)),
+        ]
+    )
+    expected = [ReadRow.of(r) for r in table.read_rows(ReadRowsQuery(row_filter=regex))]
+    query = ReadRowsQuery(row_filter=filters.one_column(families, qualifier))
+    got = rows_stream.shared_reader().read(table.table_name, query, 30)
+    holds = (qualifier == b"q1" and "f" in families) or (qualifier == b"" and "g" in families)
+    assert got == expected and bool(expected) == holds

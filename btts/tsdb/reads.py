@@ -35,7 +35,13 @@ from btts.tsdb.request import BadRequest, TagFilter
 from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.bigtable import rows_stream
-from transforms.bigtable.filters import COLUMNS_ONLY, KEYS_ONLY, re2_literal, read_query
+from transforms.bigtable.filters import (
+    COLUMNS_ONLY,
+    KEYS_ONLY,
+    one_column,
+    re2_literal,
+    read_query,
+)
 from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
@@ -332,10 +338,11 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
 
 
 def _cells_filter(source: Source) -> row_filters.RowFilter | None:
-    """Only the metric's own column travels when it is a map entry."""
+    """Only the metric's own column travels when it is a map entry (in the map's families)."""
     if not source.entry:
         return None
-    return row_filters.ColumnQualifierRegexFilter(re2_literal(source.entry.encode("utf-8")))
+    families = [c.family for c in source.table.columns if c.each == source.field]
+    return one_column(families, source.entry.encode("utf-8"))
 
 
 def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
