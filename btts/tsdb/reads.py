@@ -350,9 +350,15 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     source = p.source
     cells = _cells_filter(source)
     rows = reader.scan_all(p.scans, cells, p.scanning)
+    tags = source.tags
+    if source.entry:
+        found = query_records.map_entry_points(
+            source.schema, source.table.name, rows, source.field, source.entry, tags
+        )
+        if found is not None:
+            return _kept(found, filters)
     spec = schema_lib.QuerySpec(name="tsdb", table=source.table.name)
     records = query_records.decode_declared(source.schema, spec, rows)
-    tags = source.tags
     out: dict[SeriesKey, list] = {}
     verdicts: dict[SeriesKey, bool] = {}  # the filters run once per series, not per row
     for record in records:
@@ -371,6 +377,24 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     for points in out.values():
         points.sort(key=lambda p: p[0])
     return out
+
+
+def _kept(found: dict[SeriesKey, list], filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
+    """The series of :func:`query_records.map_entry_points` that pass the filters, their
+    numbers in time order (what :func:`read_points` keeps of the records)."""
+    out: dict[SeriesKey, list] = {}
+    for labels, points in found.items():
+        if not _passes(dict(labels), filters):
+            continue
+        kept = [p for p in points if type(p[1]) is Decimal]  # _loose gives Decimal or text
+        if kept:
+            kept.sort(key=_first)
+            out[labels] = kept
+    return out
+
+
+def _first(point: tuple) -> int:
+    return point[0]
 
 
 def _passes(labels: Mapping[str, str], filters: Sequence[TagFilter]) -> bool:
