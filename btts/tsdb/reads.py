@@ -39,7 +39,6 @@ from transforms.bigtable.filters import (
     COLUMNS_ONLY,
     KEYS_ONLY,
     one_column,
-    re2_literal,
     read_query,
 )
 from transforms.mutations import ReadRow
@@ -412,7 +411,7 @@ def read_rollup(
     source = p.source
     cells = row_filters.RowFilterChain(
         filters=[
-            row_filters.ColumnQualifierRegexFilter(re2_literal(source.qualifier)),
+            one_column([f.name for f in source.table.decl.families], source.qualifier),
             row_filters.CellsColumnLimitFilter(1),
         ]
     )
