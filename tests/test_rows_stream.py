@@ -320,3 +320,25 @@ def test_one_column_selects_what_a_literal_qualifier_regex_does(filled, families
     got = rows_stream.shared_reader().read(table.table_name, query, 30)
     holds = (qualifier == b"q1" and "f" in families) or (qualifier == b"" and "g" in families)
     assert got == expected and bool(expected) == holds
+
+
+def test_without_the_emulator_the_channel_goes_to_the_endpoint_with_default_credentials(
+    monkeypatch,
+):
+    import google.auth
+    from google.auth.credentials import AnonymousCredentials
+
+    asked = []
+    monkeypatch.delenv(rows_stream.EMULATOR_ENV, raising=False)
+
+    def default(**kwargs):
+        asked.append(kwargs)
+        return AnonymousCredentials(), "p"
+
+    monkeypatch.setattr(google.auth, "default", default)
+    channel = rows_stream.open_channel("bigtable.example.com")
+    try:
+        assert isinstance(channel, grpc.Channel) and asked
+        assert "https://www.googleapis.com/auth/bigtable.data" in asked[0]["default_scopes"]
+    finally:
+        channel.close()

@@ -39,7 +39,7 @@ from google.cloud.bigtable_v2.types import data as data_types
 
 from transforms.mutations import Cell, ReadRow
 
-__all__ = ["shared_reader"]
+__all__ = ["RowReader", "open_channel", "request_of", "shared_reader"]
 
 Request = bigtable_types.ReadRowsRequest.pb()  # the raw protobufs, no proto-plus wrappers
 Response = bigtable_types.ReadRowsResponse.pb()
@@ -334,6 +334,8 @@ def open_channel(endpoint: str | None = None) -> grpc.Channel:
     if emulator:
         return grpc.insecure_channel(emulator, options=CHANNEL_OPTIONS)
     host = endpoint or BigtableGrpcTransport.DEFAULT_HOST
+    if ":" not in host:  # as the GAPIC transport completes it
+        host += ":443"
     return BigtableGrpcTransport.create_channel(host, options=list(CHANNEL_OPTIONS))
 
 
