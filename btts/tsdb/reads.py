@@ -9,8 +9,12 @@ buckets, and the time segment bounds each range (reversed timestamps swap the bo
 enumerated the same way (a metric-only query aggregates every series, as OpenTSDB does); a table
 whose key the query names fully is preferred.
 
-Rows are decoded by the query engine's declared-query decoder, so every layout (columns,
-blobs, one row per field) gives the same records as ``btts query``.
+Rows are read with :mod:`transforms.bigtable.rows_stream` (ReadRows straight from gRPC) and
+decoded by the query engine's declared-query decoder, so every layout (columns, blobs, one row
+per field) gives the same records as ``btts query``; a map entry's points are taken straight
+from its cells (:func:`btts.query.records.map_entry_points`, the same values without a record
+per event). A map entry or rollup column is selected on the server by a column range, not a
+qualifier regex.
 """
 
 from __future__ import annotations
