@@ -130,6 +130,14 @@ def test_last_scanned_key_moves_the_resume_point_between_rows():
         ([response(chunk(b"a", "f", b"q", size=2, commit=True))], "split cell"),
         ([response(chunk(b"a", "f", b"q", size=2), chunk(ts=9, value=b"x"))], "mid value"),
         ([response(chunk(reset=True))], "without a row key"),
+        (
+            [response(chunk(b"a", "f", b"q", size=4, value=b"x"), chunk(size=4, commit=True))],
+            "split cell",
+        ),
+        (
+            [response(chunk(b"b", "f", b"q", commit=True)), response(scanned=b"a")],
+            "backwards",
+        ),
         ([response(chunk(b"a", "f", b"q"), scanned=b"z")], "inside a row"),
     ],
 )

@@ -96,91 +96,85 @@ def _check_reset(chunk) -> None:
         raise InvalidChunk("a reset_row chunk that carries data")
 
 
-def _split_value(chunks: Iterator, first, key: bytes, family: str, qualifier: bytes) -> tuple:
-    """A cell whose value spans chunks: ``(value, last chunk)``, or ``(None, reset chunk)``."""
-    parts = [first.value]
-    chunk = first
-    stamp, labels = first.timestamp_micros, list(first.labels)
-    while chunk.value_size:
-        try:
-            chunk = next(chunks)
-        except StopIteration:
-            raise InvalidChunk(f"row {key!r}: the stream ended inside a cell") from None
-        if chunk.reset_row:
-            _check_reset(chunk)
-            return None, chunk
-        if (
-            (chunk.row_key and chunk.row_key != key)
-            or (chunk.HasField("family_name") and chunk.family_name.value != family)
-            or (chunk.HasField("qualifier") and chunk.qualifier.value != qualifier)
-            or (chunk.timestamp_micros and chunk.timestamp_micros != stamp)
-            or (chunk.labels and list(chunk.labels) != labels)
-        ):
-            raise InvalidChunk(f"row {key!r}: a cell changed its coordinates mid value")
-        parts.append(chunk.value)
-    return b"".join(parts), chunk
+def _check_continuation(chunk, key: bytes, family, qualifier, stamp: int, labels) -> None:
+    """A chunk continuing a split value may repeat its coordinates, never change them."""
+    if (
+        (chunk.row_key and chunk.row_key != key)
+        or (chunk.HasField("family_name") and chunk.family_name.value != family)
+        or (chunk.HasField("qualifier") and chunk.qualifier.value != qualifier)
+        or (chunk.timestamp_micros and chunk.timestamp_micros != stamp)
+        or (chunk.labels and list(chunk.labels) != labels)
+    ):
+        raise InvalidChunk(f"row {key!r}: a cell changed its coordinates mid value")
+    if chunk.commit_row and chunk.value_size:
+        raise InvalidChunk(f"row {key!r}: committed inside a split cell")
 
 
-def _chunks(responses: Iterable, state: MergeState) -> Iterator:
-    for response in responses:
-        if type(response) is bytes:
-            response = Response.FromString(response)
-        yield from response.chunks
-        scanned = response.last_scanned_row_key
-        if scanned:
-            if state.last_key is not None and scanned <= state.last_key:
-                raise InvalidChunk("last_scanned_row_key went backwards")
-            yield scanned  # a marker: the server read past this key (between rows)
+def _check_scanned(scanned: bytes, key: bytes | None, state: MergeState) -> None:
+    if key is not None:
+        raise InvalidChunk("last_scanned_row_key inside a row")
+    if state.last_key is not None and scanned <= state.last_key:
+        raise InvalidChunk("last_scanned_row_key went backwards")
 
 
 def merge_chunks(responses: Iterable, state: MergeState | None = None) -> Iterator[ReadRow]:
     """The committed rows of a ReadRows response stream (responses as bytes or parsed),
-    updating ``state`` as rows commit (see the module docstring for the rules)."""
+    updating ``state`` as rows commit (see the module docstring for the rules). One loop over
+    the chunks, a split value kept as its pieces until its last chunk."""
     state = state if state is not None else MergeState()
-    chunks = _chunks(responses, state)
-    key = None  # the row in progress
+    key = family = qualifier = labels = parts = None  # the row, column and split value
     cells: list = []
-    family = qualifier = None
-    for chunk in chunks:
-        if type(chunk) is bytes:  # last_scanned_row_key
-            if key is not None:
-                raise InvalidChunk("last_scanned_row_key inside a row")
-            state.last_key = chunk
-            continue
-        if key is None:
-            key = _check_new_row(chunk, state)
-            cells = []
-        elif chunk.reset_row:
-            _check_reset(chunk)
-            key = None
-            continue
-        elif chunk.row_key and chunk.row_key != key:
-            raise InvalidChunk(f"row {key!r} was not committed before {chunk.row_key!r}")
-        if chunk.HasField("family_name"):
-            if not chunk.HasField("qualifier"):
-                raise InvalidChunk(f"row {key!r}: a new family without a qualifier")
-            family = chunk.family_name.value
-            qualifier = chunk.qualifier.value
-        elif chunk.HasField("qualifier"):
-            qualifier = chunk.qualifier.value
-        stamp = chunk.timestamp_micros  # a split value's first chunk holds its coordinates
-        if chunk.value_size:
+    stamp = 0
+    for response in responses:
+        if type(response) is bytes:
+            response = Response.FromString(response)
+        for chunk in response.chunks:
+            if parts is not None:  # inside a split value
+                if chunk.reset_row:
+                    _check_reset(chunk)
+                    key = parts = None
+                    continue
+                _check_continuation(chunk, key, family, qualifier, stamp, labels)
+                parts.append(chunk.value)
+                if chunk.value_size:
+                    continue
+                value, parts = b"".join(parts), None
+            else:
+                if key is None:
+                    key = _check_new_row(chunk, state)
+                    cells = []
+                elif chunk.reset_row:
+                    _check_reset(chunk)
+                    key = None
+                    continue
+                elif chunk.row_key and chunk.row_key != key:
+                    raise InvalidChunk(f"row {key!r} was not committed before {chunk.row_key!r}")
+                if chunk.HasField("family_name"):
+                    if not chunk.HasField("qualifier"):
+                        raise InvalidChunk(f"row {key!r}: a new family without a qualifier")
+                    family = chunk.family_name.value
+                    qualifier = chunk.qualifier.value
+                elif chunk.HasField("qualifier"):
+                    qualifier = chunk.qualifier.value
+                stamp = chunk.timestamp_micros
+                if chunk.value_size:
+                    if chunk.commit_row:
+                        raise InvalidChunk(f"row {key!r}: committed inside a split cell")
+                    parts, labels = [chunk.value], list(chunk.labels)
+                    continue
+                value = chunk.value
+            cells.append(Cell(family, qualifier, value, stamp))
             if chunk.commit_row:
-                raise InvalidChunk(f"row {key!r}: committed inside a split cell")
-            value, chunk = _split_value(chunks, chunk, key, family, qualifier)
-            if value is None:  # a reset inside the split cell
+                state.last_key = key
+                state.rows += 1
+                yield ReadRow(key, tuple(cells))
                 key = None
-                continue
-            if chunk.commit_row and chunk.value_size:
-                raise InvalidChunk(f"row {key!r}: committed inside a split cell")
-        else:
-            value = chunk.value
-        cells.append(Cell(family, qualifier, value, stamp))
-        if chunk.commit_row:
-            state.last_key = key
-            state.rows += 1
-            yield ReadRow(key, tuple(cells))
-            key = None
+        scanned = response.last_scanned_row_key
+        if scanned:  # the server read past this key: a retry starts after it
+            _check_scanned(scanned, key, state)
+            state.last_key = scanned
+    if parts is not None:
+        raise InvalidChunk(f"row {key!r}: the stream ended inside a cell")
     if key is not None:
         raise InvalidChunk(f"the stream ended inside row {key!r}")
 
