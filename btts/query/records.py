@@ -309,6 +309,7 @@ def map_entry_points(
     decl = table.decl
     split, event_ms = key_ranges.split_key, decl.event_ms
     out: dict[tuple, list] = {}
+    series: dict[tuple, list] = {}  # the tag values of a key → its series' points
     for row in rows_in_order(decl, scans):
         by_ms: dict[int, object] = {}
         for cell in sorted(row.cells, key=_stamp) if len(row.cells) > 1 else row.cells:
@@ -316,10 +317,11 @@ def map_entry_points(
                 return None
             by_ms[event_ms(cell.timestamp_us)] = cell.value
         parts = split(decl, row.key)
-        labels = tuple(sorted((t, str(parts.get(t, ""))) for t in tags))
-        points = out.get(labels)
+        values = tuple([parts.get(t, "") for t in tags])
+        points = series.get(values)  # a series' rows come together: its list, found once
         if points is None:
-            points = out[labels] = []
+            labels = tuple(sorted((t, str(v)) for t, v in zip(tags, values, strict=True)))
+            points = series[values] = out.setdefault(labels, [])
         for ms in sorted(by_ms) if len(by_ms) > 1 else by_ms:
             points.append((ms, _loose(by_ms[ms])))
     return out
