@@ -350,3 +350,28 @@ def test_without_the_emulator_the_channel_goes_to_the_endpoint_with_default_cred
         assert "https://www.googleapis.com/auth/bigtable.data" in asked[0]["default_scopes"]
     finally:
         channel.close()
+
+
+class ResetStream(Unavailable):
+    def code(self):
+        return grpc.StatusCode.INTERNAL
+
+    def details(self):
+        return "Received RST_STREAM with error code 2"
+
+
+def test_a_reset_stream_resumes_after_the_last_key_the_server_scanned():
+    channel = FakeChannel(
+        [
+            (
+                [response(chunk(b"a", "f", b"q", 1, b"1", commit=True)), response(scanned=b"k")],
+                ResetStream(),
+            ),
+            ([response(chunk(b"m", "f", b"q", 1, b"2", commit=True))], None),
+        ]
+    )
+    rows = rows_stream.RowReader(channel).read(
+        "t", ReadRowsQuery(row_ranges=[RowRange(b"a", b"z")]), 10
+    )
+    assert [r.key for r in rows] == [b"a", b"m"]
+    assert spans(channel.requests[1]) == [("start_key_open", b"k", b"z")]
