@@ -17,6 +17,8 @@ the next chunks until one without it; ``reset_row`` drops the row in progress; `
 ends it; keys only increase. A stream that breaks with a transient error is resumed after the
 last committed row (or the last scanned key the server reported), with the row limit reduced
 by the rows already returned, so no row is repeated or skipped. Reversed reads are not offered.
+The request's filter is built from the filter's public attributes
+(:mod:`transforms.bigtable.filter_proto`), as the data client would send it.
 """
 
 from __future__ import annotations
@@ -37,13 +39,13 @@ from google.cloud.bigtable_v2.services.bigtable.transports.base import DEFAULT_C
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 from google.cloud.bigtable_v2.types import data as data_types
 
+from transforms.bigtable.filter_proto import filter_pb
 from transforms.mutations import Cell, ReadRow
 
 __all__ = ["RowReader", "open_channel", "request_of", "shared_reader"]
 
 Request = bigtable_types.ReadRowsRequest.pb()  # the raw protobufs, no proto-plus wrappers
 Response = bigtable_types.ReadRowsResponse.pb()
-_RowFilter = data_types.RowFilter.pb()
 _RowRange = data_types.RowRange.pb()
 _RowSet = data_types.RowSet.pb()
 
@@ -179,13 +181,6 @@ def merge_chunks(responses: Iterable, state: MergeState | None = None) -> Iterat
         raise InvalidChunk(f"the stream ended inside row {key!r}")
 
 
-def filter_pb(row_filter) -> object | None:
-    """A data-client ``RowFilter`` as the raw protobuf. The filter classes have no public
-    serializer; every one of them states its protobuf as a dict (``_to_dict``), which the
-    client's own ``read_rows`` builds its request from too."""
-    return None if row_filter is None else _RowFilter(**row_filter._to_dict())
-
-
 def request_of(table_name: str, query: ReadRowsQuery, app_profile_id: str = ""):
     """The ``ReadRowsRequest`` of a data-client query (keys, ranges, filter, limit)."""
     request = Request(table_name=table_name, app_profile_id=app_profile_id)
@@ -203,7 +198,7 @@ def request_of(table_name: str, query: ReadRowsQuery, app_profile_id: str = ""):
                 span.end_key_closed = r.end_key
             else:
                 span.end_key_open = r.end_key
-    if query.filter is not None:
+    if query.filter:  # as the data client sends it: an empty chain or union is no filter
         request.filter.CopyFrom(filter_pb(query.filter))
     if query.limit:
         request.rows_limit = query.limit
