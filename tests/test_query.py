@@ -31,6 +31,7 @@ from pipelines import nightly
 from pipelines.nightly import dates
 from tests.helpers import compiled, run_job, write_lines
 from transforms.bigtable import filters
+from transforms.bigtable.filter_proto import filter_pb
 from transforms.errors import InvalidEvent
 from transforms.scans import key_ranges
 from transforms.schema import builtin_tables
@@ -217,12 +218,13 @@ def test_scans_become_client_queries():
     (span,) = timed.row_ranges
     assert (span.start_key, span.end_key) == (b"h#1426535612045", b"h#1426535613045")
     assert (span.start_is_inclusive, span.end_is_inclusive) == (True, False)
-    assert timed.filter._to_dict() == {
-        "timestamp_range_filter": {
-            "start_timestamp_micros": T0 * 1000,
-            "end_timestamp_micros": (T0 + 1000) * 1000,
-        }
-    }
+    sent = filter_pb(timed.filter)  # what ReadRows carries, as the data client sends it
+    assert sent.WhichOneof("filter") == "timestamp_range_filter"
+    span = sent.timestamp_range_filter
+    assert (span.start_timestamp_micros, span.end_timestamp_micros) == (
+        T0 * 1000,
+        (T0 + 1000) * 1000,
+    )
 
 
 def test_calendar_helpers():
