@@ -404,6 +404,35 @@ def test_balloon_measurements_are_the_same_in_every_layout(loaded, pattern):
     assert no_key(got) == expected
 
 
+HOST_1 = {"hostname": samples.host_name(1)}
+METRICS_WINDOW = (samples.METRICS_START_MS + 20_000, samples.METRICS_START_MS + 45_000)
+BATTERY_WINDOW = (ms("2015-03-01T01:00:00Z"), ms("2015-03-01T03:00:00Z"))
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        ("server_metrics", "host_metrics", HOST_1, *METRICS_WINDOW),
+        ("server_metrics", "fleet_metrics"),
+        ("server_metrics", "latest_metrics", HOST_1),
+        ("battery", "battery_levels", {}, *BATTERY_WINDOW),
+    ],
+)
+def test_a_query_reads_the_rows_the_data_client_reads(loaded, question):
+    """The engine reads with rows_stream: every scan gives what ``read_rows`` gives."""
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    from transforms.mutations import ReadRow
+
+    scans = q.builtin_query(*question).scans
+    target = loaded.target
+    with BigtableDataClient(project=target.project) as client:
+        for scan in scans:
+            table = client.get_table(target.instance, scan.table)
+            expected = [ReadRow.of(r) for r in table.read_rows(filters.read_query(scan))]
+            assert expected and q.execute(target, scan) == expected
+
+
 def test_salted_reads_merge_every_bucket_in_time_order(loaded):
     start, end = ms("2015-03-01T01:00:00Z"), ms("2015-03-01T03:00:00Z")
     levels = sorted(
