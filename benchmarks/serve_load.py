@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import datetime as dt
 import http.client
 import json
 import os
@@ -33,12 +34,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange
+from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
 from btts import config
 from btts.emulator import ENV_HOST, Emulator
 from btts.samples import data as samples
 from pipelines import load
+from transforms.text import timefmt
 
 HOUR = 3_600_000
 START = 1426536000000  # 2015-03-16T20:00:00Z
@@ -162,14 +164,17 @@ def poster(url: str) -> Callable[[], Callable]:
     return make
 
 
-def reader(client: BigtableDataClient, target: config.Target) -> Callable[[], Callable]:
-    """The data client's ``read_rows`` of an item's key ranges (one multi-range read)."""
+def reader(
+    client: BigtableDataClient, target: config.Target, row_filter=None
+) -> Callable[[], Callable]:
+    """The data client's ``read_rows`` of an item's key ranges (one multi-range read), whole
+    rows unless ``row_filter`` is given."""
     table = client.get_table(target.instance, "METRIC")
 
     def make() -> Callable:
         def call(item) -> bool:
             spans = [RowRange(start_key=a, end_key=b) for a, b in item[1]]
-            table.read_rows(ReadRowsQuery(row_ranges=spans))
+            table.read_rows(ReadRowsQuery(row_ranges=spans, row_filter=row_filter))
             return True
 
         return call
@@ -186,23 +191,42 @@ def median_s(call: Callable[[], object], n: int) -> float:
     return statistics.median(times)
 
 
+def same_cells() -> row_filters.RowFilter:
+    """The server filter btts sends for the raw queries: the cells of the hours read, of the
+    metric's one column."""
+    window = [START - 3_600_000, START + 2 * HOUR]  # scan_window's whole hours, and more
+    micros = [timefmt.EPOCH + dt.timedelta(milliseconds=ms) for ms in window]
+    column = CPU.rsplit(".", 1)[1].encode()
+    return row_filters.RowFilterChain(
+        filters=[
+            row_filters.TimestampRangeFilter(start=micros[0], end=micros[1]),
+            row_filters.ColumnRangeFilter("METRIC", column, column, True, True),
+        ]
+    )
+
+
 def single_ratios(url: str, client: BigtableDataClient, target: config.Target, hosts: int) -> dict:
     """One request at a time: a host's raw hour, and ``hostname=*`` raw over every host, by
-    btts and by the data client (one multi-range read)."""
+    btts and by the data client (one multi-range read) of the whole rows (``ratio``) and of
+    the cells btts reads, with its server filter (``ratio_same_cells``)."""
     post, read = poster(url)(), reader(client, target)()
+    read_cells = reader(client, target, same_cells())()
     raw = (body({"metric": CPU, "aggregator": "none", "tags": {"hostname": samples.host_name(0)}}),)
     raw += ([host_range(0)],)
     star_q = {"metric": CPU, "aggregator": "none", "tags": {"hostname": "*"}}
     star = (body(star_q), [host_range(h) for h in range(hosts)])
     out = {}
     for name, item, n in (("raw_host_hour", raw, 30), ("star_all_hosts", star, 8)):
-        post(item), read(item)  # warm
+        post(item), read(item), read_cells(item)  # warm
         btts_s = median_s(lambda item=item: post(item), n)
         client_s = median_s(lambda item=item: read(item), n)
+        cells_s = median_s(lambda item=item: read_cells(item), n)
         out[name] = {
             "btts_ms": round(1000 * btts_s, 1),
             "data_client_ms": round(1000 * client_s, 1),
             "ratio": round(btts_s / client_s, 2),
+            "data_client_same_cells_ms": round(1000 * cells_s, 1),
+            "ratio_same_cells": round(btts_s / cells_s, 2),
         }
     return out
 

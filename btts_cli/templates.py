@@ -92,11 +92,14 @@ def _help_text(action: argparse.Action) -> str:
     return " ".join(text.split())
 
 
-_STORE_FLAGS = (argparse._StoreTrueAction, argparse._StoreFalseAction)
+def _store_flag(action: argparse.Action) -> bool:
+    """A flag that takes no value and stores a bool (``store_true``/``store_false``; argparse
+    names their classes privately, so they are told by what they do)."""
+    return action.nargs == 0 and isinstance(action.const, bool)
 
 
 def _kind(action: argparse.Action) -> str:
-    if isinstance(action, _STORE_FLAGS) or (action.nargs == "?" and isinstance(action.const, bool)):
+    if _store_flag(action) or (action.nargs == "?" and isinstance(action.const, bool)):
         return "bool"  # a bare flag, or e.g. --verify[=true|false]
     if action.choices:
         return "enum"
@@ -105,13 +108,39 @@ def _kind(action: argparse.Action) -> str:
     return "text"
 
 
+class _RecordingParser(argparse.ArgumentParser):
+    """A parser that keeps every action added to it or to its groups, in order: argparse
+    offers no public list of a parser's actions."""
+
+    def __init__(self) -> None:
+        super().__init__(add_help=False, allow_abbrev=False)
+        self.added: list[argparse.Action] = []
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.added.append(action)
+        return action
+
+    def add_argument_group(self, *args, **kwargs):
+        group = super().add_argument_group(*args, **kwargs)
+        plain = group.add_argument
+
+        def add_argument(*a, **k) -> argparse.Action:
+            action = plain(*a, **k)
+            self.added.append(action)
+            return action
+
+        group.add_argument = add_argument
+        return group
+
+
 def flags(classes: Sequence[type[PipelineOptions]]) -> list[Flag]:
     """Every flag the option classes add, in declaration order."""
-    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser = _RecordingParser()
     for cls in classes:
-        cls._add_argparse_args(parser)
+        cls._add_argparse_args(parser)  # Beam's hook, defined by each option class
     out = []
-    for action in parser._actions:
+    for action in parser.added:
         longs = [s for s in action.option_strings if s.startswith("--")]
         if not longs:
             continue
@@ -122,7 +151,7 @@ def flags(classes: Sequence[type[PipelineOptions]]) -> list[Flag]:
                 kind=_kind(action),
                 choices=tuple(str(c) for c in action.choices or ()),
                 required=bool(action.required),
-                store_flag=isinstance(action, _STORE_FLAGS),
+                store_flag=_store_flag(action),
             )
         )
     return out

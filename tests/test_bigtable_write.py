@@ -28,9 +28,41 @@ ROW = RowMutation(
 TABLE = "projects/p/instances/i/tables/METRIC"
 
 
-def _clients_own(row: RowMutation) -> bytes:
+@pytest.fixture(scope="module")
+def clients_own():
+    """``clients_own(entry)``: the MutateRows entry the data client sends for ``entry``,
+    caught by an in-process server."""
+    import os
+
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    from tests.fake_bigtable import FakeBigtable
+
+    with FakeBigtable() as fake:
+        before = os.environ.get("BIGTABLE_EMULATOR_HOST")
+        os.environ["BIGTABLE_EMULATOR_HOST"] = fake.endpoint
+        try:
+            client = BigtableDataClient(project="p")
+        finally:  # the client read the setting; the emulator's tests need theirs back
+            if before is None:
+                del os.environ["BIGTABLE_EMULATOR_HOST"]
+            else:
+                os.environ["BIGTABLE_EMULATOR_HOST"] = before
+        table = client.get_table("i", "METRIC")
+
+        def send(entry: RowMutationEntry):
+            fake.calls.clear()
+            table.bulk_mutate_rows([entry])
+            ((only,),) = [call.request.entries for call in fake.calls]
+            return only
+
+        yield send
+        client.close()
+
+
+def _set_cells(row: RowMutation) -> RowMutationEntry:
     mutations = [SetCell(c.family, c.qualifier, c.value, c.timestamp_us) for c in row.cells]
-    return RowMutationEntry(row.key, mutations)._to_pb()._pb.SerializeToString()
+    return RowMutationEntry(row.key, mutations)
 
 
 def _requests(pool) -> list:
@@ -59,7 +91,7 @@ class _Inline:
         return future
 
 
-def test_requests_split_by_row_count_and_client_entries_are_accepted():
+def test_requests_split_by_row_count_and_client_entries_are_accepted(clients_own):
     # Any mutation the data client's public RowMutationEntry holds, not only SetCell. (The
     # legacy DirectRow goes through the client's own Table.mutate_rows: test_direct_rows_*.)
     pool = _Inline()
@@ -71,9 +103,9 @@ def test_requests_split_by_row_count_and_client_entries_are_accepted():
     requests = _requests(pool)
     assert [len(r.entries) for r in requests] == [2, 1]
     assert all(r.table_name == TABLE for r in requests)
-    assert requests[0].entries[0].SerializeToString() == _clients_own(ROW)
-    expected = RowMutationEntry(b"direct", [DeleteAllFromRow()])._to_pb()._pb
-    assert requests[1].entries[0] == expected
+    own = clients_own(_set_cells(ROW)).SerializeToString()
+    assert requests[0].entries[0].SerializeToString() == own
+    assert requests[1].entries[0] == clients_own(RowMutationEntry(b"direct", [DeleteAllFromRow()]))
     assert len(batcher.done) == 2
 
 

@@ -31,6 +31,7 @@ from pipelines import nightly
 from pipelines.nightly import dates
 from tests.helpers import compiled, run_job, write_lines
 from transforms.bigtable import filters
+from transforms.bigtable.filter_proto import filter_pb
 from transforms.errors import InvalidEvent
 from transforms.scans import key_ranges
 from transforms.schema import builtin_tables
@@ -217,12 +218,13 @@ def test_scans_become_client_queries():
     (span,) = timed.row_ranges
     assert (span.start_key, span.end_key) == (b"h#1426535612045", b"h#1426535613045")
     assert (span.start_is_inclusive, span.end_is_inclusive) == (True, False)
-    assert timed.filter._to_dict() == {
-        "timestamp_range_filter": {
-            "start_timestamp_micros": T0 * 1000,
-            "end_timestamp_micros": (T0 + 1000) * 1000,
-        }
-    }
+    sent = filter_pb(timed.filter)  # what ReadRows carries, as the data client sends it
+    assert sent.WhichOneof("filter") == "timestamp_range_filter"
+    span = sent.timestamp_range_filter
+    assert (span.start_timestamp_micros, span.end_timestamp_micros) == (
+        T0 * 1000,
+        (T0 + 1000) * 1000,
+    )
 
 
 def test_calendar_helpers():
@@ -400,6 +402,35 @@ def test_balloon_measurements_are_the_same_in_every_layout(loaded, pattern):
     values = {"location": "us-west2", "balloon_id": "3699"}
     got = q.ask(loaded.target, "weather_balloons", name, values, start, end)
     assert no_key(got) == expected
+
+
+HOST_1 = {"hostname": samples.host_name(1)}
+METRICS_WINDOW = (samples.METRICS_START_MS + 20_000, samples.METRICS_START_MS + 45_000)
+BATTERY_WINDOW = (ms("2015-03-01T01:00:00Z"), ms("2015-03-01T03:00:00Z"))
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        ("server_metrics", "host_metrics", HOST_1, *METRICS_WINDOW),
+        ("server_metrics", "fleet_metrics"),
+        ("server_metrics", "latest_metrics", HOST_1),
+        ("battery", "battery_levels", {}, *BATTERY_WINDOW),
+    ],
+)
+def test_a_query_reads_the_rows_the_data_client_reads(loaded, question):
+    """The engine reads with rows_stream: every scan gives what ``read_rows`` gives."""
+    from google.cloud.bigtable.data import BigtableDataClient
+
+    from transforms.mutations import ReadRow
+
+    scans = q.builtin_query(*question).scans
+    target = loaded.target
+    with BigtableDataClient(project=target.project) as client:
+        for scan in scans:
+            table = client.get_table(target.instance, scan.table)
+            expected = [ReadRow.of(r) for r in table.read_rows(filters.read_query(scan))]
+            assert expected and q.execute(target, scan) == expected
 
 
 def test_salted_reads_merge_every_bucket_in_time_order(loaded):

@@ -21,7 +21,6 @@ __all__ = [
     "ReadRow",
     "RowMutation",
     "check_limits",
-    "stored_cells",
     "without_empty_rows",
 ]
 

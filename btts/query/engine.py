@@ -1,6 +1,8 @@
 """One query engine for every schema file: plan a declared query from the table's key recipe,
-read it with the Bigtable data client (emulator or a real instance), decode the rows into plain
-records by the declared field types.
+read it from Bigtable (emulator or a real instance), decode the rows into plain records by the
+declared field types. Rows are read with :mod:`transforms.bigtable.rows_stream` (ReadRows
+straight from gRPC, on the endpoint and credentials the data client would use): the same rows
+in the same order as the data client's ``read_rows``, without its objects per cell.
 
     from btts import admin
     from btts import config
@@ -38,7 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from google.api_core import exceptions as gexc
-from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
+from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 
 from btts import admin
 from btts.config import Target
@@ -47,6 +49,7 @@ from btts.query import records as query_records
 from btts.query.records import Record
 from transforms import schema as schema_lib
 from transforms import table_model
+from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import KEYS_ONLY, read_query
 from transforms.build import fields
 from transforms.mutations import ReadRow
@@ -90,40 +93,44 @@ class Query(Generic[R]):
         return "\n".join(scan.describe() for scan in self.scans)
 
 
-def execute(client: BigtableDataClient, target: Target, scan: Scan) -> list[ReadRow]:
+# as long as the data client's read_rows allows a read by default
+READ_TIMEOUT_S = 600.0
+
+
+def _read(
+    target: Target, table: str, query: ReadRowsQuery, missing: str = "", collect: Callable = list
+):
+    """``collect`` of the rows of ``query`` in ``table`` as they come, in key order, cells as
+    stored; a missing table is :class:`MissingTable` (``missing``: what to do about it)."""
+    reader = rows_stream.shared_reader()  # the data client's default endpoint, or the emulator
+    request = rows_stream.request_of(target.table_path(table), query)
+    try:
+        return collect(reader.stream(request, READ_TIMEOUT_S))
+    except gexc.NotFound:
+        raise MissingTable(
+            f"table {table} does not exist in {target.describe()}{missing}"
+        ) from None
+
+
+def execute(target: Target, scan: Scan) -> list[ReadRow]:
     """The rows of one scan, in key order, cells as stored (newest first per column)."""
     query = read_query(scan)
     if query is None:
         return []
-    table = client.get_table(target.instance, scan.table)
-    try:
-        rows = table.read_rows(query)
-    except gexc.NotFound:
-        raise MissingTable(
-            f"table {scan.table} does not exist in {target.describe()}: run the job that "
-            "writes it first"
-        ) from None
-    return [ReadRow.of(row) for row in rows]
+    return _read(target, scan.table, query, ": run the job that writes it first")
 
 
 def run(target: Target, query: Query[R]) -> list[R]:
-    """Execute every scan of ``query`` (one client for all) and decode the rows."""
-    with BigtableDataClient(project=target.project) as client:
-        return query.decode([execute(client, target, scan) for scan in query.scans])
+    """Execute every scan of ``query`` (one channel for all) and decode the rows."""
+    return query.decode([execute(target, scan) for scan in query.scans])
 
 
 def count_rows(target: Target, table: str, span: tuple[bytes, bytes] | None = None) -> int:
     """How many rows a table holds, or its key range ``span`` (keys only travel: one stripped
     cell per row)."""
     ranges = [RowRange(*span)] if span is not None else None
-    with BigtableDataClient(project=target.project) as client:
-        handle = client.get_table(target.instance, table)
-        try:
-            return sum(
-                1 for _ in handle.read_rows(ReadRowsQuery(row_ranges=ranges, row_filter=KEYS_ONLY))
-            )
-        except gexc.NotFound:
-            raise MissingTable(f"table {table} does not exist in {target.describe()}") from None
+    query = ReadRowsQuery(row_ranges=ranges, row_filter=KEYS_ONLY)
+    return _read(target, table, query, collect=lambda rows: sum(1 for _ in rows))
 
 
 # -- declared queries -------------------------------------------------------------------------
@@ -337,6 +344,4 @@ def read_rows(
         row_filter=row_filters.CellsColumnLimitFilter(1) if latest_only else None,
         limit=limit,
     )
-    with BigtableDataClient(project=target.project) as client:
-        handle = client.get_table(target.instance, table)
-        return [ReadRow.of(row) for row in handle.read_rows(query)]
+    return _read(target, table, query)

@@ -12,7 +12,15 @@ from transforms import table_model
 from transforms.mutations import ReadCell, ReadRow
 from transforms.scans import key_ranges, salted_reads
 
-__all__ = ["Record", "decode_declared", "decode_table", "entity_fields", "int64", "rows_in_order"]
+__all__ = [
+    "Record",
+    "decode_declared",
+    "decode_table",
+    "entity_fields",
+    "int64",
+    "map_entry_points",
+    "rows_in_order",
+]
 
 Record = dict  # field name → value; see btts.query.engine's docstring
 
@@ -270,3 +278,54 @@ def decode_table(
             record["key"] = " ".join(row_keys[ident])
         out = [decoder.ordered(r) for r in sorted(pivoted.values(), key=lambda r: r["ts_ms"])]
     return out
+
+
+def map_entry_points(
+    schema: schema_lib.Schema,
+    table_name: str,
+    scans: list[list[ReadRow]],
+    map_field: str,
+    entry: str,
+    tags: tuple[str, ...],
+) -> dict[tuple, list[tuple[int, object]]] | None:
+    """One map entry's values straight from the rows, without a record per event: ``{sorted
+    (tag, text) pairs: [(ts_ms, value), ...]}`` in the order :func:`decode_table`'s records
+    give them, each value what that record's ``map_field[entry]`` holds. Why: a dashboard
+    reads thousands of rows of one entry, and building, typing and ordering a whole record per
+    event cost as much as reading the rows. None when the rows hold anything else (another
+    column) or the table is not one event per cell time: decode the records then."""
+    table = schema.table(table_name)
+    decoder = _Decoder(schema, table)
+    owner, wanted = decoder.owner, entry.encode("utf-8")
+    if (
+        whole_rows(table)
+        or table.rows_per is not None
+        or owner is None
+        or owner.each != map_field
+        or wanted in decoder.literal
+        or {map_field, "ts_ms", "key"} & set(tags)
+    ):
+        return None
+    decl = table.decl
+    split, event_ms = key_ranges.split_key, decl.event_ms
+    out: dict[tuple, list] = {}
+    series: dict[tuple, list] = {}  # the tag values of a key → its series' points
+    for row in rows_in_order(decl, scans):
+        by_ms: dict[int, object] = {}
+        for cell in sorted(row.cells, key=_stamp) if len(row.cells) > 1 else row.cells:
+            if cell.qualifier != wanted:
+                return None
+            by_ms[event_ms(cell.timestamp_us)] = cell.value
+        parts = split(decl, row.key)
+        values = tuple([parts.get(t, "") for t in tags])
+        points = series.get(values)  # a series' rows come together: its list, found once
+        if points is None:
+            labels = tuple(sorted((t, str(v)) for t, v in zip(tags, values, strict=True)))
+            points = series[values] = out.setdefault(labels, [])
+        for ms in sorted(by_ms) if len(by_ms) > 1 else by_ms:
+            points.append((ms, _loose(by_ms[ms])))
+    return out
+
+
+def _stamp(cell: ReadCell) -> int:
+    return cell.timestamp_us

@@ -9,8 +9,12 @@ buckets, and the time segment bounds each range (reversed timestamps swap the bo
 enumerated the same way (a metric-only query aggregates every series, as OpenTSDB does); a table
 whose key the query names fully is preferred.
 
-Rows are decoded by the query engine's declared-query decoder, so every layout (columns,
-blobs, one row per field) gives the same records as ``btts query``.
+Rows are read with :mod:`transforms.bigtable.rows_stream` (ReadRows straight from gRPC) and
+decoded by the query engine's declared-query decoder, so every layout (columns, blobs, one row
+per field) gives the same records as ``btts query``; a map entry's points are taken straight
+from its cells (:func:`btts.query.records.map_entry_points`, the same values without a record
+per event). A map entry or rollup column is selected on the server by a column range, not a
+qualifier regex.
 """
 
 from __future__ import annotations
@@ -34,7 +38,13 @@ from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.request import BadRequest, TagFilter
 from transforms import schema as schema_lib
 from transforms import table_model
-from transforms.bigtable.filters import COLUMNS_ONLY, KEYS_ONLY, re2_literal, read_query
+from transforms.bigtable import rows_stream
+from transforms.bigtable.filters import (
+    COLUMNS_ONLY,
+    KEYS_ONLY,
+    one_column,
+    read_query,
+)
 from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
@@ -90,6 +100,8 @@ class Reader:
         enumerations: TtlLru | None = None,
     ) -> None:
         self.client = client
+        # the reads themselves: this process's channel to the client's endpoint
+        self.rows = rows_stream.shared_reader(client.api_endpoint)
         self.enumerations = enumerations  # shared across requests: a key field's values
         self.target = target
         self.until = time.monotonic() + deadline_s
@@ -105,9 +117,11 @@ class Reader:
         return left
 
     def read(self, table: str, query: ReadRowsQuery, scanning: bool = False) -> list[ReadRow]:
-        handle = self.client.get_table(self.target.instance, table)
+        """The rows of ``query`` (ReadRows straight from gRPC: :mod:`rows_stream`), counted
+        against the scan budget; a missing table is a 400, the deadline a 504."""
+        name = f"projects/{self.target.project}/instances/{self.target.instance}/tables/{table}"
         try:
-            rows = handle.read_rows(query, operation_timeout=self._remaining())
+            rows = self.rows.read(name, query, self._remaining())
         except gexc.NotFound:
             raise BadRequest(f"Table {table} does not exist in {self.target.describe()}") from None
         except (gexc.DeadlineExceeded, gexc.RetryError, TimeoutError):
@@ -122,7 +136,7 @@ class Reader:
                 "the tags the key starts with",
                 413,
             )
-        return [ReadRow.of(r) for r in rows]
+        return rows
 
     def scan(
         self, scan: Scan, cells: row_filters.RowFilter | None, scanning: bool
@@ -327,10 +341,11 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
 
 
 def _cells_filter(source: Source) -> row_filters.RowFilter | None:
-    """Only the metric's own column travels when it is a map entry."""
+    """Only the metric's own column travels when it is a map entry (in the map's families)."""
     if not source.entry:
         return None
-    return row_filters.ColumnQualifierRegexFilter(re2_literal(source.entry.encode("utf-8")))
+    families = [c.family for c in source.table.columns if c.each == source.field]
+    return one_column(families, source.entry.encode("utf-8"))
 
 
 def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
@@ -338,9 +353,15 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     source = p.source
     cells = _cells_filter(source)
     rows = reader.scan_all(p.scans, cells, p.scanning)
+    tags = source.tags
+    if source.entry:
+        found = query_records.map_entry_points(
+            source.schema, source.table.name, rows, source.field, source.entry, tags
+        )
+        if found is not None:
+            return _kept(found, filters)
     spec = schema_lib.QuerySpec(name="tsdb", table=source.table.name)
     records = query_records.decode_declared(source.schema, spec, rows)
-    tags = source.tags
     out: dict[SeriesKey, list] = {}
     verdicts: dict[SeriesKey, bool] = {}  # the filters run once per series, not per row
     for record in records:
@@ -361,6 +382,24 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     return out
 
 
+def _kept(found: dict[SeriesKey, list], filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
+    """The series of :func:`query_records.map_entry_points` that pass the filters, their
+    numbers in time order (what :func:`read_points` keeps of the records)."""
+    out: dict[SeriesKey, list] = {}
+    for labels, points in found.items():
+        if not _passes(dict(labels), filters):
+            continue
+        kept = [p for p in points if type(p[1]) is Decimal]  # _loose gives Decimal or text
+        if kept:
+            kept.sort(key=_first)
+            out[labels] = kept
+    return out
+
+
+def _first(point: tuple) -> int:
+    return point[0]
+
+
 def _passes(labels: Mapping[str, str], filters: Sequence[TagFilter]) -> bool:
     return all(f.match(labels.get(f.tagk, "")) for f in filters)
 
@@ -376,7 +415,7 @@ def read_rollup(
     source = p.source
     cells = row_filters.RowFilterChain(
         filters=[
-            row_filters.ColumnQualifierRegexFilter(re2_literal(source.qualifier)),
+            one_column([f.name for f in source.table.decl.families], source.qualifier),
             row_filters.CellsColumnLimitFilter(1),
         ]
     )

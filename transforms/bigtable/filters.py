@@ -17,6 +17,7 @@ __all__ = [
     "COLUMNS_ONLY",
     "KEYS_ONLY",
     "key_suffix_filter",
+    "one_column",
     "re2_literal",
     "read_query",
     "row_filter",
@@ -97,6 +98,22 @@ def re2_literal(literal: bytes) -> bytes:
     except UnicodeDecodeError:
         raise ValueError(f"cannot match non-UTF-8 bytes literally in RE2: {literal!r}") from None
     return bytes(out)
+
+
+def one_column(families: Sequence[str], qualifier: bytes) -> row_filters.RowFilter:
+    """The cells of the column ``qualifier`` in any of ``families``: a column range from the
+    qualifier to itself per family, which selects what a literal qualifier regex does in those
+    families without running a regex on every cell (on the emulator the regex cost more than
+    reading the cells)."""
+    if not families:
+        raise ValueError("one_column needs at least one family")
+    ranges = [
+        row_filters.ColumnRangeFilter(
+            family, qualifier, qualifier, inclusive_start=True, inclusive_end=True
+        )
+        for family in dict.fromkeys(families)
+    ]
+    return ranges[0] if len(ranges) == 1 else row_filters.RowFilterUnion(filters=ranges)
 
 
 def key_suffix_filter(suffixes: Sequence[bytes]) -> row_filters.RowKeyRegexFilter:

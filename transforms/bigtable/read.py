@@ -9,8 +9,9 @@ The split step calls the data client's ``sample_row_keys`` once (keys that cut t
 pieces of roughly equal size) and cuts each requested range ``[start, end)`` at the sampled keys
 that fall strictly inside it, so the pieces are contiguous and never overlap: every row of a
 requested range is read exactly once. ``Reshuffle`` spreads the pieces over workers, and each piece
-is one ``ReadRows`` stream (the client resumes after the last row it received when it retries, so a
-retry never repeats or skips a row).
+is one ``ReadRows`` stream, read by :mod:`transforms.bigtable.rows_stream` (C protobuf, chunks
+merged straight into rows; it resumes after the last row it returned when it retries, so a retry
+never repeats or skips a row).
 
 Row filters (``google.cloud.bigtable.data.row_filters``) run on the server: filtered-out rows never
 travel to the client. Rows come out as client-neutral :class:`RowMutation` tuples (one
@@ -33,11 +34,14 @@ from apache_beam import pvalue
 from apache_beam.metrics import Metrics
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
+from transforms.bigtable import rows_stream
 from transforms.metrics import NAMESPACE
-from transforms.mutations import RowMutation, stored_cells
+from transforms.mutations import RowMutation
 from transforms.scans.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
 
 __all__ = ["ReadFromBigtableRows"]
+
+READ_TIMEOUT_S = 600.0  # one piece's read, retries included (the data client's default)
 
 
 def _check_range(key_range: KeyRange) -> KeyRange:
@@ -161,6 +165,15 @@ class _ReadRangeFn(_ClientDoFn):
         self._rows = Metrics.counter(NAMESPACE, f"read_rows_{self._label}")
         self._cells = Metrics.counter(NAMESPACE, f"read_cells_{self._label}")
         self._bytes = Metrics.counter(NAMESPACE, f"read_bytes_{self._label}")
+        # the reads: a channel of this DoFn's own, to the client's endpoint (closed in teardown)
+        self._reader = rows_stream.RowReader(rows_stream.open_channel(self._client.api_endpoint))
+
+    def teardown(self) -> None:
+        reader = getattr(self, "_reader", None)
+        if reader is not None:
+            reader.close()
+            self._reader = None
+        super().teardown()
 
     def process(self, piece: KeyRange):
         start, end = piece
@@ -168,8 +181,9 @@ class _ReadRangeFn(_ClientDoFn):
             row_ranges=RowRange(start_key=start or None, end_key=end or None),
             row_filter=self._row_filter,
         )
-        for row in self._table.read_rows_stream(query):
-            out = RowMutation(self._out_table, bytes(row.row_key), stored_cells(row))
+        request = rows_stream.request_of(self._table.table_name, query, self._app_profile_id or "")
+        for row in self._reader.stream(request, READ_TIMEOUT_S):
+            out = RowMutation(self._out_table, row.key, row.cells)
             size = len(out.key)
             for cell in out.cells:
                 size += len(cell.family) + len(cell.qualifier) + len(cell.value)
