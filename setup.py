@@ -86,7 +86,7 @@ setup(
     extras_require={
         "test": [
             "pytest>=8",
-            # `make test` runs the suite on every core (-n auto --dist worksteal)
+            # `make test` runs the suite on every core (-n logical --dist worksteal)
             "pytest-xdist>=3.2",
             "hypothesis>=6.100",
             "ruff>=0.6",
