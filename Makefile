@@ -26,8 +26,15 @@ protos:
 demo: venv
 	$(BIN)/btts demo
 
+# One pytest worker per logical CPU (pytest-xdist; "auto" would count physical cores when
+# psutil is installed: fewer than the CPUs where they are hyperthreads). Each worker has its own
+# emulators (session fixtures are per worker) and tmp dirs. worksteal hands each worker a
+# contiguous half of the collection and lets an idle one take the tail of the other's queue, so
+# a module's fixtures are mostly set up once and one long test does not leave a core idle.
+# TEST_WORKERS=0 runs in one process.
+TEST_WORKERS ?= logical
 test: venv browser
-	$(BIN)/python -m pytest -rA -q
+	$(BIN)/python -m pytest -rA -q -n $(TEST_WORKERS) --dist worksteal
 
 # Headless Chromium and its driver for the btts serve page test (tests/test_serve_page.py):
 # Debian's packages, installed only when missing and apt-get is there (as root, or with sudo);

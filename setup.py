@@ -86,6 +86,8 @@ setup(
     extras_require={
         "test": [
             "pytest>=8",
+            # `make test` runs the suite on every core (-n logical --dist worksteal)
+            "pytest-xdist>=3.2",
             "hypothesis>=6.100",
             "ruff>=0.6",
             # regenerates protos/*_pb2.py in a checkout (protos/__init__.py, `make protos`)

@@ -1,4 +1,5 @@
-"""Fixtures: one Bigtable emulator per test session, a fresh instance per test."""
+"""Fixtures: one Bigtable emulator per test session (per worker under pytest-xdist), a fresh
+instance per test."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ from btts.emulator import ENV_HOST, Emulator, PubSubEmulator
 
 REPO = Path(__file__).resolve().parent.parent
 WORKED_EXAMPLES = REPO / "tests" / "data" / "worked_examples"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (``make test``), the tests marked slow go first: the worker that
+    takes one then spends its minute while the other works through the rest, rather than both
+    waiting on it at the end. A single process keeps the files' order."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")

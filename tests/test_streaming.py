@@ -70,13 +70,27 @@ def _event(host: str, ms: int, **metrics: str) -> bytes:
     return f'{{"hostname": "{host}", "timestamp": "{iso_ms(ms)}", "metrics": {{{body}}}}}'.encode()
 
 
-def _cancel_all(*results) -> None:
-    """Cancel in parallel: each waits out its reader's pending Pub/Sub pull."""
+# Not JSON: a job reading it can only dead-letter it, never write a row.
+WAKE = b"btts test: the job is being cancelled"
+
+
+def _cancel_all(*results, wake: tuple[tuple[object, str], ...] = ()) -> None:
+    """Cancel in parallel. Each cancel waits for its reader's pending Pub/Sub pull, which the
+    emulator holds for its 30 s deadline when no message comes: ``wake`` names the (publisher,
+    input topic) pairs to publish :data:`WAKE` on until the cancels return, so that the pull
+    returns at once. Every assertion on Bigtable is made after its wait, and a WAKE read before
+    the shutdown can only become a dead letter on the test's own topic."""
     threads = [threading.Thread(target=r.cancel) for r in results]
     for thread in threads:
         thread.start()
+    deadline = time.monotonic() + 120
+    while any(t.is_alive() for t in threads) and time.monotonic() < deadline:
+        for publisher, topic in wake:
+            publisher.publish(topic, WAKE).result()
+        for thread in threads:
+            thread.join(timeout=0.5)
     for thread in threads:
-        thread.join(timeout=120)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
 
 
 def _start(module, job, subscription: str, dead_topic: str, target: config.Target, *flags: str):
@@ -151,7 +165,7 @@ def test_metrics_stream_lands_rolls_up_and_routes_bad_and_too_late(
             "the malformed message and the too-late point on the dead-letter topic",
         )
     finally:
-        result.cancel()
+        _cancel_all(result, wake=((publisher, events_topic),))
 
     (current,) = [
         r for r in engine.read_rows(target, "CURRENT_METRIC", latest_only=True) if r.key == b"web1"
@@ -245,7 +259,7 @@ def test_meter_and_market_streams_land_with_the_batch_key_logic(bigtable_emulato
             "the bad reading on the dead-letter topic",
         )
     finally:
-        _cancel_all(meters, ticks)
+        _cancel_all(meters, ticks, wake=((publisher, meters_topic), (publisher, ticks_topic)))
 
     (quote,) = engine.read_rows(target, "QUOTE")
     assert quote.key == b"NASDAQ#ZXZZT#1426535612156"
@@ -294,7 +308,7 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
         time.sleep(2)  # anything delivered twice would have landed by now
         dead.extend(_pull_all(subscriber, dead_sub))
     finally:
-        result.cancel()
+        _cancel_all(result, wake=((publisher, events_topic),))
 
     rows = engine.read_rows(target, "METRIC")
     assert len(rows) == 499
