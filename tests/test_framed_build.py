@@ -97,6 +97,49 @@ def test_long_empty_or_early_cells_are_left_to_the_writer(text, number, entries,
     _check(builder, events.parse_json_object(json.dumps(record)))
 
 
+_EDGE_SCHEMA = """
+dataset: edges
+event:
+  time: ts
+  fields:
+    name: {type: text, max_length: 200}
+    when: {type: time, as: ts}
+tables:
+  - name: T
+    pattern: TS-COLS
+    families: [{name: fam, max_versions: 1}]
+    key:
+      - {text: name}
+      - epoch_ms: ts
+    columns:
+      - {family: fam, qualifier: q, value: name}
+  - name: H
+    pattern: TS-COLS
+    families: [{name: fam, max_versions: 1}]
+    key:
+      - {text: name}
+      - epoch_ms: ts
+    columns:
+      - {family: fam, qualifier: {time: hhmm}, value: name}
+"""
+
+
+@pytest.mark.parametrize("length", range(1, 131))
+def test_every_value_length_frames_while_its_lengths_fit_one_byte(length):
+    """Around the one-byte limits of a fixed and a time-of-day qualifier: the builder frames
+    a row exactly when its SetCell's length is under 126 (what its fast path covers), and
+    then as the encoder does; the key grows with the value too, past 127 bytes at the end."""
+    builder = generic.Builder(sf.loads(_EDGE_SCHEMA))
+    record = {"name": "x" * length, "when": "2015-03-16T19:53:32.045Z"}
+    rows, entries = builder.framed(record)
+    for row, entry in zip(rows, entries, strict=True):
+        # SetCell: family field (5), qualifier field (2 + its length), stamp (9), value (2 + n)
+        fits = 5 + 2 + len(row[2][0][1]) + 9 + 2 + length < 126
+        assert (entry is not None) == (fits and len(row[1]) < 128)
+        if entry is not None:
+            assert entry == wire.framed(wire.entry(row))
+
+
 def test_framed_rows_are_rows_to_beam_and_keep_their_entries_when_pickled():
     rows = FramedRows([("T", b"k", (("f", b"q", b"v", 1000),))], [b"entry"])
     assert rows == [("T", b"k", (("f", b"q", b"v", 1000),))]

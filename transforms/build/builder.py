@@ -532,12 +532,17 @@ class Builder:
     def frame_into(self, record: dict, rows: list, entries: list) -> None:
         """:meth:`framed` appending to a batch's lists (what the job's build step runs): a bad
         record raises and appends nothing."""
+        self.framer()(record, rows, entries)
+
+    def framer(self) -> Callable[[dict, list, list], None]:
+        """The compiled function behind :meth:`frame_into`, compiled on first use: the build
+        step calls it per record without a method call in between (one call per event less)."""
         if self._framed is None:
             plan = build_plan(self.schema, self.tables, self.tz)
             self._framed = codegen.build_function(plan, framed=True)
             if self._shape is not None:
                 self._framed = _shaped_framed(self._shape, self._framed)
-        self._framed(record, rows, entries)
+        return self._framed
 
     def take_empty_cells(self) -> int:
         """Unpivoted cells without a value since the last call (no event, not a dead letter):

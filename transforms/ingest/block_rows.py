@@ -51,18 +51,20 @@ def build_block(
     every bad item kept with its reason; a builder bug costs its item only, never the block
     (it is logged to ``log``, with its traceback)."""
     out = BlockOutcome()
+    batch, entries = out.batch, out.entries
     # only so long an item can hold an oversize cell: checked before it is kept
     limit = 0 if kind == "record" else MAX_QUALIFIER_BYTES
     for index, raw in enumerate(items):
         try:
-            if framed is not None:
-                _build_framed(framed, decode(raw), len(raw) > limit, out)
-            else:
+            if framed is None:
                 rows = build(decode(raw))
                 if len(raw) > limit:
                     check_limits(rows)
-                out.batch.extend(rows)
-            out.valid += 1
+                batch += rows
+            elif len(raw) > limit:
+                _build_framed_checked(framed, decode(raw), out)
+            else:  # the common case, per event: no call but the builder's
+                framed(decode(raw), batch, entries)
             continue
         except InvalidEvent as err:
             reason = str(err)
@@ -76,17 +78,15 @@ def build_block(
         if kind == "jsonl":
             reason = events.array_hint(raw, reason)
         out.bad.append((index, raw, reason))
+    out.valid = len(items) - len(out.bad) - out.blank  # every other item built its rows
     return out
 
 
-def _build_framed(
-    framed: Callable[[dict, list, list], None], record: dict, check: bool, out: BlockOutcome
+def _build_framed_checked(
+    framed: Callable[[dict, list, list], None], record: dict, out: BlockOutcome
 ) -> None:
-    """One record's rows and entries into the block's lists; when its size calls for the
-    limits check, built apart first so that a refused record leaves nothing behind."""
-    if not check:
-        framed(record, out.batch, out.entries)
-        return
+    """One record's rows and entries into the block's lists, when its size calls for the
+    limits check: built apart first, so that a refused record leaves nothing behind."""
     rows: list = []
     made: list = []
     framed(record, rows, made)

@@ -109,6 +109,9 @@ class _BuildRowsFn(beam.DoFn):
         self._empty_cells = Metrics.counter(NAMESPACE, EMPTY_CELLS)
         owner = getattr(self._framed or self._builder, "__self__", self._builder)
         self._take_empty = getattr(owner, "take_empty_cells", None)  # a schema's Builder
+        self._frame = self._framed
+        if self._framed is not None and getattr(owner, "frame_into", None) == self._framed:
+            self._frame = owner.framer()  # its compiled function, called per event as it is
         self._progress = block_rows.Progress(self._pipeline, PROGRESS_SECONDS, _LOG)
         self._tally = block_rows.ReasonTally()
         tune_gc()
@@ -138,7 +141,7 @@ class _BuildRowsFn(beam.DoFn):
         self._progress.add(len(block.items))
         decode = decoder(block, self._csv_adapter)
         out = block_rows.build_block(
-            block.source, block.kind, block.items, decode, self._builder, self._framed, _LOG
+            block.source, block.kind, block.items, decode, self._builder, self._frame, _LOG
         )
         if out.unexpected:
             self._unexpected.inc(out.unexpected)
