@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         f"{port}/ (OpenTSDB API; Ctrl-C stops)",
         flush=True,
     )
-    return _serve(httpd, service)
+    return _serve(httpd)
 
 
 def _access(args: argparse.Namespace) -> access.Access:
@@ -179,7 +179,7 @@ def _access(args: argparse.Namespace) -> access.Access:
     return guard
 
 
-def _serve(httpd: server.Server, service: service_lib.Service) -> int:
+def _serve(httpd: server.Server) -> int:
     """Serve until Ctrl-C or SIGTERM; then stop accepting and let requests in flight finish."""
 
     def stop(signum, frame) -> None:
@@ -193,7 +193,6 @@ def _serve(httpd: server.Server, service: service_lib.Service) -> int:
     finally:
         httpd.drain(server.GRACE_S)
         httpd.server_close()
-        service.close()
     return 0
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from google.api_core import exceptions as gexc
-from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
+from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 
 from btts.config import Target
 from btts.query import engine as query_engine
@@ -88,20 +88,18 @@ class Plan:
 
 
 class Reader:
-    """One request's reads: one client, a deadline, a row budget for bounded scans."""
+    """One request's reads: a deadline, a row budget for bounded scans, on this process's
+    channel (:func:`rows_stream.shared_reader`: the emulator, or Bigtable's endpoint)."""
 
     def __init__(
         self,
-        client: BigtableDataClient,
         target: Target,
         deadline_s: float = 30.0,
         max_scan_rows: int = 0,
         tenant: str | None = None,
         enumerations: TtlLru | None = None,
     ) -> None:
-        self.client = client
-        # the reads themselves: this process's channel to the client's endpoint
-        self.rows = rows_stream.shared_reader(client.api_endpoint)
+        self.rows = rows_stream.shared_reader()
         self.enumerations = enumerations  # shared across requests: a key field's values
         self.target = target
         self.until = time.monotonic() + deadline_s
@@ -456,21 +454,20 @@ def discover_entries(
     ``DATASET.FIELD.ENTRY`` metrics. Each value of the key's first field (each host) is
     sampled, ``rows`` rows of it, so an entry only a late-sorting host sends is found too."""
     out: dict[tuple[str, str, str], list[str]] = {}
-    with BigtableDataClient(project=target.project) as client:
-        reader = Reader(client, target, tenant=tenant)
-        for schema, table, field_name in tables:
-            families = {c.family for c in table.columns if c.each == field_name}
-            try:
-                names = {
-                    c.qualifier.decode("utf-8", "replace")
-                    for prefix in _sample_prefixes(reader, table, tenant)
-                    for r in _first_rows(reader, table.name, prefix, rows)
-                    for c in r.cells
-                    if c.family in families
-                }
-            except BadRequest:  # a table not created yet, too many hosts: what the keys hold
-                continue
-            out[(schema.dataset, table.name, field_name)] = sorted(names)
+    reader = Reader(target, tenant=tenant)
+    for schema, table, field_name in tables:
+        families = {c.family for c in table.columns if c.each == field_name}
+        try:
+            names = {
+                c.qualifier.decode("utf-8", "replace")
+                for prefix in _sample_prefixes(reader, table, tenant)
+                for r in _first_rows(reader, table.name, prefix, rows)
+                for c in r.cells
+                if c.family in families
+            }
+        except BadRequest:  # a table not created yet, too many hosts: what the keys hold
+            continue
+        out[(schema.dataset, table.name, field_name)] = sorted(names)
     return out
 
 

@@ -11,8 +11,6 @@ import threading
 import time
 from collections.abc import Sequence
 
-from google.cloud.bigtable.data import BigtableDataClient
-
 from btts.config import Target
 from btts.tsdb import answer, reads, request
 from btts.tsdb.cache import TtlLru
@@ -27,7 +25,7 @@ REFRESH_MISS_S = 5.0  # an unknown metric looks for new map entries at most this
 
 
 class Service:
-    """What every request shares: the catalog, the target, one client, the limits."""
+    """What every request shares: the catalog, the target, the limits, the caches."""
 
     def __init__(
         self, catalog: Catalog, target: Target, limits: answer.Limits, tenant: str | None = None
@@ -36,7 +34,6 @@ class Service:
         self.target = target
         self.limits = limits
         self.tenant = tenant
-        self.client = BigtableDataClient(project=target.project)
         self._cache = TtlLru(CACHE_ENTRIES, CACHE_S)  # keyed by client filters: bounded
         self.enumerations = TtlLru(CACHE_ENTRIES * 4, CACHE_S)  # a key field's values
         self._refresh_lock = threading.Lock()
@@ -57,16 +54,12 @@ class Service:
 
     def reader(self) -> reads.Reader:
         return reads.Reader(
-            self.client,
             self.target,
             self.limits.deadline_s,
             self.limits.max_scan_rows,
             self.tenant,
             self.enumerations,
         )
-
-    def close(self) -> None:
-        self.client.close()
 
     # -- endpoints ---------------------------------------------------------------------------
 
