@@ -157,7 +157,7 @@ def test_hotspots_command(tmp_path, capsys):
     assert advise_command.main(argv) == 0
     out = capsys.readouterr().out
     assert "peak 4.00" in out and "HOTSPOT" in out and png.read_bytes().startswith(PNG_MAGIC)
-    argv = ["hotspots", "SENSOR_DAILY", "--workload-of", "SENSOR", "--nodes", "3"]
+    argv = ["hotspots", "SENSOR_DAILY", "--workload_of", "SENSOR", "--nodes", "3"]
     argv += ["--start", "2017-07-26T23:00:00Z", "--span", "2h", "--slices", "24"]
     assert advise_command.main(argv) == 0
     assert "peak 3.00 (slice 2017-07-27 00:00)" in capsys.readouterr().out

@@ -51,7 +51,7 @@ CASES = [
     ("unknown top flag", ["--bogus", "tables", "list"], "unrecognized arguments: --bogus", ""),
     ("unknown flag", ["tables", "create", "--tabel", "M"], "did you mean --table?", ""),
     ("bad int value", ["emulator", "start", "--port", "abc"], "argument --port", ""),
-    ("bad choice", ["advise", "lint", "--fail-on", "sometimes"], "'warning'", ""),
+    ("bad choice", ["advise", "lint", "--fail_on", "sometimes"], "'warning'", ""),
     ("missing required flag", ["query", "metrics", "--host", "h"], "--start, --end", ""),
     ("bad time", ["query", "metrics", "--host", "h", "--start", "soon", "--end", "1"],
      "argument --start", ""),
