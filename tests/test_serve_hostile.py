@@ -180,7 +180,10 @@ CORPUS = [
         "read-only",
     ),
     ("a PUT", "PUT", "/api/query", b"{}", 405, "read-only"),
-    ("a DELETE", "DELETE", "/api/query?start=1h-ago&m=sum:x&delete=true", None, 405, "read-only"),
+    # QueryRpc: a DELETE is a 400 while tsd.http.query.allow_delete is false (its default)
+    ("a DELETE", "DELETE", "/api/query?start=1h-ago&m=sum:x", None, 400, "Bad request"),
+    ("a DELETE of the last", "DELETE", "/api/query/last?timeseries=x", None, 400, "Bad request"),
+    ("a DELETE elsewhere", "DELETE", "/api/suggest?type=metrics", None, 405, "read-only"),
     ("an annotation write", "POST", "/api/annotation", {"startTime": 1}, 405, "read-only"),
 ]
 

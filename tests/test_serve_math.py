@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from btts.tsdb import catalog, request, series
+from btts.tsdb import catalog, mquery, request, series
 from btts.tsdb.request import BadRequest
 from btts_cli import serve_command
 
@@ -97,12 +97,18 @@ def test_times_intervals_and_m_expressions():
     assert request.parse_time("2015/03/16-20:00:00", now, "start") == 1_426_536_000_000
     assert request.parse_downsample("0all-sum") == request.Downsample(0, "sum", "none")
     assert request.parse_downsample("500ms-avg-zero").interval_ms == 500
-    m = request.parse_m("sum:rate{counter,100,5}:10m-avg:a.b{host=x|y}{dc=regexp(^e)}")
+    m = mquery.parse_m("sum:rate{counter,100,5}:10m-avg:a.b{host=x|y}{dc=regexp(^e)}")
     assert m["aggregator"] == "sum" and m["downsample"] == "10m-avg" and m["metric"] == "a.b"
-    assert m["rateOptions"] == {"counter": True, "counterMax": "100", "resetValue": "5"}
+    assert m["rateOptions"] == {
+        "counter": True,
+        "dropResets": False,
+        "counterMax": 100,
+        "resetValue": 5,
+    }
+    # Tags.parseWithMetricAndFilters: the filters' braces first, then the grouping tags
     assert m["filters"] == [
-        {"type": "literal_or", "tagk": "host", "filter": "x|y", "groupBy": True},
         {"type": "regexp", "tagk": "dc", "filter": "^e", "groupBy": False},
+        {"type": "literal_or", "tagk": "host", "filter": "x|y", "groupBy": True},
     ]
     with pytest.raises(BadRequest):
         request.parse_interval("1 h")
