@@ -329,9 +329,11 @@ def _calendar_downsample(
     """:func:`downsample` into calendar buckets (``1dc``; ``useCalendar`` and ``timezone``)."""
     first = calendar.ceil(start_ms)
     grouped: dict[int, list] = {}
+    origin = None
     for ts, value in points:
         if ts >= first:
-            grouped.setdefault(calendar.floor(ts), []).append(value)
+            origin = calendar.floor(ts) if origin is None else origin
+            grouped.setdefault(calendar.stepped(ts, origin), []).append(value)
     out = {b: run_aggregator(aggregator, vals) for b, vals in grouped.items()}
     if fill != "none":
         last = calendar.floor(end_ms)
