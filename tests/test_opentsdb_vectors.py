@@ -36,7 +36,7 @@ DIFFERENCES = {  # also in the README's "Dashboards" section
     "lenient": "btts reads a date or a count it can tell apart where OpenTSDB's parser refuses",
     "no-uids": "btts has no UID tables: no tsuid= queries; a TSUID is the series' name in hex",
     "no-histograms": "btts keeps numbers, not histograms: percentiles[…] queries are refused",
-    "wildcard-anchored": "a wildcard is a glob over the whole value",
+    "no-expressions": "expressions (/api/query/exp, /api/query/gexp) are not served",
     "empty-series": "a series with no point in [start, end] is left out of the answer",
 }
 
@@ -324,10 +324,12 @@ def generated(r: dict) -> list:
     return [(first + k * step, v) for k, v in enumerate(seq)]
 
 
-def btts_query(stores: dict, store: str, body: dict) -> list:
+def btts_query(stores: dict, store: str, body: dict, ms: bool = True) -> list:
     """btts' answer: the series of the store the sub-query's filters pass, their points in the
-    window btts reads (:func:`series.scan_window`), then ``answer.compute`` and ``render``."""
+    window btts reads (:func:`series.scan_window`), then ``answer.compute`` and ``render``
+    (with the stats ``showStats``/``showSummary`` ask for)."""
     tq = request.parse_body(body, NOW)
+    stats = answer.Stats()
     out = []
     for q in tq.queries:
         iv = q.downsample.interval_ms if q.downsample else 0
@@ -337,8 +339,10 @@ def btts_query(stores: dict, store: str, body: dict) -> list:
             if spec["metric"] == q.metric and all(f.matches(spec["tags"]) for f in q.filters):
                 key = tuple(sorted(spec["tags"].items()))
                 data[key] = [(t, v) for t, v in stored(spec) if first <= t < last]
-        out += answer.compute(q.metric, data, q, tq)
-    return json.loads(answer.render(out, True, tq=tq))
+        results = answer.compute(q.metric, data, q, tq)
+        stats.add(q, sum(len(p) for p in data.values()), 0.0, results)
+        out += results
+    return json.loads(answer.render(out, ms or tq.ms_resolution, tq=tq, stats=stats))
 
 
 def _compare(got: list, want: list, start: int, end: int) -> None:
@@ -363,7 +367,35 @@ def run_query(v: dict, d: dict) -> None:
             _compare(got, v["expect"], tq.start_ms, tq.end_ms)
 
 
+def run_serialize(v: dict, d: dict) -> None:
+    got = btts_query(d["stores"], v["store"], v["body"], ms=False)
+    if v.get("empty"):
+        assert got == []
+        return
+    summary = got[-1] if got and "statsSummary" in got[-1] else None
+    first = got[0]
+    assert {k: first["dps"].get(k) for k in v["dps"]} == v["dps"]
+    assert all(k in first for k in v.get("has", [])) and not set(first) & set(v.get("lacks", []))
+    if "last_ts" in v:
+        assert list(first["dps"])[-1] == v["last_ts"]
+    if "emitted" in v:
+        assert first["stats"]["emittedDPs"] == v["emitted"]
+    if "summary" in v:
+        assert (summary is not None) is v["summary"]
+    if summary is not None:
+        assert set(v.get("summary_has", [])) <= set(summary["statsSummary"])
+        emitted = summary["statsSummary"]["queryIdx_00"]["emittedDPs"]
+        assert emitted == v.get("summary_emitted", emitted)
+
+
+def run_scan_window(v: dict, d: dict) -> None:
+    got = series.scan_window(v["start_s"] * 1000, v["end_s"] * 1000, v["interval_ms"])
+    assert [t // 1000 for t in got] == v["expect_s"]
+
+
 RUNNERS: dict[str, Callable[[dict, dict], None]] = {
+    "scan_window": run_scan_window,
+    "serialize": run_serialize,
     "query": run_query,
     "aggregator": run_aggregator,
     "rate": run_rate,
@@ -397,7 +429,8 @@ def test_every_vector_names_its_source_and_runs_somewhere():
     http_kinds = {"http", "last"}
     for path in DATA.glob("*.json"):
         doc = json.loads(path.read_text(encoding="utf-8"))
-        assert doc["source"].startswith("test/") and doc["source"].endswith(path.stem + ".java")
+        java = path.stem.split(".")[0]  # TestQueryRpc.http.json: TestQueryRpc's HTTP cases
+        assert doc["source"].startswith("test/") and doc["source"].endswith(f"/{java}.java")
         for v in doc["vectors"]:
             assert v["method"] and (v["kind"] in RUNNERS or v["kind"] in http_kinds), v
             assert v.get("difference") in (None, *DIFFERENCES), v
@@ -412,6 +445,3 @@ def same(got, want, tolerance: float = 1e-9) -> bool:
     if math.isnan(float(want)):
         return math.isnan(float(got))
     return abs(float(got) - float(want)) <= tolerance * max(1.0, abs(float(want)))
-
-
-__all__ = ["Decimal", "answer", "mquery", "same", "series"]

@@ -164,10 +164,9 @@ def run_sub(
         budget.check_series(q, tq, max(len(p.combos), 1), limits.max_points)
         described += p.describe()
         results = compute(metric.name, reads.read_points(reader, p, q.filters), q, tq)
-    if tq.show_query:
-        shown = {**dict(q.raw), "index": q.index, "btts": {"reads": described}}
-        for r in results:
-            r.query = shown
+    for r in results:
+        if r.query is not None:  # showQuery: which tables and ranges answered
+            r.query["btts"] = {"reads": described}
     return results
 
 
@@ -233,8 +232,10 @@ def _group(name: str, data: dict, q: SubQuery, tq: TsQuery) -> list[Result]:
         aggregated = sorted({t for tags in all_tags for t in tags} - set(common))
         dps = series.aggregate([data[k] for k in members], q.aggregator, rates, downsampled)
         out.append(Result(name, common, aggregated, dps, fill=fill, members=members))
+    shown = {**dict(q.raw), "index": q.index} if tq.show_query else None
     for r in out:
         r.dps = series.clip(r.dps, tq.start_ms, tq.end_ms)
+        r.query = shown  # showQuery: the sub-query as asked, with its index
     return [r for r in out if r.dps]
 
 
