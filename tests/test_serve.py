@@ -115,6 +115,7 @@ def test_suggest_lookup_aggregators_filters_version(server):
         "literal_or",
         "iliteral_or",
         "not_literal_or",
+        "not_iliteral_or",
         "wildcard",
         "iwildcard",
         "regexp",
@@ -545,7 +546,11 @@ def test_filter_syntax_in_tags_and_explicit_tags(server, landed):
     assert [s["tags"]["hostname"] for s in query(server, q, T0, T0 + HOUR)] == [H2]
     explicit = {**q, "explicitTags": True}
     assert query(server, explicit, T0, T0 + HOUR) == query(server, q, T0, T0 + HOUR)
-    q = grafana_query(metric, "sum", tags={"hostname": "SERVER*"})  # case-sensitive wildcard
+    # a wildcard written as a tag value ignores case (TagVFilter.getFilter makes it an
+    # iwildcard); wildcard(...) is case-sensitive
+    q = grafana_query(metric, "sum", tags={"hostname": "SERVER*"})
+    assert sorted(s["tags"]["hostname"] for s in query(server, q, T0, T0 + HOUR)) == [H0, H1, H2]
+    q = grafana_query(metric, "sum", tags={"hostname": "wildcard(SERVER*)"})
     assert query(server, q, T0, T0 + HOUR) == []
 
 

@@ -468,7 +468,8 @@ def reference_answer(stored: dict, body: dict) -> list:
             "drop": bool(o.get("dropResets")),
         }
     data = {h: [(t, float(v)) for t, v in pts] for h, pts in stored.items()}
-    return ref.query(data, body["start"], body["end"], q["aggregator"], ds, rate)
+    longs = {h for h, pts in stored.items() if all(ref.is_integer(v) for _, v in pts)}
+    return ref.query(data, body["start"], body["end"], q["aggregator"], ds, rate, longs)
 
 
 def _value(v):

@@ -68,9 +68,11 @@ def matcher(kind: str, text: str) -> Callable[[str], bool]:
         if kind == "literal_or":
             return values.__contains__
         return lambda v: v not in values
-    if kind == "iliteral_or":
+    if kind in ("iliteral_or", "not_iliteral_or"):
         lowered = frozenset(text.lower().split("|"))
-        return lambda v: v.lower() in lowered
+        if kind == "iliteral_or":
+            return lambda v: v.lower() in lowered
+        return lambda v: v.lower() not in lowered
     if kind in ("wildcard", "iwildcard"):  # OpenTSDB's wildcard is case-sensitive
         wild = _compiled(wildcard_regex(text), kind == "iwildcard")
         return lambda v: wild.match(v) is not None

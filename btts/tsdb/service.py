@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 
 from btts.config import Target
-from btts.tsdb import answer, reads, request
+from btts.tsdb import answer, mquery, reads, request
 from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Catalog
 from btts.tsdb.request import BadRequest, TagFilter
@@ -66,8 +66,9 @@ class Service:
     def query(self, tq: request.TsQuery) -> bytes:
         if any(q.metric not in self.catalog.metrics for q in tq.queries):
             self.refresh_catalog(REFRESH_MISS_S)
-        results = answer.answer(self.reader(), self.catalog, tq, self.limits)
-        return answer.render(results, tq.ms_resolution, tq.arrays)
+        stats = answer.Stats() if tq.show_stats or tq.show_summary else None
+        results = answer.answer(self.reader(), self.catalog, tq, self.limits, stats)
+        return answer.render(results, tq.ms_resolution, tq.arrays, tq, stats)
 
     def suggest(self, kind: str, prefix: str, limit: int) -> list[str]:
         if kind == "metrics":
@@ -110,7 +111,7 @@ class Service:
         return combos
 
     def lookup(self, m: str, limit: int) -> dict:
-        parsed = request.parse_m("none:" + m)
+        parsed = mquery.parse_m("none:" + m)
         filters = [
             request.tag_filter(f["tagk"], f["type"], f["filter"], f["groupBy"])
             for f in parsed["filters"]
