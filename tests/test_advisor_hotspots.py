@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import time
 from pathlib import Path
 
 import pytest
@@ -30,9 +29,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 def results() -> dict[str, hotspots.SimResult]:
     out = {}
     for name, case in CASES.items():
-        began = time.perf_counter()
         out[name] = hotspots.run_case(case)
-        assert time.perf_counter() - began < 5, f"{name} took too long"
     return out
 
 
