@@ -306,7 +306,55 @@ def map_entry_points(
         or {map_field, "ts_ms", "key"} & set(tags)
     ):
         return None
-    decl = table.decl
+    return _column_points(table.decl, scans, wanted, _loose, tags)
+
+
+def field_column(table: schema_lib.TableSpec, field_name: str) -> schema_lib.ColumnSpec | None:
+    """The one column of literal qualifier holding ``field_name`` per event (None: none, or
+    the field is kept another way too)."""
+    found = [
+        c
+        for c in table.columns
+        if c.value == ("field", field_name)
+        and isinstance(c.qualifier, str)
+        and c.qualifier
+        and not c.each
+        and c.add is None
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def field_points(
+    schema: schema_lib.Schema,
+    table_name: str,
+    scans: list[list[ReadRow]],
+    field_name: str,
+    tags: tuple[str, ...],
+) -> dict[tuple, list[tuple[int, object]]] | None:
+    """One field's values straight from its column (see :func:`map_entry_points`), typed as
+    declared; None when the table or the rows are not that simple."""
+    table = schema.table(table_name)
+    col = field_column(table, field_name)
+    if (
+        col is None
+        or whole_rows(table)
+        or table.rows_per is not None
+        or {field_name, "ts_ms", "key"} & set(tags)
+        or field_name in {table.time or schema.time, table.time_else}
+    ):
+        return None
+    spec = schema.field_by_ref().get(field_name)
+    where = f"{table_name} {field_name}"
+
+    def convert(value: bytes) -> object:
+        return typed(spec, value.decode("utf-8"), where)
+
+    return _column_points(table.decl, scans, col.qualifier.encode("utf-8"), convert, tags)
+
+
+def _column_points(decl, scans, wanted: bytes, convert, tags) -> dict | None:
+    """The points of one column (qualifier ``wanted``) per series of ``tags``; None when a
+    row holds another column."""
     split, event_ms = key_ranges.split_key, decl.event_ms
     out: dict[tuple, list] = {}
     series: dict[tuple, list] = {}  # the tag values of a key → its series' points
@@ -323,7 +371,7 @@ def map_entry_points(
             labels = tuple(sorted((t, str(v)) for t, v in zip(tags, values, strict=True)))
             points = series[values] = out.setdefault(labels, [])
         for ms in sorted(by_ms) if len(by_ms) > 1 else by_ms:
-            points.append((ms, _loose(by_ms[ms])))
+            points.append((ms, convert(by_ms[ms])))
     return out
 
 

@@ -62,11 +62,13 @@ FILTER_TYPES = {
 
 
 class BadRequest(ValueError):
-    """A request the server refuses: ``code`` is the HTTP status (400, 413, 504…)."""
+    """A request the server refuses: ``code`` is the HTTP status (400, 413, 504…); ``details``
+    what OpenTSDB adds to some errors (the cause's message)."""
 
-    def __init__(self, message: str, code: int = 400) -> None:
+    def __init__(self, message: str, code: int = 400, details: str = "") -> None:
         super().__init__(message)
         self.code = code
+        self.details = details
 
 
 @dataclass(frozen=True)

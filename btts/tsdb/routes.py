@@ -42,8 +42,9 @@ class Reply:
     gzipped: bool = False
 
 
-def error_body(code: int, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
+def error_body(code: int, message: str, details: str = "") -> bytes:
+    error = {"code": code, "message": message, **({"details": details} if details else {})}
+    return json.dumps({"error": error}).encode("utf-8")
 
 
 def _no_constant(name: str) -> float:
@@ -66,7 +67,7 @@ def respond(
     try:
         reply = _route(service, method, target, headers, raw)
     except BadRequest as exc:
-        return Reply(exc.code, error_body(exc.code, str(exc)))
+        return Reply(exc.code, error_body(exc.code, str(exc), exc.details))
     except Exception as exc:  # a bug must not leak a traceback to the client
         LOG.exception("request %s %s failed", method, target[:200])
         message = f"Internal error ({type(exc).__name__}); see the server log"
