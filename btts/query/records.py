@@ -4,7 +4,7 @@ declares it (see :mod:`btts.query.engine` for the record's shape and how reads a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from transforms import schema as schema_lib
@@ -17,6 +17,8 @@ __all__ = [
     "decode_declared",
     "decode_table",
     "entity_fields",
+    "field_column",
+    "field_points",
     "int64",
     "map_entry_points",
     "rows_in_order",
@@ -357,22 +359,38 @@ def _column_points(decl, scans, wanted: bytes, convert, tags) -> dict | None:
     row holds another column."""
     split, event_ms = key_ranges.split_key, decl.event_ms
     out: dict[tuple, list] = {}
-    series: dict[tuple, list] = {}  # the tag values of a key → its series' points
+    series: dict[bytes, list] = {}  # a key without its time → its series' points
+    head = _series_head(decl)
     for row in rows_in_order(decl, scans):
         by_ms: dict[int, object] = {}
         for cell in sorted(row.cells, key=_stamp) if len(row.cells) > 1 else row.cells:
             if cell.qualifier != wanted:
                 return None
             by_ms[event_ms(cell.timestamp_us)] = cell.value
-        parts = split(decl, row.key)
-        values = tuple([parts.get(t, "") for t in tags])
-        points = series.get(values)  # a series' rows come together: its list, found once
+        own = head(row.key)
+        points = series.get(own)  # a series' rows come together: its list, found once
         if points is None:
+            parts = split(decl, row.key)
+            values = tuple([parts.get(t, "") for t in tags])
             labels = tuple(sorted((t, str(v)) for t, v in zip(tags, values, strict=True)))
-            points = series[values] = out.setdefault(labels, [])
+            points = series[own] = out.setdefault(labels, [])
         for ms in sorted(by_ms) if len(by_ms) > 1 else by_ms:
             points.append((ms, convert(by_ms[ms])))
     return out
+
+
+def _series_head(decl) -> Callable[[bytes], bytes]:
+    """What of a row key names its series: the key without its time when the time is its last
+    segment (found by one search from the end), else the whole key."""
+    segments = decl.key.segments
+    if segments and segments[-1].kind in table_model.TIME_KINDS:
+        delimiter = decl.key.delimiter.encode("utf-8")
+
+        def head(key: bytes) -> bytes:
+            return key[: key.rfind(delimiter)]
+
+        return head
+    return bytes
 
 
 def _stamp(cell: ReadCell) -> int:

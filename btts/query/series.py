@@ -19,7 +19,7 @@ from transforms.mutations import ReadRow
 from transforms.scans import series_index as layout
 from transforms.text import keys
 
-__all__ = []
+__all__ = ["metrics", "present_values", "series", "tag_values"]
 
 Read = Callable[[str, ReadRowsQuery], Iterable[ReadRow]]
 PAGE = 2000  # index rows per read while a filter decides which are kept
@@ -42,7 +42,8 @@ class Series:
 def _pages(
     read: Read, index: str, spans: Sequence[tuple[bytes, bytes]], row_filter, page: int
 ) -> Iterator[ReadRow]:
-    """The rows of ``spans`` in key order, ``page`` rows per read (0: one read)."""
+    """The rows of ``spans`` in key order, ``page`` rows in the first read and twice as many
+    in each next one, up to :data:`PAGE` (0: all in one read)."""
     if not spans:
         return
     ranges = [RowRange(start_key=a, end_key=b or None) for a, b in spans]
@@ -59,6 +60,7 @@ def _pages(
         if got < page or last is None:
             return
         ranges = _after(ranges, last)
+        page = min(2 * page, max(page, PAGE))
 
 
 def _after(ranges: list[RowRange], last: bytes) -> list[RowRange]:
@@ -92,7 +94,7 @@ def series(
     heads = sorted({prefix + layout.encode(v) for v in leading}) if leading else [prefix]
     spans = [(h, keys.prefix_end(h)) for h in heads]
     sifted = keep is not None or window_us is not None
-    page = PAGE if sifted and limit else (limit or 0)
+    page = max(2 * limit, 64) if sifted and limit else limit
     out: list[Series] = []
     cut = len(prefix)
     for row in _pages(read, index, spans, NEWEST, page):

@@ -92,7 +92,12 @@ class SeriesIndex:
         if fixed is None:  # a literal value the other filters refuse: no series
             return []
         at = {t: i for i, t in enumerate(tags)}
-        checks = [(at[f.tagk], f.match) for f in filters if f.tagk in at]
+        checks = [
+            (at[f.tagk], f.match)
+            for f in filters
+            if f.tagk in at
+            and not (f.type in ("wildcard", "iwildcard") and not f.filter.strip("*"))
+        ]
 
         def keep(values: tuple[str, ...]) -> bool:
             return len(values) == len(tags) and all(match(values[i]) for i, match in checks)
@@ -106,7 +111,7 @@ class SeriesIndex:
             )
         found = series_lib.series(
             reader.read, self.name(source), source.table.name, (source.field, source.entry),
-            fixed, keep, window, limit,
+            fixed, keep if checks else None, window, limit,
         )  # fmt: skip
         return [dict(zip(tags, s.values, strict=True)) for s in found]
 

@@ -352,7 +352,7 @@ def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -
         combo = {f: (source.field if f == per else typed(f, tags[f])) for f in before}
         combos.setdefault(tuple(combo.values()), combo)
     out = Plan(source, combos=list(combos.values()))
-    out.scans = [key_ranges.time_scan(decl, c, start_ms, end_ms) for c in out.combos]
+    out.scans = key_ranges.time_scans(decl, out.combos, start_ms, end_ms)
     out.notes.append(
         f"{table.name}: {len(found)} series from the index {reader.index.name(source)}"
     )
