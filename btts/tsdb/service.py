@@ -93,13 +93,21 @@ class Service:
         try:
             return work()
         except BadRequest as exc:
-            if exc.code in (503, 504):
+            unlisted = exc.code == 503 and "btts index rebuild" in str(exc)  # cheap to find
+            if exc.code in (503, 504) and not unlisted:
                 self._failures.put(key, (str(exc), exc.code))
             raise
 
     # -- endpoints ---------------------------------------------------------------------------
 
+    def _recheck(self) -> None:
+        """While some table's data is missing from its index, look again every few seconds
+        (a ``btts index rebuild`` ends it without a restart)."""
+        if self.index.unlisted:
+            self.refresh_catalog(REFRESH_MISS_S)
+
     def query(self, tq: request.TsQuery) -> bytes:
+        self._recheck()
         if any(q.metric not in self.catalog.metrics for q in tq.queries):
             self.refresh_catalog(REFRESH_MISS_S)
         moment = (tq.start_ms // 10_000, tq.end_ms // 10_000)  # a refresh asks it again
@@ -152,6 +160,7 @@ class Service:
         elif kind == "tagk":
             names = self.catalog.tag_keys()
         elif kind == "tagv":
+            self._recheck()
             return self._remembered(
                 ("tagv", prefix, limit), lambda: self._tag_values(prefix, limit)
             )
@@ -162,6 +171,8 @@ class Service:
     def _tag_values(self, prefix: str, limit: int) -> list[str]:
         """Every served tag value starting with ``prefix``, the first ``limit``: from the
         indexes, and enumerated from the keys for the tables of a schema without one."""
+        for why in self.index.unlisted.values():
+            raise BadRequest(why, 503)
         reader = self.reader()
         found = set(self.index.tag_values(reader, prefix, limit))
         for combo in self._unindexed_series():
@@ -214,6 +225,7 @@ class Service:
             request.tag_filter(f["tagk"], f["type"], f["filter"], f["groupBy"])
             for f in parsed["filters"]
         ]
+        self._recheck()
         if parsed["metric"] not in self.catalog.metrics:
             self.refresh_catalog(REFRESH_MISS_S)
         try:
