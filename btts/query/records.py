@@ -349,6 +349,11 @@ def field_points(
     where = f"{table_name} {field_name}"
 
     def convert(value: bytes) -> object:
+        if spec is not None and spec.type == "integer":
+            try:
+                return int(value)  # digits as stored: the common case, without a detour
+            except ValueError:
+                pass
         return typed(spec, value.decode("utf-8"), where)
 
     return _column_points(table.decl, scans, col.qualifier.encode("utf-8"), convert, tags)
@@ -362,11 +367,17 @@ def _column_points(decl, scans, wanted: bytes, convert, tags) -> dict | None:
     series: dict[bytes, list] = {}  # a key without its time → its series' points
     head = _series_head(decl)
     for row in rows_in_order(decl, scans):
-        by_ms: dict[int, object] = {}
-        for cell in sorted(row.cells, key=_stamp) if len(row.cells) > 1 else row.cells:
-            if cell.qualifier != wanted:
+        cells = row.cells
+        if len(cells) == 1:  # one event per row (TS-COLS): no ordering to do
+            if cells[0].qualifier != wanted:
                 return None
-            by_ms[event_ms(cell.timestamp_us)] = cell.value
+            by_ms = {event_ms(cells[0].timestamp_us): cells[0].value}
+        else:
+            by_ms = {}
+            for cell in sorted(cells, key=_stamp):
+                if cell.qualifier != wanted:
+                    return None
+                by_ms[event_ms(cell.timestamp_us)] = cell.value
         own = head(row.key)
         points = series.get(own)  # a series' rows come together: its list, found once
         if points is None:

@@ -63,6 +63,7 @@ __all__ = [
 HOUR_MS = core.HOUR_MS
 LATE = "The read did not finish before the deadline: narrow the query"
 MAX_DISTINCT = 10_000
+DESCRIBED = 50  # scans showQuery spells out; the rest are counted
 MAX_SERIES = 100_000  # series one sub-query may read (the index counts them before any read)
 MAX_SAMPLED = 1000  # key values sampled for map entries
 PARALLEL_SCANS = 8
@@ -84,7 +85,13 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
     def describe(self) -> list[str]:
-        return [s.describe() for s in self.scans] + self.notes
+        """Each scan in words (the first :data:`DESCRIBED` of many, then how many more)."""
+        shown = [s.describe() for s in self.scans[:DESCRIBED]]
+        if len(self.scans) > DESCRIBED:
+            shown.append(
+                f"… and {len(self.scans) - DESCRIBED} more ranges of {self.scans[0].table}"
+            )
+        return shown + self.notes
 
 
 class Reader:
