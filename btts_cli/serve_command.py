@@ -63,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="kept for compatibility: a query that leaves a key field open (a panel with only "
-        "a metric) enumerates its values from the keys, one keys-only read per value, instead "
-        "of scanning",
+        "a metric) lists its series from the schema's series index (without one: enumerates "
+        "the field's values from the keys, one keys-only read per value) instead of scanning",
     )
     serve.add_argument(
         "--deadline", type=float, default=30.0, help="seconds one request may read for (504 beyond)"

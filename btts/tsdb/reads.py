@@ -1,20 +1,23 @@
 """Which table and key ranges answer a query, and reading them (the key decides the read).
 
 For a metric and its tag filters, every table storing the metric is walked key segment by key
-segment up to its time: a tag given literal values fixes a segment (one range per value), a
-``*``/wildcard/regexp tag over a key field enumerates that field's values from the keys (one
-one-row, keys-only read per distinct value: never every cell), a salt fans out over its
-buckets, and the time segment bounds each range (reversed timestamps swap the bounds, via
-:mod:`transforms.scans.key_ranges`). A key field before the time that the query does not mention is
-enumerated the same way (a metric-only query aggregates every series, as OpenTSDB does); a table
-whose key the query names fully is preferred.
+segment up to its time: a tag given literal values fixes a segment (one range per value); a
+``*``/wildcard/regexp tag (or a key field the query leaves open: a metric-only query
+aggregates every series, as OpenTSDB does) takes the series the schema's series index lists
+for the filters, seen in the read window (:mod:`btts.tsdb.index`: one range per series, never
+a read of data to find them; a schema without an index enumerates the field's values from the
+keys, one one-row keys-only read per value, bounded); a salt fans out over its buckets, and the
+time segment bounds each range (reversed timestamps swap the bounds, via
+:mod:`transforms.scans.key_ranges`). A table whose key the query names fully is preferred.
 
-Rows are read with :mod:`transforms.bigtable.rows_stream` (ReadRows straight from gRPC) and
-decoded by the query engine's declared-query decoder, so every layout (columns, blobs, one row
-per field) gives the same records as ``btts query``; a map entry's points are taken straight
-from its cells (:func:`btts.query.records.map_entry_points`, the same values without a record
-per event). A map entry or rollup column is selected on the server by a column range, not a
-qualifier regex.
+Rows are read with :mod:`transforms.bigtable.rows_stream` (ReadRows straight from gRPC), many
+ranges as a few multi-range reads at once, each part turned into points while the next is read
+(:mod:`btts.tsdb.multi_range`), and decoded by the query engine's declared-query decoder, so
+every layout (columns, blobs, one row per field) gives the same records as ``btts query``; a
+map entry's or a field column's points are taken straight from its cells
+(:func:`btts.query.records.map_entry_points`, ``field_points``: the same values without a
+record per event), its column selected on the server by a column range, not a qualifier regex.
+A read past the deadline, or cancelled, is a 504; Bigtable failing it, a 503.
 """
 
 from __future__ import annotations
