@@ -234,3 +234,25 @@ def test_rebuild_makes_a_damaged_index_exact_again(landed, capsys):
     assert cli.main([*argv, "--schema", str(schema_file)]) == 0
     assert "stale ones deleted" in capsys.readouterr().out
     assert stored(target, "SERVER_METRICS_SERIES") == before
+
+
+def test_offboarding_a_tenant_drops_its_series_from_the_index(landed):
+    """Last: it changes the landed devices. The tenant's own series, metrics and values go;
+    another tenant's (``acme2`` after ``acme``: a prefix of its name) stay as they were."""
+    from btts.query import engine
+
+    target = landed[0]
+    before = stored(target, "DEVICES_SERIES")
+
+    def mentions(key: bytes, tenant: str) -> bool:
+        kind, *parts = layout.decode(key)
+        place = {"s": 3, "m": 1, "v": 0}[kind]
+        return parts[place] == tenant
+
+    assert any(mentions(k, "acme") for k in before) and any(mentions(k, "acme2") for k in before)
+    engine.offboard_tenant(target, "acme")
+    after = stored(target, "DEVICES_SERIES")
+    assert not [k for k in after if mentions(k, "acme")]
+    assert {k: v for k, v in after.items() if mentions(k, "acme2")} == {
+        k: v for k, v in before.items() if mentions(k, "acme2")
+    }

@@ -23,6 +23,7 @@ from google.cloud.bigtable.data import (
     DeleteAllFromRow,
     ReadRowsQuery,
     RowMutationEntry,
+    RowRange,
     SetCell,
     row_filters,
 )
@@ -34,8 +35,9 @@ from transforms import schema as schema_lib
 from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import KEYS_ONLY
 from transforms.scans import series_index as layout
+from transforms.text import keys
 
-__all__ = ["rebuild"]
+__all__ = ["forget_tenant", "rebuild"]
 
 READ_TIMEOUT_S = 3600.0
 BATCH = 1000  # index rows per MutateRows request
@@ -126,3 +128,40 @@ def _replace(target: Target, index: str, rows: dict[bytes, list[int]]) -> tuple[
     finally:
         client.close()
     return len(rows), len(stale)
+
+
+def forget_tenant(target: Target, schema: schema_lib.Schema, tenant: str) -> int:
+    """Drop what ``schema``'s index holds of ``tenant`` (its series, metrics and tag values in
+    its own scope) once its rows are dropped: the row ranges of their prefixes. The values and
+    metrics it shared in the global scope stay until a rebuild. Returns the prefixes dropped."""
+    if schema.index is None:
+        return 0
+    index = schema.index.table
+    tables = [t.name for t in layout.indexed_tables(schema) if layout.tenant_keyed(t)]
+    prefixes = [layout.value_prefix(tenant)]
+    for table in tables:
+        head = layout.metric_prefix(table, tenant)
+        prefixes.append(head)
+        query = ReadRowsQuery(
+            row_ranges=[RowRange(start_key=head, end_key=keys.prefix_end(head))],
+            row_filter=KEYS_ONLY,
+        )
+        try:
+            rows = list(
+                rows_stream.shared_reader().stream(
+                    rows_stream.request_of(target.table_path(index), query), READ_TIMEOUT_S
+                )
+            )
+        except gexc.NotFound:
+            return 0
+        for row in rows:
+            field_name, entry = layout.decode(row.key)[3:5]
+            prefixes.append(
+                layout.series_prefix(table, (field_name, entry)) + layout.encode([tenant])
+            )
+    with admin.Admin(target) as api:
+        for prefix in prefixes:
+            api.api.drop_row_range(
+                request={"name": target.table_path(index), "row_key_prefix": prefix}
+            )
+    return len(prefixes)
