@@ -398,6 +398,9 @@ def _read_lines(report: dict) -> list[str]:
             f"{cost['events']:,} metrics events; wall {cost['seconds_ratio']:.3f}x"
         )
     for r in (report.get("read_scale") or {}).get("results", []):
+        if "star_error" in r:
+            lines.append(f"read scale {r['series']:>7,} series: * {r['star_error'][:80]}")
+            continue
         lines.append(
             f"read scale {r['series']:>7,} series: suggest p50 {r['suggest_p50_ms']} ms, lookup "
             f"p50 {r['lookup_p50_ms']} ms, * {r['star_ms']:.0f} ms = {r['star_vs_floor']}x the "

@@ -159,6 +159,7 @@ def forget_tenant(target: Target, schema: schema_lib.Schema, tenant: str) -> int
             prefixes.append(
                 layout.series_prefix(table, (field_name, entry)) + layout.encode([tenant])
             )
+    prefixes += [layout.DIRECTORY + p for p in prefixes if not p.startswith(b"m")]
     with admin.Admin(target) as api:
         for prefix in prefixes:
             api.api.drop_row_range(

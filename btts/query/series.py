@@ -2,8 +2,9 @@
 first and last times, the tag values, the map entries of each table, whether tag values exist.
 
 Every read is a key range of the index, never of the data: a dashboard's suggest or lookup
-reads at most the rows it shows (a page at a time while a filter leaves most of them out),
-and the ``*`` of a query reads one row per series. ``read(table, query)`` is the caller's read
+reads the narrow ranges between the index's directory keys until it has the rows it shows
+(a range read costs the emulator every row in it, so never the whole range for a few), and
+the ``*`` of a query reads one row per series. ``read(table, query)`` is the caller's read
 (``btts serve`` passes its deadline-bounded one): rows in key order, an iterable.
 """
 
@@ -22,7 +23,7 @@ from transforms.text import keys
 __all__ = ["metrics", "present_values", "series", "tag_values"]
 
 Read = Callable[[str, ReadRowsQuery], Iterable[ReadRow]]
-PAGE = 2000  # index rows per read while a filter decides which are kept
+DIRECTORY_READ = 4  # directory keys read at a time: ranges of about 64 index rows each
 # the first and last cells of each row, values stripped (they are empty anyway)
 NEWEST = row_filters.RowFilterChain(
     filters=[row_filters.CellsColumnLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
@@ -40,41 +41,49 @@ class Series:
 
 
 def _pages(
-    read: Read, index: str, spans: Sequence[tuple[bytes, bytes]], row_filter, page: int
+    read: Read, index: str, spans: Sequence[tuple[bytes, bytes]], row_filter
 ) -> Iterator[ReadRow]:
-    """The rows of ``spans`` in key order, ``page`` rows in the first read and twice as many
-    in each next one, up to :data:`PAGE` (0: all in one read)."""
-    if not spans:
-        return
-    ranges = [RowRange(start_key=a, end_key=b or None) for a, b in spans]
-    if not page:
+    """Every row of ``spans`` in key order, in one multi-range read."""
+    if spans:
+        ranges = [RowRange(start_key=a, end_key=b or None) for a, b in spans]
         yield from read(index, ReadRowsQuery(row_ranges=ranges, row_filter=row_filter))
-        return
-    while ranges:
-        got = 0
-        last = None
-        for row in read(index, ReadRowsQuery(row_ranges=ranges, row_filter=row_filter, limit=page)):
-            got += 1
-            last = row.key
-            yield row
-        if got < page or last is None:
-            return
-        ranges = _after(ranges, last)
-        page = min(2 * page, max(page, PAGE))
 
 
-def _after(ranges: list[RowRange], last: bytes) -> list[RowRange]:
-    """The part of ``ranges`` after key ``last``."""
-    out = []
-    for r in ranges:
-        if r.end_key is not None and r.end_key <= last:
-            continue
-        start = r.start_key or b""
-        if start <= last:
-            out.append(RowRange(start_key=last, end_key=r.end_key, start_is_inclusive=False))
-        else:
-            out.append(r)
-    return out
+def _directed(
+    read: Read, index: str, spans: Sequence[tuple[bytes, bytes]], row_filter
+) -> Iterator[ReadRow]:
+    """The rows of ``spans`` in key order, each span read between successive keys of the
+    index's directory (:func:`layout.sampled`): narrow reads, as many as the caller takes."""
+    for start, end in spans:
+        cursor = start
+        while True:
+            bounds = _directory(read, index, cursor, end)
+            for bound in [*bounds, end] if len(bounds) < DIRECTORY_READ else bounds:
+                query = ReadRowsQuery(
+                    row_ranges=[RowRange(start_key=cursor, end_key=bound or None)],
+                    row_filter=row_filter,
+                )
+                yield from read(index, query)
+                cursor = bound
+            if len(bounds) < DIRECTORY_READ:
+                break
+
+
+def _directory(read: Read, index: str, cursor: bytes, end: bytes) -> list[bytes]:
+    """The next directory keys after ``cursor`` (before ``end``), as index keys."""
+    head = layout.DIRECTORY
+    query = ReadRowsQuery(
+        row_ranges=[
+            RowRange(
+                start_key=head + cursor,
+                end_key=head + end if end else keys.prefix_end(head),
+                start_is_inclusive=False,
+            )
+        ],
+        row_filter=KEYS_ONLY,
+        limit=DIRECTORY_READ,
+    )
+    return [row.key[len(head) :] for row in read(index, query)]
 
 
 def series(
@@ -93,11 +102,10 @@ def series(
     prefix = layout.series_prefix(table, metric)
     heads = sorted({prefix + layout.encode(v) for v in leading}) if leading else [prefix]
     spans = [(h, keys.prefix_end(h)) for h in heads]
-    sifted = keep is not None or window_us is not None
-    page = max(2 * limit, 64) if sifted and limit else limit
+    rows = _directed(read, index, spans, NEWEST) if limit else _pages(read, index, spans, NEWEST)
     out: list[Series] = []
     cut = len(prefix)
-    for row in _pages(read, index, spans, NEWEST, page):
+    for row in rows:
         values = tuple(layout.decode(row.key[cut:]))
         if keep is not None and not keep(values):
             continue
@@ -117,12 +125,13 @@ def tag_values(read: Read, index: str, scope: str, prefix: str, limit: int) -> l
     suggest lists them), in order."""
     head = layout.value_prefix(scope)
     start = head + prefix.encode("utf-8").replace(b"\x00", b"\x00\xff")
-    query = ReadRowsQuery(
-        row_ranges=[RowRange(start_key=start, end_key=keys.prefix_end(start) or None)],
-        row_filter=KEYS_ONLY,
-        limit=limit or None,
-    )
-    return [layout.decode(row.key[len(head) :])[0] for row in read(index, query)]
+    spans = [(start, keys.prefix_end(start))]
+    out = []
+    for row in _directed(read, index, spans, KEYS_ONLY):
+        out.append(layout.decode(row.key[len(head) :])[0])
+        if limit and len(out) >= limit:
+            break
+    return out
 
 
 def metrics(read: Read, index: str, tables: Sequence[str], scope: str) -> dict[str, list]:
@@ -132,7 +141,7 @@ def metrics(read: Read, index: str, tables: Sequence[str], scope: str) -> dict[s
         head = layout.metric_prefix(table, scope)
         spans.append((head, keys.prefix_end(head)))
     out: dict[str, list] = {t: [] for t in tables}
-    for row in _pages(read, index, spans, KEYS_ONLY, 0):
+    for row in _pages(read, index, spans, KEYS_ONLY):
         parts = layout.decode(row.key)
         if len(parts) == 5 and parts[1] in out:
             out[parts[1]].append((parts[3], parts[4]))
