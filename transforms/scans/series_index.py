@@ -12,7 +12,9 @@ that keys sort as their components do:
 * ``s | TABLE | FIELD | ENTRY | TAG VALUE…``: one per series (``ENTRY`` empty for a field);
 * ``m | TABLE | SCOPE | FIELD | ENTRY``: one per metric of a table (the map entries found in the
   data), ``SCOPE`` empty, and once more per tenant for a tenant-keyed table;
-* ``v | SCOPE | VALUE``: every tag value (suggest), ``SCOPE`` empty, and once more per tenant.
+* ``v | SCOPE | VALUE``: every tag value (suggest), ``SCOPE`` empty, and once more per tenant;
+* ``d | KEY``: the directory, one series or tag-value row in 64 (:func:`sampled`) once more,
+  so a reader wanting the first few rows of a range reads between its keys.
 
 Each row holds two cells in a family that keeps one version: ``first`` stamped ``R - t`` and
 ``last`` stamped ``t``, with ``t`` the earliest and the latest cell timestamp of the series (as
