@@ -36,6 +36,7 @@ from transforms.schema.model import INDEX_FAMILY, Schema, TableSpec
 from transforms.text import keys
 
 __all__ = [
+    "DIRECTORY",
     "TableSeries",
     "cells",
     "decode",
@@ -426,14 +427,14 @@ def index_rows(
     tenant-keyed table, per tenant; and the directory rows of those sampled (:func:`sampled`)."""
     rows = {} if rows is None else rows
     name = series.table.name
-    keys = []
+    made = []
     for (values, metric), (lo, hi) in acc.items():
-        keys.append((series_key(name, metric, values), lo, hi))
+        made.append((series_key(name, metric, values), lo, hi))
         scopes = ("", values[0]) if series.tenant and values else ("",)
         for scope in scopes:
             _widen(rows, metric_key(name, scope, metric), lo, hi)
-            keys += [(value_key(scope, value), lo, hi) for value in values]
-    for key, lo, hi in keys:
+            made += [(value_key(scope, value), lo, hi) for value in values]
+    for key, lo, hi in made:
         _widen(rows, key, lo, hi)
         if sampled(key):
             _widen(rows, DIRECTORY + key, lo, hi)
