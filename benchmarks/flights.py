@@ -272,6 +272,9 @@ def run(records: int) -> dict:
                     "points": sum(len(s["dps"]) for s in answer) if status == 200 else 0,
                     "wrong": check(metric, answer, want) if status == 200 else None,
                 }
+                print(
+                    f"[flights] {metric}: {report['metrics'][metric]}", file=sys.stderr, flush=True
+                )
             report["slowest_s"] = max(r["seconds"] for r in report["metrics"].values())
         finally:
             proc.terminate()

@@ -136,12 +136,27 @@ def fresh_instance(table_names: list[str]) -> str:
 
     instance = f"bench{uuid.uuid4().hex[:8]}"
     own = {n: d for ds in USER_SCHEMAS for n, d in schema_of(ds).decls().items()}
+    decls = [own[t] if t in own else builtin_tables.get(t) for t in table_names]
     admin.preflight(
         config.Target("test-project", instance),
-        [own[t] if t in own else builtin_tables.get(t) for t in table_names],
+        decls + _index_decls(table_names),
         create=True,
     )
     return instance
+
+
+def _index_decls(table_names: list[str]) -> list:
+    """The series indexes the jobs writing these tables write too."""
+    from benchmarks.cases import JOBS, USER_SCHEMAS, schema_of
+    from transforms.scans import series_index
+
+    out = {}
+    for dataset in [*JOBS, *USER_SCHEMAS]:
+        schema = schema_of(dataset)
+        listed = {t.name for t in series_index.indexed_tables(schema)}
+        if schema.index is not None and listed & set(table_names):
+            out[schema.index.table] = schema.index.decl()
+    return list(out.values())
 
 
 @contextlib.contextmanager
