@@ -77,7 +77,8 @@ def scan_series(
                 skipped += 1
     except gexc.NotFound:
         raise MissingTable(f"table {table.name} does not exist in {target.describe()}") from None
-    return acc, rows, skipped
+    folded, bad = layout.spans(spec, acc)
+    return folded, rows, skipped + bad
 
 
 def rebuild(

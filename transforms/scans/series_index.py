@@ -280,10 +280,41 @@ class TableSeries:
         self._tag_at = tuple(i for i, s in enumerate(segments) if s.field in self.tags)
         self._seg = {i: segments[i] for i in self._tag_at}
         self._tag_cache: dict[tuple, tuple[str, ...]] = {}
+        self._cols_cache: dict[tuple, tuple[Metric, ...]] = {}
+        self.time_last = bool(segments) and segments[-1].kind in table_model.TIME_KINDS
         if table.rollup is not None and not point_table(table):
             self._rollup_columns()
         else:
             self._point_columns()
+        self.quick = self.per < 0 and not self.blobs  # a row's columns name its metrics
+
+    def head(self, key: bytes) -> bytes:
+        """What of a row key names its series: the key without its time when the time is its
+        last segment (one search from the end), else the whole key."""
+        return key[: key.rfind(self._delim)] if self.time_last else key
+
+    def head_values(self, head: bytes) -> tuple[str, ...] | None:
+        """The tag values of a key's :meth:`head` (None: not this table's key shape)."""
+        found = self.tag_values(head + self._delim if self.time_last else head)
+        return found[0] if found is not None else None
+
+    def metrics_for(self, columns: tuple) -> tuple[Metric, ...]:
+        """The metrics a row of these ``(family, qualifier)`` columns holds (cached: a bundle
+        repeats a few column sets)."""
+        found = self._cols_cache.get(columns)
+        if found is None:
+            out: list[Metric] = []
+            for family, qualifier in columns:
+                named = self.literal.get(family)
+                got = named.get(qualifier) if named is not None else None
+                if got is None:
+                    fields = self.maps.get(family, ())
+                    got = tuple((f, qualifier.decode("utf-8", "replace")) for f in fields)
+                out += got
+            found = tuple(dict.fromkeys(out))
+            if len(self._cols_cache) < 10_000:
+                self._cols_cache[columns] = found
+        return found
 
     def _point_columns(self) -> None:
         schema, table = self.schema, self.table
@@ -408,8 +439,21 @@ def _widen(acc: dict, key: bytes, lo: int, hi: int) -> None:
 
 
 def fold(acc: dict[tuple, list[int]], series: TableSeries, key: bytes, row_cells: Sequence) -> bool:
-    """Fold one data row into ``acc`` (``(tag values, metric) → [first, last]``); False when
-    the key is not the table's shape."""
+    """Fold one data row into ``acc``; False when the key is not the table's shape. A row whose
+    cells share one time (an event's row) is kept as its key's head and its columns, sorted
+    out once per distinct head and column set (:func:`spans`): a dictionary update per row.
+    Any other row at once as ``(tag values, metric) → [first, last]``."""
+    if series.quick and row_cells:
+        if len(row_cells) == 1:
+            lo = hi = row_cells[0][3]
+            columns: tuple | None = (row_cells[0][:2],)
+        else:
+            stamps = [c[3] for c in row_cells]
+            lo, hi = min(stamps), max(stamps)
+            columns = tuple([c[:2] for c in row_cells]) if lo == hi else None
+        if columns is not None:
+            _widen(acc, (series.head(key), columns), lo, hi)
+            return True
     found = series.tag_values(key)
     if found is None:
         return False
@@ -417,6 +461,24 @@ def fold(acc: dict[tuple, list[int]], series: TableSeries, key: bytes, row_cells
     for metric, (lo, hi) in series.metrics_of(parts, row_cells).items():
         _widen(acc, (values, metric), lo, hi)
     return True
+
+
+def spans(series: TableSeries, acc: Mapping[tuple, Sequence[int]]) -> tuple[dict, int]:
+    """``acc`` of :func:`fold` as ``(tag values, metric) → [first, last]``, and how many of
+    its key heads were not the table's key shape."""
+    out: dict[tuple, list[int]] = {}
+    bad = 0
+    for (first, second), (lo, hi) in acc.items():
+        if type(first) is not bytes:
+            _widen(out, (first, second), lo, hi)
+            continue
+        values = series.head_values(first)
+        if values is None:
+            bad += 1
+            continue
+        for metric in series.metrics_for(second):
+            _widen(out, (values, metric), lo, hi)
+    return out, bad
 
 
 def index_rows(
@@ -428,7 +490,7 @@ def index_rows(
     rows = {} if rows is None else rows
     name = series.table.name
     made = []
-    for (values, metric), (lo, hi) in acc.items():
+    for (values, metric), (lo, hi) in spans(series, acc)[0].items():
         made.append((series_key(name, metric, values), lo, hi))
         scopes = ("", values[0]) if series.tenant and values else ("",)
         for scope in scopes:
