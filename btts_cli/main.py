@@ -76,9 +76,9 @@ def _tables_list(args: argparse.Namespace) -> int:
     with admin.Admin(target) as api:
         present = api.list_tables()
     schema = config.load_schema(args.schema) if args.schema else None
-    mine = (
-        set() if schema is None else {*schema.decls(), *([schema.index.table] * bool(schema.index))}
-    )
+    mine = set(schema.decls()) if schema is not None else set()
+    if schema is not None and schema.index is not None:
+        mine.add(schema.index.table)
     print(f"Tables in {target.describe()}:")
     for name in present:
         known = {*builtin_tables.all_tables(), *builtin_tables.index_tables()}

@@ -54,8 +54,14 @@ class SeriesIndex:
         for schema in schemas:
             if schema.index is None:
                 continue
-            self._schemas[schema.index.table] = schema
-            for table in layout.indexed_tables(schema):
+            tables = [
+                t
+                for t in layout.indexed_tables(schema)
+                if tenant is None or layout.tenant_keyed(t)  # a tenant's server: its tables only
+            ]
+            if tables:
+                self._schemas[schema.index.table] = schema
+            for table in tables:
                 self._of[(schema.dataset, table.name)] = schema.index.table
         self.unlisted: dict[tuple[str, str], str] = {}  # (dataset, table) → why it is an error
 
@@ -96,7 +102,7 @@ class SeriesIndex:
             (at[f.tagk], f.match)
             for f in filters
             if f.tagk in at
-            and not (f.type in ("wildcard", "iwildcard") and not f.filter.strip("*"))
+            and not (f.type in ("wildcard", "iwildcard") and f.filter and not f.filter.strip("*"))
         ]
 
         def keep(values: tuple[str, ...]) -> bool:
@@ -155,7 +161,9 @@ class SeriesIndex:
         out: Entries = {}
         unlisted: dict[tuple[str, str], str] = {}
         for index, schema in self._schemas.items():
-            tables = layout.indexed_tables(schema)
+            tables = [
+                t for t in layout.indexed_tables(schema) if (schema.dataset, t.name) in self._of
+            ]
             try:
                 metrics = series_lib.metrics(
                     reader.read, index, [t.name for t in tables], self.scope

@@ -76,7 +76,7 @@ def matcher(kind: str, text: str) -> Callable[[str], bool]:
         lowered = frozenset(text.lower().split("|"))
         return lambda v: v.lower() in lowered
     if kind in ("wildcard", "iwildcard"):  # OpenTSDB's wildcard is case-sensitive
-        if not text.strip("*"):  # a * (Grafana's every value): nothing to match
+        if text and not text.strip("*"):  # a * (Grafana's every value): nothing to match
             return _anything
         wild = _compiled(wildcard_regex(text), kind == "iwildcard")
         return lambda v: wild.match(v) is not None
