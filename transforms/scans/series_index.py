@@ -50,6 +50,7 @@ __all__ = [
     "point_table",
     "seen",
     "series_prefix",
+    "spans",
     "stored_fields",
     "tag_fields",
     "tenant_keyed",
