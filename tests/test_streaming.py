@@ -22,6 +22,7 @@ from btts.query import engine
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
 from pipelines.common import job_tables, parse_args, prepare, validate_input
+from tests.helpers import retry_harness
 from transforms.rollup import core
 from transforms.schema import builtin_tables
 
@@ -284,22 +285,30 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
     bigtable_emulator, pubsub, target
 ):
     """Five messages of 100 newline-delimited events each (one of them malformed): 499 METRIC
-    rows, each with one cell per metric (no event twice), and one dead letter."""
+    rows, each with one cell per metric (no event twice), and one dead letter; every bundle
+    written twice (the retry harness: half, then whole), and the series index holds exactly
+    each host's metrics with their first and last times."""
     publisher, subscriber, topics = pubsub
     events_topic, events_sub = topics["events"]
     dead_topic, dead_sub = topics["dead"]
-    result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    with retry_harness("half"):
+        result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    spans: dict = {}
     try:
         start = int(time.time() * 1000) - HOUR
         for m in range(5):
-            lines = [
-                _event(f"host{e % 7}", start + (m * 100 + e) * 1000, cpu=f"{e / 100:.2f}", io=e)
-                for e in range(100)
-            ]
+            lines = []
+            for e in range(100):
+                host, ms = f"host{e % 7}", start + (m * 100 + e) * 1000
+                lines.append(_event(host, ms, cpu=f"{e / 100:.2f}", io=e))
+                for name in ("CPU", "IO"):
+                    lo, hi = spans.get((host, name), (ms, ms))
+                    spans[(host, name)] = (min(lo, ms), max(hi, ms))
             if m == 2:
                 lines[50] = b'{"hostname": "bad#host", "timestamp": 0, "metrics": {}}'
             publisher.publish(events_topic, b"\n".join(lines) + b"\n").result()
         _wait_for(lambda: len(engine.read_rows(target, "METRIC")) == 499, "499 METRIC rows")
+        _wait_for(lambda: _index_series(target) == _from_rows(target), "the series index")
         dead: list[dict] = []
         _wait_for(
             lambda: dead.extend(_pull_all(subscriber, dead_sub)) or len(dead) >= 1,
@@ -316,3 +325,29 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
     assert len({row.key for row in rows}) == 499
     (letter,) = dead
     assert "bad#host" in letter["raw"]
+    assert _index_series(target) == _from_rows(target)
+    assert set(_index_series(target)) == {(h, n) for h, n in spans}
+
+
+def _index_series(target: config.Target) -> dict:
+    """(host, metric) → (first, last) event ms, as the series index holds them."""
+    from transforms.scans import series_index as layout
+
+    out = {}
+    for row in engine.read_rows(target, "SERVER_METRICS_SERIES", latest_only=True):
+        parts = layout.decode(row.key)
+        if parts[:2] == ["s", "METRIC"]:
+            first, last = layout.seen(row.cells)
+            out[(parts[4], parts[3])] = (first // 1000, last // 1000)
+    return out
+
+
+def _from_rows(target: config.Target) -> dict:
+    """(host, metric) → (first, last) event ms, from the METRIC rows themselves."""
+    out: dict = {}
+    for row in engine.read_rows(target, "METRIC"):
+        host, ms = row.key.decode().split("#")
+        for cell in row.cells:
+            lo, hi = out.get((host, cell.qualifier.decode()), (int(ms), int(ms)))
+            out[(host, cell.qualifier.decode())] = (min(lo, int(ms)), max(hi, int(ms)))
+    return out

@@ -26,6 +26,7 @@ from pipelines.common.options import (
     resolve_target,
     write_settings,
 )
+from pipelines.common.series_step import write_series_index
 from transforms.bigtable.collapse import latest_only_families
 from transforms.ingest.build_rows import DEAD_LETTER, ROWS, BuildRows
 from transforms.ingest.dead_letters import (
@@ -119,6 +120,9 @@ class Ingest(beam.PTransform):
         if stream.hourly_rollup and job.rollup:
             out[ROLLUP], too_late = self._rollup(rows, stream, add_cells, set_cells, collapse)
             dead.append(too_late)
+        write_series_index(
+            [out[k] for k in (ROWS, ROLLUP) if k in out], job, set_cells, ROLLUP in out
+        )
         letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
         write_dead_letters(letters, options, job.name, self.run_id)
         out[DEAD_LETTER] = letters
