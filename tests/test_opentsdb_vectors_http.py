@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, quote
 import pytest
 
 from btts.samples import data as samples
-from btts.tsdb import answer, catalog, last, reads, service, tsuids
+from btts.tsdb import answer, catalog, last, service, tsuids
 from btts.tsdb.request import BadRequest
 from btts_cli import main as cli
 from tests import serve_support as S
@@ -101,8 +101,8 @@ def landed(bigtable_emulator, tmp_path_factory):
     ]
     srv = S.Server(target, *[arg for s in schemas for arg in ("--schema", str(s))])
     loaded = [schema_lib.load(s) for s in schemas]
-    entries = reads.discover_entries(target, catalog.Catalog(loaded).map_tables())
-    svc = service.Service(catalog.Catalog(loaded, entries), target, answer.Limits())
+    svc = service.Service(catalog.Catalog(loaded), target, answer.Limits())
+    svc.refresh_catalog(0)  # the map entries, as btts serve finds them at start
     yield srv, svc
     srv.stop()
 
