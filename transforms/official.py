@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["COMPONENTS", "ENV", "components", "uses"]
+__all__ = ["uses"]
 
 ENV = "BTTS_OFFICIAL"
 COMPONENTS = ("wire", "mutate", "read", "filters", "builder", "http")
