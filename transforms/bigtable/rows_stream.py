@@ -62,6 +62,7 @@ RETRYABLE = (
     api_exceptions.DeadlineExceeded,
     api_exceptions.ServiceUnavailable,
     api_exceptions.Aborted,
+    api_exceptions.Cancelled,
 )
 MAX_BACKOFF_S = 1.0
 
