@@ -289,8 +289,9 @@ _SHARED_LOCK = threading.Lock()
 
 @dataclass
 class RequestSender:
-    """Sends MutateRows requests, each until all its entries are written, one of them is
-    refused for good, or ``timeout_s`` has passed. Runs in the writer's worker threads;
+    """Sends MutateRows requests, each until every entry is written or refused for good (or
+    not safe to resend), the call fails for good, or ``timeout_s`` has passed. Runs in the
+    writer's worker threads;
     ``limiter``/``in_flight`` are the flow control (None: off)."""
 
     call: Callable
@@ -334,8 +335,8 @@ class RequestSender:
                 return
             if retry:
                 retry = self._resendable(batch, retry, failure, unsafe)
-            if outcome.errors or not retry:
-                return
+            if not retry:  # a row refused for good does not stop the others' retries (as the
+                return  # data client's bulk_mutate_rows goes on): fewer rows for the rerun
             if time.monotonic() + delay >= deadline:
                 last = f"{type(failure).__name__}: {failure}" if failure else "transient errors"
                 outcome.errors.append(
