@@ -65,13 +65,16 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache dead-letters demo-output .btts \
 		protos/*_pb2.py protos/*_pb2.pyi
 
-# Benchmarks (benchmarks/run.py): ours vs the raw-client ceiling and the naive pipeline, one run.
+# Benchmarks (benchmarks/run.py): ours vs the raw-client ceiling and the naive pipeline, one run;
+# then each fork of a library against the library's own path (benchmarks/forks.py, docs/forks.md).
 .PHONY: bench bench-quick
 bench: venv
 	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.forks
 
 bench-quick: venv
 	$(BIN)/python -m benchmarks.run --quick
+	$(BIN)/python -m benchmarks.forks --quick
 
 # Dataflow flex templates: regenerate templates/<pipeline>/ (metadata.json from the pipelines'
 # option classes, Dockerfile) and print the gcloud commands that build each image and
