@@ -346,6 +346,68 @@ def table(report: dict) -> str:
     return "\n".join(lines)
 
 
+DOC = ROOT.parent / "docs" / "forks.md"
+BEGIN, END = (
+    "<!-- forks figures: begin (python -m benchmarks.forks) -->",
+    "<!-- forks figures: end -->",
+)
+WHAT = {  # what each figure times, for the doc's table
+    "builder": "server_metrics events built into rows",
+    "wire": "rows encoded as request entries",
+    "filters": "row filters serialized (what btts serve sends)",
+    "read": "rows read back from the emulator",
+    "mutate": "rows written to the emulator, 500 per request",
+    "http": "keep-alive GETs over 4 connections",
+}
+
+
+def markdown(report: dict) -> str:
+    """The doc's table of one run's figures."""
+    machine = report["machine"]
+    lines = [
+        BEGIN,
+        f"One run of `python -m benchmarks.forks` on {machine['cpu_model']}, "
+        f"{machine['cpu_count']} cores, Python {machine['python']}:",
+        "",
+        "| fork | what is timed | fork | official | fork / official |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for name, out in report["components"].items():
+        unit = f"{out['unit']}_per_s"
+        lines.append(
+            f"| {name} | {WHAT[name]} | {out['fork'][unit]:,.0f}/s "
+            f"| {out['official'][unit]:,.0f}/s | {out['speedup']:.2f}x |"
+        )
+    framed = report["components"].get("wire", {}).get("framed_build")
+    if framed:
+        lines.append(
+            f"| wire | inside the build step: events built and framed | "
+            f"{framed['fork']['events_per_s']:,.0f}/s "
+            f"| {framed['official']['events_per_s']:,.0f}/s | {framed['speedup']:.2f}x |"
+        )
+    http = report["components"].get("http")
+    if http:
+        fork, official = http["fork"], http["official"]
+        lines += [
+            "",
+            f"With {fork['slow_clients']} clients trickling their heads, the asyncio front held "
+            f"{fork['threads_held']} threads for them and the standard library's "
+            f"{official['threads_held']}; a normal request meanwhile took "
+            f"{fork['request_ms_meanwhile']} ms and {official['request_ms_meanwhile']} ms.",
+        ]
+    return "\n".join([*lines, END])
+
+
+def write_doc(report: dict, doc: Path = DOC) -> bool:
+    """Replaces the figures' block of docs/forks.md with this run's (a full run's only)."""
+    text = doc.read_text(encoding="utf-8") if doc.exists() else ""
+    if BEGIN not in text or END not in text:
+        return False
+    head, rest = text.split(BEGIN, 1)
+    doc.write_text(head + markdown(report) + rest.split(END, 1)[1], encoding="utf-8")
+    return True
+
+
 def _env_switch():
     """``with switch("builder"):`` sets BTTS_OFFICIAL for what is made inside."""
     import contextlib
@@ -399,6 +461,8 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps(report, indent=2, sort_keys=True))
     print(table(report))
     print(f"report: {out} ({report['seconds']}s)")
+    if not args.quick and write_doc(report):
+        print(f"figures written to {DOC}")
     return 0
 
 
