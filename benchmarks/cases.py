@@ -242,12 +242,16 @@ def _requests(dataset: str, path: str, instance: str, per_request: int):
 
 
 def _send_requests(requests: list, start: int, step: int) -> None:
-    """The write step's own sending path (raw bytes on the GAPIC channel), nothing else."""
+    """The write step's own sending path (raw bytes on a channel of its own), nothing else."""
     from concurrent import futures
 
     from transforms.bigtable.channel import open_channel
-    from transforms.bigtable.transport import all_written, parse_response
-    from transforms.bigtable.write import MAX_IN_FLIGHT, mutate_rows_call
+    from transforms.bigtable.transport import (
+        MAX_IN_FLIGHT,
+        all_written,
+        mutate_rows_call,
+        parse_response,
+    )
     from transforms.build import wire as encoding
 
     channel = open_channel()
