@@ -96,6 +96,8 @@ setup(
             "selenium>=4.20,<5",
             # an OpenTSDB client from PyPI: btts serve answers its query and suggest calls
             "pyopentsdb>=0.2,<0.3",
+            # the reference HTTP/1.1 parser btts serve's own is compared with (test_fork_http)
+            "h11>=0.14,<1",
         ],
     },
     entry_points={"console_scripts": ["btts = btts_cli.main:main"]},

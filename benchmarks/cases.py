@@ -262,22 +262,25 @@ def _requests(dataset: str, path: str, instance: str, per_request: int):
 
 
 def _send_requests(requests: list, start: int, step: int) -> None:
-    """The write step's own sending path (raw bytes on the GAPIC channel), nothing else."""
+    """The write step's own sending path (raw bytes on a channel of its own), nothing else."""
     from concurrent import futures
 
-    from google.cloud.bigtable import Client
-
-    from transforms.bigtable.transport import all_written, parse_response
-    from transforms.bigtable.write import MAX_IN_FLIGHT, mutate_rows_call
+    from transforms.bigtable.channel import open_channel
+    from transforms.bigtable.transport import (
+        MAX_IN_FLIGHT,
+        all_written,
+        mutate_rows_call,
+        parse_response,
+    )
     from transforms.build import wire as encoding
 
-    stub = Client(project=PROJECT).table_data_client
+    channel = open_channel()
     calls = {}
 
     def send(request) -> None:
         table_name, entries = request
         call = calls.get(table_name) or calls.setdefault(
-            table_name, mutate_rows_call(stub, table_name)
+            table_name, mutate_rows_call(channel, table_name)
         )
         for response in call(encoding.request_head(table_name) + b"".join(entries), 60):
             if response == all_written(len(entries)):  # what the write step checks first

@@ -8,12 +8,12 @@ import uuid
 
 import apache_beam as beam
 import pytest
-from google.cloud.bigtable import Client
 
 from btts.query import engine
 from tests.fake_bigtable import FakeBigtable
 from tests.helpers import run_job, write_lines
 from transforms.bigtable import transport
+from transforms.bigtable.channel import open_channel
 from transforms.bigtable.write import BoundedWriteToBigTable, WriteRows
 from transforms.build import wire
 from transforms.mutations import FramedRows, RowMutation, without_empty_rows
@@ -38,8 +38,8 @@ def test_the_fake_refuses_an_entry_without_mutations_as_bigtable_does(fake):
     batch = transport.Batch(
         wire.request_head(table), [wire.framed(wire.entry(r)) for r in rows], [b"a", b"b"]
     )
-    stub = Client(project="p").table_data_client
-    sender = transport.RequestSender(transport.mutate_rows_call(stub, table, False), 10.0)
+    channel = open_channel()
+    sender = transport.RequestSender(transport.mutate_rows_call(channel, table, False), 10.0)
     outcome = sender(batch)
     assert any("No mutations provided" in e for e in outcome.errors), outcome
     assert fake.applied == {}

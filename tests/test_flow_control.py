@@ -13,13 +13,13 @@ import apache_beam as beam
 import grpc
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
-from google.cloud.bigtable import Client
 from google.cloud.bigtable.row import DirectRow
 from google.cloud.bigtable_v2.types import feature_flags
 
 from btts.emulator import ENV_HOST
 from tests.fake_bigtable import Answer, FakeBigtable
 from transforms.bigtable import transport
+from transforms.bigtable.channel import open_channel
 from transforms.bigtable.write import BoundedWriteToBigTable, resolve_flow_control
 from transforms.build import wire
 from transforms.mutations import Cell, RowMutation
@@ -48,9 +48,8 @@ def _batch(table: str, rows) -> transport.Batch:
 
 
 def _sender(table: str, flow: bool = True, limiter=None, in_flight=None, timeout_s=30.0):
-    stub = Client(project="p").table_data_client
     return transport.RequestSender(
-        transport.mutate_rows_call(stub, table, flow), timeout_s, limiter, in_flight
+        transport.mutate_rows_call(open_channel(), table, flow), timeout_s, limiter, in_flight
     )
 
 

@@ -166,7 +166,8 @@ class _ReadRangeFn(_ClientDoFn):
         self._cells = Metrics.counter(NAMESPACE, f"read_cells_{self._label}")
         self._bytes = Metrics.counter(NAMESPACE, f"read_bytes_{self._label}")
         # the reads: a channel of this DoFn's own, to the client's endpoint (closed in teardown)
-        self._reader = rows_stream.RowReader(rows_stream.open_channel(self._client.api_endpoint))
+        endpoint = self._client.api_endpoint
+        self._reader = rows_stream.RowReader(rows_stream.open_channel(endpoint), endpoint)
 
     def teardown(self) -> None:
         reader = getattr(self, "_reader", None)

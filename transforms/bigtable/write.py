@@ -32,6 +32,7 @@ from __future__ import annotations
 import collections
 import math
 import operator
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from typing import Any
@@ -47,9 +48,10 @@ from apache_beam.transforms.display import DisplayDataItem
 from google.cloud.bigtable import Client
 from google.cloud.bigtable.data import mutations as data_mutations
 from google.cloud.bigtable.row import DirectRow
+from google.cloud.bigtable_v2.services.bigtable import BigtableClient
 
 from transforms.bigtable import retry_harness as harness_modes
-from transforms.bigtable.client_entries import entry_bytes
+from transforms.bigtable.client_entries import encoding, entry_bytes
 from transforms.bigtable.collapse import LatestHolder, collapse_latest
 from transforms.bigtable.transport import (
     DEFAULT_TIMEOUT_S,
@@ -57,9 +59,8 @@ from transforms.bigtable.transport import (
     Attempt,
     Batch,
     FlowControl,
-    RequestSender,
     direct_rows_sender,
-    mutate_rows_call,
+    open_sender,
 )
 from transforms.build import wire
 from transforms.errors import WriteFailed
@@ -87,6 +88,7 @@ _KEY = operator.itemgetter(1)
 _CELLS = operator.itemgetter(2)
 _TABLE = operator.itemgetter(0)
 _STATUS_NAMES = {code.value[0]: code.name.lower() for code in grpc.StatusCode}
+_DIRECT_LOCK = threading.Lock()
 
 
 class _LeanBatcher:
@@ -103,8 +105,9 @@ class _LeanBatcher:
         sender,
         encoder=None,
         direct_sender: Callable | None = None,
+        head: bytes | None = None,
     ):
-        self._head = wire.request_head(table_name)  # the same for every request
+        self._head = head or wire.request_head(table_name)  # the same for every request
         self._encode = encoder or wire.EntryEncoder()  # learns the table's layouts: keep it
         self._flush_count = flush_count
         self._flush_bytes = flush_bytes
@@ -254,20 +257,17 @@ class _BoundedWriteFn(beam.DoFn):
         }
 
     def setup(self) -> None:
-        project, _instance, table = self._ids
-        self._client = Client(project=project)
-        self._stub = self._client.table_data_client  # the GAPIC client: channel, auth, emulator
-        self._table_name = self._stub.table_path(*self._ids)
+        _project, _instance, table = self._ids
+        self._table_name = BigtableClient.table_path(*self._ids)
         self._pool = futures.ThreadPoolExecutor(
             MAX_IN_FLIGHT + 1, thread_name_prefix=f"write-{table}"
         )
-        limiter = in_flight = None
-        if self._flow is not None:
-            limiter, in_flight = self._flow.shared(self._table_name)
-        call = mutate_rows_call(self._stub, self._table_name, self._flow is not None)
-        self._sender = RequestSender(call, self._timeout_s, limiter, in_flight)
-        self._direct_sender = None  # made for the first DirectRow: most jobs send none
-        self._encoder = wire.EntryEncoder()
+        # the sender (and the channel or client it opened, closed in teardown); the encoder
+        self._sender, self._opened = open_sender(
+            *self._ids, self._table_name, self._timeout_s, self._flow
+        )
+        self._client = self._direct_sender = None  # made for the first DirectRow: most jobs
+        self._encoder, self._head = encoding(self._table_name)  # send none
         self._written = Metrics.counter(BEAM_SINK_NAMESPACE, WRITTEN_ROW)
         self._throttled = Metrics.counter(REQUESTS_NAMESPACE, THROTTLED)
         self._throttled_s = 0.0
@@ -276,12 +276,14 @@ class _BoundedWriteFn(beam.DoFn):
             self._superseded = Metrics.counter(NAMESPACE, f"superseded_rows_{table}")
 
     def _send_direct(self, rows: list) -> Attempt:
-        if self._direct_sender is None:
-            _project, instance, table = self._ids
-            legacy = self._client.instance(instance).table(table)
-            self._direct_sender = direct_rows_sender(
-                legacy, self._timeout_s, self._flow, self._table_name
-            )
+        with _DIRECT_LOCK:  # the writer threads may send DirectRows at once
+            if self._direct_sender is None:
+                project, instance, table = self._ids
+                self._client = Client(project=project)  # the legacy client's own mutate_rows
+                legacy = self._client.instance(instance).table(table)
+                self._direct_sender = direct_rows_sender(
+                    legacy, self._timeout_s, self._flow, self._table_name
+                )
         return self._direct_sender(rows)
 
     def start_bundle(self) -> None:
@@ -293,6 +295,7 @@ class _BoundedWriteFn(beam.DoFn):
             self._sender,
             self._encoder,
             self._send_direct,
+            self._head,
         )
         self._written_in_bundle = 0
         self._held: list | None = [] if self._harness else None
@@ -375,10 +378,12 @@ class _BoundedWriteFn(beam.DoFn):
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-        stub = getattr(self, "_stub", None)
-        if stub is not None:
-            stub.transport.close()  # the gRPC channel this DoFn opened in setup
-            self._stub = None
+        opened, client = getattr(self, "_opened", None), getattr(self, "_client", None)
+        if opened is not None:
+            opened.close()  # the channel or data client setup opened
+        if client is not None:  # the legacy client of DirectRows
+            client.table_data_client.transport.close()
+        self._opened = self._client = None
 
 
 def resolve_flow_control(

@@ -27,7 +27,8 @@ import json
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from transforms.build import codegen, shaping
+from transforms import official
+from transforms.build import codegen, interpreted, shaping
 from transforms.build.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
 from transforms.build.fields import field_parser
 from transforms.errors import InvalidEvent
@@ -78,13 +79,17 @@ def _text(value: object) -> str:
 def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo):
     """``values → row key`` for a table whose key the generated source does not write out
     (:mod:`.codegen` leaves salted and unpivoted tables to it): the recipe's own builder, which
-    checks every free-text segment; integers are given as their digits."""
+    checks every free-text segment; an integer a free-text segment holds is given as its digits
+    (a zero-padded one stays a number, as the generated source gives it)."""
     build = spec.decl.key.build
-    times = frozenset(f.ref for f in schema.fields if f.type == "time")
+    integers = frozenset(f.ref for f in schema.fields if f.type == "integer")
+    as_text = frozenset(
+        s.field for s in spec.decl.key.segments if s.kind in FREE_TEXT_KINDS and s.field in integers
+    )
 
     def key(values: Values) -> bytes:
         return build(
-            {k: (str(v) if type(v) is int and k not in times else v) for k, v in values.items()},
+            {k: (str(v) if type(v) is int and k in as_text else v) for k, v in values.items()},
             tz,
         )
 
@@ -495,7 +500,9 @@ class Builder:
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
         self.key_delimiters = _checked_key_fields(schema)
         self._shape = shaping.shaper(schema)  # None: records are events as they come
-        self._call = codegen.build_function(build_plan(schema, chosen, tz))
+        # the generated source, or (BTTS_OFFICIAL=builder) the plain loop over the same rules
+        self._compiler = interpreted if official.uses("builder") else codegen
+        self._call = self._compiler.build_function(build_plan(schema, chosen, tz))
         if self._shape is not None:
             self._call = _shaped(self._shape, self._call)
         self._framed: Callable | None = None  # compiled when first asked for
@@ -539,7 +546,11 @@ class Builder:
         step calls it per record without a method call in between (one call per event less)."""
         if self._framed is None:
             plan = build_plan(self.schema, self.tables, self.tz)
-            self._framed = codegen.build_function(plan, framed=True)
+            if self._compiler is codegen:  # entries made while building, unless the protobuf
+                entries = not official.uses("wire")  # runtime must write them (BTTS_OFFICIAL)
+                self._framed = codegen.build_function(plan, framed=True, entries=entries)
+            else:
+                self._framed = interpreted.build_function(plan, framed=True)
             if self._shape is not None:
                 self._framed = _shaped_framed(self._shape, self._framed)
         return self._framed
