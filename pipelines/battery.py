@@ -15,8 +15,6 @@ BATTERY_SALTED); another count needs its own declared table.
 
 from __future__ import annotations
 
-import argparse
-
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
@@ -47,23 +45,13 @@ SALT_BUCKETS = salt_count(LAYOUTS["salted"])
 JOB = common.builtin_job(NAME, __doc__, tables=(LAYOUTS["promoted"],))
 
 
-class BatteryLayoutOptions(PipelineOptions):
-    """The battery job's layout: :func:`pipelines.flags.battery.layout`."""
-
-    FLAGS = staticmethod(job_flags.layout)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.layout(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes(NAME, BatteryLayoutOptions)
+OPTION_CLASSES = common.option_classes(NAME)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for the chosen layout; a --salt_buckets no declaration holds is refused."""
-    opts = options.view_as(BatteryLayoutOptions)
+    opts = options.view_as(common.options_class(job_flags.GROUP))
     layout, buckets = opts.battery_layout, opts.salt_buckets  # argparse checked the layout
     if layout != "salted" and buckets is not None:
         raise errors.ConfigError(

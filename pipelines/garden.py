@@ -11,8 +11,6 @@ row per garden per month ``GARDEN#YYYYMM`` with one column per day ``TEMP:1`` â€
 
 from __future__ import annotations
 
-import argparse
-
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
@@ -25,23 +23,14 @@ DEFAULT_LAYOUT, LAYOUTS = job_flags.DEFAULT_LAYOUT, job_flags.LAYOUTS  # --garde
 JOB = common.builtin_job("garden", __doc__, tables=LAYOUTS[DEFAULT_LAYOUT])
 
 
-class GardenLayoutOptions(PipelineOptions):
-    """Which table(s) the garden job writes: :func:`pipelines.flags.garden.layout`."""
-
-    FLAGS = staticmethod(job_flags.layout)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.layout(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes("garden", GardenLayoutOptions)
+OPTION_CLASSES = common.option_classes("garden")
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for these options: --garden_layout chooses the tables and the rows built."""
-    layout = options.view_as(GardenLayoutOptions).garden_layout  # argparse checked it
+    own = options.view_as(common.options_class(job_flags.GROUP))
+    layout = own.garden_layout  # argparse checked it
     return common.builtin_job("garden", __doc__, tables=LAYOUTS[layout])
 
 

@@ -14,8 +14,6 @@ go to the dead letters with their reason; aggregate tables are written with AddT
 
 from __future__ import annotations
 
-import argparse
-
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import config, errors
@@ -27,28 +25,18 @@ __all__ = ["OPTION_CLASSES", "build", "run"]
 NAME = "generic"
 
 
-class GenericOptions(PipelineOptions):
-    """The schema file of the events and their tables: :func:`pipelines.flags.generic.schema`."""
-
-    FLAGS = staticmethod(job_flags.schema)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.schema(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes(NAME, GenericOptions)
+OPTION_CLASSES = common.option_classes(NAME)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
-    path = options.view_as(GenericOptions).schema
-    if not path:
+    own = options.view_as(common.options_class(job_flags.GROUP))
+    if not own.schema:
         raise errors.ConfigError("pass --schema with the schema file describing the events")
     return common.schema_job(
-        config.load_schema(path, options.view_as(GenericOptions).proto_module or ()),
+        config.load_schema(own.schema, own.proto_module or ()),
         description=__doc__,
-        tables=options.view_as(GenericOptions).schema_table,
+        tables=own.schema_table,
         tz=common.timezone(options),
         builtin=False,
     )

@@ -18,7 +18,6 @@ suspect run (a retried bundle): the result is exact again.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import re
@@ -50,18 +49,8 @@ _LOG = logging.getLogger(__name__)
 JOB = common.builtin_job(NAME, __doc__)
 
 
-class ReplaceOptions(PipelineOptions):
-    """Re-running months safely: :func:`pipelines.flags.sales.replace`."""
-
-    FLAGS = staticmethod(job_flags.replace)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.replace(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes(NAME, ReplaceOptions)
+OPTION_CLASSES = common.option_classes(NAME)
 
 
 TABLE = "SALES_MONTHLY"
@@ -70,7 +59,7 @@ _MONTH = re.compile(r"[0-9]{4}(0[1-9]|1[0-2])")
 
 def replace_months(options: PipelineOptions) -> tuple[str, ...]:
     """The validated --replace_months, sorted; () without the flag."""
-    raw = options.view_as(ReplaceOptions).replace_months
+    raw = options.view_as(common.options_class(job_flags.GROUP)).replace_months
     if raw is None:
         return ()
     months = sorted({m.strip() for m in raw.split(",") if m.strip()})

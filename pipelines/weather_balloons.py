@@ -16,8 +16,6 @@ Time labels are UTC; cell timestamps are event times.
 
 from __future__ import annotations
 
-import argparse
-
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
@@ -29,23 +27,14 @@ NAME = "weather_balloons"
 PATTERNS = job_flags.PATTERNS  # --balloon_pattern → the table of that column pattern
 
 
-class BalloonPatternOptions(PipelineOptions):
-    """The balloon job's column pattern: :func:`pipelines.flags.weather_balloons.pattern`."""
-
-    FLAGS = staticmethod(job_flags.pattern)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.pattern(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes(NAME, BalloonPatternOptions)
+OPTION_CLASSES = common.option_classes(NAME)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job writing the table of the chosen column pattern."""
-    pattern = options.view_as(BalloonPatternOptions).balloon_pattern  # argparse checked it
+    own = options.view_as(common.options_class(job_flags.GROUP))
+    pattern = own.balloon_pattern  # argparse checked it
     return common.builtin_job(NAME, __doc__, tables=(PATTERNS[pattern],))
 
 

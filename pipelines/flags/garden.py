@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import argparse
+from pipelines.flags.spec import Flag, Group
 
-__all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "layout"]
+__all__ = ["DEFAULT_LAYOUT", "GROUP", "LAYOUTS"]
 
 DEFAULT_LAYOUT = "tall"
 # --garden_layout → the tables it writes.
@@ -14,15 +14,15 @@ LAYOUTS = {
     "both": ("GARDEN_DAILY", "GARDEN_MONTHLY"),
 }
 
-
-def layout(parser: argparse.ArgumentParser) -> None:
-    """--garden_layout."""
-    group = parser.add_argument_group("Garden")
-    group.add_argument(
+GROUP = Group.of(
+    "garden_layout",
+    "Garden",
+    Flag(
         "--garden_layout",
         default=DEFAULT_LAYOUT,
         choices=sorted(LAYOUTS),
         help="tall: one row per garden per day (GARDEN_DAILY); month: one row per garden per "
         "month, one column per day (GARDEN_MONTHLY); both: write both tables. "
         f"Default: {DEFAULT_LAYOUT}.",
-    )
+    ),
+)

@@ -1,29 +1,30 @@
-"""The generic job's own flags: which schema file describes the events and their tables."""
+"""The generic job's own flags: which schema file describes the events and
+their tables."""
 
 from __future__ import annotations
 
-import argparse
+from pipelines.flags.spec import Flag, Group
 
-__all__ = ["schema"]
+__all__ = ["GROUP"]
 
-
-def schema(parser: argparse.ArgumentParser) -> None:
-    """--schema, --schema_table, --proto_module."""
-    group = parser.add_argument_group("Schema")
-    group.add_argument(
+GROUP = Group.of(
+    "generic",
+    "Schema",
+    Flag(
         "--schema",
         help="The schema file (YAML or JSON; a local path or gs://) declaring the events "
         "and the tables they land in. Required. Read and validated at launch.",
-    )
-    group.add_argument(
+    ),
+    Flag(
         "--schema_table",
         action="append",
         help="Write only this table of the schema (repeatable). Default: every table the "
         "schema writes from events.",
-    )
-    group.add_argument(
+    ),
+    Flag(
         "--proto_module",
         action="append",
         help="A Python module the schema's protobuf messages may come from, besides the "
         "project's protos package (repeatable). A schema file cannot name one itself.",
-    )
+    ),
+)

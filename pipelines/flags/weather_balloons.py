@@ -1,10 +1,11 @@
-"""The balloon job's own flag (prefixed: Beam registers each flag once across all jobs)."""
+"""The balloon job's own flag (prefixed: Beam registers each flag once across
+all jobs)."""
 
 from __future__ import annotations
 
-import argparse
+from pipelines.flags.spec import Flag, Group
 
-__all__ = ["PATTERNS", "pattern"]
+__all__ = ["GROUP", "PATTERNS"]
 
 # --balloon_pattern → the table of that column pattern (the same events land in any of them).
 PATTERNS = {
@@ -14,11 +15,10 @@ PATTERNS = {
     "TB-COL": "BALLOON_TB_COL",
 }
 
-
-def pattern(parser: argparse.ArgumentParser) -> None:
-    """--balloon_pattern."""
-    group = parser.add_argument_group("Weather-balloon column pattern")
-    group.add_argument(
+GROUP = Group.of(
+    "balloon_pattern",
+    "Weather-balloon column pattern",
+    Flag(
         "--balloon_pattern",
         default="TS-COLS",
         choices=tuple(PATTERNS),
@@ -27,4 +27,5 @@ def pattern(parser: argparse.ArgumentParser) -> None:
         "(BALLOON_TS_BLOB); TB-CELL: one row per balloon and ISO week, a new cell per event "
         "in each measurement column (BALLOON_TB_CELL); TB-COL: one row per balloon, metric "
         "and ISO week, a new column per event named by its value (BALLOON_TB_COL).",
-    )
+    ),
+)
