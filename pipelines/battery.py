@@ -1,17 +1,5 @@
-"""Battery levels → BATTERY, BATTERY_SALTED or BATTERY_TS_FIRST (docs/patterns.md §5.4), batch from
-files.
-
---battery_layout picks the table: ``promoted`` (default; ``BATTERY#USER#YYYYMMDDHHMMSSmmm``),
-``salted`` (``BATTERY#<salt>#YYYYMMDDHHMMSSmmm``) or ``timestamp_first`` (the documented
-anti-pattern, kept for the schema advisor's demo). Keys use UTC times.
-
-The salt bucket count belongs to the table declaration: changing it after data exists splits
-rows of one time between old and new buckets and reads over the new count miss the old ones.
---salt_buckets must therefore equal the count a declared salted table holds (3 for
-BATTERY_SALTED); another count needs its own declared table.
-
-    python -m pipelines.battery --input 'battery/*.jsonl' --battery_layout salted --create_tables
-"""
+# The battery job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/battery.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
@@ -21,6 +9,7 @@ from btts import errors
 from pipelines import common
 from pipelines.flags import battery as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 NAME = "battery"

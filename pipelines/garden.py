@@ -1,13 +1,5 @@
-"""Garden temperatures → GARDEN_DAILY and/or GARDEN_MONTHLY (docs/patterns.md §5.6), batch from
-JSON lines or CSV.
-
---garden_layout picks the documented shape: ``tall`` (default) writes one row per garden per day
-``GARDEN#YYYYMMDD`` with ``DAILY:TEMP``; ``month`` writes the bounded short-wide alternative, one
-row per garden per month ``GARDEN#YYYYMM`` with one column per day ``TEMP:1`` … ``TEMP:31``;
-``both`` writes both tables. Cell timestamps are midnight UTC of each date.
-
-    python -m pipelines.garden --input 'temps/*.csv' --garden_layout both --create_tables
-"""
+# The garden job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/garden.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
@@ -16,6 +8,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines import common
 from pipelines.flags import garden as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 DEFAULT_LAYOUT, LAYOUTS = job_flags.DEFAULT_LAYOUT, job_flags.LAYOUTS  # --garden_layout → tables

@@ -1,16 +1,5 @@
-"""Any dataset described by a schema file → its tables, with no Python of its own.
-
-The schema file (YAML or JSON, see docs/user-guide.md) declares the source fields, the event
-time, and every table the events fan out to: families with GC rules, the row-key recipe, the
-column pattern and which fields feed which qualifiers. It is read and validated at launch,
-before any data is read (a local path or gs://; a template launch passes --schema). Bad events
-go to the dead letters with their reason; aggregate tables are written with AddToCell.
-
-    python -m pipelines.generic --schema my_dataset.yaml --input 'events/*.jsonl' --create_tables
-    btts ingest --schema my_dataset.yaml --input 'events/*.jsonl' --create_tables
-    btts ingest --schema my_dataset.yaml --input_subscription projects/P/subscriptions/S \\
-        --dead_letter_topic projects/P/topics/T                         # streaming
-"""
+# The generic job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/generic.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
@@ -20,6 +9,7 @@ from btts import config, errors
 from pipelines import common
 from pipelines.flags import generic as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["OPTION_CLASSES", "build", "run"]
 
 NAME = "generic"

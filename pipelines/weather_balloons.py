@@ -1,18 +1,5 @@
-"""Weather balloons → one of the four column patterns of docs/patterns.md §4, batch from files.
-
---balloon_pattern picks the table:
-  TS-COLS (default; tall and narrow): BALLOON_TS_COLS, row LOCATION#BALLOON#YYYY-MM-DD-HHMM,
-          one column per measurement;
-  TS-BLOB: BALLOON_TS_BLOB, the same key, the event as one protobuf cell (measurements_blob);
-  TB-CELL: BALLOON_TB_CELL, row LOCATION#BALLOON#<ISO week>, a new timestamped cell per event in
-          the pressure/temperature/humidity/altitude columns;
-  TB-COL:  BALLOON_TB_COL, row LOCATION#BALLOON#METRIC#<ISO week>, a new column per event named
-          by the measured value.
-Time labels are UTC; cell timestamps are event times.
-
-    python -m pipelines.weather_balloons --input 'balloons/*.jsonl' --balloon_pattern TB-CELL \\
-        --create_tables
-"""
+# The weather_balloons job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/weather_balloons.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
@@ -21,6 +8,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from pipelines import common
 from pipelines.flags import weather_balloons as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["OPTION_CLASSES", "build", "run"]
 
 NAME = "weather_balloons"

@@ -1,9 +1,9 @@
-"""Every job's flags, declared once and without Beam.
+"""Every job's flags and description, declared once and without Beam.
 
 A flag is a :class:`~pipelines.flags.spec.Flag` (name, help, type, default, choices…) in a titled
 :class:`~pipelines.flags.spec.Group`; each is declared once, here (the groups jobs share) or in
-the job's module here (``pipelines.flags.<job>``: its own group). :data:`GROUPS` names each
-job's groups in ``--help`` order. Every reader
+the job's module here (``pipelines.flags.<job>``: its own group and its ``DESCRIPTION``, the
+job module's docstring). :data:`GROUPS` names each job's groups in ``--help`` order. Every reader
 takes the declarations as they are: the jobs' PipelineOptions classes
 (:func:`pipelines.common.options_class`, what a run parses), a job's ``--help`` (a plain argparse
 parser, so ``btts ingest JOB --help`` and ``btts nightly --help`` answer without importing Beam)
@@ -12,8 +12,6 @@ and the flex templates' metadata (``btts_cli.templates``)."""
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -216,8 +214,19 @@ TIME_ZONE = Group.of(
 )
 
 
-# Imported here, after the shared groups: each job's own group, by job.
-from pipelines.flags import battery, garden, generic, nightly, sales, weather_balloons  # noqa: E402
+# Imported here, after the shared groups: each job's description and own group, by job.
+from pipelines.flags import (  # noqa: E402
+    battery,
+    game_results,
+    garden,
+    generic,
+    market_data,
+    nightly,
+    sales,
+    server_metrics,
+    smart_meters,
+    weather_balloons,
+)
 
 # Every job's flag groups, in --help order (a job's run parses the option classes
 # pipelines.common.option_classes makes of the same groups).
@@ -232,6 +241,19 @@ GROUPS: dict[str, tuple[Group, ...]] = {
     "smart_meters": (FILE_INPUT, STREAMING, BIGTABLE, TIME_ZONE),
     "weather_balloons": (FILE_INPUT, BIGTABLE, weather_balloons.GROUP),
     "nightly": (nightly.GROUP, BIGTABLE, TIME_ZONE),
+}
+# Every job's description: its module's docstring and the top of its --help.
+_DESCRIPTIONS = {
+    "battery": battery.DESCRIPTION,
+    "game_results": game_results.DESCRIPTION,
+    "garden": garden.DESCRIPTION,
+    "generic": generic.DESCRIPTION,
+    "market_data": market_data.DESCRIPTION,
+    "sales": sales.DESCRIPTION,
+    "server_metrics": server_metrics.DESCRIPTION,
+    "smart_meters": smart_meters.DESCRIPTION,
+    "weather_balloons": weather_balloons.DESCRIPTION,
+    "nightly": nightly.DESCRIPTION,
 }
 
 BEAM_OPTIONS = (
@@ -276,13 +298,9 @@ def input_help(name: str, argv: Sequence[str]) -> str:
 
 
 def description(job: str) -> str:
-    """The job module's docstring, read from its source without running it (running it would
-    import Beam)."""
-    spec = importlib.util.find_spec(f"pipelines.{job}")
-    if spec is None or not spec.origin:
-        raise KeyError(job)
-    with open(spec.origin, encoding="utf-8") as source:
-        return ast.get_docstring(ast.parse(source.read()), clean=False) or ""
+    """What ``job`` does: its module's docstring, declared in ``pipelines.flags.<job>`` so that
+    its ``--help`` reads it without importing the module (which imports Beam)."""
+    return _DESCRIPTIONS[job]
 
 
 def wants_help(argv: Sequence[str]) -> bool:

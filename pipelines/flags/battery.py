@@ -1,4 +1,4 @@
-"""The battery job's own flags (names prefixed: Beam registers each flag once)."""
+"""The battery job's description and own flags (names prefixed: Beam registers each flag once)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,23 @@ import functools
 
 from pipelines.flags.spec import Flag, Group
 
-__all__ = ["GROUP", "LAYOUTS", "salt_count", "schema"]
+__all__ = ["DESCRIPTION", "GROUP", "LAYOUTS", "salt_count", "schema"]
+
+DESCRIPTION = """\
+Battery levels → BATTERY, BATTERY_SALTED or BATTERY_TS_FIRST (docs/patterns.md §5.4), batch from
+files.
+
+--battery_layout picks the table: ``promoted`` (default; ``BATTERY#USER#YYYYMMDDHHMMSSmmm``),
+``salted`` (``BATTERY#<salt>#YYYYMMDDHHMMSSmmm``) or ``timestamp_first`` (the documented
+anti-pattern, kept for the schema advisor's demo). Keys use UTC times.
+
+The salt bucket count belongs to the table declaration: changing it after data exists splits
+rows of one time between old and new buckets and reads over the new count miss the old ones.
+--salt_buckets must therefore equal the count a declared salted table holds (3 for
+BATTERY_SALTED); another count needs its own declared table.
+
+    python -m pipelines.battery --input 'battery/*.jsonl' --battery_layout salted --create_tables
+"""
 
 NAME = "battery"
 # --battery_layout → table
