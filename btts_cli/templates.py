@@ -1,17 +1,18 @@
-"""Dataflow flex templates, one per pipeline, generated from the pipelines' own option classes.
+"""Dataflow flex templates, one per pipeline, generated from the flags the pipelines declare.
 
 ``templates/<pipeline>/`` holds two generated files:
 
 * ``metadata.json``: the template's name, description and one parameter per flag of the
-  pipeline's option classes (label, help text, regexes where the format is fixed, and
-  ``isOptional``), so Dataflow and the console validate a launch before any VM starts;
+  pipeline (label, help text, regexes where the format is fixed, and ``isOptional``), from the
+  declarations its option classes and ``--help`` are made of (:mod:`pipelines.flags`), so
+  Dataflow and the console validate a launch before any VM starts;
 * ``Dockerfile``: one image that is both the Flex Template launcher image and the workers' SDK
   container (``sdk_container_image``), built ``FROM`` Beam's Python SDK image of the Beam version
   ``setup.py`` pins, with the project wheel installed, and its pipeline's name in
   ``BTTS_PIPELINE`` for the launcher's entry point ``templates/main.py``
   (``FLEX_TEMPLATE_PYTHON_PY_FILE``, one for every template), which calls :func:`launch`.
 
-The option classes are the one source of truth: ``btts templates build`` (``make templates``)
+The flag declarations are the one source of truth: ``btts templates build`` (``make templates``)
 regenerates the files and prints the ``gcloud`` commands that build the images and the template
 specs; ``btts templates check`` (and the test suite) fails when a committed file differs from
 what the pipelines declare, e.g. after a pipeline gains a flag.
@@ -35,13 +36,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from btts import __version__
-from btts_cli.template_params import Flag, parameter, required_on_dataflow
-
-if TYPE_CHECKING:  # Beam is imported only by the pipelines themselves
-    from apache_beam.options.pipeline_options import PipelineOptions
+from btts_cli.template_params import is_bare, parameter, required_on_dataflow
+from pipelines import flags as declared
 
 __all__ = ["main"]  # fmt: skip
 
@@ -78,87 +76,17 @@ def pipeline_module(name: str) -> ModuleType:
     return importlib.import_module(f"pipelines.{name}")
 
 
-def declared_options(name: str) -> tuple[str, tuple[type[PipelineOptions], ...]]:
-    """The description and option classes a pipeline's ``run`` parses (and ``--help`` shows):
-    every job module states them, as its docstring and ``OPTION_CLASSES``."""
-    module = pipeline_module(name)
-    return module.__doc__ or "", tuple(module.OPTION_CLASSES)
+def declared_groups(name: str) -> tuple[str, tuple[declared.Group, ...]]:
+    """The description and flag groups of a pipeline, as :mod:`pipelines.flags` declares them:
+    what its ``--help`` shows and its option classes (what its ``run`` parses) are made of."""
+    if name not in pipeline_names():
+        raise KeyError(f"no pipeline {name!r} (pipelines: {', '.join(pipeline_names())})")
+    return declared.description(name), declared.GROUPS[name]
 
 
-def _help_text(action: argparse.Action) -> str:
-    text = action.help or ""
-    if "%(" in text:
-        text = text % {**vars(action), "prog": "pipeline"}
-    return " ".join(text.split())
-
-
-def _store_flag(action: argparse.Action) -> bool:
-    """A flag that takes no value and stores a bool (``store_true``/``store_false``; argparse
-    names their classes privately, so they are told by what they do)."""
-    return action.nargs == 0 and isinstance(action.const, bool)
-
-
-def _kind(action: argparse.Action) -> str:
-    if _store_flag(action) or (action.nargs == "?" and isinstance(action.const, bool)):
-        return "bool"  # a bare flag, or e.g. --verify[=true|false]
-    if action.choices:
-        return "enum"
-    if action.type is int:
-        return "int"
-    return "text"
-
-
-class _RecordingParser(argparse.ArgumentParser):
-    """A parser that keeps every action added to it or to its groups, in order: argparse
-    offers no public list of a parser's actions."""
-
-    def __init__(self) -> None:
-        super().__init__(add_help=False, allow_abbrev=False)
-        self.added: list[argparse.Action] = []
-
-    def add_argument(self, *args, **kwargs) -> argparse.Action:
-        action = super().add_argument(*args, **kwargs)
-        self.added.append(action)
-        return action
-
-    def add_argument_group(self, *args, **kwargs):
-        group = super().add_argument_group(*args, **kwargs)
-        plain = group.add_argument
-
-        def add_argument(*a, **k) -> argparse.Action:
-            action = plain(*a, **k)
-            self.added.append(action)
-            return action
-
-        group.add_argument = add_argument
-        return group
-
-
-def flags(classes: Sequence[type[PipelineOptions]]) -> list[Flag]:
-    """Every flag the option classes add, in declaration order."""
-    parser = _RecordingParser()
-    for cls in classes:
-        cls._add_argparse_args(parser)  # Beam's hook, defined by each option class
-    out = []
-    for action in parser.added:
-        longs = [s for s in action.option_strings if s.startswith("--")]
-        if not longs:
-            continue
-        out.append(
-            Flag(
-                name=longs[0][2:],
-                help=_help_text(action),
-                kind=_kind(action),
-                choices=tuple(str(c) for c in action.choices or ()),
-                required=bool(action.required),
-                store_flag=_store_flag(action),
-            )
-        )
-    return out
-
-
-def pipeline_flags(name: str) -> list[Flag]:
-    return flags(declared_options(name)[1])
+def pipeline_flags(name: str) -> list[declared.Flag]:
+    """Every flag of the pipeline, in ``--help`` order."""
+    return [flag for group in declared_groups(name)[1] for flag in group.flags]
 
 
 # -- metadata.json ----------------------------------------------------------------------------
@@ -171,10 +99,10 @@ def _summary(description: str) -> str:
 
 
 def metadata(name: str) -> dict:
-    """The template metadata of one pipeline, from the option classes its ``run`` parses."""
-    description, classes = declared_options(name)
-    job_flags = flags(classes)
-    names = {f.name for f in job_flags}
+    """The template metadata of one pipeline, from the flags it declares."""
+    description = declared_groups(name)[0]
+    job_flags = pipeline_flags(name)
+    names = {f.key for f in job_flags}
     meta: dict = {"name": f"bigtable-timeseries {name}", "description": _summary(description)}
     if "input_subscription" in names:
         meta["streaming"] = True
@@ -279,7 +207,7 @@ def mismatches(name: str, meta: dict) -> list[str]:
     """How a template's parameters disagree with its pipeline's flags: a flag without a
     parameter, a parameter that is no flag, or a parameter optional when the job needs it (or
     the reverse)."""
-    job_flags = {f.name: f for f in pipeline_flags(name)}
+    job_flags = {f.key: f for f in pipeline_flags(name)}
     params = {p.get("name"): p for p in meta.get("parameters", [])}
     out = [f"--{flag} has no template parameter" for flag in job_flags if flag not in params]
     out += [f"parameter {p!r} is no flag of the pipeline" for p in params if p not in job_flags]
@@ -370,14 +298,14 @@ def template_argv(name: str, argv: Sequence[str], environ: dict | None = None) -
     * Without an ``--sdk_container_image``, the workers run this image (``$IMAGE_ENV``).
     """
     environ = os.environ if environ is None else environ
-    job_flags = {f.name: f for f in pipeline_flags(name)}
+    job_flags = {f.key: f for f in pipeline_flags(name)}
     out: list[str] = []
     given: dict[str, str | None] = {}
     for arg in argv:
         flag, eq, value = arg.partition("=")
         given[flag.lstrip("-")] = value if eq else None
         spec = job_flags.get(flag[2:]) if flag.startswith("--") else None
-        if spec is None or not spec.store_flag or not eq:
+        if spec is None or not is_bare(spec) or not eq:
             out.append(arg)
         elif value.strip().lower() == "true":
             out.append(flag)
@@ -473,7 +401,7 @@ def add_actions(parser: argparse.ArgumentParser) -> None:
         "build",
         help="regenerate templates/<pipeline>/ and print (or --run) the gcloud build commands",
         description="Write metadata.json and the Dockerfile of every pipeline's flex template "
-        "from its option classes, then print the commands that build each image "
+        "from the flags it declares, then print the commands that build each image "
         "(Cloud Build) and template spec (gcloud dataflow flex-template build).",
     )
     build.add_argument(
@@ -482,7 +410,7 @@ def add_actions(parser: argparse.ArgumentParser) -> None:
     build.add_argument("--run", action="store_true", help="run the gcloud commands too")
     check = actions.add_parser(
         "check",
-        help="fail when a committed template differs from its pipeline's options",
+        help="fail when a committed template differs from its pipeline's flags",
     )
     for action, func in ((build, _build), (check, _check)):
         action.add_argument("--root", help="repository root (default: this checkout)")
