@@ -1,0 +1,269 @@
+"""Which records of a run overwrite one another, cell by cell: the exact comparison behind the
+overwrite check, on the few records the fingerprints point at (batch,
+:mod:`transforms.ingest.fingerprints`) or on a worker's recent rows (streaming,
+:class:`RecentRows`).
+
+A **cell** is (table, row key, family, qualifier, timestamp): Bigtable keeps one value per cell,
+so when two records write one cell with different values one value survives, and which one the
+job cannot know (the order in which concurrent writes reach the server). Such records **conflict**:
+each may have lost a cell. Records whose cells all equal an earlier record's (a resent message)
+are **duplicates**: writing them again changes nothing. Cells with a server-assigned timestamp
+(negative) never collide: each write is a new cell. Aggregate (AddToCell) tables sum by design
+and are never compared.
+
+Pure: no Beam, no client.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+__all__ = [
+    "FIRST_NAMESPACE",
+    "Place",
+    "RecentRows",
+    "analyze",
+    "first_from_metric_name",
+    "first_metric_name",
+]
+
+SHOWN_CHARS = 80  # of a key or a value in the report
+
+
+class Place(NamedTuple):
+    """Where a record is: its source, a position that orders it in the source (a byte offset
+    or an ordinal), and its line when known (``None``: a Parquet/Avro record, or a line not
+    counted yet; ``ordinal`` then names it)."""
+
+    source: str
+    position: int
+    line: int | None = None
+    ordinal: int | None = None
+
+    def describe(self) -> str:
+        if self.line:
+            return f"{self.source}:{self.line}"
+        if self.ordinal is not None:
+            return f"{self.source} (record {self.ordinal + 1:,})"
+        return self.source
+
+
+class Conflict(NamedTuple):
+    """The first cell two records of the run wrote with different values, in input order: the
+    earliest record that rewrote a cell, and the record it rewrote."""
+
+    table: str
+    key: bytes
+    family: str
+    qualifier: bytes
+    timestamp_us: int
+    first: Place
+    first_value: bytes
+    second: Place
+    second_value: bytes
+
+    def describe(self) -> str:
+        """One line: where, which cell, which two values."""
+        when = _time_text(self.timestamp_us)
+        return (
+            f"{self.first.describe()} and {self.second.describe()} both write "
+            f"{self.table} row {_shown(self.key)} column "
+            f"{self.family}:{_shown(self.qualifier, quoted=False)} at {when}: "
+            f"{_shown(self.first_value)} then {_shown(self.second_value)}"
+        )
+
+
+@dataclass
+class Findings:
+    """What the comparison found: cells written with different values, the records that wrote
+    them (each may have lost one), records repeating an earlier record exactly, and the first
+    conflict in input order."""
+
+    cells: int = 0
+    records: int = 0
+    duplicates: int = 0
+    first: Conflict | None = None
+    conflicting: set = field(default_factory=set, repr=False)  # the records' places
+
+
+def _shown(raw: bytes, quoted: bool = True) -> str:
+    """Bytes as text for a person: cut at SHOWN_CHARS, quoted (a qualifier of plain printable
+    text without quotes)."""
+    text = raw.decode("utf-8", "backslashreplace")
+    text = text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+    if not quoted and text.isprintable() and " " not in text and text:
+        return text
+    return repr(text)
+
+
+def _time_text(timestamp_us: int) -> str:
+    try:
+        moment = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(
+            microseconds=timestamp_us
+        )
+    except OverflowError:
+        return f"{timestamp_us} µs"
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def analyze(records: Iterable[tuple[Place, Sequence[tuple]]]) -> Findings:
+    """Records (their place and their rows of checked tables) compared cell by cell, in input
+    order (by source, then position). A record given twice (the same place) counts once."""
+    ordered = sorted(dict(records).items(), key=lambda item: (item[0].source, item[0].position))
+    cells: dict[tuple, list[tuple[bytes, int]]] = {}  # cell → (value, record index) as written
+    out = Findings()
+    for index, (place, rows) in enumerate(ordered):
+        for table, key, row_cells in rows:
+            for family, qualifier, value, stamp in row_cells:
+                if stamp < 0:  # the server's time: every write is a cell of its own
+                    continue
+                cell = (table, key, family, qualifier, stamp)
+                writes = cells.setdefault(cell, [])
+                if out.first is None:
+                    other = next((w for w in writes if w[0] != value and w[1] != index), None)
+                    if other is not None:
+                        first = ordered[other[1]][0]
+                        out.first = Conflict(*cell, first, other[0], place, value)
+                writes.append((value, index))
+    conflicting: set[int] = set()
+    for writes in cells.values():
+        values = {value for value, _ in writes}
+        if len(values) > 1 and len({index for _, index in writes}) > 1:
+            out.cells += 1
+            conflicting.update(index for _, index in writes)
+    out.records = len(conflicting)
+    out.conflicting = {ordered[i][0] for i in conflicting}
+    seen: set[tuple] = set()
+    for index, (_place, rows) in enumerate(ordered):
+        signature = tuple(rows)
+        if signature in seen and index not in conflicting:
+            out.duplicates += 1
+        seen.add(signature)
+    return out
+
+
+# The first conflict of a run, for the job's report: one metric whose name holds it as JSON
+# (metrics are what a runner hands back to the launcher).
+FIRST_NAMESPACE = "btts.overwrites.first"
+
+
+def first_metric_name(conflict: Conflict) -> str:
+    """The first conflict as a metric name (JSON), read back by :func:`first_from_metric_name`."""
+    return json.dumps(
+        [
+            conflict.table,
+            _shown(conflict.key),
+            conflict.family,
+            _shown(conflict.qualifier, quoted=False),
+            conflict.timestamp_us,
+            conflict.first.describe(),
+            _shown(conflict.first_value),
+            conflict.second.describe(),
+            _shown(conflict.second_value),
+        ],
+        ensure_ascii=False,
+    )
+
+
+def first_from_metric_name(name: str) -> str:
+    """The one-line description of a conflict named by :func:`first_metric_name`."""
+    table, key, family, qualifier, stamp, first, value1, second, value2 = json.loads(name)
+    return (
+        f"{first} and {second} both write {table} row {key} column {family}:{qualifier} at "
+        f"{_time_text(stamp)}: {value1} then {value2}"
+    )
+
+
+class RecentRows:
+    """A streaming worker's recent rows, to compare each new row with: at most ``limit`` rows,
+    none older than ``ttl_s`` seconds (of the worker's clock). Rows of one table, key and
+    stamp are compared cell by cell; a record is counted once however many of its cells
+    conflict, and both records of a conflict are counted (either may have lost the cell).
+    Holds the builder's own row tuples (no copy)."""
+
+    def __init__(
+        self, limit: int, ttl_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._limit = limit
+        self._ttl = ttl_s
+        self._clock = clock
+        self._rows: dict[tuple, tuple[float, Place, tuple]] = {}  # row id → (seen, place, cells)
+        self._counted: dict[Place, None] = {}  # records already counted as conflicting
+        self.found = Findings()
+
+    def add(self, place: Place, rows: Sequence[tuple]) -> None:
+        """One record's rows of checked tables: compared with the rows held, then held."""
+        now = self._clock()
+        conflict = False
+        considered = same = 0
+        for table, key, cells in rows:
+            if not cells or cells[0][3] < 0:
+                continue
+            considered += 1
+            rid = (table, key, cells[0][3])
+            held = self._rows.get(rid)
+            kept = cells
+            if held is not None and held[1] != place and now - held[0] <= self._ttl:
+                if held[2] == cells:
+                    same += 1
+                else:
+                    clash = _clash(table, key, held[1], held[2], place, cells)
+                    if clash is not None:
+                        conflict = True
+                        self._count(held[1])
+                        self.found.cells += clash[1]
+                        if self.found.first is None:
+                            self.found.first = clash[0]
+                    # both rows' cells, the later value of a cell both write (what lands)
+                    kept = tuple({(c[0], c[1], c[3]): c for c in (*held[2], *cells)}.values())
+            self._rows.pop(rid, None)
+            self._rows[rid] = (now, place, kept)
+        if conflict:
+            self._count(place)
+        elif considered and same == considered:
+            self.found.duplicates += 1
+        self._evict(now)
+
+    def _count(self, place: Place) -> None:
+        """A record in a conflict, counted once (both sides of a conflict may have lost)."""
+        if place not in self._counted:
+            self._counted[place] = None
+            self.found.records += 1
+            if len(self._counted) > self._limit:
+                del self._counted[next(iter(self._counted))]
+
+    def _evict(self, now: float) -> None:
+        rows = self._rows
+        while rows:
+            oldest = next(iter(rows))
+            if len(rows) <= self._limit and now - rows[oldest][0] <= self._ttl:
+                return
+            del rows[oldest]
+
+    def drain(self) -> Findings:
+        """What was found since the last drain (the rows stay held)."""
+        found, self.found = self.found, Findings()
+        return found
+
+
+def _clash(
+    table: str, key: bytes, held_place: Place, held: tuple, place: Place, cells: tuple
+) -> tuple[Conflict, int] | None:
+    """The first cell two rows of one row id write with different values and how many such
+    cells; None when they agree on every cell both write."""
+    before = {(c[0], c[1], c[3]): c[2] for c in held}
+    first, count = None, 0
+    for family, qualifier, value, stamp in cells:
+        old = before.get((family, qualifier, stamp))
+        if old is not None and old != value:
+            count += 1
+            if first is None:
+                first = Conflict(
+                    table, key, family, qualifier, stamp, held_place, old, place, value
+                )
+    return None if first is None else (first, count)
