@@ -2,7 +2,8 @@
 (``benchmarks.run``) calls ``python -m benchmarks.cases MODE ...`` and reads the ``RESULT`` line.
 
 Modes:
-  ours DATASET INPUT INSTANCE [mp]   the real job's run(), as a user runs it
+  ours DATASET INPUT INSTANCE [mp|nocheck]  the real job's run(), as a user runs it (mp: two
+                                     worker processes; nocheck: --overwrite_check=off)
   naive DATASET INPUT INSTANCE       json.loads -> one DirectRow per event -> WriteToBigTable
   ceiling DATASET INPUT INSTANCE N   our rows, pre-built, through the data client's batcher
                                      in N processes (nothing else timed)
@@ -99,6 +100,8 @@ def ours(dataset: str, path: str, instance: str, mode: str = "") -> None:
     ]
     if mode == "mp":
         argv += ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+    elif mode == "nocheck":  # the same run without the overwrite check: what the check costs
+        argv.append("--overwrite_check=off")
     if dataset in USER_SCHEMAS:
         argv.append(f"--schema={USER_SCHEMAS[dataset]}")
     job = load("generic" if dataset in USER_SCHEMAS else JOBS[dataset])

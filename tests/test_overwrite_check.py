@@ -19,6 +19,7 @@ from btts.query import engine
 from pipelines import common, load
 from pipelines import server_metrics as metrics_job
 from tests.helpers import run_job, write_lines
+from transforms.ingest import overwrite_check
 
 MP = ("--direct_num_workers=2", "--direct_running_mode=multi_processing")
 
@@ -210,10 +211,15 @@ TICKS = [
 ]  # fmt: skip
 
 
-def test_btts_check_finds_overwrites_in_every_format_without_writing(tmp_path, capsys):
-    """--validate_only reads the candidates again whatever the format: the same findings."""
+def test_btts_check_finds_overwrites_in_every_format_without_writing(tmp_path, capsys, monkeypatch):
+    """--validate_only reads the candidates again whatever the format: the same findings; and
+    the same again when they are compared a share of their row ids at a time."""
     schema = "docs/schemas/ts-cols-stock-ticks.yaml"
-    for kind, path in _write_formats(tmp_path, TICKS).items():
+    formats = _write_formats(tmp_path, TICKS)
+    for kind, path in [*formats.items(), ("in passes", formats["jsonl.gz"])]:
+        if kind == "in passes":
+            monkeypatch.setattr(overwrite_check, "RESOLVE_ROWS", 2)  # three row ids twice: three passes
+            kind = "jsonl.gz"
         with pytest.raises(common.JobFailed) as failed:
             load("generic").run([f"--schema={schema}", f"--input={path}", "--validate_only"])
         counts = failed.value.report.counters

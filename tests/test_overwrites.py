@@ -172,22 +172,25 @@ def test_fingerprints_over_workers_then_analysis_find_every_conflict(recs, block
 def test_recent_rows_compare_records_within_the_limit_and_ttl():
     now = [0.0]
     recent = RecentRows(limit=3, ttl_s=60, clock=lambda: now[0])
-    a = _row("T", 1, 1_000, {("f", b"a"): b"1"})
-    recent.add(Place("s", 1, 1), [a])
-    recent.add(Place("s", 2, 1), [_row("T", 1, 1_000, {("f", b"a"): b"2"})])  # conflict
-    recent.add(Place("s", 3, 1), [_row("T", 2, 1_000, {("f", b"a"): b"1"})])
-    recent.add(Place("s", 4, 1), [_row("T", 2, 1_000, {("f", b"a"): b"1"})])  # duplicate
-    recent.add(Place("s", 5, 1), [_row("T", 3, 1_000, {("f", b"b"): b"1"})])  # partial, no clash
-    recent.add(Place("s", 6, 1), [_row("T", 3, 1_000, {("f", b"c"): b"1"})])
+    for cells in (
+        {("f", b"a"): b"1"},
+        {("f", b"a"): b"2"},  # the first record's cell, another value: both records counted
+    ):
+        recent.add("s", 1, [_row("T", 1, 1_000, cells)])
+    recent.add("s", 1, [_row("T", 2, 1_000, {("f", b"a"): b"1"})])
+    recent.add("s", 1, [_row("T", 2, 1_000, {("f", b"a"): b"1"})])  # the same again: duplicate
+    recent.add("s", 1, [_row("T", 3, 1_000, {("f", b"b"): b"1"})])  # other columns of one row
+    recent.add("s", 1, [_row("T", 3, 1_000, {("f", b"c"): b"1"})])
     found = recent.drain()
     assert (found.cells, found.records, found.duplicates) == (1, 2, 1)
     assert found.first.first == Place("s", 1, 1) and found.first.second_value == b"2"
+    assert recent.first_reported(found.first) and not recent.first_reported(found.first)
     now[0] = 61.0  # past the TTL: forgotten
-    recent.add(Place("s", 7, 1), [_row("T", 2, 1_000, {("f", b"a"): b"9"})])
+    recent.add("s", 1, [_row("T", 2, 1_000, {("f", b"a"): b"9"})])
     assert recent.drain().records == 0
     for n in range(8, 12):  # past the limit: the oldest go first
-        recent.add(Place("s", n, 1), [_row("U", n, 1_000, {("f", b"a"): b"1"})])
-    recent.add(Place("s", 12, 1), [_row("U", 8, 1_000, {("f", b"a"): b"2"})])
+        recent.add("s", 1, [_row("U", n, 1_000, {("f", b"a"): b"1"})])
+    recent.add("s", 1, [_row("U", 8, 1_000, {("f", b"a"): b"2"})])
     assert recent.drain().records == 0
 
 
@@ -227,3 +230,15 @@ def test_the_summary_counts_only_records_whose_cells_survive():
     accepted = report.failure(totals, [], None, report.parse_bad_records("100%"), None, True)
     assert accepted is None
     assert "last write to arrive wins" in report.summary("job", totals, 1.0, None, accepted=True)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.binary(max_size=40), min_size=1, max_size=30), st.integers(0, 2**64 - 1))
+def test_a_keys_hash_does_not_depend_on_the_keys_hashed_with_it(keys, salt):
+    """Keys of one length take another path than mixed ones: the same hash either way."""
+    together = fingerprints.key_hashes(keys, salt).tolist()
+    assert together == [fingerprints.key_hashes([k], salt)[0] for k in keys]
+    same = [k.ljust(12, b"x")[:12] for k in keys]  # all of one length
+    assert fingerprints.key_hashes(same, salt).tolist() == [
+        fingerprints.key_hashes([k, b""], salt)[0] for k in same
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import logging
 import operator
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -27,7 +28,7 @@ from transforms.ingest import batches as row_batches  # noqa: F401 (registers th
 from transforms.ingest import block_rows, readers
 from transforms.ingest.dead_letters import dead_letter_record
 from transforms.ingest.fingerprints import RowPrints
-from transforms.ingest.overwrites import FIRST_NAMESPACE, Place, RecentRows, first_metric_name
+from transforms.ingest.overwrites import FIRST_NAMESPACE, RecentRows, first_metric_name
 from transforms.ingest.readers import Block
 from transforms.metrics import (
     EMPTY_CELLS,
@@ -94,6 +95,12 @@ def tune_gc() -> None:
         gc.set_threshold(GC_ALLOCATIONS, *rest)
 
 
+# The streaming overwrite check's memory, per build step and worker process: a runner may
+# run each bundle on a fresh copy of the DoFn (the DirectRunner does when streaming), which must
+# still compare its records with those the copies before it built.
+_RECENT: dict[str, RecentRows] = {}
+
+
 class OverwriteCheck(NamedTuple):
     """What the build step checks for overwrites: the checked tables, each with whether its key
     holds its cells' stamp. Batch: the fingerprints go to the ``prints`` output
@@ -126,6 +133,7 @@ class _BuildRowsFn(beam.DoFn):
         self._event_ms = dict(event_ms or {})
         self._framed = framed
         self._check = check
+        self._memory = uuid.uuid4().hex  # this step's streaming memory (_RECENT), in any copy
 
     def setup(self) -> None:
         self._lines = Metrics.counter(NAMESPACE, "lines_read")
@@ -150,8 +158,8 @@ class _BuildRowsFn(beam.DoFn):
             self._checked_rows = Metrics.counter(NAMESPACE, "overwrite_checked_rows")
             self._checked_tables = frozenset(check.tables)
             if check.recent_rows:
-                self._recent = RecentRows(check.recent_rows, check.recent_seconds)
-                self._records = 0  # records compared by this worker: each one's own place
+                memory = RecentRows(check.recent_rows, check.recent_seconds)
+                self._recent = _RECENT.setdefault(self._memory, memory)
                 self._compared = 0
             else:
                 self._prints = RowPrints(check.tables)
@@ -198,10 +206,19 @@ class _BuildRowsFn(beam.DoFn):
         ):
             if value:
                 Metrics.counter(NAMESPACE, name).inc(value)
-        if found.first is not None:
+        if found.first is not None and self._recent.first_reported(found.first):
             Metrics.counter(FIRST_NAMESPACE, first_metric_name(found.first)).inc()
-            _LOG.warning(
-                "%s: records overwrite one another: %s", self._pipeline, found.first.describe()
+        if found.records or found.duplicates:  # a stream's log tells as it goes
+            first = f"; first: {found.first.describe()}" if found.first else ""
+            _LOG.log(
+                logging.WARNING if found.records else logging.INFO,
+                "%s: overwrite check: %d records wrote %d cells another record wrote with "
+                "another value, %d records repeated another exactly%s",
+                self._pipeline,
+                found.records,
+                found.cells,
+                found.duplicates,
+                first,
             )
 
     def process(self, element: Block | tuple) -> Iterable:
@@ -237,6 +254,9 @@ class _BuildRowsFn(beam.DoFn):
             self._spans.track(batch)
         if self._prints is not None and batch:
             self._prints.add(batch, block.source, block.kind, block.offset)
+            if self._prints.full:  # handed on as they come: a bundle may be a whole input
+                for shard in self._prints.drain():
+                    yield pvalue.TaggedOutput(PRINTS, shard)
         if batch:
             yield batch
 
@@ -247,9 +267,8 @@ class _BuildRowsFn(beam.DoFn):
         for index, rows in records:
             mine = [row for row in rows if row[0] in tables and row[2]]
             if mine:
-                self._records += 1
                 self._compared += len(mine)
-                self._recent.add(Place(block.source, self._records, block.line(index)), mine)
+                self._recent.add(block.source, block.line(index), mine)
 
     def _written(self, rows: list, entries: list | None) -> list:
         """The block's rows as they go out: rows without a cell (an event with no value for a

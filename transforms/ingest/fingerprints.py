@@ -46,7 +46,10 @@ __all__ = [
 ]
 
 SHARDS = 16  # the global pass runs per shard of kh (the top 4 bits)
-FLUSH_ROWS = 16_384  # rows buffered (keys and stamps) before one vectorised hash
+FLUSH_ROWS = 4_096  # rows buffered (keys and stamps) before one hash: few calls, cache-warm keys
+# Rows whose fingerprints a worker holds before handing them on (RowPrints.full): the runner then
+# holds them coded, 12 bytes a row, never a worker's copies of a whole bundle's.
+HANDOVER_ROWS = 65_536
 _SHARD_SHIFT = np.uint64(64 - 4)
 _OFFSET_BITS = 40  # a JSON-lines block's byte offset + 1 (files up to 1 TiB); 0: whole source
 _OFFSET_MASK = (1 << _OFFSET_BITS) - 1
@@ -83,25 +86,38 @@ def table_salt(table: str) -> int:
 def key_hashes(keys: list[bytes], salt: int = 0) -> np.ndarray:
     """A deterministic 64-bit hash of each key (``uint64``), ``salt`` mixed in.
 
-    The keys become one fixed-width byte array (numpy pads them with zero bytes, so the true
-    lengths are mixed in too: ``b"a"`` and ``b"a\\0"`` differ), viewed as 64-bit words; each
-    word is mixed with its position's multiplier, the words summed, the sum finalised."""
+    A key is read as little-endian 64-bit words, the last one zero-padded; each word is mixed
+    with its position's multiplier and the mixes are summed with the key's length (so
+    ``b"a"`` and ``b"a\\0"`` differ), then finalised. A zero word adds nothing, so a key
+    padded with zero words hashes the same: keys of one length are read in place from their
+    join (no copy per key), others from numpy's zero-padded fixed-width array."""
     n = len(keys)
     if not n:
         return np.zeros(0, np.uint64)
-    arr = np.array(keys, dtype=bytes)
-    width = arr.dtype.itemsize
-    if width % 8:
-        arr = arr.astype(f"S{width + 8 - width % 8}")
-    words = arr.view("<u8").reshape(n, -1)
-    lengths = np.fromiter(map(len, keys), np.uint64, n)
+    blob = b"".join(keys)
+    width = len(keys[0])
+    if width >= 8 and len(blob) == n * width and max(map(len, keys)) == width:
+        columns = [np.ndarray((n,), "<u8", blob, at, (width,)) for at in range(0, width - 7, 8)]
+        if width % 8:  # the last 8 bytes, shifted down to the partial word's bytes
+            last = np.ndarray((n,), "<u8", blob, width - 8, (width,))
+            columns.append(last >> np.uint64(8 * (8 - width % 8)))
+        lengths = np.uint64(width)
+    else:
+        fixed = np.array(keys, dtype=bytes)
+        size = fixed.dtype.itemsize
+        if size % 8:
+            fixed = fixed.astype(f"S{size + 8 - size % 8}")
+        words = fixed.view("<u8").reshape(n, -1)
+        columns = [words[:, at] for at in range(words.shape[1])]
+        lengths = np.fromiter(map(len, keys), np.uint64, n)
     with np.errstate(over="ignore"):
-        mixed = words * _WORDS[: words.shape[1]]
-        mixed ^= mixed >> _S32
-        mixed *= _M1
-        mixed ^= mixed >> _S29
-        h = mixed.sum(axis=1, dtype=np.uint64)
-        h += lengths * _M2 + np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
+        h = lengths * _M2 + np.full(n, salt & 0xFFFFFFFFFFFFFFFF, np.uint64)
+        for at, column in enumerate(columns):
+            mixed = column * _WORDS[at]
+            mixed ^= mixed >> _S32
+            mixed *= _M1
+            mixed ^= mixed >> _S29
+            h += mixed
         return _fmix(h)
 
 
@@ -151,58 +167,92 @@ def table_slices(rows: list) -> Iterable[tuple[str, list]]:
 
 
 class Prints(NamedTuple):
-    """One shard's fingerprints from one bundle: per table ``(kh, rid or None, loc)`` (rid None:
-    the table's keys hold the stamp, rid is kh), and the sources behind the ``loc`` ids."""
+    """One shard's fingerprints from one bundle. ``ids``: per table, the row ids that fall in
+    this shard and the bundle's block each row came from; ``keys``: per table whose keys do not
+    hold the stamp, its distinct key hashes in this shard (a stamped-by-key table's row ids are
+    its key hashes); ``blocks``: each block's loc; ``sources``: the sources behind loc ids."""
 
-    tables: dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray]]
+    ids: dict[str, tuple[np.ndarray, np.ndarray]]
+    keys: dict[str, np.ndarray]
+    blocks: np.ndarray
     sources: dict[int, set[str]]
+    keyed: frozenset[str]  # the tables whose distinct rows are counted from ``keys``
+
+
+def _by_shard(values: np.ndarray, *more: np.ndarray) -> Iterable[tuple[int, tuple]]:
+    """``values`` (and arrays aligned with it) cut by shard (the top bits of ``values``)."""
+    shard = (values >> _SHARD_SHIFT).astype(np.uint8)  # small ints: a radix sort, O(n)
+    order = np.argsort(shard, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(shard, minlength=SHARDS))))
+    for index in range(SHARDS):
+        if bounds[index] < bounds[index + 1]:
+            pick = order[bounds[index] : bounds[index + 1]]
+            yield index, tuple(a[pick] for a in (values, *more))
 
 
 class _Buffer:
-    """One table's rows not yet hashed: keys, stamps (unless the key holds them), and runs of
-    ``(rows, loc)``; then its hashed arrays."""
+    """One table's rows not yet hashed (keys, stamps unless the key holds them, runs of
+    ``(rows, block)``), and then their fingerprints, cut by shard when handed on."""
 
     def __init__(self, table: str, stamped_by_key: bool) -> None:
         self.salt = table_salt(table)
         self.keys: list[bytes] = []
         self.stamps: list[int] | None = None if stamped_by_key else []
         self.runs: list[tuple[int, int]] = []
-        self.hashed: list[tuple[np.ndarray, np.ndarray | None, np.ndarray]] = []
+        self.ids: list[np.ndarray] = []  # row ids
+        self.blocks: list[np.ndarray] = []  # each row's block
+        self.distinct: list[np.ndarray] = []  # distinct key hashes (stamps not in the key)
 
-    def add(self, rows: list, loc: int) -> None:
+    def add(self, rows: list, block: int) -> None:
         self.keys += map(_KEY, rows)
         if self.stamps is not None:
             self.stamps += map(_STAMP, map(_FIRST, map(_CELLS, rows)))
-        self.runs.append((len(rows), loc))
+        self.runs.append((len(rows), block))
 
     def flush(self) -> None:
         if not self.keys:
             return
         kh = key_hashes(self.keys, self.salt)
-        rid = None
-        if self.stamps is not None:
-            rid = row_ids(kh, np.array(self.stamps, np.int64))
+        counts, blocks = zip(*self.runs, strict=True)
+        self.blocks.append(np.repeat(np.array(blocks, np.uint32), counts))
+        if self.stamps is None:
+            self.ids.append(kh)
+        else:
+            self.ids.append(row_ids(kh, np.array(self.stamps, np.int64)))
+            self.distinct.append(np.unique(kh))
             self.stamps = []
-        counts, locs = zip(*self.runs, strict=True)
-        loc = np.repeat(np.array(locs, np.uint64), counts)
-        self.hashed.append((kh, rid, loc))
         self.keys, self.runs = [], []
+
+    def by_shard(self) -> Iterable[tuple[int, str, tuple]]:
+        """``(shard, "ids", (row ids, blocks))`` and ``(shard, "keys", (distinct key
+        hashes,))`` of everything flushed."""
+        if self.ids:
+            for shard, pair in _by_shard(np.concatenate(self.ids), np.concatenate(self.blocks)):
+                yield shard, "ids", pair
+        if self.distinct:
+            for shard, unique in _by_shard(np.unique(np.concatenate(self.distinct))):
+                yield shard, "keys", unique
 
 
 class RowPrints:
     """A bundle's fingerprints, table by table (``tables``: each checked table → whether its
-    key holds its cells' stamp), drained per shard at the end of the bundle."""
+    key holds its cells' stamp), drained per shard when :attr:`full` and at the end of the
+    bundle."""
 
     def __init__(self, tables: Mapping[str, bool]) -> None:
         self._stamped_by_key = dict(tables)
         self._buffers: dict[str, _Buffer] = {}
+        self._blocks: list[int] = []  # each block's loc
         self._sources: dict[int, set[str]] = {}
         self._pending = 0
-        self.rows = 0  # rows fingerprinted since the last drain
+        self._held = 0
+        self.rows = 0  # rows fingerprinted (the caller counts them and resets this)
 
     def add(self, rows: list, source: str, kind: str, offset: int) -> None:
         """A block's rows (of any tables: those not checked are skipped)."""
         loc = loc_of(source, kind, offset)
+        block = len(self._blocks)
+        self._blocks.append(loc)
         self._sources.setdefault(loc >> _OFFSET_BITS, set()).add(source)
         for table, part in table_slices(rows):
             buffer = self._buffers.get(table)
@@ -210,7 +260,7 @@ class RowPrints:
                 if table not in self._stamped_by_key:
                     continue
                 buffer = self._buffers[table] = _Buffer(table, self._stamped_by_key[table])
-            buffer.add(part, loc)
+            buffer.add(part, block)
             self._pending += len(part)
         if self._pending >= FLUSH_ROWS:
             self._flush()
@@ -219,28 +269,34 @@ class RowPrints:
         for buffer in self._buffers.values():
             buffer.flush()
         self.rows += self._pending
+        self._held += self._pending
         self._pending = 0
+
+    @property
+    def full(self) -> bool:
+        """Whether the fingerprints held should be drained and handed on now."""
+        return self._held >= HANDOVER_ROWS
 
     def drain(self) -> list[tuple[int, Prints]]:
         """``(shard, Prints)`` of every shard holding rows, then forgotten."""
         self._flush()
+        blocks = np.array(self._blocks, np.uint64)
+        keyed = frozenset(t for t, stamped in self._stamped_by_key.items() if not stamped)
         shards: dict[int, Prints] = {}
+
+        def shard_prints(index: int) -> Prints:
+            if index not in shards:
+                shards[index] = Prints({}, {}, blocks, self._sources, keyed)
+            return shards[index]
+
         for table, buffer in self._buffers.items():
-            if not buffer.hashed:
-                continue
-            kh, rid, loc = (
-                np.concatenate(parts) if parts[0] is not None else None
-                for parts in zip(*buffer.hashed, strict=True)
-            )
-            shard = (kh >> _SHARD_SHIFT).astype(np.intp)
-            order = np.argsort(shard, kind="stable")
-            bounds = np.searchsorted(shard[order], np.arange(SHARDS + 1))
-            for index in range(SHARDS):
-                pick = order[bounds[index] : bounds[index + 1]]
-                if len(pick):
-                    prints = shards.setdefault(index, Prints({}, self._sources))
-                    prints.tables[table] = (kh[pick], None if rid is None else rid[pick], loc[pick])
-        self._buffers, self._sources = {}, {}
+            for index, kind, arrays in buffer.by_shard():
+                if kind == "ids":
+                    shard_prints(index).ids[table] = arrays
+                else:
+                    shard_prints(index).keys[table] = arrays[0]
+        self._buffers, self._blocks, self._sources = {}, [], {}
+        self._held = 0
         return sorted(shards.items())
 
 
@@ -252,28 +308,43 @@ class Candidates(NamedTuple):
     sources: dict[int, set[str]]
 
 
+def _distinct(values: np.ndarray) -> int:
+    ordered = np.sort(values)
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1 if len(ordered) else 0
+
+
 def repeats(prints: Iterable[Prints]) -> tuple[dict[str, int], Candidates]:
     """One shard's fingerprints from every bundle → the distinct rows of each table (exact:
-    a row's kh is in one shard only) and the rows whose row id occurs more than once."""
-    parts: dict[str, list] = {}
+    a key hash is in one shard only) and the rows whose row id occurs more than once."""
+    prints = list(prints)
     sources: dict[int, set[str]] = {}
     for one in prints:
-        for table, arrays in one.tables.items():
-            parts.setdefault(table, []).append(arrays)
         for sid, names in one.sources.items():
             sources.setdefault(sid, set()).update(names)
     distinct: dict[str, int] = {}
     found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for table, arrays in parts.items():
-        kh = np.concatenate([a[0] for a in arrays])
-        rid = kh if arrays[0][1] is None else np.concatenate([a[1] for a in arrays])
-        loc = np.concatenate([a[2] for a in arrays])
-        ordered = np.sort(kh)
-        distinct[table] = int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1
-        if rid is not kh:
-            ordered = np.sort(rid)
-        twice = ordered[1:][ordered[1:] == ordered[:-1]]
+    for table in sorted({t for one in prints for t in (*one.ids, *one.keys)}):
+        rids = [one.ids[table][0] for one in prints if table in one.ids]
+        ordered = np.sort(np.concatenate(rids)) if rids else np.zeros(0, np.uint64)
+        same = ordered[1:] == ordered[:-1]
+        if any(table in one.keyed for one in prints):
+            keys = [one.keys[table] for one in prints if table in one.keys]
+            distinct[table] = _distinct(np.concatenate(keys)) if keys else 0
+        else:  # the keys hold the stamps: a row id is a key
+            distinct[table] = len(ordered) - int(np.count_nonzero(same))
+        twice = np.unique(ordered[1:][same])
         if len(twice):
-            mask = np.isin(rid, np.unique(twice))
-            found[table] = (rid[mask], loc[mask])
+            found[table] = _located(table, prints, twice)
     return distinct, Candidates(found, sources)
+
+
+def _located(table: str, prints: list[Prints], twice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of ``table`` whose row id is in ``twice``: their row ids and locs."""
+    rids, locs = [], []
+    for one in prints:
+        if table in one.ids:
+            rid, block = one.ids[table]
+            mask = np.isin(rid, twice)
+            rids.append(rid[mask])
+            locs.append(one.blocks[block[mask]])
+    return np.concatenate(rids), np.concatenate(locs)

@@ -20,13 +20,24 @@ from apache_beam.metrics import Metrics
 
 from transforms.ingest import block_rows, fingerprints, reread
 from transforms.ingest.build_rows import CsvAdapter, decoder
-from transforms.ingest.overwrites import FIRST_NAMESPACE, Place, analyze, first_metric_name
+from transforms.ingest.overwrites import (
+    FIRST_NAMESPACE,
+    Findings,
+    Place,
+    analyze,
+    duplicates,
+    first_metric_name,
+)
 from transforms.ingest.readers import line_at
 from transforms.metrics import NAMESPACE
 
 __all__ = ["CheckOverwrites"]
 
 _LOG = logging.getLogger(__name__)
+# Candidate rows compared in one pass; more are compared a share of their row ids at a time
+# (every pass reads the candidates' blocks again), so that an input where every record
+# overwrites another (a key without its time) is checked in bounded memory.
+RESOLVE_ROWS = 200_000
 
 
 class _RepeatsFn(beam.DoFn):
@@ -58,17 +69,22 @@ class _ResolveFn(beam.DoFn):
 
     def process(self, element: tuple[None, Iterable[fingerprints.Candidates]]) -> None:
         wanted, sources = _wanted(element[1])
-        records: dict[Place, list] = {}
-        partial = set()
-        for source, offsets in sorted(sources.items(), key=lambda item: item[0]):
-            if offsets is not None:
-                partial.add(source)
-            for block, places in reread.records_again(source, offsets, self._input_format):
-                self._collect(block, places, wanted, records)
-        found = analyze(records.items())
+        rows = sum(map(len, wanted.values()))
+        passes = max(1, -(-2 * rows // RESOLVE_ROWS))  # a repeated row id: two rows at least
+        found = Findings()
+        signatures: dict[Place, int] = {}
+        for part in range(passes):  # one share of the row ids at a time: bounded memory
+            share = {t: ids[ids % np.uint64(passes) == part] for t, ids in wanted.items()}
+            records: dict[Place, list] = {}
+            for source, offsets in sorted(sources.items(), key=lambda item: item[0]):
+                for block, places in reread.records_again(source, offsets, self._input_format):
+                    self._collect(block, places, share, records, signatures)
+            _merge(found, analyze(records.items()))
+        found.records = len(found.conflicting)
+        found.duplicates = duplicates(signatures, found)
         _LOG.info(
             "overwrite check: %d records read again, %d conflict, %d repeat another",
-            len(records),
+            len(signatures),
             found.records,
             found.duplicates,
         )
@@ -80,6 +96,7 @@ class _ResolveFn(beam.DoFn):
             if value:
                 Metrics.counter(NAMESPACE, name).inc(value)
         if found.first is not None:
+            partial = {source for source, offsets in sources.items() if offsets is not None}
             first = found.first
             first = first._replace(
                 first=_with_line(first.first, partial), second=_with_line(first.second, partial)
@@ -87,11 +104,17 @@ class _ResolveFn(beam.DoFn):
             Metrics.counter(FIRST_NAMESPACE, first_metric_name(first)).inc()
 
     def _collect(
-        self, block, places: list[Place], wanted: dict[str, np.ndarray], records: dict
+        self,
+        block,
+        places: list[Place],
+        wanted: dict[str, np.ndarray],
+        records: dict[Place, list],
+        signatures: dict[Place, int],
     ) -> None:
-        """The block's records that write a wanted row: their rows of checked tables. Built
-        as the build step built them (the same checks: a dead letter of the run writes
-        nothing here either)."""
+        """The block's records that write a wanted row: their wanted rows into ``records``, a
+        hash of all their rows of checked tables into ``signatures`` (for duplicates). Built as
+        the build step built them (the same checks: a dead letter of the run writes nothing
+        here either)."""
         keep = block_rows.RecordRows(decoder(block, self._csv_adapter), self._build)
         out = block_rows.build_block(
             block.source, block.kind, block.items, keep.decode, keep.build, None, _LOG
@@ -104,17 +127,33 @@ class _ResolveFn(beam.DoFn):
                 built.append((index, mine))
                 for row in mine:
                     by_table.setdefault(row[0], []).append((index, row))
-        hit: set[int] = set()
+        hits: dict[int, list] = {}
         for table, pairs in by_table.items():
             ids = wanted.get(table)
-            if ids is None:
+            if ids is None or not len(ids):
                 continue
-            rows = [row for _, row in pairs]
-            mask = np.isin(_ids(table, rows, self._tables[table]), ids)
-            hit.update(pairs[i][0] for i in np.flatnonzero(mask))
+            mask = np.isin(_ids(table, [row for _, row in pairs], self._tables[table]), ids)
+            for i in np.flatnonzero(mask).tolist():
+                hits.setdefault(pairs[i][0], []).append(pairs[i][1])
         for index, rows in built:
-            if index in hit:
-                records[places[index]] = rows
+            if index in hits:
+                records[places[index]] = hits[index]
+                signatures[places[index]] = hash(tuple(rows))
+
+
+def _merge(found: Findings, part: Findings) -> None:
+    """One pass's findings added to the run's (the first conflict: the earliest in input
+    order; a record in a conflict in any pass is in one)."""
+    found.cells += part.cells
+    found.conflicting |= part.conflicting
+    if part.first is not None and (
+        found.first is None or _order(part.first.second) < _order(found.first.second)
+    ):
+        found.first = part.first
+
+
+def _order(place: Place) -> tuple[str, int]:
+    return place.source, place.position
 
 
 def _ids(table: str, rows: list, stamped_by_key: bool) -> np.ndarray:

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -111,40 +112,56 @@ def _time_text(timestamp_us: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def analyze(records: Iterable[tuple[Place, Sequence[tuple]]]) -> Findings:
+def _cells(rows: Sequence[tuple], keep: Callable[[tuple], bool] | None):
+    """``(cell, value)`` of the rows ``keep`` keeps; never a cell of the server's time (every
+    write of one is a cell of its own)."""
+    for row in rows:
+        if keep is None or keep(row):
+            table, key, cells = row
+            for family, qualifier, value, stamp in cells:
+                if stamp >= 0:
+                    yield (table, key, family, qualifier, stamp), value
+
+
+def analyze(
+    records: Iterable[tuple[Place, Sequence[tuple]]], keep: Callable[[tuple], bool] | None = None
+) -> Findings:
     """Records (their place and their rows of checked tables) compared cell by cell, in input
-    order (by source, then position). A record given twice (the same place) counts once."""
+    order (by source, then position); ``keep``: the rows to compare (all by default), the rest
+    only count for duplicates. A record given twice (the same place) counts once. Two passes,
+    one state per distinct cell: the first finds the cells written with several values (and
+    the first such pair), the second the records that wrote one."""
     ordered = sorted(dict(records).items(), key=lambda item: (item[0].source, item[0].position))
-    cells: dict[tuple, list[tuple[bytes, int]]] = {}  # cell → (value, record index) as written
+    first_write: dict[tuple, tuple[bytes, int]] = {}  # cell → its first value and writer
+    several: set[tuple] = set()  # the cells written with different values
     out = Findings()
     for index, (place, rows) in enumerate(ordered):
-        for table, key, row_cells in rows:
-            for family, qualifier, value, stamp in row_cells:
-                if stamp < 0:  # the server's time: every write is a cell of its own
-                    continue
-                cell = (table, key, family, qualifier, stamp)
-                writes = cells.setdefault(cell, [])
+        for cell, value in _cells(rows, keep):
+            seen = first_write.setdefault(cell, (value, index))
+            if seen[0] != value and seen[1] != index:
+                several.add(cell)
                 if out.first is None:
-                    other = next((w for w in writes if w[0] != value and w[1] != index), None)
-                    if other is not None:
-                        first = ordered[other[1]][0]
-                        out.first = Conflict(*cell, first, other[0], place, value)
-                writes.append((value, index))
-    conflicting: set[int] = set()
-    for writes in cells.values():
-        values = {value for value, _ in writes}
-        if len(values) > 1 and len({index for _, index in writes}) > 1:
-            out.cells += 1
-            conflicting.update(index for _, index in writes)
-    out.records = len(conflicting)
-    out.conflicting = {ordered[i][0] for i in conflicting}
-    seen: set[tuple] = set()
-    for index, (_place, rows) in enumerate(ordered):
-        signature = tuple(rows)
-        if signature in seen and index not in conflicting:
-            out.duplicates += 1
-        seen.add(signature)
+                    out.first = Conflict(*cell, ordered[seen[1]][0], seen[0], place, value)
+    out.cells = len(several)
+    for place, rows in ordered:
+        if several and any(cell in several for cell, _ in _cells(rows, keep)):
+            out.conflicting.add(place)
+    out.records = len(out.conflicting)
+    out.duplicates = duplicates({place: hash(tuple(rows)) for place, rows in ordered}, out)
     return out
+
+
+def duplicates(signatures: Mapping[Place, int], found: Findings) -> int:
+    """Records whose rows (``signatures``: a hash of each record's rows) equal an earlier
+    record's, not counting records in a conflict."""
+    seen: set[int] = set()
+    count = 0
+    for place in sorted(signatures, key=lambda p: (p.source, p.position)):
+        signature = signatures[place]
+        if signature in seen and place not in found.conflicting:
+            count += 1
+        seen.add(signature)
+    return count
 
 
 # The first conflict of a run, for the job's report: one metric whose name holds it as JSON
@@ -194,10 +211,18 @@ class RecentRows:
         self._clock = clock
         self._rows: dict[tuple, tuple[float, Place, tuple]] = {}  # row id → (seen, place, cells)
         self._counted: dict[Place, None] = {}  # records already counted as conflicting
+        self._records = 0  # records added: each one's own place, whatever its line
+        self._lock = threading.Lock()  # one memory per worker process, its threads share it
+        self._first: Conflict | None = None
         self.found = Findings()
 
-    def add(self, place: Place, rows: Sequence[tuple]) -> None:
+    def add(self, source: str, line: int | None, rows: Sequence[tuple]) -> None:
         """One record's rows of checked tables: compared with the rows held, then held."""
+        with self._lock:
+            self._records += 1
+            self._add(Place(source, self._records, line), rows)
+
+    def _add(self, place: Place, rows: Sequence[tuple]) -> None:
         now = self._clock()
         conflict = False
         considered = same = 0
@@ -245,9 +270,16 @@ class RecentRows:
                 return
             del rows[oldest]
 
+    def first_reported(self, conflict: Conflict) -> bool:
+        """Whether ``conflict`` is the first this memory reports (one, not one per bundle)."""
+        with self._lock:
+            first, self._first = self._first is None, self._first or conflict
+        return first
+
     def drain(self) -> Findings:
         """What was found since the last drain (the rows stay held)."""
-        found, self.found = self.found, Findings()
+        with self._lock:
+            found, self.found = self.found, Findings()
         return found
 
 
