@@ -218,7 +218,9 @@ def test_btts_check_finds_overwrites_in_every_format_without_writing(tmp_path, c
     formats = _write_formats(tmp_path, TICKS)
     for kind, path in [*formats.items(), ("in passes", formats["jsonl.gz"])]:
         if kind == "in passes":
-            monkeypatch.setattr(overwrite_check, "RESOLVE_ROWS", 2)  # three row ids twice: three passes
+            monkeypatch.setattr(
+                overwrite_check, "RESOLVE_ROWS", 2
+            )  # three row ids twice: three passes
             kind = "jsonl.gz"
         with pytest.raises(common.JobFailed) as failed:
             load("generic").run([f"--schema={schema}", f"--input={path}", "--validate_only"])

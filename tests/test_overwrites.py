@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
@@ -122,24 +123,39 @@ def test_analyze_finds_what_the_definition_finds(recs):
 
 
 @settings(max_examples=60, deadline=None)
-@given(records, st.integers(1, 5), st.randoms(use_true_random=False))
-def test_fingerprints_over_workers_then_analysis_find_every_conflict(recs, blocks, rnd):
-    """Records cut into blocks built by two 'workers' (each its own RowPrints), shards
-    grouped as the runner would, the candidates' records compared: the same findings as the
-    brute force over every record, and the distinct rows of each table exactly."""
+@given(
+    st.lists(record, min_size=1, max_size=40),
+    st.integers(1, 40),
+    st.sampled_from([1, 2, 4096]),
+    st.randoms(use_true_random=False),
+)
+def test_fingerprints_over_workers_then_analysis_find_every_conflict(recs, blocks, flush, rnd):
+    """Records cut into blocks built by two 'workers' (each its own RowPrints, handing its
+    fingerprints on whenever full, as the build step does; ``flush``: rows per flush, so that
+    rows come from many flushes), shards grouped as the runner would, the candidates' records
+    compared: the same findings as the brute force over every record, and the distinct rows
+    of each table exactly."""
     tables = {"T": False, "U": rnd.random() < 0.5}  # U's rows: the stamp taken from the key
     workers = [fingerprints.RowPrints(tables) for _ in range(2)]
     size = max(1, len(recs) // blocks)
     owner = {}
-    for start in range(0, len(recs), size):
-        source = f"file{start}.jsonl"
-        block = recs[start : start + size]
-        rnd.choice(workers).add([r for rec in block for r in rec], source, "jsonl", start)
-        owner[(source, start)] = block
     by_shard: dict[int, list] = {}
-    for worker in workers:
+
+    def hand_on(worker):
         for shard, prints in worker.drain():
             by_shard.setdefault(shard, []).append(prints)
+
+    with mock.patch.object(fingerprints, "FLUSH_ROWS", flush):
+        for start in range(0, len(recs), size):
+            source = f"file{start}.jsonl"
+            block = recs[start : start + size]
+            worker = rnd.choice(workers)
+            worker.add([r for rec in block for r in rec], source, "jsonl", start)
+            owner[(source, start)] = block
+            if worker.full:
+                hand_on(worker)
+        for worker in workers:
+            hand_on(worker)
     distinct: dict[str, int] = {}
     wanted: dict[str, set] = {}
     sources = set()
@@ -167,6 +183,32 @@ def test_fingerprints_over_workers_then_analysis_find_every_conflict(recs, block
         want.duplicates,
         want.first,
     )
+
+
+def test_a_worker_hands_on_after_sixteen_flushes_and_each_row_names_its_flush():
+    """4 bits of a row's number name its flush: a worker hands on after 16 flushes, and a
+    repeated row's candidates point at the blocks of its own flush only."""
+    worker = fingerprints.RowPrints({"T": False})
+    drained = []
+    with mock.patch.object(fingerprints, "FLUSH_ROWS", 1):
+        for n in range(40):
+            worker.add([_row("T", n % 30, 1_000, {("f", b"a"): b"1"})], "f.jsonl", "jsonl", n * 10)
+            if worker.full:
+                drained.append(worker.drain())
+        drained.append(worker.drain())
+    assert [sum(len(p.ids.get("T", ())) for _, p in d) for d in drained] == [16, 16, 8]
+    found = [
+        fingerprints.repeats([p for d in drained for s, p in d if s == shard])
+        for shard in range(16)
+    ]
+    assert sum(counts.get("T", 0) for counts, _ in found) == 30
+    offsets = sorted(
+        fingerprints.split_loc(loc)[1]
+        for _, candidates in found
+        for _ids, locs in candidates.tables.values()
+        for loc in locs.tolist()
+    )
+    assert offsets == [n * 10 for n in (*range(10), *range(30, 40))]  # keys 0-9, and nothing else
 
 
 def test_recent_rows_compare_records_within_the_limit_and_ttl():

@@ -1,26 +1,29 @@
 """Fixed-size fingerprints of the rows a batch run writes, so that two records writing one cell
-are found across every worker at a cost of bytes per row, not of the rows themselves.
+are found across every worker at a cost of 8 bytes per row, not of the rows themselves.
 
 A row write is ``(table, key, cells)`` whose cells share one timestamp (every builder stamps a
 row's cells with its event time, or the start of its bucket). Two rows can write the same cell
 (table, key, family, qualifier, timestamp) only if they have the same **row id**: the table, the
-key and that timestamp. Per row the build step keeps three 64-bit numbers:
+key and that timestamp. The build step hashes, per row:
 
-* ``kh``: a hash of the table and the key (the distinct rows of a table are its distinct
-  ``kh``, counted exactly over the whole run);
-* ``rid``: ``kh`` mixed with the timestamp (the row id), or ``kh`` itself where the key holds
-  the timestamp (``epoch_ms`` of the stamping time: METRIC, QUOTE, TICK…), which spares
-  reading it;
-* ``loc``: where the row's record is, to read it again: a 24-bit hash of the source and, for a
-  JSON-lines block, its byte offset (0: read the source whole).
+* ``kh``: the table and the key (the distinct rows of a table are its distinct ``kh``, counted
+  exactly over the whole run: kept once per distinct key, for tables whose key does not hold
+  the stamp);
+* the row id: ``kh`` mixed with the timestamp, or ``kh`` itself where the key holds the
+  timestamp (``epoch_ms`` of the stamping time: METRIC, QUOTE, TICK…), which spares reading it.
 
-Rows are buffered per table and hashed in one vectorised pass per :data:`FLUSH_ROWS` rows: the
-keys as one fixed-width byte array viewed as 64-bit words. Everything is deterministic (no
-Python ``hash``, which differs between processes), so two workers' fingerprints of one row are
-equal. :func:`repeats` finds, per shard, the rows whose row id occurs more than once: the only
-rows that can overwrite one another (or repeat one another). Those few are read and built again
-and compared cell by cell (:mod:`transforms.ingest.overwrites`); a hash collision can only make
-a row a candidate there, never a finding.
+and keeps one 64-bit number a row: the low 60 bits of the row id (the **identity** compared),
+and in the top 4 bits which of the last 16 flushes (of :data:`FLUSH_ROWS` rows, a few blocks) it
+came from, whose blocks' places (``loc``: a 24-bit hash of the source and, for a JSON-lines
+block, its byte offset; 0: the source whole) travel once per flush: where to read it again.
+
+Rows are buffered per table and hashed in one vectorised pass per flush: the keys read as 64-bit
+words. Everything is deterministic (no Python ``hash``, which differs between processes), so two
+workers' fingerprints of one row are equal. :func:`repeats` finds, per shard, the rows whose
+identity occurs more than once: the only rows that can overwrite one another (or repeat one
+another). Those few are read and built again and compared cell by cell
+(:mod:`transforms.ingest.overwrites`); a hash collision can only make a row a candidate there,
+never a finding.
 
 Pure: numpy and the standard library, no Beam.
 """
@@ -45,12 +48,15 @@ __all__ = [
     "table_salt",
 ]
 
-SHARDS = 16  # the global pass runs per shard of kh (the top 4 bits)
+SHARDS = 16  # the global pass runs per shard: bits 56-59 of a key hash or an identity
 FLUSH_ROWS = 4_096  # rows buffered (keys and stamps) before one hash: few calls, cache-warm keys
-# Rows whose fingerprints a worker holds before handing them on (RowPrints.full): the runner then
-# holds them coded, 12 bytes a row, never a worker's copies of a whole bundle's.
-HANDOVER_ROWS = 65_536
-_SHARD_SHIFT = np.uint64(64 - 4)
+FLUSHES = 16  # flushes a worker holds before handing them on (4 bits of each row's number)
+# so a worker holds at most HANDOVER_ROWS rows' fingerprints; the runner then holds them coded,
+# 8 bytes a row, never a worker's copies of a whole bundle's
+HANDOVER_ROWS = FLUSHES * FLUSH_ROWS
+_SHARD_SHIFT = np.uint64(56)
+_FLUSH_SHIFT = np.uint64(60)  # the flush a row came from: the top 4 bits of its number
+IDENTITY = np.uint64((1 << 60) - 1)  # the rest: its identity (60 bits of its row id)
 _OFFSET_BITS = 40  # a JSON-lines block's byte offset + 1 (files up to 1 TiB); 0: whole source
 _OFFSET_MASK = (1 << _OFFSET_BITS) - 1
 
@@ -167,68 +173,64 @@ def table_slices(rows: list) -> Iterable[tuple[str, list]]:
 
 
 class Prints(NamedTuple):
-    """One shard's fingerprints from one bundle. ``ids``: per table, the row ids that fall in
-    this shard and the bundle's block each row came from; ``keys``: per table whose keys do not
-    hold the stamp, its distinct key hashes in this shard (a stamped-by-key table's row ids are
-    its key hashes); ``blocks``: each block's loc; ``sources``: the sources behind loc ids."""
+    """One shard's fingerprints from one handover. ``ids``: per table, a number per row (its
+    identity, and the flush it came from: see the module docstring); ``keys``: per table whose
+    keys do not hold the stamp, its distinct key hashes in this shard; ``flushes``: each
+    flush's blocks (their locs); ``sources``: the sources behind loc ids; ``keyed``: the
+    tables whose distinct rows are counted from ``keys`` (the others': their identities)."""
 
-    ids: dict[str, tuple[np.ndarray, np.ndarray]]
+    ids: dict[str, np.ndarray]
     keys: dict[str, np.ndarray]
-    blocks: np.ndarray
+    flushes: tuple[np.ndarray, ...]
     sources: dict[int, set[str]]
-    keyed: frozenset[str]  # the tables whose distinct rows are counted from ``keys``
+    keyed: frozenset[str]
 
 
-def _by_shard(values: np.ndarray, *more: np.ndarray) -> Iterable[tuple[int, tuple]]:
-    """``values`` (and arrays aligned with it) cut by shard (the top bits of ``values``)."""
-    shard = (values >> _SHARD_SHIFT).astype(np.uint8)  # small ints: a radix sort, O(n)
+def _by_shard(values: np.ndarray) -> Iterable[tuple[int, np.ndarray]]:
+    """``values`` cut by shard (bits 56-59)."""
+    shard = ((values >> _SHARD_SHIFT) & np.uint64(SHARDS - 1)).astype(np.uint8)  # radix sort
     order = np.argsort(shard, kind="stable")
     bounds = np.concatenate(([0], np.cumsum(np.bincount(shard, minlength=SHARDS))))
     for index in range(SHARDS):
         if bounds[index] < bounds[index + 1]:
-            pick = order[bounds[index] : bounds[index + 1]]
-            yield index, tuple(a[pick] for a in (values, *more))
+            yield index, values[order[bounds[index] : bounds[index + 1]]]
 
 
 class _Buffer:
-    """One table's rows not yet hashed (keys, stamps unless the key holds them, runs of
-    ``(rows, block)``), and then their fingerprints, cut by shard when handed on."""
+    """One table's rows not yet hashed (keys, and stamps unless the key holds them), then
+    their numbers (identity and flush), cut by shard when handed on."""
 
     def __init__(self, table: str, stamped_by_key: bool) -> None:
         self.salt = table_salt(table)
         self.keys: list[bytes] = []
         self.stamps: list[int] | None = None if stamped_by_key else []
-        self.runs: list[tuple[int, int]] = []
-        self.ids: list[np.ndarray] = []  # row ids
-        self.blocks: list[np.ndarray] = []  # each row's block
+        self.ids: list[np.ndarray] = []
         self.distinct: list[np.ndarray] = []  # distinct key hashes (stamps not in the key)
 
-    def add(self, rows: list, block: int) -> None:
+    def add(self, rows: list) -> None:
         self.keys += map(_KEY, rows)
         if self.stamps is not None:
             self.stamps += map(_STAMP, map(_FIRST, map(_CELLS, rows)))
-        self.runs.append((len(rows), block))
 
-    def flush(self) -> None:
+    def flush(self, flush: int) -> None:
         if not self.keys:
             return
         kh = key_hashes(self.keys, self.salt)
-        counts, blocks = zip(*self.runs, strict=True)
-        self.blocks.append(np.repeat(np.array(blocks, np.uint32), counts))
         if self.stamps is None:
-            self.ids.append(kh)
+            rid = kh & IDENTITY
         else:
-            self.ids.append(row_ids(kh, np.array(self.stamps, np.int64)))
+            rid = row_ids(kh, np.array(self.stamps, np.int64)) & IDENTITY
             self.distinct.append(np.unique(kh))
             self.stamps = []
-        self.keys, self.runs = [], []
+        self.ids.append(rid | np.uint64(flush) << _FLUSH_SHIFT)
+        self.keys = []
 
-    def by_shard(self) -> Iterable[tuple[int, str, tuple]]:
-        """``(shard, "ids", (row ids, blocks))`` and ``(shard, "keys", (distinct key
-        hashes,))`` of everything flushed."""
+    def by_shard(self) -> Iterable[tuple[int, str, np.ndarray]]:
+        """``(shard, "ids", numbers)`` and ``(shard, "keys", distinct key hashes)`` of
+        everything flushed."""
         if self.ids:
-            for shard, pair in _by_shard(np.concatenate(self.ids), np.concatenate(self.blocks)):
-                yield shard, "ids", pair
+            for shard, ids in _by_shard(np.concatenate(self.ids)):
+                yield shard, "ids", ids
         if self.distinct:
             for shard, unique in _by_shard(np.unique(np.concatenate(self.distinct))):
                 yield shard, "keys", unique
@@ -241,68 +243,68 @@ class RowPrints:
 
     def __init__(self, tables: Mapping[str, bool]) -> None:
         self._stamped_by_key = dict(tables)
+        self._keyed = frozenset(t for t, stamped in tables.items() if not stamped)
         self._buffers: dict[str, _Buffer] = {}
-        self._blocks: list[int] = []  # each block's loc
+        self._blocks: list[int] = []  # the locs of the blocks since the last flush
+        self._flushes: list[np.ndarray] = []  # each flush's blocks, since the last drain
         self._sources: dict[int, set[str]] = {}
         self._pending = 0
-        self._held = 0
         self.rows = 0  # rows fingerprinted (the caller counts them and resets this)
 
     def add(self, rows: list, source: str, kind: str, offset: int) -> None:
         """A block's rows (of any tables: those not checked are skipped)."""
-        loc = loc_of(source, kind, offset)
-        block = len(self._blocks)
-        self._blocks.append(loc)
-        self._sources.setdefault(loc >> _OFFSET_BITS, set()).add(source)
+        added = 0
         for table, part in table_slices(rows):
             buffer = self._buffers.get(table)
             if buffer is None:
                 if table not in self._stamped_by_key:
                     continue
                 buffer = self._buffers[table] = _Buffer(table, self._stamped_by_key[table])
-            buffer.add(part, block)
-            self._pending += len(part)
-        if self._pending >= FLUSH_ROWS:
-            self._flush()
+            buffer.add(part)
+            added += len(part)
+        if added:
+            loc = loc_of(source, kind, offset)
+            self._blocks.append(loc)
+            self._sources.setdefault(loc >> _OFFSET_BITS, set()).add(source)
+            self._pending += added
+            if self._pending >= FLUSH_ROWS:
+                self._flush()
 
     def _flush(self) -> None:
+        if not self._pending:
+            return
+        flush = len(self._flushes)
         for buffer in self._buffers.values():
-            buffer.flush()
+            buffer.flush(flush)
+        self._flushes.append(np.array(self._blocks, np.uint64))
+        self._blocks = []
         self.rows += self._pending
-        self._held += self._pending
         self._pending = 0
 
     @property
     def full(self) -> bool:
-        """Whether the fingerprints held should be drained and handed on now."""
-        return self._held >= HANDOVER_ROWS
+        """Whether the fingerprints held should be drained and handed on now (before a 17th
+        flush, which 4 bits could not name)."""
+        return len(self._flushes) >= FLUSHES
 
     def drain(self) -> list[tuple[int, Prints]]:
         """``(shard, Prints)`` of every shard holding rows, then forgotten."""
         self._flush()
-        blocks = np.array(self._blocks, np.uint64)
-        keyed = frozenset(t for t, stamped in self._stamped_by_key.items() if not stamped)
+        flushes, sources = tuple(self._flushes), self._sources
         shards: dict[int, Prints] = {}
-
-        def shard_prints(index: int) -> Prints:
-            if index not in shards:
-                shards[index] = Prints({}, {}, blocks, self._sources, keyed)
-            return shards[index]
-
         for table, buffer in self._buffers.items():
-            for index, kind, arrays in buffer.by_shard():
-                if kind == "ids":
-                    shard_prints(index).ids[table] = arrays
-                else:
-                    shard_prints(index).keys[table] = arrays[0]
-        self._buffers, self._blocks, self._sources = {}, [], {}
-        self._held = 0
+            for index, kind, values in buffer.by_shard():
+                if index not in shards:
+                    shards[index] = Prints({}, {}, flushes, sources, self._keyed)
+                getattr(shards[index], kind)[table] = values
+        self._buffers, self._flushes, self._sources = {}, [], {}
         return sorted(shards.items())
 
 
 class Candidates(NamedTuple):
-    """Rows whose row id occurs more than once in the run: per table their row ids and locs,
-    and the sources behind the loc ids."""
+    """Rows whose identity occurs more than once in the run: per table those identities and
+    the locs of blocks that hold every row of them (and some others), and the sources behind
+    the loc ids."""
 
     tables: dict[str, tuple[np.ndarray, np.ndarray]]
     sources: dict[int, set[str]]
@@ -314,8 +316,9 @@ def _distinct(values: np.ndarray) -> int:
 
 
 def repeats(prints: Iterable[Prints]) -> tuple[dict[str, int], Candidates]:
-    """One shard's fingerprints from every bundle → the distinct rows of each table (exact:
-    a key hash is in one shard only) and the rows whose row id occurs more than once."""
+    """One shard's fingerprints from every handover → the distinct rows of each table (exact:
+    a key hash, an identity, is in one shard only) and the rows whose identity occurs more
+    than once."""
     prints = list(prints)
     sources: dict[int, set[str]] = {}
     for one in prints:
@@ -324,13 +327,13 @@ def repeats(prints: Iterable[Prints]) -> tuple[dict[str, int], Candidates]:
     distinct: dict[str, int] = {}
     found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for table in sorted({t for one in prints for t in (*one.ids, *one.keys)}):
-        rids = [one.ids[table][0] for one in prints if table in one.ids]
-        ordered = np.sort(np.concatenate(rids)) if rids else np.zeros(0, np.uint64)
+        ids = [one.ids[table] & IDENTITY for one in prints if table in one.ids]
+        ordered = np.sort(np.concatenate(ids)) if ids else np.zeros(0, np.uint64)
         same = ordered[1:] == ordered[:-1]
         if any(table in one.keyed for one in prints):
             keys = [one.keys[table] for one in prints if table in one.keys]
             distinct[table] = _distinct(np.concatenate(keys)) if keys else 0
-        else:  # the keys hold the stamps: a row id is a key
+        else:  # the keys hold the stamps: an identity is a key
             distinct[table] = len(ordered) - int(np.count_nonzero(same))
         twice = np.unique(ordered[1:][same])
         if len(twice):
@@ -339,12 +342,13 @@ def repeats(prints: Iterable[Prints]) -> tuple[dict[str, int], Candidates]:
 
 
 def _located(table: str, prints: list[Prints], twice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of ``table`` whose row id is in ``twice``: their row ids and locs."""
-    rids, locs = [], []
+    """The identities in ``twice`` and the locs of the blocks of every flush that holds one
+    of their rows (read again, they give every row of those identities)."""
+    locs = []
     for one in prints:
         if table in one.ids:
-            rid, block = one.ids[table]
-            mask = np.isin(rid, twice)
-            rids.append(rid[mask])
-            locs.append(one.blocks[block[mask]])
-    return np.concatenate(rids), np.concatenate(locs)
+            numbers = one.ids[table]
+            hit = numbers[np.isin(numbers & IDENTITY, twice)]
+            for flush in np.unique(hit >> _FLUSH_SHIFT).tolist():
+                locs.append(one.flushes[flush])
+    return twice, np.unique(np.concatenate(locs))

@@ -157,10 +157,10 @@ def _order(place: Place) -> tuple[str, int]:
 
 
 def _ids(table: str, rows: list, stamped_by_key: bool) -> np.ndarray:
-    """The row ids of ``rows`` of ``table``, as the build step fingerprinted them."""
+    """The identities of ``rows`` of ``table``, as the build step fingerprinted them."""
     kh = fingerprints.key_hashes([row[1] for row in rows], fingerprints.table_salt(table))
     stamps = None if stamped_by_key else np.array([row[2][0][3] for row in rows], np.int64)
-    return fingerprints.row_ids(kh, stamps)
+    return fingerprints.row_ids(kh, stamps) & fingerprints.IDENTITY
 
 
 def _wanted(
