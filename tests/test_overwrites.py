@@ -284,3 +284,19 @@ def test_a_keys_hash_does_not_depend_on_the_keys_hashed_with_it(keys, salt):
     assert fingerprints.key_hashes(same, salt).tolist() == [
         fingerprints.key_hashes([k, b""], salt)[0] for k in same
     ]
+
+
+def test_a_json_lines_block_read_again_from_its_offset_is_the_readers_block(tmp_path):
+    """CRLF endings and a last line without one: the lines the job read, each placed at its
+    own offset (a line read in two overlapping blocks is one record)."""
+    from transforms.ingest import readers, reread
+
+    lines = [b'{"a": %d}' % n for n in range(5)]
+    path = tmp_path / "crlf.jsonl"
+    path.write_bytes(b"\r\n".join(lines))
+    (whole,) = readers.file_ranges(str(path), path.stat().st_size)
+    assert [item for block in readers.range_blocks(whole) for item in block.items] == lines
+    third = len(lines[0]) + len(lines[1]) + 4
+    ((again, places),) = reread.records_again(str(path), {third})
+    assert again.items == lines[2:]
+    assert [p.position for p in places] == [third + n * (len(lines[0]) + 2) for n in range(3)]

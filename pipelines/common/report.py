@@ -15,7 +15,15 @@ from apache_beam.runners.runner import PipelineResult
 
 from btts import config
 from transforms.ingest.overwrites import FIRST_NAMESPACE, first_from_metric_name
-from transforms.metrics import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
+from transforms.metrics import (
+    DUPLICATE_RECORDS,
+    EVENT_TIMES,
+    NAMESPACE,
+    OVERWRITE_CELLS,
+    OVERWRITE_RECORDS,
+    REASONS_NAMESPACE,
+    split_reason_metric_name,
+)
 from transforms.text import timefmt
 
 __all__ = [
@@ -212,7 +220,7 @@ def overwrite_lines(
     another record wrote with another value (each may have lost it), and those that repeat
     another record exactly (written again, nothing changed)."""
     lines = []
-    records, cells = totals.get("overwrite_records", 0), totals.get("overwrite_cells", 0)
+    records, cells = totals.get(OVERWRITE_RECORDS, 0), totals.get(OVERWRITE_CELLS, 0)
     if records:
         lines.append(
             f"  overwrites      {records:>12,}   records wrote {cells:,} cell{'s' * (cells != 1)} "
@@ -226,7 +234,7 @@ def overwrite_lines(
             else "Bigtable keeps one value per cell (the last write to arrive)"
         )
         lines.append(f"{'':18}{kept}; which record's it is, the job cannot know")
-    duplicates = totals.get("duplicate_records", 0)
+    duplicates = totals.get(DUPLICATE_RECORDS, 0)
     if duplicates:
         lines.append(
             f"  repeated        {duplicates:>12,}   records repeat another record of this run "
@@ -244,7 +252,7 @@ def landed_line(totals: Mapping[str, int], written: bool = True) -> str:
     valid = totals.get("events_valid", 0)
     dead = totals.get("dead_letters", 0)
     share = dead / records if records > 0 else 0.0
-    clashed = totals.get("overwrite_records", 0)
+    clashed = totals.get(OVERWRITE_RECORDS, 0)
     if not written:
         verb = "valid (validate only: nothing written)"
         said = f"; {clashed:,} of them would overwrite one another" if clashed else ""
@@ -308,10 +316,10 @@ def failure(
     records that overwrote one another (unless ``accept_overwrites``; ``overwrite``: the
     first, named)."""
     why = _dead_letter_failure(totals, reasons, max_ratio, limit)
-    clashed = totals.get("overwrite_records", 0)
+    clashed = totals.get(OVERWRITE_RECORDS, 0)
     if why or not clashed or accept_overwrites:
         return why
-    cells = totals.get("overwrite_cells", 0)
+    cells = totals.get(OVERWRITE_CELLS, 0)
     first = f" (first: {overwrite})" if overwrite else ""
     return (
         f"{clashed:,} records wrote {cells:,} cell{'s' * (cells != 1)} that another record of "

@@ -28,9 +28,10 @@ from transforms.ingest import batches as row_batches  # noqa: F401 (registers th
 from transforms.ingest import block_rows, readers
 from transforms.ingest.dead_letters import dead_letter_record
 from transforms.ingest.fingerprints import RowPrints
-from transforms.ingest.overwrites import FIRST_NAMESPACE, RecentRows, first_metric_name
+from transforms.ingest.overwrites import FIRST_NAMESPACE, RecentRows, counted, first_metric_name
 from transforms.ingest.readers import Block
 from transforms.metrics import (
+    CHECKED_ROWS,
     EMPTY_CELLS,
     EMPTY_ROWS,
     EVENT_TIMES,
@@ -155,7 +156,7 @@ class _BuildRowsFn(beam.DoFn):
         self._prints = self._recent = None
         check = self._check
         if check is not None:
-            self._checked_rows = Metrics.counter(NAMESPACE, "overwrite_checked_rows")
+            self._checked_rows = Metrics.counter(NAMESPACE, CHECKED_ROWS)
             self._checked_tables = frozenset(check.tables)
             if check.recent_rows:
                 memory = RecentRows(check.recent_rows, check.recent_seconds)
@@ -169,6 +170,8 @@ class _BuildRowsFn(beam.DoFn):
         self._bundle_lines = self._bundle_events = 0
         self._spans = block_rows.EventSpans(self._event_ms)
         self._tally.drain()  # what a failed (retried) bundle counted is not reported
+        if self._prints is not None:  # nor what it fingerprinted
+            self._prints = RowPrints(self._check.tables)
 
     def finish_bundle(self) -> Iterable[pvalue.TaggedOutput]:
         if self._take_empty is not None:
@@ -199,13 +202,8 @@ class _BuildRowsFn(beam.DoFn):
         self._checked_rows.inc(self._compared)
         self._compared = 0
         found = self._recent.drain()
-        for name, value in (
-            ("overwrite_cells", found.cells),
-            ("overwrite_records", found.records),
-            ("duplicate_records", found.duplicates),
-        ):
-            if value:
-                Metrics.counter(NAMESPACE, name).inc(value)
+        for name, value in counted(found):
+            Metrics.counter(NAMESPACE, name).inc(value)
         if found.first is not None and self._recent.first_reported(found.first):
             Metrics.counter(FIRST_NAMESPACE, first_metric_name(found.first)).inc()
         if found.records or found.duplicates:  # a stream's log tells as it goes

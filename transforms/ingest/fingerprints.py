@@ -38,6 +38,7 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = [
+    "IDENTITY",
     "Candidates",
     "Prints",
     "RowPrints",

@@ -25,6 +25,7 @@ from transforms.ingest.overwrites import (
     Findings,
     Place,
     analyze,
+    counted,
     duplicates,
     first_metric_name,
 )
@@ -88,13 +89,8 @@ class _ResolveFn(beam.DoFn):
             found.records,
             found.duplicates,
         )
-        for name, value in (
-            ("overwrite_cells", found.cells),
-            ("overwrite_records", found.records),
-            ("duplicate_records", found.duplicates),
-        ):
-            if value:
-                Metrics.counter(NAMESPACE, name).inc(value)
+        for name, value in counted(found):
+            Metrics.counter(NAMESPACE, name).inc(value)
         if found.first is not None:
             partial = {source for source, offsets in sources.items() if offsets is not None}
             first = found.first

@@ -24,11 +24,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from transforms.metrics import DUPLICATE_RECORDS, OVERWRITE_CELLS, OVERWRITE_RECORDS
+
 __all__ = [
     "FIRST_NAMESPACE",
+    "Findings",
     "Place",
     "RecentRows",
     "analyze",
+    "counted",
+    "duplicates",
     "first_from_metric_name",
     "first_metric_name",
 ]
@@ -162,6 +167,12 @@ def duplicates(signatures: Mapping[Place, int], found: Findings) -> int:
             count += 1
         seen.add(signature)
     return count
+
+
+def counted(found: Findings) -> tuple[tuple[str, int], ...]:
+    """The findings as the job's counters (:mod:`transforms.metrics`), those not zero."""
+    named = ((OVERWRITE_CELLS, found.cells), (OVERWRITE_RECORDS, found.records))
+    return tuple((n, v) for n, v in (*named, (DUPLICATE_RECORDS, found.duplicates)) if v)
 
 
 # The first conflict of a run, for the job's report: one metric whose name holds it as JSON
