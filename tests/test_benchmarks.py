@@ -64,6 +64,9 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
         "ours_vs_core": 0.125,
         "ours_vs_core_bound": 0.25,
         "ours_cpu_vs_core": 0.4,
+        "ours_cpu_s": 2.0,
+        "ours_cpu_s_no_check": 1.9,
+        "check_cpu_share": 0.05,
     }
     report = {
         "quick": True,
@@ -89,7 +92,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
     meters = next(line for line in text.splitlines() if line.startswith("meters"))
     assert meters.split() == [
         "meters", "120,000", "30,000", "in-proc", "20,000", "10,000", "150,000",
-        "1.50", "3.00", "0.20", "0.12", "0.25", "0.40", "199",
+        "1.50", "3.00", "0.20", "0.12", "0.25", "0.40", "199", "2.00", "1.90", "5.0%",
     ]  # fmt: skip
     assert "10x events -> 9.50x time, 1.10x peak RSS (1,000,000 events: 251 MB)" in text
     assert "rows read from the server 2,000 for a day of 2,000" in text
@@ -112,6 +115,12 @@ def test_the_cpu_summary_bounds_ours_by_the_emulators_share_of_the_machine(monke
     idle = run.cpu_summary({"seconds": 1.0}, {"cpu_s": 1.2, "emulator_cpu_s": 0.2})
     assert idle["ours_vs_core_bound"] == 1.0  # never more than the builder alone
     assert "ours_vs_core_bound" not in run.cpu_summary({"seconds": 1.0}, {"cpu_s": 1.2})
+
+
+def test_the_check_summary_is_the_share_of_the_jobs_cpu_the_overwrite_check_costs():
+    summary = run.check_summary({"cpu_s": 10.0}, {"cpu_s": 9.4})
+    assert summary == {"ours_cpu_s_no_check": 9.4, "check_cpu_share": 0.06}
+    assert run.check_summary({"cpu_s": 10.0}, {}) == {"ours_cpu_s_no_check": None}
 
 
 def test_soak_verdict_never_says_lost_and_all_accounted_for_at_once():

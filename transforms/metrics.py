@@ -4,12 +4,16 @@ by reason and source, the landed event-time span."""
 from __future__ import annotations
 
 __all__ = [
+    "CHECKED_ROWS",
+    "DUPLICATE_RECORDS",
     "EMPTY_CELLS",
     "EMPTY_ROWS",
     "EVENT_TIMES",
     "MAX_REASON_KINDS",
     "NAMESPACE",
     "OTHER_REASONS",
+    "OVERWRITE_CELLS",
+    "OVERWRITE_RECORDS",
     "REASONS_NAMESPACE",
     "TIMED_ROWS",
     "reason_metric_name",
@@ -51,3 +55,12 @@ def split_reason_metric_name(name: str) -> tuple[str, str]:
 EMPTY_ROWS = "empty_rows"
 TIMED_ROWS = "timed_rows"  # rows whose event times make the span (EVENT_TIMES) of a run
 EMPTY_CELLS = "empty_cells"  # unpivoted columns without a value: no event, not a dead letter
+
+
+# The overwrite check's counters (transforms.ingest.overwrites): records that wrote a cell another
+# record of the run wrote with another value, how many such cells, records that repeat another
+# exactly, and the rows the check compared (present: the check ran).
+OVERWRITE_RECORDS = "overwrite_records"
+OVERWRITE_CELLS = "overwrite_cells"
+DUPLICATE_RECORDS = "duplicate_records"
+CHECKED_ROWS = "overwrite_checked_rows"

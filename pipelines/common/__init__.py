@@ -46,6 +46,7 @@ from pipelines.common.report import (
     counters,
     dead_letter_reasons,
     failure,
+    first_overwrite,
     sample_lines,
     summary,
 )
@@ -180,7 +181,17 @@ def run_file_ingest(
     totals = counters(result)
     reasons = tuple(dead_letter_reasons(result))
     written = letters if target is not None else None  # a check writes no dead letters
-    report = RunReport(name, totals, seconds, tables, target, reasons, written, result=result)
+    report = RunReport(
+        name,
+        totals,
+        seconds,
+        tables,
+        target,
+        reasons,
+        written,
+        overwrite=first_overwrite(result),
+        result=result,
+    )
     _summarize(name, job, options, report)
     return report
 
@@ -210,10 +221,12 @@ def _prepared(
 
 
 def _summarize(name: str, job: JobSpec, options: PipelineOptions, report: RunReport) -> None:
-    """Print the run's summary; a run over its dead-letter limit fails (after it wrote what
-    was valid), naming the top reasons and the flag that accepts them."""
+    """Print the run's summary; a run over its dead-letter limit, or whose records overwrote
+    one another, fails (after it wrote what was valid), naming the top reasons or the first
+    overwrite and the flag that accepts them."""
     label = name if job.name == name else f"{name} ({job.name})"
     reasons = report.reasons
+    given = options.view_as(FileInputOptions)
     print(
         summary(
             label,
@@ -223,14 +236,18 @@ def _summarize(name: str, job: JobSpec, options: PipelineOptions, report: RunRep
             reasons,
             dead_letters=report.dead_letters,
             samples=sample_lines(reasons),
+            overwrite=report.overwrite,
+            accepted=given.accept_overwrites,
         ),
         flush=True,
     )
     why = failure(
         report.counters,
         reasons,
-        options.view_as(FileInputOptions).max_dead_letter_ratio,
+        given.max_dead_letter_ratio,
         bad_record_limit(options),
+        report.overwrite,
+        given.accept_overwrites,
     )
     if why:
         if report.dead_letters:

@@ -115,6 +115,30 @@ DEAD_LETTERS = (
     ),
 )
 
+# Records of one run that write one cell: found, and a failed run unless accepted.
+OVERWRITES = (
+    Flag(
+        "--accept_overwrites",
+        action="store_true",
+        help="Let records of this run write the same cell (row key, column, timestamp) with "
+        "different values: Bigtable keeps one of them, the last write to arrive (which one "
+        "the job cannot know), and the run still exits 0, e.g. a file of corrections "
+        "meant to replace earlier lines of the same input. Default: such a run fails "
+        "(non-zero exit) after writing, naming the first two records and the cell; records "
+        "that repeat another exactly are never a failure.",
+    ),
+    Flag(
+        "--overwrite_check",
+        choices=("on", "off"),
+        default="on",
+        help="Find records of this run that write the same cell with different values (and "
+        "records that repeat another exactly). Batch: every row of the run, exactly, "
+        "across workers (a few bytes per row; the rows involved are read again). Pub/Sub: "
+        "each record against the last 100,000 rows its worker built in the last 10 minutes. "
+        "off: no check, and no distinct-row counts in the summary. Default: on.",
+    ),
+)
+
 # Batch input from files and where bad lines go.
 FILE_INPUT = Group.of(
     "file_input",
@@ -155,6 +179,7 @@ FILE_INPUT = Group.of(
         "letter (error, the default) or its earliest or latest instant.",
     ),
     *DEAD_LETTERS,
+    *OVERWRITES,
     Flag(
         "--validate_only",
         action="store_true",

@@ -451,26 +451,21 @@ class BoundedWriteToBigTable(beam.PTransform):
 
 
 class _SplitByTableFn(beam.DoFn):
-    """Routes each row to its table's output, counting row writes, cells and distinct keys.
-
-    Distinct keys are counted per bundle (a set of at most MAX_DISTINCT_KEYS per table): summed
-    over bundles they are exact when a key's writes share a bundle and an upper bound
-    otherwise; past the cap a table's count is given up (``distinct_unknown_<table>``)."""
-
-    MAX_DISTINCT_KEYS = 65_536
+    """Routes each row to its table's output, counting row writes and cells (summed over
+    bundles: exact). Distinct rows are counted over the whole run by the overwrite check
+    (:mod:`transforms.ingest.overwrite_check`), never per bundle."""
 
     def __init__(self, tables: Sequence[str]) -> None:
         self._tables = frozenset(tables)
 
     def setup(self) -> None:
-        self._rows, self._cells, self._distinct, self._unknown = (
+        self._rows, self._cells = (
             {t: Metrics.counter(NAMESPACE, f"{name}_{t}") for t in self._tables}
-            for name in ("rows", "cells", "distinct_rows", "distinct_unknown")
+            for name in ("rows", "cells")
         )
 
     def start_bundle(self) -> None:
         self._counts = {t: [0, 0] for t in self._tables}  # rows, cells; added once per bundle
-        self._keys: dict[str, set | None] = {t: set() for t in self._tables}
 
     def process(self, element: RowMutation | list):
         kind = type(element)
@@ -514,23 +509,12 @@ class _SplitByTableFn(beam.DoFn):
             raise ValueError(f"row for table {table!r}, which this write does not declare")
         counts[0] += len(rows)
         counts[1] += sum(map(len, map(_CELLS, rows)))
-        keys = self._keys[table]
-        if keys is not None:
-            keys.update(map(_KEY, rows))
-            if len(keys) > self.MAX_DISTINCT_KEYS:
-                self._keys[table] = None
 
     def finish_bundle(self) -> None:
         for table, (rows, cells) in self._counts.items():
             if rows:
                 self._rows[table].inc(rows)
                 self._cells[table].inc(cells)
-                keys = self._keys[table]
-                if keys is None:
-                    self._unknown[table].inc()
-                else:
-                    self._distinct[table].inc(len(keys))
-        self._keys = {}
 
 
 class WriteRows(beam.PTransform):

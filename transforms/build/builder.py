@@ -555,6 +555,27 @@ class Builder:
                 self._framed = _shaped_framed(self._shape, self._framed)
         return self._framed
 
+    def stamp_in_key(self) -> dict[str, bool]:
+        """Per table built (SetCell tables only, not aggregates): whether its row key holds the
+        exact time its cells are stamped with (an ``epoch_ms`` or ``reverse_ts`` segment of the
+        stamping field, cells at event time), so that the key alone tells its rows' cells apart
+        in time: the overwrite check then needs no stamp (:mod:`transforms.ingest.fingerprints`)."""
+        out = {}
+        for name in self.tables:
+            spec = self.schema.table(name)
+            if any(f.aggregate for f in spec.decl.families):
+                continue
+            time = spec.time or self.schema.time
+            out[name] = (
+                spec.cell_time == "event"
+                and not spec.time_else
+                and any(
+                    seg.kind in EPOCH_KEY_KINDS and seg.field == time
+                    for seg in spec.decl.key.segments
+                )
+            )
+        return out
+
     def take_empty_cells(self) -> int:
         """Unpivoted cells without a value since the last call (no event, not a dead letter):
         what the job counts as ``empty_cells``."""

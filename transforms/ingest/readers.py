@@ -44,7 +44,16 @@ from transforms.ingest import json_array
 from transforms.ingest.formats import INPUT_FORMATS
 from transforms.text import events
 
-__all__ = ["Block", "ReadRecords", "columnar_record", "line_at"]
+__all__ = [
+    "BLOCK_ITEMS",
+    "Block",
+    "ReadRecords",
+    "columnar_record",
+    "detect",
+    "file_ranges",
+    "line_at",
+    "range_blocks",
+]
 
 # Records per block: the per-element cost of the runner is paid per block, but a block's rows
 # are what Beam samples to size its elements and what stays in cache while it is written;
@@ -276,23 +285,29 @@ def _blocks(
         )
 
 
+def range_blocks(part: FileRange) -> Iterator[Block]:
+    """A file range's records as blocks (see the module docstring for each format): what the
+    job reads, and what the overwrite check reads again."""
+    with FileSystems.open(part.path, compression_type=part.compression) as handle:
+        if part.format == "jsonl":
+            yield from jsonl_blocks(part, handle)
+        elif part.format == "csv":
+            header = None if part.start == 0 else csv_header(part.path, part.compression)
+            if part.start:
+                handle.seek(part.start)
+            chunks = _line_chunks(handle, part.start)
+            yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
+        elif part.format == "json_array":
+            yield from array_blocks(part.path, handle)
+        else:
+            raise ValueError(f"{part.path}: {part.format} files are read by Beam's reader")
+
+
 class _ReadBlocksFn(beam.DoFn):
-    """A file range's records as blocks (see the module docstring for each format)."""
+    """A file range's records as blocks."""
 
     def process(self, part: FileRange) -> Iterable[Block]:
-        with FileSystems.open(part.path, compression_type=part.compression) as handle:
-            if part.format == "jsonl":
-                yield from jsonl_blocks(part, handle)
-            elif part.format == "csv":
-                header = None if part.start == 0 else csv_header(part.path, part.compression)
-                if part.start:
-                    handle.seek(part.start)
-                chunks = _line_chunks(handle, part.start)
-                yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
-            elif part.format == "json_array":
-                yield from array_blocks(part.path, handle)
-            else:
-                raise ValueError(f"{part.path}: {part.format} files are read by Beam's reader")
+        yield from range_blocks(part)
 
 
 def jsonl_blocks(part: FileRange, handle) -> Iterator[Block]:
