@@ -22,7 +22,7 @@ from btts.draft.model import Choice, DraftSchema
 from btts.draft.times import TimeGuess, resolution
 from transforms.text import timefmt
 
-__all__ = ["Inputs", "design"]
+__all__ = ["Inputs", "design", "note_checked"]
 
 HOT_RATE = 140.0  # writes/s on one tablet from which the advisor calls a time-first key an error
 _OFFSET = re.compile(r"(Z|[+-][0-9]{2}:?[0-9]{2})\Z")
@@ -46,6 +46,9 @@ class Inputs:
     others: list[str] = field(default_factory=list)  # other ways the records carry a time
     query: list[str] = field(default_factory=list)
     latest: bool = False  # the commonest query reads the newest values first
+    missing: list[str] = field(default_factory=list)  # the texts the file writes for no value
+    keep: list[str] = field(default_factory=list)  # JSON text fields where a token is a value
+    record_id: str | None = None  # the key's field after the time, when it has one
 
 
 def _earliest(ms: Sequence[int], complete: bool) -> str | None:
@@ -82,6 +85,16 @@ def _field_spec(column: Column, complete: bool, key: bool) -> Choice:
     return Choice(spec, "; ".join(notes))
 
 
+def _missing_notes(choice: Choice, name: str, inputs: Inputs) -> None:
+    """A field where the file writes a missing-value token: say how it reads (or keeps) it."""
+    if name in inputs.keep:
+        choice.value["missing"] = []
+        choice.comment = (
+            f"{choice.comment}; {'/'.join(inputs.missing)} is a value here (JSON text), "
+            "not a missing one"
+        ).lstrip("; ")
+
+
 def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
     guess = inputs.time
     spec: dict = {"type": "time"}
@@ -89,6 +102,8 @@ def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
         spec["from"] = dict(guess.sources)
     elif guess.format != "auto":
         spec["format"] = guess.format
+    if guess.round:
+        spec["round"] = guess.round
     if earliest:
         spec["earliest"] = earliest
     notes = [guess.why]
@@ -130,6 +145,7 @@ def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[s
         choice = _field_spec(column, inputs.complete, name in keys)
         if plain_name(name) != name:
             choice.value["as"] = plain_name(name)
+        _missing_notes(choice, name, inputs)
         out[name] = choice
     if inputs.time.derived:
         out[inputs.time.field] = _time_spec(inputs, earliest)
@@ -172,7 +188,8 @@ def _entity_segment(column: Column | None, name: str, complete: bool) -> dict:
     return {"text": plain_name(name)}
 
 
-def _key(inputs: Inputs, keys: Sequence[str], earliest: str | None, rate: float) -> list[Choice]:
+def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float) -> list[Choice]:
+    keys = ents.names
     time_name = inputs.time.field
     out = []
     for index, name in enumerate(keys):
@@ -198,7 +215,22 @@ def _key(inputs: Inputs, keys: Sequence[str], earliest: str | None, rate: float)
                 "salt buckets spread them (a time read fans out over every bucket)",
             ))  # fmt: skip
     out.append(_time_segment(inputs, earliest, time_name))
+    if ents.record_id:
+        ident = ents.record_id
+        out.append(Choice(
+            _entity_segment(inputs.columns.get(ident), ident, inputs.complete),
+            f"then {ident}, a value of its own in every record: records of one time are told "
+            "apart by it (no other field does)",
+        ))  # fmt: skip
     return out
+
+
+def note_checked(draft: DraftSchema, checked: str) -> None:
+    """Say beside the key what it was found unique over (the whole file, or the sample)."""
+    draft.checked = checked
+    if draft.key:
+        last = draft.key[-1]
+        last.comment = f"{last.comment}; the key is unique over {checked}".lstrip("; ")
 
 
 def _rate(inputs: Inputs) -> tuple[float, str]:
@@ -248,11 +280,13 @@ def _advisor(draft: DraftSchema, inputs: Inputs, keys: Sequence[str], rate: floa
         draft.advisor_comments["fields"] = "distinct values seen in the sample" + (
             "" if inputs.complete else " (a part of the file: raise them to the real counts)"
         )
-        draft.advisor["query_fields"] = [plain_name(k) for k in keys]
+        draft.advisor["query_fields"] = [plain_name(k) for k in keys if k != inputs.record_id]
 
 
-def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
-    """The whole draft from the sample and its chosen entity fields."""
+def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
+    """The whole draft from the sample and its chosen key fields."""
+    keys = [*ents.names, *([ents.record_id] if ents.record_id else [])]
+    inputs.record_id = ents.record_id
     table = plain_name(inputs.dataset).upper()[:50]
     draft = DraftSchema(inputs.dataset, f"Drafted by btts init from {inputs.described[0]}.")
     earliest = _earliest(inputs.time.ms, inputs.complete)
@@ -277,30 +311,45 @@ def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
         "one event per row: one version; no max_age (its clock is the cell time: "
         "historical data would be collected at once)",
     ))  # fmt: skip
-    draft.key = _key(inputs, keys, earliest, rate)
+    draft.key = _key(inputs, ents, earliest, rate)
     _columns(draft, inputs, keys)
-    _queries(draft, table, keys, inputs.latest and not earliest)
+    _queries(draft, table, ents.names, inputs.latest and not earliest)
     _advisor(draft, inputs, keys, rate, rate_note)
     draft.losses += _losses(inputs.columns.values())
-    if clashes:
+    if inputs.missing:
+        draft.missing = Choice(
+            {"missing": list(inputs.missing)},
+            f"the file writes {', '.join(inputs.missing)} for a missing value: read as no "
+            "value (an optional field writes no cell), so numeric columns stay numbers",
+        )
+    if inputs.time.needs_year:
+        draft.refusals.append(_no_year(inputs.time))
+    if ents.clashes:
         draft.losses.append(
-            f"{clashes} sampled records share their key fields and time with an earlier one: "
-            "the later would overwrite it; add the field that tells them apart to the key"
+            f"{ents.clashes} sampled records share their key fields and time with an earlier "
+            "one and differ from it: the later would overwrite it; add the field that tells "
+            "them apart to the key (btts init --query FIELD)"
         )
     return draft
 
 
+def _no_year(guess: TimeGuess) -> str:
+    """The one line that says what a month-and-day time needs."""
+    parts = ", ".join(f"{role}: {name}" for role, name in guess.sources.items())
+    return (
+        f"the times have {' and '.join(guess.sources)} but no year: add year: YYYY (the year of "
+        f"these times, e.g. from: {{year: 1973, {parts}}}) to the from: of field "
+        f"{guess.field!r}"
+    )
+
+
 def _losses(columns) -> list[str]:
-    """What the job would dead-letter whatever the schema says: nulls, empty text, values of
-    no declared type (nested arrays, numbers and text mixed in JSON)."""
+    """What the job would dead-letter whatever the schema says: empty text, values of no
+    declared type (nested arrays, numbers and text mixed in JSON). (A JSON null is an absent
+    value of an optional field.)"""
     out = []
     for column in columns:
         what = f"field {column.name!r}"
-        if column.nulls:
-            out.append(
-                f"{what} is null in {column.nulls} sampled records: the job dead-letters a null "
-                "(an absent field is what optional allows); drop the nulls, or write no field"
-            )
         if column.empties:
             out.append(f"{what} is empty text in {column.empties} sampled records: refused")
         if column.type == "other" and column.present:
