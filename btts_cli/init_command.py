@@ -119,7 +119,12 @@ def _report(draft, problems, findings) -> bool:
     for loss in draft.schema.losses:
         print(f"btts init: error: {loss}", file=sys.stderr)
     if problems:
-        print(f"btts init: the schema loader refuses the draft:\n{problems}", file=sys.stderr)
+        found = [line.strip() for line in problems.splitlines()[1:]] or [problems]
+        print(
+            f"btts init: error: the schema loader refuses the draft ({len(found)} problem(s), "
+            f"each at the draft's top): {found[0]}",
+            file=sys.stderr,
+        )
         return True
     every = [f for fs in findings.values() for f in fs]
     for f in every:

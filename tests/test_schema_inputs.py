@@ -96,9 +96,7 @@ def test_the_decimal_year_format_reads_numbers_and_text_in_its_zone():
     paris = timefmt.zone("Europe/Paris")
     local = timefmt.make_parser("decimal_year", "t", paris, round_to="month")
     assert local(Num("1979.5")) == _ms(1979, 7, 1) - 2 * 3_600_000  # CEST
-    with pytest.raises(
-        InvalidEvent, match=r"a decimal year such as 1960\.25, got boolean"
-    ):
+    with pytest.raises(InvalidEvent, match=r"a decimal year such as 1960\.25, got boolean"):
         parse(True)
     with pytest.raises(InvalidEvent, match="outside 1970-01-01"):
         parse(Num("1969.5"))

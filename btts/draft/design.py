@@ -27,6 +27,14 @@ __all__ = ["Inputs", "design", "note_checked"]
 HOT_RATE = 140.0  # writes/s on one tablet from which the advisor calls a time-first key an error
 _OFFSET = re.compile(r"(Z|[+-][0-9]{2}:?[0-9]{2})\Z")
 _EPOCH_LABEL = {"year": "yyyymm", "month": "yyyymm", "day": "yyyymmdd"}
+_RESERVED = {"key", "ts_ms", "time"}  # names a record read back gives its row key and time
+
+
+def ref(name: str, time: bool = False) -> str:
+    """The name keys and columns use for a field: the plain name, and for a field other than
+    the event time one a record read back does not already use for its key or time."""
+    plain = plain_name(name)
+    return f"{plain}_value" if plain in _RESERVED and not time else plain
 
 
 @dataclass
@@ -141,10 +149,12 @@ def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[s
             continue  # (a value no type takes: a loss, said by _losses)
         if name == inputs.time.field:
             out[name] = _time_spec(inputs, earliest)
+            if ref(name, True) != name:
+                out[name].value["as"] = ref(name, True)
             continue
         choice = _field_spec(column, inputs.complete, name in keys)
-        if plain_name(name) != name:
-            choice.value["as"] = plain_name(name)
+        if ref(name) != name:
+            choice.value["as"] = ref(name)
         _missing_notes(choice, name, inputs)
         out[name] = choice
     if inputs.time.derived:
@@ -184,13 +194,13 @@ def _entity_segment(column: Column | None, name: str, complete: bool) -> dict:
     two digits wider than the sample's largest when the sample is a part of the file."""
     if column is not None and column.type == "integer" and (column.low or 0) >= 0:
         width = len(str(column.high)) + (0 if complete else 2)
-        return {"zero_pad": plain_name(name), "width": width}
-    return {"text": plain_name(name)}
+        return {"zero_pad": ref(name), "width": width}
+    return {"text": ref(name)}
 
 
 def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float) -> list[Choice]:
     keys = ents.names
-    time_name = inputs.time.field
+    time_name = ref(inputs.time.field, True)
     out = []
     for index, name in enumerate(keys):
         card = inputs.columns[name].cardinality if name in inputs.columns else 0
@@ -250,12 +260,12 @@ def _queries(draft: DraftSchema, table: str, keys: Sequence[str], latest: bool) 
     salted = any("salt" in c.value for c in draft.key)
     if keys and latest:
         draft.queries.append(Choice(
-            {"name": "latest", "table": table, "select": [plain_name(k) for k in keys],
+            {"name": "latest", "table": table, "select": [ref(k) for k in keys],
              "read": "prefix", "limit": 1},
             "the newest event of one series: the first row of its prefix",
         ))  # fmt: skip
     if keys:
-        select = [plain_name(k) for k in keys]
+        select = [ref(k) for k in keys]
         draft.queries.append(Choice(
             {"name": "series", "table": table, "select": select},
             f"one {'/'.join(select)} over a time range: one key range",
@@ -274,13 +284,13 @@ def _advisor(draft: DraftSchema, inputs: Inputs, keys: Sequence[str], rate: floa
     draft.advisor_comments["events_per_second"] = note
     if keys:
         draft.advisor["fields"] = {
-            plain_name(k): {"cardinality": max(2, inputs.columns[k].cardinality)}
+            ref(k): {"cardinality": max(2, inputs.columns[k].cardinality)}
             for k in keys if k in inputs.columns
         }  # fmt: skip
         draft.advisor_comments["fields"] = "distinct values seen in the sample" + (
             "" if inputs.complete else " (a part of the file: raise them to the real counts)"
         )
-        draft.advisor["query_fields"] = [plain_name(k) for k in keys if k != inputs.record_id]
+        draft.advisor["query_fields"] = [ref(k) for k in keys if k != inputs.record_id]
 
 
 def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
@@ -291,7 +301,7 @@ def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
     draft = DraftSchema(inputs.dataset, f"Drafted by btts init from {inputs.described[0]}.")
     earliest = _earliest(inputs.time.ms, inputs.complete)
     rate, rate_note = _rate(inputs)
-    draft.time = plain_name(inputs.time.field)
+    draft.time = ref(inputs.time.field, True)
     draft.time_comment = "the event time: it stamps every cell and is the key's time"
     if inputs.others:
         draft.time_comment += f"; other fields that read as times: {', '.join(inputs.others)}"
@@ -327,8 +337,9 @@ def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
     if ents.clashes:
         draft.losses.append(
             f"{ents.clashes} sampled records share their key fields and time with an earlier "
-            "one and differ from it: the later would overwrite it; add the field that tells "
-            "them apart to the key (btts init --query FIELD)"
+            "one and differ from it, and no field tells them apart: the later would overwrite "
+            "it; give each record an id (a row number column), or name the field that tells "
+            "them apart with btts init --query FIELD"
         )
     return draft
 
@@ -372,7 +383,7 @@ def _columns(draft: DraftSchema, inputs: Inputs, keys: Sequence[str]) -> None:
             draft.columns.append(Choice({"family": "m", "qualifier": used, "value": used}))
     if not always:
         draft.columns.append(Choice(
-            {"family": "m", "qualifier": "t", "value": plain_name(inputs.time.field)},
+            {"family": "m", "qualifier": "t", "value": ref(inputs.time.field, True)},
             "the time as a value (13-digit epoch ms): every event writes this cell, so one "
             "whose other fields are all missing still lands as a row",
         ))  # fmt: skip

@@ -23,6 +23,7 @@ from btts.draft.model import DraftSchema, Question
 from btts.draft.render import render
 from btts.draft.sample import Sample, SampleError, read_sample
 from btts.draft.times import TimeGuess, guess_times
+from btts.draft.times import hinted as _hinted
 
 __all__ = ["DraftError", "draft", "review"]
 
@@ -106,10 +107,18 @@ def _day_first(guess: TimeGuess, ask: Asker | None) -> Question | None:
 def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question], list[str]]:
     guesses = guess_times(columns, records)
     if not guesses:
+        for column in columns.values():  # years the calendar of times does not hold
+            low, high = column.low, column.high
+            early = low is not None and high is not None and low < 1 and 1000 <= high < 10000
+            if column.type in ("integer", "number") and _hinted(column.name) and early:
+                raise DraftError(
+                    f"field {column.name!r} reads as years, but goes back to {low} and "
+                    "times hold years 1 to 9999: drop or shift the records before year 1"
+                )
         names = ", ".join(columns) or "none"
         raise DraftError(
-            f"no field reads as a time (fields: {names}); every event needs one: a date, a "
-            "time, epoch seconds/ms, a year"
+            f"no field reads as a time (fields: {names}); every event needs one: add a date, "
+            "a time, epoch seconds/ms or a year"
         )
     time, question = _pick(guesses, ask)
     questions = [q for q in (question, _day_first(time, ask)) if q]
@@ -220,6 +229,8 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
             f"--query {unknown[0]}: no such field; the file's fields: {', '.join(columns)}"
         )
     sources = [time.field, *time.sources.values()]
+    if wide and wide.how == "map":
+        sources += wide.columns  # (entries of the map field: not fields of their own)
     ents = shape.entities(columns, records, time.ms, wanted.query, sources)
     inputs = design_mod.Inputs(
         wanted.dataset, [s.describe() for s in samples], samples[0].fmt,

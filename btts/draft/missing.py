@@ -8,6 +8,8 @@ that is optional (so it never enters the key). Pure.
 A token is detected when it is a whole value of the sample: any CSV cell (R and pandas write
 every missing value alike, text columns included), or a JSON string in a column whose other
 values are numbers or booleans (a JSON text column's ``"NA"`` may be a real value: Namibia).
+An empty JSON string is one too (``""``: no field type takes an empty text, as a CSV's empty
+cell is no value).
 """
 
 from __future__ import annotations
@@ -38,13 +40,15 @@ def detect(records: Sequence[dict]) -> tuple[list[str], list[str]]:
             elif type(value) is str:
                 if value in known:
                     texts.setdefault(name, set()).add(value)
+                elif not value:
+                    found.add("")  # an empty text: no field type takes it, so it is no value
             elif value is not None and not isinstance(value, (dict, list)):
                 typed.add(name)
     for name, tokens in texts.items():
         if name in typed:
             found |= tokens
     keep = sorted(n for n, tokens in texts.items() if n not in typed and tokens & found)
-    return [t for t in TOKENS if t in found], keep
+    return [t for t in (*TOKENS, "") if t in found], keep
 
 
 def strip(records: Sequence[dict], tokens: Sequence[str], keep: Sequence[str] = ()) -> list[dict]:

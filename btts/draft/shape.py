@@ -135,11 +135,11 @@ def record_id(columns: Mapping[str, Column], exclude: Sequence[str]) -> Column |
     key."""
     pool = [c for c in columns.values() if c.name not in exclude and not c.optional]
     for column in sorted(pool, key=lambda c: not row_number(c)):
-        if column.type not in ("text", "integer") or column.max_length > MAX_KEY_TEXT:
+        if column.type not in ("text", "integer", "number") or column.max_length > MAX_KEY_TEXT:
             continue
         if any("#" in str(v) or not str(v).isprintable() for v in column.values):
             continue
-        if row_number(column) or (column.cardinality >= column.records and not column.many):
+        if len({str(v) for v in column.values}) == len(column.values) == column.records:
             return column
     return None
 

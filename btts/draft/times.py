@@ -21,7 +21,7 @@ from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 from transforms.text.events import Num
 
-__all__ = ["TimeGuess", "guess_times", "resolution"]
+__all__ = ["TimeGuess", "guess_times", "hinted", "resolution"]
 
 # Text patterns tried in this order (the first of two that both read a column wins, so the
 # day-first reading of 03/04/2020 comes before the month-first one: the question says so).
@@ -61,6 +61,11 @@ class TimeGuess:
 
 def _tokens(name: str) -> set[str]:
     return set(re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()))
+
+
+def hinted(name: str) -> bool:
+    """Whether a field's name says it holds a time (``date``, ``Year``, ``time_hour``…)."""
+    return _hinted(name)
 
 
 def _hinted(name: str) -> bool:
