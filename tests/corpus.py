@@ -51,6 +51,7 @@ class Outcome:
     reason: str = ""
     records: int = 0
     seconds: float = 0.0
+    cpu: float = 0.0  # CPU seconds of the process that ran it (the emulator's not counted)
 
 
 INDEX = Path(__file__).resolve().parent / "data" / "corpus_index.json"
@@ -140,9 +141,10 @@ def _drop(instance: str, tables: list[str]) -> None:
 
 def land(dataset: cs.Dataset, fmt: str, work: Path) -> Outcome:
     """Write, draft, land, read back and compare one dataset in one format."""
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     out = land_frame(cs.load(dataset), dataset.stem, fmt, work)
     out.dataset, out.shape, out.seconds = dataset.name, dataset.shape, time.perf_counter() - start
+    out.cpu = time.process_time() - cpu
     return out
 
 
@@ -240,7 +242,11 @@ def reasons(outcomes: list[Outcome]) -> Counter:
 
 def summary(outcomes: list[Outcome], datasets: int, wall: float) -> list[str]:
     """The totals, per format, and the refusal reasons."""
-    lines = [f"{datasets} datasets carry a time; {len(outcomes)} files, in {wall:.0f} s wall"]
+    cpu = sum(o.cpu for o in outcomes)
+    lines = [
+        f"{datasets} datasets carry a time; {len(outcomes)} files, in {wall:.0f} s wall "
+        f"({cpu:.0f} CPU s in the processes that drafted, landed and compared them)"
+    ]
     for fmt, counts in totals(outcomes).items():
         n = sum(counts.values())
         landed = counts["landed"]
@@ -291,6 +297,21 @@ def _cell(o: Outcome | None) -> str:
     return f"{o.verdict}: {o.reason}".replace("|", "\\|")
 
 
+def _merged(paths: list[Path], outcomes: list[Outcome], wall: float):
+    """Earlier runs' outcomes (their wall time in a ``"wall"`` entry) with this run's in place
+    of theirs: the outcomes, the summed wall time and the datasets."""
+    by: dict[tuple[str, str], Outcome] = {}
+    for path in paths:
+        for item in json.loads(path.read_text(encoding="utf-8")):
+            if "wall" in item:
+                wall += item["wall"]
+            else:
+                by[item["dataset"], item["fmt"]] = Outcome(**item)
+    by.update({(o.dataset, o.fmt): o for o in outcomes})
+    merged = sorted(by.values(), key=lambda o: (o.dataset, cs.FORMATS.index(o.fmt)))
+    return merged, wall, sorted({o.dataset for o in merged})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
@@ -299,6 +320,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", default=",".join(cs.FORMATS))
     parser.add_argument("--doc", type=Path, help="write the Markdown report here")
     parser.add_argument("--index", action="store_true", help=f"rewrite {INDEX.name} first")
+    parser.add_argument("--json", type=Path, help="write the outcomes here (for --merge)")
+    parser.add_argument(
+        "--merge", type=Path, nargs="*", default=[],
+        help="outcomes of earlier runs (--json): this run's replace theirs, dataset by format",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     start = time.perf_counter()
     found = cs.find()
@@ -309,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
         chosen = [d for d in found if d.name in args.only]
     outcomes = run(chosen, args.formats.split(","), args.jobs)
     wall = time.perf_counter() - start
+    if args.json:
+        args.json.write_text(json.dumps([o.__dict__ for o in outcomes], indent=0) + "\n")
+    if args.merge:
+        outcomes, wall, chosen = _merged(args.merge, outcomes, wall)
     lines = summary(outcomes, len(chosen), wall)
     print("\n".join(lines))
     if args.doc:

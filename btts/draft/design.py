@@ -214,8 +214,9 @@ def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float
     if not keys:
         out.append(Choice(
             {"const": inputs.dataset.upper()[:20]},
-            "no field names an entity (the time alone tells records apart): a constant "
-            "prefix, so the key can later take other series beside this one",
+            "no field names an entity"
+            + ("" if ents.record_id else " (the time alone tells records apart)")
+            + ": a constant prefix, so the key can later take other series beside this one",
         ))  # fmt: skip
         if rate >= HOT_RATE:
             buckets = min(64, math.ceil(rate / HOT_RATE * 2))

@@ -204,6 +204,12 @@ def _unlanded(found: check_mod.Check) -> str:
             "the earlier; add the field that tells them apart to the key (btts init --query "
             "FIELD)"
         )
+    if found.reason.startswith("no column to unpivot"):
+        return (
+            f"{found.dead:,} records of {found.describe()} have a value in none of the "
+            "unpivoted columns, so they would make no event: drop event.unpivot from the draft "
+            "(a column per field) or those records"
+        )
     return (
         f"the job would refuse {found.dead:,} records of {found.describe()} (first: "
         f"{found.reason}); fix those values, or the field's type in the draft"
