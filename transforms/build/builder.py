@@ -81,10 +81,12 @@ def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo):
     checks every free-text segment; integers are given as their digits."""
     build = spec.decl.key.build
     times = frozenset(f.ref for f in schema.fields if f.type == "time")
+    padded = frozenset(s.field for s in spec.decl.key.segments if s.kind == "zero_pad")
+    kept = times | padded  # (a zero-padded segment pads the number itself)
 
     def key(values: Values) -> bytes:
         return build(
-            {k: (str(v) if type(v) is int and k not in times else v) for k, v in values.items()},
+            {k: (str(v) if type(v) is int and k not in kept else v) for k, v in values.items()},
             tz,
         )
 
