@@ -127,7 +127,10 @@ def _ingest(path: Path, schema: Path, instance: str, work: Path) -> list[dict]:
     target = config.Target("corpus", instance)
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         run_job("generic", target, path, dead, [f"--schema={schema}"])
-    return read_dead_letters(dead)
+    letters = read_dead_letters(dead)
+    for written in work.glob(f"dead-{instance}*"):
+        written.unlink()
+    return letters
 
 
 def _drop(instance: str, tables: list[str]) -> None:
@@ -177,8 +180,8 @@ def land_frame(frame, stem: str, fmt: str, work: Path, edit=None) -> Outcome:
         else:
             out.reason = cs.compare(frame, fmt, drafted, records)
             out.verdict = "lossy" if out.reason else "landed"
-    for leftover in work.glob(f"{stem}.*"):
-        leftover.unlink()
+    for mine in (path, schema):  # (another format of the dataset may be landing beside it)
+        mine.unlink(missing_ok=True)
     return out
 
 
