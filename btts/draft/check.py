@@ -8,8 +8,8 @@ second replaces the first: Bigtable keeps one value per cell and time). Either w
 offending records are given back, so that the draft is made again with them in its sample:
 the draft then reads everything the file says, not only what its sample happened to hold.
 
-Keys are kept as 64-bit hashes (8 bytes per row, sorted at the end), so a file of 10 million
-records takes about 160 MB. Reading is the job's: CSV cells as
+Each row is kept as two 64-bit hashes, of its key and of its cells (16 bytes, sorted at the
+end), so a file of 10 million records takes about 160 MB. Reading is the job's: CSV cells as
 :class:`~transforms.text.events.CsvText` (an empty cell absent), JSON numbers as
 :class:`~transforms.text.events.Num`, Parquet rows as the ingest reader gives them.
 """
