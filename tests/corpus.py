@@ -134,12 +134,15 @@ def _ingest(path: Path, schema: Path, instance: str, work: Path) -> list[dict]:
 
 
 def _drop(instance: str, tables: list[str]) -> None:
+    from google.api_core import exceptions
+
     from btts import config
     from btts.admin import Admin
 
     with Admin(config.Target("corpus", instance)) as admin:
         for table in tables:
-            admin.drop(table)
+            with contextlib.suppress(exceptions.NotFound):  # (never made: the job failed)
+                admin.drop(table)
 
 
 def land(dataset: cs.Dataset, fmt: str, work: Path) -> Outcome:
