@@ -190,8 +190,10 @@ def _add_field_checks(
         fn = src.const(field.parse, "p")
         key = src.const(spec.name, "n")
         value = local[spec.ref]
-        if spec.optional:
-            src.add(f"{value} = {fn}(record[{key}]) if {key} in record else None")
+        if spec.optional:  # absent, or a JSON null: no value (a Parquet null is never read)
+            src.add(f"{value} = record.get({key})")
+            src.add(f"if {value} is not None:")
+            src.add(f"{value} = {fn}({value})", 2)
             continue
         src.add(f"{value} = record[{key}]")
         _parse_inline(src, spec, value, fn, field.delimiters, spec.ref in digits, field.advice)
