@@ -307,6 +307,7 @@ class _BoundedWriteFn(beam.DoFn):
         # perhaps with their request entries made by the builder.
         kind = type(element)
         rows = element if kind is list or kind is FramedRows else (element,)
+        self._check_table(rows)
         self._written_in_bundle += len(rows)
         if self._held is not None:
             self._held.extend(rows)
@@ -320,6 +321,20 @@ class _BoundedWriteFn(beam.DoFn):
                 return
             self._drain()  # other kinds of rows: sent after what is held, in order
         self._lean.add_rows(rows, entries)
+
+    def _check_table(self, rows: Sequence) -> None:
+        """Every row that names its table names this one: a row routed here by mistake fails
+        the bundle before anything of it is sent (on many workers, a wrong row is found where
+        it is written, not by a check afterwards). ``DirectRow`` s and the data client's
+        entries name no table: they are this table's by construction."""
+        try:
+            tables = list(map(_TABLE, rows))  # builder tuples and RowMutations, in C
+        except TypeError:  # DirectRow or RowMutationEntry among them
+            tables = [row[0] for row in rows if isinstance(row, tuple)]
+        table = self._ids[2]
+        if tables.count(table) != len(tables):
+            other = next(t for t in tables if t != table)
+            raise ValueError(f"row for table {other!r} reached the {table} writer")
 
     def _drain(self) -> None:
         out = self._holder.drain()
