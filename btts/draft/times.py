@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from btts.draft.fields import Column
 from transforms.errors import InvalidEvent
-from transforms.text import timefmt
+from transforms.text import isotime, timefmt
 from transforms.text.events import Num
 
 __all__ = ["TimeGuess", "guess_times", "resolution"]
@@ -181,7 +181,7 @@ def combine(parts: Mapping[str, object]) -> int:
         text = str(parts["time"])
         if not _TIME_OF_DAY.match(text):
             raise ValueError(f"{text!r} is not a time of day")
-        clock = dt.time.fromisoformat(text)
+        clock = isotime.fromisoformat(f"1970-01-01T{text}")  # 3.10's time() reads less
         day = day.replace(hour=clock.hour, minute=clock.minute, second=clock.second,
                           microsecond=clock.microsecond // 1000 * 1000)  # fmt: skip
     return (day - timefmt.EPOCH) // timefmt.MILLISECOND

@@ -323,10 +323,8 @@ class _BoundedWriteFn(beam.DoFn):
         self._lean.add_rows(rows, entries)
 
     def _check_table(self, rows: Sequence) -> None:
-        """Every row that names its table names this one: a row routed here by mistake fails
-        the bundle before anything of it is sent (on many workers, a wrong row is found where
-        it is written, not by a check afterwards). ``DirectRow`` s and the data client's
-        entries name no table: they are this table's by construction."""
+        """A row naming another table fails the bundle before any of it is sent (found where
+        it is written, on any worker); DirectRows and client entries name no table."""
         try:
             tables = list(map(_TABLE, rows))  # builder tuples and RowMutations, in C
         except TypeError:  # DirectRow or RowMutationEntry among them
