@@ -36,6 +36,13 @@ TEST_WORKERS ?= logical
 test: venv browser
 	$(BIN)/python -m pytest -rA -q -n $(TEST_WORKERS) --dist worksteal
 
+# A smoke subset of the suite (times, keys and cells, schemas, drafts, an ingest on the emulator)
+# on every Python from setup.py's python_requires up to 3.13 found as python3.X on PATH or under
+# pyenv, each in its own virtualenv cached under .matrix/ (tests/matrix.py); one line per version.
+.PHONY: test-matrix
+test-matrix: venv
+	$(BIN)/python -m tests.matrix
+
 # Headless Chromium and its driver for the btts serve page test (tests/test_serve_page.py):
 # Debian's packages, installed only when missing and apt-get is there (as root, or with sudo);
 # otherwise the test skips and says why.

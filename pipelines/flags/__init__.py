@@ -92,7 +92,9 @@ def _dead_letter_flags(group) -> None:  # group: an argparse argument group
     group.add_argument(
         "--dead_letter",
         help="Path prefix of the dead-letter files (JSON lines: pipeline, source file, reason, "
-        "raw line). Default: dead-letters/<job> in the working directory.",
+        "raw line). Default: dead-letters/<job> in the working directory; where the workers "
+        "run elsewhere (Dataflow, a cluster) it must be a gs:// URI, by default "
+        "<temp_location>/dead-letters/<job>.",
     )
     group.add_argument(
         "--max_dead_letter_ratio",
@@ -116,8 +118,9 @@ def file_input(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--input",
         action="append",
-        help="Input file(s): a local path, gs:// path or glob. Repeat the flag or "
-        "separate patterns with commas for several.",
+        help="Input file(s): a local path, gs:// path or glob (gs:// on Dataflow or any "
+        "runner whose workers run elsewhere). Repeat the flag or separate patterns with "
+        "commas for several.",
     )
     group.add_argument(
         "--input_format",
