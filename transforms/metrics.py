@@ -1,7 +1,10 @@
 """The names of the counters the steps write and the job's report reads: one namespace, dead letters
-by reason and source, the landed event-time span."""
+by reason and source, the landed event-time span; and, for tests and benchmarks, which worker
+process did what (:class:`WorkerTally`)."""
 
 from __future__ import annotations
+
+import os
 
 __all__ = [
     "EMPTY_CELLS",
@@ -12,6 +15,7 @@ __all__ = [
     "OTHER_REASONS",
     "REASONS_NAMESPACE",
     "TIMED_ROWS",
+    "WorkerTally",
     "reason_metric_name",
     "split_reason_metric_name",
 ]
@@ -51,3 +55,51 @@ def split_reason_metric_name(name: str) -> tuple[str, str]:
 EMPTY_ROWS = "empty_rows"
 TIMED_ROWS = "timed_rows"  # rows whose event times make the span (EVENT_TIMES) of a run
 EMPTY_CELLS = "empty_cells"  # unpivoted columns without a value: no event, not a dead letter
+
+
+# -- which worker did what ----------------------------------------------------------------------
+
+# A directory named here makes the read and write steps append, per bundle, how many records
+# (rows) their worker process handled: ``<pid> <step> <count>`` lines in ``<dir>/<pid>.tally``.
+WORKER_TALLY_ENV = "BTTS_WORKER_TALLY"
+
+
+class WorkerTally:
+    """How many items one step handled in this worker process, appended to a file once per
+    bundle when :data:`WORKER_TALLY_ENV` names a directory (else nothing is written).
+
+    Why: Beam's counters are summed over workers, so they cannot show that a run spread its
+    work over several of them; the runner tests and the one-file benchmark read these files to
+    prove that each worker process read and wrote. Made in a DoFn's ``setup`` (on the worker,
+    whose environment it reads)."""
+
+    def __init__(self, step: str) -> None:
+        self._step = step
+        self._dir = os.environ.get(WORKER_TALLY_ENV) or None
+        self.count = 0
+
+    def add(self, count: int) -> None:
+        self.count += count
+
+    def flush(self) -> None:
+        """Append this bundle's count (one line, one write: whole lines even when several
+        threads of one worker flush at once) and start again from zero."""
+        if self._dir and self.count:
+            pid = os.getpid()
+            with open(os.path.join(self._dir, f"{pid}.tally"), "a", encoding="ascii") as out:
+                out.write(f"{pid} {self._step} {self.count}\n")
+        self.count = 0
+
+
+def read_worker_tallies(directory: str) -> dict[str, dict[int, int]]:
+    """What :class:`WorkerTally` wrote under ``directory``: step → worker pid → items."""
+    out: dict[str, dict[int, int]] = {}
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".tally"):
+            continue
+        with open(os.path.join(directory, name), encoding="ascii") as lines:
+            for line in lines:
+                pid, step, count = line.split()
+                per_pid = out.setdefault(step, {})
+                per_pid[int(pid)] = per_pid.get(int(pid), 0) + int(count)
+    return out

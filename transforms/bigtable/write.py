@@ -22,9 +22,8 @@ sink as shipped is where a job spends most of its time and can hang for most of 
 * **Flow control** (``flow_control``; on by default on Dataflow): Bigtable's server-side rate
   limiting and a per-worker cap on requests and bytes in flight.
 * **Latest-only tables** (``latest_only``): for families that keep one version, a bundle's
-  writes of one row key are collapsed to the cells Bigtable keeps
-  (:mod:`transforms.bigtable.collapse`) before they are sent; the row counters still count every
-  row write built.
+  writes of one key are collapsed to the cells Bigtable keeps (:mod:`.collapse`) before they are
+  sent; the row counters still count every row write built.
 """
 
 from __future__ import annotations
@@ -63,7 +62,7 @@ from transforms.bigtable.transport import (
 )
 from transforms.build import wire
 from transforms.errors import WriteFailed
-from transforms.metrics import NAMESPACE
+from transforms.metrics import NAMESPACE, WorkerTally
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
 
 __all__ = ["WriteRows"]
@@ -269,6 +268,7 @@ class _BoundedWriteFn(beam.DoFn):
         self._direct_sender = None  # made for the first DirectRow: most jobs send none
         self._encoder = wire.EntryEncoder()
         self._written = Metrics.counter(BEAM_SINK_NAMESPACE, WRITTEN_ROW)
+        self._tally = WorkerTally("write")  # rows per worker process, when asked for
         self._throttled = Metrics.counter(REQUESTS_NAMESPACE, THROTTLED)
         self._throttled_s = 0.0
         self._lean = self._holder = None
@@ -323,8 +323,7 @@ class _BoundedWriteFn(beam.DoFn):
         self._lean.add_rows(rows, entries)
 
     def _check_table(self, rows: Sequence) -> None:
-        """A row naming another table fails the bundle before any of it is sent (found where
-        it is written, on any worker); DirectRows and client entries name no table."""
+        """A row of another table fails the bundle before any of it is sent (DirectRows: none)."""
         try:
             tables = list(map(_TABLE, rows))  # builder tuples and RowMutations, in C
         except TypeError:  # DirectRow or RowMutationEntry among them
@@ -378,6 +377,8 @@ class _BoundedWriteFn(beam.DoFn):
                 f"dropped): {shown}"
             )
         self._written.inc(self._written_in_bundle)
+        self._tally.add(self._written_in_bundle)
+        self._tally.flush()
         self._written_in_bundle = 0
         if self._superseded_in_bundle:
             self._superseded.inc(self._superseded_in_bundle)

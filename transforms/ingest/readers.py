@@ -42,6 +42,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.ingest import json_array
 from transforms.ingest.formats import INPUT_FORMATS
+from transforms.metrics import WorkerTally
 from transforms.text import events
 
 __all__ = ["Block", "ReadRecords", "columnar_record", "line_at"]
@@ -279,7 +280,18 @@ def _blocks(
 class _ReadBlocksFn(beam.DoFn):
     """A file range's records as blocks (see the module docstring for each format)."""
 
+    def setup(self) -> None:
+        self._tally = WorkerTally("read")  # records per worker process, when asked for
+
     def process(self, part: FileRange) -> Iterable[Block]:
+        for block in self._blocks(part):
+            self._tally.add(len(block.items))
+            yield block
+
+    def finish_bundle(self) -> None:
+        self._tally.flush()
+
+    def _blocks(self, part: FileRange) -> Iterator[Block]:
         with FileSystems.open(part.path, compression_type=part.compression) as handle:
             if part.format == "jsonl":
                 yield from jsonl_blocks(part, handle)
