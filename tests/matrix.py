@@ -30,9 +30,13 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from btts_cli import templates
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".matrix"
-NEWEST = (3, 13)  # apache-beam 2.77 publishes wheels for CPython 3.10 to 3.13
+# apache-beam 2.77 publishes wheels (and SDK images) for CPython 3.10 to 3.13: the Pythons
+# templates are built for (btts_cli.templates.PYTHONS), the newest of them the matrix's last
+NEWEST = tuple(int(part) for part in templates.PYTHONS[-1].split("."))
 SMOKE = [
     "tests/test_isotime.py",
     "tests/test_timefmt.py",
