@@ -80,6 +80,12 @@ bench: venv
 bench-quick: venv
 	$(BIN)/python -m benchmarks.run --quick
 
+# One 1 GiB JSON-lines file read by two DirectRunner worker processes (benchmarks/one_file.py):
+# lines, CPU and reading span per worker, whether both were busy; benchmarks/results/one_file.json.
+.PHONY: bench-one-file
+bench-one-file: venv
+	$(BIN)/python -m benchmarks.one_file --in_process
+
 # Dataflow flex templates: regenerate templates/<pipeline>/ (metadata.json from the pipelines'
 # option classes, Dockerfile) and print the gcloud commands that build each image and
 # template spec. PROJECT, REGION and BUCKET (optionally REPOSITORY, TAG) come from the
