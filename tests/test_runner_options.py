@@ -5,11 +5,13 @@ flag it resembles."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import sys
 import uuid
 
 import pytest
+from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
 from pipelines import common
@@ -23,7 +25,7 @@ from apache_beam.runners.runner import PipelineRunner
 class ClusterOptions(PipelineOptions):
     @classmethod
     def _add_argparse_args(cls, parser):
-        parser.add_argument("--cluster_address", help="where the cluster listens")
+        parser.add_argument("--cluster_address_NAME", help="where the cluster listens")
 
 
 class ClusterRunner(PipelineRunner):
@@ -38,21 +40,28 @@ def _parse(argv):
 
 @pytest.fixture
 def runner_module(tmp_path, monkeypatch):
-    """A runner and its options class in a module nothing has imported yet."""
+    """A runner and its options class in a module nothing has imported yet, its flag
+    ``--cluster_address_<module>``. Gone afterwards: Beam parses every options class loaded
+    in the process, so another test's flag would be this process's for good (and two classes
+    declaring one flag make every later pipeline's parser fail)."""
     name = f"cluster_runner_{uuid.uuid4().hex[:8]}"
-    (tmp_path / f"{name}.py").write_text(RUNNER_MODULE)
+    (tmp_path / f"{name}.py").write_text(RUNNER_MODULE.replace("NAME", name))
     monkeypatch.syspath_prepend(str(tmp_path))
     yield name
     sys.modules.pop(name, None)
+    gc.collect()  # the classes go with their module (options classes are held weakly)
+    left = [c for c in PipelineOptions.__subclasses__() if c.__module__ == name]
+    assert not left, f"{left} outlived the test: every later pipeline would parse it"
 
 
 def test_a_runners_flags_are_known_once_it_is_chosen(runner_module):
-    flag = "--cluster_address=tcp://10.0.0.7:8786"
-    with pytest.raises(errors.ConfigError, match="unknown option --cluster_address"):
-        _parse(["--input=x.jsonl", flag])  # no runner names it: a typo, as before
+    flag = f"--cluster_address_{runner_module}"
+    with pytest.raises(errors.ConfigError, match=f"unknown option {flag}"):
+        _parse(["--input=x.jsonl", f"{flag}=tcp://10.0.0.7:8786"])  # no runner names it
     assert runner_module not in sys.modules
-    options = _parse(["--input=x.jsonl", f"--runner={runner_module}.ClusterRunner", flag])
-    assert options.get_all_options()["cluster_address"] == "tcp://10.0.0.7:8786"
+    runner = f"--runner={runner_module}.ClusterRunner"
+    options = _parse(["--input=x.jsonl", runner, f"{flag}=tcp://10.0.0.7:8786"])
+    assert options.get_all_options()[flag[2:]] == "tcp://10.0.0.7:8786"
 
 
 def test_beams_dask_runner_takes_its_flags_or_says_what_is_missing():
