@@ -46,10 +46,18 @@ __all__ = ["main"]  # fmt: skip
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = "nightly"
 
-SDK_IMAGE = "apache/beam_python3.11_sdk"
+# The Pythons a template can be built for: those setup.py accepts that Beam's pinned release
+# publishes wheels and SDK images (apache/beam_python3.X_sdk) for. The image of a template is
+# Beam's SDK image of the template's Python (`btts templates build --python 3.X`; by default
+# the Python its Dockerfile was built for, else DEFAULT_PYTHON): the launch (main.py) and the
+# workers run that Python.
+PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+DEFAULT_PYTHON = "3.11"
+_SDK_IMAGE = re.compile(r"^FROM apache/beam_python(3\.\d+)_sdk:", re.MULTILINE)
 # The launcher image at a dated release tag, not :latest, so a rebuild gets the same launcher
 # (tags: cloud.google.com/dataflow/docs/reference/flex-templates-base-images). Move it forward
-# on purpose, then `make templates`.
+# on purpose, then `make templates`. Only its launcher binary (a Go program, the same for every
+# Python) is copied into a template's image, so one launcher image serves every Python.
 LAUNCHER_TAG = "flex_templates_base_image_release_20240628_RC00"
 LAUNCHER_IMAGE = f"gcr.io/dataflow-templates-base/python311-template-launcher-base:{LAUNCHER_TAG}"
 LAUNCHER_BINARY = "/opt/google/dataflow/python_template_launcher"
@@ -138,8 +146,24 @@ def beam_version(root: Path = PACKAGE_ROOT) -> str:
     raise RuntimeError("setup.py does not require apache-beam")
 
 
-def dockerfile(name: str, root: Path = PACKAGE_ROOT) -> str:
-    sdk = f"{SDK_IMAGE}:{beam_version(root)}"
+def sdk_image(python: str = DEFAULT_PYTHON) -> str:
+    """Beam's SDK image repository for ``python`` (``3.X``); ValueError for a Python no
+    template can be built for."""
+    if python not in PYTHONS:
+        raise ValueError(f"Python {python}: templates are built for {', '.join(PYTHONS)}")
+    return f"apache/beam_python{python}_sdk"
+
+
+def built_for(name: str, root: Path = PACKAGE_ROOT) -> str | None:
+    """The Python the committed Dockerfile of ``name`` was built for (None: no such file, or
+    not built on Beam's SDK image)."""
+    path = root / "templates" / name / "Dockerfile"
+    found = _SDK_IMAGE.search(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return found.group(1) if found and found.group(1) in PYTHONS else None
+
+
+def dockerfile(name: str, root: Path = PACKAGE_ROOT, python: str = DEFAULT_PYTHON) -> str:
+    sdk = f"{sdk_image(python)}:{beam_version(root)}"
     sources = " ".join(WHEEL_SOURCES)
     packages = "\n".join(f"COPY {p} {p}" for p in WHEEL_PACKAGES)
     return f"""\
@@ -159,8 +183,9 @@ COPY {sources} ./
 {packages}
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
-# 2. Beam's SDK image of the Beam version setup.py pins (its /opt/apache/beam/boot is the
-#    worker entry point), plus the Flex Template launcher and the project with its dependencies.
+# 2. Beam's SDK image of the Beam version setup.py pins, for Python {python} (its
+#    /opt/apache/beam/boot is the worker entry point), plus the Flex Template launcher and the
+#    project with its dependencies.
 FROM {sdk}
 COPY --from={LAUNCHER_IMAGE} {LAUNCHER_BINARY} {LAUNCHER_BINARY}
 COPY --from=wheel /wheels /wheels
@@ -178,23 +203,27 @@ ENTRYPOINT ["/opt/apache/beam/boot"]
 """
 
 
-def rendered(name: str, root: Path = PACKAGE_ROOT) -> dict[str, str]:
-    """The generated files of one template, by file name."""
+def rendered(name: str, root: Path = PACKAGE_ROOT, python: str | None = None) -> dict[str, str]:
+    """The generated files of one template, by file name, for ``python`` (default: the one
+    its Dockerfile was built for, else :data:`DEFAULT_PYTHON`)."""
+    python = python or built_for(name, root) or DEFAULT_PYTHON
     return {
         "metadata.json": json.dumps(metadata(name), indent=2, ensure_ascii=False) + "\n",
-        "Dockerfile": dockerfile(name, root),
+        "Dockerfile": dockerfile(name, root, python),
     }
 
 
 # -- build and check --------------------------------------------------------------------------
 
 
-def write(root: Path = PACKAGE_ROOT, names: Sequence[str] | None = None) -> list[Path]:
-    """Write every template's generated files under ``root/templates``; returns those that
-    changed."""
+def write(
+    root: Path = PACKAGE_ROOT, names: Sequence[str] | None = None, python: str | None = None
+) -> list[Path]:
+    """Write every template's generated files under ``root/templates`` (for ``python``, see
+    :func:`rendered`); returns those that changed."""
     changed = []
     for name in names or pipeline_names():
-        for file_name, text in rendered(name, root).items():
+        for file_name, text in rendered(name, root, python).items():
             path = root / "templates" / name / file_name
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -355,7 +384,7 @@ def _root(args: argparse.Namespace) -> Path:
 def _build(args: argparse.Namespace) -> int:
     root = _root(args)
     names = args.pipeline or None
-    for path in write(root, names):
+    for path in write(root, names, args.python):
         print(f"# wrote {path.relative_to(root)}", file=sys.stderr)
     lines = commands(names)
     if not args.run:
@@ -408,6 +437,12 @@ def add_actions(parser: argparse.ArgumentParser) -> None:
         "--pipeline", action="append", choices=pipeline_names(), help="only this one"
     )
     build.add_argument("--run", action="store_true", help="run the gcloud commands too")
+    build.add_argument(
+        "--python",
+        choices=PYTHONS,
+        help="the Python the images run (Beam's SDK image of it); default: the one each "
+        f"template was built for, else {DEFAULT_PYTHON}",
+    )
     check = actions.add_parser(
         "check",
         help="fail when a committed template differs from its pipeline's flags",

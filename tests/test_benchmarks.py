@@ -4,6 +4,7 @@ real jobs land (no timings are asserted anywhere; the benchmark prints, the note
 from __future__ import annotations
 
 import json
+import os
 import uuid
 
 import pytest
@@ -194,3 +195,39 @@ def test_the_startup_section_pairs_each_command_with_its_floor():
 
 def test_every_figure_names_the_machine_it_ran_on():
     assert run.MACHINE["cpu_model"] and run.MACHINE["cpu_count"] and run.MACHINE["python"]
+
+
+def test_the_one_file_verdict_needs_both_workers_reading_at_once():
+    from benchmarks import one_file
+
+    def share(lines, start, end):
+        return {"lines": lines, "cpu_s": 1.0, "start": start, "end": end}
+
+    both = {1: share(500, 0.0, 10.0), 2: share(500, 1.0, 9.0)}
+    assert one_file.verdict(both, 1_000)["both_busy"]
+    lopsided = {1: share(900, 0.0, 10.0), 2: share(100, 1.0, 9.0)}
+    assert not one_file.verdict(lopsided, 1_000)["both_busy"]  # one did a tenth
+    in_turn = {1: share(500, 0.0, 5.0), 2: share(500, 5.0, 10.0)}
+    assert not one_file.verdict(in_turn, 1_000)["both_busy"]  # one after the other
+    assert not one_file.verdict({1: share(1_000, 0.0, 10.0)}, 1_000)["both_busy"]
+
+
+def test_worker_tallies_add_up_per_process(tmp_path, monkeypatch):
+    """What the runner tests and the one-file benchmark read: per step and process, the items
+    of every bundle, the latest CPU figure and the whole span."""
+    from transforms.metrics import WORKER_TALLY_ENV, WorkerTally, read_worker_tallies
+
+    tally = WorkerTally("read")
+    tally.add(5)
+    tally.flush()  # no directory named: nothing written
+    monkeypatch.setenv(WORKER_TALLY_ENV, str(tmp_path))
+    tally = WorkerTally("read")
+    for bundle in ([3, 4], [], [10]):
+        for count in bundle:
+            tally.add(count)
+        tally.flush()
+    (tmp_path / "9999999.tally").write_text("9999999 write 2 0.5 1.0 2.0\n")
+    found = read_worker_tallies(str(tmp_path))
+    mine = found["read"][os.getpid()]
+    assert mine.items == 17 and mine.start <= mine.end and mine.cpu_s > 0
+    assert found["write"] == {9999999: (2, 0.5, 1.0, 2.0)}

@@ -170,6 +170,37 @@ def test_a_hand_edited_template_fails_the_check(tmp_path):
     assert templates.drift(root) == ["templates/old_job/metadata.json: no pipeline 'old_job'"]
 
 
+def test_the_image_follows_the_python_the_templates_are_built_for(tmp_path, capsys):
+    """``btts templates build --python 3.X``: both stages on Beam's SDK image of that Python
+    (the launch and the workers run it); later builds and the check keep the Python each
+    Dockerfile was built for."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "templates", root / "templates")
+    shutil.copy(SETUP, root / "setup.py")
+    assert templates.main(["build", "--root", str(root), "--python", "3.13"]) == 0
+    for name in PIPELINES:
+        text = (root / "templates" / name / "Dockerfile").read_text(encoding="utf-8")
+        froms = [arg for op, arg in _instructions(text) if op == "FROM"]
+        assert [f.split(":")[0] for f in froms] == ["apache/beam_python3.13_sdk"] * 2, name
+        assert templates.built_for(name, root) == "3.13"
+    assert templates.drift(root) == []  # the check reads which Python each was built for
+    templates.write(root)  # a build without --python keeps it
+    assert templates.built_for("nightly", root) == "3.13"
+    assert templates.main(["build", "--root", str(root), "--python", "3.10"]) == 0
+    assert templates.built_for("garden", root) == "3.10"
+    with pytest.raises(SystemExit):
+        templates.main(["build", "--root", str(root), "--python", "3.9"])  # below setup.py
+    assert "invalid choice: '3.9'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=re.escape("built for 3.10, 3.11, 3.12, 3.13")):
+        templates.sdk_image("3.14")
+
+
+def test_the_template_pythons_are_the_ones_setup_py_accepts():
+    floor = re.search(r'python_requires=">=(3\.\d+)"', SETUP.read_text()).group(1)
+    assert templates.PYTHONS[0] == floor
+    assert templates.DEFAULT_PYTHON in templates.PYTHONS
+
+
 # -- what the metadata validates -------------------------------------------------------------
 
 
@@ -309,7 +340,7 @@ def test_dockerfile_builds_on_the_pinned_beam_sdk_image(name):
     assert froms, name
     for image in froms:
         repository, tag = image.split(":")
-        assert repository == "apache/beam_python3.11_sdk"
+        assert repository == templates.sdk_image(templates.DEFAULT_PYTHON)  # as committed
         assert tag in spec, (tag, requirement)  # the image's Beam satisfies setup.py
         assert tag == templates.beam_version(REPO)  # ... and is the version it pins
     assert apache_beam.__version__ in spec  # what the tests ran with, too

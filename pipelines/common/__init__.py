@@ -4,7 +4,8 @@ tables, build the graph (:class:`Ingest`), run it, print the summary and return 
 
 The parts live by concern: :mod:`.options` (flags, parsing, checks), :mod:`.jobspec` (what a
 job is), :mod:`.graph` (the ingest graph and dead-letter names), :mod:`.runner` (preflight,
-runner, dry runs), :mod:`.report` (counters, summary, exit policy, the report)."""
+runner, dry runs), :mod:`.remote` (what workers elsewhere can read), :mod:`.report`
+(counters, summary, exit policy, the report)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from pipelines.common.options import (
     timezone,
     validate_input,
 )
+from pipelines.common.remote import check_worker_paths
 from pipelines.common.report import (
     JobFailed,
     RunReport,
@@ -211,6 +213,7 @@ def _prepared(
         validate_input(options, job)
         with_time_input(options, job)  # refuse a bad --time_format before anything runs
         check_only = options.view_as(FileInputOptions).validate_only
+        _check_worker_paths(options, job.name, check_only)
         writes = not (check_only or is_dry_run(options))  # a check or a dry run: no Bigtable
         target = prepare(options, job_tables(options, job), job) if writes else None
         if not options.view_as(StreamingInputOptions).input_subscription:
@@ -218,6 +221,16 @@ def _prepared(
     except errors.ConfigError as err:
         raise config_exit(name, err) from None
     return options, job, target
+
+
+def _check_worker_paths(options: PipelineOptions, name: str, check_only: bool) -> None:
+    """The file paths the workers are given: remote URIs where they run elsewhere
+    (:func:`.remote.check_worker_paths`)."""
+    stream = options.view_as(StreamingInputOptions)
+    inputs = [] if stream.input_subscription else input_patterns(options)
+    dead_letter = options.view_as(FileInputOptions).dead_letter
+    files = not (stream.dead_letter_topic or check_only)  # else no dead-letter files
+    check_worker_paths(options, name, inputs, dead_letter, files)
 
 
 def _summarize(name: str, job: JobSpec, options: PipelineOptions, report: RunReport) -> None:

@@ -26,6 +26,7 @@ from pipelines.common.options import (
     resolve_target,
     write_settings,
 )
+from pipelines.common.remote import is_remote, remote_dead_letter_base
 from pipelines.common.series_step import write_series_index
 from transforms.bigtable.collapse import latest_only_families
 from transforms.ingest.build_rows import DEAD_LETTER, PRINTS, ROWS, BuildRows, OverwriteCheck
@@ -56,8 +57,12 @@ def new_run_id(now: dt.datetime | None = None) -> str:
 
 
 def dead_letter_base(options: PipelineOptions, job: str) -> str:
-    """``--dead_letter``, or ``dead-letters/<job>``: what every run's own prefix starts with."""
-    return options.view_as(FileInputOptions).dead_letter or f"dead-letters/{job}"
+    """``--dead_letter``, or by default ``dead-letters/<job>`` (on a remote runner, under
+    ``--temp_location``: a worker's own disk vanishes with it): what every run's own prefix
+    starts with."""
+    given = options.view_as(FileInputOptions).dead_letter
+    remote = remote_dead_letter_base(options, job) if is_remote(options) else None
+    return given or remote or f"dead-letters/{job}"
 
 
 def dead_letter_prefix(options: PipelineOptions, job: str, run_id: str) -> str:
@@ -119,7 +124,9 @@ class Ingest(beam.PTransform):
             lines = pbegin | "ReadMessages" >> ReadPubSubLines(stream.input_subscription)
         else:
             input_format = options.view_as(FileInputOptions).input_format
-            lines = pbegin | "ReadLines" >> ReadRecords(input_patterns(options), input_format)
+            # a remote runner's inputs are URIs; nothing of them is opened here to pick readers
+            read = ReadRecords(input_patterns(options), input_format, not is_remote(options))
+            lines = pbegin | "ReadLines" >> read
         check = overwrite_check(options, job)
         built = lines | "ParseAndBuild" >> BuildRows(
             job.rows_fn(),

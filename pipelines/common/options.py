@@ -208,7 +208,8 @@ def parse_args(
         text = flags.input_help(name, argv) if name else ""
         option_classes_help(prog, description, classes, text).print_help()
         raise SystemExit(0)
-    known = _parser(PipelineOptions.__subclasses__())
+    load_runner(argv)  # its options class declares its flags (Beam's Dask runner: --dask_…)
+    known = _parser(_option_classes())
     _, unknown = known.parse_known_args(argv)
     strays = [a for a in unknown if a.startswith("--")]
     if strays:
@@ -218,6 +219,45 @@ def parse_args(
             f"unknown option{plural} {' '.join(strays)}{hint}; see {prog} --help"
         )
     return PipelineOptions(argv)
+
+
+def _option_classes() -> list[type[PipelineOptions]]:
+    """Every options class loaded so far, subclasses of subclasses included."""
+    found, todo = [], list(PipelineOptions.__subclasses__())
+    while todo:
+        cls = todo.pop(0)
+        if cls not in found:
+            found.append(cls)
+            todo.extend(cls.__subclasses__())
+    return found
+
+
+def runner_name(argv: Sequence[str]) -> str | None:
+    """``--runner``'s value in ``argv`` (the last one given, as argparse reads it), or None."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--runner")
+    return parser.parse_known_args(list(argv))[0].runner
+
+
+def load_runner(argv: Sequence[str]) -> None:
+    """Import the module of ``--runner`` (a name Beam maps, or ``package.module.Class``) as
+    Beam would when the pipeline is made, so that its options class declares its flags before
+    they are parsed: a runner's own flags are then known (not refused as typos), and a runner
+    that cannot be loaded is one line now, not a traceback later."""
+    name = runner_name(argv)
+    if not name:
+        return
+    from apache_beam.runners import runner as beam_runner
+
+    try:
+        beam_runner.create_runner(name)
+    except ImportError as err:
+        raise errors.ConfigError(
+            f"--runner {name}: cannot load it ({err}); install what it needs (for Beam's own "
+            "runners, the apache-beam extra of that name, e.g. apache-beam[dask])"
+        ) from None
+    except (ValueError, AttributeError) as err:
+        raise errors.ConfigError(f"--runner {name}: {str(err).splitlines()[0]}") from None
 
 
 def resolve_target(options: PipelineOptions) -> config.Target:

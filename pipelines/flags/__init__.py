@@ -97,7 +97,9 @@ DEAD_LETTERS = (
     Flag(
         "--dead_letter",
         help="Path prefix of the dead-letter files (JSON lines: pipeline, source file, reason, "
-        "raw line). Default: dead-letters/<job> in the working directory.",
+        "raw line). Default: dead-letters/<job> in the working directory; where the workers "
+        "run elsewhere (Dataflow, a cluster) it must be a gs:// URI, by default "
+        "<temp_location>/dead-letters/<job>.",
     ),
     Flag(
         "--max_dead_letter_ratio",
@@ -146,8 +148,9 @@ FILE_INPUT = Group.of(
     Flag(
         "--input",
         action="append",
-        help="Input file(s): a local path, gs:// path or glob. Repeat the flag or "
-        "separate patterns with commas for several.",
+        help="Input file(s): a local path, gs:// path or glob (gs:// on Dataflow or any "
+        "runner whose workers run elsewhere). Repeat the flag or separate patterns with "
+        "commas for several.",
     ),
     Flag(
         "--input_format",

@@ -42,6 +42,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from transforms.ingest import json_array
 from transforms.ingest.formats import INPUT_FORMATS
+from transforms.metrics import WorkerTally
 from transforms.text import events
 
 __all__ = [
@@ -306,8 +307,16 @@ def range_blocks(part: FileRange) -> Iterator[Block]:
 class _ReadBlocksFn(beam.DoFn):
     """A file range's records as blocks."""
 
+    def setup(self) -> None:
+        self._tally = WorkerTally("read")  # records per worker process, when asked for
+
     def process(self, part: FileRange) -> Iterable[Block]:
-        yield from range_blocks(part)
+        for block in range_blocks(part):
+            self._tally.add(len(block.items))
+            yield block
+
+    def finish_bundle(self) -> None:
+        self._tally.flush()
 
 
 def jsonl_blocks(part: FileRange, handle) -> Iterator[Block]:
@@ -523,9 +532,13 @@ class ReadRecords(beam.PTransform):
     arrays and CSV (any of them gzip or bzip2) by this module; Parquet and Avro by Beam's own
     readers, each record converted to what a JSON line would have given (:func:`columnar_record`).
     ``input_format`` forces one format for every file; ``auto`` lets each file's content and
-    name decide, so one glob may match files of several formats."""
+    name decide, so one glob may match files of several formats. ``inspect``: whether local
+    files may be opened now to leave out readers no file needs (not where the workers do not
+    share this machine's disk: then every reader is in the graph and each file's own decides)."""
 
-    def __init__(self, patterns: list[str], input_format: str = "auto") -> None:
+    def __init__(
+        self, patterns: list[str], input_format: str = "auto", inspect: bool = True
+    ) -> None:
         super().__init__()
         if input_format not in INPUT_FORMATS:
             raise ValueError(f"input format {input_format!r}: use {', '.join(INPUT_FORMATS)}")
@@ -533,6 +546,7 @@ class ReadRecords(beam.PTransform):
             raise ValueError("no input pattern given")
         self._patterns = list(patterns)
         self._format = input_format
+        self._inspect = inspect
 
     def _kinds(self) -> frozenset[str]:
         """The readers this job needs: ``text`` (this module), ``parquet``, ``avro``. Only
@@ -546,7 +560,7 @@ class ReadRecords(beam.PTransform):
             return frozenset({"text"})
         kinds = set()
         for pattern in self._patterns:
-            if "://" in pattern:
+            if "://" in pattern or not self._inspect:
                 return frozenset({"text", *COLUMNAR})  # remote: decided at run time
             try:
                 matched = FileSystems.match([pattern])[0].metadata_list
