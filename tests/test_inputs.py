@@ -17,7 +17,7 @@ import pytest
 from btts.query import engine
 from tests.helpers import read_dead_letters, run_job
 from transforms.ingest import readers
-from transforms.ingest.readers import columnar_record
+from transforms.ingest.columnar import columnar_record
 from transforms.text import events
 
 SCHEMA = """\

@@ -79,8 +79,7 @@ def _text(value: object) -> str:
 def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo):
     """``values → row key`` for a table whose key the generated source does not write out
     (:mod:`.codegen` leaves salted and unpivoted tables to it): the recipe's own builder, which
-    checks every free-text segment; an integer a free-text segment holds is given as its digits
-    (a zero-padded one stays a number, as the generated source gives it)."""
+    checks every free-text segment; an integer only a free-text segment gets as its digits."""
     build = spec.decl.key.build
     integers = frozenset(f.ref for f in schema.fields if f.type == "integer")
     as_text = frozenset(

@@ -27,13 +27,10 @@ from __future__ import annotations
 import bisect
 import codecs
 import csv
-import datetime as dt
 import itertools
-import math
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from decimal import Decimal
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -41,6 +38,7 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.ingest import json_array
+from transforms.ingest.columnar import columnar_record
 from transforms.ingest.formats import INPUT_FORMATS
 from transforms.metrics import WorkerTally
 from transforms.text import events
@@ -49,7 +47,6 @@ __all__ = [
     "BLOCK_ITEMS",
     "Block",
     "ReadRecords",
-    "columnar_record",
     "detect",
     "file_ranges",
     "line_at",
@@ -467,36 +464,6 @@ def array_blocks(source: str, handle, chunk_bytes: int = CHUNK_BYTES) -> Iterato
 # -- Parquet and Avro ----------------------------------------------------------------------------
 
 
-def columnar_record(record: dict) -> dict:
-    """A Parquet/Avro record as a JSON line would have given it: numbers as their decimal text
-    (:class:`~transforms.text.events.Num`), times as RFC 3339 text in UTC, bytes as UTF-8 text, and
-    no field for a null (an absent optional field)."""
-    return {str(k): _json_like(v) for k, v in record.items() if v is not None}
-
-
-def _json_like(value: object) -> object:
-    if value is None or type(value) is bool or isinstance(value, str):
-        return value
-    if isinstance(value, int | Decimal):
-        return events.Num(value)
-    if isinstance(value, float):
-        return events.Num(repr(value)) if math.isfinite(value) else repr(value)
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:  # Parquet/Avro timestamps without a zone are UTC instants
-            value = value.replace(tzinfo=dt.timezone.utc)
-        text = value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
-        return text.replace("+00:00", "Z")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="backslashreplace")
-    if isinstance(value, dict):
-        return {str(k): _json_like(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [_json_like(v) for v in value]
-    return str(value)
-
-
 def _record_block(pair: tuple[str, dict]) -> Block:
     return Block(pair[0], "record", [columnar_record(pair[1])], 0, -1)
 
@@ -530,7 +497,8 @@ class _RangesFn(beam.DoFn):
 class ReadRecords(beam.PTransform):
     """Every record of the files matching ``patterns`` as :class:`Block` s: JSON lines, JSON
     arrays and CSV (any of them gzip or bzip2) by this module; Parquet and Avro by Beam's own
-    readers, each record converted to what a JSON line would have given (:func:`columnar_record`).
+    readers, each record converted to what a JSON line would have given
+    (:func:`~transforms.ingest.columnar.columnar_record`).
     ``input_format`` forces one format for every file; ``auto`` lets each file's content and
     name decide, so one glob may match files of several formats. ``inspect``: whether local
     files may be opened now to leave out readers no file needs (not where the workers do not

@@ -16,11 +16,11 @@ from collections.abc import Collection, Iterator
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
+from transforms.ingest.columnar import columnar_record
 from transforms.ingest.overwrites import Place
 from transforms.ingest.readers import (
     BLOCK_ITEMS,
     Block,
-    columnar_record,
     detect,
     file_ranges,
     range_blocks,
