@@ -173,7 +173,7 @@ def dockerfile(name: str, root: Path = PACKAGE_ROOT, python: str = DEFAULT_PYTHO
 # One image for both roles: Dataflow's Flex Template launcher runs {ENTRY_POINT} in it to
 # build and submit the job, and the workers run it as their SDK container
 # (sdk_container_image), so launch and workers use the same code and the same dependencies.
-# Build it from the repository root (see templates/cloudbuild.yaml and the README):
+# Build it from the repository root (see templates/cloudbuild.yaml and docs/dataflow.md):
 #   docker build -f templates/{name}/Dockerfile --build-arg IMAGE=$IMAGE -t $IMAGE .
 
 # 1. The project wheel; setup.py's build_py generates protos/*_pb2.py into it.

@@ -231,3 +231,24 @@ def test_worker_tallies_add_up_per_process(tmp_path, monkeypatch):
     mine = found["read"][os.getpid()]
     assert mine.items == 17 and mine.start <= mine.end and mine.cpu_s > 0
     assert found["write"] == {9999999: (2, 0.5, 1.0, 2.0)}
+
+
+def test_the_documents_show_the_kept_reports_figures():
+    """The README's and docs/benchmarks.md's figures are rendered from the committed report:
+    a figure edited by hand, or a report kept without rendering, fails here."""
+    from benchmarks import publish
+
+    assert publish.stale() == [], "run: python -m benchmarks.publish"
+
+
+def test_a_figure_edited_by_hand_is_stale(tmp_path):
+    from benchmarks import publish
+
+    doc = tmp_path / "doc.md"
+    marker = f"<!-- figures: {publish.KEPT.relative_to(publish.ROOT)} -->\n"
+    doc.write_text(f"{marker}| by hand |\n<!-- /figures -->\n")
+    blocks = {"figures": (doc, publish.headline)}
+    assert publish.stale(blocks) == ["doc.md (figures)"]
+    doc.write_text(publish.rendered(doc.read_text(), "figures", publish.headline))
+    assert publish.stale(blocks) == []
+    assert "ours / client batcher" in doc.read_text()

@@ -358,7 +358,7 @@ def _from_rows(target: config.Target) -> dict:
 def test_a_stream_tells_a_resent_message_from_a_rewritten_cell(
     bigtable_emulator, pubsub, target, caplog
 ):
-    """Pub/Sub: each record is compared with the rows its worker built lately (README,
+    """Pub/Sub: each record is compared with the rows its worker built lately (docs/ingest.md,
     "Overwrites"). A resent message is a duplicate, a second value for one host's cpu at one
     time an overwrite (both records counted), another metric of one host and time neither.
     The job's log says so as it goes (the DirectRunner's counters lag while it streams), and
