@@ -27,7 +27,6 @@ ROLLUP_AGGREGATORS = ("avg", "sum", "count")
 @dataclass
 class Limits:
     max_points: int = 100_000
-    max_scan_rows: int = 0
     deadline_s: float = 30.0
 
 

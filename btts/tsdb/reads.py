@@ -93,14 +93,13 @@ class Plan:
 
 
 class Reader:
-    """One request's reads: a deadline, a row budget for bounded scans, on this process's
+    """One request's reads: a deadline and a count of the rows read, on this process's
     channel (:func:`rows_stream.shared_reader`: the emulator, or Bigtable's endpoint)."""
 
     def __init__(
         self,
         target: Target,
         deadline_s: float = 30.0,
-        max_scan_rows: int = 0,
         tenant: str | None = None,
         enumerations: TtlLru | None = None,
         index=None,
@@ -110,7 +109,6 @@ class Reader:
         self.index = index  # the served schemas' series indexes (btts.tsdb.index.SeriesIndex)
         self.target = target
         self.until = time.monotonic() + deadline_s
-        self.max_scan_rows = max_scan_rows
         self.tenant = tenant
         self.rows_read = 0
         self._lock = threading.Lock()
