@@ -8,7 +8,6 @@ from pathlib import Path
 
 from btts.samples import data
 
-DAY_MS = 86_400_000
 START_MS = 1_500_940_800_000  # 2017-07-25T00:00:00Z
 
 
