@@ -154,8 +154,11 @@ def table(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.one_file", description=__doc__)
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.one_file",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--gib", type=float, default=1.0, help="file size in GiB (default 1)")
     parser.add_argument("--write", action="store_true", help="land the rows in an emulator")
     parser.add_argument("--in_process", action="store_true", help="also run in one process")

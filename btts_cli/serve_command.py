@@ -177,7 +177,7 @@ def _access(args: argparse.Namespace) -> access.Access:
 def _serve(httpd: server.Server) -> int:
     """Serve until Ctrl-C or SIGTERM; then stop accepting and let requests in flight finish."""
 
-    def stop(signum, frame) -> None:
+    def stop(_signum, _frame) -> None:
         httpd.shutdown()
 
     signal.signal(signal.SIGTERM, stop)

@@ -463,8 +463,11 @@ def register(subparsers) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m btts_cli.templates", description=__doc__)
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="python -m btts_cli.templates",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_actions(parser)
     args = parser.parse_args(argv)
     return args.func(args)
