@@ -68,7 +68,6 @@ LATE = "The read did not finish before the deadline: narrow the query"
 MAX_DISTINCT = 10_000
 DESCRIBED = 50  # scans showQuery spells out; the rest are counted
 MAX_SERIES = 100_000  # series one sub-query may read (the index counts them before any read)
-MAX_SAMPLED = 1000  # key values sampled for map entries
 PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
 
