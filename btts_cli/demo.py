@@ -48,7 +48,6 @@ from transforms.scans import key_ranges
 
 __all__ = ["run_with"]
 
-_LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5
 BUDGET_SECONDS = 300
 
