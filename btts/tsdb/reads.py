@@ -33,7 +33,7 @@ from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 
 from btts.config import Target
-from btts.query import engine as query_engine
+from btts.query import engine
 from btts.query import records as query_records
 from btts.tsdb import multi_range
 from btts.tsdb.cache import TtlLru
@@ -351,7 +351,7 @@ def _typer(source: Source):
     def typed(name: str, text: str):
         key = (name, text)
         if key not in cache:
-            cache[key] = query_engine.typed_values(schema, table, {name: text})[name]
+            cache[key] = engine.typed_values(schema, table, {name: text})[name]
         return cache[key]
 
     return typed
@@ -373,7 +373,7 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
         if seg.kind == "salt":
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
-            out.scans.extend(query_engine.salted_scans(decl, start_ms, end_ms))
+            out.scans.extend(engine.salted_scans(decl, start_ms, end_ms))
             out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
             return out
         if seg.kind in table_model.TIME_KINDS:
@@ -389,7 +389,7 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
         else:
             literal = _literals(given.get(name, [])) if name in given else None
             if literal is not None:
-                typed = query_engine.typed_values
+                typed = engine.typed_values
                 values = [typed(schema, table.name, {name: v})[name] for v in literal]
             else:
                 values = []
