@@ -239,7 +239,7 @@ def ceiling(dataset: str, path: str, instance: str, processes: str = "1") -> Non
 
 
 def _requests(dataset: str, path: str, instance: str, per_request: int):
-    from transforms.build import wire as encoding
+    from transforms.build.wire import entry, framed
 
     build = _builder(dataset)
     by_table: dict[str, list] = {}
@@ -250,7 +250,7 @@ def _requests(dataset: str, path: str, instance: str, per_request: int):
                 batches = by_table.setdefault(row[0], [])
                 if not batches or len(batches[-1]) >= per_request:
                     batches.append([])
-                batches[-1].append(encoding.framed(encoding.entry(row)))
+                batches[-1].append(framed(entry(row)))
                 cells += len(row[2])
                 rows += 1
     return (
@@ -275,7 +275,7 @@ def _send_requests(requests: list, start: int, step: int) -> None:
         mutate_rows_call,
         parse_response,
     )
-    from transforms.build import wire as encoding
+    from transforms.build.wire import request_head
 
     channel = open_channel()
     calls = {}
@@ -285,7 +285,7 @@ def _send_requests(requests: list, start: int, step: int) -> None:
         call = calls.get(table_name) or calls.setdefault(
             table_name, mutate_rows_call(channel, table_name)
         )
-        for response in call(encoding.request_head(table_name) + b"".join(entries), 60):
+        for response in call(request_head(table_name) + b"".join(entries), 60):
             if response == all_written(len(entries)):  # what the write step checks first
                 continue
             response = parse_response(response)
