@@ -80,10 +80,10 @@ def _emit(**fields) -> None:
 
 def _builder(dataset: str):
     """decode + the compiled schema builder: what every job runs per line."""
-    from transforms.build import builder as generic
+    from transforms.build.builder import Builder
     from transforms.text import events
 
-    build = generic.Builder(schema_of(dataset)).rows  # plain (table, key, cells) tuples
+    build = Builder(schema_of(dataset)).rows  # plain (table, key, cells) tuples
     decode = events.parse_json_object
     return lambda line: build(decode(line))
 
@@ -309,12 +309,12 @@ def wire(dataset: str, path: str, instance: str, processes: str = "1") -> None:
 
 def core(dataset: str, path: str) -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as the target says
-    from transforms.build import builder as generic
+    from transforms.build.builder import Builder
     from transforms.text import events
 
     # What the job's BuildRows does per record of a block: lines without their newline,
     # decoded, then the compiled builder's plain rows.
-    build = generic.Builder(schema_of(dataset)).rows
+    build = Builder(schema_of(dataset)).rows
     decode = events.parse_json_object
     with open(path, "rb") as f:
         lines = f.read().splitlines()
