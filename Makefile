@@ -70,9 +70,12 @@ check-guidance: venv
 	@test -n "$(GUIDANCE)" || { echo "usage: make check-guidance GUIDANCE=path/to/doc_examples.json"; exit 2; }
 	$(BIN)/python -m tests.guidance "$(GUIDANCE)"
 
+# ruff, then vulture: code nothing uses (pyproject.toml [tool.vulture] says where it looks and
+# which names outside callers reach by name)
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/vulture
 
 fmt: venv
 	$(BIN)/ruff format .

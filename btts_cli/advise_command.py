@@ -21,7 +21,7 @@ from btts.lazy import lazy_module
 
 # Loaded when a command runs (`btts advise --help` reads no schema; only `advise table` needs
 # the clients).
-lint_mod = lazy_module("btts.advisor.lint")
+lint = lazy_module("btts.advisor.lint")
 
 __all__ = ["main"]
 
@@ -36,13 +36,13 @@ def _lint(args: argparse.Namespace) -> int:
     if args.schema:  # a user's file, judged against its own advisor: workload
         schema = config.load_schema(args.schema)
         declared = schema.decls()
-        results = lint_mod.lint_schema(schema, args.table)
+        results = lint.lint_schema(schema, args.table)
     else:
         from transforms.schema import builtin_tables
 
         declared = builtin_tables.all_tables()
         decls = [builtin_tables.get(n) for n in args.table] if args.table else declared.values()
-        results = lint_mod.lint_all(list(decls))
+        results = lint.lint_all(list(decls))
     bad = findings.failing([f for fs in results.values() for f in fs], args.fail_on)
     if args.json:
         print(json.dumps({n: [asdict(f) for f in fs] for n, fs in results.items()}, indent=2))
@@ -136,7 +136,7 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
 
 
 def _add_lint(sub: argparse._SubParsersAction) -> None:
-    lint = sub.add_parser(
+    parser = sub.add_parser(
         "lint",
         help="check every table declaration against docs/patterns.md §3",
         description="Check the table declarations (all, or those named with --table) against "
@@ -145,21 +145,21 @@ def _add_lint(sub: argparse._SubParsersAction) -> None:
         "its reason) and findings on documented anti-patterns are shown but do not fail. Exit "
         "status 1 when an open finding reaches --fail_on.",
     )
-    lint.add_argument("--table", action="append", metavar="NAME", help="only this table")
-    lint.add_argument(
+    parser.add_argument("--table", action="append", metavar="NAME", help="only this table")
+    parser.add_argument(
         "--fail_on",
         choices=(*SEVERITIES, "never"),
         default="warning",
         help="lowest severity of an open finding that fails the run (default: warning)",
     )
-    lint.add_argument("--json", action="store_true", help="findings as JSON")
-    lint.add_argument("--rules", action="store_true", help="list the rules and exit")
-    lint.add_argument(
+    parser.add_argument("--json", action="store_true", help="findings as JSON")
+    parser.add_argument("--rules", action="store_true", help="list the rules and exit")
+    parser.add_argument(
         "--schema",
         metavar="FILE",
         help="lint the tables of this schema file (with its advisor: workload) instead",
     )
-    lint.set_defaults(func=_guarded(_lint))
+    parser.set_defaults(func=_guarded(_lint))
 
 
 def _add_hotspots(sub: argparse._SubParsersAction) -> None:

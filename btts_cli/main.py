@@ -23,7 +23,7 @@ __all__ = ["main"]  # fmt: skip
 
 # Loaded when a command uses them: `btts --help` and argument errors import nothing heavy.
 admin = lazy_module("btts.admin")
-query_cli = lazy_module("btts_cli.query_command")
+query_command = lazy_module("btts_cli.query_command")
 query_schema = lazy_module("btts_cli.query_schema")
 
 
@@ -269,9 +269,9 @@ def _add_nightly(sub: Commands) -> None:
 
 
 def _add_query(sub: Commands) -> None:
-    query_cli.add_query_commands(sub, _target_args)
+    query_command.add_query_commands(sub, _target_args)
     sub.choices["query"].rest = _schema_query
-    query_cli.add_tenant_commands(sub, _target_args)
+    query_command.add_tenant_commands(sub, _target_args)
 
 
 def _add_demo(sub: Commands) -> None:

@@ -25,7 +25,7 @@ from transforms.text import timefmt
 
 # Loaded when an answer is read, printed or drawn (matplotlib only for --plot).
 plot = lazy_module("btts.query.plot")
-q = lazy_module("btts.query.engine")
+engine = lazy_module("btts.query.engine")
 render = lazy_module("btts.query.render")
 
 __all__ = [
@@ -144,17 +144,17 @@ def add_timezone(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read(args: argparse.Namespace, query: q.Query) -> tuple[config.Target, list]:
+def read(args: argparse.Namespace, query: engine.Query) -> tuple[config.Target, list]:
     """Run a query on the instance the flags name; a missing table is a ConfigError."""
     target = config.resolve_target(args.project, args.instance)
     try:
-        return target, q.run(target, query)
+        return target, engine.run(target, query)
     except errors.MissingTable as err:
         raise errors.ConfigError(str(err)) from None
 
 
 def print_answer(
-    args, target: config.Target, query: q.Query, records: list, hint: str | None = None
+    args, target: config.Target, query: engine.Query, records: list, hint: str | None = None
 ) -> int:
     """The answer: JSON or CSV records only, or what was read then a table (every column of a
     lone wide record); then the chart of ``--plot``. The exit code."""
@@ -177,7 +177,7 @@ def print_answer(
     return _plot(args, query, records, sys.stdout)
 
 
-def _plot(args, query: q.Query, records: list, out) -> int:
+def _plot(args, query: engine.Query, records: list, out) -> int:
     """``--plot FILE``: draw the records; one line on ``out`` saying what was drawn, or on
     stderr why nothing was (exit :data:`NOTHING_TO_PLOT_EXIT`)."""
     path = getattr(args, "plot", None)

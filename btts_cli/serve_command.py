@@ -59,14 +59,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="most data points one answer may hold (413 beyond)",
     )
     serve.add_argument(
-        "--max_scan_rows",
-        type=int,
-        default=0,
-        help="kept for compatibility: a query that leaves a key field open (a panel with only "
-        "a metric) lists its series from the schema's series index (without one: enumerates "
-        "the field's values from the keys, one keys-only read per value) instead of scanning",
-    )
-    serve.add_argument(
         "--deadline", type=float, default=30.0, help="seconds one request may read for (504 beyond)"
     )
     serve.add_argument(
@@ -119,7 +111,7 @@ def load_service(args: argparse.Namespace, target: config.Target | None):
     bare = catalog.Catalog(schemas, tenant=args.tenant)
     if target is None:
         return bare, None
-    limits = answer.Limits(args.max_points, args.max_scan_rows, args.deadline)
+    limits = answer.Limits(args.max_points, args.deadline)
     service = service_lib.Service(bare, target, limits, args.tenant)
     service.refresh_catalog(0)
     return service.catalog, service
@@ -185,7 +177,7 @@ def _access(args: argparse.Namespace) -> access.Access:
 def _serve(httpd: server.Server) -> int:
     """Serve until Ctrl-C or SIGTERM; then stop accepting and let requests in flight finish."""
 
-    def stop(signum, frame) -> None:
+    def stop(_signum, _frame) -> None:
         httpd.shutdown()
 
     signal.signal(signal.SIGTERM, stop)

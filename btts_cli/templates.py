@@ -39,7 +39,7 @@ from types import ModuleType
 
 from btts import __version__
 from btts_cli.template_params import is_bare, parameter, required_on_dataflow
-from pipelines import flags as declared
+from pipelines import flags
 
 __all__ = ["main"]  # fmt: skip
 
@@ -84,15 +84,15 @@ def pipeline_module(name: str) -> ModuleType:
     return importlib.import_module(f"pipelines.{name}")
 
 
-def declared_groups(name: str) -> tuple[str, tuple[declared.Group, ...]]:
+def declared_groups(name: str) -> tuple[str, tuple[flags.Group, ...]]:
     """The description and flag groups of a pipeline, as :mod:`pipelines.flags` declares them:
     what its ``--help`` shows and its option classes (what its ``run`` parses) are made of."""
     if name not in pipeline_names():
         raise KeyError(f"no pipeline {name!r} (pipelines: {', '.join(pipeline_names())})")
-    return declared.description(name), declared.GROUPS[name]
+    return flags.description(name), flags.GROUPS[name]
 
 
-def pipeline_flags(name: str) -> list[declared.Flag]:
+def pipeline_flags(name: str) -> list[flags.Flag]:
     """Every flag of the pipeline, in ``--help`` order."""
     return [flag for group in declared_groups(name)[1] for flag in group.flags]
 
@@ -463,8 +463,11 @@ def register(subparsers) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m btts_cli.templates", description=__doc__)
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="python -m btts_cli.templates",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_actions(parser)
     args = parser.parse_args(argv)
     return args.func(args)

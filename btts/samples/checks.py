@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from btts import config
-from btts.query import engine as q
+from btts.query import engine
 from btts.samples import data as samples
 from btts.samples.data import Sizes
 from transforms.text import timefmt
@@ -348,10 +348,10 @@ def _tenant_checks(sizes: Sizes) -> Iterator[Check]:
     survivors = tenant_records(devices, "acme2")
 
     def tenant_rows(target: config.Target, tenant: str) -> list[dict]:
-        return without_key(q.ask(target, "devices", "tenant_rows", {"tenant": tenant}))
+        return without_key(engine.ask(target, "devices", "tenant_rows", {"tenant": tenant}))
 
     def drop_acme(target: config.Target) -> str:
-        dropped = q.offboard_tenant(target, "acme")
+        dropped = engine.offboard_tenant(target, "acme")
         gone = tenant_rows(target, "acme")
         kept = tenant_rows(target, "acme2")
         if dropped != acme_rows or gone or kept != survivors:

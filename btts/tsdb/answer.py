@@ -27,7 +27,6 @@ ROLLUP_AGGREGATORS = ("avg", "sum", "count")
 @dataclass
 class Limits:
     max_points: int = 100_000
-    max_scan_rows: int = 0
     deadline_s: float = 30.0
 
 
@@ -83,8 +82,8 @@ def _rollup_partials(
         described.append("no point table: the partial hours at the edges are left out")
         return partials, covered
     for a, b in edges:
-        source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
-        p = reads.plan(reader, source, q.filters, a, b, scanning)
+        source = reads.choose(metric, q.filters, reader.tenant)
+        p = reads.plan(reader, source, q.filters, a, b)
         described += [f"points of the partial hour(s) from {source.name}", *p.describe()]
         for key, points in reads.read_points(reader, p, q.filters).items():
             hours: dict[int, list] = {}
@@ -105,7 +104,7 @@ def _uncovered(reader, metric: Metric, q: SubQuery, window, covered, described: 
     without ``--hourly_rollup``): a rollup answers only for what it covers."""
     if covered is None or not metric.points:
         return {}
-    source, _ = reads.choose(metric, q.filters, reader.tenant, False)
+    source = reads.choose(metric, q.filters, reader.tenant)
     p = reads.plan(reader, source, q.filters, *window)
     if not p.combos or len(p.combos) != len(p.scans):  # salted: no per-series ranges
         return {}
@@ -159,8 +158,8 @@ def run_sub(
                 f"{metric.name} is only kept as hourly sums and counts ({metric.rollups[0].name}): "
                 "downsample it by 1h (or a multiple) with avg, sum or count"
             )
-        source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
-        p = reads.plan(reader, source, q.filters, *window, scanning)
+        source = reads.choose(metric, q.filters, reader.tenant)
+        p = reads.plan(reader, source, q.filters, *window)
         budget.check_series(q, tq, max(len(p.combos), 1), limits.max_points)
         described += p.describe()
         results = compute(metric.name, reads.read_points(reader, p, q.filters), q, tq)

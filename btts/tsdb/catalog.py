@@ -50,9 +50,6 @@ class Source:
         """The key's fields a query can name as tags, in key order (no time, no salt)."""
         return tag_fields(self.table)
 
-    def key_text(self) -> str:
-        return self.table.decl.key.describe()
-
 
 @dataclass
 class Metric:

@@ -282,7 +282,7 @@ def _sample_prefixes(reader: Reader, table, tenant: str | None) -> list[bytes]:
         or first.kind == "salt"
     ):
         return [prefix]
-    values = reader.distinct(decl, prefix, first.field, False, MAX_SAMPLED)
+    values = reader.distinct(decl, prefix, first.field, MAX_SAMPLED)
     return [key_ranges.key_prefix(decl, {**fixed, first.field: v}) for v in values] or [prefix]
 
 

@@ -15,7 +15,6 @@ from btts.tsdb.request import BadRequest, TagFilter
 
 __all__ = ["flag", "parse_get", "parse_m", "parse_metric"]
 
-_IGNORED = ("pre-agg", "rollup_", "show-histogram-buckets")  # OpenTSDB options btts has no use for
 MAX_LONG = 2**63 - 1
 
 

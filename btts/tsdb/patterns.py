@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import re2
 
-__all__ = ["MAX_PATTERN", "PatternError", "compile_regex", "matcher"]
+__all__ = ["PatternError", "compile_regex", "matcher"]
 
 MAX_PATTERN = 200  # characters of one client pattern
 MAX_PROGRAM = 1 << 20  # bytes RE2 may spend on one compiled pattern (its DFA/NFA budget)

@@ -35,7 +35,6 @@ __all__ = [
     "truth",
 ]
 
-MAX_REGEX = patterns.MAX_PATTERN
 MAX_QUERIES = 50
 MAX_FILTER_VALUES = 1000
 UNITS_MS = {

@@ -79,7 +79,6 @@ class Service:
         return reads.Reader(
             self.target,
             self.limits.deadline_s if deadline_s is None else deadline_s,
-            self.limits.max_scan_rows,
             self.tenant,
             self.enumerations,
             self.index,

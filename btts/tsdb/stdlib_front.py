@@ -57,7 +57,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args) -> None:
         """Quiet, as the asyncio front (requests are not logged)."""
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None):
+    def send_error(  # the standard library's signature: OpenTSDB's shape has no `explain`
+        self,
+        code: int,
+        message: str | None = None,
+        explain: str | None = None,  # noqa: V107
+    ):
         """A refusal of the standard library's parser, in OpenTSDB's JSON shape; a client
         without credentials hears only that it needs them (as from the asyncio front)."""
         self.close_connection = True
