@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import re2
 
+from btts.tsdb.errors import BadRequest
+
 __all__ = ["MAX_PATTERN", "PatternError", "compile_regex", "matcher"]
 
 MAX_PATTERN = 200  # characters of one client pattern
@@ -23,8 +25,8 @@ MAX_PROGRAM = 1 << 20  # bytes RE2 may spend on one compiled pattern (its DFA/NF
 _BACKREF = re.compile(r"\\[1-9]|\(\?P=|\(\?[=!<]")
 
 
-class PatternError(ValueError):
-    """A client pattern RE2 refuses (syntax, back-reference, too long, too large)."""
+class PatternError(BadRequest):
+    """A client pattern RE2 refuses (syntax, back-reference, too long, too large): a 400."""
 
 
 def _options(ignore_case: bool = False) -> re2.Options:
