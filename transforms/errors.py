@@ -29,6 +29,7 @@ __all__ = [
     "SystemFailure",
     "Timeout",
     "Unavailable",
+    "Undeclared",
     "UserError",
     "WriteFailed",
     "reason_kind",
@@ -42,6 +43,14 @@ class BttsError(Exception):
 class UserError(BttsError):
     """A mistake the user can fix: a flag, a schema file, a request. Its message is the one
     line they read, so it names the value and what to do instead."""
+
+
+class Undeclared(UserError, KeyError):
+    """A name (a table, a family) the schema does not declare; the message lists the known
+    ones. A KeyError too, so a lookup's callers keep their ``except KeyError``."""
+
+    def __str__(self) -> str:  # the message, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""
 
 
 class DataError(BttsError):

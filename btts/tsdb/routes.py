@@ -22,7 +22,7 @@ from btts.tsdb.http_io import Headers, HttpError
 from btts.tsdb.service import Service
 from transforms.errors import BttsError, Timeout, Unavailable, UserError
 
-__all__ = ["MAX_BODY", "Reply", "error_body", "error_reply", "respond", "status", "wants_body"]
+__all__ = ["MAX_BODY", "Reply", "error_body", "error_reply", "respond", "wants_body"]
 
 LOG = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "page"
