@@ -16,10 +16,10 @@ from google.api_core import exceptions as gexc
 from benchmarks import flights
 from btts import config
 from btts.tsdb import answer, catalog, reads, routes, service
-from transforms.errors import Timeout, Unavailable
 from btts_cli import main as cli
 from pipelines import load
 from tests import serve_support as S
+from transforms.errors import Timeout, Unavailable
 
 HOUR = flights.HOUR
 METRIC = "flights.arr_delay"
