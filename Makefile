@@ -70,9 +70,12 @@ check-guidance: venv
 	@test -n "$(GUIDANCE)" || { echo "usage: make check-guidance GUIDANCE=path/to/doc_examples.json"; exit 2; }
 	$(BIN)/python -m tests.guidance "$(GUIDANCE)"
 
+# ruff, then the errors' layers (tests/lint_errors.py): no HTTP status below btts serve's routes,
+# no process exit below the command line, every exception class in the one tree.
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python -m tests.lint_errors
 
 fmt: venv
 	$(BIN)/ruff format .
