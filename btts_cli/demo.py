@@ -287,7 +287,7 @@ def run_queries(target: config.Target, sizes: Sizes) -> float:
             try:
                 print(f"    {item.after(target)}")
             except checks.CheckFailed as err:
-                raise SystemExit(str(err)) from None
+                raise SystemExit(str(err)) from err
     return time.monotonic() - started
 
 
