@@ -14,10 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from btts import config, errors
+from btts import config, errors, exits
 from btts.advisor import findings
 from btts.advisor.findings import SEVERITIES
 from btts.lazy import lazy_module
+from transforms.errors import UserError
 
 # Loaded when a command runs (`btts advise --help` reads no schema; only `advise table` needs
 # the clients).
@@ -56,14 +57,14 @@ def _hotspots(args: argparse.Namespace) -> int:
 
     if args.documented:
         if args.schema:
-            raise ValueError("--documented runs the built-in cases: drop --schema")
+            raise errors.ConfigError("--documented runs the built-in cases: drop --schema")
         out = Path(args.out) if args.out else DOCS_DIR
         for name, (result, path) in hotspots.write_documented(out).items():
             print(f"[{name}] → {path}")
             print(result.summary())
         return 0
     if not args.table:
-        raise ValueError("name a TABLE, or pass --documented for the documented cases")
+        raise errors.ConfigError("name a TABLE, or pass --documented for the documented cases")
     schema = config.load_schema(args.schema) if args.schema else None
     from transforms.schema import builtin_tables
 
@@ -81,7 +82,7 @@ def _hotspots(args: argparse.Namespace) -> int:
     )
     of = args.workload_of or decl.name
     if schema:  # the workload of the file's own advisor: section
-        schema.table(of)  # (a KeyError naming the file's tables)
+        schema.table(of)  # (an Undeclared naming the file's tables)
         model = workload.hints_from_advisor(schema.advisor, of).workload
     else:
         model = workload.hints_for(of).workload
@@ -89,7 +90,7 @@ def _hotspots(args: argparse.Namespace) -> int:
     for item in args.cardinality or ():
         name, eq, value = item.partition("=")
         if not eq or not value.isdigit():
-            raise ValueError(f"--cardinality {item!r}: use FIELD=N")
+            raise errors.ConfigError(f"--cardinality {item!r}: use FIELD=N")
         cards[name] = int(value)
     result = hotspots.simulate(decl, model, sim, events_per_s=args.rate, cardinality=cards)
     print(result.summary())
@@ -236,24 +237,24 @@ def _add_table(sub: argparse._SubParsersAction) -> None:
 
 def _guarded(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """The action, with bad input (unknown table, bad flag value, missing instance) turned into
-    a one-line message and exit status 2, however ``btts`` dispatches it."""
+    a one-line message and exit status 2 (:mod:`btts.exits`), however ``btts`` dispatches it.
+    The advisor checks its input with plain ValueError and KeyError: here they are the user's."""
 
     def run(args: argparse.Namespace) -> int:
-        from google.api_core import exceptions as api_errors
-        from google.auth import exceptions as auth_errors
-
         try:
-            return action(args)
-        except (
-            KeyError,
-            ValueError,
-            errors.ConfigError,
-            api_errors.GoogleAPIError,
-            auth_errors.GoogleAuthError,
-        ) as err:
-            message = err.args[0] if isinstance(err, KeyError) and err.args else err
-            print(f"btts advise: error: {message}", file=sys.stderr)
-            return 2
+            try:
+                return action(args)
+            except UserError:
+                raise
+            except (KeyError, ValueError) as err:  # the advisor's checks of its input
+                message = err.args[0] if isinstance(err, KeyError) and err.args else err
+                raise errors.ConfigError(str(message)) from err
+        except Exception as err:
+            ended = exits.ending(err, "btts advise")
+            if ended is None:
+                raise
+            print(ended[1], file=sys.stderr)
+            return ended[0]
 
     return run
 

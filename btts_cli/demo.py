@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from btts import admin, config, emulator, errors
+from btts import admin, config, emulator, errors, exits
 from btts.query import engine, render
 from btts.samples import checks
 from btts.samples import data as samples
@@ -136,6 +136,8 @@ def _run_step(label: str, run: Callable[[], Any], log_path: Path) -> tuple[Any, 
             result = run()
     except SystemExit as stop:  # a job's configuration error
         raise SystemExit(f"demo: {label} failed: {stop.code}") from None
+    except common.JobFailed as err:  # a job that did not do its work: its line
+        raise SystemExit(f"demo: {label} failed: {exits.ending(err)[1]}") from None
     except Exception as err:
         raise SystemExit(f"demo: {label} failed: {type(err).__name__}: {err}") from err
     finally:
@@ -280,7 +282,10 @@ def run_queries(target: config.Target, sizes: Sizes) -> float:
             if line:
                 print(f"    {line}")
         if item.after:
-            print(f"    {item.after(target)}")
+            try:
+                print(f"    {item.after(target)}")
+            except checks.CheckFailed as err:
+                raise SystemExit(str(err)) from err
     return time.monotonic() - started
 
 

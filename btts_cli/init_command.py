@@ -140,14 +140,11 @@ def run(args: argparse.Namespace) -> int:
     records its key cannot tell apart) or the advisor finds an error (the draft is written all
     the same, for the user to fix)."""
     from btts import errors
-    from btts.draft import DraftError, draft, review
+    from btts.draft import draft, review
 
-    try:
-        result = draft(
-            args.files, args.dataset, _rate(args.rate), args.query, _terminal_asker(), args.latest
-        )
-    except DraftError as err:
-        raise errors.ConfigError(str(err)) from None
+    result = draft(  # a file no schema can be drafted from: a DraftError (a user error)
+        args.files, args.dataset, _rate(args.rate), args.query, _terminal_asker(), args.latest
+    )
     problems, findings = review(result.text, args.output or "draft.yaml")
     result.text = _marked(result.text, problems, findings)
     if args.output:
@@ -155,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
             with open(args.output, "w", encoding="utf-8") as out:
                 out.write(result.text)
         except OSError as err:
-            raise errors.ConfigError(f"cannot write {args.output}: {err.strerror}") from None
+            raise errors.ConfigError(f"cannot write {args.output}: {err.strerror}") from err
         print(f"btts init: wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(result.text)

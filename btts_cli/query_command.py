@@ -272,8 +272,8 @@ EMPTY_HINTS = {
 def _planned(args: argparse.Namespace) -> engine.Query:
     try:
         return args.plan(args)
-    except (ValueError, InvalidEvent) as err:
-        raise errors.ConfigError(str(err)) from None
+    except ValueError as err:  # a value of the command line (an InvalidEvent too)
+        raise errors.ConfigError(str(err)) from err
 
 
 def plan(words: list[str]) -> engine.Query:
@@ -320,8 +320,8 @@ def _drop_tenant(args: argparse.Namespace) -> int:
                   f"{target.describe()}; pass --yes to drop them.")  # fmt: skip
             return 0
         dropped = engine.offboard_tenant(target, args.tenant)
-    except (errors.MissingTable, InvalidEvent) as err:
-        raise errors.ConfigError(str(err)) from None
+    except InvalidEvent as err:  # --tenant: a value no key can hold
+        raise errors.ConfigError(str(err)) from err
     print(f"Dropped tenant {args.tenant}: {dropped:,} row(s) of DEVICE (prefix {args.tenant}#)")
     return 0
 

@@ -71,14 +71,14 @@ def day_arg(text: str) -> dt.date:
     try:
         return timefmt.parse_day(text.strip())
     except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def month_arg(text: str) -> tuple[int, int]:
     try:
         return timefmt.parse_month(text)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def zone_arg(name: str) -> dt.tzinfo:
@@ -145,12 +145,9 @@ def add_timezone(parser: argparse.ArgumentParser) -> None:
 
 
 def read(args: argparse.Namespace, query: engine.Query) -> tuple[config.Target, list]:
-    """Run a query on the instance the flags name; a missing table is a ConfigError."""
+    """Run a query on the instance the flags name (a missing table: MissingTable)."""
     target = config.resolve_target(args.project, args.instance)
-    try:
-        return target, engine.run(target, query)
-    except errors.MissingTable as err:
-        raise errors.ConfigError(str(err)) from None
+    return target, engine.run(target, query)
 
 
 def print_answer(

@@ -23,7 +23,6 @@ from btts_cli.query_output import (
     print_answer,
     read,
 )
-from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 
 __all__ = ["run_schema"]
@@ -77,8 +76,8 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
             schema, spec.name, values, getattr(args, "start", None), getattr(args, "end", None),
             args.timezone,
         )  # fmt: skip
-    except (ValueError, InvalidEvent) as err:
-        raise errors.ConfigError(str(err)) from None
+    except ValueError as err:  # a value of the command line (an InvalidEvent too)
+        raise errors.ConfigError(str(err)) from err
     target, records = read(args, query)
     return print_answer(args, target, query, records)
 
@@ -166,8 +165,8 @@ def run_schema(argv: list[str], target_args: Callable) -> int:
             schema, table, given, args.start, args.end, limit=args.limit,
             latest_only=args.latest, tz=args.timezone,
         )  # fmt: skip
-    except (KeyError, ValueError, InvalidEvent) as err:
-        raise errors.ConfigError(str(err.args[0] if err.args else err)) from None
+    except (KeyError, ValueError) as err:  # a value of the command line (an InvalidEvent too)
+        raise errors.ConfigError(str(err.args[0] if err.args else err)) from err
     if not args.raw:
         decoded = replace(
             query,

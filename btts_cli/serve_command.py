@@ -6,11 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import sys
 
-from btts import config, emulator
+from btts import config, emulator, errors
 from btts.lazy import lazy_module
 from btts.tsdb import access  # credentials and TLS: no client, read when the flags are built
+
+COMMAND = "btts serve"  # the name its errors are said under
 
 # Loaded when the server starts: `btts serve --help` imports no client.
 answer = lazy_module("btts.tsdb.answer")
@@ -118,39 +119,34 @@ def load_service(args: argparse.Namespace, target: config.Target | None):
 
 
 def run(args: argparse.Namespace) -> int:
+    """Serve; a schema, a credentials file or an address that cannot be used is a ConfigError
+    said as ``btts serve: error: …`` (exit status 2, :mod:`btts.exits`)."""
     target = None  # --list without an instance: the names the schemas give (no map entries)
     if not args.list or args.project or args.instance or os.environ.get(emulator.ENV_HOST):
         target = config.resolve_target(args.project, args.instance)
     try:
         cat, service = load_service(args, target)
     except (OSError, schema_lib.SchemaError) as err:
-        print(f"btts serve: error: {err}", file=sys.stderr)
-        return 2
+        raise errors.ConfigError(str(err), command=COMMAND) from err
     if args.tenant and not cat.metrics:
-        print(
-            "btts serve: error: --tenant: no served table's key starts with a tenant",
-            file=sys.stderr,
-        )
-        return 2
+        why = "--tenant: no served table's key starts with a tenant"
+        raise errors.ConfigError(why, command=COMMAND)
     if args.list:
         print(list_text(cat))
         return 0
     try:
         guard = _access(args)
         tls = access.tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
-    except ValueError as err:
-        print(f"btts serve: error: {err}", file=sys.stderr)
-        return 2
+    except ValueError as err:  # a credentials or certificate file, --bind
+        raise errors.ConfigError(str(err), command=COMMAND) from err
     workers = args.workers if args.workers and args.workers > 0 else server.WORKERS
     try:
         httpd = server.make_server(
             service, args.bind, args.port, guard, tls, max(1, args.max_connections), workers
         )
     except OSError as err:
-        print(
-            f"btts serve: error: cannot listen on {args.bind}:{args.port}: {err}", file=sys.stderr
-        )
-        return 2
+        why = f"cannot listen on {args.bind}:{args.port}: {err}"
+        raise errors.ConfigError(why, command=COMMAND) from err
     host, port = httpd.server_address[:2]
     scheme = "https" if tls else "http"
     print(

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 
 from btts.tsdb import budget, reads, series, tsuids
 from btts.tsdb.catalog import Catalog, Metric, Source
-from btts.tsdb.request import BadRequest, SubQuery, TsQuery
+from btts.tsdb.errors import BadRequest, TooLarge
+from btts.tsdb.request import SubQuery, TsQuery
 
 __all__ = ["Limits", "Stats", "answer", "render", "run_sub"]
 
@@ -123,17 +124,13 @@ def run_sub(
 ) -> list[Result]:
     """One sub-query: read the window OpenTSDB would read (:func:`series.scan_window`) from
     the table whose key serves it, then :func:`compute`."""
-    try:
-        metric = catalog.get(q.metric)
-    except LookupError as exc:
-        raise BadRequest(str(exc)) from None
+    metric = catalog.get(q.metric)
     ds = q.downsample
     filled = ds is not None and ds.fill != "none" and ds.interval_ms
     if filled and series.bucket_count(tq.start_ms, tq.end_ms, ds.interval_ms) > limits.max_points:
-        raise BadRequest(
+        raise TooLarge(
             f"The downsample makes more than --max_points={limits.max_points} points: "
-            "use a longer interval",
-            413,
+            "use a longer interval"
         )
     described: list[str] = []
     window = series.scan_window(tq.start_ms, tq.end_ms, ds.interval_ms if ds else 0)
@@ -275,10 +272,9 @@ def answer(
         budget.check_deadline(reader.until)
     total = sum(len(r.dps) for r in results)
     if total > limits.max_points:
-        raise BadRequest(
+        raise TooLarge(
             f"The answer has {total} points, more than --max_points={limits.max_points}: "
-            "downsample or narrow the time range",
-            413,
+            "downsample or narrow the time range"
         )
     return results
 

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from btts.tsdb import request
-from btts.tsdb.request import BadRequest, TagFilter
+from btts.tsdb.errors import BadRequest
+from btts.tsdb.request import TagFilter
 
 __all__ = ["flag", "parse_get", "parse_m", "parse_metric"]
 

@@ -17,7 +17,8 @@ every layout (columns, blobs, one row per field) gives the same records as ``btt
 map entry's or a field column's points are taken straight from its cells
 (:func:`btts.query.records.map_entry_points`, ``field_points``: the same values without a
 record per event), its column selected on the server by a column range, not a qualifier regex.
-A read past the deadline, or cancelled, is a 504; Bigtable failing it, a 503.
+A read past the deadline, or cancelled, is a ``Timeout``; Bigtable failing it, ``Unavailable``;
+a table the instance lacks, :class:`~btts.errors.MissingTable` (the routes say which HTTP status).
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 
 from btts.config import Target
+from btts.errors import MissingTable
 from btts.query import engine
 from btts.query import records as query_records
 from btts.tsdb import multi_range
 from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Metric, Source
-from btts.tsdb.request import BadRequest, TagFilter
+from btts.tsdb.errors import BadRequest, TooLarge
+from btts.tsdb.request import TagFilter
 from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.bigtable import rows_stream
@@ -47,6 +50,7 @@ from transforms.bigtable.filters import (
     one_column,
     read_query,
 )
+from transforms.errors import DataError, Timeout, Unavailable
 from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
@@ -115,28 +119,29 @@ class Reader:
     def _remaining(self) -> float:
         left = self.until - time.monotonic()
         if left <= 0:
-            raise BadRequest(LATE, 504)
+            raise Timeout(LATE)
         return left
 
     def read(self, table: str, query: ReadRowsQuery) -> list[ReadRow]:
         """The rows of ``query`` (ReadRows straight from gRPC: :mod:`rows_stream`), counted
-        for the request's statistics; a missing table is a 400, the deadline (or a call the server
-        cancelled) a 504, Bigtable failing a 503: each in OpenTSDB's error shape."""
+        for the request's statistics; a missing table is :class:`MissingTable`, the deadline (or a
+        call the server cancelled) a :class:`Timeout`, Bigtable failing :class:`Unavailable`."""
         name = f"projects/{self.target.project}/instances/{self.target.instance}/tables/{table}"
         try:
             rows = self.rows.read(name, query, self._remaining())
-        except gexc.NotFound:
-            raise BadRequest(f"Table {table} does not exist in {self.target.describe()}") from None
-        except (gexc.DeadlineExceeded, gexc.RetryError, gexc.Cancelled, TimeoutError):
-            raise BadRequest(LATE, 504) from None
+        except gexc.NotFound as exc:
+            raise MissingTable(f"Table {table} does not exist in {self.target.describe()}") from exc
+        except (gexc.DeadlineExceeded, gexc.RetryError, gexc.Cancelled, TimeoutError) as exc:
+            raise Timeout(LATE) from exc
         except gexc.GoogleAPICallError as exc:
-            raise BadRequest(f"Bigtable did not answer the read of {table}: {exc}", 503) from None
+            raise Unavailable(f"Bigtable did not answer the read of {table}: {exc}") from exc
         with self._lock:
             self.rows_read += len(rows)
         return rows
 
     def check_deadline(self) -> None:
-        """A 504 once the request's time is up (between reads, during the arithmetic)."""
+        """A :class:`Timeout` once the request's time is up (between reads, during the
+        arithmetic)."""
         self._remaining()
 
     def scan(self, scan: Scan, cells: row_filters.RowFilter | None) -> list[ReadRow]:
@@ -173,7 +178,8 @@ class Reader:
         """The distinct values of the key segment right after ``prefix``: one keys-only,
         one-row read per value, each skipping past the previous value's rows; kept a while
         in ``enumerations`` when given (the values change far slower than dashboards ask).
-        More than ``MAX_DISTINCT`` is a 413; with ``at_most`` the first that many are enough."""
+        More than ``MAX_DISTINCT`` is :class:`TooLarge`; with ``at_most`` the first that many
+        are enough."""
         key = (decl.name, prefix, seg_field, at_most)
         cached = self.enumerations.get(key) if self.enumerations is not None else None
         if cached is not None:
@@ -201,11 +207,11 @@ class Reader:
             try:
                 out.append(key_ranges.split_key(decl, key)[seg_field])
             except ValueError as exc:  # not this declaration's key: say so, do not guess
-                raise BadRequest(f"{decl.name}: {exc}", 500) from None
+                raise DataError(f"{decl.name}: {exc}") from exc
             if at_most and len(out) >= at_most:
                 return out
             if len(out) > MAX_DISTINCT:
-                raise BadRequest(f"More than {MAX_DISTINCT} values of {seg_field}", 413)
+                raise TooLarge(f"More than {MAX_DISTINCT} values of {seg_field}")
             start = keys.prefix_end(prefix + text + delim)
 
 
@@ -270,7 +276,7 @@ def plan(
 ) -> Plan:
     """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
     segments, others enumerate, a salt fans out, the time segment bounds each range. A tag
-    value no key can hold (a delimiter, text for a number) is a 400."""
+    value no key can hold (a delimiter, text for a number) is a :class:`BadRequest`."""
     # a window reaching before the times the key can hold reads from its earliest; one wholly
     # before reads nothing (but still finds the series: a lookup plans over [0, 1))
     start_ms = max(start_ms, earliest_ms(source))
@@ -280,7 +286,7 @@ def plan(
     except BadRequest:
         raise
     except ValueError as exc:
-        raise BadRequest(f"{source.name}: {exc}") from None
+        raise BadRequest(f"{source.name}: {exc}") from exc
     if empty:
         out.scans = []
     return out
@@ -319,9 +325,7 @@ def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -
     table = source.table
     found = reader.index.series(reader, source, filters, (start_ms, end_ms), MAX_SERIES + 1)
     if len(found) > MAX_SERIES:
-        raise BadRequest(
-            f"More than {MAX_SERIES} series of {source.name} match: narrow the tags", 413
-        )
+        raise TooLarge(f"More than {MAX_SERIES} series of {source.name} match: narrow the tags")
     decl = table.decl
     per = table.rows_per.name if table.rows_per is not None else None
     before = []
