@@ -18,7 +18,7 @@ import re2
 
 from btts.tsdb.errors import BadRequest
 
-__all__ = ["MAX_PATTERN", "compile_regex", "matcher"]
+__all__ = ["compile_regex", "matcher"]
 
 MAX_PATTERN = 200  # characters of one client pattern
 MAX_PROGRAM = 1 << 20  # bytes RE2 may spend on one compiled pattern (its DFA/NFA budget)
