@@ -126,7 +126,9 @@ class Reader:
             raise BadRequest(LATE, 504)
         return left
 
-    def read(self, table: str, query: ReadRowsQuery, scanning: bool = False) -> list[ReadRow]:
+    def read(
+        self, table: str, query: ReadRowsQuery | rows_stream.SpanQuery, scanning: bool = False
+    ) -> list[ReadRow]:
         """The rows of ``query`` (ReadRows straight from gRPC: :mod:`rows_stream`), counted
         against the scan budget; a missing table is a 400, the deadline (or a call the server
         cancelled) a 504, Bigtable failing a 503: each in OpenTSDB's error shape."""
