@@ -13,7 +13,7 @@ from dataclasses import replace
 from btts.tsdb import request
 from btts.tsdb.request import BadRequest, TagFilter
 
-__all__ = ["flag", "parse_get", "parse_m", "parse_metric"]
+__all__ = ["flag", "parse_get", "parse_metric"]
 
 _IGNORED = ("pre-agg", "rollup_", "show-histogram-buckets")  # OpenTSDB options btts has no use for
 MAX_LONG = 2**63 - 1
