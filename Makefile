@@ -46,6 +46,13 @@ OFFICIAL_TESTS ?= tests/test_official_switch.py tests/test_golden.py tests/test_
 test-official: venv
 	BTTS_OFFICIAL=all $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal $(OFFICIAL_TESTS)
 
+# A smoke subset of the suite (times, keys and cells, schemas, drafts, an ingest on the emulator)
+# on every Python from setup.py's python_requires up to 3.13 found as python3.X on PATH or under
+# pyenv, each in its own virtualenv cached under .matrix/ (tests/matrix.py); one line per version.
+.PHONY: test-matrix
+test-matrix: venv
+	$(BIN)/python -m tests.matrix
+
 # Headless Chromium and its driver for the btts serve page test (tests/test_serve_page.py):
 # Debian's packages, installed only when missing and apt-get is there (as root, or with sudo);
 # otherwise the test skips and says why.
@@ -85,6 +92,12 @@ bench: venv
 bench-quick: venv
 	$(BIN)/python -m benchmarks.run --quick
 	$(BIN)/python -m benchmarks.forks --quick
+
+# One 1 GiB JSON-lines file read by two DirectRunner worker processes (benchmarks/one_file.py):
+# lines, CPU and reading span per worker, whether both were busy; benchmarks/results/one_file.json.
+.PHONY: bench-one-file
+bench-one-file: venv
+	$(BIN)/python -m benchmarks.one_file --in_process
 
 # Dataflow flex templates: regenerate templates/<pipeline>/ (metadata.json from the pipelines'
 # option classes, Dockerfile) and print the gcloud commands that build each image and

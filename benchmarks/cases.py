@@ -2,9 +2,10 @@
 (``benchmarks.run``) calls ``python -m benchmarks.cases MODE ...`` and reads the ``RESULT`` line.
 
 Modes:
-  ours DATASET INPUT INSTANCE [mp|index|noindex]   the real job's run(), as a user runs it
-                                     (index/noindex: a built-in file through the generic job,
-                                     with and without its series index)
+  ours DATASET INPUT INSTANCE [mp|nocheck|index|noindex]   the real job's run(), as a user
+                                     runs it (mp: two worker processes; nocheck:
+                                     --overwrite_check=off; index/noindex: a built-in file
+                                     through the generic job, with and without its series index)
   naive DATASET INPUT INSTANCE       json.loads -> one DirectRow per event -> WriteToBigTable
   ceiling DATASET INPUT INSTANCE N   our rows, pre-built, through the data client's batcher
                                      in N processes (nothing else timed)
@@ -101,6 +102,8 @@ def ours(dataset: str, path: str, instance: str, mode: str = "") -> None:
     ]
     if mode == "mp":
         argv += ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+    elif mode == "nocheck":  # the same run without the overwrite check: what the check costs
+        argv.append("--overwrite_check=off")
     generic = dataset in USER_SCHEMAS or mode in ("index", "noindex")
     if dataset in USER_SCHEMAS:
         argv.append(f"--schema={USER_SCHEMAS[dataset]}")

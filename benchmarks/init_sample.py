@@ -1,5 +1,6 @@
-"""``btts init`` on CSV files of growing size: its time and memory stay flat, because it reads
-a bounded sample (btts/draft/sample.py: the head and a spread of windows), never the file.
+"""``btts init`` on CSV files of growing size: the draft's time and memory stay flat, because it
+is made from a bounded sample (btts/draft/sample.py: the head and a spread of windows); the
+check that follows (btts/draft/check.py) reads the whole file up to 1 GB.
 
     python -m benchmarks.init_sample                 # 10 MB, 100 MB and 1 GB files
     python -m benchmarks.init_sample --sizes 10M,1G --dir /tmp/btts-init-bench

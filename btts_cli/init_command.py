@@ -103,7 +103,7 @@ def _marked(text: str, problems, findings) -> str:
     every = [f for fs in findings.values() for f in fs]
     bad = [f"# ADVISOR ERROR {f.rule}: {f.message.split('. ')[0]}."
            for f in findings_mod.failing(every, "error")]  # fmt: skip
-    if problems:
+    if problems and "\n# REFUSED: " not in f"\n{text}":
         bad = [f"# REFUSED: {line.strip()}" for line in problems.splitlines()]
     return "\n".join([*bad, text]) if bad else text
 
@@ -112,12 +112,19 @@ def _report(draft, problems, findings) -> bool:
     """Say on stderr what the advisor and the loader think of the draft; True when it fails."""
     from btts.advisor import findings as findings_mod
 
+    for refusal in draft.schema.refusals:
+        print(f"btts init: refused: {refusal}", file=sys.stderr)
+    if draft.schema.refusals:
+        return True
     for loss in draft.schema.losses:
         print(f"btts init: error: {loss}", file=sys.stderr)
-    for need in draft.schema.needs:
-        print(f"btts init: note: the draft uses {need}", file=sys.stderr)
     if problems:
-        print(f"btts init: the schema loader refuses the draft:\n{problems}", file=sys.stderr)
+        found = [line.strip() for line in problems.splitlines()[1:]] or [problems]
+        print(
+            f"btts init: error: the schema loader refuses the draft ({len(found)} problem(s), "
+            f"each at the draft's top): {found[0]}",
+            file=sys.stderr,
+        )
         return True
     every = [f for fs in findings.values() for f in fs]
     for f in every:

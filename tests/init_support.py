@@ -10,7 +10,7 @@ import io
 import json
 from pathlib import Path
 
-__all__ = ["reads_integral_floats", "record_values", "source_records"]
+__all__ = ["record_values", "source_records"]
 
 
 def source_records(path: Path) -> list[dict]:
@@ -53,16 +53,3 @@ def record_values(record: dict, skip: set[str]) -> tuple:
         else:
             flat[name] = _text(value)
     return tuple(sorted(flat.items()))
-
-
-def reads_integral_floats() -> bool:
-    """Whether the job reads a year written 1956.0 (issue 43), probed on its own parser."""
-    from transforms.errors import InvalidEvent
-    from transforms.text import timefmt
-    from transforms.text.events import Num
-
-    try:
-        timefmt.make_parser("year", "year")(Num("1956.0"))
-    except InvalidEvent:
-        return False
-    return True

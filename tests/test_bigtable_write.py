@@ -255,3 +255,25 @@ def test_the_emulator_answers_all_written_so_rows_are_not_read_back_one_by_one(t
     request = wire.request_head(name) + b"".join(wire.framed(wire.entry(r)) for r in rows)
     assert list(mutate_rows_call(channel, name)(request, 30)) == [all_written(300)]
     channel.close()
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_set_cell_sink_refuses_a_row_of_another_table(monkeypatch, batched):
+    """As the AddToCell sink does: a row routed to the wrong writer fails the bundle before
+    any of it is sent, naming both tables (on many workers nothing checks it afterwards)."""
+    import apache_beam as beam
+
+    from tests.fake_bigtable import FakeBigtable
+    from transforms.bigtable.write import BoundedWriteToBigTable
+
+    mine = ROW._replace(key=b"mine")
+    theirs = ROW._replace(table="CURRENT_METRIC", key=b"theirs")
+    elements = [[mine, theirs]] if batched else [mine, theirs]
+    with FakeBigtable() as fake:
+        monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", fake.endpoint)
+        with (
+            pytest.raises(Exception, match="row for table 'CURRENT_METRIC' reached the METRIC"),
+            beam.Pipeline() as p,
+        ):
+            _ = p | beam.Create(elements) | BoundedWriteToBigTable("p", "i", "METRIC")
+        assert not fake.applied if batched else b"theirs" not in fake.applied

@@ -28,8 +28,8 @@ def fake(monkeypatch):
         yield server
 
 
-def _row(key: bytes, cells: int = 1) -> tuple:
-    return ("T", key, tuple(("f", b"q%d" % i, b"v", 1_000_000) for i in range(cells)))
+def _row(key: bytes, cells: int = 1, table: str = "T") -> tuple:
+    return (table, key, tuple(("f", b"q%d" % i, b"v", 1_000_000) for i in range(cells)))
 
 
 def test_the_fake_refuses_an_entry_without_mutations_as_bigtable_does(fake):
@@ -55,7 +55,7 @@ def test_without_empty_rows_keeps_order_and_entries():
 @pytest.mark.parametrize("batched", [True, False])
 def test_the_writer_never_sends_a_row_without_a_cell(fake, batched):
     table = f"T{uuid.uuid4().hex[:8]}"
-    rows = [_row(b"k%03d" % i, cells=i % 3) for i in range(30)]  # a third have no cell
+    rows = [_row(b"k%03d" % i, cells=i % 3, table=table) for i in range(30)]  # a third: no cell
     elements = [rows[:10], rows[10:]] if batched else rows
     with beam.Pipeline() as p:
         _ = p | beam.Create(elements) | BoundedWriteToBigTable("p", "i", table, flush_count=7)

@@ -38,8 +38,8 @@ def _table() -> str:
     return f"projects/p/instances/i/tables/T{uuid.uuid4().hex[:8]}"  # limiters are per table
 
 
-def _row(key: bytes, timestamp_us: int = 1_000_000) -> RowMutation:
-    return RowMutation("T", key, (Cell("f", b"q", b"v", timestamp_us),))
+def _row(key: bytes, timestamp_us: int = 1_000_000, table: str = "T") -> RowMutation:
+    return RowMutation(table, key, (Cell("f", b"q", b"v", timestamp_us),))
 
 
 def _batch(table: str, rows) -> transport.Batch:
@@ -297,7 +297,7 @@ def test_a_throttled_job_lands_every_row_exactly_once_within_the_cap(fake):
     with beam.Pipeline() as p:
         _ = (
             p
-            | beam.Create([_row(k) for k in keys])
+            | beam.Create([_row(k, table=table_id) for k in keys])
             | BoundedWriteToBigTable("p", "i", table_id, flush_count=25, flow_control=flow)
         )
     assert fake.applied == dict.fromkeys(keys, 1)

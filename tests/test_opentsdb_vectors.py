@@ -7,8 +7,8 @@ tag value, a time string, stored points and a request…) and the answer the tes
 vector runs through the product's pure functions (``request``, ``mquery``, ``series``,
 ``answer``), or, for ``kind: http``, through ``btts serve`` over one landing shared by the
 module (:mod:`tests.test_opentsdb_vectors_http`). A vector btts answers differently on purpose
-carries ``difference`` (a key of :data:`DIFFERENCES`, each listed in the README's "Dashboards"
-section) and ``btts``: what btts answers instead, asserted as strictly as OpenTSDB's answer.
+carries ``difference`` (a key of :data:`DIFFERENCES`, each listed in docs/dashboards.md)
+and ``btts``: what btts answers instead, asserted as strictly as OpenTSDB's answer.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from btts.tsdb.request import BadRequest
 
 DATA = Path(__file__).resolve().parent / "data" / "opentsdb_vectors"
 NOW = 1357300800000  # the clock TestDateTime mocks: 2013-01-04T12:00:00Z
-DIFFERENCES = {  # also in the README's "Dashboards" section
+DIFFERENCES = {  # also in docs/dashboards.md
     "exact": "decimals and integer series stay exact where OpenTSDB rounds through doubles or "
     "truncates longs",
     "before-1970": "times before 1970 are answered; OpenTSDB refuses negative timestamps",

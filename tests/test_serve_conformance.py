@@ -11,7 +11,7 @@ Two kinds of cases, both as data:
   the window the server reads → ``answer.render``), each compared with
   :mod:`tests.opentsdb_reference` (OpenTSDB's iterators re-written: slots and seeks, doubles).
 
-Where btts deliberately differs the case says so (``DIFFERENCES``, also listed in the README):
+Where btts deliberately differs the case says so (``DIFFERENCES``, also in docs/dashboards.md):
 decimals stay exact where OpenTSDB computes in doubles or truncating longs, so values are
 compared to 1e-9 relative, and the cases of long truncation assert btts' exact answer.
 """

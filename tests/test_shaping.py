@@ -170,7 +170,7 @@ def test_extra_fields_ignore_drops_and_refuse_names_the_nearest_field():
         ("  time: start\n", "  time: start\n  extra_fields: drop\n", "extra_fields is refuse or"),
         ("{year: year, quarter: quarter}", "{year: yeer, quarter: quarter}", "'yeer' is not a"),
         ("{year: year, quarter: quarter}", "{quarter: quarter}", "does not make a time"),
-        ("{year: year, quarter: quarter}", "{year: year, week: quarter}", "unknown key 'week'"),
+        ("{year: year, quarter: quarter}", "{year: year, fortnight: quarter}", "unknown key"),
         ("v: number", "v: {type: number, from: {year: year}}", "applies to time fields only"),
     ],
 )

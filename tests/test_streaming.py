@@ -8,6 +8,8 @@ lateness, except the one meant to be too late.
 from __future__ import annotations
 
 import json
+import logging
+import re
 import threading
 import time
 import uuid
@@ -351,3 +353,60 @@ def _from_rows(target: config.Target) -> dict:
             lo, hi = out.get((host, cell.qualifier.decode()), (int(ms), int(ms)))
             out[(host, cell.qualifier.decode())] = (min(lo, int(ms)), max(hi, int(ms)))
     return out
+
+
+def test_a_stream_tells_a_resent_message_from_a_rewritten_cell(
+    bigtable_emulator, pubsub, target, caplog
+):
+    """Pub/Sub: each record is compared with the rows its worker built lately (docs/ingest.md,
+    "Overwrites"). A resent message is a duplicate, a second value for one host's cpu at one
+    time an overwrite (both records counted), another metric of one host and time neither.
+    The job's log says so as it goes (the DirectRunner's counters lag while it streams), and
+    the rows read back."""
+    publisher, _subscriber, topics = pubsub
+    events_topic, events_sub = topics["events"]
+    dead_topic, _dead_sub = topics["dead"]
+    caplog.set_level(logging.INFO, logger="transforms.ingest.build_rows")
+    result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    found = re.compile(
+        r"overwrite check: (\d+) records wrote (\d+) cells another record wrote with another "
+        r"value, (\d+) records repeated"
+    )
+
+    def totals() -> list[int]:
+        sums = [0, 0, 0]
+        for record in caplog.records:
+            match = found.search(record.getMessage())
+            sums = (
+                [a + int(b) for a, b in zip(sums, match.groups(), strict=True)] if match else sums
+            )
+        return sums
+
+    try:
+        at = int(time.time() * 1000) - HOUR
+        for message in (
+            _event("s1", at, cpu="1"),
+            _event("s2", at, cpu="1"),
+            _event("s3", at, cpu="1"),
+            _event("s2", at, cpu="1"),  # resent
+            _event("s1", at, cpu="2"),  # s1's cpu at that time again, another value
+            _event("s3", at, mem="7"),  # s3's other metric at that time
+        ):
+            publisher.publish(events_topic, message).result()
+        _wait_for(lambda: totals() == [2, 2, 1], "the overwrite and the duplicate in the log")
+        key = f"#{at:013d}".encode()
+        _wait_for(
+            lambda: any(
+                r.key == b"s3" + key and len(r.latest()) == 2
+                for r in engine.read_rows(target, "METRIC")
+            ),
+            "s3's two metrics",
+        )
+    finally:
+        _cancel_all(result, wake=((publisher, events_topic),))
+
+    assert "first: projects/test-project/subscriptions/" in caplog.text
+    stored = {row.key: row.latest() for row in engine.read_rows(target, "METRIC")}
+    assert stored[b"s1" + key][("METRIC", b"CPU")] in (b"1", b"2")
+    assert stored[b"s3" + key] == {("METRIC", b"CPU"): b"1", ("METRIC", b"MEM"): b"7"}
+    assert stored[b"s2" + key] == {("METRIC", b"CPU"): b"1"}

@@ -22,11 +22,19 @@ from btts.draft.model import Choice, DraftSchema
 from btts.draft.times import TimeGuess, resolution
 from transforms.text import timefmt
 
-__all__ = ["Inputs", "design"]
+__all__ = ["Inputs", "design", "note_checked"]
 
 HOT_RATE = 140.0  # writes/s on one tablet from which the advisor calls a time-first key an error
 _OFFSET = re.compile(r"(Z|[+-][0-9]{2}:?[0-9]{2})\Z")
 _EPOCH_LABEL = {"year": "yyyymm", "month": "yyyymm", "day": "yyyymmdd"}
+_RESERVED = {"key", "ts_ms", "time"}  # names a record read back gives its row key and time
+
+
+def ref(name: str, time: bool = False) -> str:
+    """The name keys and columns use for a field: the plain name, and for a field other than
+    the event time one a record read back does not already use for its key or time."""
+    plain = plain_name(name)
+    return f"{plain}_value" if plain in _RESERVED and not time else plain
 
 
 @dataclass
@@ -46,6 +54,9 @@ class Inputs:
     others: list[str] = field(default_factory=list)  # other ways the records carry a time
     query: list[str] = field(default_factory=list)
     latest: bool = False  # the commonest query reads the newest values first
+    missing: list[str] = field(default_factory=list)  # the texts the file writes for no value
+    keep: list[str] = field(default_factory=list)  # JSON text fields where a token is a value
+    record_id: str | None = None  # the key's field after the time, when it has one
 
 
 def _earliest(ms: Sequence[int], complete: bool) -> str | None:
@@ -82,6 +93,16 @@ def _field_spec(column: Column, complete: bool, key: bool) -> Choice:
     return Choice(spec, "; ".join(notes))
 
 
+def _missing_notes(choice: Choice, name: str, inputs: Inputs) -> None:
+    """A field where the file writes a missing-value token: say how it reads (or keeps) it."""
+    if name in inputs.keep:
+        choice.value["missing"] = []
+        choice.comment = (
+            f"{choice.comment}; {'/'.join(inputs.missing)} is a value here (JSON text), "
+            "not a missing one"
+        ).lstrip("; ")
+
+
 def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
     guess = inputs.time
     spec: dict = {"type": "time"}
@@ -89,6 +110,8 @@ def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
         spec["from"] = dict(guess.sources)
     elif guess.format != "auto":
         spec["format"] = guess.format
+    if guess.round:
+        spec["round"] = guess.round
     if earliest:
         spec["earliest"] = earliest
     notes = [guess.why]
@@ -126,10 +149,13 @@ def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[s
             continue  # (a value no type takes: a loss, said by _losses)
         if name == inputs.time.field:
             out[name] = _time_spec(inputs, earliest)
+            if ref(name, True) != name:
+                out[name].value["as"] = ref(name, True)
             continue
         choice = _field_spec(column, inputs.complete, name in keys)
-        if plain_name(name) != name:
-            choice.value["as"] = plain_name(name)
+        if ref(name) != name:
+            choice.value["as"] = ref(name)
+        _missing_notes(choice, name, inputs)
         out[name] = choice
     if inputs.time.derived:
         out[inputs.time.field] = _time_spec(inputs, earliest)
@@ -168,12 +194,13 @@ def _entity_segment(column: Column | None, name: str, complete: bool) -> dict:
     two digits wider than the sample's largest when the sample is a part of the file."""
     if column is not None and column.type == "integer" and (column.low or 0) >= 0:
         width = len(str(column.high)) + (0 if complete else 2)
-        return {"zero_pad": plain_name(name), "width": width}
-    return {"text": plain_name(name)}
+        return {"zero_pad": ref(name), "width": width}
+    return {"text": ref(name)}
 
 
-def _key(inputs: Inputs, keys: Sequence[str], earliest: str | None, rate: float) -> list[Choice]:
-    time_name = inputs.time.field
+def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float) -> list[Choice]:
+    keys = ents.names
+    time_name = ref(inputs.time.field, True)
     out = []
     for index, name in enumerate(keys):
         card = inputs.columns[name].cardinality if name in inputs.columns else 0
@@ -187,8 +214,9 @@ def _key(inputs: Inputs, keys: Sequence[str], earliest: str | None, rate: float)
     if not keys:
         out.append(Choice(
             {"const": inputs.dataset.upper()[:20]},
-            "no field names an entity (the time alone tells records apart): a constant "
-            "prefix, so the key can later take other series beside this one",
+            "no field names an entity"
+            + ("" if ents.record_id else " (the time alone tells records apart)")
+            + ": a constant prefix, so the key can later take other series beside this one",
         ))  # fmt: skip
         if rate >= HOT_RATE:
             buckets = min(64, math.ceil(rate / HOT_RATE * 2))
@@ -198,7 +226,22 @@ def _key(inputs: Inputs, keys: Sequence[str], earliest: str | None, rate: float)
                 "salt buckets spread them (a time read fans out over every bucket)",
             ))  # fmt: skip
     out.append(_time_segment(inputs, earliest, time_name))
+    if ents.record_id:
+        ident = ents.record_id
+        out.append(Choice(
+            _entity_segment(inputs.columns.get(ident), ident, inputs.complete),
+            f"then {ident}, a value of its own in every record: records of one time are told "
+            "apart by it (no other field does)",
+        ))  # fmt: skip
     return out
+
+
+def note_checked(draft: DraftSchema, checked: str) -> None:
+    """Say beside the key what it was found unique over (the whole file, or the sample)."""
+    draft.checked = checked
+    if draft.key:
+        last = draft.key[-1]
+        last.comment = f"{last.comment}; the key is unique over {checked}".lstrip("; ")
 
 
 def _rate(inputs: Inputs) -> tuple[float, str]:
@@ -218,12 +261,12 @@ def _queries(draft: DraftSchema, table: str, keys: Sequence[str], latest: bool) 
     salted = any("salt" in c.value for c in draft.key)
     if keys and latest:
         draft.queries.append(Choice(
-            {"name": "latest", "table": table, "select": [plain_name(k) for k in keys],
+            {"name": "latest", "table": table, "select": [ref(k) for k in keys],
              "read": "prefix", "limit": 1},
             "the newest event of one series: the first row of its prefix",
         ))  # fmt: skip
     if keys:
-        select = [plain_name(k) for k in keys]
+        select = [ref(k) for k in keys]
         draft.queries.append(Choice(
             {"name": "series", "table": table, "select": select},
             f"one {'/'.join(select)} over a time range: one key range",
@@ -242,22 +285,24 @@ def _advisor(draft: DraftSchema, inputs: Inputs, keys: Sequence[str], rate: floa
     draft.advisor_comments["events_per_second"] = note
     if keys:
         draft.advisor["fields"] = {
-            plain_name(k): {"cardinality": max(2, inputs.columns[k].cardinality)}
+            ref(k): {"cardinality": max(2, inputs.columns[k].cardinality)}
             for k in keys if k in inputs.columns
         }  # fmt: skip
         draft.advisor_comments["fields"] = "distinct values seen in the sample" + (
             "" if inputs.complete else " (a part of the file: raise them to the real counts)"
         )
-        draft.advisor["query_fields"] = [plain_name(k) for k in keys]
+        draft.advisor["query_fields"] = [ref(k) for k in keys if k != inputs.record_id]
 
 
-def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
-    """The whole draft from the sample and its chosen entity fields."""
+def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
+    """The whole draft from the sample and its chosen key fields."""
+    keys = [*ents.names, *([ents.record_id] if ents.record_id else [])]
+    inputs.record_id = ents.record_id
     table = plain_name(inputs.dataset).upper()[:50]
     draft = DraftSchema(inputs.dataset, f"Drafted by btts init from {inputs.described[0]}.")
     earliest = _earliest(inputs.time.ms, inputs.complete)
     rate, rate_note = _rate(inputs)
-    draft.time = plain_name(inputs.time.field)
+    draft.time = ref(inputs.time.field, True)
     draft.time_comment = "the event time: it stamps every cell and is the key's time"
     if inputs.others:
         draft.time_comment += f"; other fields that read as times: {', '.join(inputs.others)}"
@@ -277,30 +322,46 @@ def design(inputs: Inputs, keys: Sequence[str], clashes: int) -> DraftSchema:
         "one event per row: one version; no max_age (its clock is the cell time: "
         "historical data would be collected at once)",
     ))  # fmt: skip
-    draft.key = _key(inputs, keys, earliest, rate)
+    draft.key = _key(inputs, ents, earliest, rate)
     _columns(draft, inputs, keys)
-    _queries(draft, table, keys, inputs.latest and not earliest)
+    _queries(draft, table, ents.names, inputs.latest and not earliest)
     _advisor(draft, inputs, keys, rate, rate_note)
     draft.losses += _losses(inputs.columns.values())
-    if clashes:
+    if inputs.missing:
+        draft.missing = Choice(
+            {"missing": list(inputs.missing)},
+            f"the file writes {', '.join(inputs.missing)} for a missing value: read as no "
+            "value (an optional field writes no cell), so numeric columns stay numbers",
+        )
+    if inputs.time.needs_year:
+        draft.refusals.append(_no_year(inputs.time))
+    if ents.clashes:
         draft.losses.append(
-            f"{clashes} sampled records share their key fields and time with an earlier one: "
-            "the later would overwrite it; add the field that tells them apart to the key"
+            f"{ents.clashes} sampled records share their key fields and time with an earlier "
+            "one and differ from it, and no field tells them apart: the later would overwrite "
+            "it; give each record an id (a row number column), or name the field that tells "
+            "them apart with btts init --query FIELD"
         )
     return draft
 
 
+def _no_year(guess: TimeGuess) -> str:
+    """The one line that says what a month-and-day time needs."""
+    parts = ", ".join(f"{role}: {name}" for role, name in guess.sources.items())
+    return (
+        f"the times have {' and '.join(guess.sources)} but no year: add year: YYYY (the year of "
+        f"these times, e.g. from: {{year: 1973, {parts}}}) to the from: of field "
+        f"{guess.field!r}"
+    )
+
+
 def _losses(columns) -> list[str]:
-    """What the job would dead-letter whatever the schema says: nulls, empty text, values of
-    no declared type (nested arrays, numbers and text mixed in JSON)."""
+    """What the job would dead-letter whatever the schema says: empty text, values of no
+    declared type (nested arrays, numbers and text mixed in JSON). (A JSON null is an absent
+    value of an optional field.)"""
     out = []
     for column in columns:
         what = f"field {column.name!r}"
-        if column.nulls:
-            out.append(
-                f"{what} is null in {column.nulls} sampled records: the job dead-letters a null "
-                "(an absent field is what optional allows); drop the nulls, or write no field"
-            )
         if column.empties:
             out.append(f"{what} is empty text in {column.empties} sampled records: refused")
         if column.type == "other" and column.present:
@@ -323,7 +384,7 @@ def _columns(draft: DraftSchema, inputs: Inputs, keys: Sequence[str]) -> None:
             draft.columns.append(Choice({"family": "m", "qualifier": used, "value": used}))
     if not always:
         draft.columns.append(Choice(
-            {"family": "m", "qualifier": "t", "value": plain_name(inputs.time.field)},
+            {"family": "m", "qualifier": "t", "value": ref(inputs.time.field, True)},
             "the time as a value (13-digit epoch ms): every event writes this cell, so one "
             "whose other fields are all missing still lands as a row",
         ))  # fmt: skip

@@ -15,13 +15,15 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from btts.draft import check as check_mod
 from btts.draft import design as design_mod
-from btts.draft import shape
+from btts.draft import missing, shape
 from btts.draft.fields import infer_columns
 from btts.draft.model import DraftSchema, Question
 from btts.draft.render import render
 from btts.draft.sample import Sample, SampleError, read_sample
 from btts.draft.times import TimeGuess, guess_times
+from btts.draft.times import hinted as _hinted
 
 __all__ = ["DraftError", "draft", "review"]
 
@@ -105,10 +107,18 @@ def _day_first(guess: TimeGuess, ask: Asker | None) -> Question | None:
 def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question], list[str]]:
     guesses = guess_times(columns, records)
     if not guesses:
+        for column in columns.values():  # years the calendar of times does not hold
+            low, high = column.low, column.high
+            early = low is not None and high is not None and low < 1 and 1000 <= high < 10000
+            if column.type in ("integer", "number") and _hinted(column.name) and early:
+                raise DraftError(
+                    f"field {column.name!r} reads as years, but goes back to {low} and "
+                    "times hold years 1 to 9999: drop or shift the records before year 1"
+                )
         names = ", ".join(columns) or "none"
         raise DraftError(
-            f"no field reads as a time (fields: {names}); every event needs one: a date, a "
-            "time, epoch seconds/ms, a year"
+            f"no field reads as a time (fields: {names}); every event needs one: add a date, "
+            "a time, epoch seconds/ms or a year"
         )
     time, question = _pick(guesses, ask)
     questions = [q for q in (question, _day_first(time, ask)) if q]
@@ -124,42 +134,119 @@ def draft(
     ask: Asker | None = None,
     latest: bool = False,
 ) -> Draft:
-    """A schema drafted from bounded samples of ``paths``; ``ask`` answers ambiguities;
-    ``latest``: the commonest query reads the newest values first (a reversed time)."""
+    """A schema drafted from bounded samples of ``paths``, then checked by the job's builder
+    over the whole files (up to :data:`check.FULL_CHECK_BYTES`): the records it refuses or
+    whose keys collide join the sample and the draft is made again, up to :data:`ROUNDS`
+    times. ``ask`` answers ambiguities (each once); ``latest``: the commonest query reads the
+    newest values first (a reversed time)."""
     paths = _expand(paths)
     try:
         samples = [read_sample(p) for p in paths]
     except SampleError as err:
         raise DraftError(str(err)) from None
-    records = [r for s in samples for r in s.records]
+    ask = _remembered(ask)
+    wanted = _Wanted(_dataset(paths, dataset), rate, list(query), ask, latest)
+    extra: list[dict] = []
+    for _ in range(ROUNDS):
+        result = _draft_once(samples, extra, wanted, paths)
+        if result.schema.refusals or not _loads(result.text):
+            return result  # (the loader's refusal is said by btts init)
+        found = check_mod.check(result.text, samples)
+        new = [r for r in found.offenders if r not in extra]
+        if not (found.dead or found.clashes) or not new:
+            break
+        extra += new
+    if found.dead or found.clashes:
+        if not result.schema.losses:  # (those already say why)
+            result.schema.losses.append(_unlanded(found))
+    else:
+        design_mod.note_checked(result.schema, found.describe())
+    result.schema.header = _header(samples, result.schema, paths)
+    result.text = render(result.schema)
+    return result
+
+
+ROUNDS = 4  # drafts made, each with the records the previous one did not land
+
+
+@dataclass
+class _Wanted:
+    """What the user asked for besides the files."""
+
+    dataset: str
+    rate: float | None
+    query: list[str]
+    ask: Asker | None
+    latest: bool
+
+
+def _remembered(ask: Asker | None) -> Asker | None:
+    """``ask`` asking each question once (a later draft round takes the same answer)."""
+    if ask is None:
+        return None
+    answers: dict[tuple, int] = {}
+
+    def once(question: Question) -> int:
+        key = (question.text, tuple(question.options))
+        if key not in answers:
+            answers[key] = ask(question)
+        return answers[key]
+
+    return once
+
+
+def _unlanded(found: check_mod.Check) -> str:
+    """The one line saying what a checked draft would not land, and the fix."""
+    if found.clashes:
+        return (
+            f"{found.clashes:,} records of {found.describe()} share a row key with another "
+            f"record and differ from it (first key {found.clash!r}): the later would overwrite "
+            "the earlier; add the field that tells them apart to the key (btts init --query "
+            "FIELD)"
+        )
+    if found.reason.startswith("no column to unpivot"):
+        return (
+            f"{found.dead:,} records of {found.describe()} have a value in none of the "
+            "unpivoted columns, so they would make no event: drop event.unpivot from the draft "
+            "(a column per field) or those records"
+        )
+    return (
+        f"the job would refuse {found.dead:,} records of {found.describe()} (first: "
+        f"{found.reason}); fix those values, or the field's type in the draft"
+    )
+
+
+def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths) -> Draft:
+    """One draft from the samples and ``extra`` records (that a previous draft did not land)."""
+    raw = [r for s in samples for r in s.records] + extra
+    tokens, keep = missing.detect(raw)
+    records = missing.strip(raw, tokens, keep)
     order = list(dict.fromkeys(c for s in samples for c in s.columns))
     columns = infer_columns(records, order)
-    time, questions, others = _time(columns, records, ask)
+    time, questions, others = _time(columns, records, wanted.ask)
     wide = shape.wide(columns, [time.field, *time.sources.values()], samples[0].fmt)
     if wide and wide.how == "unpivot":
         records = _unpivot(records, wide)
         columns = infer_columns(records, [c for c in order if c not in wide.columns])
-        time, questions, others = _time(columns, records, ask)
-    unknown = [q for q in query if q not in columns]
+        time, questions, others = _time(columns, records, wanted.ask)
+    unknown = [q for q in wanted.query if q not in columns]
     if unknown:
         raise DraftError(
             f"--query {unknown[0]}: no such field; the file's fields: {', '.join(columns)}"
         )
     sources = [time.field, *time.sources.values()]
-    keys, clashes = shape.entities(columns, records, time.ms, list(query), sources)
+    if wide and wide.how == "map":
+        sources += wide.columns  # (entries of the map field: not fields of their own)
+    ents = shape.entities(columns, records, time.ms, wanted.query, sources)
     inputs = design_mod.Inputs(
-        _dataset(paths, dataset), [s.describe() for s in samples], samples[0].fmt,
+        wanted.dataset, [s.describe() for s in samples], samples[0].fmt,
         all(s.complete for s in samples), _estimate(samples, wide), columns, records, time,
-        wide, rate, others, list(query), latest,
+        wide, wanted.rate, others, wanted.query, wanted.latest, tokens, keep,
     )  # fmt: skip
-    schema = design_mod.design(inputs, keys, clashes)
+    schema = design_mod.design(inputs, ents)
     schema.questions = questions
     if wide and wide.how == "unpivot":
         _unpivot_choice(schema, wide)
-    if time.derived:
-        schema.needs.append("from: (a time from several fields)")
-    if time.format == "year" and columns[time.field].integral_floats:
-        schema.needs.append("integral floats (years written 1956.0)")
     schema.header = _header(samples, schema, paths)
     return Draft(schema, render(schema), samples)
 
@@ -184,7 +271,6 @@ def _unpivot_choice(schema: DraftSchema, wide: shape.Wide) -> None:
         {"columns": list(wide.columns), "name": wide.name, "value": wide.value},
         f"{wide.why}; an empty cell gives no event",
     )
-    schema.needs.append("event.unpivot (one event per column)")
 
 
 def _header(samples: Sequence[Sample], schema: DraftSchema, paths: Sequence[str]) -> list[str]:
@@ -198,10 +284,24 @@ def _header(samples: Sequence[Sample], schema: DraftSchema, paths: Sequence[str]
     ]
     for q in schema.questions:
         lines.append(f"Asked: {q.text} Took {q.options[q.chosen]} (of {', '.join(q.options)}).")
-    for need in schema.needs:
-        lines.append(f"Uses {need}: needs a btts whose schema files have it.")
+    if schema.checked:
+        lines.append(
+            f"Checked by the job's own builder over {schema.checked}: every record lands, and "
+            "no two share a row key."
+        )
+    lines += [f"REFUSED: {w}" for w in schema.refusals]
     lines += [f"WOULD LOSE RECORDS: {w}" for w in schema.losses]
     return lines
+
+
+def _loads(text: str) -> bool:
+    from transforms import schema as schema_lib
+
+    try:
+        schema_lib.loads(text, "draft.yaml")
+    except schema_lib.SchemaError:
+        return False
+    return True
 
 
 def review(text: str, name: str = "draft.yaml"):

@@ -40,6 +40,7 @@ class Column:
     distinct: set = field(default_factory=set)
     many: bool = False  # more distinct values than MAX_DISTINCT
     integral_floats: bool = False  # some whole numbers are written 1956.0
+    fractions: bool = False  # some numbers have a fraction (1960.25)
     low: Decimal | None = None
     high: Decimal | None = None
     values: list = field(default_factory=list)  # every present value, in sample order
@@ -73,7 +74,7 @@ class Column:
     def whole_numbers(self) -> bool:
         """Every value is a whole number (written ``12`` or ``12.0``)."""
         return (bool(self.kinds) and self.kinds <= {"integer"}) or (
-            self.integral_floats and self.kinds <= {"integer", "number"}
+            self.integral_floats and self.kinds <= {"integer", "number"} and not self.fractions
         )
 
 
@@ -110,6 +111,8 @@ def _number_kind(value: Num, column: Column) -> str:
         return "integer" if -(2**63) <= number < 2**63 else "number"  # int64, as the job
     if _INTEGRAL_FLOAT.match(value):
         column.integral_floats = True
+    else:
+        column.fractions = True  # (an exponent too: 1e3 is no whole number's text)
     return "number"
 
 

@@ -51,4 +51,6 @@ class DraftSchema:
     advisor_comments: dict[str, str] = field(default_factory=dict)
     questions: list[Question] = field(default_factory=list)
     losses: list[str] = field(default_factory=list)  # records the draft would lose: exit 1
-    needs: list[str] = field(default_factory=list)  # schema features the draft relies on
+    refusals: list[str] = field(default_factory=list)  # what the user must add first: exit 1
+    missing: Choice | None = None  # event.missing: the texts the file writes for no value
+    checked: str = ""  # what the draft was checked over by the job's builder

@@ -74,6 +74,9 @@ def _fields(lines: list[str], draft: DraftSchema) -> None:
     if draft.unpivot is not None:
         _comment(lines, draft.unpivot.comment, "  ")
         lines.append(f"  unpivot: {flow(draft.unpivot.value)}")
+    if draft.missing is not None:
+        _comment(lines, draft.missing.comment, "  ")
+        lines.append(f"  missing: {scalar(draft.missing.value['missing'])}")
     lines.append("  fields:")
     for name, choice in draft.fields.items():
         body = f"    {scalar(name)}: {flow(choice.value)}"

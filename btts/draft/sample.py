@@ -27,7 +27,7 @@ from transforms.errors import InvalidEvent
 from transforms.ingest import json_array
 from transforms.text import events
 
-__all__ = ["Sample", "SampleError", "read_sample"]
+__all__ = ["Sample", "SampleError", "open_input", "read_sample"]
 
 HEAD_BYTES = 2 << 20
 SPREAD_WINDOWS = 32
@@ -71,7 +71,8 @@ def _compression(head: bytes) -> str:
     return "bzip2" if head.startswith(b"BZh") else ""
 
 
-def _open(path: str, compression: str):
+def open_input(path: str, compression: str):
+    """The file's bytes, decompressed."""
     if compression == "gzip":
         return gzip.open(path, "rb")
     return bz2.open(path, "rb") if compression == "bzip2" else open(path, "rb")
@@ -96,7 +97,7 @@ def detect(path: str) -> tuple[str, str]:
         return "avro", ""
     fmt = _name_format(path)
     if fmt in (None, "jsonl", "csv"):
-        with _open(path, compression) as handle:
+        with open_input(path, compression) as handle:
             text = handle.read(64 << 10).removeprefix(codecs.BOM_UTF8).lstrip()
         text = text.decode("utf-8", errors="replace")
         if text[:1] in ("[", "{"):
@@ -211,7 +212,7 @@ def _columnar(sample: Sample) -> None:
         raise SampleError(f"{sample.path}: Avro files are not sampled yet; convert to Parquet")
     import pyarrow.parquet as pq
 
-    from transforms.ingest.readers import columnar_record
+    from transforms.ingest.columnar import columnar_record
 
     handle = pq.ParquetFile(sample.path)
     groups = handle.num_row_groups
@@ -264,7 +265,7 @@ def read_sample(path: str) -> Sample:
 def _chunks(sample: Sample) -> list[tuple[bytes, bool]]:
     """The sample's byte chunks, each with whether it ends where the file ends."""
     if sample.compression:
-        with _open(sample.path, sample.compression) as handle:
+        with open_input(sample.path, sample.compression) as handle:
             head = handle.read(HEAD_BYTES + 1)
         sample.complete = len(head) <= HEAD_BYTES
         sample.bytes_read = len(head[:HEAD_BYTES])

@@ -11,18 +11,17 @@ and a time of day) become one derived time (``{type: time, from: {...}}``). Pure
 
 from __future__ import annotations
 
-import calendar
-import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from btts.draft import parts
 from btts.draft.fields import Column
 from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 from transforms.text.events import Num
 
-__all__ = ["TimeGuess", "guess_times", "resolution"]
+__all__ = ["TimeGuess", "guess_times", "hinted", "resolution"]
 
 # Text patterns tried in this order (the first of two that both read a column wins, so the
 # day-first reading of 03/04/2020 comes before the month-first one: the question says so).
@@ -33,15 +32,11 @@ TEXT_FORMATS = (
     "%m/%d/%Y %H:%M", "%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%b %d %Y", "%d %b %Y", "%B %d %Y",
     "%d %B %Y", "%b %Y", "%B %Y", "%Y-%m", "%Y%m%d%H%M%S", "yyyymmddhhmmssmmm", "%Y%m%d",
 )  # fmt: skip
-_PRECISION = {"rfc3339": 6, "date": 4, "year": 2, "yyyymmddhhmmssmmm": 6}
+_PRECISION = {"rfc3339": 6, "date": 4, "year": 2, "yyyymmddhhmmssmmm": 6, "decimal_year": 3}
 _HINTS = {
     "time", "timestamp", "ts", "date", "datetime", "day", "month", "year", "when", "at",
     "period", "created", "updated", "epoch", "dt", "yr", "week", "hour", "minute",
 }  # fmt: skip
-_MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m} | {
-    m.lower(): i for i, m in enumerate(calendar.month_abbr) if m
-}
-_TIME_OF_DAY = re.compile(r"([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,3})?)?\Z")
 _EARLY = timefmt.MIN_EPOCH_MS
 
 
@@ -56,6 +51,8 @@ class TimeGuess:
     why: str
     sources: dict[str, str] = field(default_factory=dict)  # role → field, for `from:`
     alternatives: list[str] = field(default_factory=list)  # other formats that read it too
+    round: str = ""  # decimal_year: the unit its times are rounded to
+    needs_year: bool = False  # a month and a day without a year: the user must give it
 
     @property
     def derived(self) -> bool:
@@ -66,12 +63,17 @@ def _tokens(name: str) -> set[str]:
     return set(re.findall(r"[a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()))
 
 
+def hinted(name: str) -> bool:
+    """Whether a field's name says it holds a time (``date``, ``Year``, ``time_hour``…)."""
+    return _hinted(name)
+
+
 def _hinted(name: str) -> bool:
     return bool(_tokens(name) & _HINTS)
 
 
-def _read_all(fmt: str, name: str, values: Sequence) -> list[int] | None:
-    parse = timefmt.make_parser(fmt, name, earliest=_EARLY)
+def _read_all(fmt: str, name: str, values: Sequence, unit: str = "") -> list[int] | None:
+    parse = timefmt.make_parser(fmt, name, earliest=_EARLY, round_to=unit)
     try:
         return [parse(v) for v in values]
     except (InvalidEvent, ValueError, OverflowError):
@@ -113,6 +115,9 @@ def _column_guess(column: Column) -> TimeGuess | None:
         return None
     numeric = column.type != "text"
     if numeric:
+        decimal = _decimal_year(column)
+        if decimal is not None:
+            return decimal
         formats = _numeric_formats(column)
         if column.integral_floats and "year" in formats:
             formats = ["year"]  # 1956.0: read as a whole number (issue 43's integral floats)
@@ -141,6 +146,42 @@ def _column_guess(column: Column) -> TimeGuess | None:
     return TimeGuess(column.name, fmt, ms, score, why, alternatives=[f for f, _ in readable[1:]])
 
 
+# A decimal year's unit: the coarsest period whose starts every value lies within this many
+# days of (a monthly R ts lies within two days of its month starts, whatever the digits kept).
+_GRID_DAYS = 3
+_UNIT_DAYS = (("day", 1.0), ("hour", 1 / 24), ("minute", 1 / 1440), ("second", 1 / 86400))
+
+
+def _decimal_year(column: Column) -> TimeGuess | None:
+    """A column of decimal years (R's ``ts`` time: ``1960.25``, ``1969.0833333``): named like a
+    time, years 1000..2300 with fractions; its unit the coarsest of year, quarter, month that
+    every value lies on (within :data:`_GRID_DAYS`), else the coarsest of day, hour… finer than
+    the values' spacing (so that distinct values stay distinct)."""
+    low, high = column.low, column.high
+    if column.whole_numbers or low is None or high is None or not _hinted(column.name):
+        return None
+    if low < 1000 or high >= 2300 or column.type != "number":
+        return None
+    values = [str(v) for v in column.values]
+    exact = _read_all("decimal_year", column.name, values, "ms")
+    if exact is None:
+        return None
+    for unit in ("year", "quarter", "month", *(u for u, _ in _UNIT_DAYS), "ms"):
+        ms = _read_all("decimal_year", column.name, values, unit)
+        if ms is None or len(set(ms)) < len(set(exact)):
+            continue
+        grid = _GRID_DAYS * 86_400_000 if unit in ("year", "quarter", "month") else None
+        if grid is None or all(abs(a - b) <= grid for a, b in zip(ms, exact, strict=True)):
+            why = (
+                f"named like a time, and every value is a decimal year (e.g. {values[0]!r}: R's "
+                f"ts time, start + i/frequency) on the {unit}: round: {unit} lands each on its "
+                f"{unit}"
+            )
+            score = _precision("decimal_year") + 10
+            return TimeGuess(column.name, "decimal_year", ms, score, why, round=unit)
+    return None
+
+
 def _why(fmt: str, column: Column, hinted: bool) -> str:
     first = column.values[0]
     name = "named like a time, and every value" if hinted else "every value"
@@ -148,93 +189,51 @@ def _why(fmt: str, column: Column, hinted: bool) -> str:
 
 
 def _derived(columns: Mapping[str, Column], records: Sequence[dict]) -> list[TimeGuess]:
-    """Times over two fields: year + quarter, year + month, date + time of day."""
+    """Times over several fields (:func:`btts.draft.parts.find_parts`), each as a guess."""
     out = []
-    by_token = {}
-    for column in columns.values():
-        for token in _tokens(column.name):
-            by_token.setdefault(token, column)
-    year, quarter = by_token.get("year"), by_token.get("quarter") or by_token.get("qtr")
-    month = by_token.get("month")
-    if year and year.whole_numbers and quarter and quarter.whole_numbers:
-        out += _combined("period", {"year": year.name, "quarter": quarter.name}, records)
-    if year and year.whole_numbers and month and month.name != year.name:
-        out += _combined("period", {"year": year.name, "month": month.name}, records)
-    day = by_token.get("date") or by_token.get("day")
-    clock = by_token.get("time")
-    if day and clock and day.name != clock.name:
-        out += _combined("at", {"date": day.name, "time": clock.name}, records)
+    for found in parts.find_parts(columns, records):
+        what = " and ".join(f"{f} ({role})" for role, f in found.sources.items())
+        why = f"the time is spread over {what}: one derived time field reads them together"
+        if found.needs_year:
+            why = f"the time is a {what}, but no field gives its year"
+        roles = set(found.sources)
+        name = "at" if "date" in roles else "time" if roles & _FINE else "period"
+        guess = TimeGuess(name, "from", found.ms, 10, why, sources=dict(found.sources))
+        guess.needs_year = found.needs_year
+        out.append(guess)
     return out
 
 
-def combine(parts: Mapping[str, object]) -> int:
-    """Epoch ms (UTC) of a time given by roles (year, quarter, month, day, date, time); a
-    ValueError when a part is not what its role reads."""
-    if "date" in parts:
-        ms = timefmt.parse_date(str(parts["date"]), "date", _EARLY)
-        day = timefmt.to_datetime(ms)
-    else:
-        month = _month(parts.get("month"), parts.get("quarter"))
-        day = dt.datetime(_whole(parts["year"]), month, _whole(parts.get("day", 1)))
-        day = day.replace(tzinfo=dt.timezone.utc)
-    if "time" in parts:
-        text = str(parts["time"])
-        if not _TIME_OF_DAY.match(text):
-            raise ValueError(f"{text!r} is not a time of day")
-        clock = dt.time.fromisoformat(text)
-        day = day.replace(hour=clock.hour, minute=clock.minute, second=clock.second,
-                          microsecond=clock.microsecond // 1000 * 1000)  # fmt: skip
-    return (day - timefmt.EPOCH) // timefmt.MILLISECOND
+_RESOLUTION = ("year", "month", "day", "hour", "minute", "second", "ms")
+_FINE = {"day", "hour", "minute", "second", "time"}  # a made time of these is no period
 
 
-def _whole(value: object) -> int:
-    text = str(value)
-    whole, _, frac = text.partition(".")
-    if frac.strip("0") or not whole.lstrip("-").isdigit():
-        raise ValueError(f"{text!r} is not a whole number")
-    return int(whole)
-
-
-def _month(month: object, quarter: object) -> int:
-    if quarter is not None:
-        q = _whole(quarter)
-        if not 1 <= q <= 4:
-            raise ValueError(f"quarter {q}")
-        return 3 * q - 2
-    if month is None:
-        return 1
-    text = str(month).strip().lower()
-    number = _MONTHS.get(text) or _whole(text)
-    if not 1 <= number <= 12:
-        raise ValueError(f"month {number}")
-    return number
-
-
-def _combined(name: str, sources: dict[str, str], records: Sequence[dict]) -> list[TimeGuess]:
-    try:
-        ms = [combine({role: r[f] for role, f in sources.items()}) for r in records]
-    except (KeyError, ValueError, InvalidEvent, OverflowError):
-        return []
-    what = " and ".join(f"{f} ({role})" for role, f in sources.items())
-    why = f"the time is spread over {what}: one derived time field reads them together"
-    return [TimeGuess(name, "from", ms, 20, why, sources=dict(sources))]
+def _rank(guess: TimeGuess) -> tuple:
+    """The order of the ways to read the time: never a coarser time than another reads (the
+    finest resolution of the sampled times first), then a field named like a time, a complete
+    timestamp before the parts of one, the more precise format."""
+    fine = _RESOLUTION.index(resolution(guess.ms)) if guess.ms else 0
+    return (not guess.needs_year, fine, guess.score >= 10, not guess.derived, guess.score)
 
 
 def guess_times(columns: Mapping[str, Column], records: Sequence[dict]) -> list[TimeGuess]:
-    """Every way the sample's records carry a time, the most likely first."""
+    """Every way the sample's records carry a time, the most likely first (:func:`_rank`);
+    a guess's score says how it ranks (equal scores: a question)."""
     guesses = [g for g in map(_column_guess, columns.values()) if g is not None]
-    derived = _derived(columns, records)
-    for guess in derived:
-        used = set(guess.sources.values())
-        taken = {g.field for g in guesses if g.field in used}
-        guess.score += sum(g.score for g in guesses if g.field in used) - 10 * len(taken)
+    for guess in _derived(columns, records):
         guess.field = _free_name(guess.field, columns)
-    return sorted(guesses + derived, key=lambda g: -g.score)
+        guesses.append(guess)
+    ranked = sorted(guesses, key=_rank, reverse=True)
+    ranks = sorted({_rank(g) for g in ranked})
+    for guess in ranked:
+        guess.score = ranks.index(_rank(guess))
+    return ranked
 
 
 def _free_name(name: str, columns: Mapping[str, Column]) -> str:
-    while name in columns:
-        name = f"{name}_time"
+    taken = {c.lower() for c in columns}
+    while name.lower() in taken:
+        name = f"event_{name}" if not name.startswith("event_") else f"{name}_time"
     return name
 
 

@@ -22,9 +22,8 @@ sink as shipped is where a job spends most of its time and can hang for most of 
 * **Flow control** (``flow_control``; on by default on Dataflow): Bigtable's server-side rate
   limiting and a per-worker cap on requests and bytes in flight.
 * **Latest-only tables** (``latest_only``): for families that keep one version, a bundle's
-  writes of one row key are collapsed to the cells Bigtable keeps
-  (:mod:`transforms.bigtable.collapse`) before they are sent; the row counters still count every
-  row write built.
+  writes of one key are collapsed to the cells Bigtable keeps (:mod:`.collapse`) before they are
+  sent; the row counters still count every row write built.
 """
 
 from __future__ import annotations
@@ -64,7 +63,7 @@ from transforms.bigtable.transport import (
 )
 from transforms.build import wire
 from transforms.errors import WriteFailed
-from transforms.metrics import NAMESPACE
+from transforms.metrics import NAMESPACE, WorkerTally
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
 
 __all__ = ["WriteRows"]
@@ -269,6 +268,7 @@ class _BoundedWriteFn(beam.DoFn):
         self._client = self._direct_sender = None  # made for the first DirectRow: most jobs
         self._encoder, self._head = encoding(self._table_name)  # send none
         self._written = Metrics.counter(BEAM_SINK_NAMESPACE, WRITTEN_ROW)
+        self._tally = WorkerTally("write")  # rows per worker process, when asked for
         self._throttled = Metrics.counter(REQUESTS_NAMESPACE, THROTTLED)
         self._throttled_s = 0.0
         self._lean = self._holder = None
@@ -310,6 +310,7 @@ class _BoundedWriteFn(beam.DoFn):
         # perhaps with their request entries made by the builder.
         kind = type(element)
         rows = element if kind is list or kind is FramedRows else (element,)
+        self._check_table(rows)
         self._written_in_bundle += len(rows)
         if self._held is not None:
             self._held.extend(rows)
@@ -323,6 +324,17 @@ class _BoundedWriteFn(beam.DoFn):
                 return
             self._drain()  # other kinds of rows: sent after what is held, in order
         self._lean.add_rows(rows, entries)
+
+    def _check_table(self, rows: Sequence) -> None:
+        """A row of another table fails the bundle before any of it is sent (DirectRows: none)."""
+        try:
+            tables = list(map(_TABLE, rows))  # builder tuples and RowMutations, in C
+        except TypeError:  # DirectRow or RowMutationEntry among them
+            tables = [row[0] for row in rows if isinstance(row, tuple)]
+        table = self._ids[2]
+        if tables.count(table) != len(tables):
+            other = next(t for t in tables if t != table)
+            raise ValueError(f"row for table {other!r} reached the {table} writer")
 
     def _drain(self) -> None:
         out = self._holder.drain()
@@ -368,6 +380,8 @@ class _BoundedWriteFn(beam.DoFn):
                 f"dropped): {shown}"
             )
         self._written.inc(self._written_in_bundle)
+        self._tally.add(self._written_in_bundle)
+        self._tally.flush()
         self._written_in_bundle = 0
         if self._superseded_in_bundle:
             self._superseded.inc(self._superseded_in_bundle)
@@ -451,26 +465,21 @@ class BoundedWriteToBigTable(beam.PTransform):
 
 
 class _SplitByTableFn(beam.DoFn):
-    """Routes each row to its table's output, counting row writes, cells and distinct keys.
-
-    Distinct keys are counted per bundle (a set of at most MAX_DISTINCT_KEYS per table): summed
-    over bundles they are exact when a key's writes share a bundle and an upper bound
-    otherwise; past the cap a table's count is given up (``distinct_unknown_<table>``)."""
-
-    MAX_DISTINCT_KEYS = 65_536
+    """Routes each row to its table's output, counting row writes and cells (summed over
+    bundles: exact). Distinct rows are counted over the whole run by the overwrite check
+    (:mod:`transforms.ingest.overwrite_check`), never per bundle."""
 
     def __init__(self, tables: Sequence[str]) -> None:
         self._tables = frozenset(tables)
 
     def setup(self) -> None:
-        self._rows, self._cells, self._distinct, self._unknown = (
+        self._rows, self._cells = (
             {t: Metrics.counter(NAMESPACE, f"{name}_{t}") for t in self._tables}
-            for name in ("rows", "cells", "distinct_rows", "distinct_unknown")
+            for name in ("rows", "cells")
         )
 
     def start_bundle(self) -> None:
         self._counts = {t: [0, 0] for t in self._tables}  # rows, cells; added once per bundle
-        self._keys: dict[str, set | None] = {t: set() for t in self._tables}
 
     def process(self, element: RowMutation | list):
         kind = type(element)
@@ -514,23 +523,12 @@ class _SplitByTableFn(beam.DoFn):
             raise ValueError(f"row for table {table!r}, which this write does not declare")
         counts[0] += len(rows)
         counts[1] += sum(map(len, map(_CELLS, rows)))
-        keys = self._keys[table]
-        if keys is not None:
-            keys.update(map(_KEY, rows))
-            if len(keys) > self.MAX_DISTINCT_KEYS:
-                self._keys[table] = None
 
     def finish_bundle(self) -> None:
         for table, (rows, cells) in self._counts.items():
             if rows:
                 self._rows[table].inc(rows)
                 self._cells[table].inc(cells)
-                keys = self._keys[table]
-                if keys is None:
-                    self._unknown[table].inc()
-                else:
-                    self._distinct[table].inc(len(keys))
-        self._keys = {}
 
 
 class WriteRows(beam.PTransform):

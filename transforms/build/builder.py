@@ -79,8 +79,7 @@ def _text(value: object) -> str:
 def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo):
     """``values → row key`` for a table whose key the generated source does not write out
     (:mod:`.codegen` leaves salted and unpivoted tables to it): the recipe's own builder, which
-    checks every free-text segment; an integer a free-text segment holds is given as its digits
-    (a zero-padded one stays a number, as the generated source gives it)."""
+    checks every free-text segment; an integer only a free-text segment gets as its digits."""
     build = spec.decl.key.build
     integers = frozenset(f.ref for f in schema.fields if f.type == "integer")
     as_text = frozenset(
@@ -554,6 +553,27 @@ class Builder:
             if self._shape is not None:
                 self._framed = _shaped_framed(self._shape, self._framed)
         return self._framed
+
+    def stamp_in_key(self) -> dict[str, bool]:
+        """Per table built (SetCell tables only, not aggregates): whether its row key holds the
+        exact time its cells are stamped with (an ``epoch_ms`` or ``reverse_ts`` segment of the
+        stamping field, cells at event time), so that the key alone tells its rows' cells apart
+        in time: the overwrite check then needs no stamp (:mod:`transforms.ingest.fingerprints`)."""
+        out = {}
+        for name in self.tables:
+            spec = self.schema.table(name)
+            if any(f.aggregate for f in spec.decl.families):
+                continue
+            time = spec.time or self.schema.time
+            out[name] = (
+                spec.cell_time == "event"
+                and not spec.time_else
+                and any(
+                    seg.kind in EPOCH_KEY_KINDS and seg.field == time
+                    for seg in spec.decl.key.segments
+                )
+            )
+        return out
 
     def take_empty_cells(self) -> int:
         """Unpivoted cells without a value since the last call (no event, not a dead letter):

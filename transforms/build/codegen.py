@@ -34,7 +34,7 @@ from transforms.build.source import SourceWriter
 from transforms.errors import InvalidEvent
 from transforms.mutations import RowMutation
 from transforms.table_model import TIME_FORMATS, bucket_start_ms
-from transforms.text import events, keys, timefmt
+from transforms.text import events, isotime, keys, timefmt
 
 if TYPE_CHECKING:
     from transforms.schema import FieldSpec, TableSpec
@@ -113,7 +113,7 @@ class BuildPlan:
 
 _BUILD_NAMESPACE = {
     "InvalidEvent": InvalidEvent,
-    "_fromiso": dt.datetime.fromisoformat,
+    "_fromiso": isotime.fromisoformat,  # 3.11's reading on every Python (a Z on 3.10)
     "_EPOCH": timefmt.EPOCH,  # the fast path of timefmt.parse_event_time, inlined
     "_MS": timefmt.MILLISECOND,
     "MAX_MS": timefmt.MAX_EPOCH_MS,
@@ -190,8 +190,10 @@ def _add_field_checks(
         fn = src.const(field.parse, "p")
         key = src.const(spec.name, "n")
         value = local[spec.ref]
-        if spec.optional:
-            src.add(f"{value} = {fn}(record[{key}]) if {key} in record else None")
+        if spec.optional:  # absent, or a JSON null: no value (a Parquet null is never read)
+            src.add(f"{value} = record.get({key})")
+            src.add(f"if {value} is not None:")
+            src.add(f"{value} = {fn}({value})", 2)
             continue
         src.add(f"{value} = record[{key}]")
         _parse_inline(src, spec, value, fn, field.delimiters, spec.ref in digits, field.advice)

@@ -172,7 +172,9 @@ def _time_parser(spec: FieldSpec, advice: str = "") -> FieldParser:
             return lambda value: parse(value, name, earliest, advice)
         return lambda value: parse(value, name)
     zone = timefmt.zone(spec.timezone) if spec.timezone else None
-    return timefmt.make_parser(spec.format, spec.name, zone, spec.ambiguous, earliest, advice)
+    return timefmt.make_parser(
+        spec.format, spec.name, zone, spec.ambiguous, earliest, advice, round_to=spec.round
+    )
 
 
 def _check_names(name: str, upper: bool, names: tuple) -> tuple[bytes, ...]:

@@ -45,8 +45,9 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable:
         check_fields(record, required, optional)
         parsed: dict = {}
         for ref, name, parse, is_optional in fields:
-            if is_optional and name not in record:
-                parsed[ref] = None
+            if is_optional:  # absent, or a JSON null: no value
+                value = record.get(name)
+                parsed[ref] = None if value is None else parse(value)
                 continue
             parsed[ref] = parse(record[name])
         for check in ordered:

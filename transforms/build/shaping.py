@@ -1,13 +1,16 @@
 """Input records as files hold them → the events a schema declares (pure; no Beam, no client).
 
-Three things real files need before their records are events, each declared in the schema's
+What real files need before their records are events, each declared in the schema's
 ``event:`` section and applied here, before the compiled builder sees the record:
 
+* ``missing``: texts that mean "no value" (R's ``NA``, ``NaN``, ``null``) make a value absent,
+  as an empty CSV cell is (a field's own ``missing:`` list replaces the event's);
 * ``unpivot``: a wide file (a column per month, per ticker) becomes one event per column, the
   column's name in one field and its value in another; an empty cell is no event.
-* times ``from:`` several fields (year + quarter, year + month, date + time of day): the made
-  time is written as a wall time into its field, whose parser then applies its ``timezone``
-  and ``earliest`` as for any time.
+* times ``from:`` several fields (year + quarter, year + month [+ day [+ hour …]], date + time
+  of day), some parts possibly constants (``year: 1973``): the made time is written as a wall
+  time into its field, whose parser then applies its ``timezone`` and ``earliest`` as for any
+  time.
 * ``extra_fields: ignore``: columns the event does not declare are dropped, not refused.
 
 A schema using none of them gets no shaper (:func:`shaper` returns None): the builder's hot path
@@ -16,13 +19,14 @@ is unchanged.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Callable, Sequence
 
 from transforms.errors import InvalidEvent
 from transforms.text.events import integral_text
 
-__all__ = ["shaper"]
+__all__ = ["made_time", "shaper"]
 
 MONTHS = {
     name: number
@@ -67,7 +71,8 @@ def _month(value: object, field: str) -> int:
 
 def made_time(parts: dict[str, object], field: str) -> str:
     """The wall time ``YYYY-MM-DDTHH:MM:SS.ffffff`` the roles' raw values make (year, quarter,
-    month, day, date, time), or InvalidEvent naming the field and the part that is wrong."""
+    month, week, day, hour, minute, second, date, time), or InvalidEvent naming the field and
+    the part that is wrong. A week is the ISO 8601 week of the year (its Monday)."""
     if "date" in parts:
         match = _DATE.match(str(parts["date"]).strip())
         if not match:
@@ -80,16 +85,32 @@ def made_time(parts: dict[str, object], field: str) -> str:
             month = 3 * _whole(parts["quarter"], field, "quarter", 1, 4) - 2
         elif "month" in parts:
             month = _month(parts["month"], field)
+        elif "week" in parts:
+            week = _whole(parts["week"], field, "week", 1, 53)
+            try:
+                monday = dt.date.fromisocalendar(year, week, 1)
+            except ValueError:
+                raise InvalidEvent(f"field {field!r}: {year} has no ISO week {week}") from None
+            year, month, day = monday.year, monday.month, monday.day
         if "day" in parts:
             day = _whole(parts["day"], field, "day", 1, 31)
-    clock = "00:00:00.000000"
-    if "time" in parts:
-        match = _TIME_OF_DAY.match(str(parts["time"]).strip())
-        if not match or int(match.group(1)) > 23 or int(match.group(2)) > 59:
-            raise InvalidEvent(f"field {field!r}: time {parts['time']!r} is not HH:MM[:SS[.fff]]")
-        hour, minute, second, frac = match.groups()
-        clock = f"{int(hour):02d}:{minute}:{second or '00'}.{(frac or '').ljust(6, '0')}"
-    return f"{year:04d}-{month:02d}-{day:02d}T{clock}"
+    return f"{year:04d}-{month:02d}-{day:02d}T{_clock(parts, field)}"
+
+
+def _clock(parts: dict[str, object], field: str) -> str:
+    """The time of day ``HH:MM:SS.ffffff`` of ``time`` or hour [+ minute [+ second]]."""
+    if "hour" in parts:
+        hour = _whole(parts["hour"], field, "hour", 0, 23)
+        minute = _whole(parts["minute"], field, "minute", 0, 59) if "minute" in parts else 0
+        second = _whole(parts["second"], field, "second", 0, 59) if "second" in parts else 0
+        return f"{hour:02d}:{minute:02d}:{second:02d}.000000"
+    if "time" not in parts:
+        return "00:00:00.000000"
+    match = _TIME_OF_DAY.match(str(parts["time"]).strip())
+    if not match or int(match.group(1)) > 23 or int(match.group(2)) > 59:
+        raise InvalidEvent(f"field {field!r}: time {parts['time']!r} is not HH:MM[:SS[.fff]]")
+    hour, minute, second, frac = match.groups()
+    return f"{int(hour):02d}:{minute}:{second or '00'}.{(frac or '').ljust(6, '0')}"
 
 
 def unpivoted(record: dict, columns: Sequence[str], name: str, value: str) -> list[dict]:
@@ -106,13 +127,39 @@ def unpivoted(record: dict, columns: Sequence[str], name: str, value: str) -> li
     return out
 
 
+def _absent(schema) -> Callable[[dict], dict] | None:
+    """``record → record`` without the values its schema's ``missing`` tokens call absent (a
+    field's own list, else the event's; a map's entries too), or None when nothing is declared."""
+    default = frozenset(schema.missing)
+    own = {f.name: frozenset(f.missing) for f in schema.fields if f.missing is not None}
+    if not default and not any(own.values()):
+        return None
+
+    def strip(record: dict) -> dict:
+        out = {}
+        for name, value in record.items():
+            tokens = own.get(name, default)
+            if type(value) is dict:
+                value = {k: v for k, v in value.items() if not (isinstance(v, str) and v in tokens)}
+                if not value:
+                    continue  # every entry missing: the map is absent
+            elif isinstance(value, str) and value in tokens:
+                continue
+            out[name] = value
+        return out
+
+    return strip
+
+
 def shaper(schema) -> Shaper | None:
     """``record → events`` for ``schema`` (a :class:`transforms.schema.Schema`), or None when
-    it declares no unpivot, no time made from fields and keeps refusing extra fields."""
-    made = [(f.name, dict(f.sources)) for f in schema.fields if f.sources]
+    it declares no missing tokens, no unpivot, no time made from fields and keeps refusing
+    extra fields."""
+    made = [(f.name, dict(f.sources), dict(f.constants)) for f in schema.fields if f.sources]
     spread = schema.unpivot
     ignore = schema.extra_fields == "ignore"
-    if not (made or spread or ignore):
+    absent = _absent(schema)
+    if not (made or spread or ignore or absent):
         return None
     declared = frozenset(f.name for f in schema.fields)
     pattern = re.compile(spread.match) if spread is not None and spread.match else None
@@ -125,6 +172,8 @@ def shaper(schema) -> Shaper | None:
     empty = [0]  # unpivoted cells without a value so far (see Builder.take_empty_cells)
 
     def shape(record: dict) -> list[dict]:
+        if absent is not None:
+            record = absent(record)
         events = [record]
         if spread is not None:
             columns = columns_of(record)
@@ -136,11 +185,12 @@ def shaper(schema) -> Shaper | None:
             # matched one is known only when present
             empty[0] += len(spread.columns or columns) - len(events)
         for event in events:
-            for field, roles in made:
-                missing = [source for source in roles.values() if source not in event]
+            for field, roles, constants in made:
+                missing = [s for s in roles.values() if event.get(s) is None]
                 if missing:
                     raise InvalidEvent(f"missing field(s): {', '.join(missing)}")
-                event[field] = made_time({r: event[s] for r, s in roles.items()}, field)
+                parts = {**constants, **{r: event[s] for r, s in roles.items()}}
+                event[field] = made_time(parts, field)
         if ignore:
             events = [{k: v for k, v in e.items() if k in declared} for e in events]
         return events

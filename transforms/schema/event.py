@@ -19,9 +19,14 @@ from transforms.schema.model import (
     FieldSpec,
 )
 from transforms.schema.problems import Problems, suggest
-from transforms.schema.shape import DERIVED_TIME_FORMAT, check_sources, time_sources
+from transforms.schema.shape import (
+    DERIVED_TIME_FORMAT,
+    check_sources,
+    missing_tokens,
+    time_sources,
+)
 from transforms.schema.yaml_lines import Map, line_of
-from transforms.text import timefmt
+from transforms.text import decimal_year, timefmt
 
 __all__ = ["NAME", "event_time", "fields", "time_ref"]
 
@@ -84,6 +89,9 @@ def _field(problems: Problems, node: Map, name: object) -> FieldSpec | None:
     times = _time_options(problems, spec, what, kind)
     text = _text_options(problems, spec, what, kind)
     bounds = _bounds(problems, spec, what, kind)
+    missing = missing_tokens(problems, spec, what)
+    if missing is not None and times["sources"]:
+        problems.bad(line_of(spec, "missing"), f"{what}: a time made 'from' fields is never read")
     return FieldSpec(
         name=name,
         type=kind,
@@ -94,6 +102,7 @@ def _field(problems: Problems, node: Map, name: object) -> FieldSpec | None:
         maximum=bounds.get("max"),
         max_entries=problems.integer(spec, "max_entries", what),
         doc=problems.text(spec, "doc", what),
+        missing=missing,
         line=line,
         **times,
         **text,
@@ -137,7 +146,7 @@ def _time_options(problems: Problems, spec: Map, what: str, kind: str | None) ->
         earliest, why = earliest_day(spec["earliest"], what)
         if why:
             problems.bad(line_of(spec, "earliest"), why)
-    sources = time_sources(problems, spec, what, kind)
+    sources, constants = time_sources(problems, spec, what, kind)
     if sources:  # made by the shaper as a wall time, read like any other time
         fmt = DERIVED_TIME_FORMAT
     return {
@@ -146,7 +155,29 @@ def _time_options(problems: Problems, spec: Map, what: str, kind: str | None) ->
         "ambiguous": ambiguous,
         "earliest": earliest,
         "sources": sources,
+        "constants": constants,
+        "round": _round(problems, spec, what, fmt),
     }
+
+
+def _round(problems: Problems, spec: Map, what: str, fmt: str) -> str:
+    """``round``: the unit a ``decimal_year`` time is rounded to, which that format needs."""
+    unit = problems.text(spec, "round", what)
+    units = ", ".join(decimal_year.ROUND_UNITS)
+    if "round" in spec and fmt != "decimal_year":
+        problems.bad(line_of(spec, "round"), f"{what}: 'round' applies to format decimal_year")
+    elif fmt == "decimal_year" and not unit:
+        problems.bad(
+            line_of(spec, "format"),
+            f"{what}: format decimal_year needs round: the unit its times land on ({units}; "
+            "a monthly R ts: month)",
+        )
+    elif unit and unit not in decimal_year.ROUND_UNITS:
+        problems.bad(
+            line_of(spec, "round"),
+            f"{what}: round {unit!r}{suggest(unit, decimal_year.ROUND_UNITS)}; use one of {units}",
+        )
+    return unit
 
 
 def _text_options(problems: Problems, spec: Map, what: str, kind: str | None) -> dict:

@@ -27,7 +27,7 @@ from transforms.text import timefmt
 __all__ = ["builtin", "load", "loads", "with_times"]
 
 _TOP_KEYS = ("dataset", "doc", "event", "tables", "queries", "advisor", "index")
-_EVENT_KEYS = ("time", "fields", "example", "extra_fields", "unpivot")
+_EVENT_KEYS = ("time", "fields", "example", "extra_fields", "unpivot", "missing")
 
 
 def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) -> Schema | None:
@@ -53,6 +53,7 @@ def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) ->
         shaping = {
             "extra_fields": shape_rules.extra_fields(problems, event),
             "unpivot": shape_rules.unpivot(problems, event, fields),
+            "missing": shape_rules.missing_tokens(problems, event, "event") or (),
         }
     tables = _tables(problems, top, fields, time, proto_modules)
     _check_across_tables(problems, tables, fields, time)

@@ -55,8 +55,8 @@ __all__ = [
 
 # docs/user-guide.md's table of field types says what each accepts and keeps, and its options.
 FIELD_TYPES = ("text", "number", "integer", "id", "boolean", "time", "map")
-# what a field gives a time made of several (``from: {year: Y, quarter: Q}``)
-TIME_ROLES = ("year", "quarter", "month", "day", "date", "time")
+# what a field (or a constant) gives a time made of several (``from: {year: Y, quarter: Q}``)
+TIME_ROLES = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "date", "time")
 WHITESPACE = ("allow", "trimmed", "none")
 CASES = ("as_is", "lower", "upper")
 MAP_QUALIFIERS = ("upper", "as_is")
@@ -123,6 +123,11 @@ class FieldSpec:
     earliest: str = ""  # time fields: the first day (YYYY-MM-DD) it may hold; "": 1970-01-01
     # a time made from other fields, ((role, field name), ...): not in the input (``from:``)
     sources: tuple[tuple[str, str], ...] = ()
+    # the constant parts of such a time, ((role, number), ...): ``from: {year: 1973, ...}``
+    constants: tuple[tuple[str, int], ...] = ()
+    round: str = ""  # time fields of format decimal_year: the unit their times are rounded to
+    # texts that mean "no value" in this field (None: the event's ``missing``)
+    missing: tuple[str, ...] | None = None
     doc: str = ""
     line: int = field(default=0, compare=False)
 
@@ -141,7 +146,7 @@ _FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max", "sources": "fro
 FIELD_KEYS = tuple(
     _FILE_KEYS.get(f.name, f.name)
     for f in dataclasses.fields(FieldSpec)
-    if f.name not in ("name", "line")
+    if f.name not in ("name", "line", "constants")  # (constants are written in ``from``)
 )
 
 
@@ -336,6 +341,7 @@ class Schema:
     extra_fields: str = "refuse"  # or "ignore": input fields the event does not declare
     unpivot: Unpivot | None = None
     index: IndexSpec | None = None  # the series index ``btts serve`` lists series from
+    missing: tuple[str, ...] = ()  # texts that mean "no value" in any field (``event.missing``)
 
     def table(self, name: str) -> TableSpec:
         for spec in self.tables:

@@ -13,22 +13,61 @@ from transforms.schema.model import TIME_ROLES, FieldSpec, Unpivot
 from transforms.schema.problems import Problems, suggest
 from transforms.schema.yaml_lines import Map, line_of
 
-__all__ = ["DERIVED_TIME_FORMAT", "check_sources", "extra_fields", "time_sources", "unpivot"]
+__all__ = [
+    "DERIVED_TIME_FORMAT",
+    "check_sources",
+    "extra_fields",
+    "missing_tokens",
+    "time_sources",
+    "unpivot",
+]
 
 EXTRA_FIELDS = ("refuse", "ignore")
 # How a time made from several fields reaches its field's parser: a wall time, so that the
 # field's timezone, earliest and ambiguous apply as to any other time field.
 DERIVED_TIME_FORMAT = "%Y-%m-%dT%H:%M:%S.%f"
-# the roles a time made of several fields may combine (year or date first)
-_COMBINATIONS = (
-    {"year"},
-    {"year", "quarter"},
-    {"year", "month"},
-    {"year", "month", "day"},
-    {"year", "month", "day", "time"},
-    {"date"},
-    {"date", "time"},
+# the range of a constant part of a made time (``from: {year: 1973, ...}``)
+_CONSTANT_RANGES = {
+    "year": (1, 9999), "quarter": (1, 4), "month": (1, 12), "week": (1, 53), "day": (1, 31),
+    "hour": (0, 23), "minute": (0, 59), "second": (0, 59),
+}  # fmt: skip
+_CLOCK = ("hour", "minute", "second")
+COMBINATIONS = (
+    "year (+ quarter, + week, or + month [+ day [+ time, or hour [+ minute [+ second]]]]) "
+    "or date (+ time, or hour [+ minute [+ second]])"
 )
+
+
+def combination_problem(roles: set[str]) -> str:
+    """Why ``roles`` make no time ("" when they do): a year (+ quarter, + week, or + month
+    [+ day [+ a time of day]]) or a date [+ a time of day], where a time of day is ``time``
+    (HH:MM[:SS]) or hour [+ minute [+ second]]."""
+    if not roles & {"year", "date"}:
+        if roles & {"month", "day", "quarter", "week"}:
+            return (
+                "has no year: add year: FIELD, or year: YYYY (a constant, e.g. year: 1973) when "
+                "every event is of one year"
+            )
+        return "has no year or date"
+    base = {"date"} if "date" in roles else {"year"}
+    rest = roles - base
+    if "date" in roles and rest & {"year", "quarter", "month", "week", "day"}:
+        return "combines date with year, quarter, month, week or day"
+    if len(rest & {"quarter", "month", "week"}) > 1:
+        return "combines more than one of quarter, month and week"
+    if rest & {"quarter", "week"} and rest - {"quarter", "week"}:
+        return "combines quarter or week with finer parts"
+    if "day" in rest and "month" not in rest:
+        return "has a day but no month"
+    clock = rest & {"time", *_CLOCK}
+    if clock and "date" not in roles and "day" not in rest:
+        return "has a time of day but no day"
+    if "time" in clock and len(clock) > 1:
+        return "combines time with hour, minute or second"
+    for finer, coarser in (("minute", "hour"), ("second", "minute")):
+        if finer in clock and coarser not in clock:
+            return f"has a {finer} but no {coarser}"
+    return ""
 
 
 def extra_fields(problems: Problems, event: Map) -> str:
@@ -87,28 +126,78 @@ def unpivot(problems: Problems, event: Map, fields: tuple[FieldSpec, ...]) -> Un
 
 def time_sources(
     problems: Problems, spec: Map, what: str, kind: str
-) -> tuple[tuple[str, str], ...]:
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, int], ...]]:
     """A time field's ``from: {year: Y, quarter: Q}``: the roles and the fields giving them
-    (checked against the declared fields once all are known: :func:`check_sources`)."""
+    (checked against the declared fields once all are known: :func:`check_sources`), and the
+    roles given as constants (a whole number: ``year: 1973``)."""
     if "from" not in spec:
-        return ()
+        return (), ()
     node = problems.mapping(spec["from"], f"{what}: from", line_of(spec, "from"))
     if node is None:
-        return ()
+        return (), ()
     if kind != "time":
         problems.bad(line_of(spec, "from"), f"{what}: 'from' applies to time fields only")
-        return ()
+        return (), ()
     problems.keys(node, TIME_ROLES, f"{what}: from")
-    pairs = tuple(
-        (role, str(node[role])) for role in TIME_ROLES if role in node and node[role] is not None
-    )
-    if set(dict(pairs)) not in _COMBINATIONS:
+    pairs, constants = [], []
+    for role in TIME_ROLES:
+        value = node.get(role)
+        if value is None:
+            continue
+        if type(value) is int:
+            low, high = _CONSTANT_RANGES.get(role, (0, -1))
+            if not low <= value <= high:
+                problems.bad(
+                    line_of(node, role),
+                    f"{what}: from: {role} {value} is not a constant {role}"
+                    + (f" ({low}-{high})" if high >= low else "; name a field"),
+                )
+            constants.append((role, value))
+        elif isinstance(value, str) and value:
+            pairs.append((role, value))
+        else:
+            problems.bad(
+                line_of(node, role),
+                f"{what}: from: {role} is a field's name or a whole number, got {value!r}",
+            )
+    roles = {r for r, _ in pairs} | {r for r, _ in constants}
+    why = combination_problem(roles)
+    if why:
+        named = ", ".join(r for r in TIME_ROLES if r in roles) or "nothing"
+        fix = "" if "add year" in why else f"; combine {COMBINATIONS}"
+        problems.bad(
+            line_of(spec, "from"), f"{what}: from: {named} does not make a time: it {why}{fix}"
+        )
+    elif not pairs:
         problems.bad(
             line_of(spec, "from"),
-            f"{what}: from: {', '.join(r for r, _ in pairs) or 'nothing'} does not make a "
-            "time; combine year (+ quarter, or + month [+ day [+ time]]) or date (+ time)",
+            f"{what}: from: every part is a constant, so every event would have the same "
+            "time; give at least one part as a field's name",
         )
-    return pairs
+    return tuple(pairs), tuple(constants)
+
+
+def missing_tokens(problems: Problems, node: Map, what: str) -> tuple[str, ...] | None:
+    """``missing: [NA, NaN, "null"]``: the texts that mean "no value" (None when not given).
+    Each is text as written: a YAML null or number is refused (quote it), so that ``null``
+    never silently becomes something else."""
+    if "missing" not in node:
+        return None
+    value = node["missing"]
+    line = line_of(node, "missing")
+    if not isinstance(value, list):
+        problems.bad(line, f"{what}: missing is a list of texts, e.g. missing: [NA, NaN]")
+        return None
+    out = []
+    for token in value:
+        if not isinstance(token, str):
+            shown = "null" if token is None else str(token).lower()
+            problems.bad(
+                line, f'{what}: missing: {shown} is not text; quote it: missing: ["{shown}"]'
+            )
+        elif token not in out:
+            out.append(token)
+    return tuple(out)
 
 
 def check_sources(problems: Problems, fields: tuple[FieldSpec, ...]) -> None:

@@ -11,7 +11,9 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from transforms.errors import InvalidEvent
+from transforms.text import decimal_year
 from transforms.text.events import CsvText, Num, describe, integral_text
+from transforms.text.isotime import fromisoformat
 
 __all__ = [
     "DST_CHOICES",
@@ -37,7 +39,6 @@ __all__ = [
     "minute_label",
     "month_bounds",
     "month_label",
-    "parse_date",
     "parse_day",
     "parse_event_time",
     "parse_month",
@@ -72,7 +73,7 @@ def parse_event_time(
     time before ``earliest`` (epoch ms; ``advice``: how to land it, see :func:`range_problem`)."""
     if type(value) is str and len(value) <= 40:  # the common case first: one C call
         try:
-            moment = dt.datetime.fromisoformat(value)
+            moment = fromisoformat(value)
         except ValueError:
             pass  # the general path below says what is wrong
         else:
@@ -87,7 +88,7 @@ def parse_event_time(
         if not text or len(text) > 40:
             raise InvalidEvent(f"field {field!r}: not an RFC 3339 time: {value[:60]!r}")
         try:
-            moment = dt.datetime.fromisoformat(text)
+            moment = fromisoformat(text)
         except ValueError:
             raise InvalidEvent(f"field {field!r}: not an RFC 3339 time: {value!r}") from None
         if moment.tzinfo is None:
@@ -323,6 +324,7 @@ NAMED_FORMATS = (
     "date",
     "year",
     "yyyymmddhhmmssmmm",
+    "decimal_year",
 )
 DST_CHOICES = ("error", "earliest", "latest")
 _EPOCH_DIVISORS = {"epoch_s": None, "epoch_ms": 1, "epoch_us": 1000}
@@ -399,17 +401,21 @@ def make_parser(
     ambiguous: str = "error",
     earliest: int = 0,
     advice: str = "",
+    round_to: str = "",
 ):
     """``value → epoch ms`` for one declared time format: a named one (:data:`NAMED_FORMATS`)
     or any strptime pattern. ``tz`` is the zone of times written without an offset (none: such
     a time is refused rather than guessed). Times before ``earliest`` (epoch ms; 1970 unless
-    the field declares older times) are refused, ``advice`` saying how to land them."""
+    the field declares older times) are refused, ``advice`` saying how to land them.
+    ``round_to``: the unit a ``decimal_year`` is rounded to (:mod:`.decimal_year`)."""
     if fmt in _EPOCH_DIVISORS:
         return _epoch_parser(fmt, field, earliest, advice)
     if fmt == "date":
         return lambda value: parse_date(value, field, earliest, advice)
     if fmt == "year":
         return _year_parser(field, tz or UTC, ambiguous, earliest, advice)
+    if fmt == "decimal_year":
+        return _decimal_year_parser(field, round_to, tz or UTC, ambiguous, earliest, advice)
     if fmt == "yyyymmddhhmmssmmm":
         return lambda value: parse_compact_time(value, field, earliest, advice)
     if fmt in ("auto", "rfc3339"):
@@ -419,7 +425,7 @@ def make_parser(
                 raise InvalidEvent(f"field {field!r}: expected an RFC 3339 time, got {value!r}")
             if tz is not None and isinstance(value, str) and not value.isdigit():
                 try:
-                    moment = dt.datetime.fromisoformat(value.strip())
+                    moment = fromisoformat(value.strip())
                 except ValueError:
                     pass  # parse_event_time says what is wrong
                 else:
@@ -465,6 +471,27 @@ def _year_parser(field: str, tz: dt.tzinfo, ambiguous: str, earliest: int, advic
         return local_to_ms(moment, tz, field, ambiguous, value, earliest, advice)
 
     return year
+
+
+def _decimal_year_parser(
+    field: str, unit: str, tz: dt.tzinfo, ambiguous: str, earliest: int, advice: str
+):
+    """A decimal year (``1960.25``, a JSON number or text) → the start of the ``unit`` nearest
+    that fraction of the year, in ``tz`` (:func:`decimal_year.wall_time` says exactly)."""
+    unit = unit or "day"
+
+    def decimal(value: object) -> int:
+        if not isinstance(value, str):  # Num and CsvText are str; a JSON bool or null is not
+            raise InvalidEvent(
+                f"field {field!r}: expected a decimal year such as 1960.25, got {describe(value)}"
+            )
+        try:
+            moment = decimal_year.wall_time(value, unit)
+        except ValueError as err:
+            raise InvalidEvent(f"field {field!r}: {err}") from None
+        return local_to_ms(moment, tz, field, ambiguous, value, earliest, advice)
+
+    return decimal
 
 
 def _epoch_parser(fmt: str, field: str, earliest: int, advice: str):
