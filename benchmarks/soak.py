@@ -143,10 +143,10 @@ def start_job(subscription: str, dead_topic: str, target: config.Target, extra: 
         "",
         server_metrics.OPTION_CLASSES,
     )
-    common.validate_input(options, server_metrics.JOB)
-    common.prepare(options, common.job_tables(options, server_metrics.JOB))
+    config = common.job_config(options, server_metrics.JOB)
+    common.prepare(config)
     pipeline = beam.Pipeline(options=options)
-    server_metrics.build(pipeline, options)
+    common.ingest(pipeline, config)
     return pipeline.run()
 
 

@@ -331,13 +331,14 @@ def test_the_connector_is_on_by_default_on_dataflow_only(setting, runner, expect
     ],
 )
 def test_the_job_flag_is_resolved_once_and_reaches_the_write(flag, runner, expected):
-    from pipelines import common  # registers --flow_control (BigtableOptions)
-    from pipelines.common.options import write_settings
+    from pipelines import common, server_metrics
 
-    argv = [f"--flow_control={flag}", *([f"--runner={runner}"] if runner else [])]
+    argv = [f"--flow_control={flag}", "--input=gs://b/in.jsonl", "--dead_letter=gs://b/dead"]
+    argv += ["--bigtable_instance=i", "--project=p", *([f"--runner={runner}"] if runner else [])]
     options = PipelineOptions(argv)
     assert options.view_as(common.BigtableOptions).flow_control == flag
-    assert write_settings(options).flow_control is expected
+    config = common.job_config(options, server_metrics.JOB)
+    assert config.flow_control is expected
 
 
 @pytest.mark.parametrize(
@@ -345,11 +346,12 @@ def test_the_job_flag_is_resolved_once_and_reaches_the_write(flag, runner, expec
     [("auto", None, False), ("auto", "projects/p/subscriptions/s", True), ("on", None, True)],
 )
 def test_collapse_latest_is_resolved_with_the_input(flag, subscription, expected):
-    from pipelines.common.options import write_settings
+    from pipelines import common, server_metrics
 
-    argv = [f"--collapse_latest={flag}"]
-    argv += [f"--input_subscription={subscription}"] if subscription else []
-    assert write_settings(PipelineOptions(argv)).collapse_latest is expected
+    argv = [f"--collapse_latest={flag}", "--dead_letter_topic=t", "--bigtable_instance=i"]
+    argv += [f"--input_subscription={subscription}" if subscription else "--input=gs://b/x"]
+    options = PipelineOptions([*argv, "--project=p"])
+    assert common.job_config(options, server_metrics.JOB).collapse_latest is expected
 
 
 def test_a_mistyped_flow_control_setting_fails_loudly():

@@ -163,9 +163,10 @@ def test_counts_are_exact_with_two_worker_processes(target, tmp_path):
         *MP,
     ]
     options = common.parse_args(argv, "test", "", metrics_job.OPTION_CLASSES)
-    common.prepare(options, common.job_tables(options, metrics_job.JOB), metrics_job.JOB)
+    config = common.job_config(options, metrics_job.JOB)
+    common.prepare(config)
     pipeline = common.new_pipeline(options)
-    built = metrics_job.build(pipeline, options)
+    built = common.ingest(pipeline, config)
     pids = (
         built["rows"]
         | beam.Map(lambda _batch: os.getpid())

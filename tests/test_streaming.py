@@ -23,7 +23,7 @@ from btts import config
 from btts.query import engine
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
-from pipelines.common import job_tables, parse_args, prepare, validate_input
+from pipelines.common import ingest, job_config, parse_args, prepare
 from tests.helpers import retry_harness
 from transforms.rollup import core
 from transforms.schema import builtin_tables
@@ -111,10 +111,10 @@ def _start(module, job, subscription: str, dead_topic: str, target: config.Targe
         "",
         module.OPTION_CLASSES,
     )
-    validate_input(options, job)
-    prepare(options, job_tables(options, job))
+    config = job_config(options, job)
+    prepare(config)
     pipeline = beam.Pipeline(options=options)
-    module.build(pipeline, options)
+    ingest(pipeline, config)
     return pipeline.run()
 
 

@@ -7,7 +7,7 @@ import contextlib
 import contextvars
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 
 import apache_beam as beam
 from apache_beam.options.pipeline_options import (
@@ -18,10 +18,10 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
-from btts import admin, config, errors
-from pipelines.common.jobspec import JobSpec, table_decl
-from pipelines.common.options import BigtableOptions, FlagValueError, resolve_target
-from transforms.schema import builtin_tables
+from btts import admin, errors
+from btts.config import Target
+from pipelines.common.config import JobConfig
+from pipelines.common.options import FlagValueError
 
 __all__ = [
     "COMMAND",
@@ -45,22 +45,19 @@ def job_command(name: str) -> str:
     return COMMAND.get() or f"python -m pipelines.{name}"
 
 
-def prepare(
-    options: PipelineOptions, tables: Sequence[str], job: JobSpec | None = None
-) -> config.Target:
-    """Validate and preflight before any data moves: fail early, with the fix in the message.
-    The tables' declarations come from ``job``, else from the built-in ones."""
-    target = resolve_target(options)
-    bt = options.view_as(BigtableOptions)
-    if not bt.skip_preflight:
-        decls = [table_decl(job, t) if job is not None else builtin_tables.get(t) for t in tables]
+def prepare(config: JobConfig) -> Target:
+    """The preflight before any data moves: the run's tables exist (or are created with
+    ``--create_tables``) with the families they need; fail early, with the fix in the message."""
+    target, source = config.target, config.job.schema_source
+    if not config.skip_preflight:
+        decls = list(config.tables.values())
         try:
-            for line in admin.preflight(target, decls, create=bt.create_tables):
+            for line in admin.preflight(target, decls, create=config.create_tables):
                 _LOG.info("%s", line)
         except errors.ConfigError as err:
-            if job is None or not job.schema_source:
+            if not source:
                 raise
-            hint = f"btts tables create --schema {job.schema_source}"
+            hint = f"btts tables create --schema {source}"
             raise errors.ConfigError(str(err).replace("btts tables create", hint)) from None
     return target
 
