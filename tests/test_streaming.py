@@ -24,7 +24,7 @@ from btts.query import engine
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
 from pipelines.common import ingest, job_config, parse_args, prepare
-from tests.helpers import retry_harness
+from tests.helpers import put_retry_harness
 from transforms.rollup import core
 from transforms.schema import builtin_tables
 
@@ -284,7 +284,7 @@ def smart_meters_key(meter: int, ms: int) -> bytes:
 
 
 def test_messages_carrying_many_events_land_every_event_exactly_once(
-    bigtable_emulator, pubsub, target
+    bigtable_emulator, pubsub, target, monkeypatch
 ):
     """Five messages of 100 newline-delimited events each (one of them malformed): 499 METRIC
     rows, each with one cell per metric (no event twice), and one dead letter; every bundle
@@ -293,8 +293,8 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
     publisher, subscriber, topics = pubsub
     events_topic, events_sub = topics["events"]
     dead_topic, dead_sub = topics["dead"]
-    with retry_harness("half"):
-        result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    put_retry_harness(monkeypatch, "half")  # for the whole test: the writers start as it runs
+    result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
     spans: dict = {}
     try:
         start = int(time.time() * 1000) - HOUR
