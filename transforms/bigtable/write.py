@@ -415,7 +415,7 @@ class BoundedWriteToBigTable(beam.PTransform):
         latest_only: Collection[str] = (),
     ) -> None:
         super().__init__()
-        self._project_id, self._instance_id, self._table_id = project_id, instance_id, table_id
+        self._ids = (project_id, instance_id, table_id)
         self._cross_language = use_cross_language
         self._expansion_service = expansion_service
         self._fn = _BoundedWriteFn(
@@ -432,9 +432,7 @@ class BoundedWriteToBigTable(beam.PTransform):
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
         if self._cross_language:
             return rows | WriteToBigTable(
-                self._project_id,
-                self._instance_id,
-                self._table_id,
+                *self._ids,
                 use_cross_language=True,
                 expansion_service=self._expansion_service,
             )
