@@ -23,7 +23,8 @@ from btts import config
 from btts.query import engine
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
-from pipelines.common import ingest, job_config, parse_args, prepare
+from pipelines.common import ingest, job_config, parse_args
+from pipelines.common.runner import prepare
 from tests.helpers import put_retry_harness
 from transforms.rollup import core
 from transforms.schema import builtin_tables

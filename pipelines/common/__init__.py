@@ -1,11 +1,11 @@
-"""What every ingest job shares, and the run of one: parse and check the flags, preflight the
-tables, build the graph (:class:`Ingest`), run it, print the summary and return a
-:class:`RunReport`; a run that did not do its work exits non-zero.
+"""What every ingest job shares, and the run of one: parse the flags and decide the run
+(:class:`JobConfig`), launch it (preflight, the graph :class:`Ingest`, the runner), print the
+summary and return a :class:`RunReport`; a run that did not do its work exits non-zero.
 
 The parts live by concern: :mod:`.options` (flags, parsing), :mod:`.jobspec` (what a job is),
 :mod:`.config` (what a run does: every flag decided once, and checked), :mod:`.graph` (the
-ingest graph), :mod:`.runner` (preflight, runner, dry runs), :mod:`.remote` (what workers
-elsewhere can read), :mod:`.report` (counters, summary, exit policy, the report)."""
+ingest graph), :mod:`.runner` (preflight, runner, launch), :mod:`.remote` (what workers
+elsewhere can read), :mod:`.report` (counters, summary, exit policy, dry runs, the report)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
-from btts.config import Target
 from pipelines.common.config import JobConfig, flow_control, job_config, resolve_target
 from pipelines.common.graph import Ingest
 from pipelines.common.jobspec import JobSpec, builtin_job, schema_job
@@ -31,23 +30,20 @@ from pipelines.common.options import (
     timezone,
 )
 from pipelines.common.report import (
-    JobFailed,
     RunReport,
+    conclude,
     counters,
     dead_letter_reasons,
-    failure,
+    dry_run_report,
     first_overwrite,
-    sample_lines,
-    summary,
 )
 from pipelines.common.runner import (
     COMMAND,
     config_exit,
-    dry_run_report,
     is_dry_run,
     job_command,
+    launch,
     new_pipeline,
-    prepare,
     runner_refusals,
 )
 
@@ -148,22 +144,14 @@ def run_file_ingest(
         description = description or job_for.description
     if not name or description is None:
         raise TypeError("run_file_ingest needs name and description when job_for is a function")
-    config, target = _prepared(argv, name, description, classes, job_for)
+    config = _config(argv, name, description, classes, job_for)
     started = time.monotonic()
-    with runner_refusals(name):
-        pipeline = new_pipeline(config.options)
-        (build or ingest)(pipeline, config)
-        result = pipeline.run()
+    result = launch(name, config, build or ingest)
     tables = tuple(config.tables)
     if config.dry_run:
-        print(dry_run_report(name, config.options, f"write {', '.join(config.tables)}"), flush=True)
+        print(dry_run_report(name, config.options, f"write {', '.join(tables)}"), flush=True)
         return RunReport(
-            name,
-            {},
-            tables=tables,
-            dead_letters=config.dead_letters,
-            dry_run=True,
-            result=result,
+            name, {}, tables=tables, dead_letters=config.dead_letters, dry_run=True, result=result
         )
     if config.streaming:
         _LOG.info(
@@ -177,67 +165,32 @@ def run_file_ingest(
         counters(result),
         time.monotonic() - started,
         tables,
-        target,
+        config.target,
         tuple(dead_letter_reasons(result)),
         config.dead_letters,
         overwrite=first_overwrite(result),
         result=result,
     )
-    _summarize(name, config, report)
+    label = name if config.job.name == name else f"{name} ({config.job.name})"
+    conclude(report, label, config.limits, COMMAND.get() or name)
     return report
 
 
-def _prepared(
+def _config(
     argv: Sequence[str] | None,
     name: str,
     description: str,
     classes: Sequence[type[PipelineOptions]],
     job_for: JobFor,
-) -> tuple[JobConfig, Target | None]:
-    """The run's config and its prepared target (None for a check or a dry run, which need
-    no Bigtable), every mistake a user can fix as one line before anything runs."""
+) -> JobConfig:
+    """The run's config: the flags parsed, the job they ask for, the run they decide; every
+    mistake a user can fix as one line before anything runs."""
     try:
         options = parse_args(argv, job_command(name), description, classes, name)
         job = job_for(options) if callable(job_for) else job_for
-        config = job_config(options, job)
-        return config, prepare(config) if config.writes else None
+        return job_config(options, job)
     except errors.ConfigError as err:
         raise config_exit(name, err) from None
-
-
-def _summarize(name: str, config: JobConfig, report: RunReport) -> None:
-    """Print the run's summary; a run over its dead-letter limit, or whose records overwrote
-    one another, fails (after it wrote what was valid), naming the top reasons or the first
-    overwrite and the flag that accepts them."""
-    job = config.job
-    label = name if job.name == name else f"{name} ({job.name})"
-    reasons = report.reasons
-    print(
-        summary(
-            label,
-            report.counters,
-            report.seconds,
-            report.target,
-            reasons,
-            dead_letters=report.dead_letters,
-            samples=sample_lines(reasons),
-            overwrite=report.overwrite,
-            accepted=config.accept_overwrites,
-        ),
-        flush=True,
-    )
-    why = failure(
-        report.counters,
-        reasons,
-        config.max_dead_letter_ratio,
-        config.bad_records,
-        report.overwrite,
-        config.accept_overwrites,
-    )
-    if why:
-        if report.dead_letters:
-            why += f" (dead letters: {report.dead_letters})"
-        raise JobFailed(f"{COMMAND.get() or name}: error: {why}", report)
 
 
 def main(run: Callable[[], RunReport]) -> None:

@@ -33,7 +33,7 @@ from pipelines.common.remote import (
     remote_dead_letter_base,
     runner_label,
 )
-from pipelines.common.report import BadRecordLimit, parse_bad_records
+from pipelines.common.report import BadRecordLimit, Limits, parse_bad_records
 from transforms.ingest.build_rows import OverwriteCheck
 from transforms.table_model import TableDecl
 
@@ -69,9 +69,7 @@ class JobConfig:
     create_tables: bool
     skip_preflight: bool
     overwrites: OverwriteCheck | None  # --overwrite_check; None when off or nothing to check
-    accept_overwrites: bool
-    bad_records: BadRecordLimit  # --max_bad_records
-    max_dead_letter_ratio: float | None
+    limits: Limits  # when it fails: --max_bad_records, --max_dead_letter_ratio, --accept_overwrites
     dead_letter_topic: str | None
     dead_letter_prefix: str  # this run's dead-letter files: the base and the run's id
     dead_letters: str | None  # where they go, as the summary names it; None: nowhere
@@ -141,9 +139,11 @@ def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None
         create_tables=bool(bt.create_tables),
         skip_preflight=bool(bt.skip_preflight),
         overwrites=_overwrite_check(stamps, bool(subscription)),
-        accept_overwrites=bool(files.accept_overwrites),
-        bad_records=bad_record_limit(files.max_bad_records),
-        max_dead_letter_ratio=files.max_dead_letter_ratio,
+        limits=Limits(
+            bad_record_limit(files.max_bad_records),
+            files.max_dead_letter_ratio,
+            bool(files.accept_overwrites),
+        ),
         dead_letter_topic=topic,
         dead_letter_prefix=prefix,
         dead_letters=None if validate_only else topic or f"{prefix}*.jsonl",

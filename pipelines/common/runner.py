@@ -1,5 +1,6 @@
-"""Running a job: the preflight before any data moves, the pipeline on the chosen runner, and
-what a dry run reports instead of running."""
+"""Running a job: :func:`launch` makes its pipeline on the chosen runner, checks the tables
+before any data moves (the preflight), builds the graph and starts it; a refusal on the way is
+one line for the user, never a traceback."""
 
 from __future__ import annotations
 
@@ -7,30 +8,24 @@ import contextlib
 import contextvars
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import (
-    GoogleCloudOptions,
-    PipelineOptions,
-    StandardOptions,
-    TestOptions,
-)
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
+from apache_beam.runners.runner import PipelineResult
 
 from btts import admin, errors
-from btts.config import Target
 from pipelines.common.config import JobConfig
 from pipelines.common.options import FlagValueError
 
 __all__ = [
     "COMMAND",
     "config_exit",
-    "dry_run_report",
     "is_dry_run",
     "job_command",
+    "launch",
     "new_pipeline",
-    "prepare",
     "runner_refusals",
 ]
 
@@ -45,21 +40,35 @@ def job_command(name: str) -> str:
     return COMMAND.get() or f"python -m pipelines.{name}"
 
 
-def prepare(config: JobConfig) -> Target:
+def launch(
+    name: str, config: JobConfig, graph: Callable[[beam.Pipeline, JobConfig], object]
+) -> PipelineResult:
+    """Start the run ``config`` says, without waiting for it: the pipeline on its runner, then,
+    for a run that writes, the preflight (:func:`prepare`), then the graph (``graph``, which may
+    read the tables first, as the sales job's ``--replace_months`` does), then the runner. A
+    refusal on the way (the preflight's, the runner's) ends job ``name`` with one line."""
+    with runner_refusals(name):
+        pipeline = new_pipeline(config.options)
+        if config.writes:
+            prepare(config)
+        graph(pipeline, config)
+        return pipeline.run()
+
+
+def prepare(config: JobConfig) -> None:
     """The preflight before any data moves: the run's tables exist (or are created with
     ``--create_tables``) with the families they need; fail early, with the fix in the message."""
-    target, source = config.target, config.job.schema_source
-    if not config.skip_preflight:
-        decls = list(config.tables.values())
-        try:
-            for line in admin.preflight(target, decls, create=config.create_tables):
-                _LOG.info("%s", line)
-        except errors.ConfigError as err:
-            if not source:
-                raise
-            hint = f"btts tables create --schema {source}"
-            raise errors.ConfigError(str(err).replace("btts tables create", hint)) from None
-    return target
+    if config.skip_preflight:
+        return
+    decls, source = list(config.tables.values()), config.job.schema_source
+    try:
+        for line in admin.preflight(config.target, decls, create=config.create_tables):
+            _LOG.info("%s", line)
+    except errors.ConfigError as err:
+        if not source:
+            raise
+        hint = f"btts tables create --schema {source}"
+        raise errors.ConfigError(str(err).replace("btts tables create", hint)) from None
 
 
 LOCAL_RUNNERS = frozenset({"DirectRunner", "SwitchingDirectRunner"})
@@ -85,22 +94,6 @@ def is_dry_run(options: PipelineOptions) -> bool:
     return bool(options.view_as(TestOptions).dry_run)
 
 
-def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
-    """What a dry run would have launched, instead of a summary of what it did."""
-    runner = options.view_as(StandardOptions).runner or "DirectRunner"
-    cloud = options.view_as(GoogleCloudOptions)
-    where = ", ".join(
-        f"{label} {value}"
-        for label, value in (("project", cloud.project), ("region", cloud.region))
-        if value
-    )
-    mode = "streaming" if options.view_as(StandardOptions).streaming else "batch"
-    return (
-        f"{name}: dry run: the {mode} job translated for {runner}"
-        f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
-    )
-
-
 # How Beam's runners start the ValueError listing the options they refuse (Dataflow: no region,
 # no temp_location, a malformed project).
 _REFUSED_OPTIONS = "Pipeline has validations errors"
@@ -108,11 +101,13 @@ _REFUSED_OPTIONS = "Pipeline has validations errors"
 
 @contextlib.contextmanager
 def runner_refusals(name: str) -> Iterator[None]:
-    """Around making and running a pipeline: the runner's refusal of its options (raised when
-    the pipeline is made or run) becomes one line that names them (``<job>: error: …``), not a
-    traceback, since they are the user's to fix."""
+    """Around starting a run: a refusal the user can fix ends job ``name`` with one line
+    (``<job>: error: …``), not a traceback: a ConfigError (the preflight's), or the runner's
+    refusal of its options (raised when the pipeline is made or run)."""
     try:
         yield
+    except errors.ConfigError as err:
+        raise config_exit(name, err) from None
     except ValueError as err:
         text = str(err)
         if not text.startswith(_REFUSED_OPTIONS):
