@@ -157,15 +157,24 @@ def parse_args(
     classes: Sequence[type[PipelineOptions]],
     name: str = "",
 ) -> PipelineOptions:
-    """Pipeline options from ``argv``; ``--help`` prints this job's flags and input. An unknown
-    flag (a typo Beam would only warn about and ignore) or a bad value is a ConfigError of one
-    line naming the flag (Beam would print its whole usage first). ``--input_subscription``
-    implies Beam's ``--streaming``: the options come out as the run uses them."""
+    """Pipeline options from ``argv`` for a run (:func:`_run_options`); or, with ``--help``,
+    this job's flags and input printed, and the command ended. An unknown flag (a typo Beam
+    would only warn about and ignore) or a bad value is a ConfigError of one line naming the
+    flag (Beam would print its whole usage first). ``--input_subscription`` implies Beam's
+    ``--streaming``: the options come out as the run uses them."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if flags.wants_help(argv):
-        text = flags.input_help(name, argv) if name else ""
-        option_classes_help(prog, description, classes, text).print_help()
-        raise SystemExit(0)
+    if not flags.wants_help(argv):
+        return _run_options(argv, prog, classes)
+    text = flags.input_help(name, argv) if name else ""
+    option_classes_help(prog, description, classes, text).print_help()
+    raise SystemExit(0)
+
+
+def _run_options(
+    argv: list[str], prog: str, classes: Sequence[type[PipelineOptions]]
+) -> PipelineOptions:
+    """The options of a run: its runner loaded first (its flags are then known), then every
+    flag parsed strictly (``classes``: the job's own, for the did-you-mean hint)."""
     load_runner(argv)  # its options class declares its flags (Beam's Dask runner: --dask_…)
     known = _parser(_option_classes())
     given, unknown = known.parse_known_args(argv)
