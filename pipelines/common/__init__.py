@@ -18,7 +18,13 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
-from pipelines.common.config import JobConfig, flow_control, job_config, resolve_target
+from pipelines.common.config import (
+    JobConfig,
+    flow_control,
+    is_dry_run,
+    job_config,
+    resolve_target,
+)
 from pipelines.common.graph import Ingest
 from pipelines.common.jobspec import JobSpec, builtin_job, schema_job
 from pipelines.common.options import (
@@ -40,7 +46,6 @@ from pipelines.common.report import (
 from pipelines.common.runner import (
     COMMAND,
     config_exit,
-    is_dry_run,
     job_command,
     launch,
     new_pipeline,

@@ -37,7 +37,7 @@ from pipelines.common.report import BadRecordLimit, Limits, parse_bad_records
 from transforms.ingest.build_rows import OverwriteCheck
 from transforms.table_model import TableDecl
 
-__all__ = ["JobConfig", "flow_control", "job_config", "resolve_target"]
+__all__ = ["JobConfig", "flow_control", "is_dry_run", "job_config", "resolve_target"]
 
 # The streaming overwrite check's memory: each record is compared with the last RECENT_ROWS rows
 # its worker built, none older than RECENT_SECONDS (bounded: a stream never ends).
@@ -104,7 +104,7 @@ def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None
     inputs = () if subscription else tuple(input_patterns(files.input))
     formats, validate_only = time_formats(files.time_format), bool(files.validate_only)
     target = None if validate_only else resolve_target(options)
-    flow = flow_control(options)
+    flow, dry_run = flow_control(options), is_dry_run(options)
     run_id, rollup = run_id or new_run_id(), bool(stream.hourly_rollup)
     job = with_times(job, formats, files.input_timezone or "", files.ambiguous_times or "")
     indexed = index_tables(job, rollup)
@@ -148,7 +148,7 @@ def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None
         dead_letter_prefix=prefix,
         dead_letters=None if validate_only else topic or f"{prefix}*.jsonl",
         validate_only=validate_only,
-        dry_run=bool(options.view_as(TestOptions).dry_run),
+        dry_run=dry_run,
     )
 
 
@@ -231,6 +231,12 @@ def flow_control(options: PipelineOptions) -> bool:
     RateLimitInfo); on and off as given."""
     runner = str(options.view_as(StandardOptions).runner or "")
     return _decide(options.view_as(BigtableOptions).flow_control, "dataflow" in runner.lower())
+
+
+def is_dry_run(options: PipelineOptions) -> bool:
+    """Beam's ``--dry_run``: translate the job for its runner and launch nothing. Nothing of
+    ours may then call Google either (no preflight, no table admin, no metrics to read)."""
+    return bool(options.view_as(TestOptions).dry_run)
 
 
 def resolve_target(options: PipelineOptions) -> targets.Target:

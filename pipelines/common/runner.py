@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions, TestOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.runner import PipelineResult
 
@@ -22,7 +22,6 @@ from pipelines.common.options import FlagValueError
 __all__ = [
     "COMMAND",
     "config_exit",
-    "is_dry_run",
     "job_command",
     "launch",
     "new_pipeline",
@@ -86,12 +85,6 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
     runner = SwitchingDirectRunner()
     runner.is_interactive()  # Beam's own switch: Prism is not tried, nothing else changes
     return beam.Pipeline(runner=runner, options=options)
-
-
-def is_dry_run(options: PipelineOptions) -> bool:
-    """Beam's ``--dry_run``: translate the job for its runner and launch nothing. Nothing of
-    ours may then call Google either (no preflight, no table admin, no metrics to read)."""
-    return bool(options.view_as(TestOptions).dry_run)
 
 
 # How Beam's runners start the ValueError listing the options they refuse (Dataflow: no region,
