@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import errors
+from btts import exits
 from pipelines.common.config import (
     JobConfig,
     flow_control,
@@ -36,6 +36,7 @@ from pipelines.common.options import (
     timezone,
 )
 from pipelines.common.report import (
+    JobFailed,
     RunReport,
     conclude,
     counters,
@@ -51,6 +52,7 @@ from pipelines.common.runner import (
     new_pipeline,
     runner_refusals,
 )
+from transforms.errors import UserError
 
 __all__ = [
     "BigtableOptions",
@@ -194,11 +196,15 @@ def _config(
         options = parse_args(argv, job_command(name), description, classes, name)
         job = job_for(options) if callable(job_for) else job_for
         return job_config(options, job)
-    except errors.ConfigError as err:
+    except UserError as err:
         raise config_exit(name, err) from None
 
 
 def main(run: Callable[[], RunReport]) -> None:
-    """A job module run as a script (``python -m pipelines.<job>``): INFO logs, then its run."""
+    """A job module run as a script (``python -m pipelines.<job>``): INFO logs, then its run;
+    a run that did not do its work ends the script with its line (:func:`btts.exits.stop`)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    try:
+        run()
+    except JobFailed as err:
+        raise exits.stop(err, err.command) from None

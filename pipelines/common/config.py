@@ -207,7 +207,7 @@ def bad_record_limit(text: str | None) -> BadRecordLimit:
     try:
         return parse_bad_records(text or "10%")
     except ValueError as err:
-        raise errors.ConfigError(str(err)) from None
+        raise errors.ConfigError(str(err)) from err
 
 
 def _overwrite_check(stamps: dict[str, bool] | None, streaming: bool) -> OverwriteCheck | None:

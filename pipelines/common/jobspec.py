@@ -104,8 +104,8 @@ def schema_job(
     user's file is named in hints."""
     try:
         chosen = schema.tables_to_write(tables)
-    except ValueError as err:
-        raise errors.ConfigError(str(err)) from None
+    except ValueError as err:  # tables the schema does not write from events
+        raise errors.ConfigError(str(err)) from err
     rollups = schema_rollups(schema)
     return JobSpec(
         name=name or schema.dataset,
@@ -127,13 +127,10 @@ def builtin_job(dataset: str, description: str, **kwargs) -> JobSpec:
 def with_times(job: JobSpec, formats: Mapping[str, str], zone: str, ambiguous: str) -> JobSpec:
     """The job reading its input's times another way (``--time_format`` as field → format,
     ``--input_timezone``, ``--ambiguous_times``); unchanged without them. Its schema changes,
-    its builder is not compiled yet; a bad choice is a ConfigError."""
+    its builder is not compiled yet; a bad choice is a SchemaError."""
     if not (formats or zone or ambiguous):
         return job
-    try:
-        schema = schema_lib.with_times(job.schema, formats, zone, ambiguous)
-    except schema_lib.SchemaError as err:
-        raise errors.ConfigError(str(err)) from None
+    schema = schema_lib.with_times(job.schema, formats, zone, ambiguous)  # or a SchemaError
     return dataclasses.replace(job, schema=schema)
 
 

@@ -21,7 +21,6 @@ from transforms.text import timefmt
 __all__ = [
     "BigtableOptions",
     "FileInputOptions",
-    "FlagValueError",
     "StreamingInputOptions",
     "option_classes",
     "options_class",
@@ -98,17 +97,12 @@ def option_classes_help(
     return parser
 
 
-class FlagValueError(errors.ConfigError):
-    """A flag's value is not one it takes (argparse's kind of error: the job prints it as one
-    line on stderr and exits 2, as argparse would, without Beam's usage text)."""
-
-
 class _FlagParser(argparse.ArgumentParser):
-    """An argparse parser whose mistakes are a :class:`FlagValueError` (one line for the job
-    to print), not a usage text and an exit."""
+    """An argparse parser whose mistakes are a :class:`~btts.errors.FlagValueError` (one line
+    for the job to print), not a usage text and an exit."""
 
     def error(self, message: str):
-        raise FlagValueError(_flag_error(message))
+        raise errors.FlagValueError(_flag_error(message))
 
 
 def _flag_error(message: str) -> str:
@@ -158,16 +152,18 @@ def parse_args(
     name: str = "",
 ) -> PipelineOptions:
     """Pipeline options from ``argv`` for a run (:func:`_run_options`); or, with ``--help``,
-    this job's flags and input printed, and the command ended. An unknown flag (a typo Beam
-    would only warn about and ignore) or a bad value is a ConfigError of one line naming the
-    flag (Beam would print its whole usage first). ``--input_subscription`` implies Beam's
-    ``--streaming``: the options come out as the run uses them."""
+    this job's flags and input printed, and the command ended as argparse's own ``--help``
+    ends it. An unknown flag (a typo Beam would only warn about and ignore) or a bad value is a
+    ConfigError of one line naming the flag (Beam would print its whole usage first).
+    ``--input_subscription`` implies Beam's ``--streaming``: the options come out as the run
+    uses them."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not flags.wants_help(argv):
         return _run_options(argv, prog, classes)
     text = flags.input_help(name, argv) if name else ""
-    option_classes_help(prog, description, classes, text).print_help()
-    raise SystemExit(0)
+    shown = option_classes_help(prog, description, classes, text)
+    shown.print_help()
+    shown.exit()
 
 
 def _run_options(

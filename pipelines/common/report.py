@@ -20,6 +20,7 @@ from apache_beam.options.pipeline_options import (
 from apache_beam.runners.runner import PipelineResult
 
 from btts import config
+from transforms.errors import DataError
 from transforms.ingest.overwrites import FIRST_NAMESPACE, first_from_metric_name
 from transforms.metrics import (
     DUPLICATE_RECORDS,
@@ -34,6 +35,7 @@ from transforms.text import timefmt
 
 __all__ = [
     "BadRecordLimit",
+    "JobFailed",
     "Limits",
     "RunReport",
     "conclude",
@@ -413,13 +415,16 @@ class RunReport:
         return landed_line(self.counters, self.target is not None)
 
 
-class JobFailed(SystemExit):
-    """The job ran but did not do its work (nothing valid, too many dead letters): a non-zero
-    exit with the reason, after the summary. ``report`` is the finished run's."""
+class JobFailed(DataError):
+    """The job ran but did not do its work (nothing valid, too many dead letters, records
+    overwriting each other): the records as a whole, after the summary; the command line ends
+    with the reason (:mod:`btts.exits`). ``report`` is the finished run's, ``command`` the one
+    that started it."""
 
-    def __init__(self, message: str, report: RunReport) -> None:
+    def __init__(self, message: str, report: RunReport, command: str) -> None:
         super().__init__(message)
         self.report = report
+        self.command = command
 
 
 def conclude(report: RunReport, label: str, limits: Limits, command: str) -> None:
@@ -453,7 +458,7 @@ def conclude(report: RunReport, label: str, limits: Limits, command: str) -> Non
     if why:
         if report.dead_letters:
             why += f" (dead letters: {report.dead_letters})"
-        raise JobFailed(f"{command}: error: {why}", report)
+        raise JobFailed(why, report, command)
 
 
 def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:

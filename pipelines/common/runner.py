@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import sys
 from collections.abc import Callable, Iterator
 
 import apache_beam as beam
@@ -15,9 +14,9 @@ from apache_beam.options.pipeline_options import PipelineOptions, StandardOption
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.runner import PipelineResult
 
-from btts import admin, errors
+from btts import admin, errors, exits
 from pipelines.common.config import JobConfig
-from pipelines.common.options import FlagValueError
+from transforms.errors import UserError
 
 __all__ = [
     "COMMAND",
@@ -56,18 +55,13 @@ def launch(
 
 def prepare(config: JobConfig) -> None:
     """The preflight before any data moves: the run's tables exist (or are created with
-    ``--create_tables``) with the families they need; fail early, with the fix in the message."""
+    ``--create_tables``) with the families they need; fail early, with the fix in the message
+    (a user's schema file named in it)."""
     if config.skip_preflight:
         return
-    decls, source = list(config.tables.values()), config.job.schema_source
-    try:
-        for line in admin.preflight(config.target, decls, create=config.create_tables):
-            _LOG.info("%s", line)
-    except errors.ConfigError as err:
-        if not source:
-            raise
-        hint = f"btts tables create --schema {source}"
-        raise errors.ConfigError(str(err).replace("btts tables create", hint)) from None
+    decls, schema = list(config.tables.values()), config.job.schema_source
+    for line in admin.preflight(config.target, decls, create=config.create_tables, schema=schema):
+        _LOG.info("%s", line)
 
 
 LOCAL_RUNNERS = frozenset({"DirectRunner", "SwitchingDirectRunner"})
@@ -95,11 +89,11 @@ _REFUSED_OPTIONS = "Pipeline has validations errors"
 @contextlib.contextmanager
 def runner_refusals(name: str) -> Iterator[None]:
     """Around starting a run: a refusal the user can fix ends job ``name`` with one line
-    (``<job>: error: …``), not a traceback: a ConfigError (the preflight's), or the runner's
+    (``<job>: error: …``), not a traceback: a UserError (the preflight's), or the runner's
     refusal of its options (raised when the pipeline is made or run)."""
     try:
         yield
-    except errors.ConfigError as err:
+    except UserError as err:
         raise config_exit(name, err) from None
     except ValueError as err:
         text = str(err)
@@ -110,11 +104,7 @@ def runner_refusals(name: str) -> Iterator[None]:
         raise config_exit(name, why) from None
 
 
-def config_exit(name: str, err: errors.ConfigError) -> SystemExit:
-    """The exit for a mistake the user can fix: one line ``<job>: error: …``, no traceback. A
-    bad flag value is printed here and exits 2, as argparse's own errors do."""
-    line = f"{COMMAND.get() or name}: error: {err}"
-    if isinstance(err, FlagValueError):
-        print(line, file=sys.stderr, flush=True)
-        return SystemExit(2)
-    return SystemExit(line)
+def config_exit(name: str, err: UserError) -> SystemExit:
+    """The end of job ``name`` for a mistake the user can fix, said under the command that
+    started it: one line ``<command>: error: …``, no traceback (:func:`btts.exits.stop`)."""
+    return exits.stop(err, COMMAND.get() or name)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from transforms.errors import Undeclared
 from transforms.table_model import (
     BUCKET_UNITS,
     TIME_FORMATS,
@@ -348,7 +349,7 @@ class Schema:
         for spec in self.tables:
             if spec.name == name:
                 return spec
-        raise KeyError(f"schema {self.dataset} has no table {name!r}; it has {self.table_names}")
+        raise Undeclared(f"schema {self.dataset} has no table {name!r}; it has {self.table_names}")
 
     @property
     def table_names(self) -> list[str]:
