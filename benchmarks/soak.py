@@ -63,6 +63,7 @@ from benchmarks.soak_load import HOUR_MS, METRICS, LandedCounter, PublisherProce
 from btts import config
 from btts.emulator import Emulator, PubSubEmulator
 from pipelines import common, server_metrics
+from pipelines.common.runner import prepare
 from transforms.bigtable.filters import KEYS_ONLY
 
 ROOT = Path(__file__).resolve().parent
@@ -143,10 +144,10 @@ def start_job(subscription: str, dead_topic: str, target: config.Target, extra: 
         "",
         server_metrics.OPTION_CLASSES,
     )
-    common.validate_input(options, server_metrics.JOB)
-    common.prepare(options, common.job_tables(options, server_metrics.JOB))
+    config = common.job_config(options, server_metrics.JOB)
+    prepare(config)
     pipeline = beam.Pipeline(options=options)
-    server_metrics.build(pipeline, options)
+    common.ingest(pipeline, config)
     return pipeline.run()
 
 

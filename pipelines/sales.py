@@ -18,7 +18,8 @@ from google.cloud.bigtable.data import (
 )
 from google.cloud.bigtable.data.row_filters import RowFilterChain
 
-from btts import config, errors
+from btts import errors
+from btts.config import Target
 from pipelines import common
 from pipelines.flags import sales as job_flags
 from transforms.bigtable.filters import KEYS_ONLY, key_suffix_filter
@@ -61,6 +62,7 @@ class OnlyMonths:
     and the employee cannot hold the delimiter, so the month is the key's last segment."""
 
     def __init__(self, months: Sequence[str]) -> None:
+        self.months = tuple(months)
         self._months = frozenset(m.encode() for m in months)
 
     def __call__(self, rows: Sequence[tuple]) -> None:
@@ -73,7 +75,7 @@ class OnlyMonths:
                 )
 
 
-def delete_months(target: config.Target, months: Sequence[str]) -> int:
+def delete_months(target: Target, months: Sequence[str]) -> int:
     """Delete every SALES_MONTHLY row of ``months``; the number deleted. One key-only scan of
     the table with a key regex: rows are per employee first, so a month's rows are not one
     range (the table holds one row per employee and month: small). Idempotent."""
@@ -98,20 +100,16 @@ def job_for(options: PipelineOptions) -> common.JobSpec:
     return job
 
 
-def _graph(
-    pipeline: beam.Pipeline,
-    options: PipelineOptions,
-    job: common.JobSpec,
-    run_id: str | None = None,
-) -> dict[str, beam.PCollection]:
+def _graph(pipeline: beam.Pipeline, config: common.JobConfig) -> dict[str, beam.PCollection]:
     """Read lines → build AddCell rows (bad lines to dead letters) → AddToCell. With
-    --replace_months the months' rows are deleted first, here, before the job starts.
-    ``run_id`` names this run's dead-letter files (default: a new one)."""
-    months = replace_months(options)
-    if months:
-        deleted = delete_months(common.resolve_target(options), months)
+    --replace_months (the job's month check) the months' rows are deleted first, here, before
+    the job starts."""
+    check = config.job.check_rows
+    months = check.months if isinstance(check, OnlyMonths) else ()
+    if months and config.writes:
+        deleted = delete_months(config.target, months)
         _LOG.info("%s: deleted %d row(s) of %s before writing", NAME, deleted, ", ".join(months))
-    return common.ingest(pipeline, options, job, run_id)
+    return common.ingest(pipeline, config)
 
 
 ENTRY = common.IngestEntry(NAME, __doc__, OPTION_CLASSES, job_for, _graph)

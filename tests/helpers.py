@@ -93,22 +93,64 @@ def recipe_key(*segments: tuple[str, object]) -> str:
     return recipe.build({f"f{i}": value for i, (_, value) in enumerate(segments)}).decode()
 
 
+# The retry harness (tests/test_retries.py): Dataflow re-runs a failed bundle whole, and what the
+# failed attempt had already written stays; the DirectRunner never retries. Under the harness
+# every write request is sent as such a retry sends it: twice (``twice``: the failure came after
+# the writes), or its first half and then whole (``half``: the attempt was abandoned half-way).
+HARNESS_MODES = ("twice", "half")
+
+
+def harness_attempts(items: Sequence, how: str) -> list[Sequence]:
+    """The successive attempts at sending ``items`` (one request's entries) under ``how``."""
+    if how == "twice":
+        return [items, items]
+    if how == "half":
+        return [items[: (len(items) + 1) // 2], items]
+    raise ValueError(f"retry harness {how!r}: expected one of {', '.join(HARNESS_MODES)}")
+
+
+def put_retry_harness(patch: pytest.MonkeyPatch, how: str) -> None:
+    """Every write the jobs make from now on (until ``patch`` is undone) goes through the
+    harness, at the writers' seams: the SetCell writer's request sender
+    (``transforms.bigtable.write.open_sender``) and the AddToCell writer's data client
+    (``transforms.bigtable.write_aggregates.BigtableDataClient``)."""
+    from transforms.bigtable import write, write_aggregates
+
+    harness_attempts((), how)  # a mistyped mode fails here, not on a worker
+    opened = write.open_sender
+
+    def open_sender(*args, **kwargs):
+        send, closing = opened(*args, **kwargs)
+
+        def retried(batch):  # a transport.Batch: one request's entries
+            *earlier, _whole = harness_attempts(list(range(len(batch.keys))), how)
+            for indexes in earlier:
+                send(batch.subset(indexes))
+            return send(batch)  # the last attempt's outcome is the request's
+
+        return retried, closing
+
+    class Client(write_aggregates.BigtableDataClient):
+        def get_table(self, *args, **kwargs):
+            table = super().get_table(*args, **kwargs)
+            send = table.bulk_mutate_rows
+
+            def retried(entries, **kwargs):
+                for attempt in harness_attempts(entries, how):
+                    send(attempt, **kwargs)
+
+            table.bulk_mutate_rows = retried
+            return table
+
+    patch.setattr(write, "open_sender", open_sender)
+    patch.setattr(write_aggregates, "BigtableDataClient", Client)
+
+
 @contextlib.contextmanager
 def retry_harness(how: str):
-    """Jobs built inside this block write through the retry harness
-    (transforms/bigtable/retry_harness.py): every WriteRows and WriteAggregates they construct gets
-    ``retry_harness=how``."""
-    from transforms.bigtable.write import WriteRows
-    from transforms.bigtable.write_aggregates import WriteAggregates
-
+    """Jobs run inside this block write through the retry harness (:func:`put_retry_harness`)."""
     with pytest.MonkeyPatch.context() as patch:
-        for cls in (WriteRows, WriteAggregates):
-
-            def init(self, *args, _original=cls.__init__, **kwargs):
-                kwargs.setdefault("retry_harness", how)
-                _original(self, *args, **kwargs)
-
-            patch.setattr(cls, "__init__", init)
+        put_retry_harness(patch, how)
         yield
 
 

@@ -29,7 +29,8 @@ from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, Set
 from btts import admin, config
 from btts.samples import data
 from pipelines import nightly
-from pipelines.common.jobspec import job_tables, table_decl
+from pipelines.common.jobspec import index_tables, job_tables, table_decl
+from pipelines.common.options import StreamingInputOptions
 from tests.conftest import REPO
 from tests.helpers import dump, read_dead_letters, run_job, write_lines
 from transforms.metrics import read_worker_tallies
@@ -129,7 +130,9 @@ def _job_decls(case: Case, argv: Sequence[str]) -> dict[str, TableDecl]:
     entry = importlib.import_module(f"pipelines.{case.job}").ENTRY
     options = PipelineOptions(list(argv))
     job = entry.job_for(options) if callable(entry.job_for) else entry.job_for
-    return {table: table_decl(job, table) for table in job_tables(options, job)}
+    rollup = options.view_as(StreamingInputOptions).hourly_rollup
+    tables = job_tables(job, rollup, index_tables(job, rollup))
+    return {table: table_decl(job, table) for table in tables}
 
 
 def without_gc(decl: TableDecl) -> TableDecl:

@@ -10,9 +10,8 @@ import pytest
 
 from btts import exits
 from btts.query import engine
-from pipelines import common
 from pipelines.common import report
-from pipelines.common.report import parse_bad_records
+from pipelines.common.report import JobFailed, failure, parse_bad_records
 from tests.helpers import read_dead_letters, run_job, write_lines
 from transforms.errors import reason_kind
 
@@ -40,20 +39,20 @@ def test_reasons_group_by_kind_keeping_the_field_they_name(reason, kind):
 def test_failure_needs_input_and_is_judged_on_records_not_blank_lines():
     reasons = [report.Reason("field 't': '…' bad", 3, "in.jsonl", 2)]
     totals = {"lines_read": 5, "blank_lines": 2, "dead_letters": 3, "events_valid": 0}
-    assert "no valid event in 3 records" in common.failure(totals, reasons, None)
-    assert "top reason: field 't': '…' bad" in common.failure(totals, reasons, None)
-    assert common.failure({"lines_read": 2, "blank_lines": 2}, [], None) is None
+    assert "no valid event in 3 records" in failure(totals, reasons, None)
+    assert "top reason: field 't': '…' bad" in failure(totals, reasons, None)
+    assert failure({"lines_read": 2, "blank_lines": 2}, [], None) is None
     some = {"lines_read": 100, "dead_letters": 2, "events_valid": 98}
-    assert common.failure(some, reasons, None) is None
-    assert common.failure(some, reasons, 0.02) is None
-    assert "2.00%), over --max_dead_letter_ratio 0.01" in common.failure(some, reasons, 0.01)
+    assert failure(some, reasons, None) is None
+    assert failure(some, reasons, 0.02) is None
+    assert "2.00%), over --max_dead_letter_ratio 0.01" in failure(some, reasons, 0.01)
 
 
 def test_all_bad_input_fails_the_job_and_names_the_reason(target, tmp_path, capsys):
     lines = [SLASH % i for i in range(7)] + ["", "not json"]
     source = write_lines(tmp_path / "m.jsonl", lines)
     dead = tmp_path / "dead" / "m"
-    with pytest.raises(common.JobFailed, match="no valid event in 8 records read") as failed:
+    with pytest.raises(JobFailed, match="no valid event in 8 records read") as failed:
         run_job("smart_meters", target, source, dead)
     assert exits.ending(failed.value)[0] != 0
     out = capsys.readouterr().out
@@ -71,7 +70,7 @@ def test_max_dead_letter_ratio_fails_after_writing_what_was_valid(target, tmp_pa
     dead = tmp_path / "dead" / "m"
     result = run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=0.5"])
     assert result.counters["events_valid"] == 1
-    with pytest.raises(common.JobFailed, match=r"1 dead letters in 2 records \(50.00%\)"):
+    with pytest.raises(JobFailed, match=r"1 dead letters in 2 records \(50.00%\)"):
         run_job("smart_meters", target, source, dead, ["--max_dead_letter_ratio=0.4"])
     (row,) = engine.read_rows(target, "SENSOR", latest_only=True)
     assert row.latest()[("METER", b"0015")] == b"13.45"
@@ -134,7 +133,7 @@ def test_a_run_that_dead_letters_most_of_its_input_fails_by_default(target, tmp_
     valid one; the error names the top reasons with their first line and the flag."""
     source = write_lines(tmp_path / "m.jsonl", [GOOD, SLASH % 1, SLASH % 2, "{"])
     dead = tmp_path / "dead" / "m"
-    with pytest.raises(common.JobFailed) as failed:
+    with pytest.raises(JobFailed) as failed:
         run_job("smart_meters", target, source, dead, ["--max_bad_records=10%"])
     message = str(failed.value)
     assert "3 dead letters in 4 records (75.00%), over --max_bad_records 10%" in message

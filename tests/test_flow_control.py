@@ -20,7 +20,7 @@ from btts.emulator import ENV_HOST
 from tests.fake_bigtable import Answer, FakeBigtable
 from transforms.bigtable import transport
 from transforms.bigtable.channel import open_channel
-from transforms.bigtable.write import BoundedWriteToBigTable, resolve_flow_control
+from transforms.bigtable.write import BoundedWriteToBigTable
 from transforms.build import wire
 from transforms.mutations import Cell, RowMutation
 
@@ -308,17 +308,17 @@ def test_a_throttled_job_lands_every_row_exactly_once_within_the_cap(fake):
 
 
 @pytest.mark.parametrize(
-    "setting, runner, expected",
-    [
-        (None, None, False),
-        (None, "DataflowRunner", True),
-        (True, None, True),
-        (False, "DataflowRunner", False),
-    ],
+    "setting, expected",
+    [(False, False), (True, True), (transport.FlowControl(max_requests=2), True)],
 )
-def test_the_connector_is_on_by_default_on_dataflow_only(setting, runner, expected):
-    options = PipelineOptions([f"--runner={runner}"] if runner else [])
-    assert (resolve_flow_control(setting, options) is not None) is expected
+def test_the_connector_uses_flow_control_only_when_asked(setting, expected):
+    """Whether a run wants it is the job's decision (--flow_control, below), made once; the
+    writer takes the answer, on whatever runner."""
+    from apache_beam.transforms.display import DisplayData
+
+    write = BoundedWriteToBigTable("p", "i", "T", flow_control=setting)
+    items = {i.key: i.value for i in DisplayData.create_from(write._fn).items}
+    assert items["flowControl"] is expected
 
 
 @pytest.mark.parametrize(
@@ -331,13 +331,33 @@ def test_the_connector_is_on_by_default_on_dataflow_only(setting, runner, expect
     ],
 )
 def test_the_job_flag_is_resolved_once_and_reaches_the_write(flag, runner, expected):
-    from pipelines import common  # registers --flow_control (BigtableOptions)
-    from pipelines.common.options import write_settings
+    from apache_beam.transforms.display import DisplayData
 
-    argv = [f"--flow_control={flag}", *([f"--runner={runner}"] if runner else [])]
+    from pipelines import common, server_metrics
+
+    argv = [f"--flow_control={flag}", "--input=gs://b/in.jsonl", "--dead_letter=gs://b/dead"]
+    argv += ["--bigtable_instance=i", "--project=p", *([f"--runner={runner}"] if runner else [])]
     options = PipelineOptions(argv)
     assert options.view_as(common.BigtableOptions).flow_control == flag
-    assert write_settings(options).flow_control is expected
+    config = common.job_config(options, server_metrics.JOB)
+    assert config.flow_control is expected
+    pipeline = beam.Pipeline()
+    common.ingest(pipeline, config)
+
+    def nodes(node):
+        yield node
+        for part in node.parts:
+            yield from nodes(part)
+
+    writers = [
+        n.transform
+        for n in nodes(pipeline.transforms_stack[0])
+        if isinstance(n.transform, BoundedWriteToBigTable)
+    ]
+    assert writers
+    for writer in writers:
+        items = {i.key: i.value for i in DisplayData.create_from(writer._fn).items}
+        assert items["flowControl"] is expected
 
 
 @pytest.mark.parametrize(
@@ -345,16 +365,17 @@ def test_the_job_flag_is_resolved_once_and_reaches_the_write(flag, runner, expec
     [("auto", None, False), ("auto", "projects/p/subscriptions/s", True), ("on", None, True)],
 )
 def test_collapse_latest_is_resolved_with_the_input(flag, subscription, expected):
-    from pipelines.common.options import write_settings
+    from pipelines import common, server_metrics
 
-    argv = [f"--collapse_latest={flag}"]
-    argv += [f"--input_subscription={subscription}"] if subscription else []
-    assert write_settings(PipelineOptions(argv)).collapse_latest is expected
+    argv = [f"--collapse_latest={flag}", "--dead_letter_topic=t", "--bigtable_instance=i"]
+    argv += [f"--input_subscription={subscription}" if subscription else "--input=gs://b/x"]
+    options = PipelineOptions([*argv, "--project=p"])
+    assert common.job_config(options, server_metrics.JOB).collapse_latest is expected
 
 
 def test_a_mistyped_flow_control_setting_fails_loudly():
-    with pytest.raises(TypeError, match="expected a FlowControl, True, False or None"):
-        resolve_flow_control("yes", PipelineOptions([]))
+    with pytest.raises(TypeError, match="expected a FlowControl, True or False"):
+        BoundedWriteToBigTable("p", "i", "T", flow_control="yes")
 
 
 # -- a drop-in for WriteToBigTable: arguments, elements, metrics by name (on the emulator) ------
@@ -423,7 +444,9 @@ def test_beams_sink_metrics_and_display_data_by_name(target):
     ids = (target.project, target.instance, "DROPIN")
     ours = {
         i.key: (i.value, i.label)
-        for i in DisplayData.create_from(write._BoundedWriteFn(*ids, 7, 10, 5.0)).items
+        for i in DisplayData.create_from(
+            BoundedWriteToBigTable(*ids, flush_count=7, max_row_bytes=10)._fn
+        ).items
     }
     beams = {
         i.key: (i.value, i.label)

@@ -268,9 +268,10 @@ def test_a_broken_schema_stops_the_job_before_any_data_is_read(target, tmp_path)
 
 
 def test_a_missing_table_is_reported_with_the_schema_create_command(target, tmp_path):
+    source = write_lines(tmp_path / "x.jsonl", [])  # the inputs are checked before the tables
     with pytest.raises(SystemExit) as stop:
         generic_job.run(
-            [f"--schema={IOT}", f"--input={tmp_path / 'x.jsonl'}",
+            [f"--schema={IOT}", f"--input={source}",
              f"--bigtable_project={target.project}", f"--bigtable_instance={target.instance}"]
         )  # fmt: skip
     assert f"btts tables create --schema {IOT}" in str(stop.value)
@@ -339,9 +340,8 @@ def test_dead_letters_go_where_every_ingest_job_sends_them(flags, step, tmp_path
     argv = [f"--schema={IOT}", "--bigtable_project=p", "--bigtable_instance=i", *flags]
     options = common.parse_args(argv, "generic", "", generic_job.OPTION_CLASSES)
     job = generic_job.job_for(options)
-    common.validate_input(options, job)
     pipeline = beam.Pipeline(options=options)
-    generic_job.build(pipeline, options, job)
+    generic_job.build(pipeline, options)
 
     def steps(node):  # every step's own label, those inside the Ingest transform included
         yield node.full_label.rsplit("/", 1)[-1]

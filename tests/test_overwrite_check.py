@@ -18,6 +18,8 @@ from apache_beam.testing.util import assert_that, equal_to
 from btts.query import engine
 from pipelines import common, load
 from pipelines import server_metrics as metrics_job
+from pipelines.common.report import JobFailed
+from pipelines.common.runner import prepare
 from tests.helpers import run_job, write_lines
 from transforms.ingest import overwrite_check
 
@@ -67,7 +69,7 @@ def _daily(tmp_path):
 def test_the_issues_daily_file_fails_then_lands_last_wins_when_accepted(target, tmp_path, capsys):
     schema, source = _daily(tmp_path)
     flags = [f"--schema={schema}"]
-    with pytest.raises(common.JobFailed) as failed:
+    with pytest.raises(JobFailed) as failed:
         run_job("generic", target, source, tmp_path / "dead", flags)
     message = str(failed.value)
     assert "153 records wrote 15 cells that another record of this run wrote" in message
@@ -115,7 +117,7 @@ def test_duplicates_land_conflicts_do_not_and_partial_rows_are_no_overwrite(
     target, tmp_path, capsys
 ):
     source = write_lines(tmp_path / "m.jsonl", MIXED)
-    with pytest.raises(common.JobFailed) as failed:
+    with pytest.raises(JobFailed) as failed:
         run_job("server_metrics", target, source, tmp_path / "dead")
     counts = failed.value.report.counters
     # web3's two records: its cpu in METRIC and in CURRENT_METRIC, 2 cells
@@ -163,9 +165,10 @@ def test_counts_are_exact_with_two_worker_processes(target, tmp_path):
         *MP,
     ]
     options = common.parse_args(argv, "test", "", metrics_job.OPTION_CLASSES)
-    common.prepare(options, common.job_tables(options, metrics_job.JOB), metrics_job.JOB)
+    config = common.job_config(options, metrics_job.JOB)
+    prepare(config)
     pipeline = common.new_pipeline(options)
-    built = metrics_job.build(pipeline, options)
+    built = common.ingest(pipeline, config)
     pids = (
         built["rows"]
         | beam.Map(lambda _batch: os.getpid())
@@ -222,7 +225,7 @@ def test_btts_check_finds_overwrites_in_every_format_without_writing(tmp_path, c
                 overwrite_check, "RESOLVE_ROWS", 2
             )  # three row ids twice: three passes
             kind = "jsonl.gz"
-        with pytest.raises(common.JobFailed) as failed:
+        with pytest.raises(JobFailed) as failed:
             load("generic").run([f"--schema={schema}", f"--input={path}", "--validate_only"])
         counts = failed.value.report.counters
         # A@1 twice (same), A@2 1.6/1.7, B@1 2.0/2.5/2.0: five records in conflicts

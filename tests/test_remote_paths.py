@@ -11,8 +11,8 @@ import sys
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import load
-from pipelines.common import graph, remote
+from pipelines import common, load
+from pipelines.common import remote
 from tests.test_dataflow_dry_run import DATAFLOW, _offline_env
 from transforms.ingest.readers import ReadRecords
 
@@ -65,11 +65,12 @@ def test_the_local_default_for_dead_letters_is_refused_without_a_temp_location()
 
 
 def test_dead_letters_default_under_the_temp_location_on_a_remote_runner():
+    battery = load("battery").JOB
     options = PipelineOptions([*DATAFLOW, f"--input={GS}"])
-    where = graph.dead_letter_location(options, "battery", "RUN")
+    where = common.job_config(options, battery, "RUN").dead_letters
     assert where == "gs://test-bucket/tmp/dead-letters/battery-RUN*.jsonl"
-    local = PipelineOptions([f"--input={GS}"])
-    assert graph.dead_letter_location(local, "battery", "RUN") == "dead-letters/battery-RUN*.jsonl"
+    local = PipelineOptions([f"--input={GS}", "--validate_only"])
+    assert common.job_config(local, battery, "RUN").dead_letter_prefix == "dead-letters/battery-RUN"
 
 
 def test_a_streaming_job_with_a_dead_letter_topic_needs_no_file_path():
@@ -79,7 +80,8 @@ def test_a_streaming_job_with_a_dead_letter_topic_needs_no_file_path():
         "--dead_letter=local/ignored",
     ]
     options = PipelineOptions([*DATAFLOW, *argv])
-    remote.check_worker_paths(options, "server_metrics", [], "local/ignored", False)
+    config = common.job_config(options, load("server_metrics").JOB)
+    assert config.dead_letters == "projects/test-project/topics/dead"
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,11 @@
 """Exactly once when the runner retries bundles (docs/ingest.md, "Retries and exactly-once").
 
 Dataflow re-runs a failed bundle whole and keeps what the failed attempt wrote. The retry
-harness (transforms/bigtable/retry_harness.py, put in by tests.helpers.retry_harness) makes every
-write DoFn send each bundle's rows twice, or half and then all. Under it every table must come out
-identical to a clean run's, and the hourly rollups (default --rollup_mode exact) must hold the
-sums computed here from the input events. The add mode is the control: under the harness it adds
-again.
+harness (tests.helpers.retry_harness, put in at the writers' transport and data client) makes
+every write request go out as a retry sends it: twice, or half and then all. Under it every table
+must come out identical to a clean run's, and the hourly rollups (default --rollup_mode exact)
+must hold the sums computed here from the input events. The add mode is the control: under the
+harness it adds again.
 """
 
 from __future__ import annotations
@@ -21,12 +21,10 @@ import pytest
 from btts import config
 from btts.query import engine
 from btts.samples import data
+from tests.helpers import HARNESS_MODES, harness_attempts, run_job, write_lines
 from tests.helpers import retry_harness as harness_on
-from tests.helpers import run_job, write_lines
 from tests.test_idempotence import snapshot
 from transforms import schema as schema_lib
-from transforms.bigtable import retry_harness
-from transforms.bigtable.write import WriteRows
 from transforms.rollup.core import HOUR_MS, schema_rollups, window_start
 
 SCALE = 10**6
@@ -106,7 +104,7 @@ def hourly(target: config.Target, dataset: str, table: str, expected) -> dict:
     return out
 
 
-@pytest.mark.parametrize("how", retry_harness.MODES)
+@pytest.mark.parametrize("how", HARNESS_MODES)
 @pytest.mark.parametrize("dataset", sorted(CASES))
 def test_retried_bundles_leave_every_table_as_a_clean_run(
     dataset, how, bigtable_emulator, monkeypatch, tmp_path
@@ -149,29 +147,29 @@ def test_add_mode_adds_again_under_the_harness(bigtable_emulator, monkeypatch, t
 
 def test_harness_attempts():
     rows = list(range(5))
-    assert retry_harness.attempts(rows, "twice") == [rows, rows]
-    assert retry_harness.attempts(rows, "half") == [rows[:3], rows]
-    assert retry_harness.attempts([], "half") == [[], []]
+    assert harness_attempts(rows, "twice") == [rows, rows]
+    assert harness_attempts(rows, "half") == [rows[:3], rows]
+    assert harness_attempts([], "half") == [[], []]
 
 
 def test_harness_mode_is_checked():
-    assert retry_harness.parse(None) is None
-    assert retry_harness.parse("Twice") == "twice"
     with pytest.raises(ValueError, match="expected one of"):
-        retry_harness.parse("thrice")
-    with pytest.raises(ValueError, match="expected one of"):
-        WriteRows("p", "i", ["T"], retry_harness="thrice")  # at construction, not on a worker
+        harness_attempts([1], "thrice")
+    with pytest.raises(ValueError, match="expected one of"), harness_on("thrice"):
+        pass  # at the start of the run, not on a worker
 
 
-def test_production_code_reads_no_harness_switch():
-    """The harness comes in through the constructors only: no environment variable."""
+def test_the_writers_carry_nothing_for_tests():
+    """The harness comes in at the writers' seams, from the tests: the product's write
+    transforms take no parameter, and read no switch, that only tests would set."""
     import inspect
 
     from transforms.bigtable import write as bigtable_write
     from transforms.bigtable import write_aggregates as aggregate_write
 
-    for module in (retry_harness, bigtable_write, aggregate_write):
+    for module in (bigtable_write, aggregate_write):
         source = inspect.getsource(module)
+        assert "harness" not in source and "tests only" not in source
         assert "os.environ" not in source and "getenv" not in source
 
 
@@ -180,13 +178,18 @@ def test_the_harness_reaches_the_setcell_writer(bigtable_emulator, monkeypatch, 
     from transforms.bigtable import write as bigtable_write
 
     sent = []
-    flush = bigtable_write._LeanBatcher.flush
+    opened = bigtable_write.open_sender
 
-    def counting_flush(self):  # the rows of each request, as it leaves
-        sent.extend(self._keys)
-        flush(self)
+    def counting_sender(*args, **kwargs):  # the rows of each request, as it leaves
+        send, closing = opened(*args, **kwargs)
 
-    monkeypatch.setattr(bigtable_write._LeanBatcher, "flush", counting_flush)
+        def counted(batch):
+            sent.extend(batch.keys)
+            return send(batch)
+
+        return counted, closing
+
+    monkeypatch.setattr(bigtable_write, "open_sender", counting_sender)
     valid, _ = meter_lines()
     source = write_lines(tmp_path / "in.jsonl", valid)
     run_job("smart_meters", _fresh(bigtable_emulator), source, tmp_path / "dead1")

@@ -304,17 +304,20 @@ def test_multi_processing_runner_pickles_the_writer_and_a_zoned_builder(target, 
     }
 
 
-def test_replace_months_holds_with_a_time_format():
+def test_replace_months_holds_with_a_time_format(tmp_path):
     """--time_format rebuilds the job's builder; the --replace_months check must survive it
     (it once raised AttributeError, and must never be dropped silently)."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
     from pipelines import common, sales
 
+    source = write_lines(tmp_path / "in.jsonl", [])
+    time_format = "--time_format=timestamp=%d/%m/%Y %H:%M"
+    # the job as a check reads it (--validate_only): no Bigtable
     options = PipelineOptions(
-        ["--replace_months=201501", "--time_format=timestamp=%d/%m/%Y %H:%M", "--input=x"]
+        ["--replace_months=201501", time_format, f"--input={source}", "--validate_only"]
     )
-    job = common.with_time_input(options, sales.job_for(options))
+    job = common.job_config(options, sales.job_for(options)).job
     build = job.rows_fn()
     good = parse_json_object(
         '{"employee": "Ann", "timestamp": "05/01/2015 10:00", "amount_cents": 350}'

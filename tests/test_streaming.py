@@ -23,8 +23,9 @@ from btts import config
 from btts.query import engine
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
-from pipelines.common import job_tables, parse_args, prepare, validate_input
-from tests.helpers import retry_harness
+from pipelines.common import ingest, job_config, parse_args
+from pipelines.common.runner import prepare
+from tests.helpers import put_retry_harness
 from transforms.rollup import core
 from transforms.schema import builtin_tables
 
@@ -111,10 +112,10 @@ def _start(module, job, subscription: str, dead_topic: str, target: config.Targe
         "",
         module.OPTION_CLASSES,
     )
-    validate_input(options, job)
-    prepare(options, job_tables(options, job))
+    config = job_config(options, job)
+    prepare(config)
     pipeline = beam.Pipeline(options=options)
-    module.build(pipeline, options)
+    ingest(pipeline, config)
     return pipeline.run()
 
 
@@ -284,7 +285,7 @@ def smart_meters_key(meter: int, ms: int) -> bytes:
 
 
 def test_messages_carrying_many_events_land_every_event_exactly_once(
-    bigtable_emulator, pubsub, target
+    bigtable_emulator, pubsub, target, monkeypatch
 ):
     """Five messages of 100 newline-delimited events each (one of them malformed): 499 METRIC
     rows, each with one cell per metric (no event twice), and one dead letter; every bundle
@@ -293,8 +294,8 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
     publisher, subscriber, topics = pubsub
     events_topic, events_sub = topics["events"]
     dead_topic, dead_sub = topics["dead"]
-    with retry_harness("half"):
-        result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    put_retry_harness(monkeypatch, "half")  # for the whole test: the writers start as it runs
+    result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
     spans: dict = {}
     try:
         start = int(time.time() * 1000) - HOUR

@@ -1,75 +1,32 @@
 """The jobs' flags: their option classes (one per flag group of :mod:`pipelines.flags`, made from
-the group's declarations), their parsing (one clear line for a typo, a bad value or a missing
-input, never Beam's usage or a traceback), and their checks."""
+the group's declarations) and their parsing (one clear line for a typo or a bad value, never
+Beam's usage or a traceback). What a run makes of them is :mod:`.config`'s."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import datetime as dt
 import difflib
-import glob
 import sys
 from collections.abc import Sequence
-from typing import Protocol
 
 from apache_beam.options.pipeline_options import (
-    GoogleCloudOptions,
     PipelineOptions,
-    StandardOptions,
 )
 
-from btts import config, errors
+from btts import errors
 from pipelines import flags
-from pipelines.common.report import BadRecordLimit, parse_bad_records
 from transforms.text import timefmt
 
 __all__ = [
     "BigtableOptions",
     "FileInputOptions",
     "StreamingInputOptions",
-    "bad_record_limit",
-    "check_inputs_exist",
-    "input_patterns",
     "option_classes",
     "options_class",
     "parse_args",
-    "resolve_target",
     "timezone",
-    "validate_input",
-    "write_settings",
 ]
-
-
-class RollupSpec(Protocol):
-    """What input validation asks of a job: its name, and whether it declares an hourly rollup."""
-
-    name: str
-    rollup: object | None
-
-
-@dataclasses.dataclass(frozen=True)
-class WriteSettings:
-    """The write path's auto/on/off flags, resolved once for the whole job."""
-
-    flow_control: bool  # --flow_control: auto = on for Dataflow
-    collapse_latest: bool  # --collapse_latest: auto = on for Pub/Sub input
-
-
-def write_settings(options: PipelineOptions) -> WriteSettings:
-    """Where ``--flow_control`` and ``--collapse_latest`` are decided: 'auto' by the runner and
-    by the input, 'on'/'off' as given."""
-    given = options.view_as(BigtableOptions)
-    runner = str(options.view_as(StandardOptions).runner or "")
-    streaming = bool(options.view_as(StreamingInputOptions).input_subscription)
-
-    def decide(value: str, auto: bool) -> bool:
-        return auto if value == "auto" else value == "on"
-
-    return WriteSettings(
-        flow_control=decide(given.flow_control, "dataflow" in runner.lower()),
-        collapse_latest=decide(given.collapse_latest, streaming),
-    )
 
 
 _CLASSES: dict[str, type[PipelineOptions]] = {}
@@ -194,19 +151,29 @@ def parse_args(
     classes: Sequence[type[PipelineOptions]],
     name: str = "",
 ) -> PipelineOptions:
-    """Pipeline options from ``argv``; ``--help`` prints this job's flags and input, then ends
-    the command as argparse's own ``--help`` does. An unknown flag (a typo Beam would only warn
-    about and ignore) or a bad value is a ConfigError of one line naming the flag (Beam would
-    print its whole usage first)."""
+    """Pipeline options from ``argv`` for a run (:func:`_run_options`); or, with ``--help``,
+    this job's flags and input printed, and the command ended as argparse's own ``--help``
+    ends it. An unknown flag (a typo Beam would only warn about and ignore) or a bad value is a
+    ConfigError of one line naming the flag (Beam would print its whole usage first).
+    ``--input_subscription`` implies Beam's ``--streaming``: the options come out as the run
+    uses them."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if flags.wants_help(argv):
-        text = flags.input_help(name, argv) if name else ""
-        shown = option_classes_help(prog, description, classes, text)
-        shown.print_help()
-        shown.exit()
+    if not flags.wants_help(argv):
+        return _run_options(argv, prog, classes)
+    text = flags.input_help(name, argv) if name else ""
+    shown = option_classes_help(prog, description, classes, text)
+    shown.print_help()
+    shown.exit()
+
+
+def _run_options(
+    argv: list[str], prog: str, classes: Sequence[type[PipelineOptions]]
+) -> PipelineOptions:
+    """The options of a run: its runner loaded first (its flags are then known), then every
+    flag parsed strictly (``classes``: the job's own, for the did-you-mean hint)."""
     load_runner(argv)  # its options class declares its flags (Beam's Dask runner: --dask_…)
     known = _parser(_option_classes())
-    _, unknown = known.parse_known_args(argv)
+    given, unknown = known.parse_known_args(argv)
     strays = [a for a in unknown if a.startswith("--")]
     if strays:
         hint = did_you_mean(strays[0], _flag_names(_parser(classes)), _flag_names(known))
@@ -214,6 +181,8 @@ def parse_args(
         raise errors.ConfigError(
             f"unknown option{plural} {' '.join(strays)}{hint}; see {prog} --help"
         )
+    if getattr(given, "input_subscription", None) and not getattr(given, "streaming", False):
+        argv.append("--streaming")  # Pub/Sub input is a streaming pipeline, whatever runs it
     return PipelineOptions(argv)
 
 
@@ -254,69 +223,3 @@ def load_runner(argv: Sequence[str]) -> None:
         ) from None
     except (ValueError, AttributeError) as err:
         raise errors.ConfigError(f"--runner {name}: {str(err).splitlines()[0]}") from None
-
-
-def resolve_target(options: PipelineOptions) -> config.Target:
-    bt = options.view_as(BigtableOptions)
-    project = bt.bigtable_project or options.view_as(GoogleCloudOptions).project
-    return config.resolve_target(project, bt.bigtable_instance)
-
-
-def input_patterns(options: PipelineOptions) -> list[str]:
-    raw = options.view_as(FileInputOptions).input or []
-    patterns = [p.strip() for item in raw for p in item.split(",") if p.strip()]
-    if not patterns:
-        raise errors.ConfigError(
-            "no input: pass --input with a file, gs:// path or glob (or --input_subscription)"
-        )
-    return patterns
-
-
-def check_inputs_exist(patterns: Sequence[str]) -> None:
-    """Every local input pattern matches a file: a typo or an empty glob is one line naming the
-    pattern now, not a Beam traceback after the pipeline started. Remote patterns (gs://) are
-    left to the read: checking them would need the cloud at launch (a dry run works offline)."""
-    for pattern in patterns:
-        if "://" in pattern:
-            continue
-        if not glob.glob(pattern, recursive=True):
-            what = "no file matches" if any(c in pattern for c in "*?[") else "no such file"
-            raise errors.ConfigError(f"--input {pattern}: {what}")
-
-
-def bad_record_limit(options: PipelineOptions) -> BadRecordLimit:
-    """``--max_bad_records`` as a limit; a bad value is a one-line ConfigError."""
-    text = options.view_as(FileInputOptions).max_bad_records
-    try:
-        return parse_bad_records(text or "10%")
-    except ValueError as err:
-        raise errors.ConfigError(str(err)) from err
-
-
-def validate_input(options: PipelineOptions, job: RollupSpec) -> None:
-    """Exactly one source; streaming has somewhere to put dead letters; a rollup exists."""
-    stream = options.view_as(StreamingInputOptions)
-    files = options.view_as(FileInputOptions).input
-    if stream.input_subscription:
-        if files:
-            raise errors.ConfigError("pass --input or --input_subscription, not both")
-        if not stream.dead_letter_topic and not options.view_as(FileInputOptions).dead_letter:
-            raise errors.ConfigError(
-                "streaming needs --dead_letter_topic or --dead_letter (a path prefix for files): "
-                "bad messages must go somewhere"
-            )
-        options.view_as(StandardOptions).streaming = True
-    else:
-        input_patterns(options)
-    if stream.hourly_rollup and job.rollup is None:
-        raise errors.ConfigError(f"{job.name} has no hourly rollup")
-    ratio = options.view_as(FileInputOptions).max_dead_letter_ratio
-    if ratio is not None and not 0 <= ratio <= 1:
-        raise errors.ConfigError(f"--max_dead_letter_ratio {ratio}: give a share from 0 to 1")
-    bad_record_limit(options)
-    if options.view_as(FileInputOptions).validate_only and stream.input_subscription:
-        raise errors.ConfigError("--validate_only reads files: pass --input, not a subscription")
-    if options.view_as(BigtableOptions).write_timeout_seconds <= 0:
-        raise errors.ConfigError("--write_timeout_seconds must be positive")
-    if stream.allowed_lateness_minutes < 0:
-        raise errors.ConfigError("--allowed_lateness_minutes cannot be negative")

@@ -1,4 +1,5 @@
-"""Whether the workers share the launcher's disk, and the file paths a job may give them.
+"""Whether the workers share the launcher's disk, and the file paths a job may give them: local
+inputs that exist, or only remote URIs.
 
 Why: on Dataflow (or a Flink, Spark or Dask cluster, or Docker workers) a path such as
 ``--input m.jsonl`` names a file on the launcher only; the workers cannot read it, and dead
@@ -17,7 +18,9 @@ remote."""
 
 from __future__ import annotations
 
+import glob
 import ipaddress
+from collections.abc import Sequence
 
 from apache_beam.options.pipeline_options import (
     GoogleCloudOptions,
@@ -28,7 +31,13 @@ from apache_beam.options.pipeline_options import (
 
 from btts import errors
 
-__all__ = ["check_worker_paths", "is_remote", "remote_dead_letter_base"]
+__all__ = [
+    "check_local_inputs",
+    "check_worker_paths",
+    "is_remote",
+    "remote_dead_letter_base",
+    "runner_label",
+]
 
 IN_PROCESS = frozenset(
     {
@@ -113,31 +122,43 @@ def _local_path_problem(flag: str, path: str, runner: str, what: str) -> str:
     )
 
 
+def check_local_inputs(patterns: Sequence[str]) -> None:
+    """For a runner whose workers share the launcher's disk: every local input pattern matches
+    a file, so a typo or an empty glob is one line naming the pattern now, not a Beam traceback
+    after the pipeline started. Remote patterns (gs://) are left to the read: checking them
+    would need the cloud at launch (a dry run works offline)."""
+    for pattern in patterns:
+        if "://" in pattern:
+            continue
+        if not glob.glob(pattern, recursive=True):
+            what = "no file matches" if any(c in pattern for c in "*?[") else "no such file"
+            raise errors.ConfigError(f"--input {pattern}: {what}")
+
+
 def check_worker_paths(
-    options: PipelineOptions,
+    runner: str,
     job: str,
-    inputs: list[str],
+    inputs: Sequence[str],
     dead_letter: str | None,
     writes_dead_letter_files: bool,
 ) -> None:
-    """On a remote runner: every input pattern is a URI, and dead-letter files (when the run
-    writes any) go to ``--dead_letter`` as a URI or under a ``--temp_location`` URI. A
-    ConfigError of one line otherwise; nothing on a local runner."""
-    if not is_remote(options):
-        return
-    runner = runner_label(options)
+    """For a runner whose workers run elsewhere (``runner``, as the user named it): every input
+    pattern is a URI, and dead-letter files (when the run writes any) go under a URI:
+    ``dead_letter`` is ``--dead_letter`` or the default under ``--temp_location``
+    (:func:`remote_dead_letter_base`), None where neither is given. A ConfigError of one line
+    otherwise."""
     for pattern in inputs:
         if "://" not in pattern:
             raise errors.ConfigError(_local_path_problem("--input", pattern, runner, "read"))
     if not writes_dead_letter_files:
         return
-    if dead_letter and "://" not in dead_letter:
-        raise errors.ConfigError(
-            _local_path_problem("--dead_letter", dead_letter, runner, "write to")
-        )
-    if not dead_letter and remote_dead_letter_base(options, job) is None:
+    if dead_letter is None:
         raise errors.ConfigError(
             f"--dead_letter: the default, dead-letters/{job}, is on each {runner} worker's own "
             f"disk and vanishes with it; pass --dead_letter gs://BUCKET/dead-letters/{job} (or "
             "--temp_location gs://BUCKET/tmp, under which dead letters then go)"
+        )
+    if "://" not in dead_letter:
+        raise errors.ConfigError(
+            _local_path_problem("--dead_letter", dead_letter, runner, "write to")
         )

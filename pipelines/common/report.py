@@ -1,5 +1,6 @@
 """What a run did: the :class:`RunReport` every job's ``run()`` returns, the counters and
-dead-letter reasons it is made of, the end-of-run summary, and when a finished run failed."""
+dead-letter reasons it is made of, the end-of-run summary, when a finished run failed (its
+:class:`Limits`), and what a dry run says instead."""
 
 from __future__ import annotations
 
@@ -11,6 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import (
+    GoogleCloudOptions,
+    PipelineOptions,
+    StandardOptions,
+)
 from apache_beam.runners.runner import PipelineResult
 
 from btts import config
@@ -30,14 +36,14 @@ from transforms.text import timefmt
 __all__ = [
     "BadRecordLimit",
     "JobFailed",
+    "Limits",
     "RunReport",
+    "conclude",
     "counters",
     "dead_letter_reasons",
-    "failure",
+    "dry_run_report",
     "first_overwrite",
     "parse_bad_records",
-    "sample_lines",
-    "summary",
 ]
 
 
@@ -304,6 +310,17 @@ def parse_bad_records(text: str) -> BadRecordLimit:
         ) from None
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What a finished run must meet not to fail, as its flags set it: ``bad_records``
+    (``--max_bad_records``), ``max_dead_letter_ratio`` (which replaces it when given) and
+    ``accept_overwrites``."""
+
+    bad_records: BadRecordLimit = DEFAULT_MAX_BAD_RECORDS
+    max_dead_letter_ratio: float | None = None
+    accept_overwrites: bool = False
+
+
 def failure(
     totals: Mapping[str, int],
     reasons: Sequence[Reason],
@@ -408,3 +425,53 @@ class JobFailed(DataError):
         super().__init__(message)
         self.report = report
         self.command = command
+
+
+def conclude(report: RunReport, label: str, limits: Limits, command: str) -> None:
+    """The end of a finished run: its summary printed (under ``label``, the job as the user
+    knows it); a run over its dead-letter limit, or whose records overwrote one another, then
+    fails (after it wrote what was valid), naming the top reasons or the first overwrite and
+    the flag that accepts them, under ``command``, the one the user typed."""
+    reasons = report.reasons
+    print(
+        summary(
+            label,
+            report.counters,
+            report.seconds,
+            report.target,
+            reasons,
+            dead_letters=report.dead_letters,
+            samples=sample_lines(reasons),
+            overwrite=report.overwrite,
+            accepted=limits.accept_overwrites,
+        ),
+        flush=True,
+    )
+    why = failure(
+        report.counters,
+        reasons,
+        limits.max_dead_letter_ratio,
+        limits.bad_records,
+        report.overwrite,
+        limits.accept_overwrites,
+    )
+    if why:
+        if report.dead_letters:
+            why += f" (dead letters: {report.dead_letters})"
+        raise JobFailed(why, report, command)
+
+
+def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
+    """What a dry run would have launched, instead of a summary of what it did."""
+    runner = options.view_as(StandardOptions).runner or "DirectRunner"
+    cloud = options.view_as(GoogleCloudOptions)
+    where = ", ".join(
+        f"{label} {value}"
+        for label, value in (("project", cloud.project), ("region", cloud.region))
+        if value
+    )
+    mode = "streaming" if options.view_as(StandardOptions).streaming else "batch"
+    return (
+        f"{name}: dry run: the {mode} job translated for {runner}"
+        f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
+    )

@@ -1,36 +1,29 @@
-"""Running a job: the preflight before any data moves, the pipeline on the chosen runner, and
-what a dry run reports instead of running."""
+"""Running a job: :func:`launch` makes its pipeline on the chosen runner, checks the tables
+before any data moves (the preflight), builds the graph and starts it; a refusal on the way is
+one line for the user, never a traceback."""
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import (
-    GoogleCloudOptions,
-    PipelineOptions,
-    StandardOptions,
-    TestOptions,
-)
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
+from apache_beam.runners.runner import PipelineResult
 
-from btts import admin, config, errors, exits
-from pipelines.common.jobspec import JobSpec, table_decl
-from pipelines.common.options import BigtableOptions, resolve_target
+from btts import admin, errors, exits
+from pipelines.common.config import JobConfig
 from transforms.errors import UserError
-from transforms.schema import builtin_tables
 
 __all__ = [
     "COMMAND",
     "config_exit",
-    "dry_run_report",
-    "is_dry_run",
     "job_command",
+    "launch",
     "new_pipeline",
-    "prepare",
     "runner_refusals",
 ]
 
@@ -45,19 +38,30 @@ def job_command(name: str) -> str:
     return COMMAND.get() or f"python -m pipelines.{name}"
 
 
-def prepare(
-    options: PipelineOptions, tables: Sequence[str], job: JobSpec | None = None
-) -> config.Target:
-    """Validate and preflight before any data moves: fail early, with the fix in the message.
-    The tables' declarations come from ``job``, else from the built-in ones."""
-    target = resolve_target(options)
-    bt = options.view_as(BigtableOptions)
-    if not bt.skip_preflight:
-        decls = [table_decl(job, t) if job is not None else builtin_tables.get(t) for t in tables]
-        schema = job.schema_source if job is not None else None
-        for line in admin.preflight(target, decls, create=bt.create_tables, schema=schema):
-            _LOG.info("%s", line)
-    return target
+def launch(
+    name: str, config: JobConfig, graph: Callable[[beam.Pipeline, JobConfig], object]
+) -> PipelineResult:
+    """Start the run ``config`` says, without waiting for it: the pipeline on its runner, then,
+    for a run that writes, the preflight (:func:`prepare`), then the graph (``graph``, which may
+    read the tables first, as the sales job's ``--replace_months`` does), then the runner. A
+    refusal on the way (the preflight's, the runner's) ends job ``name`` with one line."""
+    with runner_refusals(name):
+        pipeline = new_pipeline(config.options)
+        if config.writes:
+            prepare(config)
+        graph(pipeline, config)
+        return pipeline.run()
+
+
+def prepare(config: JobConfig) -> None:
+    """The preflight before any data moves: the run's tables exist (or are created with
+    ``--create_tables``) with the families they need; fail early, with the fix in the message
+    (a user's schema file named in it)."""
+    if config.skip_preflight:
+        return
+    decls, schema = list(config.tables.values()), config.job.schema_source
+    for line in admin.preflight(config.target, decls, create=config.create_tables, schema=schema):
+        _LOG.info("%s", line)
 
 
 LOCAL_RUNNERS = frozenset({"DirectRunner", "SwitchingDirectRunner"})
@@ -77,28 +81,6 @@ def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
     return beam.Pipeline(runner=runner, options=options)
 
 
-def is_dry_run(options: PipelineOptions) -> bool:
-    """Beam's ``--dry_run``: translate the job for its runner and launch nothing. Nothing of
-    ours may then call Google either (no preflight, no table admin, no metrics to read)."""
-    return bool(options.view_as(TestOptions).dry_run)
-
-
-def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
-    """What a dry run would have launched, instead of a summary of what it did."""
-    runner = options.view_as(StandardOptions).runner or "DirectRunner"
-    cloud = options.view_as(GoogleCloudOptions)
-    where = ", ".join(
-        f"{label} {value}"
-        for label, value in (("project", cloud.project), ("region", cloud.region))
-        if value
-    )
-    mode = "streaming" if options.view_as(StandardOptions).streaming else "batch"
-    return (
-        f"{name}: dry run: the {mode} job translated for {runner}"
-        f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
-    )
-
-
 # How Beam's runners start the ValueError listing the options they refuse (Dataflow: no region,
 # no temp_location, a malformed project).
 _REFUSED_OPTIONS = "Pipeline has validations errors"
@@ -106,11 +88,13 @@ _REFUSED_OPTIONS = "Pipeline has validations errors"
 
 @contextlib.contextmanager
 def runner_refusals(name: str) -> Iterator[None]:
-    """Around making and running a pipeline: the runner's refusal of its options (raised when
-    the pipeline is made or run) becomes one line that names them (``<job>: error: …``), not a
-    traceback, since they are the user's to fix."""
+    """Around starting a run: a refusal the user can fix ends job ``name`` with one line
+    (``<job>: error: …``), not a traceback: a UserError (the preflight's), or the runner's
+    refusal of its options (raised when the pipeline is made or run)."""
     try:
         yield
+    except UserError as err:
+        raise config_exit(name, err) from None
     except ValueError as err:
         text = str(err)
         if not text.startswith(_REFUSED_OPTIONS):

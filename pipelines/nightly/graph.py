@@ -82,7 +82,11 @@ def build_plan(pipeline: beam.Pipeline, plan: Plan) -> dict[str, beam.PCollectio
     # Batches between the steps, as in every job: here one copied row each.
     copies = rows | "Retarget" >> beam.Map(_copy_batch, source, layout)
     written = copies | "WriteCopies" >> WriteRows(
-        target.project, target.instance, plan.destinations, timeout_s=plan.write_timeout_s
+        target.project,
+        target.instance,
+        plan.destinations,
+        timeout_s=plan.write_timeout_s,
+        flow_control=plan.flow_control,
     )
     out = {"rows": rows, "copies": copies}
     if not plan.verify:

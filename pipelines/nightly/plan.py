@@ -42,6 +42,7 @@ class Plan:
     verify: bool
     check_source: bool
     write_timeout_s: float = 300.0
+    flow_control: bool = False  # --flow_control, as every job resolves it
 
     @property
     def run_day(self) -> dt.date:
@@ -104,6 +105,7 @@ def make_plan(options: PipelineOptions) -> Plan:
         verify=bool(own.verify),
         check_source=not options.view_as(common.BigtableOptions).skip_preflight,
         write_timeout_s=options.view_as(common.BigtableOptions).write_timeout_seconds,
+        flow_control=common.flow_control(options),
     )
     if plan.layout == "single_table":
         try:

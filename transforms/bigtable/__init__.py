@@ -1,4 +1,3 @@
 """The Bigtable connector: rows written as MutateRows requests (:mod:`.write`, :mod:`.transport`,
 :mod:`.client_entries`, :mod:`.collapse`), aggregates written by read-modify-write
-(:mod:`.write_aggregates`), tables read back (:mod:`.read`), and the test retry harness
-(:mod:`.retry_harness`)."""
+(:mod:`.write_aggregates`), and tables read back (:mod:`.read`)."""

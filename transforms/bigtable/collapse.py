@@ -29,7 +29,7 @@ from collections.abc import Collection, Mapping, Sequence
 from transforms.mutations import Cell, RowMutation
 from transforms.table_model import TableDecl
 
-__all__ = ["LatestHolder", "collapse_latest", "latest_only_families"]
+__all__ = ["LatestHolder", "latest_only_families"]
 
 _TABLE = operator.itemgetter(0)
 _KEY = operator.itemgetter(1)

@@ -19,8 +19,8 @@ sink as shipped is where a job spends most of its time and can hang for most of 
   first errors. Only idempotent entries are re-sent (see the transport). Failed rows are never
   dropped: the bundle, and so the job, fails; cells carry event-time timestamps, so a retried
   bundle rewrites the same cells.
-* **Flow control** (``flow_control``; on by default on Dataflow): Bigtable's server-side rate
-  limiting and a per-worker cap on requests and bytes in flight.
+* **Flow control** (``flow_control``; off unless asked, as a job's ``--flow_control`` decides):
+  Bigtable's server-side rate limiting and a per-worker cap on requests and bytes in flight.
 * **Latest-only tables** (``latest_only``): for families that keep one version, a bundle's
   writes of one key are collapsed to the cells Bigtable keeps (:mod:`.collapse`) before they are
   sent; the row counters still count every row write built.
@@ -42,16 +42,14 @@ from apache_beam import pvalue
 from apache_beam.io.gcp.bigtableio import FLUSH_COUNT, MAX_ROW_BYTES, WriteToBigTable
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import Lineage
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 from apache_beam.transforms.display import DisplayDataItem
 from google.cloud.bigtable import Client
 from google.cloud.bigtable.data import mutations as data_mutations
 from google.cloud.bigtable.row import DirectRow
 from google.cloud.bigtable_v2.services.bigtable import BigtableClient
 
-from transforms.bigtable import retry_harness as harness_modes
 from transforms.bigtable.client_entries import encoding, entry_bytes
-from transforms.bigtable.collapse import LatestHolder, collapse_latest
+from transforms.bigtable.collapse import LatestHolder
 from transforms.bigtable.transport import (
     DEFAULT_TIMEOUT_S,
     MAX_IN_FLIGHT,
@@ -222,29 +220,26 @@ class _BoundedWriteFn(beam.DoFn):
 
     ``latest_only``: the table's families that keep one version; rows of one key are then
     held (one request's worth at most) and collapsed before sending
-    (:mod:`transforms.bigtable.collapse`). ``retry_harness`` (tests only,
-    :mod:`transforms.bigtable.retry_harness`) replays each bundle's writes as a runner retrying the
-    bundle would."""
+    (:mod:`transforms.bigtable.collapse`)."""
 
     def __init__(
         self,
         project_id: str,
         instance_id: str,
         table_id: str,
+        *,
         flush_count: int,
         max_row_bytes: int,
         timeout_s: float,
-        flow_control: FlowControl | None = None,
-        retry_harness: str | None = None,
-        latest_only: Collection[str] = (),
+        flow: FlowControl | None,
+        latest_only: Collection[str],
     ) -> None:
         self._ids = (project_id, instance_id, table_id)
         self._latest = frozenset(latest_only)
         self._flush_count = flush_count
         self._max_row_bytes = max_row_bytes
         self._timeout_s = float(timeout_s)
-        self._flow = flow_control
-        self._harness = harness_modes.parse(retry_harness)  # tests only
+        self._flow = flow
 
     def display_data(self) -> dict:
         project, instance, table = self._ids
@@ -298,8 +293,7 @@ class _BoundedWriteFn(beam.DoFn):
             self._head,
         )
         self._written_in_bundle = 0
-        self._held: list | None = [] if self._harness else None
-        if self._latest and not self._harness:
+        if self._latest:
             self._holder = LatestHolder(
                 self._ids[2], self._latest, self._flush_count, self._max_row_bytes
             )
@@ -312,9 +306,6 @@ class _BoundedWriteFn(beam.DoFn):
         rows = element if kind is list or kind is FramedRows else (element,)
         self._check_table(rows)
         self._written_in_bundle += len(rows)
-        if self._held is not None:
-            self._held.extend(rows)
-            return
         entries = element.entries if kind is FramedRows else None
         holder = self._holder
         if holder is not None:
@@ -352,15 +343,6 @@ class _BoundedWriteFn(beam.DoFn):
         if self._holder is not None:
             self._drain()
         lean, self._lean = self._lean, None
-        if self._held is not None:  # the retry harness: each attempt sent and waited for
-            for attempt in harness_modes.attempts(self._held, self._harness):
-                if self._latest:
-                    out = collapse_latest(
-                        attempt, None, {self._ids[2]: self._latest}, one_table=self._ids[2]
-                    )
-                    attempt, self._superseded_in_bundle = out.rows, out.superseded
-                lean.add_rows(attempt)
-                lean.close()
         lean.close()
         errors, refused = [], 0
         for attempt in lean.done:
@@ -400,29 +382,23 @@ class _BoundedWriteFn(beam.DoFn):
         self._opened = self._client = None
 
 
-def resolve_flow_control(
-    setting: FlowControl | bool | None, options: PipelineOptions
-) -> FlowControl | None:
-    """The flow control a write uses: a :class:`FlowControl` as given, ``True``/``False``, or
-    ``None`` for the connector's default, on when the pipeline runs on Dataflow (the emulator
-    and local runners never get RateLimitInfo). A job resolves its ``--flow_control`` flag
-    itself (pipelines.common.write_settings) and passes the answer."""
+def _flow(setting: FlowControl | bool) -> FlowControl | None:
+    """The flow control a writer uses: a :class:`FlowControl` as given, a new one for True,
+    none for False (a mistyped setting fails here, at construction, not on a worker)."""
     if isinstance(setting, FlowControl):
         return setting
-    if setting is None:
-        setting = "dataflow" in str(options.view_as(StandardOptions).runner or "").lower()
     if not isinstance(setting, bool):
-        raise TypeError(f"flow_control={setting!r}: expected a FlowControl, True, False or None")
+        raise TypeError(f"flow_control={setting!r}: expected a FlowControl, True or False")
     return FlowControl() if setting else None
 
 
 class BoundedWriteToBigTable(beam.PTransform):
     """A drop-in for ``WriteToBigTable``: the same arguments and elements (``DirectRow`` s, and
     also :class:`RowMutation` s and ``RowMutationEntry`` s), lean requests, writes that give up
-    after ``timeout_s``, and ``flow_control`` (see :func:`resolve_flow_control`).
-    ``latest_only``: the table's families that keep one version (``max_versions: 1``), whose
-    rows of one key are collapsed to the cells Bigtable keeps before sending.
-    ``use_cross_language`` hands the write to Beam's own (Java) sink."""
+    after ``timeout_s``, and ``flow_control`` (a :class:`FlowControl`, or True for the default
+    one; off unless asked). ``latest_only``: the table's families that keep one version
+    (``max_versions: 1``), whose rows of one key are collapsed to the cells Bigtable keeps
+    before sending. ``use_cross_language`` hands the write to Beam's own (Java) sink."""
 
     def __init__(
         self,
@@ -435,33 +411,32 @@ class BoundedWriteToBigTable(beam.PTransform):
         max_row_bytes: int = MAX_ROW_BYTES,
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
-        flow_control: FlowControl | bool | None = None,
-        retry_harness: str | None = None,
+        flow_control: FlowControl | bool = False,
         latest_only: Collection[str] = (),
     ) -> None:
         super().__init__()
-        self._args = (project_id, instance_id, table_id, flush_count, max_row_bytes)
-        self._latest = frozenset(latest_only)
-        self._cross_language = (use_cross_language, expansion_service)
-        self._timeout_s = timeout_s
-        self._flow_control = flow_control
-        self._harness = harness_modes.parse(retry_harness)  # tests only
+        self._ids = (project_id, instance_id, table_id)
+        self._cross_language = use_cross_language
+        self._expansion_service = expansion_service
+        self._fn = _BoundedWriteFn(
+            project_id,
+            instance_id,
+            table_id,
+            flush_count=flush_count,
+            max_row_bytes=max_row_bytes,
+            timeout_s=timeout_s,
+            flow=_flow(flow_control),
+            latest_only=latest_only,
+        )
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
-        project, instance, table = self._args[:3]
-        use_cross_language, expansion_service = self._cross_language
-        if use_cross_language:
+        if self._cross_language:
             return rows | WriteToBigTable(
-                project,
-                instance,
-                table,
+                *self._ids,
                 use_cross_language=True,
-                expansion_service=expansion_service,
+                expansion_service=self._expansion_service,
             )
-        flow = resolve_flow_control(self._flow_control, rows.pipeline.options)
-        return rows | beam.ParDo(
-            _BoundedWriteFn(*self._args, self._timeout_s, flow, self._harness, self._latest)
-        )
+        return rows | beam.ParDo(self._fn)
 
 
 class _SplitByTableFn(beam.DoFn):
@@ -547,8 +522,7 @@ class WriteRows(beam.PTransform):
         flush_count: int = DEFAULT_FLUSH_COUNT,
         max_row_bytes: int = DEFAULT_FLUSH_BYTES,
         timeout_s: float = DEFAULT_TIMEOUT_S,
-        flow_control: FlowControl | bool | None = None,
-        retry_harness: str | None = None,
+        flow_control: FlowControl | bool = False,
         latest_only: Mapping[str, Collection[str]] | None = None,
     ) -> None:
         super().__init__()
@@ -558,20 +532,23 @@ class WriteRows(beam.PTransform):
             raise ValueError("WriteRows needs at least one table")
         if flush_count < 1 or max_row_bytes < 1:
             raise ValueError("flush_count and max_row_bytes must be positive")
-        harness_modes.parse(retry_harness)  # a typo fails here, not on a worker
         self._tables = list(dict.fromkeys(tables))
-        self._latest = {t: frozenset(f) for t, f in (latest_only or {}).items() if f}
-        unknown = sorted(set(self._latest) - set(self._tables))
+        latest = {t: frozenset(f) for t, f in (latest_only or {}).items() if f}
+        unknown = sorted(set(latest) - set(self._tables))
         if unknown:
             raise ValueError(f"latest_only names tables this write does not declare: {unknown}")
-        self._sink = {  # BoundedWriteToBigTable's arguments but the table
-            "project_id": project,
-            "instance_id": instance,
-            "flush_count": flush_count,
-            "max_row_bytes": max_row_bytes,
-            "timeout_s": timeout_s,
-            "flow_control": flow_control,
-            "retry_harness": retry_harness,
+        self._writes = {
+            table: BoundedWriteToBigTable(
+                project,
+                instance,
+                table,
+                flush_count=flush_count,
+                max_row_bytes=max_row_bytes,
+                timeout_s=timeout_s,
+                flow_control=flow_control,
+                latest_only=latest.get(table, ()),
+            )
+            for table in self._tables
         }
 
     def expand(self, rows: beam.PCollection) -> dict[str, beam.PCollection]:
@@ -580,10 +557,6 @@ class WriteRows(beam.PTransform):
         split_fn = beam.ParDo(_SplitByTableFn(self._tables)).with_output_types(Any, **tagged)
         split = rows | "SplitByTable" >> split_fn.with_outputs(*self._tables)
         return {
-            table: split[table]
-            | f"Write[{table}]"
-            >> BoundedWriteToBigTable(
-                table_id=table, latest_only=self._latest.get(table, ()), **self._sink
-            )
-            for table in self._tables
+            table: split[table] | f"Write[{table}]" >> write
+            for table, write in self._writes.items()
         }

@@ -16,8 +16,7 @@ entries that had succeeded. The client does not retry ``AddToCell`` itself (non-
 mutations are never retried), so a transient error fails the batch rather than risking a double
 add inside one attempt. Re-run only input that was not written, or rebuild the table (the
 sales job's ``--replace_months``); the hourly rollups avoid this sink by default
-(``--rollup_mode exact``). Under the test retry harness (:mod:`transforms.bigtable.retry_harness`)
-each bundle is sent as several attempts and its rows and cells counters count every attempt.
+(``--rollup_mode exact``).
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ from google.cloud.bigtable.data import (
     RowMutationEntry,
 )
 
-from transforms.bigtable import retry_harness as retry_harness_modes
 from transforms.bigtable.aggregate_batches import EntryBatches, partial_failure
 from transforms.errors import AggregateWriteError
 from transforms.metrics import NAMESPACE, WorkerTally
@@ -97,14 +95,12 @@ class _WriteAggregatesFn(beam.DoFn):
         table: str,
         batch_entries: int,
         operation_timeout: float,
-        retry_harness: str | None = None,
     ) -> None:
         self._project = project
         self._instance = instance
         self._table_id = table
         self._batch_entries = batch_entries
         self._operation_timeout = operation_timeout
-        self._harness = retry_harness_modes.parse(retry_harness)  # tests only
         self._client: BigtableDataClient | None = None
 
     def setup(self) -> None:
@@ -119,17 +115,13 @@ class _WriteAggregatesFn(beam.DoFn):
         self._client = BigtableDataClient(project=self._project)
         self._table = self._client.get_table(self._instance, self._table_id)
         self._batches = EntryBatches(self._batch_entries)
-        self._held: list[RowMutation] | None = [] if self._harness else None
 
     def process(self, element: RowMutation | list) -> Iterable[None]:
         rows = element if isinstance(element, list) else (element,)  # a batch, or one row
         for row in rows:
             if row[0] != self._table_id:
                 raise ValueError(f"row for table {row[0]!r} reached the {self._table_id} writer")
-            if self._held is not None:
-                self._held.append(row)
-            else:
-                self._add(row)
+            self._add(row)
         return ()
 
     def _add(self, row: RowMutation) -> None:
@@ -161,11 +153,6 @@ class _WriteAggregatesFn(beam.DoFn):
 
     def finish_bundle(self) -> None:
         try:
-            if self._held is not None:  # the retry harness: AddToCell adds on every attempt
-                for attempt in retry_harness_modes.attempts(self._held, self._harness):
-                    for row in attempt:
-                        self._add(row)
-                    self._flush()
             self._flush()
             self._tally.flush()
         finally:
@@ -184,8 +171,7 @@ class WriteAggregates(beam.PTransform):
     """Write rows of :class:`AddCell` s to one aggregate table with ``AddToCell``.
 
     ``batch_entries`` rows go in one ``MutateRows`` request (also capped at Bigtable's 100,000
-    mutations); ``operation_timeout`` bounds each request's wait, in seconds. ``retry_harness``
-    is for tests (:mod:`transforms.bigtable.retry_harness`)."""
+    mutations); ``operation_timeout`` bounds each request's wait, in seconds."""
 
     def __init__(
         self,
@@ -194,14 +180,11 @@ class WriteAggregates(beam.PTransform):
         table: str,
         batch_entries: int = 1000,
         operation_timeout: float = 300.0,
-        retry_harness: str | None = None,
     ) -> None:
         super().__init__()
         if batch_entries < 1:
             raise ValueError("batch_entries must be at least 1")
-        self._fn = _WriteAggregatesFn(
-            project, instance, table, batch_entries, operation_timeout, retry_harness
-        )
+        self._fn = _WriteAggregatesFn(project, instance, table, batch_entries, operation_timeout)
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
         return rows | "AddToCell" >> beam.ParDo(self._fn)

@@ -481,16 +481,7 @@ class Builder:
     def __init__(
         self, schema: Schema, tables: list[str] | None = None, tz: dt.tzinfo = timefmt.UTC
     ) -> None:
-        written = [t.name for t in schema.written()]
-        chosen = list(tables) if tables else written
-        unknown = [t for t in chosen if t not in written]
-        if unknown:
-            raise ValueError(
-                f"schema {schema.dataset} writes no table {', '.join(unknown)} from events; "
-                f"it writes {', '.join(written) or 'none'}"
-            )
-        if not chosen:
-            raise ValueError(f"schema {schema.dataset}: no table is written from events")
+        chosen = schema.tables_to_write(tables)
         self.schema = schema
         self.tables = chosen
         self.tz = tz

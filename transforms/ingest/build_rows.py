@@ -42,16 +42,7 @@ from transforms.metrics import (
 from transforms.mutations import FramedRows, RowMutation, without_empty_rows
 from transforms.text import events
 
-__all__ = [
-    "DEAD_LETTER",
-    "PRINTS",
-    "ROWS",
-    "BuildRows",
-    "Builder",
-    "CsvAdapter",
-    "OverwriteCheck",
-    "decoder",
-]
+__all__ = ["DEAD_LETTER", "PRINTS", "ROWS", "BuildRows", "CsvAdapter", "OverwriteCheck", "decoder"]
 
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"

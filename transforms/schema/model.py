@@ -8,6 +8,7 @@ every check, so a reader never meets a half-checked schema. Pure: no YAML, no Be
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -360,6 +361,22 @@ class Schema:
     def written(self) -> list[TableSpec]:
         """The tables events are written to (not the ones another job fills)."""
         return [t for t in self.tables if not t.written_by]
+
+    def tables_to_write(self, tables: Sequence[str] | None = None) -> list[str]:
+        """The tables a builder of this schema writes: ``tables``, each one written from
+        events, or all of those; a ValueError names one it cannot write. A job knows them
+        before (and without) compiling its builder."""
+        written = [t.name for t in self.written()]
+        chosen = list(tables) if tables else written
+        unknown = [t for t in chosen if t not in written]
+        if unknown:
+            raise ValueError(
+                f"schema {self.dataset} writes no table {', '.join(unknown)} from events; "
+                f"it writes {', '.join(written) or 'none'}"
+            )
+        if not chosen:
+            raise ValueError(f"schema {self.dataset}: no table is written from events")
+        return chosen
 
     def field_by_ref(self) -> dict[str, FieldSpec]:
         return {f.ref: f for f in self.fields}
