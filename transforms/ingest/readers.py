@@ -223,7 +223,8 @@ def csv_boundaries(handle) -> list[tuple[int, int]]:
 def csv_header(path: str, compression: str) -> tuple:
     """A CSV file's column names (its first record), for ranges that start further on."""
     with FileSystems.open(path, compression_type=compression) as handle:
-        for _start, record in _csv_records(_numbered(_line_chunks(handle, 0)), lambda r: True):
+        chunks = _line_chunks(handle, 0, strip=False)
+        for _start, record in _csv_records(_numbered(chunks), lambda r: True):
             return events.parse_csv_header(record)
     return ()
 
@@ -287,7 +288,7 @@ class _ReadBlocksFn(beam.DoFn):
                 header = None if part.start == 0 else csv_header(part.path, part.compression)
                 if part.start:
                     handle.seek(part.start)
-                chunks = _line_chunks(handle, part.start)
+                chunks = _line_chunks(handle, part.start, strip=False)  # (see _csv_records)
                 yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
             elif part.format == "json_array":
                 yield from array_blocks(part.path, handle)
@@ -394,7 +395,9 @@ def _csv_records(
     of a closed record is even). The joined lines are one record only if they make a record of
     the header's width; otherwise, or after ``MAX_CSV_RECORD_LINES`` lines or at the end, the
     opening line is a record alone (a bad one) and the lines after it are read again, so one
-    stray quote costs one line, not the rest of the file."""
+    stray quote costs one line, not the rest of the file. Lines come with their ``\r``: only a
+    record's last one ends the record (a CRLF ending, dropped); one inside a quoted field is the
+    field's own text (R writes a value's ``\r\n`` as it is), kept."""
     queue: deque[tuple[int, bytes]] = deque()
     pending: list[tuple[int, bytes]] = []
     while True:
@@ -405,7 +408,7 @@ def _csv_records(
             if step is None:
                 if not pending:
                     return
-                yield pending[0]
+                yield _ended(*pending[0])
                 queue.extend(pending[1:])
                 pending = []
                 continue
@@ -415,18 +418,23 @@ def _csv_records(
             if odd:
                 pending = [(number, text)]
             else:
-                yield number, text
+                yield _ended(number, text)
             continue
         pending.append((number, text))
         if not odd and len(pending) < MAX_CSV_RECORD_LINES:
             continue
         record = b"\n".join(t for _, t in pending)
-        if odd and fits(record):
-            yield pending[0][0], record
+        if odd and fits(_ended(0, record)[1]):
+            yield _ended(pending[0][0], record)
         else:
-            yield pending[0]
+            yield _ended(*pending[0])
             queue.extendleft(reversed(pending[1:]))
         pending = []
+
+
+def _ended(number: int, record: bytes) -> tuple[int, bytes]:
+    """A record without the ``\r`` of its CRLF ending."""
+    return number, record[:-1] if record.endswith(b"\r") else record
 
 
 # -- JSON arrays -------------------------------------------------------------------------------
