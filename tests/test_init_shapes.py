@@ -87,6 +87,7 @@ SHAPES = {
     "quarterly_ts": (lambda: _ts(1960.0, 4, 40), ("csv", "jsonl", "parquet")),
     "monthly_ts": (lambda: _ts(1969 + 1 / 12, 12, 60), ("csv", "jsonl", "parquet")),
     "yearly_ts": (lambda: _ts(1871.0, 1, 30), ("csv", "jsonl")),
+    "daily_ts": (lambda: _ts(1991 + 181 / 365, 365, 40), ("csv", "parquet")),  # 1991.4959…
 }
 CASES = [(name, fmt) for name, (_, formats) in SHAPES.items() for fmt in formats]
 
@@ -145,7 +146,7 @@ def test_the_time_is_the_finest_the_data_holds(tmp_path):
 @pytest.mark.parametrize(
     ("frame", "unit"),
     [(_ts(1960.0, 4, 8), "quarter"), (_ts(1969 + 1 / 12, 12, 24), "month"),
-     (_ts(1991.5, 52, 60), "day")],
+     (_ts(1991.5, 52, 60), "day"), (_ts(1991 + 181 / 365, 365, 30), "day")],
 )  # fmt: skip
 def test_r_ts_exports_are_decimal_years_on_their_period(frame, unit, tmp_path):
     for fmt in ("csv", "jsonl"):
@@ -200,3 +201,28 @@ def test_over_the_bound_the_key_is_checked_over_the_sample_and_says_so(tmp_path,
     path = tmp_path / "big.csv"
     path.write_text("\n".join(lines) + "\n")
     assert "the key is unique over the sample (19,984 records)" in _flat(draft([str(path)]).text)
+
+
+def test_a_column_pandas_writes_null_in_every_line_is_no_unexpected_field(tmp_path):
+    """tidyr's billboard: weeks 66-76 have no value at all (null in every JSON line)."""
+    frame = pd.DataFrame({
+        "date": [f"2000-0{m}-01" for m in range(1, 7)], "wk1": range(6),
+        "wk66": [float("nan")] * 6,
+    })  # fmt: skip
+    result, drafted = _drafted(frame, "jsonl", tmp_path)
+    assert not result.schema.losses and "wk66" not in drafted["event"]["fields"]
+    assert "the whole file" in result.text
+
+
+def test_series_columns_some_records_have_no_value_in_are_not_unpivoted(tmp_path):
+    """openintro's hfi: over a hundred numeric columns, and records with none of them: an
+    unpivot would give those no event, so the draft keeps a column per field."""
+    rng = random.Random(3)
+    rows = []
+    for year in range(2008, 2014):
+        row = {"year": year, "country": "A"}
+        row |= {f"ind_{i:03d}": None if year == 2010 else rng.random() for i in range(110)}
+        rows.append(row)
+    result, drafted = _drafted(pd.DataFrame(rows), "jsonl", tmp_path)
+    assert "unpivot" not in drafted["event"] and not result.schema.losses
+    assert "not unpivoted: an unpivot would give no event to the 1 record(s)" in _flat(result.text)

@@ -152,6 +152,10 @@ def draft(
         if result.schema.refusals or not _loads(result.text):
             return result  # (the loader's refusal is said by btts init)
         found = check_mod.check(result.text, samples)
+        if found.reason.startswith("no column to unpivot") and not wanted.flat:
+            wanted.flat = found.dead  # records with no series value: a column per field
+            result = _draft_once(samples, extra, wanted, paths)
+            found = check_mod.check(result.text, samples)
         new = [r for r in found.offenders if r not in extra]
         if not (found.dead or found.clashes) or not new:
             break
@@ -178,6 +182,7 @@ class _Wanted:
     query: list[str]
     ask: Asker | None
     latest: bool
+    flat: int = 0  # records an unpivot would give no event: a column per field instead
 
 
 def _remembered(ask: Asker | None) -> Asker | None:
@@ -225,6 +230,8 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     columns = infer_columns(records, order)
     time, questions, others = _time(columns, records, wanted.ask)
     wide = shape.wide(columns, [time.field, *time.sources.values()], samples[0].fmt)
+    if wide and wide.how == "unpivot" and wanted.flat:
+        wide = None
     if wide and wide.how == "unpivot":
         records = _unpivot(records, wide)
         columns = infer_columns(records, [c for c in order if c not in wide.columns])
@@ -247,6 +254,11 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     schema.questions = questions
     if wide and wide.how == "unpivot":
         _unpivot_choice(schema, wide)
+    if wanted.flat:
+        schema.pattern_comment += (
+            f"; not unpivoted: an unpivot would give no event to the {wanted.flat:,} "
+            "record(s) with a value in none of the series columns"
+        )
     schema.header = _header(samples, schema, paths)
     return Draft(schema, render(schema), samples)
 
