@@ -240,8 +240,8 @@ def reasons(outcomes: list[Outcome]) -> Counter:
     import re
 
     def general(text: str) -> str:
-        text = re.sub(r"'[^']*'", "'…'", text)
-        return re.sub(r"[0-9][0-9,.]*", "N", text)
+        text = re.sub(r"(?<![A-Za-z])'[^']*'(?![A-Za-z])", "'…'", text)
+        return re.sub(r"[0-9]+(?:[,.][0-9]+)*", "N", text)
 
     return Counter(general(o.reason) for o in outcomes if o.verdict == "refused")
 

@@ -290,11 +290,11 @@ class _Schema:
 
     def __init__(self, drafted: dict):
         event = drafted["event"]
-        self.time = event["time"]
         self.fields = event["fields"]
         self.unpivot = event.get("unpivot")
         self.ref = {name: spec.get("as", name) for name, spec in self.fields.items()}
         self.name = {ref: name for name, ref in self.ref.items()}
+        self.time = self.name.get(event["time"], event["time"])  # (event.time names the ref)
         self.maps = {n for n, s in self.fields.items() if s.get("type") == "map"}
         self.times = {n for n, s in self.fields.items() if s.get("type") == "time"}
         spec = self.fields[self.time]
