@@ -163,8 +163,6 @@ def land(dataset: cs.Dataset, fmt: str, work: Path) -> Outcome:
 def land_frame(frame, stem: str, fmt: str, work: Path, edit=None) -> Outcome:
     """A frame written as ``fmt``, drafted by ``btts init`` (``edit``: a change a user makes
     to the draft first, text → text), landed, read back and compared with the frame."""
-    import yaml
-
     out = Outcome(stem, "", fmt, "lossy")
     path = cs.write(frame, fmt, work / f"{stem}.{_EXT[fmt]}")
     schema = work / f"{stem}.{fmt}.yaml"
@@ -175,23 +173,60 @@ def land_frame(frame, stem: str, fmt: str, work: Path, edit=None) -> Outcome:
     if code != 0:
         out.verdict, out.reason = "refused", _refusal(stderr)
     else:
-        drafted = yaml.safe_load(schema.read_text(encoding="utf-8"))
-        table = drafted["tables"][0]["name"]
-        instance = f"c{uuid.uuid4().hex[:12]}"
-        try:
-            dead = _ingest(path, schema, instance, work)
-            records = _read_back(schema, table, instance)
-        finally:
-            _drop(instance, [table])
-        out.records = len(records)
-        if dead:
-            out.reason = f"{len(dead)} dead letters (first: {dead[0].get('reason')})"
-        else:
-            out.reason = cs.compare(frame, fmt, drafted, records)
-            out.verdict = "lossy" if out.reason else "landed"
+        _land_drafted(frame, path, schema, work, out)
     for mine in (path, schema):  # (another format of the dataset may be landing beside it)
         mine.unlink(missing_ok=True)
     return out
+
+
+SLICE_ROWS = 50_000  # a larger file lands in slices of this many rows (see _land_drafted)
+
+
+def _land_drafted(frame, path: Path, schema: Path, work: Path, out: Outcome) -> None:
+    """Land the file with its draft, read it back and compare: ``out``'s verdict. A file of
+    more than :data:`SLICE_ROWS` rows is landed a slice at a time, each slice written the same
+    way and landed with the same draft on a fresh table, read back, compared and dropped (the
+    emulator holds every cell in memory: the airline's 336,776 flights would take gigabytes);
+    no row key of one slice may be another slice's too (in one landing, the later record would
+    have overwritten the earlier)."""
+    import yaml
+
+    drafted = yaml.safe_load(schema.read_text(encoding="utf-8"))
+    sliced = len(frame) > SLICE_ROWS
+    keys: set[str] = set()
+    for first in range(0, len(frame), SLICE_ROWS) if sliced else [0]:
+        part = frame.iloc[first : first + SLICE_ROWS] if sliced else frame
+        where = f"rows {first + 1:,}..{first + len(part):,}: " if sliced else ""
+        part_path = path.with_suffix(".part" + path.suffix) if sliced else path
+        try:
+            written = cs.write(part, out.fmt, part_path) if sliced else path
+            dead, records = _land_one(written, schema, drafted, work)
+        finally:
+            if sliced:
+                part_path.unlink(missing_ok=True)
+        out.records += len(records)
+        if dead:
+            out.reason = f"{where}{len(dead)} dead letters (first: {dead[0].get('reason')})"
+            return
+        out.reason = cs.compare(part, out.fmt, drafted, records)
+        shared = keys & {r["key"] for r in records}
+        if out.reason or shared:
+            out.reason = where + (out.reason or f"row key {min(shared)!r} is an earlier slice's")
+            return
+        keys |= {r["key"] for r in records} if sliced else set()
+    out.verdict = "landed"
+
+
+def _land_one(path: Path, schema: Path, drafted: dict, work: Path) -> tuple[list, list]:
+    """One file landed on a fresh instance, read back and dropped: its dead letters and the
+    records read back."""
+    table = drafted["tables"][0]["name"]
+    instance = f"c{uuid.uuid4().hex[:12]}"
+    try:
+        dead = _ingest(path, schema, instance, work)
+        return dead, _read_back(schema, table, instance)
+    finally:
+        _drop(instance, [table])
 
 
 def _land_safely(job: tuple[cs.Dataset, str, str]) -> Outcome:
