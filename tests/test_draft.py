@@ -180,6 +180,16 @@ def test_many_series_side_by_side_are_a_map_in_csv(tmp_path):
     result = draft([str(_csv(tmp_path / "m.csv", "day," + ",".join(names), rows))])
     assert result.schema.fields["series"].value == {"type": "map", "qualifier": "as_is"}
     assert {"family": "m", "each": "series"} in [c.value for c in result.schema.columns]
+    # a record with no series value (tidyr's who: whole rows of NA) keeps its other fields
+    rows.append("2024-05-04,x," + ",".join(["NA"] * 12))
+    rows = [r.replace(",", ",x,", 1) if ",x," not in r else r for r in rows]
+    path = _csv(tmp_path / "n.csv", "day,note," + ",".join(names), rows)
+    result = draft([str(path)])
+    assert result.schema.fields["series"].value == {
+        "type": "map", "qualifier": "as_is", "optional": True,
+    }  # fmt: skip
+    assert "no series has a value in 1 of 4 records" in result.schema.fields["series"].comment
+    assert not result.schema.losses
 
 
 def test_missing_values_make_a_field_optional_and_a_time_cell_keeps_the_row(tmp_path):

@@ -160,11 +160,24 @@ def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[s
     if inputs.time.derived:
         out[inputs.time.field] = _time_spec(inputs, earliest)
     if wide and wide.how == "map":
-        out[wide.name] = Choice(
-            {"type": "map", "qualifier": "as_is"},
-            f"every other column ({len(wide.columns)} series) as one entry per column: {wide.why}",
-        )
+        out[wide.name] = _map_spec(inputs, wide)
     return out
+
+
+def _map_spec(inputs: Inputs, wide) -> Choice:
+    """The map field collecting a CSV's series columns: optional when some record has a value
+    in none of them (its other fields land all the same)."""
+    choice = Choice(
+        {"type": "map", "qualifier": "as_is"},
+        f"every other column ({len(wide.columns)} series) as one entry per column: {wide.why}",
+    )
+    empty = sum(all(r.get(c) is None for c in wide.columns) for r in inputs.records)
+    if empty:
+        choice.value["optional"] = True
+        choice.comment += (
+            f"; no series has a value in {empty:,} of {len(inputs.records):,} records: optional"
+        )
+    return choice
 
 
 def _time_segment(inputs: Inputs, earliest: str | None, time_name: str) -> Choice:
