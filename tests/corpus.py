@@ -40,7 +40,7 @@ __all__ = ["Outcome", "land", "land_frame", "main", "read_index", "sample"]
 
 SAMPLE_SIZE = 36  # the CI sample: at least this many datasets, each in one format
 SAMPLE_MAX_ROWS = 2_000  # of at most this many rows (the CI's time budget)
-_EXT = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet"}
+_EXT = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet", cs.PANDAS_CSV: "csv"}
 
 
 @dataclass

@@ -2,9 +2,11 @@
 read back equal to its source frame — or refused in one line that names the fix, which then
 lands: a daily file with Year, Month and Day columns; an hourly airline-like file with year,
 month, day, hour and an RFC 3339 ``time_hour``, and its flights (to the minute); R ``ts``
-exports (quarterly, monthly, yearly); pandas JSON lines with nulls; an R CSV with ``NA`` in
-numeric columns; a month and a day without a year. And the key checked over the whole file:
-records that collide only beyond the sample are found, and the draft is made again.
+exports (quarterly, monthly, yearly, daily); pandas JSON lines with nulls; an R CSV with ``NA``
+in numeric columns, and pandas' CSV (an empty cell, ``41.0``); daily stock prices; a month and
+a day without a year; a column null in every line; series columns some records have none of.
+And the key checked over the whole file: records that collide only beyond the sample are
+found, and the draft is made again.
 """
 
 from __future__ import annotations
@@ -75,13 +77,30 @@ def _ts(start: float, frequency: int, n: int) -> object:
     })  # fmt: skip
 
 
+def _stocks() -> object:
+    """Daily prices of three symbols (trading days only), a price missing now and then."""
+    rows = []
+    rng = random.Random(11)
+    days = [dt.date(2020, 3, 2) + dt.timedelta(days=i) for i in range(40)]
+    for symbol in ("AAPL", "IBM", "MSFT"):
+        for day in (d for d in days if d.weekday() < 5):
+            close = round(rng.uniform(50, 300), 2)
+            rows.append({
+                "date": day.isoformat(), "symbol": symbol,
+                "open": rng.choice([float("nan"), close - 1]), "close": close,
+                "volume": rng.randint(10**5, 10**7),
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def _month_day() -> object:
     frame = _daily()
     return frame.drop(columns=["Year"])
 
 
 SHAPES = {
-    "daily": (_daily, ("csv", "jsonl", "parquet")),
+    "daily": (_daily, ("csv", "jsonl", "parquet", corpus_support.PANDAS_CSV)),
+    "stocks": (_stocks, (corpus_support.PANDAS_CSV, "parquet")),
     "weather": (_weather, ("csv", "jsonl")),
     "flights": (_flights, ("csv", "parquet")),
     "quarterly_ts": (lambda: _ts(1960.0, 4, 40), ("csv", "jsonl", "parquet")),
