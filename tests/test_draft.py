@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import gzip
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -377,3 +378,16 @@ def test_records_of_one_year_are_that_years_pace_not_one_seconds(tmp_path):
     result = draft([str(_csv(tmp_path / "y.csv", "rownames,year,course", rows))])
     assert not any("salt" in c.value for c in result.schema.key)
     assert result.schema.advisor["events_per_second"] < 0.001
+
+
+def test_a_record_id_among_a_csvs_series_leaves_the_map_for_the_key(tmp_path):
+    """survival's rotterdam: 14 whole-number columns (a map of series in CSV), one of them the
+    record id (rownames, shuffled) — the only field that tells the patients of a year apart."""
+    ids = random.Random(5).sample(range(1, 201), 200)
+    rows = [f"{i},{1980 + n % 4}," + ",".join(str((n * k) % 9) for k in range(12))
+            for n, i in enumerate(ids)]  # fmt: skip
+    names = ",".join(f"m{k}" for k in range(12))
+    result = draft([str(_csv(tmp_path / "r.csv", f"rownames,year,{names}", rows))])
+    assert not result.schema.losses
+    assert {"zero_pad": "rownames", "width": 3} in [c.value for c in result.schema.key]
+    assert result.schema.fields["series"].value["type"] == "map"

@@ -245,6 +245,12 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     if wide and wide.how == "map":
         sources += wide.columns  # (entries of the map field: not fields of their own)
     ents = shape.entities(columns, records, time.ms, wanted.query, sources)
+    if ents.clashes and wide and wide.how == "map":  # a record id among the series: its own
+        ident = shape.record_id({n: columns[n] for n in wide.columns}, [])
+        if ident is not None:
+            wide.columns.remove(ident.name)
+            sources.remove(ident.name)
+            ents = shape.entities(columns, records, time.ms, wanted.query, sources)
     inputs = design_mod.Inputs(
         wanted.dataset, [s.describe() for s in samples], samples[0].fmt,
         all(s.complete for s in samples), _estimate(samples, wide), columns, records, time,
