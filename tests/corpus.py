@@ -14,7 +14,9 @@ exited 1 with the one-line reason shown) or ``lossy`` (a draft btts accepted tha
 every value equal: dead letters, values that differ, a job that failed) — and the totals per
 format, the refusal reasons with their counts and the wall time. ``--doc FILE`` writes them as
 Markdown (docs/corpus.md is this run's). Exits 1 on any lossy outcome or a refusal that is not
-one line.
+one line. A file over :data:`SLICE_ROWS` rows lands a slice at a time (:func:`_land_drafted`),
+so the emulator never holds more than that many rows; the CI sample lands each of its datasets
+in one format.
 """
 
 from __future__ import annotations
