@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 PROTOS := $(wildcard protos/*.proto)
 
-.PHONY: venv protos demo test test-fast check-guidance lint fmt clean browser
+.PHONY: venv protos demo test test-official test-fast check-guidance lint fmt clean browser
 
 venv: $(STAMP)
 
@@ -34,7 +34,24 @@ demo: venv
 # TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= logical
 test: venv browser
-	$(BIN)/python -m pytest -rA -q -n $(TEST_WORKERS) --dist worksteal
+	BTTS_OFFICIAL= $(BIN)/python -m pytest -rA -q -n $(TEST_WORKERS) --dist worksteal
+	$(MAKE) --no-print-directory test-official
+
+# The second pass: tests that judge results (ingest read back, reads, btts serve over HTTP) with
+# every fork of a library switched to the library's own path (docs/forks.md); the forks'
+# differential tests themselves run in the first pass.
+OFFICIAL_TESTS ?= tests/test_official_switch.py tests/test_golden.py tests/test_bigtable_read.py \
+	tests/test_serve.py tests/test_serve_http.py \
+	'tests/test_round_trip.py::test_every_pattern_reads_back_what_went_in[ts_cols]'
+test-official: venv
+	BTTS_OFFICIAL=all $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal $(OFFICIAL_TESTS)
+
+# A smoke subset of the suite (times, keys and cells, schemas, drafts, an ingest on the emulator)
+# on every Python from setup.py's python_requires up to 3.13 found as python3.X on PATH or under
+# pyenv, each in its own virtualenv cached under .matrix/ (tests/matrix.py); one line per version.
+.PHONY: test-matrix
+test-matrix: venv
+	$(BIN)/python -m tests.matrix
 
 # Headless Chromium and its driver for the btts serve page test (tests/test_serve_page.py):
 # Debian's packages, installed only when missing and apt-get is there (as root, or with sudo);
@@ -65,13 +82,22 @@ clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache dead-letters demo-output .btts \
 		protos/*_pb2.py protos/*_pb2.pyi
 
-# Benchmarks (benchmarks/run.py): ours vs the raw-client ceiling and the naive pipeline, one run.
+# Benchmarks (benchmarks/run.py): ours vs the raw-client ceiling and the naive pipeline, one run;
+# then each fork of a library against the library's own path (benchmarks/forks.py, docs/forks.md).
 .PHONY: bench bench-quick
 bench: venv
 	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.forks
 
 bench-quick: venv
 	$(BIN)/python -m benchmarks.run --quick
+	$(BIN)/python -m benchmarks.forks --quick
+
+# One 1 GiB JSON-lines file read by two DirectRunner worker processes (benchmarks/one_file.py):
+# lines, CPU and reading span per worker, whether both were busy; benchmarks/results/one_file.json.
+.PHONY: bench-one-file
+bench-one-file: venv
+	$(BIN)/python -m benchmarks.one_file --in_process
 
 # Dataflow flex templates: regenerate templates/<pipeline>/ (metadata.json from the pipelines'
 # option classes, Dockerfile) and print the gcloud commands that build each image and

@@ -2,7 +2,10 @@
 (``benchmarks.run``) calls ``python -m benchmarks.cases MODE ...`` and reads the ``RESULT`` line.
 
 Modes:
-  ours DATASET INPUT INSTANCE [mp]   the real job's run(), as a user runs it
+  ours DATASET INPUT INSTANCE [mp|nocheck|index|noindex]   the real job's run(), as a user
+                                     runs it (mp: two worker processes; nocheck:
+                                     --overwrite_check=off; index/noindex: a built-in file
+                                     through the generic job, with and without its series index)
   naive DATASET INPUT INSTANCE       json.loads -> one DirectRow per event -> WriteToBigTable
   ceiling DATASET INPUT INSTANCE N   our rows, pre-built, through the data client's batcher
                                      in N processes (nothing else timed)
@@ -99,9 +102,14 @@ def ours(dataset: str, path: str, instance: str, mode: str = "") -> None:
     ]
     if mode == "mp":
         argv += ["--direct_num_workers=2", "--direct_running_mode=multi_processing"]
+    elif mode == "nocheck":  # the same run without the overwrite check: what the check costs
+        argv.append("--overwrite_check=off")
+    generic = dataset in USER_SCHEMAS or mode in ("index", "noindex")
     if dataset in USER_SCHEMAS:
         argv.append(f"--schema={USER_SCHEMAS[dataset]}")
-    job = load("generic" if dataset in USER_SCHEMAS else JOBS[dataset])
+    elif mode in ("index", "noindex"):  # the built-in file, with and without its series index
+        argv.append(f"--schema={_schema_copy(dataset, path, keep_index=mode == 'index')}")
+    job = load("generic" if generic else JOBS[dataset])
     with _Clock() as clock:
         result = job.run(argv)
     counters = result.counters
@@ -112,6 +120,21 @@ def ours(dataset: str, path: str, instance: str, mode: str = "") -> None:
         rows=sum(v for k, v in counters.items() if k.startswith("rows_")),
         cells=sum(v for k, v in counters.items() if k.startswith("cells_")),
     )
+
+
+def _schema_copy(dataset: str, path: str, keep_index: bool) -> str:
+    """The built-in schema file of ``dataset`` beside the input, its ``index:`` kept or not
+    (the series index's cost is the difference of the two runs)."""
+    schema = schema_of(dataset)
+    text = (
+        schema.text
+        if keep_index
+        else schema.text.replace(f"index: {{table: {schema.index.table}}}", "")
+    )
+    out = f"{path}.{'index' if keep_index else 'noindex'}.yaml"
+    with open(out, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return out
 
 
 def _naive_row(dataset: str, line: str):
@@ -242,22 +265,25 @@ def _requests(dataset: str, path: str, instance: str, per_request: int):
 
 
 def _send_requests(requests: list, start: int, step: int) -> None:
-    """The write step's own sending path (raw bytes on the GAPIC channel), nothing else."""
+    """The write step's own sending path (raw bytes on a channel of its own), nothing else."""
     from concurrent import futures
 
-    from google.cloud.bigtable import Client
-
-    from transforms.bigtable.transport import all_written, parse_response
-    from transforms.bigtable.write import MAX_IN_FLIGHT, mutate_rows_call
+    from transforms.bigtable.channel import open_channel
+    from transforms.bigtable.transport import (
+        MAX_IN_FLIGHT,
+        all_written,
+        mutate_rows_call,
+        parse_response,
+    )
     from transforms.build import wire as encoding
 
-    stub = Client(project=PROJECT).table_data_client
+    channel = open_channel()
     calls = {}
 
     def send(request) -> None:
         table_name, entries = request
         call = calls.get(table_name) or calls.setdefault(
-            table_name, mutate_rows_call(stub, table_name)
+            table_name, mutate_rows_call(channel, table_name)
         )
         for response in call(encoding.request_head(table_name) + b"".join(entries), 60):
             if response == all_written(len(entries)):  # what the write step checks first

@@ -62,7 +62,9 @@ TARGETS = {
 }
 
 
-SECTIONS = ("datasets", "scaling", "nightly", "startup")
+SECTIONS = ("datasets", "scaling", "nightly", "startup", "index_cost", "read_scale", "flights")
+READ_SIZES = ("1000,10000", "1000,10000,100000")  # series of the read-scale figures (quick, full)
+FLIGHTS = (20_000, 336_776)  # flights landed for the flights figures (quick, full)
 
 _EMULATOR_PID: list[int] = []  # the running emulator's process, while there is one
 
@@ -134,12 +136,27 @@ def fresh_instance(table_names: list[str]) -> str:
 
     instance = f"bench{uuid.uuid4().hex[:8]}"
     own = {n: d for ds in USER_SCHEMAS for n, d in schema_of(ds).decls().items()}
+    decls = [own[t] if t in own else builtin_tables.get(t) for t in table_names]
     admin.preflight(
         config.Target("test-project", instance),
-        [own[t] if t in own else builtin_tables.get(t) for t in table_names],
+        decls + _index_decls(table_names),
         create=True,
     )
     return instance
+
+
+def _index_decls(table_names: list[str]) -> list:
+    """The series indexes the jobs writing these tables write too."""
+    from benchmarks.cases import JOBS, USER_SCHEMAS, schema_of
+    from transforms.scans import series_index
+
+    out = {}
+    for dataset in [*JOBS, *USER_SCHEMAS]:
+        schema = schema_of(dataset)
+        listed = {t.name for t in series_index.indexed_tables(schema)}
+        if schema.index is not None and listed & set(table_names):
+            out[schema.index.table] = schema.index.decl()
+    return list(out.values())
 
 
 @contextlib.contextmanager
@@ -173,11 +190,15 @@ def run_dataset(
     names = TABLES[dataset]
     log(f"[{dataset}] core")
     out["core"] = measure("core", dataset, str(ours_path or path))
-    for mode in ("ours", "naive") if quick else ("ours", "ours_mp", "naive"):
+    modes = (
+        ("ours", "ours_nocheck", "naive") if quick else ("ours", "ours_nocheck", "ours_mp", "naive")
+    )
+    for mode in modes:
         log(f"[{dataset}] {mode}")
         instance = fresh_instance(names)
-        source = ours_path if ours_path and mode == "ours" else path
-        args = ["ours", dataset, str(source), instance] + (["mp"] if mode == "ours_mp" else [])
+        source = ours_path if ours_path and mode in ("ours", "ours_nocheck") else path
+        flag = {"ours_mp": ["mp"], "ours_nocheck": ["nocheck"]}.get(mode, [])
+        args = ["ours", dataset, str(source), instance, *flag]
         out[mode] = measure(*(args if mode != "naive" else ["naive", dataset, str(path), instance]))
     for procs in (1, 2):
         log(f"[{dataset}] ceiling x{procs}")
@@ -191,11 +212,15 @@ def run_dataset(
         )
 
     def best(prefix: str) -> tuple[str, float]:
-        figures = {k: v["rows_per_s"] for k, v in out.items() if k.startswith(prefix)}
+        figures = {
+            k: v["rows_per_s"]
+            for k, v in out.items()
+            if k.startswith(prefix) and k != "ours_nocheck"
+        }
         name = max(figures, key=figures.get)
         return name, figures[name]
 
-    ours_name, best_ours = best("ours")
+    ours_name, best_ours = best("ours")  # (ours_nocheck is not ours: the check is on by default)
     _, ceiling = best("ceiling_")
     _, wire = best("wire_")
     out["summary"] = {
@@ -212,7 +237,19 @@ def run_dataset(
         "ours_events_per_s": out["ours"]["events_per_s"],
         "ours_vs_core": ratio(out["ours"]["events_per_s"], out["core"]["events_per_s"]),
         **cpu_summary(out["core"], out["ours"]),
+        **check_summary(out["ours"], out["ours_nocheck"]),
     }
+    return out
+
+
+def check_summary(ours: dict, nocheck: dict) -> dict:
+    """What the overwrite check costs the in-process job: its CPU seconds with the check (the
+    default) and with ``--overwrite_check=off``, on the same input, and the share of the
+    job's CPU the difference is (the target: at most 10% at 1,000,000 events)."""
+    with_check, without = ours.get("cpu_s"), nocheck.get("cpu_s")
+    out = {"ours_cpu_s_no_check": without}
+    if with_check and without:
+        out["check_cpu_share"] = round((with_check - without) / with_check, 3)
     return out
 
 
@@ -251,6 +288,40 @@ def run_scaling(work: Path, small: int) -> dict:
         "time_ratio": ratio(b["seconds"], a["seconds"]),
         "rss_ratio": ratio(b["peak_rss_mb"], a["peak_rss_mb"]),
     }
+
+
+def run_index_cost(work: Path, events: int) -> dict:
+    """The job's CPU with and without its series index: the built-in server-metrics file
+    through the generic job, ``events`` events, each run on a fresh instance."""
+    path = work / f"index-cost-{events}.jsonl"
+    data.metrics(path, events)
+    out = {}
+    for mode in ("noindex", "index"):
+        log(f"[index_cost] metrics x{events} {mode}")
+        instance = fresh_instance(TABLES["metrics"])
+        out[mode] = measure("ours", "metrics", str(path), instance, mode)
+    out["events"] = events
+    out["cpu_ratio"] = ratio(out["index"]["cpu_s"], out["noindex"]["cpu_s"])
+    out["seconds_ratio"] = ratio(out["index"]["seconds"], out["noindex"]["seconds"])
+    return out
+
+
+def run_module(module: str, args: list[str], name: str) -> dict:
+    """A benchmark module of its own (its JSON report in results/), on the running emulator."""
+    log(f"[{name}] python -m {module} {' '.join(args)}")
+    done = subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=7200,
+        cwd=ROOT.parent,
+        env=dict(os.environ),
+    )
+    if done.returncode:
+        raise SystemExit(
+            f"{module} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
+    return json.loads((ROOT / "results" / f"{name}.json").read_text(encoding="utf-8"))
 
 
 NIGHTLY_DATES = ("20170726", "20170727", "20170728")  # a round per day: fresh destinations
@@ -302,12 +373,16 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
 def table(report: dict) -> str:
     lines = [
         f"{'dataset':<9}{'core ev/s':>11}{'ours rows/s':>13}{'(mode)':>10}{'ceiling':>10}"
         f"{'naive':>9}{'wire':>9}{'ours/ceil':>11}{'ours/naive':>11}{'ours/wire':>10}"
         f"{'ours/core':>10}{'(bound)':>8}{'cpu/core':>9}"
-        f"{'RSS MB':>8}"
+        f"{'RSS MB':>8}{'CPU s':>7}{'no chk':>7}{'check':>7}"
     ][: 1 if report["datasets"] else 0]
     for dataset in SIZES:
         if dataset not in report["datasets"]:
@@ -323,6 +398,8 @@ def table(report: dict) -> str:
             f"{s['ours_vs_core']:>10.2f}{_fmt(s.get('ours_vs_core_bound')):>8}"
             f"{_fmt(s.get('ours_cpu_vs_core')):>9}"
             f"{d['ours']['peak_rss_mb']:>8.0f}"
+            f"{_fmt(s.get('ours_cpu_s')):>7}{_fmt(s.get('ours_cpu_s_no_check')):>7}"
+            f"{_share(s.get('check_cpu_share')):>7}"
         )
     sc = report.get("scaling")
     if sc:
@@ -335,9 +412,12 @@ def table(report: dict) -> str:
     lines += _nightly_lines(n) if n else []
     if report.get("startup"):
         lines += startup.table_lines(report["startup"])
+    lines += _read_lines(report)
     lines.append(
         "(bound): the most ours/core this machine allows, given the emulator's CPU for the same "
-        "rows; cpu/core: the builder's CPU over the job process's CPU"
+        "rows; cpu/core: the builder's CPU over the job process's CPU; CPU s / no chk: the "
+        "in-process job's CPU seconds with the overwrite check (default) and without; check: "
+        "the difference as a share of the job's CPU"
     )
     lines.append("targets: " + ", ".join(f"{k} {v}" for k, v in TARGETS.items()))
     lines.append(f"machine: {MACHINE['cpu_model']}, {MACHINE['cpu_count']} cores, Python "
@@ -348,6 +428,36 @@ def table(report: dict) -> str:
             "judged on `make bench`"
         )
     return "\n".join(lines)
+
+
+def _read_lines(report: dict) -> list[str]:
+    """The series index's cost to a job, and the reads at cardinality."""
+    lines = []
+    cost = report.get("index_cost")
+    if cost:
+        lines.append(
+            f"series index: job CPU {cost['noindex']['cpu_s']:.1f}s without, "
+            f"{cost['index']['cpu_s']:.1f}s with ({cost['cpu_ratio']:.3f}x) for "
+            f"{cost['events']:,} metrics events; wall {cost['seconds_ratio']:.3f}x"
+        )
+    for r in (report.get("read_scale") or {}).get("results", []):
+        if "star_error" in r:
+            lines.append(f"read scale {r['series']:>7,} series: * {r['star_error'][:80]}")
+            continue
+        lines.append(
+            f"read scale {r['series']:>7,} series: suggest p50 {r['suggest_p50_ms']} ms, lookup "
+            f"p50 {r['lookup_p50_ms']} ms, * {r['star_ms']:.0f} ms = {r['star_vs_floor']}x the "
+            f"data client's read ({r['floor_ms']:.0f} ms)"
+        )
+    flights = report.get("flights")
+    if flights:
+        wrong = sum(m["wrong"] or 0 for m in flights["metrics"].values())
+        lines.append(
+            f"flights ({flights['landing']['records']:,} records, "
+            f"{flights['landing']['pairs']:,} series): every metric with carrier=*, flight=* "
+            f"in at most {flights['slowest_s']:.1f}s, {wrong} value(s) wrong"
+        )
+    return lines
 
 
 def _nightly_lines(n: dict) -> list[str]:
@@ -387,6 +497,16 @@ def run_sections(
     if "nightly" in sections:
         with fresh_emulator():
             report["nightly"] = run_nightly(NIGHTLY_METERS[pick], NIGHTLY_ROUNDS[pick])
+    if "index_cost" in sections:
+        with fresh_emulator():
+            report["index_cost"] = run_index_cost(work, ours_events or SIZES["metrics"][pick])
+    for name, module, args in (
+        ("read_scale", "benchmarks.read_scale", ["--sizes", READ_SIZES[pick]]),
+        ("flights", "benchmarks.flights", ["--records", str(FLIGHTS[pick])]),
+    ):
+        if name in sections:
+            with fresh_emulator():
+                report[name] = run_module(module, args, name)
     if "startup" in sections:
         with fresh_emulator():
             log("[startup] whole commands and their floors, each its own process")

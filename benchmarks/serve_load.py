@@ -231,9 +231,9 @@ def single_ratios(url: str, client: BigtableDataClient, target: config.Target, h
     return out
 
 
-def start_server(target: config.Target) -> tuple[subprocess.Popen, str]:
+def start_server(target: config.Target, *extra: str) -> tuple[subprocess.Popen, str]:
     argv = [sys.executable, "-m", "btts_cli.main", "serve", "--port", "0"]
-    argv += ["--project", target.project, "--instance", target.instance]
+    argv += ["--project", target.project, "--instance", target.instance, *extra]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     match = re.search(r"http://([0-9.]+):([0-9]+)/", proc.stdout.readline())
     if not match:

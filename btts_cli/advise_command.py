@@ -143,11 +143,11 @@ def _add_lint(sub: argparse._SubParsersAction) -> None:
         "the guidance of docs/patterns.md §3: each finding has a rule id, a severity, a message "
         "and the section of docs/patterns.md. Acknowledged findings (a deliberate design, with "
         "its reason) and findings on documented anti-patterns are shown but do not fail. Exit "
-        "status 1 when an open finding reaches --fail-on.",
+        "status 1 when an open finding reaches --fail_on.",
     )
     lint.add_argument("--table", action="append", metavar="NAME", help="only this table")
     lint.add_argument(
-        "--fail-on",
+        "--fail_on",
         choices=(*SEVERITIES, "never"),
         default="warning",
         help="lowest severity of an open finding that fails the run (default: warning)",
@@ -187,18 +187,18 @@ def _add_hotspots(sub: argparse._SubParsersAction) -> None:
     hot.add_argument("--start", help="start time, ISO or epoch ms (default 2015-03-01T12:00Z)")
     hot.add_argument("--slices", type=int, default=30, help="time slices (default 30)")
     hot.add_argument(
-        "--history-slices",
+        "--history_slices",
         type=int,
         default=8,
         help="slices simulated before the span so the table has keys and splits (default 8)",
     )
     hot.add_argument("--samples", type=int, default=1000, help="events sampled per slice")
-    hot.add_argument("--tablets-per-node", type=int, default=4, help="splits per node (4)")
+    hot.add_argument("--tablets_per_node", type=int, default=4, help="splits per node (4)")
     hot.add_argument("--assign", choices=("balanced", "round_robin"), default="balanced")
     hot.add_argument(
         "--cardinality", action="append", metavar="FIELD=N", help="override a key field's values"
     )
-    hot.add_argument("--workload-of", metavar="TABLE", help="use another table's workload")
+    hot.add_argument("--workload_of", metavar="TABLE", help="use another table's workload")
     hot.add_argument("--seed", type=int, default=0)
     hot.add_argument(
         "--schema",

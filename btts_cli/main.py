@@ -47,9 +47,12 @@ def _decls(args: argparse.Namespace) -> list:
     names = args.table
     try:
         if not args.schema:
-            return [builtin_tables.get(n) for n in names or sorted(builtin_tables.all_tables())]
+            every = [*builtin_tables.all_tables(), *builtin_tables.index_tables()]
+            return [builtin_tables.get(n) for n in names or sorted(every)]
         schema = config.load_schema(args.schema)
-        return [schema.table(n).decl for n in names] if names else list(schema.decls().values())
+        index = {schema.index.table: schema.index.decl()} if schema.index else {}
+        declared = {**schema.decls(), **index}
+        return [declared.get(n) or schema.table(n).decl for n in names or declared]
     except KeyError as err:  # an unknown --table: the message lists the known ones
         raise errors.ConfigError(str(err.args[0])) from None
 
@@ -72,10 +75,14 @@ def _tables_list(args: argparse.Namespace) -> int:
     target = config.resolve_target(args.project, args.instance)
     with admin.Admin(target) as api:
         present = api.list_tables()
-    mine = config.load_schema(args.schema).decls() if args.schema else {}
+    schema = config.load_schema(args.schema) if args.schema else None
+    mine = set(schema.decls()) if schema is not None else set()
+    if schema is not None and schema.index is not None:
+        mine.add(schema.index.table)
     print(f"Tables in {target.describe()}:")
     for name in present:
-        builtin = "built-in" if name in builtin_tables.all_tables() else "not declared"
+        known = {*builtin_tables.all_tables(), *builtin_tables.index_tables()}
+        builtin = "built-in" if name in known else "not declared"
         print(f"  {name:<24} {f'declared in {args.schema}' if name in mine else builtin}")
     if not present:
         print("  (none; `btts tables create` makes the declared ones)")
@@ -308,6 +315,10 @@ COMMANDS: dict[str, tuple[Callable[[Commands], object] | str, str]] = {
     "templates": (
         "btts_cli.templates:register",
         "Dataflow flex templates: regenerate, check, print the gcloud build commands",
+    ),
+    "index": (
+        "btts_cli.index_command:register",
+        "rebuild a schema's series index (what btts serve lists series from)",
     ),
     "serve": (
         "btts_cli.serve_command:register",

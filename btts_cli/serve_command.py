@@ -15,7 +15,7 @@ from btts.tsdb import access  # credentials and TLS: no client, read when the fl
 # Loaded when the server starts: `btts serve --help` imports no client.
 answer = lazy_module("btts.tsdb.answer")
 catalog = lazy_module("btts.tsdb.catalog")
-reads = lazy_module("btts.tsdb.reads")
+series_index = lazy_module("transforms.scans.series_index")
 server = lazy_module("btts.tsdb.server")
 service_lib = lazy_module("btts.tsdb.service")
 schema_lib = lazy_module("transforms.schema")
@@ -63,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="kept for compatibility: a query that leaves a key field open (a panel with only "
-        "a metric) enumerates its values from the keys, one keys-only read per value, instead "
-        "of scanning",
+        "a metric) lists its series from the schema's series index (without one: enumerates "
+        "the field's values from the keys, one keys-only read per value) instead of scanning",
     )
     serve.add_argument(
         "--deadline", type=float, default=30.0, help="seconds one request may read for (504 beyond)"
@@ -109,15 +109,20 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     )
 
 
-def load_catalog(args: argparse.Namespace, target: config.Target | None) -> catalog.Catalog:
+def load_service(args: argparse.Namespace, target: config.Target | None):
+    """The served schemas' catalog, and (with an instance to ask) the service answering over
+    it, its map entries found in the series indexes (sampled from the data for a schema
+    without one)."""
     schemas = (
         [schema_lib.load(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
     )
     bare = catalog.Catalog(schemas, tenant=args.tenant)
-    entries = {}
-    if target is not None:
-        entries = reads.discover_entries(target, bare.map_tables(), args.tenant)
-    return catalog.Catalog(schemas, entries, args.tenant)
+    if target is None:
+        return bare, None
+    limits = answer.Limits(args.max_points, args.max_scan_rows, args.deadline)
+    service = service_lib.Service(bare, target, limits, args.tenant)
+    service.refresh_catalog(0)
+    return service.catalog, service
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.list or args.project or args.instance or os.environ.get(emulator.ENV_HOST):
         target = config.resolve_target(args.project, args.instance)
     try:
-        cat = load_catalog(args, target)
+        cat, service = load_service(args, target)
     except (OSError, schema_lib.SchemaError) as err:
         print(f"btts serve: error: {err}", file=sys.stderr)
         return 2
@@ -138,14 +143,12 @@ def run(args: argparse.Namespace) -> int:
     if args.list:
         print(list_text(cat))
         return 0
-    limits = answer.Limits(args.max_points, args.max_scan_rows, args.deadline)
     try:
         guard = _access(args)
         tls = access.tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
     except ValueError as err:
         print(f"btts serve: error: {err}", file=sys.stderr)
         return 2
-    service = service_lib.Service(cat, target, limits, args.tenant)
     workers = args.workers if args.workers and args.workers > 0 else server.WORKERS
     try:
         httpd = server.make_server(
@@ -211,7 +214,7 @@ def list_text(cat: catalog.Catalog) -> str:
                 if t.rollup and t.rollup.source == table.name
             ]
             name = f"{schema.dataset}.{field_name}.<ENTRY>"
-            rows.append((name, list(catalog.tag_fields(table)), [table.name, *rollups]))
+            rows.append((name, list(series_index.tag_fields(table)), [table.name, *rollups]))
     return "\n".join(
         f"{name}\ttags: {', '.join(tags) or '-'}\ttables: {', '.join(tables)}"
         for name, tags, tables in sorted(rows)

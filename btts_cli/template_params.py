@@ -1,13 +1,14 @@
-"""A pipeline flag as a flex template's launch parameter: labels, formats Dataflow validates a
-launch with, and which flags a Dataflow launch must give (``templates`` writes them into each
-template's ``metadata.json``)."""
+"""A pipeline flag (as :mod:`pipelines.flags` declares it) as a flex template's launch parameter:
+labels, formats Dataflow validates a launch with, and which flags a Dataflow launch must give
+(``templates`` writes them into each template's ``metadata.json``)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-__all__ = ["Flag", "parameter", "required_on_dataflow"]  # fmt: skip
+from pipelines.flags import Flag
+
+__all__ = ["is_bare", "parameter", "required_on_dataflow"]  # fmt: skip
 
 # Human labels for the console's launch form; a flag missing here gets one made from its name.
 LABELS = {
@@ -62,55 +63,63 @@ DATAFLOW_NOTES = {
 }
 
 
-@dataclass(frozen=True)
-class Flag:
-    """One command-line flag of a pipeline, as argparse declares it."""
+def is_bare(flag: Flag) -> bool:
+    """A flag that takes no value (``store_true``/``store_false``): given bare, never as
+    ``--flag=value``."""
+    return flag.action in ("store_true", "store_false")
 
-    name: str
-    help: str
-    kind: str  # "bool", "enum", "int" or "text"
-    choices: tuple[str, ...]
-    required: bool
-    store_flag: bool  # store_true/store_false: given bare, never as --flag=value
+
+def _kind(flag: Flag) -> str:
+    """What the launch form asks for: "bool", "enum", "int" or "text"."""
+    if is_bare(flag) or (flag.nargs == "?" and isinstance(flag.const, bool)):
+        return "bool"  # a bare flag, or e.g. --verify[=true|false]
+    if flag.choices:
+        return "enum"
+    if flag.type is int:
+        return "int"
+    return "text"
 
 
 def required_on_dataflow(flag: Flag, names: set[str]) -> bool:
-    """Whether a Dataflow launch must give the flag: argparse requires it, it has no default
-    outside the emulator, or it is the only input of a batch-only job."""
-    if flag.required or flag.name in DATAFLOW_REQUIRED:
+    """Whether a Dataflow launch must give the flag (``names``: the pipeline's flags, without
+    dashes): it has no default outside the emulator, or it is the only input of a batch-only
+    job."""
+    if flag.key in DATAFLOW_REQUIRED:
         return True
-    return flag.name == "input" and "input_subscription" not in names
+    return flag.key == "input" and "input_subscription" not in names
 
 
 def parameter(flag: Flag, names: set[str]) -> dict:
     """One template parameter: the flag's name, a label, its help, whether it is optional, and
     the regexes and input type Dataflow validates a launch with."""
+    name, kind = flag.key, _kind(flag)
     required = required_on_dataflow(flag, names)
-    notes = [flag.help]
-    if flag.name in DATAFLOW_REQUIRED:
-        notes.append(DATAFLOW_REQUIRED[flag.name])
+    notes = [" ".join(flag.help_text().split())]
+    if name in DATAFLOW_REQUIRED:
+        notes.append(DATAFLOW_REQUIRED[name])
     elif required:
         notes.append("Required: this pipeline reads files only.")
-    if flag.name in DATAFLOW_NOTES:
-        notes.append(DATAFLOW_NOTES[flag.name])
+    if name in DATAFLOW_NOTES:
+        notes.append(DATAFLOW_NOTES[name])
     param = {
-        "name": flag.name,
-        "label": LABELS.get(flag.name) or flag.name.replace("_", " ").capitalize(),
+        "name": name,
+        "label": LABELS.get(name) or name.replace("_", " ").capitalize(),
         "helpText": " ".join(n for n in notes if n),
         "isOptional": not required,
     }
-    if flag.kind == "bool":
+    if kind == "bool":
         param.update(paramType="BOOLEAN", regexes=[_BOOLEAN])
-    elif flag.kind == "enum":
+    elif kind == "enum":
+        choices = [str(c) for c in flag.choices or ()]
         param.update(
             paramType="ENUM",
-            regexes=["^(" + "|".join(re.escape(c) for c in flag.choices) + ")$"],
-            enumOptions=[{"value": c, "label": c} for c in flag.choices],
+            regexes=["^(" + "|".join(re.escape(c) for c in choices) + ")$"],
+            enumOptions=[{"value": c, "label": c} for c in choices],
         )
-    elif flag.name in FORMATS:
-        regex, param_type = FORMATS[flag.name]
+    elif name in FORMATS:
+        regex, param_type = FORMATS[name]
         param.update(paramType=param_type, regexes=[regex])
-    elif flag.kind == "int":
+    elif kind == "int":
         param.update(paramType="TEXT", regexes=[_INTEGER])
     else:
         param["paramType"] = "TEXT"

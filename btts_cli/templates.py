@@ -1,17 +1,18 @@
-"""Dataflow flex templates, one per pipeline, generated from the pipelines' own option classes.
+"""Dataflow flex templates, one per pipeline, generated from the flags the pipelines declare.
 
 ``templates/<pipeline>/`` holds two generated files:
 
 * ``metadata.json``: the template's name, description and one parameter per flag of the
-  pipeline's option classes (label, help text, regexes where the format is fixed, and
-  ``isOptional``), so Dataflow and the console validate a launch before any VM starts;
+  pipeline (label, help text, regexes where the format is fixed, and ``isOptional``), from the
+  declarations its option classes and ``--help`` are made of (:mod:`pipelines.flags`), so
+  Dataflow and the console validate a launch before any VM starts;
 * ``Dockerfile``: one image that is both the Flex Template launcher image and the workers' SDK
   container (``sdk_container_image``), built ``FROM`` Beam's Python SDK image of the Beam version
   ``setup.py`` pins, with the project wheel installed, and its pipeline's name in
   ``BTTS_PIPELINE`` for the launcher's entry point ``templates/main.py``
   (``FLEX_TEMPLATE_PYTHON_PY_FILE``, one for every template), which calls :func:`launch`.
 
-The option classes are the one source of truth: ``btts templates build`` (``make templates``)
+The flag declarations are the one source of truth: ``btts templates build`` (``make templates``)
 regenerates the files and prints the ``gcloud`` commands that build the images and the template
 specs; ``btts templates check`` (and the test suite) fails when a committed file differs from
 what the pipelines declare, e.g. after a pipeline gains a flag.
@@ -35,23 +36,28 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from btts import __version__
-from btts_cli.template_params import Flag, parameter, required_on_dataflow
-
-if TYPE_CHECKING:  # Beam is imported only by the pipelines themselves
-    from apache_beam.options.pipeline_options import PipelineOptions
+from btts_cli.template_params import is_bare, parameter, required_on_dataflow
+from pipelines import flags as declared
 
 __all__ = ["main"]  # fmt: skip
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
 NIGHTLY = "nightly"
 
-SDK_IMAGE = "apache/beam_python3.11_sdk"
+# The Pythons a template can be built for: those setup.py accepts that Beam's pinned release
+# publishes wheels and SDK images (apache/beam_python3.X_sdk) for. The image of a template is
+# Beam's SDK image of the template's Python (`btts templates build --python 3.X`; by default
+# the Python its Dockerfile was built for, else DEFAULT_PYTHON): the launch (main.py) and the
+# workers run that Python.
+PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+DEFAULT_PYTHON = "3.11"
+_SDK_IMAGE = re.compile(r"^FROM apache/beam_python(3\.\d+)_sdk:", re.MULTILINE)
 # The launcher image at a dated release tag, not :latest, so a rebuild gets the same launcher
 # (tags: cloud.google.com/dataflow/docs/reference/flex-templates-base-images). Move it forward
-# on purpose, then `make templates`.
+# on purpose, then `make templates`. Only its launcher binary (a Go program, the same for every
+# Python) is copied into a template's image, so one launcher image serves every Python.
 LAUNCHER_TAG = "flex_templates_base_image_release_20240628_RC00"
 LAUNCHER_IMAGE = f"gcr.io/dataflow-templates-base/python311-template-launcher-base:{LAUNCHER_TAG}"
 LAUNCHER_BINARY = "/opt/google/dataflow/python_template_launcher"
@@ -78,87 +84,17 @@ def pipeline_module(name: str) -> ModuleType:
     return importlib.import_module(f"pipelines.{name}")
 
 
-def declared_options(name: str) -> tuple[str, tuple[type[PipelineOptions], ...]]:
-    """The description and option classes a pipeline's ``run`` parses (and ``--help`` shows):
-    every job module states them, as its docstring and ``OPTION_CLASSES``."""
-    module = pipeline_module(name)
-    return module.__doc__ or "", tuple(module.OPTION_CLASSES)
+def declared_groups(name: str) -> tuple[str, tuple[declared.Group, ...]]:
+    """The description and flag groups of a pipeline, as :mod:`pipelines.flags` declares them:
+    what its ``--help`` shows and its option classes (what its ``run`` parses) are made of."""
+    if name not in pipeline_names():
+        raise KeyError(f"no pipeline {name!r} (pipelines: {', '.join(pipeline_names())})")
+    return declared.description(name), declared.GROUPS[name]
 
 
-def _help_text(action: argparse.Action) -> str:
-    text = action.help or ""
-    if "%(" in text:
-        text = text % {**vars(action), "prog": "pipeline"}
-    return " ".join(text.split())
-
-
-def _store_flag(action: argparse.Action) -> bool:
-    """A flag that takes no value and stores a bool (``store_true``/``store_false``; argparse
-    names their classes privately, so they are told by what they do)."""
-    return action.nargs == 0 and isinstance(action.const, bool)
-
-
-def _kind(action: argparse.Action) -> str:
-    if _store_flag(action) or (action.nargs == "?" and isinstance(action.const, bool)):
-        return "bool"  # a bare flag, or e.g. --verify[=true|false]
-    if action.choices:
-        return "enum"
-    if action.type is int:
-        return "int"
-    return "text"
-
-
-class _RecordingParser(argparse.ArgumentParser):
-    """A parser that keeps every action added to it or to its groups, in order: argparse
-    offers no public list of a parser's actions."""
-
-    def __init__(self) -> None:
-        super().__init__(add_help=False, allow_abbrev=False)
-        self.added: list[argparse.Action] = []
-
-    def add_argument(self, *args, **kwargs) -> argparse.Action:
-        action = super().add_argument(*args, **kwargs)
-        self.added.append(action)
-        return action
-
-    def add_argument_group(self, *args, **kwargs):
-        group = super().add_argument_group(*args, **kwargs)
-        plain = group.add_argument
-
-        def add_argument(*a, **k) -> argparse.Action:
-            action = plain(*a, **k)
-            self.added.append(action)
-            return action
-
-        group.add_argument = add_argument
-        return group
-
-
-def flags(classes: Sequence[type[PipelineOptions]]) -> list[Flag]:
-    """Every flag the option classes add, in declaration order."""
-    parser = _RecordingParser()
-    for cls in classes:
-        cls._add_argparse_args(parser)  # Beam's hook, defined by each option class
-    out = []
-    for action in parser.added:
-        longs = [s for s in action.option_strings if s.startswith("--")]
-        if not longs:
-            continue
-        out.append(
-            Flag(
-                name=longs[0][2:],
-                help=_help_text(action),
-                kind=_kind(action),
-                choices=tuple(str(c) for c in action.choices or ()),
-                required=bool(action.required),
-                store_flag=_store_flag(action),
-            )
-        )
-    return out
-
-
-def pipeline_flags(name: str) -> list[Flag]:
-    return flags(declared_options(name)[1])
+def pipeline_flags(name: str) -> list[declared.Flag]:
+    """Every flag of the pipeline, in ``--help`` order."""
+    return [flag for group in declared_groups(name)[1] for flag in group.flags]
 
 
 # -- metadata.json ----------------------------------------------------------------------------
@@ -171,10 +107,10 @@ def _summary(description: str) -> str:
 
 
 def metadata(name: str) -> dict:
-    """The template metadata of one pipeline, from the option classes its ``run`` parses."""
-    description, classes = declared_options(name)
-    job_flags = flags(classes)
-    names = {f.name for f in job_flags}
+    """The template metadata of one pipeline, from the flags it declares."""
+    description = declared_groups(name)[0]
+    job_flags = pipeline_flags(name)
+    names = {f.key for f in job_flags}
     meta: dict = {"name": f"bigtable-timeseries {name}", "description": _summary(description)}
     if "input_subscription" in names:
         meta["streaming"] = True
@@ -210,8 +146,24 @@ def beam_version(root: Path = PACKAGE_ROOT) -> str:
     raise RuntimeError("setup.py does not require apache-beam")
 
 
-def dockerfile(name: str, root: Path = PACKAGE_ROOT) -> str:
-    sdk = f"{SDK_IMAGE}:{beam_version(root)}"
+def sdk_image(python: str = DEFAULT_PYTHON) -> str:
+    """Beam's SDK image repository for ``python`` (``3.X``); ValueError for a Python no
+    template can be built for."""
+    if python not in PYTHONS:
+        raise ValueError(f"Python {python}: templates are built for {', '.join(PYTHONS)}")
+    return f"apache/beam_python{python}_sdk"
+
+
+def built_for(name: str, root: Path = PACKAGE_ROOT) -> str | None:
+    """The Python the committed Dockerfile of ``name`` was built for (None: no such file, or
+    not built on Beam's SDK image)."""
+    path = root / "templates" / name / "Dockerfile"
+    found = _SDK_IMAGE.search(path.read_text(encoding="utf-8")) if path.is_file() else None
+    return found.group(1) if found and found.group(1) in PYTHONS else None
+
+
+def dockerfile(name: str, root: Path = PACKAGE_ROOT, python: str = DEFAULT_PYTHON) -> str:
+    sdk = f"{sdk_image(python)}:{beam_version(root)}"
     sources = " ".join(WHEEL_SOURCES)
     packages = "\n".join(f"COPY {p} {p}" for p in WHEEL_PACKAGES)
     return f"""\
@@ -221,7 +173,7 @@ def dockerfile(name: str, root: Path = PACKAGE_ROOT) -> str:
 # One image for both roles: Dataflow's Flex Template launcher runs {ENTRY_POINT} in it to
 # build and submit the job, and the workers run it as their SDK container
 # (sdk_container_image), so launch and workers use the same code and the same dependencies.
-# Build it from the repository root (see templates/cloudbuild.yaml and the README):
+# Build it from the repository root (see templates/cloudbuild.yaml and docs/dataflow.md):
 #   docker build -f templates/{name}/Dockerfile --build-arg IMAGE=$IMAGE -t $IMAGE .
 
 # 1. The project wheel; setup.py's build_py generates protos/*_pb2.py into it.
@@ -231,8 +183,9 @@ COPY {sources} ./
 {packages}
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
-# 2. Beam's SDK image of the Beam version setup.py pins (its /opt/apache/beam/boot is the
-#    worker entry point), plus the Flex Template launcher and the project with its dependencies.
+# 2. Beam's SDK image of the Beam version setup.py pins, for Python {python} (its
+#    /opt/apache/beam/boot is the worker entry point), plus the Flex Template launcher and the
+#    project with its dependencies.
 FROM {sdk}
 COPY --from={LAUNCHER_IMAGE} {LAUNCHER_BINARY} {LAUNCHER_BINARY}
 COPY --from=wheel /wheels /wheels
@@ -250,23 +203,27 @@ ENTRYPOINT ["/opt/apache/beam/boot"]
 """
 
 
-def rendered(name: str, root: Path = PACKAGE_ROOT) -> dict[str, str]:
-    """The generated files of one template, by file name."""
+def rendered(name: str, root: Path = PACKAGE_ROOT, python: str | None = None) -> dict[str, str]:
+    """The generated files of one template, by file name, for ``python`` (default: the one
+    its Dockerfile was built for, else :data:`DEFAULT_PYTHON`)."""
+    python = python or built_for(name, root) or DEFAULT_PYTHON
     return {
         "metadata.json": json.dumps(metadata(name), indent=2, ensure_ascii=False) + "\n",
-        "Dockerfile": dockerfile(name, root),
+        "Dockerfile": dockerfile(name, root, python),
     }
 
 
 # -- build and check --------------------------------------------------------------------------
 
 
-def write(root: Path = PACKAGE_ROOT, names: Sequence[str] | None = None) -> list[Path]:
-    """Write every template's generated files under ``root/templates``; returns those that
-    changed."""
+def write(
+    root: Path = PACKAGE_ROOT, names: Sequence[str] | None = None, python: str | None = None
+) -> list[Path]:
+    """Write every template's generated files under ``root/templates`` (for ``python``, see
+    :func:`rendered`); returns those that changed."""
     changed = []
     for name in names or pipeline_names():
-        for file_name, text in rendered(name, root).items():
+        for file_name, text in rendered(name, root, python).items():
             path = root / "templates" / name / file_name
             if not path.is_file() or path.read_text(encoding="utf-8") != text:
                 path.parent.mkdir(parents=True, exist_ok=True)
@@ -279,7 +236,7 @@ def mismatches(name: str, meta: dict) -> list[str]:
     """How a template's parameters disagree with its pipeline's flags: a flag without a
     parameter, a parameter that is no flag, or a parameter optional when the job needs it (or
     the reverse)."""
-    job_flags = {f.name: f for f in pipeline_flags(name)}
+    job_flags = {f.key: f for f in pipeline_flags(name)}
     params = {p.get("name"): p for p in meta.get("parameters", [])}
     out = [f"--{flag} has no template parameter" for flag in job_flags if flag not in params]
     out += [f"parameter {p!r} is no flag of the pipeline" for p in params if p not in job_flags]
@@ -370,14 +327,14 @@ def template_argv(name: str, argv: Sequence[str], environ: dict | None = None) -
     * Without an ``--sdk_container_image``, the workers run this image (``$IMAGE_ENV``).
     """
     environ = os.environ if environ is None else environ
-    job_flags = {f.name: f for f in pipeline_flags(name)}
+    job_flags = {f.key: f for f in pipeline_flags(name)}
     out: list[str] = []
     given: dict[str, str | None] = {}
     for arg in argv:
         flag, eq, value = arg.partition("=")
         given[flag.lstrip("-")] = value if eq else None
         spec = job_flags.get(flag[2:]) if flag.startswith("--") else None
-        if spec is None or not spec.store_flag or not eq:
+        if spec is None or not is_bare(spec) or not eq:
             out.append(arg)
         elif value.strip().lower() == "true":
             out.append(flag)
@@ -427,7 +384,7 @@ def _root(args: argparse.Namespace) -> Path:
 def _build(args: argparse.Namespace) -> int:
     root = _root(args)
     names = args.pipeline or None
-    for path in write(root, names):
+    for path in write(root, names, args.python):
         print(f"# wrote {path.relative_to(root)}", file=sys.stderr)
     lines = commands(names)
     if not args.run:
@@ -473,16 +430,22 @@ def add_actions(parser: argparse.ArgumentParser) -> None:
         "build",
         help="regenerate templates/<pipeline>/ and print (or --run) the gcloud build commands",
         description="Write metadata.json and the Dockerfile of every pipeline's flex template "
-        "from its option classes, then print the commands that build each image "
+        "from the flags it declares, then print the commands that build each image "
         "(Cloud Build) and template spec (gcloud dataflow flex-template build).",
     )
     build.add_argument(
         "--pipeline", action="append", choices=pipeline_names(), help="only this one"
     )
     build.add_argument("--run", action="store_true", help="run the gcloud commands too")
+    build.add_argument(
+        "--python",
+        choices=PYTHONS,
+        help="the Python the images run (Beam's SDK image of it); default: the one each "
+        f"template was built for, else {DEFAULT_PYTHON}",
+    )
     check = actions.add_parser(
         "check",
-        help="fail when a committed template differs from its pipeline's options",
+        help="fail when a committed template differs from its pipeline's flags",
     )
     for action, func in ((build, _build), (check, _check)):
         action.add_argument("--root", help="repository root (default: this checkout)")

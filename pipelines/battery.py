@@ -1,21 +1,7 @@
-"""Battery levels → BATTERY, BATTERY_SALTED or BATTERY_TS_FIRST (docs/patterns.md §5.4), batch from
-files.
-
---battery_layout picks the table: ``promoted`` (default; ``BATTERY#USER#YYYYMMDDHHMMSSmmm``),
-``salted`` (``BATTERY#<salt>#YYYYMMDDHHMMSSmmm``) or ``timestamp_first`` (the documented
-anti-pattern, kept for the schema advisor's demo). Keys use UTC times.
-
-The salt bucket count belongs to the table declaration: changing it after data exists splits
-rows of one time between old and new buckets and reads over the new count miss the old ones.
---salt_buckets must therefore equal the count a declared salted table holds (3 for
-BATTERY_SALTED); another count needs its own declared table.
-
-    python -m pipelines.battery --input 'battery/*.jsonl' --battery_layout salted --create_tables
-"""
+# The battery job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/battery.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
-
-import argparse
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -23,6 +9,7 @@ from btts import errors
 from pipelines import common
 from pipelines.flags import battery as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 NAME = "battery"
@@ -47,23 +34,13 @@ SALT_BUCKETS = salt_count(LAYOUTS["salted"])
 JOB = common.builtin_job(NAME, __doc__, tables=(LAYOUTS["promoted"],))
 
 
-class BatteryLayoutOptions(PipelineOptions):
-    """The battery job's layout: :func:`pipelines.flags.battery.layout`."""
-
-    FLAGS = staticmethod(job_flags.layout)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.layout(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes(NAME, BatteryLayoutOptions)
+OPTION_CLASSES = common.option_classes(NAME)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for the chosen layout; a --salt_buckets no declaration holds is refused."""
-    opts = options.view_as(BatteryLayoutOptions)
+    opts = options.view_as(common.options_class(job_flags.GROUP))
     layout, buckets = opts.battery_layout, opts.salt_buckets  # argparse checked the layout
     if layout != "salted" and buckets is not None:
         raise errors.ConfigError(

@@ -1,17 +1,12 @@
-"""Game results → GAME_BY_PLAYER and GAME_BY_DATE (docs/patterns.md §5.5), batch from JSON-lines or
-CSV.
-
-Two queries need two keys, so every result is written to both tables with the same cells:
-``GAME#PLAYER#YYYYMMDD`` (one player's games over a period) and ``GAME#YYYYMMDD#PLAYER`` (every
-game over a period). Cell timestamps are midnight UTC of the result's date.
-
-    python -m pipelines.game_results --input 'results/*.jsonl' --create_tables
-"""
+# The game_results job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/game_results.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
 from pipelines import common
+from pipelines.flags import game_results as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 JOB = common.builtin_job("game_results", __doc__)

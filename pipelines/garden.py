@@ -1,23 +1,14 @@
-"""Garden temperatures → GARDEN_DAILY and/or GARDEN_MONTHLY (docs/patterns.md §5.6), batch from
-JSON lines or CSV.
-
---garden_layout picks the documented shape: ``tall`` (default) writes one row per garden per day
-``GARDEN#YYYYMMDD`` with ``DAILY:TEMP``; ``month`` writes the bounded short-wide alternative, one
-row per garden per month ``GARDEN#YYYYMM`` with one column per day ``TEMP:1`` … ``TEMP:31``;
-``both`` writes both tables. Cell timestamps are midnight UTC of each date.
-
-    python -m pipelines.garden --input 'temps/*.csv' --garden_layout both --create_tables
-"""
+# The garden job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/garden.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
-
-import argparse
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
 from pipelines.flags import garden as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 DEFAULT_LAYOUT, LAYOUTS = job_flags.DEFAULT_LAYOUT, job_flags.LAYOUTS  # --garden_layout → tables
@@ -25,23 +16,14 @@ DEFAULT_LAYOUT, LAYOUTS = job_flags.DEFAULT_LAYOUT, job_flags.LAYOUTS  # --garde
 JOB = common.builtin_job("garden", __doc__, tables=LAYOUTS[DEFAULT_LAYOUT])
 
 
-class GardenLayoutOptions(PipelineOptions):
-    """Which table(s) the garden job writes: :func:`pipelines.flags.garden.layout`."""
-
-    FLAGS = staticmethod(job_flags.layout)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.layout(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes("garden", GardenLayoutOptions)
+OPTION_CLASSES = common.option_classes("garden")
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
     """The job for these options: --garden_layout chooses the tables and the rows built."""
-    layout = options.view_as(GardenLayoutOptions).garden_layout  # argparse checked it
+    own = options.view_as(common.options_class(job_flags.GROUP))
+    layout = own.garden_layout  # argparse checked it
     return common.builtin_job("garden", __doc__, tables=LAYOUTS[layout])
 
 

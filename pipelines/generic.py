@@ -1,20 +1,7 @@
-"""Any dataset described by a schema file → its tables, with no Python of its own.
-
-The schema file (YAML or JSON, see docs/user-guide.md) declares the source fields, the event
-time, and every table the events fan out to: families with GC rules, the row-key recipe, the
-column pattern and which fields feed which qualifiers. It is read and validated at launch,
-before any data is read (a local path or gs://; a template launch passes --schema). Bad events
-go to the dead letters with their reason; aggregate tables are written with AddToCell.
-
-    python -m pipelines.generic --schema my_dataset.yaml --input 'events/*.jsonl' --create_tables
-    btts ingest --schema my_dataset.yaml --input 'events/*.jsonl' --create_tables
-    btts ingest --schema my_dataset.yaml --input_subscription projects/P/subscriptions/S \\
-        --dead_letter_topic projects/P/topics/T                         # streaming
-"""
+# The generic job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/generic.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
-
-import argparse
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -22,33 +9,24 @@ from btts import config, errors
 from pipelines import common
 from pipelines.flags import generic as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["OPTION_CLASSES", "build", "run"]
 
 NAME = "generic"
 
 
-class GenericOptions(PipelineOptions):
-    """The schema file of the events and their tables: :func:`pipelines.flags.generic.schema`."""
-
-    FLAGS = staticmethod(job_flags.schema)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.schema(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes(NAME, GenericOptions)
+OPTION_CLASSES = common.option_classes(NAME)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
-    path = options.view_as(GenericOptions).schema
-    if not path:
+    own = options.view_as(common.options_class(job_flags.GROUP))
+    if not own.schema:
         raise errors.ConfigError("pass --schema with the schema file describing the events")
     return common.schema_job(
-        config.load_schema(path, options.view_as(GenericOptions).proto_module or ()),
+        config.load_schema(own.schema, own.proto_module or ()),
         description=__doc__,
-        tables=options.view_as(GenericOptions).schema_table,
+        tables=own.schema_table,
         tz=common.timezone(options),
         builtin=False,
     )

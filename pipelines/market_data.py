@@ -1,17 +1,12 @@
-"""Financial market data → QUOTE and TRADE (docs/patterns.md §5.1), batch from JSON-lines or CSV
-files.
-
-Every message is split into a QUOTE row keyed ``EXCHANGE#SYMBOL#QUOTETIME`` and a TRADE row keyed
-``EXCHANGE#SYMBOL#TRADETIME`` (exchange space-padded to 6, symbol to 5, 13-digit epoch ms); each
-row's cells carry its own time. Prices and sizes keep the source's decimal text.
-
-    python -m pipelines.market_data --input 'ticks/*.jsonl' --create_tables
-"""
+# The market_data job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/market_data.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
 from pipelines import common
+from pipelines.flags import market_data as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 JOB = common.builtin_job("market_data", __doc__)

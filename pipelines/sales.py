@@ -1,24 +1,8 @@
-"""Sales → SALES_MONTHLY aggregate cells (docs/patterns.md §3 rule 13, §5.6), batch from files.
-
-Each sale adds its amount (integer cents) to ``sum:AMOUNT`` and 1 to ``sum:COUNT`` of the row
-``EMPLOYEE#YYYYMM`` with ``AddToCell``, at the month's start as cell timestamp, so Bigtable keeps
-one running sum per employee and month instead of one row per sale. Months follow --timezone
-(default UTC).
-
-NOT IDEMPOTENT: AddToCell adds, so running the same input twice doubles the sums (and a bundle
-retried after a partial write failure re-adds what had succeeded). To re-run safely, name the
-months the input covers with --replace_months: before anything is written, every row of those
-months is deleted (all employees), and a sale of any other month goes to the dead letters, so
-the months are rebuilt from this input alone. Re-run the same command after a failed or
-suspect run (a retried bundle): the result is exact again.
-
-    python -m pipelines.sales --input 'sales/*.jsonl' --create_tables
-    python -m pipelines.sales --input 'sales/2015-03.jsonl' --replace_months 201503
-"""
+# The sales job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/sales.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import logging
 import re
@@ -40,6 +24,7 @@ from pipelines.flags import sales as job_flags
 from transforms.bigtable.filters import KEYS_ONLY, key_suffix_filter
 from transforms.errors import InvalidEvent
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 NAME = "sales"
@@ -50,18 +35,8 @@ _LOG = logging.getLogger(__name__)
 JOB = common.builtin_job(NAME, __doc__)
 
 
-class ReplaceOptions(PipelineOptions):
-    """Re-running months safely: :func:`pipelines.flags.sales.replace`."""
-
-    FLAGS = staticmethod(job_flags.replace)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.replace(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes(NAME, ReplaceOptions)
+OPTION_CLASSES = common.option_classes(NAME)
 
 
 TABLE = "SALES_MONTHLY"
@@ -70,7 +45,7 @@ _MONTH = re.compile(r"[0-9]{4}(0[1-9]|1[0-2])")
 
 def replace_months(options: PipelineOptions) -> tuple[str, ...]:
     """The validated --replace_months, sorted; () without the flag."""
-    raw = options.view_as(ReplaceOptions).replace_months
+    raw = options.view_as(common.options_class(job_flags.GROUP)).replace_months
     if raw is None:
         return ()
     months = sorted({m.strip() for m in raw.split(",") if m.strip()})

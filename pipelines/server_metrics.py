@@ -1,18 +1,12 @@
-"""Server metrics → METRIC and CURRENT_METRIC (docs/patterns.md §5.2), batch from JSON-lines files.
-
-Every event fans out to both tables from the same cells: METRIC keyed ``HOSTNAME#TS`` for a
-host's history, CURRENT_METRIC keyed ``HOSTNAME`` for the fleet's latest values. Cell timestamps
-are event times and CURRENT_METRIC keeps one version, so a late reading never wins.
-
-    python -m pipelines.server_metrics --input 'metrics/*.jsonl' --create_tables
-    python -m pipelines.server_metrics --input_subscription projects/P/subscriptions/S \\
-        --dead_letter_topic projects/P/topics/T --hourly_rollup   # streaming, with METRIC_HOURLY
-"""
+# The server_metrics job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/server_metrics.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
 from pipelines import common
+from pipelines.flags import server_metrics as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 JOB = common.builtin_job("server_metrics", __doc__)

@@ -1,20 +1,14 @@
-"""Smart-meter readings → SENSOR (docs/patterns.md §5.3), batch from JSON-lines or CSV files.
-
-Each reading lands in its meter's day row ``METER#YYYYMMDD`` (meter id zero-padded to 10 digits)
-as a column named by its time of day ``HHMM``, beside ``ID`` (the meter id). The day boundary and
-the ``HHMM`` names follow --timezone (default UTC); cell timestamps are the event times.
-
-    python -m pipelines.smart_meters --input 'readings/*.jsonl' --timezone Europe/Paris
-    python -m pipelines.smart_meters --input_subscription projects/P/subscriptions/S \\
-        --dead_letter_topic projects/P/topics/T --hourly_rollup   # streaming, with SENSOR_HOURLY
-"""
+# The smart_meters job. Its docstring, what its --help prints, is DESCRIPTION in
+# pipelines/flags/smart_meters.py, where --help reads it without importing Beam.
 
 from __future__ import annotations
 
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import common
+from pipelines.flags import smart_meters as job_flags
 
+__doc__ = job_flags.DESCRIPTION
 __all__ = ["JOB", "OPTION_CLASSES", "build", "run"]
 
 # The job with its default flags (UTC days); job_for binds the configured zone.

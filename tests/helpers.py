@@ -1,13 +1,15 @@
-"""Running a job against the test emulator and reading what it wrote."""
+"""Running a job against the test emulator and reading what it wrote; the flags a job's option
+classes give Beam's parser."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as dt
 import functools
 import glob
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -108,3 +110,44 @@ def retry_harness(how: str):
 
             patch.setattr(cls, "__init__", init)
         yield
+
+
+class _Recorder(argparse.ArgumentParser):
+    """A parser keeping the Action of every argument added to it or to its groups, in order:
+    ``add_argument``'s return value is argparse's public way to them (its list is private)."""
+
+    def __init__(self) -> None:
+        super().__init__(add_help=False, allow_abbrev=False)
+        self.added: list[argparse.Action] = []
+
+    def add_argument(self, *args, **kwargs) -> argparse.Action:
+        action = super().add_argument(*args, **kwargs)
+        self.added.append(action)
+        return action
+
+    def add_argument_group(self, *args, **kwargs):
+        group = super().add_argument_group(*args, **kwargs)
+        plain = group.add_argument
+
+        def add_argument(*a, **k) -> argparse.Action:
+            action = plain(*a, **k)
+            self.added.append(action)
+            return action
+
+        group.add_argument = add_argument
+        return group
+
+
+def added_flags(*adders: Callable[[argparse.ArgumentParser], None]) -> dict[str, argparse.Action]:
+    """``--name`` → its argparse Action, for every flag the ``adders`` add to one parser, in
+    that order."""
+    parser = _Recorder()
+    for add in adders:
+        add(parser)
+    return {action.option_strings[0]: action for action in parser.added}
+
+
+def parsed_flags(classes: Sequence[type]) -> dict[str, argparse.Action]:
+    """The flags option classes add to a parser the way Beam's parsing does (each class's
+    ``_add_argparse_args`` hook): what a job's run parses (see :func:`added_flags`)."""
+    return added_flags(*(cls._add_argparse_args for cls in classes))

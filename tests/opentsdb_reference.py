@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import sys
+from decimal import Decimal
 
 NAN = float("nan")
 END = 1 << 62  # the slot value of a series that has no next point (TIME_MASK)
@@ -225,9 +226,12 @@ METHODS = {
 }
 
 
-def aggregate(views, start, end, agg, rate):
-    """``AggregationIterator``: slot ``i`` is series i's current point, ``n + i`` its next."""
+def aggregate(views, start, end, agg, rate, longs=None):
+    """``AggregationIterator``: slot ``i`` is series i's current point, ``n + i`` its next.
+    ``longs[i]``: series i holds longs; the aggregator runs on longs (``isInteger``) when every
+    series with a live slot does, it is no rate and nothing was downsampled (None)."""
     n = len(views)
+    longs = [False] * n if longs is None else longs
     ts = [0] * (2 * n)
     vs = [0.0] * (2 * n)
     method = METHODS.get(agg, "lerp")
@@ -300,7 +304,8 @@ def aggregate(views, start, end, agg, rate):
                 values.append(-sys.float_info.max)
             else:
                 values.append(y0)
-        out.append((x, run_double(agg, values)))
+        integer = not rate and all(longs[i] for i in range(n) if ts[i] or ts[n + i] != END)
+        out.append((x, run_double(agg, values, integer)))
     return out
 
 
@@ -317,8 +322,17 @@ def _percentile(p, values):
     return low + d * (ordered[int(pos)] - low)
 
 
-def run_double(agg, values):
-    """``Aggregators``' ``runDouble``: the NaN rules of each."""
+def is_integer(value) -> bool:
+    """A value OpenTSDB stores as a long: an int, or a decimal written without a fraction."""
+    if isinstance(value, Decimal):
+        return value.as_tuple().exponent >= 0
+    return isinstance(value, int)
+
+
+def run_double(agg, values, longs=False):
+    """``Aggregators``' ``runDouble``: the NaN rules of each. ``longs``: the values are longs,
+    where ``ep…r3``/``ep…r7`` apply their estimation type (``runLong``; ``runDouble`` ignores
+    it), without ``runLong``'s truncation (btts keeps exact values: compared as doubles)."""
     values = [float(v) for v in values]
     nums = [v for v in values if not math.isnan(v)]
     if agg in ("first", "none"):
@@ -358,7 +372,8 @@ def run_double(agg, values):
     if agg.startswith("p"):
         return _percentile(float("99.9" if agg == "p999" else agg[1:]), nums)
     if agg.startswith("ep"):
-        return _estimate(float("99.9" if agg[2:5] == "999" else agg[2:4]) / 100, agg[-2:], nums)
+        p = float("99.9" if agg[2:5] == "999" else agg[2:4])
+        return _estimate(p / 100, agg[-2:], nums) if longs else _percentile(p, nums)
     raise KeyError(agg)
 
 
@@ -378,10 +393,11 @@ def _estimate(p, kind, values):
     return ordered[base - 1] + (pos - base) * (ordered[base] - ordered[base - 1])
 
 
-def query(data, start, end, agg, downsample=None, rate=None):
+def query(data, start, end, agg, downsample=None, rate=None, longs=frozenset()):
     """One sub-query's answer, as OpenTSDB computes it: ``data`` is ``{series: [(ts, v)…]}``
     (everything stored), ``downsample`` ``(interval_ms, agg, fill)`` (0 for ``0all``),
-    ``rate`` a dict of ``counter``/``counter_max``/``reset``/``drop`` or None. Returns
+    ``rate`` a dict of ``counter``/``counter_max``/``reset``/``drop`` or None, ``longs`` the
+    series whose values are all longs (a downsample makes doubles of them). Returns
     ``[{series keys…: dps}]`` as ``[(keys, [(ts, value)…])]`` clipped to ``[start, end]``."""
     interval = downsample[0] if downsample else 0
     ws, we = scan_bounds(start, end, interval)
@@ -403,7 +419,8 @@ def query(data, start, end, agg, downsample=None, rate=None):
     groups = [[k] for k in sorted(data)] if agg == "none" else [sorted(data)]
     out = []
     for keys in groups:
-        dps = aggregate([view(data[k]) for k in keys], ws, we, agg, rate is not None)
+        integer = [k in longs and not downsample for k in keys]
+        dps = aggregate([view(data[k]) for k in keys], ws, we, agg, rate is not None, integer)
         dps = [(t, v) for t, v in dps if start <= t <= end]
         if dps:
             out.append((keys, dps))

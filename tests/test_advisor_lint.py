@@ -347,7 +347,7 @@ def test_lint_command_shows_flags_acknowledgements_and_exit_status(capsys):
 
     assert advise_command.main(["lint"]) == 0
     capsys.readouterr()
-    assert advise_command.main(["lint", "--fail-on", "error"]) == 0
+    assert advise_command.main(["lint", "--fail_on", "error"]) == 0
     capsys.readouterr()
     assert advise_command.main(["lint", "--json", "--table", "BATTERY_TS_FIRST"]) == 0
     data = json.loads(capsys.readouterr().out)

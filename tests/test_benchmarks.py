@@ -4,6 +4,7 @@ real jobs land (no timings are asserted anywhere; the benchmark prints, the note
 from __future__ import annotations
 
 import json
+import os
 import uuid
 
 import pytest
@@ -64,6 +65,9 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
         "ours_vs_core": 0.125,
         "ours_vs_core_bound": 0.25,
         "ours_cpu_vs_core": 0.4,
+        "ours_cpu_s": 2.0,
+        "ours_cpu_s_no_check": 1.9,
+        "check_cpu_share": 0.05,
     }
     report = {
         "quick": True,
@@ -89,7 +93,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
     meters = next(line for line in text.splitlines() if line.startswith("meters"))
     assert meters.split() == [
         "meters", "120,000", "30,000", "in-proc", "20,000", "10,000", "150,000",
-        "1.50", "3.00", "0.20", "0.12", "0.25", "0.40", "199",
+        "1.50", "3.00", "0.20", "0.12", "0.25", "0.40", "199", "2.00", "1.90", "5.0%",
     ]  # fmt: skip
     assert "10x events -> 9.50x time, 1.10x peak RSS (1,000,000 events: 251 MB)" in text
     assert "rows read from the server 2,000 for a day of 2,000" in text
@@ -112,6 +116,12 @@ def test_the_cpu_summary_bounds_ours_by_the_emulators_share_of_the_machine(monke
     idle = run.cpu_summary({"seconds": 1.0}, {"cpu_s": 1.2, "emulator_cpu_s": 0.2})
     assert idle["ours_vs_core_bound"] == 1.0  # never more than the builder alone
     assert "ours_vs_core_bound" not in run.cpu_summary({"seconds": 1.0}, {"cpu_s": 1.2})
+
+
+def test_the_check_summary_is_the_share_of_the_jobs_cpu_the_overwrite_check_costs():
+    summary = run.check_summary({"cpu_s": 10.0}, {"cpu_s": 9.4})
+    assert summary == {"ours_cpu_s_no_check": 9.4, "check_cpu_share": 0.06}
+    assert run.check_summary({"cpu_s": 10.0}, {}) == {"ours_cpu_s_no_check": None}
 
 
 def test_soak_verdict_never_says_lost_and_all_accounted_for_at_once():
@@ -185,3 +195,60 @@ def test_the_startup_section_pairs_each_command_with_its_floor():
 
 def test_every_figure_names_the_machine_it_ran_on():
     assert run.MACHINE["cpu_model"] and run.MACHINE["cpu_count"] and run.MACHINE["python"]
+
+
+def test_the_one_file_verdict_needs_both_workers_reading_at_once():
+    from benchmarks import one_file
+
+    def share(lines, start, end):
+        return {"lines": lines, "cpu_s": 1.0, "start": start, "end": end}
+
+    both = {1: share(500, 0.0, 10.0), 2: share(500, 1.0, 9.0)}
+    assert one_file.verdict(both, 1_000)["both_busy"]
+    lopsided = {1: share(900, 0.0, 10.0), 2: share(100, 1.0, 9.0)}
+    assert not one_file.verdict(lopsided, 1_000)["both_busy"]  # one did a tenth
+    in_turn = {1: share(500, 0.0, 5.0), 2: share(500, 5.0, 10.0)}
+    assert not one_file.verdict(in_turn, 1_000)["both_busy"]  # one after the other
+    assert not one_file.verdict({1: share(1_000, 0.0, 10.0)}, 1_000)["both_busy"]
+
+
+def test_worker_tallies_add_up_per_process(tmp_path, monkeypatch):
+    """What the runner tests and the one-file benchmark read: per step and process, the items
+    of every bundle, the latest CPU figure and the whole span."""
+    from transforms.metrics import WORKER_TALLY_ENV, WorkerTally, read_worker_tallies
+
+    tally = WorkerTally("read")
+    tally.add(5)
+    tally.flush()  # no directory named: nothing written
+    monkeypatch.setenv(WORKER_TALLY_ENV, str(tmp_path))
+    tally = WorkerTally("read")
+    for bundle in ([3, 4], [], [10]):
+        for count in bundle:
+            tally.add(count)
+        tally.flush()
+    (tmp_path / "9999999.tally").write_text("9999999 write 2 0.5 1.0 2.0\n")
+    found = read_worker_tallies(str(tmp_path))
+    mine = found["read"][os.getpid()]
+    assert mine.items == 17 and mine.start <= mine.end and mine.cpu_s > 0
+    assert found["write"] == {9999999: (2, 0.5, 1.0, 2.0)}
+
+
+def test_the_documents_show_the_kept_reports_figures():
+    """The README's and docs/benchmarks.md's figures are rendered from the committed report:
+    a figure edited by hand, or a report kept without rendering, fails here."""
+    from benchmarks import publish
+
+    assert publish.stale() == [], "run: python -m benchmarks.publish"
+
+
+def test_a_figure_edited_by_hand_is_stale(tmp_path):
+    from benchmarks import publish
+
+    doc = tmp_path / "doc.md"
+    marker = f"<!-- figures: {publish.KEPT.relative_to(publish.ROOT)} -->\n"
+    doc.write_text(f"{marker}| by hand |\n<!-- /figures -->\n")
+    blocks = {"figures": (doc, publish.headline)}
+    assert publish.stale(blocks) == ["doc.md (figures)"]
+    doc.write_text(publish.rendered(doc.read_text(), "figures", publish.headline))
+    assert publish.stale(blocks) == []
+    assert "ours / client batcher" in doc.read_text()

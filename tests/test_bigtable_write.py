@@ -243,15 +243,37 @@ def test_response_bytes_other_than_all_written_are_read_entry_by_entry():
 def test_the_emulator_answers_all_written_so_rows_are_not_read_back_one_by_one(target):
     """The write step's fast path (one comparison per response) must be the path the server
     takes: if the emulator's answer ever differs, this fails instead of the job slowing down."""
-    from google.cloud.bigtable import Client
-
     from btts.admin import preflight
+    from transforms.bigtable.channel import open_channel
     from transforms.bigtable.transport import all_written, mutate_rows_call
     from transforms.schema import builtin_tables
 
     preflight(target, [builtin_tables.get("METRIC")], create=True)
-    stub = Client(project=target.project).table_data_client
-    name = stub.table_path(target.project, target.instance, "METRIC")
+    channel = open_channel()
+    name = target.table_path("METRIC")
     rows = [RowMutation("METRIC", b"host#%d" % i, ROW.cells) for i in range(300)]
     request = wire.request_head(name) + b"".join(wire.framed(wire.entry(r)) for r in rows)
-    assert list(mutate_rows_call(stub, name)(request, 30)) == [all_written(300)]
+    assert list(mutate_rows_call(channel, name)(request, 30)) == [all_written(300)]
+    channel.close()
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_the_set_cell_sink_refuses_a_row_of_another_table(monkeypatch, batched):
+    """As the AddToCell sink does: a row routed to the wrong writer fails the bundle before
+    any of it is sent, naming both tables (on many workers nothing checks it afterwards)."""
+    import apache_beam as beam
+
+    from tests.fake_bigtable import FakeBigtable
+    from transforms.bigtable.write import BoundedWriteToBigTable
+
+    mine = ROW._replace(key=b"mine")
+    theirs = ROW._replace(table="CURRENT_METRIC", key=b"theirs")
+    elements = [[mine, theirs]] if batched else [mine, theirs]
+    with FakeBigtable() as fake:
+        monkeypatch.setenv("BIGTABLE_EMULATOR_HOST", fake.endpoint)
+        with (
+            pytest.raises(Exception, match="row for table 'CURRENT_METRIC' reached the METRIC"),
+            beam.Pipeline() as p,
+        ):
+            _ = p | beam.Create(elements) | BoundedWriteToBigTable("p", "i", "METRIC")
+        assert not fake.applied if batched else b"theirs" not in fake.applied

@@ -14,6 +14,7 @@ import pytest
 from btts import admin, config
 from btts.samples import data
 from tests.helpers import compiled, dump, retry_harness, run_job, write_lines
+from tests.runner_cases import make_tables
 from transforms.bigtable.collapse import LatestHolder, collapse_latest, latest_only_families
 from transforms.bigtable.write import WriteRows
 from transforms.mutations import AddCell, Cell, RowMutation
@@ -203,6 +204,9 @@ def test_a_collapsed_stream_lands_the_latest_values_an_uncollapsed_one_does(
 
 def test_file_input_writes_every_row_unless_asked_to_collapse(target, tmp_path):
     lines = list(data.metric_events(hosts=2, seconds=60))
+    # tables that keep every version: the emulator applies a table's GC rules when its own
+    # timer runs, so versions the job wrote could be gone before they are counted
+    make_tables(target, [builtin_tables.get(t) for t in ("METRIC", "CURRENT_METRIC")])
     result = run_job(
         "server_metrics", target, write_lines(tmp_path / "in.jsonl", lines), tmp_path / "dead"
     )

@@ -26,13 +26,15 @@ DATAFLOW = [
     "--dry_run=True",
     "--bigtable_instance=test-instance",
 ]
+# Dataflow's workers read URIs, not the launcher's files (tests/test_remote_paths.py)
+GS_INPUT = "--input=gs://test-bucket/in/events.jsonl"
 STREAM = [
     "--input_subscription=projects/test-project/subscriptions/events",
     "--dead_letter_topic=projects/test-project/topics/dead",
 ]
 JOBS = {
-    **{name: ["--input={input}"] for name in sorted(job_modules()) if name != "generic"},
-    "generic": ["--input={input}", f"--schema={SCHEMA}"],
+    **{name: [GS_INPUT] for name in sorted(job_modules()) if name != "generic"},
+    "generic": [GS_INPUT, f"--schema={SCHEMA}"],
     "server_metrics (streaming, rollup)": [*STREAM, "--hourly_rollup"],
     "smart_meters (streaming, rollup)": [*STREAM, "--hourly_rollup"],
     "generic (streaming)": [*STREAM, f"--schema={SCHEMA}"],
@@ -72,7 +74,7 @@ def test_every_job_translates_for_dataflow_offline(job, tmp_path):
 @pytest.mark.parametrize("job", ["generic", "server_metrics", "nightly"])
 def test_the_template_entry_points_translate_with_the_launchers_arguments(job, tmp_path):
     flags = {
-        "generic": ["--input={input}", f"--schema={SCHEMA}", "--create_tables=true"],
+        "generic": [GS_INPUT, f"--schema={SCHEMA}", "--create_tables=true"],
         "server_metrics": [*STREAM, "--hourly_rollup=true", "--create_tables=false"],
         "nightly": ["--date=20170726"],
     }[job]
@@ -92,7 +94,7 @@ def test_btts_ingest_reaches_dataflow_with_the_same_flags(job, tmp_path):
         "--temp_location=gs://test-bucket/tmp", "--dry_run=True", "--instance", "test-instance",
     ]  # fmt: skip
     what = ["sales"] if job == "sales" else [f"--schema={SCHEMA}"]
-    done = _run(["-m", "btts_cli.main", "ingest", *what, "--input={input}", *btts_flags], tmp_path)
+    done = _run(["-m", "btts_cli.main", "ingest", *what, GS_INPUT, *btts_flags], tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     name = "sales" if job == "sales" else "generic"
     assert (

@@ -8,12 +8,12 @@ import uuid
 
 import apache_beam as beam
 import pytest
-from google.cloud.bigtable import Client
 
 from btts.query import engine
 from tests.fake_bigtable import FakeBigtable
 from tests.helpers import run_job, write_lines
 from transforms.bigtable import transport
+from transforms.bigtable.channel import open_channel
 from transforms.bigtable.write import BoundedWriteToBigTable, WriteRows
 from transforms.build import wire
 from transforms.mutations import FramedRows, RowMutation, without_empty_rows
@@ -28,8 +28,8 @@ def fake(monkeypatch):
         yield server
 
 
-def _row(key: bytes, cells: int = 1) -> tuple:
-    return ("T", key, tuple(("f", b"q%d" % i, b"v", 1_000_000) for i in range(cells)))
+def _row(key: bytes, cells: int = 1, table: str = "T") -> tuple:
+    return (table, key, tuple(("f", b"q%d" % i, b"v", 1_000_000) for i in range(cells)))
 
 
 def test_the_fake_refuses_an_entry_without_mutations_as_bigtable_does(fake):
@@ -38,8 +38,8 @@ def test_the_fake_refuses_an_entry_without_mutations_as_bigtable_does(fake):
     batch = transport.Batch(
         wire.request_head(table), [wire.framed(wire.entry(r)) for r in rows], [b"a", b"b"]
     )
-    stub = Client(project="p").table_data_client
-    sender = transport.RequestSender(transport.mutate_rows_call(stub, table, False), 10.0)
+    channel = open_channel()
+    sender = transport.RequestSender(transport.mutate_rows_call(channel, table, False), 10.0)
     outcome = sender(batch)
     assert any("No mutations provided" in e for e in outcome.errors), outcome
     assert fake.applied == {}
@@ -55,7 +55,7 @@ def test_without_empty_rows_keeps_order_and_entries():
 @pytest.mark.parametrize("batched", [True, False])
 def test_the_writer_never_sends_a_row_without_a_cell(fake, batched):
     table = f"T{uuid.uuid4().hex[:8]}"
-    rows = [_row(b"k%03d" % i, cells=i % 3) for i in range(30)]  # a third have no cell
+    rows = [_row(b"k%03d" % i, cells=i % 3, table=table) for i in range(30)]  # a third: no cell
     elements = [rows[:10], rows[10:]] if batched else rows
     with beam.Pipeline() as p:
         _ = p | beam.Create(elements) | BoundedWriteToBigTable("p", "i", table, flush_count=7)

@@ -13,13 +13,13 @@ import apache_beam as beam
 import grpc
 import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
-from google.cloud.bigtable import Client
 from google.cloud.bigtable.row import DirectRow
 from google.cloud.bigtable_v2.types import feature_flags
 
 from btts.emulator import ENV_HOST
 from tests.fake_bigtable import Answer, FakeBigtable
 from transforms.bigtable import transport
+from transforms.bigtable.channel import open_channel
 from transforms.bigtable.write import BoundedWriteToBigTable, resolve_flow_control
 from transforms.build import wire
 from transforms.mutations import Cell, RowMutation
@@ -38,8 +38,8 @@ def _table() -> str:
     return f"projects/p/instances/i/tables/T{uuid.uuid4().hex[:8]}"  # limiters are per table
 
 
-def _row(key: bytes, timestamp_us: int = 1_000_000) -> RowMutation:
-    return RowMutation("T", key, (Cell("f", b"q", b"v", timestamp_us),))
+def _row(key: bytes, timestamp_us: int = 1_000_000, table: str = "T") -> RowMutation:
+    return RowMutation(table, key, (Cell("f", b"q", b"v", timestamp_us),))
 
 
 def _batch(table: str, rows) -> transport.Batch:
@@ -48,9 +48,8 @@ def _batch(table: str, rows) -> transport.Batch:
 
 
 def _sender(table: str, flow: bool = True, limiter=None, in_flight=None, timeout_s=30.0):
-    stub = Client(project="p").table_data_client
     return transport.RequestSender(
-        transport.mutate_rows_call(stub, table, flow), timeout_s, limiter, in_flight
+        transport.mutate_rows_call(open_channel(), table, flow), timeout_s, limiter, in_flight
     )
 
 
@@ -298,7 +297,7 @@ def test_a_throttled_job_lands_every_row_exactly_once_within_the_cap(fake):
     with beam.Pipeline() as p:
         _ = (
             p
-            | beam.Create([_row(k) for k in keys])
+            | beam.Create([_row(k, table=table_id) for k in keys])
             | BoundedWriteToBigTable("p", "i", table_id, flush_count=25, flow_control=flow)
         )
     assert fake.applied == dict.fromkeys(keys, 1)

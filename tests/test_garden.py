@@ -135,7 +135,7 @@ def test_default_layout_writes_only_the_tall_table_and_dead_letters_bad_lines(ta
     assert (counts["rows_GARDEN_DAILY"], counts["cells_GARDEN_DAILY"]) == (3, 3)
     assert "rows_GARDEN_MONTHLY" not in counts
     with admin.Admin(target) as adm:
-        assert adm.list_tables() == ["GARDEN_DAILY"]
+        assert adm.list_tables() == ["GARDEN_DAILY", "GARDEN_SERIES"]  # and its series index
     assert sorted(dump(target, "GARDEN_DAILY")) == cells_of(
         [r for line in MARCH for r in rows_of(line)], "GARDEN_DAILY"
     )

@@ -17,7 +17,7 @@ import pytest
 from btts.query import engine
 from tests.helpers import read_dead_letters, run_job
 from transforms.ingest import readers
-from transforms.ingest.readers import columnar_record
+from transforms.ingest.columnar import columnar_record
 from transforms.text import events
 
 SCHEMA = """\
@@ -321,8 +321,10 @@ def test_a_large_csv_is_cut_at_record_starts_outside_quotes(tmp_path, monkeypatc
     parts = readers.file_ranges(str(path), path.stat().st_size)
     assert len(parts) > 10 and all(p.first_line > 1 for p in parts[1:])
     got = []
+    read = readers._ReadBlocksFn()
+    read.setup()  # as a runner does before any element
     for part in parts:
-        for block in readers._ReadBlocksFn().process(part):
+        for block in read.process(part):
             for line, item in zip(block.lines, block.items, strict=True):
                 got.append((line, next(csv_module.reader([item.decode()]))))
     expected, line = [], 2

@@ -20,7 +20,7 @@ TOPS = ["protos", "transforms", "btts", "pipelines", "btts_cli"]
 # graph as a whole must still have no cycle.
 LAYERS = [
     ["protos"],
-    ["transforms.errors", "transforms.limits", "transforms.metrics"],
+    ["transforms.errors", "transforms.limits", "transforms.metrics", "transforms.official"],
     ["transforms.text"],  # times, key segments, event records
     ["transforms.mutations", "transforms.table_model"],  # the shared vocabulary
     ["transforms.declarations", "transforms.schema"],  # schema files, the built-in ones

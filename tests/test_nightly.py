@@ -22,10 +22,9 @@ from hypothesis import strategies as st
 from btts import admin, config, errors
 from btts.query import engine
 from pipelines import common, nightly
-from pipelines.common import options
 from pipelines.nightly import dates as nightly_dates
 from pipelines.nightly import rows as nightly_rows
-from tests.helpers import compiled, dump, run_job, write_lines
+from tests.helpers import compiled, dump, parsed_flags, run_job, write_lines
 from transforms.bigtable import write
 from transforms.mutations import Cell, RowMutation
 from transforms.schema import builtin_tables
@@ -297,10 +296,7 @@ def test_scheduler_definition_launches_the_nightly_flex_template():
     assert rest == ["*", "*", "*"]  # every day
     launch = target["body"]["launchParameter"]
     assert launch["containerSpecGcsPath"].endswith("nightly.json")
-    flags = set()
-    for cls in nightly.OPTION_CLASSES:
-        parser = options.option_classes_help("x", "", [cls])
-        flags |= {a.dest for a in parser._actions}
+    flags = {action.dest for action in parsed_flags(nightly.OPTION_CLASSES).values()}
     assert set(launch["parameters"]) <= flags, set(launch["parameters"]) - flags
     assert "date" not in launch["parameters"]  # each run copies its own yesterday
 

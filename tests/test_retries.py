@@ -1,4 +1,4 @@
-"""Exactly once when the runner retries bundles (README, "Retries and exactly-once").
+"""Exactly once when the runner retries bundles (docs/ingest.md, "Retries and exactly-once").
 
 Dataflow re-runs a failed bundle whole and keeps what the failed attempt wrote. The retry
 harness (transforms/bigtable/retry_harness.py, put in by tests.helpers.retry_harness) makes every

@@ -115,6 +115,7 @@ def test_suggest_lookup_aggregators_filters_version(server):
         "literal_or",
         "iliteral_or",
         "not_literal_or",
+        "not_iliteral_or",
         "wildcard",
         "iwildcard",
         "regexp",
@@ -375,11 +376,12 @@ def test_rollup_answer_equals_the_point_answer(server, landed, agg):
 
 def test_a_metric_only_query_aggregates_every_series_from_key_ranges(server, landed):
     # a new Grafana panel (and every annotation query) names only the metric: OpenTSDB
-    # aggregates every series; btts enumerates the hostnames from the keys, then reads ranges
+    # aggregates every series; btts lists them from the series index, then reads ranges
     q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", "0all-count")
     (series,) = query(server, q, T0, T0 + HOUR, showQuery=True)
     assert series["aggregateTags"] == ["hostname"] and series["tags"] == {}
-    assert any("value(s) of hostname from the keys" in r for r in series["query"]["btts"]["reads"])
+    reads = series["query"]["btts"]["reads"]
+    assert any("3 series from the index SERVER_METRICS_SERIES" in r for r in reads)
     counts = S.points(landed.metrics, None, EVENT_CPU, T0, T0 + HOUR)
     assert series["dps"] == {str(T0): sum(len(p) for p in counts.values())}
     annotation = {"aggregator": "sum", "metric": f"server_metrics.metrics.{CPU}"}
@@ -545,7 +547,11 @@ def test_filter_syntax_in_tags_and_explicit_tags(server, landed):
     assert [s["tags"]["hostname"] for s in query(server, q, T0, T0 + HOUR)] == [H2]
     explicit = {**q, "explicitTags": True}
     assert query(server, explicit, T0, T0 + HOUR) == query(server, q, T0, T0 + HOUR)
-    q = grafana_query(metric, "sum", tags={"hostname": "SERVER*"})  # case-sensitive wildcard
+    # a wildcard written as a tag value ignores case (TagVFilter.getFilter makes it an
+    # iwildcard); wildcard(...) is case-sensitive
+    q = grafana_query(metric, "sum", tags={"hostname": "SERVER*"})
+    assert sorted(s["tags"]["hostname"] for s in query(server, q, T0, T0 + HOUR)) == [H0, H1, H2]
+    q = grafana_query(metric, "sum", tags={"hostname": "wildcard(SERVER*)"})
     assert query(server, q, T0, T0 + HOUR) == []
 
 

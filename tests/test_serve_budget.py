@@ -64,15 +64,18 @@ def quotes(symbols: str, **more) -> dict:
 def test_filled_points_over_budget_are_refused_before_any_read(empty):
     # ten sub-queries of 99,000 filled one-minute buckets each: each alone fits --max_points
     start = T0 - 99_000 * 60_000
-    q = quotes("*", downsample="1m-avg-zero")
-    status, answer = empty.call("/api/query", grafana_body([q] * 10, start, T0))
+    # (each its own aggregator: OpenTSDB answers equal sub-queries once)
+    aggs = ["avg", "sum", "min", "max", "count", "dev", "zimsum", "mimmin", "mimmax", "median"]
+    qs = [quotes("*", downsample="1m-avg-zero", aggregator=a) for a in aggs]
+    status, answer = empty.call("/api/query", grafana_body(qs, start, T0))
     assert status == 413, answer
     assert "series x buckets" in answer["error"]["message"]
 
 
 def test_too_many_key_ranges_are_refused_before_any_read(empty):
-    q = quotes("|".join(f"S{i}" for i in range(999)))
-    status, answer = empty.call("/api/query", grafana_body([q] * 3, T0, T0 + HOUR))
+    symbols = "|".join(f"S{i}" for i in range(999))
+    qs = [quotes(symbols, aggregator=a) for a in ("avg", "sum", "max")]  # three distinct
+    status, answer = empty.call("/api/query", grafana_body(qs, T0, T0 + HOUR))
     assert status == 413 and "key ranges" in answer["error"]["message"], answer
 
 
@@ -96,6 +99,10 @@ def test_a_long_literal_list_is_the_points_of_its_hosts(landed):
     want = S.points(data.metrics, None, "cpu/cpu1_usr", T0, T0 + HOUR + 1)
     hosts = "|".join([*sorted(want), *(f"absent{i}" for i in range(900))])
     q = grafana_query(METRIC, aggregator="none", tags={"hostname": hosts})
+    status, answer = srv.call("/api/query", grafana_body([q], T0, T0 + HOUR))
+    # OpenTSDB resolves every literal value first (tsd.query.skip_unresolved_tagvs: false)
+    assert status == 400 and answer["error"]["message"] == "No such name for 'tagv': 'absent0'"
+    q = grafana_query(METRIC, aggregator="none", tags={"hostname": "|".join(sorted(want))})
     status, answer = srv.call("/api/query", grafana_body([q], T0, T0 + HOUR))
     assert status == 200, answer
     got = {s["tags"]["hostname"]: s["dps"] for s in answer}

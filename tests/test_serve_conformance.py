@@ -11,7 +11,7 @@ Two kinds of cases, both as data:
   the window the server reads → ``answer.render``), each compared with
   :mod:`tests.opentsdb_reference` (OpenTSDB's iterators re-written: slots and seeks, doubles).
 
-Where btts deliberately differs the case says so (``DIFFERENCES``, also listed in the README):
+Where btts deliberately differs the case says so (``DIFFERENCES``, also in docs/dashboards.md):
 decimals stay exact where OpenTSDB computes in doubles or truncating longs, so values are
 compared to 1e-9 relative, and the cases of long truncation assert btts' exact answer.
 """
@@ -468,7 +468,8 @@ def reference_answer(stored: dict, body: dict) -> list:
             "drop": bool(o.get("dropResets")),
         }
     data = {h: [(t, float(v)) for t, v in pts] for h, pts in stored.items()}
-    return ref.query(data, body["start"], body["end"], q["aggregator"], ds, rate)
+    longs = {h for h, pts in stored.items() if all(ref.is_integer(v) for _, v in pts)}
+    return ref.query(data, body["start"], body["end"], q["aggregator"], ds, rate, longs)
 
 
 def _value(v):

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from btts.tsdb import catalog, request, series
+from btts.tsdb import catalog, mquery, request, series
 from btts.tsdb.request import BadRequest
 from btts_cli import serve_command
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+DASHBOARDS = Path(__file__).resolve().parent.parent / "docs" / "dashboards.md"
 
 D = Decimal
 
@@ -97,12 +97,18 @@ def test_times_intervals_and_m_expressions():
     assert request.parse_time("2015/03/16-20:00:00", now, "start") == 1_426_536_000_000
     assert request.parse_downsample("0all-sum") == request.Downsample(0, "sum", "none")
     assert request.parse_downsample("500ms-avg-zero").interval_ms == 500
-    m = request.parse_m("sum:rate{counter,100,5}:10m-avg:a.b{host=x|y}{dc=regexp(^e)}")
+    m = mquery.parse_m("sum:rate{counter,100,5}:10m-avg:a.b{host=x|y}{dc=regexp(^e)}")
     assert m["aggregator"] == "sum" and m["downsample"] == "10m-avg" and m["metric"] == "a.b"
-    assert m["rateOptions"] == {"counter": True, "counterMax": "100", "resetValue": "5"}
+    assert m["rateOptions"] == {
+        "counter": True,
+        "dropResets": False,
+        "counterMax": 100,
+        "resetValue": 5,
+    }
+    # Tags.parseWithMetricAndFilters: the filters' braces first, then the grouping tags
     assert m["filters"] == [
-        {"type": "literal_or", "tagk": "host", "filter": "x|y", "groupBy": True},
         {"type": "regexp", "tagk": "dc", "filter": "^e", "groupBy": False},
+        {"type": "literal_or", "tagk": "host", "filter": "x|y", "groupBy": True},
     ]
     with pytest.raises(BadRequest):
         request.parse_interval("1 h")
@@ -152,7 +158,7 @@ def test_the_readme_lists_the_builtin_metrics_btts_serve_list_prints():
         want.append(
             f"| `{name}` | {tags.removeprefix('tags: ')} | {tables.removeprefix('tables: ')} |"
         )
-    section = README.read_text(encoding="utf-8").split("## Dashboards", 1)[1].split("\n## ", 1)[0]
+    section = DASHBOARDS.read_text(encoding="utf-8")
     rows = [
         line
         for line in section.splitlines()
@@ -169,3 +175,28 @@ def test_a_fill_makes_only_the_buckets_an_answer_can_show():
     out = series.downsample(pts, 1, "sum", "zero", start, end, None, span)
     assert len(out) == 106 and dict(out)[start + 3_600_050] == 1  # the span, one before, two after
     assert dict(out)[start + 3_600_049] == 0
+
+
+def test_tags_and_filters_in_one_sub_query_the_later_wins():
+    # TSSubQuery.setTags clears the filters and setFilters replaces them: Jackson calls them in
+    # the body's order, so the key written last decides (a grouping tags map, or the filters)
+    grouping = {"host": "*"}
+    one = [{"type": "literal_or", "tagk": "host", "filter": "web01", "groupBy": False}]
+    q = request.sub_query(0, {"metric": "m", "aggregator": "sum", "filters": one, "tags": grouping})
+    assert [(f.type, f.filter, f.group_by) for f in q.filters] == [("iwildcard", "*", True)]
+    q = request.sub_query(0, {"metric": "m", "aggregator": "sum", "tags": grouping, "filters": one})
+    assert [(f.type, f.filter, f.group_by) for f in q.filters] == [("literal_or", "web01", False)]
+
+
+def test_a_date_is_read_in_the_request_timezone():
+    now = 1_800_000_000_000
+    utc = request.parse_time("2023/12/31-19:00:30", now, "start")
+    paris = request.parse_time("2023/12/31-19:00:30", now, "start", "Europe/Paris")
+    assert utc - paris == 3_600_000
+    body = {"start": "2023/12/31-19:00:30", "timezone": "Europe/Paris", "queries": [{}]}
+    body["queries"] = [{"metric": "m", "aggregator": "sum"}]
+    assert request.parse_body(body, now).start_ms == paris
+    with pytest.raises(BadRequest, match="timezone"):
+        request.parse_body({**body, "timezone": "Mars/Olympus"}, now)
+    epoch = {**body, "start": 1_600_000_000, "timezone": "Mars/Olympus"}
+    assert request.parse_body(epoch, now).start_ms == 1_600_000_000_000  # as OpenTSDB: unused

@@ -2,7 +2,7 @@
 ``chromium-driver``, installed by ``make browser``, which ``make test`` runs): it loads ``/``,
 draws a chart of data landed by the real pipelines, and the drawn lines, read back through the
 chart's scale, are the ``/api/query`` answer; no console errors. The screenshot goes to
-docs/serve-page.png for the README."""
+docs/serve-page.png for docs/dashboards.md."""
 
 from __future__ import annotations
 

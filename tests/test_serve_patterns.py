@@ -59,6 +59,11 @@ def test_a_wildcard_is_a_whole_match_and_iwildcard_ignores_case(pattern, text):
     regex = ".*".join(re.escape(p) for p in pattern.split("*"))
     exact = re.fullmatch(regex, text, re.DOTALL)  # OpenTSDB's wildcard is case-sensitive
     blind = re.fullmatch(regex, text, re.IGNORECASE | re.DOTALL)
+    if "*" not in pattern:  # TagVWildcardFilter: "Filter must contain an asterisk"
+        for kind in ("wildcard", "iwildcard"):
+            with pytest.raises(BadRequest):
+                request.tag_filter("t", kind, pattern, False)
+        return
     assert request.tag_filter("t", "wildcard", pattern, False).match(text) == bool(exact)
     assert request.tag_filter("t", "iwildcard", pattern, False).match(text) == bool(blind)
 

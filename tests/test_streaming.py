@@ -8,6 +8,8 @@ lateness, except the one meant to be too late.
 from __future__ import annotations
 
 import json
+import logging
+import re
 import threading
 import time
 import uuid
@@ -22,6 +24,7 @@ from btts.query import engine
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
 from pipelines.common import job_tables, parse_args, prepare, validate_input
+from tests.helpers import retry_harness
 from transforms.rollup import core
 from transforms.schema import builtin_tables
 
@@ -284,22 +287,30 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
     bigtable_emulator, pubsub, target
 ):
     """Five messages of 100 newline-delimited events each (one of them malformed): 499 METRIC
-    rows, each with one cell per metric (no event twice), and one dead letter."""
+    rows, each with one cell per metric (no event twice), and one dead letter; every bundle
+    written twice (the retry harness: half, then whole), and the series index holds exactly
+    each host's metrics with their first and last times."""
     publisher, subscriber, topics = pubsub
     events_topic, events_sub = topics["events"]
     dead_topic, dead_sub = topics["dead"]
-    result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    with retry_harness("half"):
+        result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    spans: dict = {}
     try:
         start = int(time.time() * 1000) - HOUR
         for m in range(5):
-            lines = [
-                _event(f"host{e % 7}", start + (m * 100 + e) * 1000, cpu=f"{e / 100:.2f}", io=e)
-                for e in range(100)
-            ]
+            lines = []
+            for e in range(100):
+                host, ms = f"host{e % 7}", start + (m * 100 + e) * 1000
+                lines.append(_event(host, ms, cpu=f"{e / 100:.2f}", io=e))
+                for name in ("CPU", "IO"):
+                    lo, hi = spans.get((host, name), (ms, ms))
+                    spans[(host, name)] = (min(lo, ms), max(hi, ms))
             if m == 2:
                 lines[50] = b'{"hostname": "bad#host", "timestamp": 0, "metrics": {}}'
             publisher.publish(events_topic, b"\n".join(lines) + b"\n").result()
         _wait_for(lambda: len(engine.read_rows(target, "METRIC")) == 499, "499 METRIC rows")
+        _wait_for(lambda: _index_series(target) == _from_rows(target), "the series index")
         dead: list[dict] = []
         _wait_for(
             lambda: dead.extend(_pull_all(subscriber, dead_sub)) or len(dead) >= 1,
@@ -316,3 +327,86 @@ def test_messages_carrying_many_events_land_every_event_exactly_once(
     assert len({row.key for row in rows}) == 499
     (letter,) = dead
     assert "bad#host" in letter["raw"]
+    assert _index_series(target) == _from_rows(target)
+    assert set(_index_series(target)) == {(h, n) for h, n in spans}
+
+
+def _index_series(target: config.Target) -> dict:
+    """(host, metric) → (first, last) event ms, as the series index holds them."""
+    from transforms.scans import series_index as layout
+
+    out = {}
+    for row in engine.read_rows(target, "SERVER_METRICS_SERIES", latest_only=True):
+        parts = layout.decode(row.key)
+        if parts[:2] == ["s", "METRIC"]:
+            first, last = layout.seen(row.cells)
+            out[(parts[4], parts[3])] = (first // 1000, last // 1000)
+    return out
+
+
+def _from_rows(target: config.Target) -> dict:
+    """(host, metric) → (first, last) event ms, from the METRIC rows themselves."""
+    out: dict = {}
+    for row in engine.read_rows(target, "METRIC"):
+        host, ms = row.key.decode().split("#")
+        for cell in row.cells:
+            lo, hi = out.get((host, cell.qualifier.decode()), (int(ms), int(ms)))
+            out[(host, cell.qualifier.decode())] = (min(lo, int(ms)), max(hi, int(ms)))
+    return out
+
+
+def test_a_stream_tells_a_resent_message_from_a_rewritten_cell(
+    bigtable_emulator, pubsub, target, caplog
+):
+    """Pub/Sub: each record is compared with the rows its worker built lately (docs/ingest.md,
+    "Overwrites"). A resent message is a duplicate, a second value for one host's cpu at one
+    time an overwrite (both records counted), another metric of one host and time neither.
+    The job's log says so as it goes (the DirectRunner's counters lag while it streams), and
+    the rows read back."""
+    publisher, _subscriber, topics = pubsub
+    events_topic, events_sub = topics["events"]
+    dead_topic, _dead_sub = topics["dead"]
+    caplog.set_level(logging.INFO, logger="transforms.ingest.build_rows")
+    result = _start(server_metrics, server_metrics.JOB, events_sub, dead_topic, target)
+    found = re.compile(
+        r"overwrite check: (\d+) records wrote (\d+) cells another record wrote with another "
+        r"value, (\d+) records repeated"
+    )
+
+    def totals() -> list[int]:
+        sums = [0, 0, 0]
+        for record in caplog.records:
+            match = found.search(record.getMessage())
+            sums = (
+                [a + int(b) for a, b in zip(sums, match.groups(), strict=True)] if match else sums
+            )
+        return sums
+
+    try:
+        at = int(time.time() * 1000) - HOUR
+        for message in (
+            _event("s1", at, cpu="1"),
+            _event("s2", at, cpu="1"),
+            _event("s3", at, cpu="1"),
+            _event("s2", at, cpu="1"),  # resent
+            _event("s1", at, cpu="2"),  # s1's cpu at that time again, another value
+            _event("s3", at, mem="7"),  # s3's other metric at that time
+        ):
+            publisher.publish(events_topic, message).result()
+        _wait_for(lambda: totals() == [2, 2, 1], "the overwrite and the duplicate in the log")
+        key = f"#{at:013d}".encode()
+        _wait_for(
+            lambda: any(
+                r.key == b"s3" + key and len(r.latest()) == 2
+                for r in engine.read_rows(target, "METRIC")
+            ),
+            "s3's two metrics",
+        )
+    finally:
+        _cancel_all(result, wake=((publisher, events_topic),))
+
+    assert "first: projects/test-project/subscriptions/" in caplog.text
+    stored = {row.key: row.latest() for row in engine.read_rows(target, "METRIC")}
+    assert stored[b"s1" + key][("METRIC", b"CPU")] in (b"1", b"2")
+    assert stored[b"s3" + key] == {("METRIC", b"CPU"): b"1", ("METRIC", b"MEM"): b"7"}
+    assert stored[b"s2" + key] == {("METRIC", b"CPU"): b"1"}

@@ -1,4 +1,4 @@
-"""Dataflow flex templates: metadata generated from the pipelines' option classes (drift fails),
+"""Dataflow flex templates: metadata generated from the pipelines' declared flags (drift fails),
 the images' Dockerfiles checked statically (no Docker engine here), the launcher's argument
 handling, the gcloud commands, and the wheel the images and ``--setup_file`` rely on."""
 
@@ -22,10 +22,9 @@ import pytest
 
 from btts.query import engine
 from btts_cli import templates
-from pipelines import common
-from pipelines.common import options
+from pipelines import common, flags
 from tests.conftest import REPO
-from tests.helpers import read_dead_letters, write_lines
+from tests.helpers import parsed_flags, read_dead_letters, write_lines
 
 PIPELINES = templates.pipeline_names()
 SETUP = REPO / "setup.py"
@@ -39,16 +38,14 @@ def _params(name: str) -> dict[str, dict]:
     return {p["name"]: p for p in _committed(name)["parameters"]}
 
 
-class _ExtraOptions:
-    """A flag a pipeline might gain (not a PipelineOptions subclass: Beam would register it
-    for every parser of the test session)."""
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--server_metrics_sample_rate", type=int, default=1, help="new")
+# A flag a pipeline might gain (a group no option class is made of: Beam would parse its flags
+# in every later test of the session).
+_EXTRA = flags.Group.of(
+    "extra", "Extra", flags.Flag("--server_metrics_sample_rate", type=int, default=1, help="new")
+)
 
 
-# -- one source of truth: the option classes ---------------------------------------------------
+# -- one source of truth: the flags the pipelines declare --------------------------------------
 
 
 def test_every_pipeline_has_a_template_and_nothing_else_does():
@@ -80,13 +77,12 @@ def test_committed_templates_equal_the_generated_ones():
 @pytest.mark.parametrize("name", PIPELINES)
 def test_parameters_are_exactly_the_pipeline_flags_with_their_required_ness(name):
     """Independent of the generator: the committed metadata against the flags the pipeline's
-    run() parses (what its --help lists)."""
-    _, classes = templates.declared_options(name)
-    parser = options.option_classes_help("x", "", classes)
-    flags = {a.option_strings[0][2:]: a for a in parser._actions if a.option_strings[0] != "-h"}
+    run() parses (what its option classes give Beam's parser, and its --help lists)."""
+    module = templates.pipeline_module(name)
+    parsed = {flag[2:]: action for flag, action in parsed_flags(module.OPTION_CLASSES).items()}
     params = _params(name)
-    assert set(params) == set(flags)
-    for flag, action in flags.items():
+    assert set(params) == set(parsed)
+    for flag, action in parsed.items():
         param = params[flag]
         assert param["label"] and param["helpText"], flag
         assert param["helpText"].startswith(" ".join((action.help or "").split())[:40]), flag
@@ -100,24 +96,26 @@ def test_parameters_are_exactly_the_pipeline_flags_with_their_required_ness(name
     assert templates.mismatches(name, _committed(name)) == []
 
 
-def test_option_classes_a_module_declares_are_the_ones_its_run_parses():
+def test_the_templates_read_what_each_module_runs_with():
+    """The groups and description a template is made of are the ones the job module parses
+    (its OPTION_CLASSES, one per group) and states (its docstring)."""
     for name in PIPELINES:
         module = templates.pipeline_module(name)
-        declared = getattr(module, "OPTION_CLASSES", None)
-        if declared is not None:
-            assert tuple(declared) == templates.declared_options(name)[1], name
+        description, groups = templates.declared_groups(name)
+        assert tuple(cls.GROUP for cls in module.OPTION_CLASSES) == groups, name
+        assert module.__doc__ == description, name
 
 
 def test_a_pipeline_gaining_an_option_fails_the_check(monkeypatch):
-    original = templates.declared_options
+    original = templates.declared_groups
 
     def gained(name):
-        description, classes = original(name)
+        description, groups = original(name)
         if name == "server_metrics":
-            classes = (*classes, _ExtraOptions)
-        return description, classes
+            groups = (*groups, _EXTRA)
+        return description, groups
 
-    monkeypatch.setattr(templates, "declared_options", gained)
+    monkeypatch.setattr(templates, "declared_groups", gained)
     problems = templates.drift(REPO)
     assert problems == [
         "templates/server_metrics/metadata.json: --server_metrics_sample_rate has no template "
@@ -127,15 +125,15 @@ def test_a_pipeline_gaining_an_option_fails_the_check(monkeypatch):
 
 
 def test_a_pipeline_losing_an_option_fails_the_check(monkeypatch):
-    original = templates.declared_options
+    original = templates.declared_groups
 
     def lost(name):
-        description, classes = original(name)
+        description, groups = original(name)
         if name == "market_data":
-            classes = tuple(c for c in classes if c is not common.StreamingInputOptions)
-        return description, classes
+            groups = tuple(g for g in groups if g is not flags.STREAMING)
+        return description, groups
 
-    monkeypatch.setattr(templates, "declared_options", lost)
+    monkeypatch.setattr(templates, "declared_groups", lost)
     problems = templates.drift(REPO)
     prefix = "templates/market_data/metadata.json: parameter "
     assert sorted(problems) == sorted(
@@ -170,6 +168,37 @@ def test_a_hand_edited_template_fails_the_check(tmp_path):
     ]
     templates.write(root)
     assert templates.drift(root) == ["templates/old_job/metadata.json: no pipeline 'old_job'"]
+
+
+def test_the_image_follows_the_python_the_templates_are_built_for(tmp_path, capsys):
+    """``btts templates build --python 3.X``: both stages on Beam's SDK image of that Python
+    (the launch and the workers run it); later builds and the check keep the Python each
+    Dockerfile was built for."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "templates", root / "templates")
+    shutil.copy(SETUP, root / "setup.py")
+    assert templates.main(["build", "--root", str(root), "--python", "3.13"]) == 0
+    for name in PIPELINES:
+        text = (root / "templates" / name / "Dockerfile").read_text(encoding="utf-8")
+        froms = [arg for op, arg in _instructions(text) if op == "FROM"]
+        assert [f.split(":")[0] for f in froms] == ["apache/beam_python3.13_sdk"] * 2, name
+        assert templates.built_for(name, root) == "3.13"
+    assert templates.drift(root) == []  # the check reads which Python each was built for
+    templates.write(root)  # a build without --python keeps it
+    assert templates.built_for("nightly", root) == "3.13"
+    assert templates.main(["build", "--root", str(root), "--python", "3.10"]) == 0
+    assert templates.built_for("garden", root) == "3.10"
+    with pytest.raises(SystemExit):
+        templates.main(["build", "--root", str(root), "--python", "3.9"])  # below setup.py
+    assert "invalid choice: '3.9'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match=re.escape("built for 3.10, 3.11, 3.12, 3.13")):
+        templates.sdk_image("3.14")
+
+
+def test_the_template_pythons_are_the_ones_setup_py_accepts():
+    floor = re.search(r'python_requires=">=(3\.\d+)"', SETUP.read_text()).group(1)
+    assert templates.PYTHONS[0] == floor
+    assert templates.DEFAULT_PYTHON in templates.PYTHONS
 
 
 # -- what the metadata validates -------------------------------------------------------------
@@ -228,11 +257,8 @@ def test_fixed_formats_have_regexes(name, flag, good, bad):
 
 def test_parameter_types_and_defaults_pass_their_own_validation():
     for name in PIPELINES:
-        _, classes = templates.declared_options(name)
-        parser = argparse.ArgumentParser(add_help=False)
-        for cls in classes:
-            cls._add_argparse_args(parser)
-        defaults = {a.option_strings[0][2:]: a.default for a in parser._actions}
+        parsed = parsed_flags(templates.pipeline_module(name).OPTION_CLASSES)
+        defaults = {flag[2:]: action.default for flag, action in parsed.items()}
         for param in _committed(name)["parameters"]:
             assert param["paramType"] in {
                 "TEXT",
@@ -248,7 +274,7 @@ def test_parameter_types_and_defaults_pass_their_own_validation():
                 assert re.fullmatch(param["regexes"][0], str(default)), (name, param["name"])
             if param["paramType"] == "ENUM":
                 assert [o["value"] for o in param["enumOptions"]] == list(
-                    parser._option_string_actions["--" + param["name"]].choices
+                    parsed["--" + param["name"]].choices
                 )
             if param["paramType"] == "BOOLEAN":
                 assert param["regexes"] == ["^(true|false)$"]
@@ -314,7 +340,7 @@ def test_dockerfile_builds_on_the_pinned_beam_sdk_image(name):
     assert froms, name
     for image in froms:
         repository, tag = image.split(":")
-        assert repository == "apache/beam_python3.11_sdk"
+        assert repository == templates.sdk_image(templates.DEFAULT_PYTHON)  # as committed
         assert tag in spec, (tag, requirement)  # the image's Beam satisfies setup.py
         assert tag == templates.beam_version(REPO)  # ... and is the version it pins
     assert apache_beam.__version__ in spec  # what the tests ran with, too

@@ -92,7 +92,7 @@ def format_report(
         f"{len(results)} tables: {counts['error']} open errors, {counts['warning']} open "
         f"warnings, {sum(1 for f in every if f.status == 'acknowledged')} acknowledged, "
         f"{sum(1 for f in every if f.status == 'anti-pattern')} on documented anti-patterns"
-        f" → {'FAIL' if bad else 'pass'} (--fail-on {fail_on})"
+        f" → {'FAIL' if bad else 'pass'} (--fail_on {fail_on})"
     )
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ is judged against that workload's rate too (:func:`hot_prefix_severity`).
 A finding is *open* unless the table's ``advisor:`` section acknowledges that rule with a reason
 (a deliberate design, shown with the finding) or names the table a documented anti-pattern kept
 to be flagged (``BATTERY_TS_FIRST``). ``btts advise lint`` fails when an open finding reaches
-``--fail-on``.
+``--fail_on``.
 
 The rules, findings and report are :mod:`~btts.advisor.findings`; the row-size estimate
 :mod:`~btts.advisor.rows`; the kinds guessed from names :mod:`~btts.advisor.naming`; Bigtable's

@@ -56,7 +56,7 @@ def _file_records(sample: Sample) -> Iterator[dict]:
     if sample.fmt == "parquet":
         import pyarrow.parquet as pq
 
-        from transforms.ingest.readers import columnar_record
+        from transforms.ingest.columnar import columnar_record
 
         for batch in pq.ParquetFile(sample.path).iter_batches(batch_size=_BATCH):
             yield from (columnar_record(r) for r in batch.to_pylist())

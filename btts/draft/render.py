@@ -19,6 +19,11 @@ __all__ = ["render"]
 _PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_./-]*\Z")
 _RESERVED = {"true", "false", "null", "yes", "no", "on", "off", "y", "n", "~"}
 _WIDTH = 99
+INDEX_NOTE = (
+    "The series index: btts serve lists the metrics, tag values and series from it (suggest, "
+    "lookup, the * of a query) without reading data; every ingest job writes it beside the "
+    "rows, `btts index rebuild` remakes it from the table."
+)
 
 
 def scalar(value: object) -> str:
@@ -131,5 +136,7 @@ def render(draft: DraftSchema) -> str:
         lines.append("queries:")
         for choice in draft.queries:
             _item(lines, "  ", "- ", choice)
+    _comment(lines, INDEX_NOTE, "")
+    lines.append(f"index: {{table: {draft.dataset.upper()[:43]}_SERIES}}")
     _advisor(lines, draft)
     return "\n".join(lines) + "\n"

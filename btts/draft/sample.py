@@ -212,7 +212,7 @@ def _columnar(sample: Sample) -> None:
         raise SampleError(f"{sample.path}: Avro files are not sampled yet; convert to Parquet")
     import pyarrow.parquet as pq
 
-    from transforms.ingest.readers import columnar_record
+    from transforms.ingest.columnar import columnar_record
 
     handle = pq.ParquetFile(sample.path)
     groups = handle.num_row_groups

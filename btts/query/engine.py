@@ -327,6 +327,9 @@ def offboard_tenant(target: Target, tenant: str) -> int:
     ((start, end),) = scan.ranges
     count = count_rows(target, device.name, (start, end))
     admin.drop_tenant(target, device, tenant)  # the same prefix, never empty: never the whole table
+    from btts.query import index_rebuild  # its series go from the index too
+
+    index_rebuild.forget_tenant(target, devices, tenant)
     return count
 
 

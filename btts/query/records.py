@@ -4,7 +4,7 @@ declares it (see :mod:`btts.query.engine` for the record's shape and how reads a
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 
 from transforms import schema as schema_lib
@@ -17,6 +17,8 @@ __all__ = [
     "decode_declared",
     "decode_table",
     "entity_fields",
+    "field_column",
+    "field_points",
     "int64",
     "map_entry_points",
     "rows_in_order",
@@ -306,25 +308,100 @@ def map_entry_points(
         or {map_field, "ts_ms", "key"} & set(tags)
     ):
         return None
-    decl = table.decl
+    return _column_points(table.decl, scans, wanted, _loose, tags)
+
+
+def field_column(table: schema_lib.TableSpec, field_name: str) -> schema_lib.ColumnSpec | None:
+    """The one column of literal qualifier holding ``field_name`` per event (None: none, or
+    the field is kept another way too)."""
+    found = [
+        c
+        for c in table.columns
+        if c.value == ("field", field_name)
+        and isinstance(c.qualifier, str)
+        and c.qualifier
+        and not c.each
+        and c.add is None
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def field_points(
+    schema: schema_lib.Schema,
+    table_name: str,
+    scans: list[list[ReadRow]],
+    field_name: str,
+    tags: tuple[str, ...],
+) -> dict[tuple, list[tuple[int, object]]] | None:
+    """One field's values straight from its column (see :func:`map_entry_points`), typed as
+    declared; None when the table or the rows are not that simple."""
+    table = schema.table(table_name)
+    col = field_column(table, field_name)
+    if (
+        col is None
+        or whole_rows(table)
+        or table.rows_per is not None
+        or {field_name, "ts_ms", "key"} & set(tags)
+        or field_name in {table.time or schema.time, table.time_else}
+    ):
+        return None
+    spec = schema.field_by_ref().get(field_name)
+    where = f"{table_name} {field_name}"
+
+    def convert(value: bytes) -> object:
+        if spec is not None and spec.type == "integer":
+            try:
+                return int(value)  # digits as stored: the common case, without a detour
+            except ValueError:
+                pass
+        return typed(spec, value.decode("utf-8"), where)
+
+    return _column_points(table.decl, scans, col.qualifier.encode("utf-8"), convert, tags)
+
+
+def _column_points(decl, scans, wanted: bytes, convert, tags) -> dict | None:
+    """The points of one column (qualifier ``wanted``) per series of ``tags``; None when a
+    row holds another column."""
     split, event_ms = key_ranges.split_key, decl.event_ms
     out: dict[tuple, list] = {}
-    series: dict[tuple, list] = {}  # the tag values of a key → its series' points
+    series: dict[bytes, list] = {}  # a key without its time → its series' points
+    head = _series_head(decl)
     for row in rows_in_order(decl, scans):
-        by_ms: dict[int, object] = {}
-        for cell in sorted(row.cells, key=_stamp) if len(row.cells) > 1 else row.cells:
-            if cell.qualifier != wanted:
+        cells = row.cells
+        if len(cells) == 1:  # one event per row (TS-COLS): no ordering to do
+            if cells[0].qualifier != wanted:
                 return None
-            by_ms[event_ms(cell.timestamp_us)] = cell.value
-        parts = split(decl, row.key)
-        values = tuple([parts.get(t, "") for t in tags])
-        points = series.get(values)  # a series' rows come together: its list, found once
+            by_ms = {event_ms(cells[0].timestamp_us): cells[0].value}
+        else:
+            by_ms = {}
+            for cell in sorted(cells, key=_stamp):
+                if cell.qualifier != wanted:
+                    return None
+                by_ms[event_ms(cell.timestamp_us)] = cell.value
+        own = head(row.key)
+        points = series.get(own)  # a series' rows come together: its list, found once
         if points is None:
+            parts = split(decl, row.key)
+            values = tuple([parts.get(t, "") for t in tags])
             labels = tuple(sorted((t, str(v)) for t, v in zip(tags, values, strict=True)))
-            points = series[values] = out.setdefault(labels, [])
+            points = series[own] = out.setdefault(labels, [])
         for ms in sorted(by_ms) if len(by_ms) > 1 else by_ms:
-            points.append((ms, _loose(by_ms[ms])))
+            points.append((ms, convert(by_ms[ms])))
     return out
+
+
+def _series_head(decl) -> Callable[[bytes], bytes]:
+    """What of a row key names its series: the key without its time when the time is its last
+    segment (found by one search from the end), else the whole key."""
+    segments = decl.key.segments
+    if segments and segments[-1].kind in table_model.TIME_KINDS:
+        delimiter = decl.key.delimiter.encode("utf-8")
+
+        def head(key: bytes) -> bytes:
+            return key[: key.rfind(delimiter)]
+
+        return head
+    return bytes
 
 
 def _stamp(cell: ReadCell) -> int:

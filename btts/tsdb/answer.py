@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import functools
 import json
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from btts.tsdb import budget, reads, series
+from btts.tsdb import budget, reads, series, tsuids
 from btts.tsdb.catalog import Catalog, Metric, Source
 from btts.tsdb.request import BadRequest, SubQuery, TsQuery
 
-__all__ = ["Limits", "answer", "render"]
+__all__ = ["Limits", "Stats", "answer", "render", "run_sub"]
 
 ROLLUP_AGGREGATORS = ("avg", "sum", "count")
 
@@ -38,6 +39,8 @@ class Result:
     dps: list
     query: dict | None = None
     fill: str = "none"  # how a missing value is written: null for "null", else "NaN"
+    members: list = field(default_factory=list)  # the series keys aggregated here
+    index: int = 0  # the sub-query answered
 
 
 def _rollup_source(metric: Metric, q: SubQuery) -> Source | None:
@@ -161,10 +164,9 @@ def run_sub(
         budget.check_series(q, tq, max(len(p.combos), 1), limits.max_points)
         described += p.describe()
         results = compute(metric.name, reads.read_points(reader, p, q.filters), q, tq)
-    if tq.show_query:
-        shown = {**dict(q.raw), "index": q.index, "btts": {"reads": described}}
-        for r in results:
-            r.query = shown
+    for r in results:
+        if r.query is not None:  # showQuery: which tables and ranges answered
+            r.query["btts"] = {"reads": described}
     return results
 
 
@@ -215,31 +217,62 @@ def _group(name: str, data: dict, q: SubQuery, tq: TsQuery) -> list[Result]:
         labels = dict(key)
         groups.setdefault(tuple(labels.get(t, "") for t in group_by), []).append(key)
     fill = q.downsample.fill if q.downsample else "none"
-    rates = q.rate is not None
+    rates, downsampled = q.rate is not None, q.downsample is not None
     out = []
     for members in groups.values():
         if q.aggregator == "none":
             for key in members:
                 dps = series.aggregate([data[key]], "none", rates)
-                out.append(Result(name, dict(key), [], dps, fill=fill))
+                out.append(Result(name, dict(key), [], dps, fill=fill, members=[key]))
             continue
         all_tags = [dict(k) for k in members]
         common = {
             t: v for t, v in all_tags[0].items() if all(other.get(t) == v for other in all_tags)
         }
         aggregated = sorted({t for tags in all_tags for t in tags} - set(common))
-        dps = series.aggregate([data[k] for k in members], q.aggregator, rates)
-        out.append(Result(name, common, aggregated, dps, fill=fill))
+        dps = series.aggregate([data[k] for k in members], q.aggregator, rates, downsampled)
+        out.append(Result(name, common, aggregated, dps, fill=fill, members=members))
+    shown = {**dict(q.raw), "index": q.index} if tq.show_query else None
     for r in out:
         r.dps = series.clip(r.dps, tq.start_ms, tq.end_ms)
+        r.query = shown  # showQuery: the sub-query as asked, with its index
     return [r for r in out if r.dps]
 
 
-def answer(reader: reads.Reader, catalog: Catalog, tq: TsQuery, limits: Limits) -> list[Result]:
+@dataclass
+class Stats:
+    """What ``showStats`` and ``showSummary`` report, under OpenTSDB's ``QueryStats`` names
+    (times in ms): per sub-query the rows read, the points emitted and the time taken."""
+
+    started: float = field(default_factory=time.monotonic)
+    queries: dict[int, dict] = field(default_factory=dict)
+
+    def add(self, q: SubQuery, rows: int, seconds: float, results: Sequence[Result]) -> None:
+        self.queries[q.index] = {
+            "queryIndex": q.index,
+            "rowsFromStorage": rows,
+            "emittedDPs": sum(len(r.dps) for r in results),
+            "queryScanTime": round(seconds * 1000, 3),
+        }
+
+
+def answer(
+    reader: reads.Reader,
+    catalog: Catalog,
+    tq: TsQuery,
+    limits: Limits,
+    stats: Stats | None = None,
+) -> list[Result]:
     results: list[Result] = []
     budget.check_request(tq, limits.max_points)
     for q in tq.queries:
-        results += run_sub(reader, catalog, q, tq, limits)
+        began, rows = time.monotonic(), reader.rows_read
+        mine = run_sub(reader, catalog, q, tq, limits)
+        for r in mine:
+            r.index = q.index
+        if stats is not None:
+            stats.add(q, reader.rows_read - rows, time.monotonic() - began, mine)
+        results += mine
         budget.check_deadline(reader.until)
     total = sum(len(r.dps) for r in results)
     if total > limits.max_points:
@@ -251,23 +284,56 @@ def answer(reader: reads.Reader, catalog: Catalog, tq: TsQuery, limits: Limits) 
     return results
 
 
-def render(results: Sequence[Result], ms_resolution: bool, arrays: bool = False) -> bytes:
+def _dps(r: Result, ms_resolution: bool, arrays: bool) -> str:
+    dps: dict[int, str] = {}
+    fill = "null" if arrays else r.fill
+    for ts, value in r.dps:
+        dps[ts if ms_resolution else ts // 1000] = series.render_number(value, fill)
+    if arrays:
+        return "[" + ",".join(f"[{t},{v}]" for t, v in dps.items()) + "]"
+    return "{" + ",".join(f'"{t}":{v}' for t, v in dps.items()) + "}"
+
+
+def _summary(stats: Stats, serialization_ms: float) -> dict:
+    """``{"statsSummary": …}``: the request's totals and each sub-query's stats."""
+    total = round((time.monotonic() - stats.started) * 1000, 3)
+    out: dict = {
+        "totalTime": total,
+        "processingPreWriteTime": round(total - serialization_ms, 3),
+        "serializationTime": serialization_ms,
+        "emittedDPs": sum(q["emittedDPs"] for q in stats.queries.values()),
+        "rowsFromStorage": sum(q["rowsFromStorage"] for q in stats.queries.values()),
+    }
+    for index, q in sorted(stats.queries.items()):
+        out[f"queryIdx_{index:02d}"] = q
+    return {"statsSummary": out}
+
+
+def render(
+    results: Sequence[Result],
+    ms_resolution: bool,
+    arrays: bool = False,
+    tq: TsQuery | None = None,
+    stats: Stats | None = None,
+) -> bytes:
     """The response body: OpenTSDB's list of ``{metric, tags, aggregateTags, dps}``; with
     ``arrays`` (``?arrays=true``) ``dps`` is ``[[ts, value], …]`` and a missing value is
-    ``null`` (Grafana's Go backend decodes numbers only)."""
+    ``null`` (Grafana's Go backend decodes numbers only). As ``HttpJsonSerializer`` writes
+    them: ``query`` (showQuery) and ``tsuids`` (showTSUIDs) before ``dps``, ``stats``
+    (showStats) after, and a last element ``{"statsSummary": …}`` (showSummary)."""
+    began = time.monotonic()
     parts = []
     for r in results:
-        dps: dict[int, str] = {}
-        fill = "null" if arrays else r.fill
-        for ts, value in r.dps:
-            dps[ts if ms_resolution else ts // 1000] = series.render_number(value, fill)
-        if arrays:
-            body = "[" + ",".join(f"[{t},{v}]" for t, v in dps.items()) + "]"
-        else:
-            body = "{" + ",".join(f'"{t}":{v}' for t, v in dps.items()) + "}"
-        head = {"metric": r.metric, "tags": r.tags, "aggregateTags": r.aggregate_tags}
+        head: dict = {"metric": r.metric, "tags": r.tags, "aggregateTags": r.aggregate_tags}
         if r.query is not None:
             head["query"] = r.query
-        text = json.dumps(head)
-        parts.append(text[:-1] + ',"dps":' + body + "}")
+        if tq is not None and tq.show_tsuids:
+            head["tsuids"] = sorted(tsuids.encode(r.metric, dict(k)) for k in r.members)
+        text = json.dumps(head)[:-1] + ',"dps":' + _dps(r, ms_resolution, arrays)
+        if tq is not None and tq.show_stats and stats is not None:
+            text += ',"stats":' + json.dumps(stats.queries.get(r.index, {"queryIndex": r.index}))
+        parts.append(text + "}")
+    if tq is not None and tq.show_summary and stats is not None:
+        serialization = round((time.monotonic() - began) * 1000, 3)
+        parts.append(json.dumps(_summary(stats, serialization)))
     return ("[" + ",".join(parts) + "]").encode("utf-8")

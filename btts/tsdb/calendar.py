@@ -2,7 +2,8 @@
 OpenTSDB's ``DateTime.previousInterval`` places them: pure, no client.
 
 A bucket of ``count`` units starts on the calendar in the time zone: days at local midnight,
-months on the 1st, years on January 1st, weeks on Sunday. Like OpenTSDB, a count that does not
+months on the 1st, years on January 1st, weeks on Sunday (any count of weeks from the first
+point's week, as OpenTSDB's downsampler steps them). Like OpenTSDB, a count that does not
 divide the next larger unit counts from a coarser start (``5h`` from the month's start, ``2d``
 from the year's), and hours and smaller add elapsed time while days and larger add wall-clock
 days, months or years (a day is 23 or 25 hours across a daylight-saving change).
@@ -63,9 +64,8 @@ class Calendar:
             return day if 24 % n == 0 else day.replace(day=1)
         if unit == "d":
             return day.replace(day=1) if n == 1 else day.replace(month=1, day=1)
-        if unit == "w":
-            base = day if 2 % n == 0 else day.replace(month=1, day=1)
-            return base - dt.timedelta(days=(base.weekday() + 1) % 7)  # back to Sunday
+        if unit == "w":  # any count of weeks: the week's Sunday (previousInterval's 7 days)
+            return day - dt.timedelta(days=(day.weekday() + 1) % 7)
         return day.replace(month=1, day=1)
 
     def add(self, ts_ms: int, buckets: int = 1) -> int:
@@ -85,8 +85,11 @@ class Calendar:
         return t.replace(year=year, month=months % 12 + 1, day=min(t.day, 28))
 
     def floor(self, ts_ms: int) -> int:
-        """The start of the bucket holding ``ts_ms``."""
+        """The start of the bucket holding ``ts_ms`` (``DateTime.previousInterval``; for weeks,
+        whatever their count, the start of the week)."""
         anchor = self._ms(self._anchor(self._local(ts_ms)))
+        if self.unit == "w":
+            return anchor
         if self.unit in _ELAPSED_MS:
             size = self.count * _ELAPSED_MS[self.unit]
             return anchor + (ts_ms - anchor) // size * size
@@ -99,6 +102,15 @@ class Calendar:
             k += 1
             start = self.add(anchor, k)
         return start
+
+    def stepped(self, ts_ms: int, origin: int) -> int:
+        """The bucket holding ``ts_ms`` on buckets stepped from the bucket ``origin`` (the
+        ``Downsampler`` adds the interval from the first point's bucket): for weeks counted
+        from the first point's week; otherwise :meth:`floor`."""
+        if self.unit != "w" or self.count == 1 or ts_ms < origin:
+            return self.floor(ts_ms)
+        days = (self._local(self.floor(ts_ms)).date() - self._local(origin).date()).days
+        return self.add(origin, days // 7 // self.count)
 
     def _steps(self, anchor: int, ts_ms: int) -> int:
         """About how many buckets lie between ``anchor`` and ``ts_ms`` (a lower bound)."""

@@ -3,7 +3,7 @@
 A metric is ``DATASET.FIELD``: a numeric event field (``number`` or ``integer``) that some
 table stores one value per event of, with a time in its key. A ``map`` field's entries are
 metrics too, ``DATASET.FIELD.ENTRY`` (the column qualifier, e.g. ``CPU/CPU1_USR``); the
-entries come from the data (:func:`btts.tsdb.reads.discover_entries`), the schema does not
+entries come from the data (the series index, :mod:`btts.tsdb.index`), the schema does not
 list them. Tags are the text-like fields of the key of the table that serves the read
 (``hostname``, ``user``, ``tenant``…): the key decides what a query can narrow.
 
@@ -17,12 +17,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from transforms import schema as schema_lib
-from transforms import table_model
+from transforms.scans.series_index import (
+    has_time,
+    point_table,
+    stored_fields,
+    tag_fields,
+    tenant_keyed,
+    time_qualified,
+)
 from transforms.schema import Schema, TableSpec
 
-__all__ = ["Catalog", "Metric", "Source", "builtin_schemas", "tag_fields"]
-
-NUMERIC = ("number", "integer")
+__all__ = ["Catalog", "Metric", "Source", "builtin_schemas"]
 
 
 @dataclass(frozen=True)
@@ -62,69 +67,6 @@ class Metric:
     def tags(self) -> list[str]:
         """Every tag some source of the metric can narrow by, in first-seen key order."""
         return list(dict.fromkeys(t for s in self.points + self.rollups for t in s.tags))
-
-
-def tag_fields(table: TableSpec) -> tuple[str, ...]:
-    per = table.rows_per.name if table.rows_per is not None else None
-    return tuple(
-        s.field
-        for s in table.decl.key.segments
-        if s.field
-        and s.kind not in table_model.TIME_KINDS
-        and s.kind not in ("const", "salt")
-        and s.field != per
-    )
-
-
-def has_time(table: TableSpec) -> bool:
-    """Does the key hold the event time (so a time range is a key range)?"""
-    return any(s.kind in table_model.TIME_KINDS for s in table.decl.key.segments)
-
-
-def tenant_keyed(table: TableSpec) -> bool:
-    return any(s.kind == "tenant" for s in table.decl.key.segments)
-
-
-def point_table(table: TableSpec) -> bool:
-    """A table holding one cell per event and field, its time in the key: a time series.
-    Aggregates, latest-only rows and short-wide rows (qualifiers made of times, one record
-    per row) are left out."""
-    decl = table.decl
-    if any(f.aggregate for f in decl.families) or not has_time(table):
-        return False
-    return not any(
-        isinstance(c.qualifier, tuple) and c.qualifier[0] == "time" for c in table.columns
-    )
-
-
-def stored_fields(schema: Schema, table: TableSpec) -> list[tuple[str, bool]]:
-    """The numeric fields (name, is a map) one table stores a value of per event."""
-    refs = schema.field_by_ref()
-    out: list[tuple[str, bool]] = []
-    if table.rows_per is not None:
-        out += [(f, False) for f in table.rows_per.fields]
-    for col in table.columns:
-        if col.add is not None:
-            continue
-        if col.each:
-            out.append((col.each, True))
-            continue
-        kind = col.value[:1]
-        if kind == ("field",):
-            out.append((col.value[1], False))
-        elif kind == ("protobuf",):
-            out += [(name, False) for _, name in col.value[2]]
-        elif kind == ("json",):
-            out += [(name, False) for name in col.value[1]]
-    times = {schema.time, table.time, table.time_else}
-    keep = []
-    for name, is_map in dict.fromkeys(out):
-        spec = refs.get(name)
-        if name in times or spec is None:
-            continue
-        if (is_map and spec.type == "map") or (not is_map and spec.type in NUMERIC):
-            keep.append((name, is_map))
-    return keep
 
 
 class Catalog:
@@ -169,8 +111,7 @@ class Catalog:
     def _add_rollup(self, schema: Schema, table: TableSpec, source: TableSpec, entries) -> None:
         rule = table.rollup
         if rule.metric:  # every value of the source is one metric (a short-wide row's HHMMs)
-            fields = _time_qualified(schema, source)
-            for name in dict.fromkeys(f for f, _ in fields):
+            for name in time_qualified(schema, source):
                 metric = self._metric(schema, name, "")
                 metric.rollups.append(
                     Source(schema, table, name, "", True, rule.metric.encode("utf-8"))
@@ -203,19 +144,6 @@ class Catalog:
                         (schema, table, f) for f, is_map in stored_fields(schema, table) if is_map
                     ]
         return out
-
-
-def _time_qualified(schema: Schema, table: TableSpec) -> list[tuple[str, bool]]:
-    refs = schema.field_by_ref()
-    return [
-        (c.value[1], False)
-        for c in table.columns
-        if isinstance(c.qualifier, tuple)
-        and c.qualifier[0] == "time"
-        and c.value[:1] == ("field",)
-        and refs.get(c.value[1]) is not None
-        and refs[c.value[1]].type in NUMERIC
-    ]
 
 
 def builtin_schemas() -> list[Schema]:

@@ -10,6 +10,7 @@ length, in chunks, or compressed (a gzip bomb stops at the limit).
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 
 from btts.tsdb.request import BadRequest
@@ -30,6 +31,12 @@ MAX_LINE = 65536  # the standard library's limit on the request line and on a he
 MAX_HEADERS = 100  # ... and on the number of header lines
 MAX_HEAD = 4 * MAX_LINE  # the whole head (request line and headers)
 METHODS = frozenset({"GET", "HEAD", "POST", "OPTIONS", "PUT", "DELETE", "PATCH"})
+# RFC 9110 §5.6.2: a field name is a token; a field value holds no control but HTAB (§5.5: a
+# CR, LF or NUL in a value MUST be refused or replaced; the other controls too, as h11 does)
+TOKEN = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f]")
+_HEX = b"0123456789abcdefABCDEF"
+_OWS = " \t"  # optional whitespace around a field value (RFC 9110 §5.6.3)
 
 
 class Headers(dict):
@@ -66,20 +73,25 @@ def _version(text: str) -> str:
 def _headers(lines: list[bytes]) -> Headers:
     if len(lines) > MAX_HEADERS:
         raise BadRequest("Too many headers", 431)
-    out = Headers()
-    last = None
+    fields: list[list[str]] = []  # [name, value] per field, folded lines joined to theirs
     for raw in lines:
         if len(raw) > MAX_LINE:
             raise BadRequest("Line too long", 431)
         line = raw.decode("iso-8859-1")
-        if line[:1] in (" ", "\t") and last is not None:  # an obsolete folded line
-            out[last] += " " + line.strip()
+        if _CONTROL.search(line):
+            raise BadRequest(f"Bad header line ({line[:40]!r}): a control character")
+        if line[:1] in (" ", "\t") and fields:  # an obsolete folded line
+            fields[-1][1] = f"{fields[-1][1]} {line.strip(_OWS)}".strip(_OWS)
             continue
         name, sep, value = line.partition(":")
-        if not sep or not name or name != name.strip():
+        if not sep or not name or name.strip(TOKEN):  # a name is a token: no space, no colon
             raise BadRequest(f"Bad header line ({line[:40]!r})")
-        last = name.lower()
-        out.setdefault(last, value.strip())  # a repeated header: the first one counts
+        fields.append([name.lower(), value.strip(_OWS)])  # OWS only: 0xA0 is a value's
+    out = Headers()
+    for name, value in fields:
+        if name == "content-length" and out.get(name, value) != value:
+            raise BadRequest("Conflicting Content-Length headers")  # RFC 9112 §6.3: a 400
+        out.setdefault(name, value)  # a repeated header: the first one counts
     return out
 
 
@@ -135,13 +147,17 @@ class Body:
     def __init__(self, headers: Headers, limit: int, drain: int) -> None:
         self._limit, self._parts, self._size, self._line = limit, bytearray(), 0, bytearray()
         self.done, self.error = False, None
-        if "chunked" in (headers.get("Transfer-Encoding") or "").lower():
+        coding = (headers.get("Transfer-Encoding") or "").strip()
+        if coding:  # RFC 9112 §6.1: a coding not understood is a 501; chunked wins over a length
+            if coding.lower() != "chunked":
+                what = f"Unsupported Transfer-Encoding {coding[:20]!r}: chunked only"
+                raise BadRequest(what, 501)
             self._state, self._left = "size", 0
             return
         length = headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        if length is None:
             raise BadRequest("A POST needs a Content-Length or a chunked body", 411)
-        self._state, self._left = "length", int(length)
+        self._state, self._left = "length", _length(length)
         if self._left > limit:
             self._state, self._left = "drop", min(self._left, drain)
             self.error = BadRequest(f"The body is larger than {limit} bytes", 413)
@@ -177,9 +193,12 @@ class Body:
             if len(self._line) > 1024:
                 raise BadRequest("Invalid chunked body: a line is too long")
             return view[len(view) :]
-        line = bytes(self._line + view[:end]).strip()
+        line = bytes(self._line + view[:end])
+        line = line[:-1] if line.endswith(b"\r") else line  # CRLF, or a lone LF (RFC 9112 §2.2)
         self._line.clear()
         if self._state == "crlf":
+            if line:
+                raise BadRequest("Invalid chunked body: a chunk's data runs past its size")
             self._state = "size"
         elif self._state == "trailer":
             self.done = not line
@@ -188,10 +207,11 @@ class Body:
         return view[end + 1 :]
 
     def _chunk_size(self, line: bytes) -> None:
-        try:
-            n = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise BadRequest("Invalid chunked body: a chunk size is not hexadecimal") from None
+        """``chunk-size [ BWS ; chunk-ext ]``: hexadecimal digits and nothing else."""
+        digits = line.split(b";", 1)[0].rstrip(b" \t")
+        if not digits or len(digits) > 16 or digits.strip(_HEX):
+            raise BadRequest("Invalid chunked body: a chunk size is not hexadecimal")
+        n = int(digits, 16)
         if n == 0:
             self._state = "trailer"
             return
@@ -199,6 +219,16 @@ class Body:
         if self._size > self._limit:
             raise BadRequest(f"The body is larger than {self._limit} bytes", 413)
         self._state, self._left = "data", n
+
+
+def _length(text: str) -> int:
+    """A Content-Length value: ASCII digits, or a list of one value repeated (RFC 9112 §6.3:
+    anything else is a 400)."""
+    values = {v.strip() for v in text.split(",")}
+    value = values.pop() if len(values) == 1 else ""
+    if not (value.isascii() and value.isdigit()):
+        raise BadRequest(f"Invalid Content-Length {text[:20]!r}")
+    return int(value)
 
 
 def _inflate(raw: bytes, encoding: str, limit: int) -> bytes:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import itertools
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, as_completed
 
 from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 
@@ -20,7 +21,10 @@ from transforms.mutations import ReadRow
 from transforms.scans import key_ranges
 from transforms.scans.key_ranges import Scan
 
-__all__ = ["mergeable", "read_ranges"]
+__all__ = ["mergeable", "read_parts", "read_ranges"]
+
+RANGES_PER_READ = 4000  # the most key ranges one ReadRows of a part asks for
+MIN_PART = 256  # fewer ranges than this per part are not worth another stream
 
 
 def _window(scan: Scan) -> tuple:
@@ -61,3 +65,37 @@ def read_ranges(
         if at >= 0:
             out[owners[at][2]].append(row)
     return out
+
+
+def parts(scans: Sequence[Scan], streams: int) -> list[list[int]]:
+    """The scans (by index) split into at most ``streams`` parts of neighbouring key ranges
+    (fewer when the parts would be small, more when one would ask for more than
+    :data:`RANGES_PER_READ` ranges): each part is one multi-range read."""
+    order = sorted(range(len(scans)), key=lambda i: scans[i].ranges[0])
+    ranges = sum(len(s.ranges) for s in scans)
+    count = max(1, min(streams, ranges // MIN_PART), -(-ranges // RANGES_PER_READ))
+    size = -(-len(order) // count)
+    return [order[at : at + size] for at in range(0, len(order), size)]
+
+
+def read_parts(
+    read: Callable[[str, ReadRowsQuery], list[ReadRow]],
+    scans: Sequence[Scan],
+    cells: row_filters.RowFilter | None,
+    pool: Executor,
+    streams: int,
+) -> Iterator[list[list[ReadRow]]]:
+    """The rows of every scan (see :func:`mergeable`), read as a few multi-range reads at once
+    (:func:`parts`), each part handed over as soon as it is read: the rows of each of its
+    scans. The caller works on one part while the others are still read."""
+    groups = parts(scans, streams)
+    if len(groups) == 1:
+        yield read_ranges(read, scans, cells)
+        return
+    futures = [pool.submit(read_ranges, read, [scans[i] for i in g], cells) for g in groups]
+    try:
+        for done in as_completed(futures):
+            yield done.result()
+    finally:
+        for f in futures:
+            f.cancel()

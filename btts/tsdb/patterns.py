@@ -59,6 +59,10 @@ def wildcard_regex(pattern: str) -> str:
     return "(?s)" + ".*".join(re2.escape(p) for p in pattern.split("*")) + r"\z"
 
 
+def _anything(value: str) -> bool:
+    return True
+
+
 @functools.lru_cache(maxsize=2048)
 def matcher(kind: str, text: str) -> Callable[[str], bool]:
     """The predicate of one tag filter (``kind`` is OpenTSDB's filter type): built once per
@@ -68,10 +72,14 @@ def matcher(kind: str, text: str) -> Callable[[str], bool]:
         if kind == "literal_or":
             return values.__contains__
         return lambda v: v not in values
-    if kind == "iliteral_or":
+    if kind in ("iliteral_or", "not_iliteral_or"):
         lowered = frozenset(text.lower().split("|"))
-        return lambda v: v.lower() in lowered
+        if kind == "iliteral_or":
+            return lambda v: v.lower() in lowered
+        return lambda v: v.lower() not in lowered
     if kind in ("wildcard", "iwildcard"):  # OpenTSDB's wildcard is case-sensitive
+        if text and not text.strip("*"):  # a * (Grafana's every value): nothing to match
+            return _anything
         wild = _compiled(wildcard_regex(text), kind == "iwildcard")
         return lambda v: wild.match(v) is not None
     rx = compile_regex(text)

@@ -1,27 +1,30 @@
 """Which table and key ranges answer a query, and reading them (the key decides the read).
 
 For a metric and its tag filters, every table storing the metric is walked key segment by key
-segment up to its time: a tag given literal values fixes a segment (one range per value), a
-``*``/wildcard/regexp tag over a key field enumerates that field's values from the keys (one
-one-row, keys-only read per distinct value: never every cell), a salt fans out over its
-buckets, and the time segment bounds each range (reversed timestamps swap the bounds, via
-:mod:`transforms.scans.key_ranges`). A key field before the time that the query does not mention is
-enumerated the same way (a metric-only query aggregates every series, as OpenTSDB does); a table
-whose key the query names fully is preferred.
+segment up to its time: a tag given literal values fixes a segment (one range per value); a
+``*``/wildcard/regexp tag (or a key field the query leaves open: a metric-only query
+aggregates every series, as OpenTSDB does) takes the series the schema's series index lists
+for the filters, seen in the read window (:mod:`btts.tsdb.index`: one range per series, never
+a read of data to find them; a schema without an index enumerates the field's values from the
+keys, one one-row keys-only read per value, bounded); a salt fans out over its buckets, and the
+time segment bounds each range (reversed timestamps swap the bounds, via
+:mod:`transforms.scans.key_ranges`). A table whose key the query names fully is preferred.
 
-Rows are read with :mod:`transforms.bigtable.rows_stream` (ReadRows straight from gRPC) and
-decoded by the query engine's declared-query decoder, so every layout (columns, blobs, one row
-per field) gives the same records as ``btts query``; a map entry's points are taken straight
-from its cells (:func:`btts.query.records.map_entry_points`, the same values without a record
-per event). A map entry or rollup column is selected on the server by a column range, not a
-qualifier regex.
+Rows are read with :mod:`transforms.bigtable.rows_stream` (ReadRows straight from gRPC), many
+ranges as a few multi-range reads at once, each part turned into points while the next is read
+(:mod:`btts.tsdb.multi_range`), and decoded by the query engine's declared-query decoder, so
+every layout (columns, blobs, one row per field) gives the same records as ``btts query``; a
+map entry's or a field column's points are taken straight from its cells
+(:func:`btts.query.records.map_entry_points`, ``field_points``: the same values without a
+record per event), its column selected on the server by a column range, not a qualifier regex.
+A read past the deadline, or cancelled, is a 504; Bigtable failing it, a 503.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -40,7 +43,6 @@ from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import (
-    COLUMNS_ONLY,
     KEYS_ONLY,
     one_column,
     read_query,
@@ -55,7 +57,6 @@ __all__ = [
     "HOUR_MS",
     "Reader",
     "choose",
-    "discover_entries",
     "plan",
     "read_points",
     "read_rollup",
@@ -63,7 +64,10 @@ __all__ = [
 ]
 
 HOUR_MS = core.HOUR_MS
+LATE = "The read did not finish before the deadline: narrow the query"
 MAX_DISTINCT = 10_000
+DESCRIBED = 50  # scans showQuery spells out; the rest are counted
+MAX_SERIES = 100_000  # series one sub-query may read (the index counts them before any read)
 MAX_SAMPLED = 1000  # key values sampled for map entries
 PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
@@ -84,7 +88,13 @@ class Plan:
     notes: list[str] = field(default_factory=list)
 
     def describe(self) -> list[str]:
-        return [s.describe() for s in self.scans] + self.notes
+        """Each scan in words (the first :data:`DESCRIBED` of many, then how many more)."""
+        shown = [s.describe() for s in self.scans[:DESCRIBED]]
+        if len(self.scans) > DESCRIBED:
+            shown.append(
+                f"… and {len(self.scans) - DESCRIBED} more ranges of {self.scans[0].table}"
+            )
+        return shown + self.notes
 
 
 class Reader:
@@ -98,9 +108,11 @@ class Reader:
         max_scan_rows: int = 0,
         tenant: str | None = None,
         enumerations: TtlLru | None = None,
+        index=None,
     ) -> None:
         self.rows = rows_stream.shared_reader()
         self.enumerations = enumerations  # shared across requests: a key field's values
+        self.index = index  # the served schemas' series indexes (btts.tsdb.index.SeriesIndex)
         self.target = target
         self.until = time.monotonic() + deadline_s
         self.max_scan_rows = max_scan_rows
@@ -111,21 +123,22 @@ class Reader:
     def _remaining(self) -> float:
         left = self.until - time.monotonic()
         if left <= 0:
-            raise BadRequest("The read did not finish before the deadline: narrow the query", 504)
+            raise BadRequest(LATE, 504)
         return left
 
     def read(self, table: str, query: ReadRowsQuery, scanning: bool = False) -> list[ReadRow]:
         """The rows of ``query`` (ReadRows straight from gRPC: :mod:`rows_stream`), counted
-        against the scan budget; a missing table is a 400, the deadline a 504."""
+        against the scan budget; a missing table is a 400, the deadline (or a call the server
+        cancelled) a 504, Bigtable failing a 503: each in OpenTSDB's error shape."""
         name = f"projects/{self.target.project}/instances/{self.target.instance}/tables/{table}"
         try:
             rows = self.rows.read(name, query, self._remaining())
         except gexc.NotFound:
             raise BadRequest(f"Table {table} does not exist in {self.target.describe()}") from None
-        except (gexc.DeadlineExceeded, gexc.RetryError, TimeoutError):
-            raise BadRequest(
-                "The read did not finish before the deadline: narrow the query", 504
-            ) from None
+        except (gexc.DeadlineExceeded, gexc.RetryError, gexc.Cancelled, TimeoutError):
+            raise BadRequest(LATE, 504) from None
+        except gexc.GoogleAPICallError as exc:
+            raise BadRequest(f"Bigtable did not answer the read of {table}: {exc}", 503) from None
         with self._lock:
             self.rows_read += len(rows)
         if scanning and self.rows_read > self.max_scan_rows:
@@ -135,6 +148,10 @@ class Reader:
                 413,
             )
         return rows
+
+    def check_deadline(self) -> None:
+        """A 504 once the request's time is up (between reads, during the arithmetic)."""
+        self._remaining()
 
     def scan(
         self, scan: Scan, cells: row_filters.RowFilter | None, scanning: bool
@@ -155,6 +172,21 @@ class Reader:
             return multi_range.read_ranges(self.read, scans, cells)
         with ThreadPoolExecutor(max_workers=min(PARALLEL_SCANS, len(scans))) as pool:
             return list(pool.map(lambda s: self.scan(s, cells, scanning), scans))
+
+    def scan_parts(
+        self, scans: Sequence[Scan], cells, scanning: bool
+    ) -> Iterator[list[list[ReadRow]]]:
+        """The rows of the scans, part by part as their reads finish: many ranges of one
+        table are a few multi-range reads at once (:func:`multi_range.read_parts`), so the
+        caller turns one part into points while the next is read."""
+        if len(scans) < 2 or scanning or not multi_range.mergeable(scans):
+            yield self.scan_all(scans, cells, scanning)
+            return
+        pool = ThreadPoolExecutor(max_workers=PARALLEL_SCANS)
+        try:  # a part that fails (the deadline) leaves the others to end on their own
+            yield from multi_range.read_parts(self.read, scans, cells, pool, PARALLEL_SCANS)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
 
     def distinct(
         self, decl, prefix: bytes, seg_field: str, scanning: bool, at_most: int = 0
@@ -291,8 +323,71 @@ def earliest_ms(source: Source) -> int:
     return 0
 
 
+def _open_fields(source: Source, filters: Sequence[TagFilter], tenant: str | None) -> list[str]:
+    """The key fields before the time (or a salt) that no literal value or tenant fixes: the
+    ones a read must enumerate."""
+    given = _by_tag(filters)
+    per = source.table.rows_per.name if source.table.rows_per is not None else None
+    out = []
+    for seg in source.table.decl.key.segments:
+        if seg.kind in table_model.TIME_KINDS or seg.kind == "salt":
+            break
+        if not seg.field or seg.field == per or (seg.kind == "tenant" and tenant):
+            continue
+        if _literals(given.get(seg.field, [])) is None:
+            out.append(seg.field)
+    return out
+
+
+def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -> Plan:
+    """The scans of the series the index lists for ``filters`` seen in the window: one range
+    per series (the key's fields before the time), never a read of the data to find them."""
+    table = source.table
+    found = reader.index.series(reader, source, filters, (start_ms, end_ms), MAX_SERIES + 1)
+    if len(found) > MAX_SERIES:
+        raise BadRequest(
+            f"More than {MAX_SERIES} series of {source.name} match: narrow the tags", 413
+        )
+    decl = table.decl
+    per = table.rows_per.name if table.rows_per is not None else None
+    before = []
+    for seg in decl.key.segments:
+        if seg.kind in table_model.TIME_KINDS:
+            break
+        if seg.field:
+            before.append(seg.field)
+    typed = _typer(source)
+    combos = {}
+    for tags in found:
+        combo = {f: (source.field if f == per else typed(f, tags[f])) for f in before}
+        combos.setdefault(tuple(combo.values()), combo)
+    out = Plan(source, combos=list(combos.values()))
+    out.scans = key_ranges.time_scans(decl, out.combos, start_ms, end_ms)
+    out.notes.append(
+        f"{table.name}: {len(found)} series from the index {reader.index.name(source)}"
+    )
+    return out
+
+
+def _typer(source: Source):
+    """A tag's text as its key field's value (cached: a * repeats the same values)."""
+    cache: dict = {}
+    schema, table = source.schema, source.table.name
+
+    def typed(name: str, text: str):
+        key = (name, text)
+        if key not in cache:
+            cache[key] = query_engine.typed_values(schema, table, {name: text})[name]
+        return cache[key]
+
+    return typed
+
+
 def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
     schema, table = source.schema, source.table
+    index = reader.index
+    if index is not None and index.covers(source) and _open_fields(source, filters, reader.tenant):
+        return _plan_indexed(reader, source, filters, start_ms, end_ms)
     decl = table.decl
     given = _by_tag(filters)
     per = table.rows_per.name if table.rows_per is not None else None
@@ -339,26 +434,47 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
 
 
 def _cells_filter(source: Source) -> row_filters.RowFilter | None:
-    """Only the metric's own column travels when it is a map entry (in the map's families)."""
-    if not source.entry:
+    """Only the metric's own column travels: a map entry (in the map's families), or a field
+    kept in one column of its own (a row of 13 metrics sends one)."""
+    if source.entry:
+        families = [c.family for c in source.table.columns if c.each == source.field]
+        return one_column(families, source.entry.encode("utf-8"))
+    col = query_records.field_column(source.table, source.field)
+    if col is None or source.table.rows_per is not None:
         return None
-    families = [c.family for c in source.table.columns if c.each == source.field]
-    return one_column(families, source.entry.encode("utf-8"))
+    return one_column([col.family], col.qualifier.encode("utf-8"))
 
 
 def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
-    """Every series of the plan: ``{(tag, value)…: [(ts_ms, value), …]}`` in time order."""
-    source = p.source
-    cells = _cells_filter(source)
-    rows = reader.scan_all(p.scans, cells, p.scanning)
-    tags = source.tags
+    """Every series of the plan: ``{(tag, value)…: [(ts_ms, value), …]}`` in time order, each
+    part of the reads turned into points while the next is read."""
+    cells = _cells_filter(p.source)
+    out: dict[SeriesKey, list] = {}
+    for rows in reader.scan_parts(p.scans, cells, p.scanning):
+        for labels, points in _part_points(p.source, rows, filters).items():
+            got = out.get(labels)
+            if got is None:
+                out[labels] = points
+            else:
+                got += points
+        reader.check_deadline()
+    for points in out.values():
+        points.sort(key=_first)
+    return out
+
+
+def _part_points(source: Source, rows: list, filters: Sequence[TagFilter]) -> dict:
+    """The points of one part of the rows (unsorted), per series passing the filters."""
+    tags, name = source.tags, source.table.name
     if source.entry:
         found = query_records.map_entry_points(
-            source.schema, source.table.name, rows, source.field, source.entry, tags
+            source.schema, name, rows, source.field, source.entry, tags
         )
-        if found is not None:
-            return _kept(found, filters)
-    spec = schema_lib.QuerySpec(name="tsdb", table=source.table.name)
+    else:
+        found = query_records.field_points(source.schema, name, rows, source.field, tags)
+    if found is not None:
+        return _kept(found, filters)
+    spec = schema_lib.QuerySpec(name="tsdb", table=name)
     records = query_records.decode_declared(source.schema, spec, rows)
     out: dict[SeriesKey, list] = {}
     verdicts: dict[SeriesKey, bool] = {}  # the filters run once per series, not per row
@@ -375,23 +491,23 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
         if not passed:
             continue
         out.setdefault(labels, []).append((record["ts_ms"], value))
-    for points in out.values():
-        points.sort(key=lambda p: p[0])
     return out
 
 
 def _kept(found: dict[SeriesKey, list], filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
-    """The series of :func:`query_records.map_entry_points` that pass the filters, their
-    numbers in time order (what :func:`read_points` keeps of the records)."""
+    """The series of :func:`query_records.map_entry_points` (or ``field_points``) that pass
+    the filters, their numbers only (what :func:`read_points` keeps of the records)."""
     out: dict[SeriesKey, list] = {}
     for labels, points in found.items():
         if not _passes(dict(labels), filters):
             continue
-        kept = [p for p in points if type(p[1]) is Decimal]  # _loose gives Decimal or text
+        kept = [p for p in points if type(p[1]) in _NUMBERS]  # _loose gives Decimal or text
         if kept:
-            kept.sort(key=_first)
             out[labels] = kept
     return out
+
+
+_NUMBERS = frozenset((int, Decimal))
 
 
 def _first(point: tuple) -> int:
@@ -442,66 +558,6 @@ def read_rollup(
     for parts in out.values():
         parts.sort(key=lambda p: p[0])
     return out
-
-
-# -- map entries ------------------------------------------------------------------------------
-
-
-def discover_entries(
-    target: Target, tables: Sequence, tenant: str | None = None, rows: int = 200
-) -> dict[tuple[str, str, str], list[str]]:
-    """The map entries (column qualifiers) the map tables hold: the names of
-    ``DATASET.FIELD.ENTRY`` metrics. Each value of the key's first field (each host) is
-    sampled, ``rows`` rows of it, so an entry only a late-sorting host sends is found too."""
-    out: dict[tuple[str, str, str], list[str]] = {}
-    reader = Reader(target, tenant=tenant)
-    for schema, table, field_name in tables:
-        families = {c.family for c in table.columns if c.each == field_name}
-        try:
-            names = {
-                c.qualifier.decode("utf-8", "replace")
-                for prefix in _sample_prefixes(reader, table, tenant)
-                for r in _first_rows(reader, table.name, prefix, rows)
-                for c in r.cells
-                if c.family in families
-            }
-        except BadRequest:  # a table not created yet, too many hosts: what the keys hold
-            continue
-        out[(schema.dataset, table.name, field_name)] = sorted(names)
-    return out
-
-
-def _sample_prefixes(reader: Reader, table, tenant: str | None) -> list[bytes]:
-    """The key prefixes to sample: one per value of the first key field after the tenant."""
-    decl = table.decl
-    fixed = {_tenant_field(table): tenant} if tenant is not None else {}
-    prefix = key_ranges.key_prefix(decl, fixed) if fixed else b""
-    open_fields = [
-        s for s in decl.key.segments if s.kind != "const" and not (s.kind == "tenant" and tenant)
-    ]
-    first = open_fields[0] if open_fields else None
-    if (
-        first is None
-        or not first.field
-        or first.kind in table_model.TIME_KINDS
-        or first.kind == "salt"
-    ):
-        return [prefix]
-    values = reader.distinct(decl, prefix, first.field, False, MAX_SAMPLED)
-    return [key_ranges.key_prefix(decl, {**fixed, first.field: v}) for v in values] or [prefix]
-
-
-def _first_rows(reader: Reader, table: str, prefix: bytes, rows: int) -> list[ReadRow]:
-    query = ReadRowsQuery(
-        row_ranges=[RowRange(start_key=prefix or None, end_key=keys.prefix_end(prefix) or None)],
-        limit=rows,
-        row_filter=COLUMNS_ONLY,
-    )
-    return reader.read(table, query)
-
-
-def _tenant_field(table) -> str:
-    return next(s.field for s in table.decl.key.segments if s.kind == "tenant")
 
 
 def whole_hours(start_ms: int, end_ms: int) -> tuple[int, int]:

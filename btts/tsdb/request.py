@@ -4,6 +4,9 @@ Everything a client sends is hostile input: a bad time, interval, aggregator, fi
 expression is a :class:`BadRequest` (a 400 in OpenTSDB's error shape), never a traceback.
 Regular expressions run on RE2 (:mod:`btts.tsdb.patterns`): linear time for any pattern, so
 none is refused for its shape; back-references, lookarounds and long patterns are.
+
+The JSON body is read as OpenTSDB 2.4.1's Jackson reads it (``TSQuery``, ``TSSubQuery``); the
+query-string forms (``m=``, ``{tags}{filters}``) are :mod:`btts.tsdb.mquery`'s.
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from btts.tsdb import calendar, patterns, series
 from btts.tsdb.calendar import Calendar
 
 __all__ = [
+    "EARLIEST_MS",
     "FILTER_TYPES",
     "BadRequest",
     "SubQuery",
     "TagFilter",
     "TsQuery",
+    "filter_of_tag",
+    "merge_filters",
     "parse_body",
-    "parse_get",
-    "parse_m",
     "tag_filter",
     "truth",
 ]
@@ -44,29 +48,38 @@ UNITS_MS = {
     "n": 30 * 86_400_000,
     "y": 365 * 86_400_000,
 }
-_INTERVAL = re.compile(r"([0-9]{1,12})(ms|s|m|h|d|w|n|y)\Z")
+_INTERVAL = re.compile(r"([0-9]{1,12})(ms|s|m|h|d|w|n|y)\Z", re.IGNORECASE)
 _NUMBER = re.compile(r"(-?[0-9]{1,17})(?:\.([0-9]{1,3}))?(ms)?\Z")
 EARLIEST_MS = -62_135_596_800_000  # 0001-01-01T00:00:00Z: the earliest a time field holds
 LATEST_MS = 99_999_999_999_999
-_RELATIVE = re.compile(r"([0-9]{1,12})(ms|s|m|h|d|w|n|y)-ago\Z")
-_ABSOLUTE_FORMATS = ("%Y/%m/%d-%H:%M:%S", "%Y/%m/%d %H:%M:%S", "%Y/%m/%d-%H:%M", "%Y/%m/%d")
+_RELATIVE = re.compile(r"([0-9]{1,12})(ms|s|m|h|d|w|n|y)-ago\Z", re.IGNORECASE)
+# DateTime.parseDateTimeString: the format is chosen by the text's length
+_ABSOLUTE_FORMATS = {
+    10: ("%Y/%m/%d",),
+    16: ("%Y/%m/%d-%H:%M", "%Y/%m/%d %H:%M"),
+    19: ("%Y/%m/%d-%H:%M:%S", "%Y/%m/%d %H:%M:%S"),
+}
 FILL_POLICIES = ("none", "nan", "null", "zero")
 FILTER_TYPES = {
     "literal_or": "One or more exact values, pipe separated: web01|web02",
     "iliteral_or": "literal_or ignoring case",
     "not_literal_or": "Every value but the ones given, pipe separated",
+    "not_iliteral_or": "not_literal_or ignoring case",
     "wildcard": "A value matching * wildcards, case-sensitive: web*",
     "iwildcard": "wildcard ignoring case",
     "regexp": "A regular expression in RE2 syntax (no back-references or lookarounds)",
 }
+_LITERAL_TYPES = ("literal_or", "iliteral_or", "not_literal_or", "not_iliteral_or")
 
 
 class BadRequest(ValueError):
-    """A request the server refuses: ``code`` is the HTTP status (400, 413, 504…)."""
+    """A request the server refuses: ``code`` is the HTTP status (400, 413, 504…);
+    ``details`` OpenTSDB's optional second line of the error."""
 
-    def __init__(self, message: str, code: int = 400) -> None:
+    def __init__(self, message: str, code: int = 400, details: str = "") -> None:
         super().__init__(message)
         self.code = code
+        self.details = details
 
 
 @dataclass(frozen=True)
@@ -79,13 +92,35 @@ class TagFilter:
     def literals(self) -> list[str] | None:
         """The exact values this filter allows, when it is a list of them."""
         if self.type == "literal_or":
-            return self.filter.split("|")
-        if self.type == "wildcard" and "*" not in self.filter:
-            return [self.filter]
+            return [v for v in self.filter.split("|") if v]
         return None
 
     def match(self, value: str) -> bool:
         return patterns.matcher(self.type, self.filter)(value)
+
+    def matches(self, tags: Mapping[str, str]) -> bool:
+        """``TagVFilter.match`` on a series' tags: a series without the tag passes only a
+        ``not_`` filter."""
+        value = tags.get(self.tagk)
+        if value is None:
+            return self.type.startswith("not_")
+        return self.match(value)
+
+    def same(self, other: TagFilter) -> bool:
+        """OpenTSDB's ``equals``: the same tag, type and values (a literal list in any order;
+        an i-type ignoring case), whatever the group-by."""
+        return (self.tagk, self.type, self._canonical()) == (
+            other.tagk,
+            other.type,
+            other._canonical(),
+        )
+
+    def _canonical(self) -> object:
+        ignore_case = self.type in ("iliteral_or", "not_iliteral_or", "iwildcard")
+        text = self.filter.lower() if ignore_case else self.filter
+        if self.type in _LITERAL_TYPES:
+            return frozenset(text.split("|"))
+        return text
 
 
 @dataclass(frozen=True)
@@ -128,16 +163,20 @@ class TsQuery:
     ms_resolution: bool = False
     show_query: bool = False
     arrays: bool = False  # ?arrays=true: dps as [[ts, value], …]
+    show_tsuids: bool = False  # each answer lists the series it holds (``tsuids``)
+    show_stats: bool = False  # each answer carries its sub-query's ``stats``
+    show_summary: bool = False  # a last element ``{"statsSummary": …}``
 
 
 # -- times and intervals ----------------------------------------------------------------------
 
 
 def parse_interval(text: str) -> int:
+    """``<number><unit>`` (DateTime.parseDuration: the unit in any case) in ms."""
     match = _INTERVAL.match(text.strip())
     if not match:
         raise BadRequest(f"Invalid interval {text[:40]!r}: expected <number><ms|s|m|h|d|w|n|y>")
-    return int(match.group(1)) * UNITS_MS[match.group(2)]
+    return int(match.group(1)) * UNITS_MS[match.group(2).lower()]
 
 
 def truth(value: object) -> bool:
@@ -164,10 +203,34 @@ def _epoch(text: str) -> int | None:
     return number
 
 
-def parse_time(value: object, now_ms: int, what: str) -> int:
+def zone(name: str | None) -> dt.tzinfo:
+    """The time zone a request names (``timezone``), UTC when it names none; an unknown one
+    is a 400 with OpenTSDB's words."""
+    try:
+        return calendar.zone(str(name or "UTC"))
+    except ValueError:
+        raise BadRequest(f"Invalid timezone name: {str(name)[:40]}") from None
+
+
+def _absolute(text: str, tz: str | None) -> int | None:
+    """``yyyy/MM/dd[-HH:mm[:ss]]`` (or a space for the dash) in ``tz``; None when ``text`` is
+    not a date; a 400 when it looks like one but is not."""
+    if "/" not in text and ":" not in text:
+        return None
+    formats = _ABSOLUTE_FORMATS.get(len(text), ())
+    for fmt in formats:
+        try:
+            local = dt.datetime.strptime(text, fmt)
+        except ValueError:
+            continue
+        return int(local.replace(tzinfo=zone(tz)).timestamp() * 1000)
+    raise BadRequest(f"Invalid absolute date: {text[:40]}")
+
+
+def parse_time(value: object, now_ms: int, what: str, tz: str | None = None) -> int:
     """Epoch seconds or milliseconds (a number or its text, negative before 1970, seconds with
-    a ``.fff`` fraction, ``<n>ms``), ``<n><unit>-ago``, ``now`` or ``yyyy/MM/dd[-HH:mm[:ss]]``
-    (UTC), from year 1 on."""
+    a ``.fff`` fraction, ``<n>ms``), ``<n><unit>-ago``, ``now`` (any case) or
+    ``yyyy/MM/dd[-HH:mm[:ss]]`` in the time zone ``tz`` (UTC when none), from year 1 on."""
     if isinstance(value, bool) or value is None or not isinstance(value, (int, float, str)):
         raise BadRequest(f"Missing or invalid {what} time")
     text = repr(value) if isinstance(value, float) else str(value).strip()
@@ -175,21 +238,18 @@ def parse_time(value: object, now_ms: int, what: str) -> int:
         raise BadRequest(f"Invalid {what} time {text[:40]}")
     if isinstance(value, float) and value == int(value):
         text = str(int(value))
-    if text == "now":
+    if text.lower() == "now":
         return now_ms
     relative = _RELATIVE.match(text)
     if relative:
-        number = now_ms - int(relative.group(1)) * UNITS_MS[relative.group(2)]
+        number = now_ms - int(relative.group(1)) * UNITS_MS[relative.group(2).lower()]
     else:
         number = _epoch(text)
     if number is None:
-        for fmt in _ABSOLUTE_FORMATS:
-            try:
-                moment = dt.datetime.strptime(text, fmt).replace(tzinfo=dt.timezone.utc)
-            except ValueError:
-                continue
-            return int(moment.timestamp() * 1000)
-        raise BadRequest(f"Invalid {what} time {text[:40]!r}")
+        moment = _absolute(text, tz)
+        if moment is None:
+            raise BadRequest(f"Invalid {what} time {text[:40]!r}")
+        return moment
     if not EARLIEST_MS <= number <= LATEST_MS:
         raise BadRequest(f"Invalid {what} time {text[:40]}: before year 1 or too far ahead")
     return number
@@ -207,7 +267,7 @@ def parse_downsample(text: str, timezone: str = "UTC", use_calendar: bool = Fals
     fill = parts[2] if len(parts) == 3 else "none"
     if fill not in FILL_POLICIES:
         raise BadRequest(
-            f"Unrecognized fill policy {fill[:20]!r}: one of {', '.join(FILL_POLICIES)}"
+            f"Unrecognized fill policy: {fill[:20]} (one of {', '.join(FILL_POLICIES)})"
         )
     if agg not in series.AGGREGATORS or agg == "none":
         raise BadRequest(f"No such downsampling function: {agg[:20]!r}")
@@ -221,9 +281,9 @@ def parse_downsample(text: str, timezone: str = "UTC", use_calendar: bool = Fals
     match = _INTERVAL.match(interval)
     try:
         tz = calendar.zone(str(timezone or "UTC"))
-    except ValueError as exc:
-        raise BadRequest(str(exc)) from None
-    return Downsample(ms, agg, fill, Calendar(int(match.group(1)), match.group(2), tz))
+    except ValueError:  # TSQuery.validateAndSetQuery's words
+        raise BadRequest("The timezone specification could not be found") from None
+    return Downsample(ms, agg, fill, Calendar(int(match.group(1)), match.group(2).lower(), tz))
 
 
 # -- filters ----------------------------------------------------------------------------------
@@ -238,13 +298,22 @@ def check_regex(pattern: str) -> object:
 
 
 def tag_filter(tagk: object, kind: object, text: object, group_by: object) -> TagFilter:
+    """One filter as OpenTSDB's filter classes take it: a known type (``TagVFilter``'s
+    registered list: not ``not_key``), a tag key, and a filter text each type checks."""
     if not isinstance(tagk, str) or not tagk or not isinstance(text, str):
         raise BadRequest("A filter needs a tagk and a filter (text)")
     kind = kind if isinstance(kind, str) else ""
     if kind not in FILTER_TYPES:
         raise BadRequest(
-            f"Unrecognized filter type {kind[:20]!r}: one of {', '.join(FILTER_TYPES)}"
+            f"Could not find a tag value filter of the type: {kind[:20]} "
+            f"(filter types: {', '.join(FILTER_TYPES)})"
         )
+    if not text:
+        raise BadRequest(f"Filter cannot be null or empty ({kind} on {tagk[:40]})")
+    if kind in _LITERAL_TYPES and text == "|":
+        raise BadRequest("Filter must contain more than just a pipe")
+    if kind in ("wildcard", "iwildcard") and "*" not in text:
+        raise BadRequest(f"Filter must contain an asterisk: {text[:40]!r}")
     if text.count("|") >= MAX_FILTER_VALUES:
         raise BadRequest(f"More than {MAX_FILTER_VALUES} values in one filter")
     out = TagFilter(tagk, kind, text, bool(group_by))
@@ -253,26 +322,88 @@ def tag_filter(tagk: object, kind: object, text: object, group_by: object) -> Ta
     return out
 
 
-_FILTER_TEXT = re.compile(r"([a-z_]+)\((.*)\)\Z", re.DOTALL)
+def filter_of_tag(tagk: str, value: object, group_by: bool = True) -> TagFilter:
+    """A tag written ``tagk=value`` (``TagVFilter.getFilter``): ``type(expression)`` is that
+    filter (the type in any case), a value with a ``*`` an ``iwildcard`` (OpenTSDB's implicit
+    wildcard ignores case), anything else a ``literal_or`` of ``|``-separated values."""
+    if not isinstance(tagk, str) or not tagk:
+        raise BadRequest("A tag needs a key")
+    if not isinstance(value, str) or not value:
+        raise BadRequest(f"Tag {tagk[:40]!r}: its value must be non-empty text")
+    paren = value.find("(")
+    if paren >= 0:
+        if not value.endswith(")"):
+            raise BadRequest(f"Filter must end with a ')': {value[:60]}")
+        return tag_filter(tagk, value[:paren].lower(), value[paren + 1 : -1], group_by)
+    kind = "iwildcard" if "*" in value else "literal_or"
+    return tag_filter(tagk, kind, value, group_by)
+
+
+def merge_filters(filters: list[TagFilter], new: TagFilter) -> list[TagFilter]:
+    """``TagVFilter.mapToFilters``: a group-by filter the list already holds (equal but for
+    its group-by) marks that one as group-by instead of being added twice."""
+    if new.group_by:
+        for i, old in enumerate(filters):
+            if old.same(new):
+                return [*filters[:i], replace(old, group_by=True), *filters[i + 1 :]]
+    return [*filters, new]
 
 
 def from_tags(tags: Mapping[str, object]) -> list[TagFilter]:
-    """OpenTSDB 1.x-style ``tags``: every one groups; ``*``/``x*`` wildcards, ``a|b`` lists,
-    or a filter written ``type(expression)`` (``regexp(web.*)``, ``literal_or(a|b)``)."""
-    out = []
+    """OpenTSDB 1.x-style ``tags``: every one groups (:func:`filter_of_tag`)."""
+    out: list[TagFilter] = []
     for tagk, value in tags.items():
-        if not isinstance(value, str):
-            raise BadRequest(f"Tag {str(tagk)[:40]!r}: its value must be text")
-        written = _FILTER_TEXT.match(value)
-        if written and written.group(1) in FILTER_TYPES:
-            out.append(tag_filter(tagk, written.group(1), written.group(2), True))
-            continue
-        kind = "wildcard" if "*" in value else "literal_or"
-        out.append(tag_filter(tagk, kind, value, True))
+        out = merge_filters(out, filter_of_tag(tagk, value))
     return out
 
 
+def _json_filters(raw: object) -> list[TagFilter]:
+    if not isinstance(raw, list):
+        raise BadRequest("filters must be a list")
+    out = []
+    for f in raw:
+        if not isinstance(f, dict):
+            raise BadRequest("Each filter must be an object")
+        out.append(
+            tag_filter(f.get("tagk"), f.get("type"), f.get("filter"), truth(f.get("groupBy")))
+        )
+    return out
+
+
+def filters_of(raw: Mapping) -> list[TagFilter]:
+    """A sub-query's filters as Jackson sets them: ``setTags`` and ``setFilters`` each
+    replace what the other set, so of ``tags`` and ``filters`` the one written last wins."""
+    last = None
+    for key in raw:
+        if key in ("tags", "filters"):
+            last = key
+    if last == "filters":
+        return _json_filters(raw["filters"]) if raw["filters"] is not None else []
+    if last == "tags" and raw["tags"] is not None:
+        if not isinstance(raw["tags"], dict):
+            raise BadRequest("tags must be an object")
+        return from_tags(raw["tags"])
+    return []
+
+
 # -- whole requests ---------------------------------------------------------------------------
+
+
+def _rate(raw: Mapping) -> Rate | None:
+    if not truth(raw.get("rate")):
+        return None
+    opts = raw.get("rateOptions") or {}
+    if not isinstance(opts, dict):
+        raise BadRequest("rateOptions must be an object")
+    try:
+        return Rate(
+            truth(opts.get("counter")),
+            _counter_max(opts.get("counterMax")),
+            float(opts.get("resetValue") or 0),
+            truth(opts.get("dropResets")),
+        )
+    except (TypeError, ValueError, OverflowError):
+        raise BadRequest("rateOptions: counterMax and resetValue must be numbers") from None
 
 
 def sub_query(
@@ -288,38 +419,42 @@ def sub_query(
         raise BadRequest(f"No such aggregator: {str(agg)[:20]!r}")
     down = raw.get("downsample")
     downsample = parse_downsample(down, timezone, use_calendar) if down else None
-    rate = None
-    if truth(raw.get("rate")):
-        opts = raw.get("rateOptions") or {}
-        if not isinstance(opts, dict):
-            raise BadRequest("rateOptions must be an object")
-        try:
-            cmax = opts.get("counterMax")
-            rate = Rate(
-                truth(opts.get("counter")),
-                _counter_max(cmax),
-                float(opts.get("resetValue") or 0),
-                truth(opts.get("dropResets")),
-            )
-        except (TypeError, ValueError, OverflowError):
-            raise BadRequest("rateOptions: counterMax and resetValue must be numbers") from None
-    filters: list[TagFilter] = []
-    raw_filters = raw.get("filters")
-    if raw_filters:
-        if not isinstance(raw_filters, list):
-            raise BadRequest("filters must be a list")
-        for f in raw_filters:
-            if not isinstance(f, dict):
-                raise BadRequest("Each filter must be an object")
-            filters.append(
-                tag_filter(f.get("tagk"), f.get("type"), f.get("filter"), truth(f.get("groupBy")))
-            )
-    elif raw.get("tags"):
-        if not isinstance(raw["tags"], dict):
-            raise BadRequest("tags must be an object")
-        filters = from_tags(raw["tags"])
+    filters = tuple(filters_of(raw))
     explicit = truth(raw.get("explicitTags"))
-    return SubQuery(index, metric, agg, downsample, rate, tuple(filters), raw, explicit)
+    return SubQuery(index, metric, agg, downsample, _rate(raw), filters, raw, explicit)
+
+
+def _distinct(queries: list[SubQuery]) -> tuple[SubQuery, ...]:
+    """The sub-queries without repeats, numbered again (``parseQueryV1`` keeps the first of
+    equal ``TSSubQuery`` s: the same metric, aggregator, downsample, rate, filters)."""
+    out: list[SubQuery] = []
+    for q in queries:
+        mine = (q.metric, q.aggregator, q.downsample, q.rate, q.explicit_tags)
+        if any(
+            (o.metric, o.aggregator, o.downsample, o.rate, o.explicit_tags) == mine
+            and _same_filters(o.filters, q.filters)
+            for o in out
+        ):
+            continue
+        out.append(replace(q, index=len(out)))
+    return tuple(out)
+
+
+def _same_filters(a: tuple[TagFilter, ...], b: tuple[TagFilter, ...]) -> bool:
+    """OpenTSDB's list equality of filters: in order, each equal (its group-by not compared)."""
+    return len(a) == len(b) and all(x.same(y) for x, y in zip(a, b, strict=True))
+
+
+def _times(body: Mapping, now_ms: int, tz: str | None) -> tuple[int, int]:
+    if body.get("start") in (None, ""):
+        raise BadRequest("Missing start time")
+    start = parse_time(body.get("start"), now_ms, "start", tz)
+    end = now_ms
+    if body.get("end") not in (None, ""):
+        end = parse_time(body["end"], now_ms, "end", tz)
+    if end <= start:
+        raise BadRequest(f"End time [{end}] must be greater than the start time [{start}]")
+    return start, end
 
 
 def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
@@ -327,21 +462,32 @@ def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     if not isinstance(body, dict):
         raise BadRequest("The query body must be a JSON object")
-    start = parse_time(body.get("start"), now_ms, "start")
-    end = parse_time(body["end"], now_ms, "end") if body.get("end") not in (None, "") else now_ms
-    if end <= start:
-        raise BadRequest("End time must be greater than the start time")
+    tz = body.get("timezone") or None
+    if tz is not None and not isinstance(tz, str):
+        raise BadRequest("timezone must be text: an IANA name (Europe/Paris)")
+    start, end = _times(body, now_ms, tz)
     raw_queries = body.get("queries")
     if not isinstance(raw_queries, list) or not raw_queries:
         raise BadRequest("Missing queries")
     if len(raw_queries) > MAX_QUERIES:
         raise BadRequest(f"More than {MAX_QUERIES} queries in one request", 413)
-    tz, use_calendar = body.get("timezone") or "UTC", truth(body.get("useCalendar"))
-    if not isinstance(tz, str):
-        raise BadRequest("timezone must be text: an IANA name (Europe/Paris)")
-    queries = tuple(sub_query(i, q, tz, use_calendar) for i, q in enumerate(raw_queries))
-    ms = truth(body.get("msResolution")) or truth(body.get("ms"))
-    return TsQuery(start, end, queries, ms, truth(body.get("showQuery")))
+    use_calendar = truth(body.get("useCalendar"))
+    queries = _distinct([sub_query(i, q, tz, use_calendar) for i, q in enumerate(raw_queries)])
+    if tz is not None and any(q.downsample for q in queries):
+        try:
+            calendar.zone(tz)
+        except ValueError:  # TSQuery.validateAndSetQuery: a downsample needs a known zone
+            raise BadRequest("The timezone specification could not be found") from None
+    return TsQuery(
+        start,
+        end,
+        queries,
+        truth(body.get("msResolution")) or truth(body.get("ms")),
+        truth(body.get("showQuery")),
+        show_tsuids=truth(body.get("showTSUIDs")),
+        show_stats=truth(body.get("showStats")),
+        show_summary=truth(body.get("showSummary")),
+    )
 
 
 def _counter_max(value: object) -> int | float | None:
@@ -354,62 +500,3 @@ def _counter_max(value: object) -> int | float | None:
         return int(value)
     number = float(value)  # type: ignore[arg-type]
     return int(number) if number == int(number) else number
-
-
-_M = re.compile(r"(?P<metric>[^{}]+)(?:\{(?P<tags>[^{}]*)\})?(?:\{(?P<filters>[^{}]*)\})?\Z")
-
-
-def parse_m(text: str, index: int = 0) -> dict:
-    """``agg:[interval-agg[-fill]:][rate[{counter[,max[,reset]]}]:]metric[{tags}][{filters}]``
-    → the JSON form of one query."""
-    parts = text.split(":")
-    if len(parts) < 2:
-        raise BadRequest(f"Invalid m= {text[:60]!r}: expected aggregator:metric")
-    out: dict = {"aggregator": parts[0]}
-    match = _M.match(parts[-1])
-    if not match:
-        raise BadRequest(f"Invalid metric expression {parts[-1][:60]!r}")
-    out["metric"] = match.group("metric")
-    for part in parts[1:-1]:
-        if part.startswith("rate"):
-            out["rate"] = True
-            inner = part[4:].strip("{}")
-            bits = inner.split(",") if inner else []
-            out["rateOptions"] = {
-                "counter": bool(bits) and bits[0] == "counter",
-                **({"counterMax": bits[1]} if len(bits) > 1 and bits[1] else {}),
-                **({"resetValue": bits[2]} if len(bits) > 2 and bits[2] else {}),
-            }
-        else:
-            out["downsample"] = part
-    filters = []
-    for group, group_by in (("tags", True), ("filters", False)):
-        for pair in filter(None, (match.group(group) or "").split(",")):
-            tagk, _, value = pair.partition("=")
-            kind, _, inner = value.partition("(")
-            if inner.endswith(")") and kind in FILTER_TYPES:
-                filters.append(
-                    {"type": kind, "tagk": tagk, "filter": inner[:-1], "groupBy": group_by}
-                )
-            else:
-                kind = "wildcard" if "*" in value else "literal_or"
-                filters.append({"type": kind, "tagk": tagk, "filter": value, "groupBy": group_by})
-    out["filters"] = filters
-    return out
-
-
-def parse_get(params: Mapping[str, list[str]], now_ms: int | None = None) -> TsQuery:
-    """``GET /api/query?start=…&end=…&m=…`` (one ``m`` per query)."""
-    body: dict = {
-        "start": (params.get("start") or [None])[0],
-        "end": (params.get("end") or [None])[0],
-        "queries": [parse_m(m, i) for i, m in enumerate(params.get("m") or [])],
-        "msResolution": (params.get("ms") or params.get("msResolution") or ["false"])[0]
-        in ("", "true"),
-        "showQuery": (params.get("show_query") or params.get("showQuery") or ["false"])[0]
-        in ("", "true"),
-        "timezone": (params.get("timezone") or ["UTC"])[0],
-        "useCalendar": (params.get("use_calendar") or params.get("useCalendar") or ["false"])[0],
-    }
-    tq = parse_body(body, now_ms)
-    return replace(tq, arrays=truth((params.get("arrays") or ["false"])[0]))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from btts.tsdb import http_io, request, series
+from btts.tsdb import http_io, last, mquery, request, series
 from btts.tsdb.http_io import Headers
 from btts.tsdb.request import BadRequest
 from btts.tsdb.service import Service
@@ -25,9 +25,11 @@ PAGE = Path(__file__).resolve().parent / "page"
 PAGE_FILES = {"/": ("index.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
 MAX_BODY = 1 << 20
 VERSION = "2.4.0"
-BODY_PATHS = ("/api/query", "/api/suggest")  # the POSTs whose body is read
+BODY_PATHS = ("/api/query", "/api/query/last", "/api/suggest")  # the POSTs whose body is read
 _WRITE_PATHS = ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
 _READ_ONLY = "btts serve is read-only: no write or delete endpoint"
+# QueryRpc.execute's refusal of a DELETE when tsd.http.query.allow_delete is false (its default)
+_NO_DELETE = "Deleting data is not enabled (tsd.http.query.allow_delete=false)"
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,12 @@ class Reply:
     gzipped: bool = False
 
 
-def error_body(code: int, message: str) -> bytes:
-    return json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
+def error_body(code: int, message: str, details: str = "") -> bytes:
+    """OpenTSDB's error shape: ``details`` only when there are some."""
+    error: dict = {"code": code, "message": message}
+    if details:
+        error["details"] = details
+    return json.dumps({"error": error}).encode("utf-8")
 
 
 def _no_constant(name: str) -> float:
@@ -66,7 +72,7 @@ def respond(
     try:
         reply = _route(service, method, target, headers, raw)
     except BadRequest as exc:
-        return Reply(exc.code, error_body(exc.code, str(exc)))
+        return Reply(exc.code, error_body(exc.code, str(exc), exc.details))
     except Exception as exc:  # a bug must not leak a traceback to the client
         LOG.exception("request %s %s failed", method, target[:200])
         message = f"Internal error ({type(exc).__name__}); see the server log"
@@ -82,7 +88,9 @@ def _route(service: Service, method: str, target: str, headers: Headers, raw: by
         return _post(service, *_params(target), headers, raw)
     if method == "OPTIONS":
         return Reply(200, b"", extra=(("Allow", "GET, HEAD, POST, OPTIONS"),))
-    raise BadRequest(_READ_ONLY, 405)  # PUT, DELETE, PATCH
+    if method == "DELETE" and _path(target).startswith("/api/query"):
+        raise BadRequest("Bad request", 400, _NO_DELETE)  # as OpenTSDB's default answers
+    raise BadRequest(_READ_ONLY, 405)  # PUT, PATCH, DELETE elsewhere
 
 
 def _params(target: str) -> tuple[str, dict[str, list[str]]]:
@@ -114,7 +122,9 @@ def _get(svc: Service, path: str, params: dict[str, list[str]]) -> Reply:
         name, kind = PAGE_FILES.get(path, PAGE_FILES["/"])
         return Reply(200, (PAGE / name).read_bytes(), kind)
     if path == "/api/query":
-        return Reply(200, svc.query(request.parse_get(params)))
+        return Reply(200, svc.query(mquery.parse_get(params)))
+    if path == "/api/query/last":
+        return _json(last.answer_last(svc, last.parse_last_get(params)))
     if path == "/api/suggest":
         return _json(svc.suggest(one("type"), one("q"), number("max", 25)))
     if path == "/api/search/lookup":
@@ -146,8 +156,6 @@ def _post(
     if path not in BODY_PATHS or raw is None:
         if path.startswith(_WRITE_PATHS):
             raise BadRequest(_READ_ONLY, 405)
-        if path == "/api/query/last":
-            raise BadRequest("/api/query/last is not served", 404)
         raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
     raw = http_io.decode_body(raw, headers, MAX_BODY)
     try:
@@ -158,10 +166,12 @@ def _post(
         raise BadRequest("Unable to parse the request body as JSON") from None
     if path == "/api/suggest":  # pyopentsdb: {"type", "q", "max"} as a JSON body
         return _json(_suggest_body(svc, body))
+    if path == "/api/query/last":
+        return _json(last.answer_last(svc, last.parse_last_body(body)))
     if isinstance(body, dict) and request.truth(body.get("delete")):
         raise BadRequest(_READ_ONLY + " (delete: true is refused)", 405)
     tq = request.parse_body(body)
-    if request.truth((params.get("arrays") or ["false"])[0]):
+    if mquery.flag(params, "arrays"):
         tq = replace(tq, arrays=True)
     return Reply(200, svc.query(tq))
 

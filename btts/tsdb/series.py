@@ -166,16 +166,41 @@ INTERPOLATION = {
 NO_INTERPOLATION = tuple(INTERPOLATION)
 
 
+# PercentileAgg.runDouble ignores the estimation type: over doubles ep50r3… are p50…
+AS_DOUBLES = {
+    f"ep{name}{kind}": percentile(p)
+    for name, p in (("50", 50), ("75", 75), ("90", 90), ("95", 95), ("99", 99), ("999", 99.9))
+    for kind in ("r3", "r7")
+}
+
+
+def is_long(value: Value) -> bool:
+    """True for a value OpenTSDB would hold as a long: an integer, or a decimal written
+    without a fraction (``42``, not ``42.0``)."""
+    if isinstance(value, Decimal):
+        return value.is_finite() and value.as_tuple().exponent >= 0
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def run_aggregator(name: str, values: Sequence[Value]) -> Value:
-    """The aggregator over the values that are numbers; None when there are none."""
+    """The aggregator over the values that are numbers, as a downsample runs it (OpenTSDB's
+    ``Downsampler`` always calls ``runDouble``); None when there are none."""
     nums = _nums(values)
-    return AGGREGATORS[name](nums) if nums else None
+    return AS_DOUBLES.get(name, AGGREGATORS[name])(nums) if nums else None
 
 
-def combine(name: str, values: Sequence[Value]) -> Value:
+def combine(name: str, values: Sequence[Value], longs: bool | None = None) -> Value:
     """One aggregated value from the series' values at one time, NaN as OpenTSDB treats it:
     skipped by every aggregator (all NaN gives NaN, ``count`` gives 0) but ``first``/``last``/
-    ``mult``/``diff``, which take the value they find."""
+    ``mult``/``diff``, which take the value they find. ``longs``: whether OpenTSDB would run
+    the aggregator on longs (every value an integer; by default judged from ``values``), the
+    only case where ``ep…r3``/``ep…r7`` use their estimation type."""
+    if name in AS_DOUBLES:
+        nums = _nums(values)
+        if not nums:
+            return NAN
+        longs = all(is_long(v) for v in nums) if longs is None else longs
+        return (AGGREGATORS if longs else AS_DOUBLES)[name](nums)
     if name in ("first", "last", "none"):
         return values[0] if name != "last" else values[-1]
     nums = _nums(values)
@@ -304,9 +329,11 @@ def _calendar_downsample(
     """:func:`downsample` into calendar buckets (``1dc``; ``useCalendar`` and ``timezone``)."""
     first = calendar.ceil(start_ms)
     grouped: dict[int, list] = {}
+    origin = None
     for ts, value in points:
         if ts >= first:
-            grouped.setdefault(calendar.floor(ts), []).append(value)
+            origin = calendar.floor(ts) if origin is None else origin
+            grouped.setdefault(calendar.stepped(ts, origin), []).append(value)
     out = {b: run_aggregator(aggregator, vals) for b, vals in grouped.items()}
     if fill != "none":
         last = calendar.floor(end_ms)
@@ -421,13 +448,16 @@ def _between(method: str, t: int, p0: tuple[int, Value], p1: tuple[int, Value]) 
     return float(v0) + (t - t0) * (float(v1) - float(v0)) / (t1 - t0)
 
 
-def aggregate(group: Sequence[Series], aggregator: str, rates: bool = False) -> Series:
+def aggregate(
+    group: Sequence[Series], aggregator: str, rates: bool = False, doubles: bool = False
+) -> Series:
     """Many series into one, as ``AggregationIterator``: at every time some series has a
     point, the aggregator over each series that has begun and not ended there, a series
     without a point at that time counting as its interpolation (``INTERPOLATION``: linear
     unless the aggregator says otherwise). Rates are not interpolated: a series counts with its
     latest rate, from its first (taken from time zero) on; that first one is no time of its
-    own."""
+    own. ``doubles`` (downsampled series, rates): OpenTSDB aggregates them as doubles;
+    otherwise as longs when every point it reads there is an integer."""
     method = INTERPOLATION.get(aggregator, "lerp")
     members = [s for s in group if len(s) > (1 if rates else 0)]
     times = sorted({t for s in members for t, _ in (s[1:] if rates else s)})
@@ -435,6 +465,7 @@ def aggregate(group: Sequence[Series], aggregator: str, rates: bool = False) -> 
     out: Series = []
     for t in times:
         values: list[Value] = []
+        longs = not (doubles or rates)
         for k, s in enumerate(members):
             i = cursor[k]
             while i + 1 < len(s) and s[i + 1][0] <= t:
@@ -442,11 +473,13 @@ def aggregate(group: Sequence[Series], aggregator: str, rates: bool = False) -> 
             cursor[k] = i
             if t > s[-1][0]:
                 continue  # this series has ended
+            # its two slots (the point at or before t, the next) hold longs
+            longs = longs and is_long(s[i][1]) and (i + 1 == len(s) or is_long(s[i + 1][1]))
             if rates or s[i][0] == t:  # a rate holds until the next one
                 values.append(s[i][1])
             elif s[i][0] < t:
                 values.append(_between(method, t, s[i], s[i + 1]))
-        out.append((t, combine(aggregator, values)))
+        out.append((t, combine(aggregator, values, longs)))
     return out
 
 

@@ -28,6 +28,8 @@ from btts.tsdb.http_io import Body, Head
 from btts.tsdb.request import BadRequest
 from btts.tsdb.routes import Reply, error_body
 from btts.tsdb.service import Service
+from btts.tsdb.stdlib_front import StdlibServer, make_stdlib_server
+from transforms import official
 
 __all__ = ["GRACE_S", "WORKERS", "Server", "make_server"]
 
@@ -413,9 +415,12 @@ def make_server(
     tls: ssl.SSLContext | None = None,
     max_connections: int = MAX_CONNECTIONS,
     workers: int = WORKERS,
-) -> Server:
+) -> Server | StdlibServer:
     """A server listening on ``bind:port`` (0: a free port), not yet serving; an OSError
-    when the address cannot be taken."""
+    when the address cannot be taken. With ``BTTS_OFFICIAL=http``, the standard library's
+    threading server instead (:mod:`btts.tsdb.stdlib_front`; ``workers`` does not apply)."""
+    if official.uses("http"):
+        return make_stdlib_server(service, bind, port, access, tls, max_connections)
     family = socket.AF_INET6 if ":" in bind else socket.AF_INET
     sock = socket.create_server((bind, port), family=family, backlog=1024)
     return Server(service, sock, access or Access(), tls, max_connections, workers)

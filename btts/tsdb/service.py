@@ -1,27 +1,39 @@
-"""What every request of ``btts serve`` shares: the catalog, the target, one data client, the
-limits, and the bounded caches of enumerated series; the endpoints' answers as Python values.
+"""What every request of ``btts serve`` shares: the catalog, the target, the limits, the series
+indexes, the bounded caches; the endpoints' answers as Python values.
+
+Suggest, lookup and the expansion of a query's ``*``, wildcards and regexps read the series
+indexes (:mod:`btts.tsdb.index`), never the data. A request that fails for want of time or of
+Bigtable (a 503 or a 504) is remembered for :data:`FAIL_S` seconds: the same request in that
+time gets the same error at once instead of spending the server's time again (a dashboard
+refreshing a panel that times out would otherwise keep the server busy with it).
 
 With ``tenant`` only tables keyed by a tenant are served, and every read is pinned to that
-tenant's key prefix.
+tenant's key prefix (the index's too).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from btts.config import Target
-from btts.tsdb import answer, reads, request
+from btts.tsdb import answer, budget, index, mquery, reads, request
 from btts.tsdb.cache import TtlLru
-from btts.tsdb.catalog import Catalog
+from btts.tsdb.catalog import Catalog, Metric
 from btts.tsdb.request import BadRequest, TagFilter
 
 __all__ = ["Service"]
 
+LOG = logging.getLogger(__name__)
 CACHE_S = 60.0
 CACHE_ENTRIES = 256
 REFRESH_MISS_S = 5.0  # an unknown metric looks for new map entries at most this often
+REFRESH_S = 30.0  # the least time a refresh of the catalog may read for
+FAIL_S = 10.0  # a request that failed for want of time or of Bigtable: its error, this long
+MAX_LOOKUP = 100_000  # series one lookup lists (OpenTSDB: no limit given, 25)
+RESOLVED_LITERALS = 4096  # tsd.query.filter.expansion_limit: literal values looked up
 
 
 class Service:
@@ -34,40 +46,114 @@ class Service:
         self.target = target
         self.limits = limits
         self.tenant = tenant
+        self.index = index.SeriesIndex(catalog.schemas, tenant)
         self._cache = TtlLru(CACHE_ENTRIES, CACHE_S)  # keyed by client filters: bounded
         self.enumerations = TtlLru(CACHE_ENTRIES * 4, CACHE_S)  # a key field's values
+        self._failures = TtlLru(CACHE_ENTRIES, FAIL_S)
         self._refresh_lock = threading.Lock()
         self._refreshed = time.monotonic()
 
     def refresh_catalog(self, older_than_s: float = CACHE_S) -> None:
         """Find the map entries again (an entry first sent after the start becomes a metric
-        without a restart), at most once per ``older_than_s``."""
+        without a restart), at most once per ``older_than_s``: from the indexes, or sampled
+        from the data of a schema without one."""
         with self._refresh_lock:
-            if time.monotonic() - self._refreshed < older_than_s or not self.catalog.map_tables():
+            if time.monotonic() - self._refreshed < older_than_s:
                 return
             self._refreshed = time.monotonic()
-        entries = reads.discover_entries(self.target, self.catalog.map_tables(), self.tenant)
+        reader = self.reader(max(self.limits.deadline_s, REFRESH_S))
+        try:
+            entries = self.index.entries(reader)
+        except BadRequest as exc:  # Bigtable not answering: keep what is known
+            LOG.warning("the series indexes could not be read (%s); the catalog stays", exc)
+            return
+        bare = [m for m in self.catalog.map_tables() if m[0].index is None]
+        entries.update(index.discover_entries(self.target, bare, self.tenant))
         known = set(self.catalog.metrics)
         self.catalog = Catalog(self.catalog.schemas, entries, self.tenant)
         if set(self.catalog.metrics) != known:  # new entries came with new key values
             self.enumerations.clear()
+            self._cache.clear()
 
-    def reader(self) -> reads.Reader:
+    def reader(self, deadline_s: float | None = None) -> reads.Reader:
         return reads.Reader(
             self.target,
-            self.limits.deadline_s,
+            self.limits.deadline_s if deadline_s is None else deadline_s,
             self.limits.max_scan_rows,
             self.tenant,
             self.enumerations,
+            self.index,
         )
+
+    def _remembered(self, key: tuple, work: Callable):
+        """``work()``, or the 503/504 the same request met less than :data:`FAIL_S` ago."""
+        failed = self._failures.get(key)
+        if failed is not None:
+            raise BadRequest(*failed)
+        try:
+            return work()
+        except BadRequest as exc:
+            unlisted = exc.code == 503 and "btts index rebuild" in str(exc)  # cheap to find
+            if exc.code in (503, 504) and not unlisted:
+                self._failures.put(key, (str(exc), exc.code))
+            raise
 
     # -- endpoints ---------------------------------------------------------------------------
 
+    def _recheck(self) -> None:
+        """While some table's data is missing from its index, look again every few seconds
+        (a ``btts index rebuild`` ends it without a restart)."""
+        if self.index.unlisted:
+            self.refresh_catalog(REFRESH_MISS_S)
+
     def query(self, tq: request.TsQuery) -> bytes:
+        self._recheck()
         if any(q.metric not in self.catalog.metrics for q in tq.queries):
             self.refresh_catalog(REFRESH_MISS_S)
-        results = answer.answer(self.reader(), self.catalog, tq, self.limits)
-        return answer.render(results, tq.ms_resolution, tq.arrays)
+        moment = (tq.start_ms // 10_000, tq.end_ms // 10_000)  # a refresh asks it again
+        shown = (tq.show_query, tq.show_stats, tq.show_summary, tq.show_tsuids)
+        key = ("query", tq.queries, moment, tq.ms_resolution, tq.arrays, shown)
+
+        def work() -> bytes:
+            reader = self.reader()
+            budget.check_request(tq, self.limits.max_points)  # before any read, this one too
+            for q in tq.queries:
+                self._resolve_tag_values(reader, q)
+            stats = answer.Stats() if tq.show_stats or tq.show_summary else None
+            results = answer.answer(reader, self.catalog, tq, self.limits, stats)
+            return answer.render(results, tq.ms_resolution, tq.arrays, tq, stats)
+
+        return self._remembered(key, work)
+
+    def _resolve_tag_values(self, reader: reads.Reader, q: request.SubQuery) -> None:
+        """OpenTSDB resolves each value of a case-sensitive ``literal_or`` (of a ``tags``
+        value) to its UID before it reads, and fails the query on one it has never seen
+        (``tsd.query.skip_unresolved_tagvs`` is false by default): a 400, not an empty
+        answer. Here a value is known when a served index lists it (metrics of a schema without
+        an index are not checked)."""
+        metric = self.catalog.metrics.get(q.metric)
+        source = _indexed_source(metric, self.index) if metric is not None else None
+        if source is None:
+            return
+        pinned = {s.field for s in source.table.decl.key.segments if s.kind == "tenant"}
+        values = [
+            v
+            for f in q.filters
+            if f.type == "literal_or"
+            and f.filter.count("|") < RESOLVED_LITERALS
+            and f.tagk in metric.tags  # an unknown tag key is refused as such, later
+            and not (self.tenant and f.tagk in pinned)  # the server's own tenant decides
+            for v in dict.fromkeys(f.filter.split("|"))
+        ]
+        if not values:
+            return
+        known = self.index.present(reader, source, values)
+        if known is None:  # no index table yet (nothing landed): nothing to resolve against
+            return
+        missing = next((v for v in values if v not in known), None)
+        if missing is not None:
+            text = f"No such name for 'tagv': '{missing}'"
+            raise BadRequest(text, 400, details=text)
 
     def suggest(self, kind: str, prefix: str, limit: int) -> list[str]:
         if kind == "metrics":
@@ -76,26 +162,46 @@ class Service:
         elif kind == "tagk":
             names = self.catalog.tag_keys()
         elif kind == "tagv":
-            names = sorted({v for combo in self._all_series() for v in combo.values()})
+            self._recheck()
+            return self._remembered(
+                ("tagv", prefix, limit), lambda: self._tag_values(prefix, limit)
+            )
         else:
             raise BadRequest(f"Invalid 'type' {kind[:20]!r}: metrics, tagk or tagv")
         return [n for n in names if n.startswith(prefix)][:limit]
 
-    def _all_series(self) -> list[dict]:
+    def _tag_values(self, prefix: str, limit: int) -> list[str]:
+        """Every served tag value starting with ``prefix``, the first ``limit``: from the
+        indexes, and enumerated from the keys for the tables of a schema without one."""
+        for why in self.index.unlisted.values():
+            raise BadRequest(why, 503)
+        reader = self.reader()
+        found = set(self.index.tag_values(reader, prefix, limit))
+        for combo in self._unindexed_series():
+            found.update(v for v in combo.values() if v.startswith(prefix))
+        return sorted(found)[:limit]
+
+    def _unindexed_series(self) -> list[dict]:
         out: list[dict] = []
         seen = set()
         for metric in self.catalog.metrics.values():
             for source in metric.points + metric.rollups:
-                if source.table.name in seen:
+                if source.table.name in seen or self.index.covers(source):
                     continue
                 seen.add(source.table.name)
                 try:
-                    out += self._series_of(metric.name, source, ())
-                except BadRequest:  # a table not written yet, too many values: skip it
-                    continue
+                    out += self._series_of(source, ())
+                except BadRequest as exc:
+                    if exc.code == 400 and "does not exist" in str(exc):  # not landed yet
+                        continue
+                    raise
         return out
 
-    def _series_of(self, name: str, source, filters: Sequence[TagFilter]) -> list[dict]:
+    def _series_of(self, source, filters: Sequence[TagFilter], limit: int = 0) -> list[dict]:
+        """The tag values of the series of ``source`` passing ``filters``: from its index, or
+        (a schema without one) enumerated from the keys, bounded, cached a while."""
+        if self.index.covers(source):
+            return self.index.series(self.reader(), source, filters, None, limit)
         key = (source.schema.dataset, source.table.name, tuple(filters))
         hit = self._cache.get(key)
         if hit is not None:
@@ -104,17 +210,24 @@ class Service:
         open_tags = [
             request.tag_filter(t, "wildcard", "*", True) for t in source.tags if t not in given
         ]
-        p = reads.plan(self.reader(), source, [*filters, *open_tags], 0, 1)
+        try:
+            p = reads.plan(self.reader(), source, [*filters, *open_tags], 0, 1)
+        except BadRequest as exc:
+            if exc.code in (413, 504):
+                hint = "; declare `index:` in the schema and run `btts index rebuild`"
+                raise BadRequest(f"{exc}{hint}", exc.code) from None
+            raise
         combos = [{t: str(v) for t, v in combo.items() if t in source.tags} for combo in p.combos]
         self._cache.put(key, combos)
         return combos
 
     def lookup(self, m: str, limit: int) -> dict:
-        parsed = request.parse_m("none:" + m)
+        parsed = mquery.parse_m("none:" + m)
         filters = [
             request.tag_filter(f["tagk"], f["type"], f["filter"], f["groupBy"])
             for f in parsed["filters"]
         ]
+        self._recheck()
         if parsed["metric"] not in self.catalog.metrics:
             self.refresh_catalog(REFRESH_MISS_S)
         try:
@@ -123,8 +236,17 @@ class Service:
             raise BadRequest(str(exc), 404) from None
         tags = {f.tagk for f in filters}
         sources = [s for s in metric.points + metric.rollups if tags <= set(s.tags)]
-        combos = self._series_of(metric.name, sources[0], tuple(filters)) if sources else []
-        shown = combos if limit <= 0 else combos[:limit]  # OpenTSDB: 0 or less is no limit
+        wanted = limit if limit > 0 else MAX_LOOKUP  # OpenTSDB: 0 or less is no limit
+        key = ("lookup", m, wanted)
+
+        def work() -> list[dict]:
+            if not sources:
+                return []
+            if self.index.covers(sources[0]):
+                self._resolve_lookup(sources[0], filters)
+            return self._series_of(sources[0], tuple(filters), wanted)[:wanted]
+
+        shown = self._remembered(key, work)
         results = [{"tsuid": "", "metric": metric.name, "tags": c} for c in shown]
         return {
             "type": "LOOKUP",
@@ -134,5 +256,22 @@ class Service:
             "time": 0,
             "results": results,
             "startIndex": 0,
-            "totalResults": len(combos),
+            "totalResults": len(results),  # OpenTSDB: the series it returns
         }
+
+    def _resolve_lookup(self, source, filters: Sequence[TagFilter]) -> None:
+        """A lookup's tag value nobody has: OpenTSDB's 404 (SearchRpc, NoSuchUniqueName)."""
+        values = [f.filter for f in filters if f.type == "literal_or" and "|" not in f.filter]
+        if not values:
+            return
+        known = self.index.present(self.reader(), source, values)
+        if known is None:
+            return
+        missing = next((v for v in values if v not in known), None)
+        if missing is not None:
+            why = f"No such name for 'tagv': '{missing}'"
+            raise BadRequest("Unable to resolve one or more UIDs", 404, details=why)
+
+
+def _indexed_source(metric: Metric, series_index: index.SeriesIndex):
+    return next((s for s in metric.points + metric.rollups if series_index.covers(s)), None)

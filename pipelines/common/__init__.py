@@ -4,7 +4,8 @@ tables, build the graph (:class:`Ingest`), run it, print the summary and return 
 
 The parts live by concern: :mod:`.options` (flags, parsing, checks), :mod:`.jobspec` (what a
 job is), :mod:`.graph` (the ingest graph and dead-letter names), :mod:`.runner` (preflight,
-runner, dry runs), :mod:`.report` (counters, summary, exit policy, the report)."""
+runner, dry runs), :mod:`.remote` (what workers elsewhere can read), :mod:`.report`
+(counters, summary, exit policy, the report)."""
 
 from __future__ import annotations
 
@@ -34,17 +35,20 @@ from pipelines.common.options import (
     check_inputs_exist,
     input_patterns,
     option_classes,
+    options_class,
     parse_args,
     resolve_target,
     timezone,
     validate_input,
 )
+from pipelines.common.remote import check_worker_paths
 from pipelines.common.report import (
     JobFailed,
     RunReport,
     counters,
     dead_letter_reasons,
     failure,
+    first_overwrite,
     sample_lines,
     summary,
 )
@@ -74,6 +78,7 @@ __all__ = [
     "main",
     "new_pipeline",
     "option_classes",
+    "options_class",
     "parse_args",
     "resolve_target",
     "run_file_ingest",
@@ -178,7 +183,17 @@ def run_file_ingest(
     totals = counters(result)
     reasons = tuple(dead_letter_reasons(result))
     written = letters if target is not None else None  # a check writes no dead letters
-    report = RunReport(name, totals, seconds, tables, target, reasons, written, result=result)
+    report = RunReport(
+        name,
+        totals,
+        seconds,
+        tables,
+        target,
+        reasons,
+        written,
+        overwrite=first_overwrite(result),
+        result=result,
+    )
     _summarize(name, job, options, report)
     return report
 
@@ -198,6 +213,7 @@ def _prepared(
         validate_input(options, job)
         with_time_input(options, job)  # refuse a bad --time_format before anything runs
         check_only = options.view_as(FileInputOptions).validate_only
+        _check_worker_paths(options, job.name, check_only)
         writes = not (check_only or is_dry_run(options))  # a check or a dry run: no Bigtable
         target = prepare(options, job_tables(options, job), job) if writes else None
         if not options.view_as(StreamingInputOptions).input_subscription:
@@ -207,11 +223,23 @@ def _prepared(
     return options, job, target
 
 
+def _check_worker_paths(options: PipelineOptions, name: str, check_only: bool) -> None:
+    """The file paths the workers are given: remote URIs where they run elsewhere
+    (:func:`.remote.check_worker_paths`)."""
+    stream = options.view_as(StreamingInputOptions)
+    inputs = [] if stream.input_subscription else input_patterns(options)
+    dead_letter = options.view_as(FileInputOptions).dead_letter
+    files = not (stream.dead_letter_topic or check_only)  # else no dead-letter files
+    check_worker_paths(options, name, inputs, dead_letter, files)
+
+
 def _summarize(name: str, job: JobSpec, options: PipelineOptions, report: RunReport) -> None:
-    """Print the run's summary; a run over its dead-letter limit fails (after it wrote what
-    was valid), naming the top reasons and the flag that accepts them."""
+    """Print the run's summary; a run over its dead-letter limit, or whose records overwrote
+    one another, fails (after it wrote what was valid), naming the top reasons or the first
+    overwrite and the flag that accepts them."""
     label = name if job.name == name else f"{name} ({job.name})"
     reasons = report.reasons
+    given = options.view_as(FileInputOptions)
     print(
         summary(
             label,
@@ -221,14 +249,18 @@ def _summarize(name: str, job: JobSpec, options: PipelineOptions, report: RunRep
             reasons,
             dead_letters=report.dead_letters,
             samples=sample_lines(reasons),
+            overwrite=report.overwrite,
+            accepted=given.accept_overwrites,
         ),
         flush=True,
     )
     why = failure(
         report.counters,
         reasons,
-        options.view_as(FileInputOptions).max_dead_letter_ratio,
+        given.max_dead_letter_ratio,
         bad_record_limit(options),
+        report.overwrite,
+        given.accept_overwrites,
     )
     if why:
         if report.dead_letters:

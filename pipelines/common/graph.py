@@ -26,13 +26,16 @@ from pipelines.common.options import (
     resolve_target,
     write_settings,
 )
+from pipelines.common.remote import is_remote, remote_dead_letter_base
+from pipelines.common.series_step import write_series_index
 from transforms.bigtable.collapse import latest_only_families
-from transforms.ingest.build_rows import DEAD_LETTER, ROWS, BuildRows
+from transforms.ingest.build_rows import DEAD_LETTER, PRINTS, ROWS, BuildRows, OverwriteCheck
 from transforms.ingest.dead_letters import (
     WriteDeadLetterFiles,
     WriteDeadLetters,
     WriteDeadLettersToPubSub,
 )
+from transforms.ingest.overwrite_check import CheckOverwrites
 from transforms.ingest.pubsub import ReadPubSubLines
 from transforms.ingest.readers import ReadRecords
 from transforms.rollup.hourly import TOO_LATE, Rollup
@@ -40,6 +43,10 @@ from transforms.rollup.hourly import TOO_LATE, Rollup
 __all__ = ["Ingest", "dead_letter_location", "new_run_id"]
 
 ROLLUP = "rollup"
+# The streaming overwrite check's memory: each record is compared with the last RECENT_ROWS rows
+# its worker built, none older than RECENT_SECONDS (bounded: a stream never ends).
+RECENT_ROWS = 100_000
+RECENT_SECONDS = 600.0
 
 
 def new_run_id(now: dt.datetime | None = None) -> str:
@@ -50,8 +57,12 @@ def new_run_id(now: dt.datetime | None = None) -> str:
 
 
 def dead_letter_base(options: PipelineOptions, job: str) -> str:
-    """``--dead_letter``, or ``dead-letters/<job>``: what every run's own prefix starts with."""
-    return options.view_as(FileInputOptions).dead_letter or f"dead-letters/{job}"
+    """``--dead_letter``, or by default ``dead-letters/<job>`` (on a remote runner, under
+    ``--temp_location``: a worker's own disk vanishes with it): what every run's own prefix
+    starts with."""
+    given = options.view_as(FileInputOptions).dead_letter
+    remote = remote_dead_letter_base(options, job) if is_remote(options) else None
+    return given or remote or f"dead-letters/{job}"
 
 
 def dead_letter_prefix(options: PipelineOptions, job: str, run_id: str) -> str:
@@ -69,6 +80,20 @@ def dead_letter_location(options: PipelineOptions, job: str, run_id: str) -> str
     if options.view_as(FileInputOptions).validate_only:
         return None
     return f"{dead_letter_prefix(options, job, run_id)}*.jsonl"
+
+
+def overwrite_check(options: PipelineOptions, job: JobSpec) -> OverwriteCheck | None:
+    """The build step's overwrite check (``--overwrite_check``): every SetCell table the job
+    writes from events (aggregates sum by design; the rollup writes its own totals)."""
+    if options.view_as(FileInputOptions).overwrite_check == "off":
+        return None
+    stamp_in_key = getattr(job.builder, "stamp_in_key", None)
+    tables = stamp_in_key() if stamp_in_key is not None else {}
+    if not tables:
+        return None
+    if options.view_as(StreamingInputOptions).input_subscription:
+        return OverwriteCheck(tables, RECENT_ROWS, RECENT_SECONDS)
+    return OverwriteCheck(tables)
 
 
 def _event_times(job: JobSpec) -> dict[str, Callable[[int], int]]:
@@ -99,15 +124,24 @@ class Ingest(beam.PTransform):
             lines = pbegin | "ReadMessages" >> ReadPubSubLines(stream.input_subscription)
         else:
             input_format = options.view_as(FileInputOptions).input_format
-            lines = pbegin | "ReadLines" >> ReadRecords(input_patterns(options), input_format)
+            # a remote runner's inputs are URIs; nothing of them is opened here to pick readers
+            read = ReadRecords(input_patterns(options), input_format, not is_remote(options))
+            lines = pbegin | "ReadLines" >> read
+        check = overwrite_check(options, job)
         built = lines | "ParseAndBuild" >> BuildRows(
             job.rows_fn(),
             job.name,
             job.csv_adapter,
             event_ms=_event_times(job),
             framed=job.framed_fn(),
+            check=check,
         )
         rows = built[ROWS]
+        if check is not None and not check.recent_rows:  # batch: every row, every worker
+            input_format = options.view_as(FileInputOptions).input_format
+            built[PRINTS] | "CheckOverwrites" >> CheckOverwrites(
+                job.rows_fn(), job.csv_adapter, input_format, check.tables
+            )
         if options.view_as(FileInputOptions).validate_only:  # counted by BuildRows; no writes
             return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}
         settings = write_settings(options)
@@ -119,6 +153,9 @@ class Ingest(beam.PTransform):
         if stream.hourly_rollup and job.rollup:
             out[ROLLUP], too_late = self._rollup(rows, stream, add_cells, set_cells, collapse)
             dead.append(too_late)
+        write_series_index(
+            [out[k] for k in (ROWS, ROLLUP) if k in out], job, set_cells, ROLLUP in out
+        )
         letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
         write_dead_letters(letters, options, job.name, self.run_id)
         out[DEAD_LETTER] = letters

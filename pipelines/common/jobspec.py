@@ -19,7 +19,7 @@ from transforms.ingest.build_rows import Builder, CsvAdapter
 from transforms.rollup.core import RollupSpec, schema_rollups
 from transforms.table_model import TableDecl
 
-__all__ = ["JobSpec", "builtin_job", "job_tables", "schema_job", "with_time_input"]
+__all__ = ["JobSpec", "builtin_job", "job_tables", "schema_job", "table_decl", "with_time_input"]
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,26 @@ def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
 
 
 def job_tables(options: PipelineOptions, job: JobSpec) -> list[str]:
+    """The tables a run of ``job`` writes: its own, its hourly rollup's, its series index."""
     tables = list(job.tables)
-    if options.view_as(StreamingInputOptions).hourly_rollup and job.rollup:
+    rollup = bool(options.view_as(StreamingInputOptions).hourly_rollup and job.rollup)
+    if rollup:
         tables.append(job.rollup.table)
+    index = job.builder.schema.index
+    if index is not None and _indexes(job, tables):
+        tables.append(index.table)
     return tables
+
+
+def _indexes(job: JobSpec, tables: Sequence[str]) -> bool:
+    from transforms.scans import series_index
+
+    return bool({t.name for t in series_index.indexed_tables(job.builder.schema)} & set(tables))
+
+
+def table_decl(job: JobSpec, table: str) -> TableDecl:
+    """The declaration of a table ``job`` writes: one of its schema's, or its series index."""
+    index = job.builder.schema.index
+    if table not in job.decls and index is not None and index.table == table:
+        return index.decl()
+    return job.decls[table]

@@ -1,5 +1,6 @@
-"""The jobs' flags: the option classes every job shares, their parsing (one clear line for a
-typo, a bad value or a missing input, never Beam's usage or a traceback), and their checks."""
+"""The jobs' flags: their option classes (one per flag group of :mod:`pipelines.flags`, made from
+the group's declarations), their parsing (one clear line for a typo, a bad value or a missing
+input, never Beam's usage or a traceback), and their checks."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ __all__ = [
     "check_inputs_exist",
     "input_patterns",
     "option_classes",
+    "options_class",
     "parse_args",
     "resolve_target",
     "timezone",
@@ -71,55 +73,51 @@ def write_settings(options: PipelineOptions) -> WriteSettings:
     )
 
 
-class BigtableOptions(PipelineOptions):
-    """Where rows go: :func:`pipelines.flags.bigtable`."""
-
-    FLAGS = staticmethod(flags.bigtable)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        flags.bigtable(parser)
+_CLASSES: dict[str, type[PipelineOptions]] = {}
 
 
-class FileInputOptions(PipelineOptions):
-    """Batch input from files and where bad lines go: :func:`pipelines.flags.file_input`."""
+def options_class(group: flags.Group) -> type[PipelineOptions]:
+    """The PipelineOptions class of a flag group: Beam's parser takes the group's flags from its
+    ``_add_argparse_args`` and ``options.view_as(cls)`` reads their values. One class per group,
+    made when first asked for (Beam parses the flags of every class made so far: a job's own
+    flags join when its module asks for its classes, as a class statement there would), named
+    after the group (``file_input`` → ``FileInputOptions``)."""
+    made = _CLASSES.get(group.name)
+    if made is not None:
+        if made.GROUP is not group:
+            raise ValueError(f"two flag groups are named {group.name!r}")
+        return made
 
-    FLAGS = staticmethod(flags.file_input)
+    def add_flags(cls, parser: argparse.ArgumentParser) -> None:
+        flags.add_group(parser, group)
 
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        flags.file_input(parser)
-
-
-class StreamingInputOptions(PipelineOptions):
-    """Pub/Sub input and the hourly rollup: :func:`pipelines.flags.streaming`."""
-
-    FLAGS = staticmethod(flags.streaming)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        flags.streaming(parser)
-
-
-class TimeOptions(PipelineOptions):
-    """Calendar labels' zone: :func:`pipelines.flags.time_zone`."""
-
-    FLAGS = staticmethod(flags.time_zone)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        flags.time_zone(parser)
-
-
-SHARED = (BigtableOptions, FileInputOptions, StreamingInputOptions, TimeOptions)
+    name = "".join(word.capitalize() for word in group.name.split("_")) + "Options"
+    made = type(
+        name,
+        (PipelineOptions,),
+        {
+            "__module__": __name__,
+            "__qualname__": name,
+            "__doc__": f"The flags of {group.title!r}, as pipelines.flags declares them.",
+            "GROUP": group,
+            "_add_argparse_args": classmethod(add_flags),
+        },
+    )
+    _CLASSES[group.name] = made
+    return made
 
 
-def option_classes(job: str, *own: type[PipelineOptions]) -> tuple[type[PipelineOptions], ...]:
-    """The option classes of ``job``, in the order of its flag groups
-    (:data:`pipelines.flags.GROUPS`): the shared ones and ``own``, each class naming the group
-    it delegates to as ``FLAGS``. A group with no class here is a KeyError at import."""
-    by_group = {cls.FLAGS: cls for cls in (*SHARED, *own)}
-    return tuple(by_group[group] for group in flags.GROUPS[job])
+# The groups every job shares, by the names the jobs read them with.
+BigtableOptions = options_class(flags.BIGTABLE)
+FileInputOptions = options_class(flags.FILE_INPUT)
+StreamingInputOptions = options_class(flags.STREAMING)
+TimeOptions = options_class(flags.TIME_ZONE)
+
+
+def option_classes(job: str) -> tuple[type[PipelineOptions], ...]:
+    """The option classes of ``job``: one per group of :data:`pipelines.flags.GROUPS`, in
+    ``--help`` order."""
+    return tuple(options_class(group) for group in flags.GROUPS[job])
 
 
 def timezone(options: PipelineOptions) -> dt.tzinfo:
@@ -134,11 +132,13 @@ def timezone(options: PipelineOptions) -> dt.tzinfo:
 def option_classes_help(
     prog: str, description: str, classes: Sequence[type[PipelineOptions]], input_text: str = ""
 ) -> argparse.ArgumentParser:
-    """A parser holding only these classes' flags, for a ``--help`` a person can read: the
-    parser of :func:`pipelines.flags.help_parser`, which ``btts JOB --help`` prints without
-    importing Beam."""
-    groups = [cls._add_argparse_args for cls in classes]
-    return flags.help_parser(prog, description, groups, input_text)
+    """A parser holding only these classes' flags (added by Beam's hook, as a run adds them),
+    for a ``--help`` a person can read: the parser of :func:`pipelines.flags.help_parser`, which
+    ``btts JOB --help`` prints without importing Beam."""
+    parser = flags.help_parser(prog, description, (), input_text)
+    for cls in classes:
+        cls._add_argparse_args(parser)
+    return parser
 
 
 class FlagValueError(errors.ConfigError):
@@ -208,7 +208,8 @@ def parse_args(
         text = flags.input_help(name, argv) if name else ""
         option_classes_help(prog, description, classes, text).print_help()
         raise SystemExit(0)
-    known = _parser(PipelineOptions.__subclasses__())
+    load_runner(argv)  # its options class declares its flags (Beam's Dask runner: --dask_…)
+    known = _parser(_option_classes())
     _, unknown = known.parse_known_args(argv)
     strays = [a for a in unknown if a.startswith("--")]
     if strays:
@@ -218,6 +219,45 @@ def parse_args(
             f"unknown option{plural} {' '.join(strays)}{hint}; see {prog} --help"
         )
     return PipelineOptions(argv)
+
+
+def _option_classes() -> list[type[PipelineOptions]]:
+    """Every options class loaded so far, subclasses of subclasses included."""
+    found, todo = [], list(PipelineOptions.__subclasses__())
+    while todo:
+        cls = todo.pop(0)
+        if cls not in found:
+            found.append(cls)
+            todo.extend(cls.__subclasses__())
+    return found
+
+
+def runner_name(argv: Sequence[str]) -> str | None:
+    """``--runner``'s value in ``argv`` (the last one given, as argparse reads it), or None."""
+    parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    parser.add_argument("--runner")
+    return parser.parse_known_args(list(argv))[0].runner
+
+
+def load_runner(argv: Sequence[str]) -> None:
+    """Import the module of ``--runner`` (a name Beam maps, or ``package.module.Class``) as
+    Beam would when the pipeline is made, so that its options class declares its flags before
+    they are parsed: a runner's own flags are then known (not refused as typos), and a runner
+    that cannot be loaded is one line now, not a traceback later."""
+    name = runner_name(argv)
+    if not name:
+        return
+    from apache_beam.runners import runner as beam_runner
+
+    try:
+        beam_runner.create_runner(name)
+    except ImportError as err:
+        raise errors.ConfigError(
+            f"--runner {name}: cannot load it ({err}); install what it needs (for Beam's own "
+            "runners, the apache-beam extra of that name, e.g. apache-beam[dask])"
+        ) from None
+    except (ValueError, AttributeError) as err:
+        raise errors.ConfigError(f"--runner {name}: {str(err).splitlines()[0]}") from None
 
 
 def resolve_target(options: PipelineOptions) -> config.Target:

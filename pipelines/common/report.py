@@ -14,7 +14,16 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
 from btts import config
-from transforms.metrics import EVENT_TIMES, NAMESPACE, REASONS_NAMESPACE, split_reason_metric_name
+from transforms.ingest.overwrites import FIRST_NAMESPACE, first_from_metric_name
+from transforms.metrics import (
+    DUPLICATE_RECORDS,
+    EVENT_TIMES,
+    NAMESPACE,
+    OVERWRITE_CELLS,
+    OVERWRITE_RECORDS,
+    REASONS_NAMESPACE,
+    split_reason_metric_name,
+)
 from transforms.text import timefmt
 
 __all__ = [
@@ -24,6 +33,7 @@ __all__ = [
     "counters",
     "dead_letter_reasons",
     "failure",
+    "first_overwrite",
     "parse_bad_records",
     "sample_lines",
     "summary",
@@ -83,6 +93,16 @@ def dead_letter_reasons(result: PipelineResult) -> list[Reason]:
     return sorted(out, key=lambda r: (-r.count, r.kind))
 
 
+def first_overwrite(result: PipelineResult) -> str | None:
+    """The run's first overwrite in input order (two records, the cell, both values), as one
+    line; None when there was none (or no job to ask)."""
+    if getattr(result, "has_job", True) is False:
+        return None
+    query = result.metrics().query(MetricsFilter().with_namespace(FIRST_NAMESPACE))
+    names = sorted(c.key.metric.name for c in query["counters"] if _metric_value(c))
+    return first_from_metric_name(names[0]) if names else None
+
+
 def _metric_value(result):
     try:
         value = result.committed
@@ -100,9 +120,12 @@ def summary(
     top: int = 5,
     dead_letters: str | None = None,
     samples: Mapping[str, str] | None = None,
+    overwrite: str | None = None,
+    accepted: bool = False,
 ) -> str:
     """The end-of-run summary; its last line is :func:`landed_line`. ``samples``: reason kind
-    → its first offending line as read (:func:`sample_lines`)."""
+    → its first offending line as read (:func:`sample_lines`); ``overwrite``: the first
+    overwrite (:func:`first_overwrite`), ``accepted`` with ``--accept_overwrites``."""
     events = totals.get("events_valid", 0)
     where = f"into {target.describe()}" if target else "(validate only: nothing written)"
     lines = [
@@ -122,14 +145,8 @@ def summary(
         lines.append(
             f"  rows not written{totals['empty_rows']:>12,}   (no value for the table: no cell)"
         )
-    for table in sorted(name[5:] for name in totals if name.startswith("rows_")):
-        rows = totals["rows_" + table]
-        line = f"  rows {table:<15}{rows:>8,}   cells {totals.get('cells_' + table, 0):,}"
-        distinct = totals.get("distinct_rows_" + table)
-        if distinct and distinct < rows and not totals.get("distinct_unknown_" + table):
-            plural = "s" if distinct > 1 else ""
-            line += f"   ({rows:,} row writes into {distinct:,} distinct row{plural})"
-        lines.append(line)
+    lines += table_lines(totals)
+    lines += overwrite_lines(totals, overwrite, accepted)
     if "earliest_event_ms" in totals:
         warning = timefmt.span_warning(  # judged on the rows whose times were seen
             totals["earliest_event_ms"], totals["latest_event_ms"], totals.get("timed_rows", events)
@@ -181,15 +198,69 @@ def records_read(totals: Mapping[str, int]) -> int:
     return totals.get("lines_read", 0) - totals.get("blank_lines", 0)
 
 
+def table_lines(totals: Mapping[str, int]) -> list[str]:
+    """Rows and cells written per table, and into how many distinct rows when fewer (counted
+    over the whole run by the overwrite check: exact, whatever the workers)."""
+    lines = []
+    for table in sorted(name[5:] for name in totals if name.startswith("rows_")):
+        rows = totals["rows_" + table]
+        line = f"  rows {table:<15}{rows:>8,}   cells {totals.get('cells_' + table, 0):,}"
+        distinct = totals.get("distinct_rows_" + table)
+        if distinct and distinct < rows:
+            plural = "s" if distinct > 1 else ""
+            line += f"   ({rows:,} row writes into {distinct:,} distinct row{plural})"
+        lines.append(line)
+    return lines
+
+
+def overwrite_lines(
+    totals: Mapping[str, int], first: str | None = None, accepted: bool = False
+) -> list[str]:
+    """The summary's lines on records of the run writing one cell: those that wrote a cell
+    another record wrote with another value (each may have lost it), and those that repeat
+    another record exactly (written again, nothing changed)."""
+    lines = []
+    records, cells = totals.get(OVERWRITE_RECORDS, 0), totals.get(OVERWRITE_CELLS, 0)
+    if records:
+        lines.append(
+            f"  overwrites      {records:>12,}   records wrote {cells:,} cell{'s' * (cells != 1)} "
+            "that another record of this run wrote with another value"
+        )
+        if first:
+            lines.append(f"{'':18}first: {first}")
+        kept = (
+            "accepted (--accept_overwrites): the last write to arrive wins"
+            if accepted
+            else "Bigtable keeps one value per cell (the last write to arrive)"
+        )
+        lines.append(f"{'':18}{kept}; which record's it is, the job cannot know")
+    duplicates = totals.get(DUPLICATE_RECORDS, 0)
+    if duplicates:
+        lines.append(
+            f"  repeated        {duplicates:>12,}   records repeat another record of this run "
+            "exactly (idempotent: landed, nothing changed)"
+        )
+    return lines
+
+
 def landed_line(totals: Mapping[str, int], written: bool = True) -> str:
     """The summary's last line: how much of the input landed, so a partial load is seen by a
-    person and by a log scraper alike (also when nothing was dead-lettered)."""
+    person and by a log scraper alike (also when nothing was dead-lettered). A record that
+    wrote a cell another record of the run wrote with another value is not counted as
+    landed: Bigtable kept one of their values, and which one the job cannot know."""
     records = records_read(totals)
     valid = totals.get("events_valid", 0)
     dead = totals.get("dead_letters", 0)
     share = dead / records if records > 0 else 0.0
-    verb = "landed" if written else "valid (validate only: nothing written)"
-    return f"{valid:,} of {records:,} records {verb} ({dead:,} dead letters, {share:.2%})"
+    clashed = totals.get(OVERWRITE_RECORDS, 0)
+    if not written:
+        verb = "valid (validate only: nothing written)"
+        said = f"; {clashed:,} of them would overwrite one another" if clashed else ""
+    else:
+        verb = "landed"
+        valid -= clashed
+        said = f"; {clashed:,} overwrote one another" if clashed else ""
+    return f"{valid:,} of {records:,} records {verb} ({dead:,} dead letters, {share:.2%}{said})"
 
 
 @dataclass(frozen=True)
@@ -237,9 +308,33 @@ def failure(
     reasons: Sequence[Reason],
     max_ratio: float | None,
     limit: BadRecordLimit = DEFAULT_MAX_BAD_RECORDS,
+    overwrite: str | None = None,
+    accept_overwrites: bool = False,
 ) -> str | None:
-    """Why a finished batch run failed its purpose, or None: input but no valid event, or more
-    dead letters than ``max_ratio`` of the records read (when given) or than ``limit``."""
+    """Why a finished batch run failed its purpose, or None: input but no valid event, more
+    dead letters than ``max_ratio`` of the records read (when given) or than ``limit``, or
+    records that overwrote one another (unless ``accept_overwrites``; ``overwrite``: the
+    first, named)."""
+    why = _dead_letter_failure(totals, reasons, max_ratio, limit)
+    clashed = totals.get(OVERWRITE_RECORDS, 0)
+    if why or not clashed or accept_overwrites:
+        return why
+    cells = totals.get(OVERWRITE_CELLS, 0)
+    first = f" (first: {overwrite})" if overwrite else ""
+    return (
+        f"{clashed:,} records wrote {cells:,} cell{'s' * (cells != 1)} that another record of "
+        f"this run wrote with another value; Bigtable keeps one value per cell{first}. Make "
+        "the row key or the time tell such records apart (a finer time, the field that "
+        "separates them), or pass --accept_overwrites to let the last write win"
+    )
+
+
+def _dead_letter_failure(
+    totals: Mapping[str, int],
+    reasons: Sequence[Reason],
+    max_ratio: float | None,
+    limit: BadRecordLimit,
+) -> str | None:
     records = records_read(totals)
     dead = totals.get("dead_letters", 0)
     if records <= 0:
@@ -282,6 +377,7 @@ class RunReport:
     target: config.Target | None = None
     reasons: tuple[Reason, ...] = ()
     dead_letters: str | None = None  # a file pattern or a topic; None: nothing written
+    overwrite: str | None = None  # the first two records that wrote one cell differently
     plan: Any = None  # the nightly job's pipelines.nightly.Plan
     dry_run: bool = False
     result: PipelineResult | None = dataclasses.field(default=None, compare=False, repr=False)

@@ -19,7 +19,7 @@ from apache_beam.options.pipeline_options import (
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from btts import admin, config, errors
-from pipelines.common.jobspec import JobSpec
+from pipelines.common.jobspec import JobSpec, table_decl
 from pipelines.common.options import BigtableOptions, FlagValueError, resolve_target
 from transforms.schema import builtin_tables
 
@@ -53,7 +53,7 @@ def prepare(
     target = resolve_target(options)
     bt = options.view_as(BigtableOptions)
     if not bt.skip_preflight:
-        decls = [job.decls[t] if job is not None else builtin_tables.get(t) for t in tables]
+        decls = [table_decl(job, t) if job is not None else builtin_tables.get(t) for t in tables]
         try:
             for line in admin.preflight(target, decls, create=bt.create_tables):
                 _LOG.info("%s", line)

@@ -1,9 +1,8 @@
-"""The nightly job's flags and its :class:`Plan`: what a run does (source, days, layout,
+"""The nightly job's option classes and its :class:`Plan`: what a run does (source, days, layout,
 retention, verification), decided and checked before anything moves."""
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import datetime as dt
 
@@ -29,18 +28,8 @@ __all__ = ["OPTION_CLASSES", "Plan", "make_plan"]
 LAYOUTS = job_flags.LAYOUTS
 
 
-class NightlyOptions(PipelineOptions):
-    """The nightly job's own flags: :func:`pipelines.flags.nightly.nightly`."""
-
-    FLAGS = staticmethod(job_flags.nightly)
-
-    @classmethod
-    def _add_argparse_args(cls, parser: argparse.ArgumentParser) -> None:
-        job_flags.nightly(parser)
-
-
 # What run() parses and --help shows.
-OPTION_CLASSES = common.option_classes("nightly", NightlyOptions)
+OPTION_CLASSES = common.option_classes("nightly")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +88,7 @@ def _source_decl(name: str) -> TableDecl:
 
 def make_plan(options: PipelineOptions) -> Plan:
     """Validate the flags into a :class:`Plan` (raises :class:`errors.ConfigError`)."""
-    own = options.view_as(NightlyOptions)
+    own = options.view_as(common.options_class(job_flags.GROUP))
     tz = common.timezone(options)
     source = _source_decl(own.source_table)
     days = run_days(own.date, own.dates, dates.today(tz))

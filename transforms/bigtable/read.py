@@ -35,7 +35,7 @@ from apache_beam.metrics import Metrics
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
 from transforms.bigtable import rows_stream
-from transforms.metrics import NAMESPACE
+from transforms.metrics import NAMESPACE, WorkerTally
 from transforms.mutations import RowMutation
 from transforms.scans.key_ranges import WHOLE_TABLE, KeyRange, prefix_range
 
@@ -166,7 +166,12 @@ class _ReadRangeFn(_ClientDoFn):
         self._cells = Metrics.counter(NAMESPACE, f"read_cells_{self._label}")
         self._bytes = Metrics.counter(NAMESPACE, f"read_bytes_{self._label}")
         # the reads: a channel of this DoFn's own, to the client's endpoint (closed in teardown)
-        self._reader = rows_stream.RowReader(rows_stream.open_channel(self._client.api_endpoint))
+        endpoint = self._client.api_endpoint
+        self._reader = rows_stream.RowReader(rows_stream.open_channel(endpoint), endpoint)
+        self._tally = WorkerTally("read")  # rows per worker process, when asked for
+
+    def finish_bundle(self) -> None:
+        self._tally.flush()
 
     def teardown(self) -> None:
         reader = getattr(self, "_reader", None)
@@ -192,6 +197,7 @@ class _ReadRangeFn(_ClientDoFn):
                     size += len(cell.family) + len(cell.qualifier) + len(cell.value)
                 yield RowMutation(self._out_table, row.key, row.cells)
         finally:
+            self._tally.add(rows)
             self._rows.inc(rows)
             self._cells.inc(cells)
             self._bytes.inc(size)

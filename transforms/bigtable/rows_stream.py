@@ -19,6 +19,12 @@ last committed row (or the last scanned key the server reported), with the row l
 by the rows already returned, so no row is repeated or skipped. Reversed reads are not offered.
 The request's filter is built from the filter's public attributes
 (:mod:`transforms.bigtable.filter_proto`), as the data client would send it.
+
+The official path (``BTTS_OFFICIAL=read``, or ``filters`` for a read with a filter; see
+:mod:`transforms.official`): :func:`request_of` keeps the query as it is
+(:class:`ClientRequest`) and the reader hands it to the data client's ``read_rows``, which
+merges and resumes by itself; tests compare the two over the emulator and over a server that
+breaks its streams, benchmarks/forks.py what this path buys.
 """
 
 from __future__ import annotations
@@ -28,17 +34,17 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import NamedTuple
 
 import grpc
 from google.api_core import exceptions as api_exceptions
-from google.api_core import gapic_v1
-from google.cloud.bigtable.data import ReadRowsQuery
+from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
 from google.cloud.bigtable.data.exceptions import InvalidChunk
-from google.cloud.bigtable_v2.services.bigtable.transports import BigtableGrpcTransport
-from google.cloud.bigtable_v2.services.bigtable.transports.base import DEFAULT_CLIENT_INFO
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 from google.cloud.bigtable_v2.types import data as data_types
 
+from transforms import official
+from transforms.bigtable import channel as channels
 from transforms.bigtable.filter_proto import filter_pb
 from transforms.mutations import Cell, ReadRow
 
@@ -49,13 +55,14 @@ Response = bigtable_types.ReadRowsResponse.pb()
 _RowRange = data_types.RowRange.pb()
 _RowSet = data_types.RowSet.pb()
 
-EMULATOR_ENV = "BIGTABLE_EMULATOR_HOST"
+EMULATOR_ENV = channels.EMULATOR_ENV
 METHOD = "/google.bigtable.v2.Bigtable/ReadRows"
 # what the data client retries (plus the RST_STREAM it recognises by its message)
 RETRYABLE = (
     api_exceptions.DeadlineExceeded,
     api_exceptions.ServiceUnavailable,
     api_exceptions.Aborted,
+    api_exceptions.Cancelled,
 )
 MAX_BACKOFF_S = 1.0
 
@@ -181,8 +188,19 @@ def merge_chunks(responses: Iterable, state: MergeState | None = None) -> Iterat
         raise InvalidChunk(f"the stream ended inside row {key!r}")
 
 
+class ClientRequest(NamedTuple):
+    """A read the data client makes (the official path): the query as given."""
+
+    table_name: str
+    query: ReadRowsQuery
+    app_profile_id: str = ""
+
+
 def request_of(table_name: str, query: ReadRowsQuery, app_profile_id: str = ""):
-    """The ``ReadRowsRequest`` of a data-client query (keys, ranges, filter, limit)."""
+    """The ``ReadRowsRequest`` of a data-client query (keys, ranges, filter, limit), or the
+    query kept for the data client (:class:`ClientRequest`) when ``BTTS_OFFICIAL`` says so."""
+    if official.uses("read") or (query.filter and official.uses("filters")):
+        return ClientRequest(table_name, query, app_profile_id)
     request = Request(table_name=table_name, app_profile_id=app_profile_id)
     rows = request.rows
     rows.row_keys.extend(query.row_keys)
@@ -238,25 +256,25 @@ def resume_request(request, state: MergeState):
 
 
 class RowReader:
-    """ReadRows calls on one channel (thread-safe: every call polls its own stream)."""
+    """ReadRows calls on one channel (thread-safe: every call polls its own stream); the reads
+    of the official path (:class:`ClientRequest`) on data clients to ``endpoint``."""
 
-    def __init__(self, channel: grpc.Channel) -> None:
+    def __init__(self, channel: grpc.Channel, endpoint: str | None = None) -> None:
         self.channel = channel
         self._call = channel.unary_stream(
             METHOD, request_serializer=None, response_deserializer=None
         )
         self._metadata: dict[tuple[str, str], tuple] = {}
+        self._endpoint = endpoint
+        self._clients: dict[str, BigtableDataClient] = {}  # per project
+        self._lock = threading.Lock()
 
     def metadata(self, table_name: str, app_profile_id: str = "") -> tuple:
-        """The headers the data client's ``read_rows`` sends: routing and client info."""
+        """The headers the data client's ``read_rows`` sends: client info and routing."""
         key = (table_name, app_profile_id)
         found = self._metadata.get(key)
         if found is None:
-            params = {"table_name": table_name, "app_profile_id": app_profile_id}
-            found = self._metadata[key] = (
-                ("x-goog-api-client", DEFAULT_CLIENT_INFO.to_grpc_metadata()[1]),
-                gapic_v1.routing_header.to_grpc_metadata(params),
-            )
+            found = self._metadata[key] = channels.client_metadata(table_name, app_profile_id)
         return found
 
     def read(
@@ -268,7 +286,11 @@ class RowReader:
 
     def stream(self, request, timeout_s: float) -> Iterator[ReadRow]:
         """The rows of a ``ReadRowsRequest`` as they come, resumed after transient errors
-        until ``timeout_s`` has passed (then :class:`DeadlineExceeded`)."""
+        until ``timeout_s`` has passed (then :class:`DeadlineExceeded`); a
+        :class:`ClientRequest`'s from the data client's ``read_rows``."""
+        if type(request) is ClientRequest:
+            yield from self._client_rows(request, timeout_s)
+            return
         metadata = self.metadata(request.table_name, request.app_profile_id)
         state = MergeState()
         deadline = time.monotonic() + timeout_s
@@ -290,8 +312,25 @@ class RowReader:
             time.sleep(delay * random.uniform(0.5, 1.0))
             delay = min(delay * 2, MAX_BACKOFF_S)
 
+    def _client_rows(self, request: ClientRequest, timeout_s: float) -> Iterator[ReadRow]:
+        """The official path: the data client reads, merges and resumes."""
+        _, project, _, instance, _, table = request.table_name.split("/")
+        with self._lock:
+            client = self._clients.get(project)
+            if client is None:
+                options = {"api_endpoint": self._endpoint} if self._endpoint else None
+                client = self._clients[project] = BigtableDataClient(
+                    project=project, client_options=options
+                )
+        target = client.get_table(instance, table, app_profile_id=request.app_profile_id or None)
+        for row in target.read_rows_stream(request.query, operation_timeout=timeout_s):
+            yield ReadRow.of(row)
+
     def close(self) -> None:
         self.channel.close()
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
 
 
 def _transient(err: Exception) -> bool:
@@ -309,23 +348,15 @@ def _raising(responses) -> Iterator[bytes]:
 
 
 CHANNEL_OPTIONS = (
-    ("grpc.max_send_message_length", -1),
-    ("grpc.max_receive_message_length", -1),
+    *channels.GRPC_OPTIONS,
     (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1),
 )
 
 
 def open_channel(endpoint: str | None = None) -> grpc.Channel:
-    """A channel as the data client opens its own: the emulator when
-    ``BIGTABLE_EMULATOR_HOST`` is set (insecure), else ``endpoint`` (default Bigtable's)
-    with the application default credentials."""
-    emulator = os.environ.get(EMULATOR_ENV)
-    if emulator:
-        return grpc.insecure_channel(emulator, options=CHANNEL_OPTIONS)
-    host = endpoint or BigtableGrpcTransport.DEFAULT_HOST
-    if ":" not in host:  # as the GAPIC transport completes it
-        host += ":443"
-    return BigtableGrpcTransport.create_channel(host, options=list(CHANNEL_OPTIONS))
+    """A channel as the data client opens its own (:func:`.channel.open_channel`), in gRPC's
+    single-threaded stream mode: the reading thread polls its own call."""
+    return channels.open_channel(endpoint, CHANNEL_OPTIONS)
 
 
 _SHARED: dict[tuple, RowReader] = {}
@@ -339,5 +370,5 @@ def shared_reader(endpoint: str | None = None, opener: Callable = open_channel) 
     with _SHARED_LOCK:
         found = _SHARED.get(key)
         if found is None:
-            found = _SHARED[key] = RowReader(opener(endpoint))
+            found = _SHARED[key] = RowReader(opener(endpoint), endpoint)
     return found

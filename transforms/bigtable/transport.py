@@ -29,10 +29,14 @@ from dataclasses import dataclass, field
 
 import grpc
 from google.api_core import exceptions as api_exceptions
-from google.api_core import gapic_v1
-from google.cloud.bigtable_v2.services.bigtable.transports.base import DEFAULT_CLIENT_INFO
+from google.cloud.bigtable.data import BigtableDataClient
+from google.cloud.bigtable.data import mutations as data_mutations
+from google.cloud.bigtable.data.exceptions import MutationsExceptionGroup
+from google.cloud.bigtable_v2 import FeatureFlags
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
-from google.cloud.bigtable_v2.types import feature_flags
+
+from transforms import official
+from transforms.bigtable.channel import client_metadata, open_channel
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -40,9 +44,8 @@ __all__ = [
     "Attempt",
     "Batch",
     "FlowControl",
-    "RequestSender",
     "direct_rows_sender",
-    "mutate_rows_call",
+    "open_sender",
 ]
 
 _Response = bigtable_types.MutateRowsResponse.pb()  # the raw protobuf, no proto-plus wrapper
@@ -114,25 +117,23 @@ def feature_flags_header(flow_control: bool) -> tuple[str, str] | None:
     ``mutate_rows_rate_limit`` flags, as the Java client sets them), or None when off."""
     if not flow_control:
         return None
-    flags = feature_flags.FeatureFlags(mutate_rows_rate_limit=True, mutate_rows_rate_limit2=True)
-    encoded = base64.urlsafe_b64encode(feature_flags.FeatureFlags.serialize(flags))
+    flags = FeatureFlags(mutate_rows_rate_limit=True, mutate_rows_rate_limit2=True)
+    encoded = base64.urlsafe_b64encode(FeatureFlags.serialize(flags))
     return FEATURES_HEADER, encoded.decode("ascii")
 
 
-def mutate_rows_call(stub, table_name: str, flow_control: bool = False):
-    """``(request bytes, timeout) -> MutateRowsResponse bytes``: MutateRows on the GAPIC
-    client's own channel (credentials, emulator), with the routing headers its ``mutate_rows``
-    sends, but no proto-plus wrapping of the request on the way out and no parsing of the
-    responses on the way in (:func:`parse_response`; see :func:`all_written`)."""
-    method = stub.transport.grpc_channel.unary_stream(
+def mutate_rows_call(channel: grpc.Channel, table_name: str, flow_control: bool = False):
+    """``(request bytes, timeout) -> MutateRowsResponse bytes``: MutateRows on ``channel``
+    (:func:`transforms.bigtable.channel.open_channel`: credentials, emulator), with the headers
+    the data client's ``bulk_mutate_rows`` sends, but no proto-plus wrapping of the request on
+    the way out and no parsing of the responses on the way in (:func:`parse_response`; see
+    :func:`all_written`)."""
+    method = channel.unary_stream(
         "/google.bigtable.v2.Bigtable/MutateRows",
         request_serializer=None,  # the request is already bytes
         response_deserializer=None,  # so is the answer: most are all_written's
     )
-    metadata = [
-        gapic_v1.routing_header.to_grpc_metadata({"table_name": table_name, "app_profile_id": ""}),
-        ("x-goog-api-client", DEFAULT_CLIENT_INFO.to_grpc_metadata()[1]),
-    ]
+    metadata = list(client_metadata(table_name))
     flags = feature_flags_header(flow_control)
     if flags:
         metadata.append(flags)
@@ -288,8 +289,9 @@ _SHARED_LOCK = threading.Lock()
 
 @dataclass
 class RequestSender:
-    """Sends MutateRows requests, each until all its entries are written, one of them is
-    refused for good, or ``timeout_s`` has passed. Runs in the writer's worker threads;
+    """Sends MutateRows requests, each until every entry is written or refused for good (or
+    not safe to resend), the call fails for good, or ``timeout_s`` has passed. Runs in the
+    writer's worker threads;
     ``limiter``/``in_flight`` are the flow control (None: off)."""
 
     call: Callable
@@ -333,8 +335,8 @@ class RequestSender:
                 return
             if retry:
                 retry = self._resendable(batch, retry, failure, unsafe)
-            if outcome.errors or not retry:
-                return
+            if not retry:  # a row refused for good does not stop the others' retries (as the
+                return  # data client's bulk_mutate_rows goes on): fewer rows for the rerun
             if time.monotonic() + delay >= deadline:
                 last = f"{type(failure).__name__}: {failure}" if failure else "transient errors"
                 outcome.errors.append(
@@ -437,3 +439,93 @@ def direct_rows_sender(table, timeout_s: float, flow: FlowControl | None, table_
         return outcome
 
     return send
+
+
+# -- the official path (BTTS_OFFICIAL=mutate): the data client sends each request ------------
+
+CLIENT_RETRYABLE = (*_RETRYABLE_ERRORS,)  # what the fork retries, given to the data client
+
+
+def _client_mutation(mutation):
+    """A raw ``Mutation`` as the data client's own mutation class (public constructors)."""
+    kind = mutation.WhichOneof("mutation")
+    if kind == "set_cell":
+        cell = mutation.set_cell
+        return data_mutations.SetCell(
+            cell.family_name, cell.column_qualifier, cell.value, cell.timestamp_micros
+        )
+    if kind == "delete_from_column":
+        column = mutation.delete_from_column
+        span = column.time_range if column.HasField("time_range") else None
+        return data_mutations.DeleteRangeFromColumn(
+            column.family_name,
+            column.column_qualifier,
+            span.start_timestamp_micros or None if span else None,
+            span.end_timestamp_micros or None if span else None,
+        )
+    if kind == "delete_from_family":
+        return data_mutations.DeleteAllFromFamily(mutation.delete_from_family.family_name)
+    if kind == "delete_from_row":
+        return data_mutations.DeleteAllFromRow()
+    raise TypeError(f"cannot send a {kind} mutation through this sink")
+
+
+def client_sender(table, timeout_s: float, in_flight: InFlightLimit | None = None):
+    """``(Batch) -> Attempt`` through the data client's ``bulk_mutate_rows`` on ``table`` (a
+    data client table): the official counterpart of :class:`RequestSender` (its retries of
+    idempotent entries, its channel and headers, its serialization). It retries what the fork
+    retries (``CLIENT_RETRYABLE``); the rate limiting of batch write flow control is not in the
+    data client (only ``in_flight``, the cap on requests and bytes, applies)."""
+
+    def send(batch: Batch) -> Attempt:
+        request = _Request.FromString(batch.to_bytes())
+        entries = [
+            data_mutations.RowMutationEntry(e.row_key, [_client_mutation(m) for m in e.mutations])
+            for e in request.entries
+        ]
+        outcome = Attempt(len(entries))
+        size = batch.size() if in_flight is not None else 0
+        if in_flight is not None:
+            outcome.throttled_s += in_flight.acquire(size)
+        failed = []
+        try:
+            table.bulk_mutate_rows(
+                entries,
+                operation_timeout=timeout_s,
+                attempt_timeout=min(timeout_s, MAX_ATTEMPT_S),
+                retryable_errors=CLIENT_RETRYABLE,
+            )
+        except MutationsExceptionGroup as group:
+            failed = list(group.exceptions)
+        except api_exceptions.GoogleAPICallError as err:
+            outcome.errors.append(f"{type(err).__name__}: {err}")
+            return outcome
+        finally:
+            if in_flight is not None:
+                in_flight.release(size)
+        outcome.codes[0] += len(entries) - len(failed)
+        for error in failed:
+            cause = error.__cause__
+            code = getattr(getattr(cause, "grpc_status_code", None), "value", (2,))[0]
+            outcome.codes[code] += 1
+            key = error.entry.row_key
+            outcome.errors.append(f"row {key!r}: code {code}: {cause or error}")
+        return outcome
+
+    return send
+
+
+def open_sender(project: str, instance: str, table: str, table_name: str, timeout_s, flow):
+    """A writer's ``(Batch) -> Attempt`` for one table and what to close after it: a
+    :class:`RequestSender` of raw bytes on a channel of its own, or with ``BTTS_OFFICIAL=mutate``
+    the data client's ``bulk_mutate_rows`` (:func:`client_sender`). ``flow``: a
+    :class:`FlowControl` or None."""
+    limiter = in_flight = None
+    if flow is not None:
+        limiter, in_flight = flow.shared(table_name)
+    if official.uses("mutate"):
+        client = BigtableDataClient(project=project)
+        return client_sender(client.get_table(instance, table), timeout_s, in_flight), client
+    channel = open_channel()
+    call = mutate_rows_call(channel, table_name, flow is not None)
+    return RequestSender(call, timeout_s, limiter, in_flight), channel

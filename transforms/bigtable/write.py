@@ -22,9 +22,8 @@ sink as shipped is where a job spends most of its time and can hang for most of 
 * **Flow control** (``flow_control``; on by default on Dataflow): Bigtable's server-side rate
   limiting and a per-worker cap on requests and bytes in flight.
 * **Latest-only tables** (``latest_only``): for families that keep one version, a bundle's
-  writes of one row key are collapsed to the cells Bigtable keeps
-  (:mod:`transforms.bigtable.collapse`) before they are sent; the row counters still count every
-  row write built.
+  writes of one key are collapsed to the cells Bigtable keeps (:mod:`.collapse`) before they are
+  sent; the row counters still count every row write built.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from __future__ import annotations
 import collections
 import math
 import operator
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent import futures
 from typing import Any
@@ -47,9 +47,10 @@ from apache_beam.transforms.display import DisplayDataItem
 from google.cloud.bigtable import Client
 from google.cloud.bigtable.data import mutations as data_mutations
 from google.cloud.bigtable.row import DirectRow
+from google.cloud.bigtable_v2.services.bigtable import BigtableClient
 
 from transforms.bigtable import retry_harness as harness_modes
-from transforms.bigtable.client_entries import entry_bytes
+from transforms.bigtable.client_entries import encoding, entry_bytes
 from transforms.bigtable.collapse import LatestHolder, collapse_latest
 from transforms.bigtable.transport import (
     DEFAULT_TIMEOUT_S,
@@ -57,13 +58,12 @@ from transforms.bigtable.transport import (
     Attempt,
     Batch,
     FlowControl,
-    RequestSender,
     direct_rows_sender,
-    mutate_rows_call,
+    open_sender,
 )
 from transforms.build import wire
 from transforms.errors import WriteFailed
-from transforms.metrics import NAMESPACE
+from transforms.metrics import NAMESPACE, WorkerTally
 from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
 
 __all__ = ["WriteRows"]
@@ -87,6 +87,7 @@ _KEY = operator.itemgetter(1)
 _CELLS = operator.itemgetter(2)
 _TABLE = operator.itemgetter(0)
 _STATUS_NAMES = {code.value[0]: code.name.lower() for code in grpc.StatusCode}
+_DIRECT_LOCK = threading.Lock()
 
 
 class _LeanBatcher:
@@ -103,8 +104,9 @@ class _LeanBatcher:
         sender,
         encoder=None,
         direct_sender: Callable | None = None,
+        head: bytes | None = None,
     ):
-        self._head = wire.request_head(table_name)  # the same for every request
+        self._head = head or wire.request_head(table_name)  # the same for every request
         self._encode = encoder or wire.EntryEncoder()  # learns the table's layouts: keep it
         self._flush_count = flush_count
         self._flush_bytes = flush_bytes
@@ -254,21 +256,19 @@ class _BoundedWriteFn(beam.DoFn):
         }
 
     def setup(self) -> None:
-        project, _instance, table = self._ids
-        self._client = Client(project=project)
-        self._stub = self._client.table_data_client  # the GAPIC client: channel, auth, emulator
-        self._table_name = self._stub.table_path(*self._ids)
+        _project, _instance, table = self._ids
+        self._table_name = BigtableClient.table_path(*self._ids)
         self._pool = futures.ThreadPoolExecutor(
             MAX_IN_FLIGHT + 1, thread_name_prefix=f"write-{table}"
         )
-        limiter = in_flight = None
-        if self._flow is not None:
-            limiter, in_flight = self._flow.shared(self._table_name)
-        call = mutate_rows_call(self._stub, self._table_name, self._flow is not None)
-        self._sender = RequestSender(call, self._timeout_s, limiter, in_flight)
-        self._direct_sender = None  # made for the first DirectRow: most jobs send none
-        self._encoder = wire.EntryEncoder()
+        # the sender (and the channel or client it opened, closed in teardown); the encoder
+        self._sender, self._opened = open_sender(
+            *self._ids, self._table_name, self._timeout_s, self._flow
+        )
+        self._client = self._direct_sender = None  # made for the first DirectRow: most jobs
+        self._encoder, self._head = encoding(self._table_name)  # send none
         self._written = Metrics.counter(BEAM_SINK_NAMESPACE, WRITTEN_ROW)
+        self._tally = WorkerTally("write")  # rows per worker process, when asked for
         self._throttled = Metrics.counter(REQUESTS_NAMESPACE, THROTTLED)
         self._throttled_s = 0.0
         self._lean = self._holder = None
@@ -276,12 +276,14 @@ class _BoundedWriteFn(beam.DoFn):
             self._superseded = Metrics.counter(NAMESPACE, f"superseded_rows_{table}")
 
     def _send_direct(self, rows: list) -> Attempt:
-        if self._direct_sender is None:
-            _project, instance, table = self._ids
-            legacy = self._client.instance(instance).table(table)
-            self._direct_sender = direct_rows_sender(
-                legacy, self._timeout_s, self._flow, self._table_name
-            )
+        with _DIRECT_LOCK:  # the writer threads may send DirectRows at once
+            if self._direct_sender is None:
+                project, instance, table = self._ids
+                self._client = Client(project=project)  # the legacy client's own mutate_rows
+                legacy = self._client.instance(instance).table(table)
+                self._direct_sender = direct_rows_sender(
+                    legacy, self._timeout_s, self._flow, self._table_name
+                )
         return self._direct_sender(rows)
 
     def start_bundle(self) -> None:
@@ -293,6 +295,7 @@ class _BoundedWriteFn(beam.DoFn):
             self._sender,
             self._encoder,
             self._send_direct,
+            self._head,
         )
         self._written_in_bundle = 0
         self._held: list | None = [] if self._harness else None
@@ -307,6 +310,7 @@ class _BoundedWriteFn(beam.DoFn):
         # perhaps with their request entries made by the builder.
         kind = type(element)
         rows = element if kind is list or kind is FramedRows else (element,)
+        self._check_table(rows)
         self._written_in_bundle += len(rows)
         if self._held is not None:
             self._held.extend(rows)
@@ -320,6 +324,17 @@ class _BoundedWriteFn(beam.DoFn):
                 return
             self._drain()  # other kinds of rows: sent after what is held, in order
         self._lean.add_rows(rows, entries)
+
+    def _check_table(self, rows: Sequence) -> None:
+        """A row of another table fails the bundle before any of it is sent (DirectRows: none)."""
+        try:
+            tables = list(map(_TABLE, rows))  # builder tuples and RowMutations, in C
+        except TypeError:  # DirectRow or RowMutationEntry among them
+            tables = [row[0] for row in rows if isinstance(row, tuple)]
+        table = self._ids[2]
+        if tables.count(table) != len(tables):
+            other = next(t for t in tables if t != table)
+            raise ValueError(f"row for table {other!r} reached the {table} writer")
 
     def _drain(self) -> None:
         out = self._holder.drain()
@@ -365,6 +380,8 @@ class _BoundedWriteFn(beam.DoFn):
                 f"dropped): {shown}"
             )
         self._written.inc(self._written_in_bundle)
+        self._tally.add(self._written_in_bundle)
+        self._tally.flush()
         self._written_in_bundle = 0
         if self._superseded_in_bundle:
             self._superseded.inc(self._superseded_in_bundle)
@@ -375,10 +392,12 @@ class _BoundedWriteFn(beam.DoFn):
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
-        stub = getattr(self, "_stub", None)
-        if stub is not None:
-            stub.transport.close()  # the gRPC channel this DoFn opened in setup
-            self._stub = None
+        opened, client = getattr(self, "_opened", None), getattr(self, "_client", None)
+        if opened is not None:
+            opened.close()  # the channel or data client setup opened
+        if client is not None:  # the legacy client of DirectRows
+            client.table_data_client.transport.close()
+        self._opened = self._client = None
 
 
 def resolve_flow_control(
@@ -446,26 +465,21 @@ class BoundedWriteToBigTable(beam.PTransform):
 
 
 class _SplitByTableFn(beam.DoFn):
-    """Routes each row to its table's output, counting row writes, cells and distinct keys.
-
-    Distinct keys are counted per bundle (a set of at most MAX_DISTINCT_KEYS per table): summed
-    over bundles they are exact when a key's writes share a bundle and an upper bound
-    otherwise; past the cap a table's count is given up (``distinct_unknown_<table>``)."""
-
-    MAX_DISTINCT_KEYS = 65_536
+    """Routes each row to its table's output, counting row writes and cells (summed over
+    bundles: exact). Distinct rows are counted over the whole run by the overwrite check
+    (:mod:`transforms.ingest.overwrite_check`), never per bundle."""
 
     def __init__(self, tables: Sequence[str]) -> None:
         self._tables = frozenset(tables)
 
     def setup(self) -> None:
-        self._rows, self._cells, self._distinct, self._unknown = (
+        self._rows, self._cells = (
             {t: Metrics.counter(NAMESPACE, f"{name}_{t}") for t in self._tables}
-            for name in ("rows", "cells", "distinct_rows", "distinct_unknown")
+            for name in ("rows", "cells")
         )
 
     def start_bundle(self) -> None:
         self._counts = {t: [0, 0] for t in self._tables}  # rows, cells; added once per bundle
-        self._keys: dict[str, set | None] = {t: set() for t in self._tables}
 
     def process(self, element: RowMutation | list):
         kind = type(element)
@@ -509,23 +523,12 @@ class _SplitByTableFn(beam.DoFn):
             raise ValueError(f"row for table {table!r}, which this write does not declare")
         counts[0] += len(rows)
         counts[1] += sum(map(len, map(_CELLS, rows)))
-        keys = self._keys[table]
-        if keys is not None:
-            keys.update(map(_KEY, rows))
-            if len(keys) > self.MAX_DISTINCT_KEYS:
-                self._keys[table] = None
 
     def finish_bundle(self) -> None:
         for table, (rows, cells) in self._counts.items():
             if rows:
                 self._rows[table].inc(rows)
                 self._cells[table].inc(cells)
-                keys = self._keys[table]
-                if keys is None:
-                    self._unknown[table].inc()
-                else:
-                    self._distinct[table].inc(len(keys))
-        self._keys = {}
 
 
 class WriteRows(beam.PTransform):

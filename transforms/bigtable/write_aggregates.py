@@ -37,7 +37,7 @@ from google.cloud.bigtable.data import (
 from transforms.bigtable import retry_harness as retry_harness_modes
 from transforms.bigtable.aggregate_batches import EntryBatches, partial_failure
 from transforms.errors import AggregateWriteError
-from transforms.metrics import NAMESPACE
+from transforms.metrics import NAMESPACE, WorkerTally
 from transforms.mutations import AddCell, RowMutation
 
 __all__ = ["WriteAggregates"]
@@ -111,6 +111,7 @@ class _WriteAggregatesFn(beam.DoFn):
         self._rows = Metrics.counter(NAMESPACE, f"rows_{self._table_id}")
         self._cells = Metrics.counter(NAMESPACE, f"cells_{self._table_id}")
         self._failures = Metrics.counter(NAMESPACE, f"write_failures_{self._table_id}")
+        self._tally = WorkerTally("write")  # rows per worker process, when asked for
 
     def start_bundle(self) -> None:
         # One client per bundle, closed in finish_bundle: no channel outlives its bundle even on
@@ -156,6 +157,7 @@ class _WriteAggregatesFn(beam.DoFn):
             raise AggregateWriteError(outcome.message, failed) from group
         self._rows.inc(len(entries))
         self._cells.inc(cells)
+        self._tally.add(len(entries))
 
     def finish_bundle(self) -> None:
         try:
@@ -165,6 +167,7 @@ class _WriteAggregatesFn(beam.DoFn):
                         self._add(row)
                     self._flush()
             self._flush()
+            self._tally.flush()
         finally:
             self._close()
 

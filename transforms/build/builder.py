@@ -27,7 +27,8 @@ import json
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 
-from transforms.build import codegen, shaping
+from transforms import official
+from transforms.build import codegen, interpreted, shaping
 from transforms.build.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
 from transforms.build.fields import field_parser
 from transforms.errors import InvalidEvent
@@ -78,15 +79,16 @@ def _text(value: object) -> str:
 def _key_builder(spec: TableSpec, schema: Schema, tz: dt.tzinfo):
     """``values → row key`` for a table whose key the generated source does not write out
     (:mod:`.codegen` leaves salted and unpivoted tables to it): the recipe's own builder, which
-    checks every free-text segment; integers are given as their digits."""
+    checks every free-text segment; an integer only a free-text segment gets as its digits."""
     build = spec.decl.key.build
-    times = frozenset(f.ref for f in schema.fields if f.type == "time")
-    padded = frozenset(s.field for s in spec.decl.key.segments if s.kind == "zero_pad")
-    kept = times | padded  # (a zero-padded segment pads the number itself)
+    integers = frozenset(f.ref for f in schema.fields if f.type == "integer")
+    as_text = frozenset(
+        s.field for s in spec.decl.key.segments if s.kind in FREE_TEXT_KINDS and s.field in integers
+    )
 
     def key(values: Values) -> bytes:
         return build(
-            {k: (str(v) if type(v) is int and k not in kept else v) for k, v in values.items()},
+            {k: (str(v) if type(v) is int and k in as_text else v) for k, v in values.items()},
             tz,
         )
 
@@ -497,7 +499,9 @@ class Builder:
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
         self.key_delimiters = _checked_key_fields(schema)
         self._shape = shaping.shaper(schema)  # None: records are events as they come
-        self._call = codegen.build_function(build_plan(schema, chosen, tz))
+        # the generated source, or (BTTS_OFFICIAL=builder) the plain loop over the same rules
+        self._compiler = interpreted if official.uses("builder") else codegen
+        self._call = self._compiler.build_function(build_plan(schema, chosen, tz))
         if self._shape is not None:
             self._call = _shaped(self._shape, self._call)
         self._framed: Callable | None = None  # compiled when first asked for
@@ -541,10 +545,35 @@ class Builder:
         step calls it per record without a method call in between (one call per event less)."""
         if self._framed is None:
             plan = build_plan(self.schema, self.tables, self.tz)
-            self._framed = codegen.build_function(plan, framed=True)
+            if self._compiler is codegen:  # entries made while building, unless the protobuf
+                entries = not official.uses("wire")  # runtime must write them (BTTS_OFFICIAL)
+                self._framed = codegen.build_function(plan, framed=True, entries=entries)
+            else:
+                self._framed = interpreted.build_function(plan, framed=True)
             if self._shape is not None:
                 self._framed = _shaped_framed(self._shape, self._framed)
         return self._framed
+
+    def stamp_in_key(self) -> dict[str, bool]:
+        """Per table built (SetCell tables only, not aggregates): whether its row key holds the
+        exact time its cells are stamped with (an ``epoch_ms`` or ``reverse_ts`` segment of the
+        stamping field, cells at event time), so that the key alone tells its rows' cells apart
+        in time: the overwrite check then needs no stamp (:mod:`transforms.ingest.fingerprints`)."""
+        out = {}
+        for name in self.tables:
+            spec = self.schema.table(name)
+            if any(f.aggregate for f in spec.decl.families):
+                continue
+            time = spec.time or self.schema.time
+            out[name] = (
+                spec.cell_time == "event"
+                and not spec.time_else
+                and any(
+                    seg.kind in EPOCH_KEY_KINDS and seg.field == time
+                    for seg in spec.decl.key.segments
+                )
+            )
+        return out
 
     def take_empty_cells(self) -> int:
         """Unpivoted cells without a value since the last call (no event, not a dead letter):

@@ -34,7 +34,7 @@ from transforms.build.source import SourceWriter
 from transforms.errors import InvalidEvent
 from transforms.mutations import RowMutation
 from transforms.table_model import TIME_FORMATS, bucket_start_ms
-from transforms.text import events, keys, timefmt
+from transforms.text import events, isotime, keys, timefmt
 
 if TYPE_CHECKING:
     from transforms.schema import FieldSpec, TableSpec
@@ -113,7 +113,7 @@ class BuildPlan:
 
 _BUILD_NAMESPACE = {
     "InvalidEvent": InvalidEvent,
-    "_fromiso": dt.datetime.fromisoformat,
+    "_fromiso": isotime.fromisoformat,  # 3.11's reading on every Python (a Z on 3.10)
     "_EPOCH": timefmt.EPOCH,  # the fast path of timefmt.parse_event_time, inlined
     "_MS": timefmt.MILLISECOND,
     "MAX_MS": timefmt.MAX_EPOCH_MS,
@@ -123,13 +123,16 @@ _BUILD_NAMESPACE = {
 }
 
 
-def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], list[RowMutation]]:
+def build_function(
+    plan: BuildPlan, framed: bool = False, entries: bool = True
+) -> Callable[[dict], list[RowMutation]]:
     """``record → rows`` for ``plan``: every field checked, then every table's row.
 
     ``framed``: ``(record, out, ent) → None`` that appends the rows to ``out`` and to ``ent``
     each row's framed request entry made while building it
-    (:class:`transforms.build.wire.MutationSource`), or None where the writer must encode the row
-    itself; both only once nothing can fail any more (a bad record appends nothing)."""
+    (:class:`transforms.build.wire.MutationSource`; None for every row without ``entries``), or
+    None where the writer must encode the row itself; both only once nothing can fail any more
+    (a bad record appends nothing)."""
 
     src = SourceWriter(_BUILD_NAMESPACE)
     fields = [f.spec for f in plan.fields]
@@ -147,7 +150,7 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable[[dict], li
             src.add("values = {k: v for k, v in values.items() if v is not None}")
     scope = _Scope(src, plan.tz, local, types, optional)
     if framed:
-        _add_framed_rows(scope, plan.tables, wire.MutationSource(src))
+        _add_framed_rows(scope, plan.tables, wire.MutationSource(src) if entries else None)
     else:
         _add_rows(scope, plan.tables)
     return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
@@ -217,7 +220,7 @@ def _add_rows(scope: _Scope, tables: tuple[TablePlan, ...]) -> None:
 
 
 def _add_framed_rows(
-    scope: _Scope, tables: tuple[TablePlan, ...], mut: wire.MutationSource
+    scope: _Scope, tables: tuple[TablePlan, ...], mut: wire.MutationSource | None
 ) -> None:
     """The framed builder's rows and entries: kept in locals and added to the caller's lists
     at the end, when nothing can raise any more."""

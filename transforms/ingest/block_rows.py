@@ -19,7 +19,7 @@ from transforms.metrics import MAX_REASON_KINDS, OTHER_REASONS, reason_metric_na
 from transforms.mutations import RowMutation, check_limits
 from transforms.text import events
 
-__all__ = ["EventSpans", "Progress", "ReasonTally", "build_block"]
+__all__ = ["EventSpans", "Progress", "ReasonTally", "RecordRows", "build_block"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -93,6 +93,45 @@ def _build_framed_checked(
     check_limits(rows)
     out.batch += rows
     out.entries += made
+
+
+class RecordRows:
+    """A block's decoder and builder wrapped to keep each record's rows, for
+    :func:`build_block` (the overwrite check compares records): ``made`` holds ``(item index,
+    rows)`` of every record built, bad ones included (:meth:`valid` drops those the block's
+    outcome calls bad)."""
+
+    def __init__(
+        self,
+        decode: Callable[[object], dict],
+        build: Callable[[dict], Sequence[RowMutation]],
+        framed: Callable[[dict, list, list], None] | None = None,
+    ) -> None:
+        self._decode, self._build, self._framed = decode, build, framed
+        self.index = -1
+        self.made: list[tuple[int, list]] = []
+
+    def decode(self, raw: object) -> dict:
+        self.index += 1
+        return self._decode(raw)
+
+    def build(self, record: dict) -> Sequence[RowMutation]:
+        rows = self._build(record)
+        self.made.append((self.index, rows))
+        return rows
+
+    def framed(self, record: dict, batch: list, entries: list) -> None:
+        rows: list = []
+        made: list = []
+        self._framed(record, rows, made)
+        batch += rows
+        entries += made
+        self.made.append((self.index, rows))
+
+    def valid(self, out: BlockOutcome) -> list[tuple[int, list]]:
+        """``(item index, rows)`` of the block's valid records, in order."""
+        bad = {index for index, _, _ in out.bad}
+        return [(index, rows) for index, rows in self.made if index not in bad]
 
 
 class ReasonTally:

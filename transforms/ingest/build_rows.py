@@ -12,18 +12,26 @@ from __future__ import annotations
 import gc
 import logging
 import operator
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 import apache_beam as beam
 from apache_beam import pvalue
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindow
+from apache_beam.utils.timestamp import MIN_TIMESTAMP
+from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms.errors import InvalidEvent
 from transforms.ingest import batches as row_batches  # noqa: F401 (registers the coder of FramedRows)
 from transforms.ingest import block_rows, readers
 from transforms.ingest.dead_letters import dead_letter_record
+from transforms.ingest.fingerprints import RowPrints
+from transforms.ingest.overwrites import FIRST_NAMESPACE, RecentRows, counted, first_metric_name
 from transforms.ingest.readers import Block
 from transforms.metrics import (
+    CHECKED_ROWS,
     EMPTY_CELLS,
     EMPTY_ROWS,
     EVENT_TIMES,
@@ -34,10 +42,20 @@ from transforms.metrics import (
 from transforms.mutations import FramedRows, RowMutation, without_empty_rows
 from transforms.text import events
 
-__all__ = ["DEAD_LETTER", "ROWS", "BuildRows", "Builder", "CsvAdapter"]
+__all__ = [
+    "DEAD_LETTER",
+    "PRINTS",
+    "ROWS",
+    "BuildRows",
+    "Builder",
+    "CsvAdapter",
+    "OverwriteCheck",
+    "decoder",
+]
 
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"
+PRINTS = "prints"  # the overwrite check's fingerprints (batch): (shard, fingerprints.Prints)
 PROGRESS_SECONDS = 10.0
 _LOG = logging.getLogger(__name__)
 _CELLS = operator.itemgetter(2)  # a row's cells: empty for a row with no value
@@ -78,6 +96,24 @@ def tune_gc() -> None:
         gc.set_threshold(GC_ALLOCATIONS, *rest)
 
 
+# The streaming overwrite check's memory, per build step and worker process: a runner may
+# run each bundle on a fresh copy of the DoFn (the DirectRunner does when streaming), which must
+# still compare its records with those the copies before it built.
+_RECENT: dict[str, RecentRows] = {}
+
+
+class OverwriteCheck(NamedTuple):
+    """What the build step checks for overwrites: the checked tables, each with whether its key
+    holds its cells' stamp. Batch: the fingerprints go to the ``prints`` output
+    (:class:`~transforms.ingest.overwrite_check.CheckOverwrites` takes them on). Streaming
+    (``recent_rows`` > 0): each record is compared with the worker's last ``recent_rows`` rows
+    of at most ``recent_seconds`` ago (:class:`~transforms.ingest.overwrites.RecentRows`)."""
+
+    tables: Mapping[str, bool]
+    recent_rows: int = 0
+    recent_seconds: float = 0.0
+
+
 class _BuildRowsFn(beam.DoFn):
     """The Beam shell of the build step: each block to :func:`block_rows.build_block`, its
     outcome to the outputs, and the tallies to metrics once per bundle (a metric update per
@@ -90,12 +126,15 @@ class _BuildRowsFn(beam.DoFn):
         csv_adapter: CsvAdapter | None,
         event_ms: Mapping[str, Callable[[int], int]] | None = None,
         framed: FramedBuilder | None = None,
+        check: OverwriteCheck | None = None,
     ) -> None:
         self._builder = builder
         self._pipeline = pipeline
         self._csv_adapter = csv_adapter
         self._event_ms = dict(event_ms or {})
         self._framed = framed
+        self._check = check
+        self._memory = uuid.uuid4().hex  # this step's streaming memory (_RECENT), in any copy
 
     def setup(self) -> None:
         self._lines = Metrics.counter(NAMESPACE, "lines_read")
@@ -114,14 +153,27 @@ class _BuildRowsFn(beam.DoFn):
             self._frame = owner.framer()  # its compiled function, called per event as it is
         self._progress = block_rows.Progress(self._pipeline, PROGRESS_SECONDS, _LOG)
         self._tally = block_rows.ReasonTally()
+        self._prints = self._recent = None
+        check = self._check
+        if check is not None:
+            self._checked_rows = Metrics.counter(NAMESPACE, CHECKED_ROWS)
+            self._checked_tables = frozenset(check.tables)
+            if check.recent_rows:
+                memory = RecentRows(check.recent_rows, check.recent_seconds)
+                self._recent = _RECENT.setdefault(self._memory, memory)
+                self._compared = 0
+            else:
+                self._prints = RowPrints(check.tables)
         tune_gc()
 
     def start_bundle(self) -> None:
         self._bundle_lines = self._bundle_events = 0
         self._spans = block_rows.EventSpans(self._event_ms)
         self._tally.drain()  # what a failed (retried) bundle counted is not reported
+        if self._prints is not None:  # nor what it fingerprinted
+            self._prints = RowPrints(self._check.tables)
 
-    def finish_bundle(self) -> None:
+    def finish_bundle(self) -> Iterable[pvalue.TaggedOutput]:
         if self._take_empty is not None:
             self._empty_cells.inc(self._take_empty())
         self._timed.inc(self._spans.rows)
@@ -134,15 +186,55 @@ class _BuildRowsFn(beam.DoFn):
             Metrics.counter(REASONS_NAMESPACE, name).inc(count)
             if first is not None:
                 Metrics.distribution(REASONS_NAMESPACE, name).update(first)
+        if self._prints is not None:
+            shards = self._prints.drain()
+            self._checked_rows.inc(self._prints.rows)
+            self._prints.rows = 0
+            for shard in shards:
+                yield pvalue.TaggedOutput(
+                    PRINTS, WindowedValue(shard, MIN_TIMESTAMP, (GlobalWindow(),))
+                )
+        if self._recent is not None:
+            self._report_recent()
+
+    def _report_recent(self) -> None:
+        """The streaming check's findings of the bundle, as counters (and a warning)."""
+        self._checked_rows.inc(self._compared)
+        self._compared = 0
+        found = self._recent.drain()
+        for name, value in counted(found):
+            Metrics.counter(NAMESPACE, name).inc(value)
+        if found.first is not None and self._recent.first_reported(found.first):
+            Metrics.counter(FIRST_NAMESPACE, first_metric_name(found.first)).inc()
+        if found.records or found.duplicates:  # a stream's log tells as it goes
+            first = f"; first: {found.first.describe()}" if found.first else ""
+            _LOG.log(
+                logging.WARNING if found.records else logging.INFO,
+                "%s: overwrite check: %d records wrote %d cells another record wrote with "
+                "another value, %d records repeated another exactly%s",
+                self._pipeline,
+                found.records,
+                found.cells,
+                found.duplicates,
+                first,
+            )
 
     def process(self, element: Block | tuple) -> Iterable:
         block = element if type(element) is Block else as_block(element)
         self._bundle_lines += len(block.items)
         self._progress.add(len(block.items))
         decode = decoder(block, self._csv_adapter)
-        out = block_rows.build_block(
-            block.source, block.kind, block.items, decode, self._builder, self._frame, _LOG
-        )
+        if self._recent is not None:  # each record's rows kept, to compare records
+            keep = block_rows.RecordRows(decode, self._builder, self._frame)
+            frame = keep.framed if self._frame is not None else None
+            out = block_rows.build_block(
+                block.source, block.kind, block.items, keep.decode, keep.build, frame, _LOG
+            )
+            self._compare(block, keep.valid(out))
+        else:
+            out = block_rows.build_block(
+                block.source, block.kind, block.items, decode, self._builder, self._frame, _LOG
+            )
         if out.unexpected:
             self._unexpected.inc(out.unexpected)
         if out.blank:
@@ -158,8 +250,23 @@ class _BuildRowsFn(beam.DoFn):
         batch = self._written(out.batch, out.entries)
         if self._spans and batch:
             self._spans.track(batch)
+        if self._prints is not None and batch:
+            self._prints.add(batch, block.source, block.kind, block.offset)
+            if self._prints.full:  # handed on as they come: a bundle may be a whole input
+                for shard in self._prints.drain():
+                    yield pvalue.TaggedOutput(PRINTS, shard)
         if batch:
             yield batch
+
+    def _compare(self, block: Block, records: list[tuple[int, list]]) -> None:
+        """Streaming: each valid record's rows of checked tables against the worker's recent
+        rows (a record's place: its source and line, and a count of its own)."""
+        tables = self._checked_tables
+        for index, rows in records:
+            mine = [row for row in rows if row[0] in tables and row[2]]
+            if mine:
+                self._compared += len(mine)
+                self._recent.add(block.source, block.line(index), mine)
 
     def _written(self, rows: list, entries: list | None) -> list:
         """The block's rows as they go out: rows without a cell (an event with no value for a
@@ -208,7 +315,9 @@ class BuildRows(beam.PTransform):
     stamped with event times, its cell timestamp → event ms; the span of times landed is then
     counted (:data:`EVENT_TIMES`). ``framed``: the builder's variant that also makes each row's
     request entry (``generic.Builder.frame_into``); the batches are then :class:`FramedRows`,
-    whose entries the writers send as they are instead of encoding every row again."""
+    whose entries the writers send as they are instead of encoding every row again.
+    ``check``: the overwrite check (:class:`OverwriteCheck`); a batch run's fingerprints are
+    then the ``prints`` output."""
 
     def __init__(
         self,
@@ -217,11 +326,12 @@ class BuildRows(beam.PTransform):
         csv_adapter: CsvAdapter | None = None,
         event_ms: Mapping[str, Callable[[int], int]] | None = None,
         framed: FramedBuilder | None = None,
+        check: OverwriteCheck | None = None,
     ) -> None:
         super().__init__()
-        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms, framed)
+        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms, framed, check)
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         # Batches are FramedRows (or lists): coded and sized by transforms.ingest.batches
         build = beam.ParDo(self._fn).with_output_types(FramedRows)
-        return lines | "BuildRows" >> build.with_outputs(DEAD_LETTER, main=ROWS)
+        return lines | "BuildRows" >> build.with_outputs(DEAD_LETTER, PRINTS, main=ROWS)

@@ -27,13 +27,10 @@ from __future__ import annotations
 import bisect
 import codecs
 import csv
-import datetime as dt
 import itertools
-import math
 import operator
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from decimal import Decimal
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -41,10 +38,20 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.ingest import json_array
+from transforms.ingest.columnar import columnar_record
 from transforms.ingest.formats import INPUT_FORMATS
+from transforms.metrics import WorkerTally
 from transforms.text import events
 
-__all__ = ["Block", "ReadRecords", "columnar_record", "line_at"]
+__all__ = [
+    "BLOCK_ITEMS",
+    "Block",
+    "ReadRecords",
+    "detect",
+    "file_ranges",
+    "line_at",
+    "range_blocks",
+]
 
 # Records per block: the per-element cost of the runner is paid per block, but a block's rows
 # are what Beam samples to size its elements and what stays in cache while it is written;
@@ -277,23 +284,37 @@ def _blocks(
         )
 
 
+def range_blocks(part: FileRange) -> Iterator[Block]:
+    """A file range's records as blocks (see the module docstring for each format): what the
+    job reads, and what the overwrite check reads again."""
+    with FileSystems.open(part.path, compression_type=part.compression) as handle:
+        if part.format == "jsonl":
+            yield from jsonl_blocks(part, handle)
+        elif part.format == "csv":
+            header = None if part.start == 0 else csv_header(part.path, part.compression)
+            if part.start:
+                handle.seek(part.start)
+            chunks = _line_chunks(handle, part.start, strip=False)  # (see _csv_records)
+            yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
+        elif part.format == "json_array":
+            yield from array_blocks(part.path, handle)
+        else:
+            raise ValueError(f"{part.path}: {part.format} files are read by Beam's reader")
+
+
 class _ReadBlocksFn(beam.DoFn):
-    """A file range's records as blocks (see the module docstring for each format)."""
+    """A file range's records as blocks."""
+
+    def setup(self) -> None:
+        self._tally = WorkerTally("read")  # records per worker process, when asked for
 
     def process(self, part: FileRange) -> Iterable[Block]:
-        with FileSystems.open(part.path, compression_type=part.compression) as handle:
-            if part.format == "jsonl":
-                yield from jsonl_blocks(part, handle)
-            elif part.format == "csv":
-                header = None if part.start == 0 else csv_header(part.path, part.compression)
-                if part.start:
-                    handle.seek(part.start)
-                chunks = _line_chunks(handle, part.start, strip=False)  # (see _csv_records)
-                yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
-            elif part.format == "json_array":
-                yield from array_blocks(part.path, handle)
-            else:
-                raise ValueError(f"{part.path}: {part.format} files are read by Beam's reader")
+        for block in range_blocks(part):
+            self._tally.add(len(block.items))
+            yield block
+
+    def finish_bundle(self) -> None:
+        self._tally.flush()
 
 
 def jsonl_blocks(part: FileRange, handle) -> Iterator[Block]:
@@ -451,36 +472,6 @@ def array_blocks(source: str, handle, chunk_bytes: int = CHUNK_BYTES) -> Iterato
 # -- Parquet and Avro ----------------------------------------------------------------------------
 
 
-def columnar_record(record: dict) -> dict:
-    """A Parquet/Avro record as a JSON line would have given it: numbers as their decimal text
-    (:class:`~transforms.text.events.Num`), times as RFC 3339 text in UTC, bytes as UTF-8 text, and
-    no field for a null (an absent optional field)."""
-    return {str(k): _json_like(v) for k, v in record.items() if v is not None}
-
-
-def _json_like(value: object) -> object:
-    if value is None or type(value) is bool or isinstance(value, str):
-        return value
-    if isinstance(value, int | Decimal):
-        return events.Num(value)
-    if isinstance(value, float):
-        return events.Num(repr(value)) if math.isfinite(value) else repr(value)
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:  # Parquet/Avro timestamps without a zone are UTC instants
-            value = value.replace(tzinfo=dt.timezone.utc)
-        text = value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
-        return text.replace("+00:00", "Z")
-    if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="backslashreplace")
-    if isinstance(value, dict):
-        return {str(k): _json_like(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list | tuple):
-        return [_json_like(v) for v in value]
-    return str(value)
-
-
 def _record_block(pair: tuple[str, dict]) -> Block:
     return Block(pair[0], "record", [columnar_record(pair[1])], 0, -1)
 
@@ -514,11 +505,16 @@ class _RangesFn(beam.DoFn):
 class ReadRecords(beam.PTransform):
     """Every record of the files matching ``patterns`` as :class:`Block` s: JSON lines, JSON
     arrays and CSV (any of them gzip or bzip2) by this module; Parquet and Avro by Beam's own
-    readers, each record converted to what a JSON line would have given (:func:`columnar_record`).
+    readers, each record converted to what a JSON line would have given
+    (:func:`~transforms.ingest.columnar.columnar_record`).
     ``input_format`` forces one format for every file; ``auto`` lets each file's content and
-    name decide, so one glob may match files of several formats."""
+    name decide, so one glob may match files of several formats. ``inspect``: whether local
+    files may be opened now to leave out readers no file needs (not where the workers do not
+    share this machine's disk: then every reader is in the graph and each file's own decides)."""
 
-    def __init__(self, patterns: list[str], input_format: str = "auto") -> None:
+    def __init__(
+        self, patterns: list[str], input_format: str = "auto", inspect: bool = True
+    ) -> None:
         super().__init__()
         if input_format not in INPUT_FORMATS:
             raise ValueError(f"input format {input_format!r}: use {', '.join(INPUT_FORMATS)}")
@@ -526,6 +522,7 @@ class ReadRecords(beam.PTransform):
             raise ValueError("no input pattern given")
         self._patterns = list(patterns)
         self._format = input_format
+        self._inspect = inspect
 
     def _kinds(self) -> frozenset[str]:
         """The readers this job needs: ``text`` (this module), ``parquet``, ``avro``. Only
@@ -539,7 +536,7 @@ class ReadRecords(beam.PTransform):
             return frozenset({"text"})
         kinds = set()
         for pattern in self._patterns:
-            if "://" in pattern:
+            if "://" in pattern or not self._inspect:
                 return frozenset({"text", *COLUMNAR})  # remote: decided at run time
             try:
                 matched = FileSystems.match([pattern])[0].metadata_list

@@ -8,7 +8,7 @@ from functools import cache
 from transforms import schema as schema_lib
 from transforms.table_model import TableDecl
 
-__all__ = ["all_tables", "builtin_datasets", "dataset_of", "get"]
+__all__ = ["all_tables", "builtin_datasets", "dataset_of", "get", "index_tables"]
 
 
 def builtin_datasets() -> list[str]:
@@ -30,7 +30,19 @@ def _registry() -> tuple[dict[str, TableDecl], dict[str, str]]:
 
 
 def all_tables() -> dict[str, TableDecl]:
+    """Every built-in data table's declaration (not the series indexes: :func:`index_tables`)."""
     return _registry()[0]
+
+
+@cache
+def index_tables() -> dict[str, TableDecl]:
+    """The series index of every built-in dataset that declares one, by table name."""
+    found = {}
+    for dataset in builtin_datasets():
+        index = schema_lib.builtin(dataset).index
+        if index is not None:
+            found[index.table] = index.decl()
+    return dict(sorted(found.items()))
 
 
 def dataset_of(table: str) -> str | None:
@@ -39,8 +51,9 @@ def dataset_of(table: str) -> str | None:
 
 
 def get(name: str) -> TableDecl:
-    try:
-        return all_tables()[name]
-    except KeyError:
+    """A built-in table's declaration, a series index's too."""
+    found = all_tables().get(name) or index_tables().get(name)
+    if found is None:
         known = ", ".join(all_tables())
-        raise KeyError(f"no table declaration named {name!r}; known: {known}") from None
+        raise KeyError(f"no table declaration named {name!r}; known: {known}")
+    return found

@@ -26,7 +26,7 @@ from transforms.text import timefmt
 
 __all__ = ["builtin", "load", "loads", "with_times"]
 
-_TOP_KEYS = ("dataset", "doc", "event", "tables", "queries", "advisor")
+_TOP_KEYS = ("dataset", "doc", "event", "tables", "queries", "advisor", "index")
 _EVENT_KEYS = ("time", "fields", "example", "extra_fields", "unpivot", "missing")
 
 
@@ -69,7 +69,9 @@ def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) ->
     queries = ()
     if "queries" in top:
         queries = query_rules.parse(problems, top["queries"], line_of(top, "queries"), tables)
+    index = table_rules.index(problems, top, tables) if "index" in top else None
     return Schema(
+        index=index,
         queries=queries,
         dataset=dataset,
         time=time,

@@ -11,7 +11,14 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from transforms.table_model import BUCKET_UNITS, TIME_FORMATS, TableDecl
+from transforms.table_model import (
+    BUCKET_UNITS,
+    TIME_FORMATS,
+    Family,
+    KeyRecipe,
+    Segment,
+    TableDecl,
+)
 from transforms.text import timefmt
 
 __all__ = [
@@ -24,6 +31,7 @@ __all__ = [
     "DECLARATIONS",
     "FIELD_KEYS",
     "FIELD_TYPES",
+    "INDEX_FAMILY",
     "MAP_QUALIFIERS",
     "QUALIFIER_TIME_FORMATS",
     "SEGMENT_KINDS",
@@ -36,6 +44,7 @@ __all__ = [
     "AdvisorWorkload",
     "ColumnSpec",
     "FieldSpec",
+    "IndexSpec",
     "QuerySpec",
     "RollupRule",
     "RowsPer",
@@ -211,6 +220,31 @@ class TableSpec:
 
 
 @dataclass(frozen=True)
+class IndexSpec:
+    """``index:``: the table of the dataset's series index (one row per metric and tag set,
+    with when it was first and last seen), written by every ingest job beside its rows and read
+    by ``btts serve`` to list series without reading data (:mod:`transforms.scans.series_index`
+    says what it holds)."""
+
+    table: str
+    line: int = field(default=0, compare=False)
+
+    def decl(self) -> TableDecl:
+        """The index table's declaration: one family keeping one version of each column (the
+        first and last times, written idempotently as cell timestamps)."""
+        family = Family(INDEX_FAMILY, max_versions=1, doc="first/last seen, as cell timestamps")
+        key = KeyRecipe((Segment("const", arg="SERIES"),))
+        return TableDecl(self.table, (family,), key, "SERIES-INDEX", doc=_INDEX_DOC)
+
+
+INDEX_FAMILY = "s"
+_INDEX_DOC = (
+    "The series index: per metric and tag set (and per tag value, per metric) the first and last "
+    "time seen; written beside the rows by every ingest job, rebuilt by `btts index rebuild`."
+)
+
+
+@dataclass(frozen=True)
 class QuerySpec:
     """One declared query of ``queries:`` (:mod:`transforms.schema.queries` says what each
     field means)."""
@@ -306,6 +340,7 @@ class Schema:
     proto_modules: tuple[str, ...] = field(default=(), compare=False)
     extra_fields: str = "refuse"  # or "ignore": input fields the event does not declare
     unpivot: Unpivot | None = None
+    index: IndexSpec | None = None  # the series index ``btts serve`` lists series from
     missing: tuple[str, ...] = ()  # texts that mean "no value" in any field (``event.missing``)
 
     def table(self, name: str) -> TableSpec:

@@ -14,6 +14,7 @@ from transforms.schema.model import (
     AGGREGATES,
     CELL_TIMES,
     FieldSpec,
+    IndexSpec,
     RollupRule,
     RowsPer,
     TableSpec,
@@ -24,7 +25,7 @@ from transforms.schema.yaml_lines import Map, line_of
 from transforms.table_model import PATTERNS, Family, KeyRecipe, TableDecl
 from transforms.text import keys
 
-__all__ = ["rollup_source", "table"]
+__all__ = ["index", "rollup_source", "table"]
 
 _TABLE = re.compile(r"[_a-zA-Z0-9][-_.a-zA-Z0-9]{0,49}\Z")
 _FAMILY = re.compile(r"[-_.a-zA-Z0-9]{1,64}\Z")
@@ -221,6 +222,28 @@ def rollup(problems: Problems, node: Map, what: str, decl: TableDecl) -> RollupR
     if not source or not entity:
         return None
     return RollupRule(source, entity, metric)
+
+
+def index(problems: Problems, top: Map, tables: Sequence[TableSpec]) -> IndexSpec | None:
+    """``index: {table: NAME}``: the table of the dataset's series index."""
+    spec = problems.mapping(top["index"], "index", line_of(top, "index"))
+    if spec is None:
+        return None
+    problems.keys(spec, ("table",), "index")
+    name = problems.text(spec, "table", "index", required=True)
+    if not name:
+        return None
+    if not _TABLE.match(name):
+        problems.bad(line_of(spec, "table"), "index: a table id is 1-50 of [-_.a-zA-Z0-9]")
+        return None
+    if name in {t.name for t in tables}:
+        problems.bad(
+            line_of(spec, "table"),
+            f"index: {name} is a table of this file; the index needs a table of its own "
+            f"(e.g. {name}_SERIES)",
+        )
+        return None
+    return IndexSpec(name, spec.line)
 
 
 def rollup_source(problems: Problems, spec: TableSpec, tables: Mapping[str, TableSpec]) -> None:

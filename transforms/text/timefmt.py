@@ -13,6 +13,7 @@ from functools import lru_cache
 from transforms.errors import InvalidEvent
 from transforms.text import decimal_year
 from transforms.text.events import CsvText, Num, describe, integral_text
+from transforms.text.isotime import fromisoformat
 
 __all__ = [
     "DST_CHOICES",
@@ -72,7 +73,7 @@ def parse_event_time(
     time before ``earliest`` (epoch ms; ``advice``: how to land it, see :func:`range_problem`)."""
     if type(value) is str and len(value) <= 40:  # the common case first: one C call
         try:
-            moment = dt.datetime.fromisoformat(value)
+            moment = fromisoformat(value)
         except ValueError:
             pass  # the general path below says what is wrong
         else:
@@ -87,7 +88,7 @@ def parse_event_time(
         if not text or len(text) > 40:
             raise InvalidEvent(f"field {field!r}: not an RFC 3339 time: {value[:60]!r}")
         try:
-            moment = dt.datetime.fromisoformat(text)
+            moment = fromisoformat(text)
         except ValueError:
             raise InvalidEvent(f"field {field!r}: not an RFC 3339 time: {value!r}") from None
         if moment.tzinfo is None:
@@ -424,7 +425,7 @@ def make_parser(
                 raise InvalidEvent(f"field {field!r}: expected an RFC 3339 time, got {value!r}")
             if tz is not None and isinstance(value, str) and not value.isdigit():
                 try:
-                    moment = dt.datetime.fromisoformat(value.strip())
+                    moment = fromisoformat(value.strip())
                 except ValueError:
                     pass  # parse_event_time says what is wrong
                 else:

@@ -1,0 +1,43 @@
+"""Parquet and Avro records as a JSON line would have given them, so that one builder reads
+every format: the readers convert each record before it is parsed, and ``btts init`` samples
+columnar files through the same conversion."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from decimal import Decimal
+
+from transforms.text import events
+
+__all__ = ["columnar_record"]
+
+
+def columnar_record(record: dict) -> dict:
+    """A Parquet/Avro record as a JSON line would have given it: numbers as their decimal text
+    (:class:`~transforms.text.events.Num`), times as RFC 3339 text in UTC, bytes as UTF-8 text, and
+    no field for a null (an absent optional field)."""
+    return {str(k): _json_like(v) for k, v in record.items() if v is not None}
+
+
+def _json_like(value: object) -> object:
+    if value is None or type(value) is bool or isinstance(value, str):
+        return value
+    if isinstance(value, int | Decimal):
+        return events.Num(value)
+    if isinstance(value, float):
+        return events.Num(repr(value)) if math.isfinite(value) else repr(value)
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:  # Parquet/Avro timestamps without a zone are UTC instants
+            value = value.replace(tzinfo=dt.timezone.utc)
+        text = value.astimezone(dt.timezone.utc).isoformat(timespec="microseconds")
+        return text.replace("+00:00", "Z")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="backslashreplace")
+    if isinstance(value, dict):
+        return {str(k): _json_like(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_json_like(v) for v in value]
+    return str(value)

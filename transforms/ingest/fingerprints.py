@@ -1,0 +1,355 @@
+"""Fixed-size fingerprints of the rows a batch run writes, so that two records writing one cell
+are found across every worker at a cost of 8 bytes per row, not of the rows themselves.
+
+A row write is ``(table, key, cells)`` whose cells share one timestamp (every builder stamps a
+row's cells with its event time, or the start of its bucket). Two rows can write the same cell
+(table, key, family, qualifier, timestamp) only if they have the same **row id**: the table, the
+key and that timestamp. The build step hashes, per row:
+
+* ``kh``: the table and the key (the distinct rows of a table are its distinct ``kh``, counted
+  exactly over the whole run: kept once per distinct key, for tables whose key does not hold
+  the stamp);
+* the row id: ``kh`` mixed with the timestamp, or ``kh`` itself where the key holds the
+  timestamp (``epoch_ms`` of the stamping time: METRIC, QUOTE, TICK…), which spares reading it.
+
+and keeps one 64-bit number a row: the low 60 bits of the row id (the **identity** compared),
+and in the top 4 bits which of the last 16 flushes (of :data:`FLUSH_ROWS` rows, a few blocks) it
+came from, whose blocks' places (``loc``: a 24-bit hash of the source and, for a JSON-lines
+block, its byte offset; 0: the source whole) travel once per flush: where to read it again.
+
+Rows are buffered per table and hashed in one vectorised pass per flush: the keys read as 64-bit
+words. Everything is deterministic (no Python ``hash``, which differs between processes), so two
+workers' fingerprints of one row are equal. :func:`repeats` finds, per shard, the rows whose
+identity occurs more than once: the only rows that can overwrite one another (or repeat one
+another). Those few are read and built again and compared cell by cell
+(:mod:`transforms.ingest.overwrites`); a hash collision can only make a row a candidate there,
+never a finding.
+
+Pure: numpy and the standard library, no Beam.
+"""
+
+from __future__ import annotations
+
+import operator
+import zlib
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "IDENTITY",
+    "Candidates",
+    "Prints",
+    "RowPrints",
+    "key_hashes",
+    "repeats",
+    "row_ids",
+    "split_loc",
+    "table_salt",
+]
+
+SHARDS = 16  # the global pass runs per shard: bits 56-59 of a key hash or an identity
+FLUSH_ROWS = 4_096  # rows buffered (keys and stamps) before one hash: few calls, cache-warm keys
+FLUSHES = 16  # flushes a worker holds before handing them on (4 bits of each row's number)
+# so a worker holds at most HANDOVER_ROWS rows' fingerprints; the runner then holds them coded,
+# 8 bytes a row, never a worker's copies of a whole bundle's
+HANDOVER_ROWS = FLUSHES * FLUSH_ROWS
+_SHARD_SHIFT = np.uint64(56)
+_FLUSH_SHIFT = np.uint64(60)  # the flush a row came from: the top 4 bits of its number
+IDENTITY = np.uint64((1 << 60) - 1)  # the rest: its identity (60 bits of its row id)
+_OFFSET_BITS = 40  # a JSON-lines block's byte offset + 1 (files up to 1 TiB); 0: whole source
+_OFFSET_MASK = (1 << _OFFSET_BITS) - 1
+
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_S29, _S32, _S33 = np.uint64(29), np.uint64(32), np.uint64(33)
+# One odd multiplier per 8-byte word of a key (keys are at most 4 KiB: 512 words).
+_WORDS = (np.arange(1, 513, dtype=np.uint64) * _GOLD) | np.uint64(1)
+
+_TABLE = operator.itemgetter(0)
+_KEY = operator.itemgetter(1)
+_CELLS = operator.itemgetter(2)
+_FIRST = operator.itemgetter(0)
+_STAMP = operator.itemgetter(3)
+
+
+def _fmix(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, in place: every input bit moves every output bit."""
+    h ^= h >> _S33
+    h *= _M1
+    h ^= h >> _S33
+    h *= _M2
+    h ^= h >> _S33
+    return h
+
+
+def table_salt(table: str) -> int:
+    """A table's own 64-bit constant, mixed into its keys' hashes (same key, other table)."""
+    return zlib.crc32(table.encode("utf-8")) * 0x9E3779B1 | 1 << 63
+
+
+def key_hashes(keys: list[bytes], salt: int = 0) -> np.ndarray:
+    """A deterministic 64-bit hash of each key (``uint64``), ``salt`` mixed in.
+
+    A key is read as little-endian 64-bit words, the last one zero-padded; each word is mixed
+    with its position's multiplier and the mixes are summed with the key's length (so
+    ``b"a"`` and ``b"a\\0"`` differ), then finalised. A zero word adds nothing, so a key
+    padded with zero words hashes the same: keys of one length are read in place from their
+    join (no copy per key), others from numpy's zero-padded fixed-width array."""
+    n = len(keys)
+    if not n:
+        return np.zeros(0, np.uint64)
+    blob = b"".join(keys)
+    width = len(keys[0])
+    if width >= 8 and len(blob) == n * width and max(map(len, keys)) == width:
+        columns = [np.ndarray((n,), "<u8", blob, at, (width,)) for at in range(0, width - 7, 8)]
+        if width % 8:  # the last 8 bytes, shifted down to the partial word's bytes
+            last = np.ndarray((n,), "<u8", blob, width - 8, (width,))
+            columns.append(last >> np.uint64(8 * (8 - width % 8)))
+        lengths = np.uint64(width)
+    else:
+        fixed = np.array(keys, dtype=bytes)
+        size = fixed.dtype.itemsize
+        if size % 8:
+            fixed = fixed.astype(f"S{size + 8 - size % 8}")
+        words = fixed.view("<u8").reshape(n, -1)
+        columns = [words[:, at] for at in range(words.shape[1])]
+        lengths = np.fromiter(map(len, keys), np.uint64, n)
+    with np.errstate(over="ignore"):
+        h = lengths * _M2 + np.full(n, salt & 0xFFFFFFFFFFFFFFFF, np.uint64)
+        for at, column in enumerate(columns):
+            mixed = column * _WORDS[at]
+            mixed ^= mixed >> _S32
+            mixed *= _M1
+            mixed ^= mixed >> _S29
+            h += mixed
+        return _fmix(h)
+
+
+def row_ids(kh: np.ndarray, stamps: np.ndarray | None) -> np.ndarray:
+    """The row ids of rows whose keys hash to ``kh`` and whose cells are stamped ``stamps``
+    (µs, int64); ``kh`` itself where the key holds the stamp (``stamps`` None)."""
+    if stamps is None:
+        return kh
+    with np.errstate(over="ignore"):
+        return _fmix(kh ^ _fmix(stamps.astype(np.uint64) * _GOLD))
+
+
+def source_id(source: str) -> int:
+    """A source's 24-bit id in ``loc`` (several sources may share one: all are read again)."""
+    return zlib.crc32(source.encode("utf-8")) & 0xFFFFFF
+
+
+def loc_of(source: str, kind: str, offset: int) -> int:
+    """Where a block's records are read again: the source, and a JSON-lines block's offset."""
+    position = offset + 1 if kind == "jsonl" and 0 <= offset < _OFFSET_MASK else 0
+    return source_id(source) << _OFFSET_BITS | position
+
+
+def split_loc(loc: int) -> tuple[int, int | None]:
+    """``(source id, offset of a JSON-lines block or None: the source whole)`` of a ``loc``."""
+    position = loc & _OFFSET_MASK
+    return loc >> _OFFSET_BITS, position - 1 if position else None
+
+
+def table_slices(rows: list) -> Iterable[tuple[str, list]]:
+    """``(table, its rows)`` of a batch: the batch itself when it is one table's, one slice per
+    table when every event wrote the same tables in the same order (a schema's builder), else
+    grouped row by row."""
+    if not rows:
+        return ()
+    tables = list(map(_TABLE, rows))
+    first = tables[0]
+    if tables.count(first) == len(tables):
+        return ((first, rows),)
+    period = len(dict.fromkeys(tables[:8]))
+    if period < len(tables) and tables == tables[:period] * (len(tables) // period):
+        return ((table, rows[i::period]) for i, table in enumerate(tables[:period]))
+    grouped: dict[str, list] = {}
+    for row in rows:
+        grouped.setdefault(row[0], []).append(row)
+    return grouped.items()
+
+
+class Prints(NamedTuple):
+    """One shard's fingerprints from one handover. ``ids``: per table, a number per row (its
+    identity, and the flush it came from: see the module docstring); ``keys``: per table whose
+    keys do not hold the stamp, its distinct key hashes in this shard; ``flushes``: each
+    flush's blocks (their locs); ``sources``: the sources behind loc ids; ``keyed``: the
+    tables whose distinct rows are counted from ``keys`` (the others': their identities)."""
+
+    ids: dict[str, np.ndarray]
+    keys: dict[str, np.ndarray]
+    flushes: tuple[np.ndarray, ...]
+    sources: dict[int, set[str]]
+    keyed: frozenset[str]
+
+
+def _by_shard(values: np.ndarray) -> Iterable[tuple[int, np.ndarray]]:
+    """``values`` cut by shard (bits 56-59)."""
+    shard = ((values >> _SHARD_SHIFT) & np.uint64(SHARDS - 1)).astype(np.uint8)  # radix sort
+    order = np.argsort(shard, kind="stable")
+    bounds = np.concatenate(([0], np.cumsum(np.bincount(shard, minlength=SHARDS))))
+    for index in range(SHARDS):
+        if bounds[index] < bounds[index + 1]:
+            yield index, values[order[bounds[index] : bounds[index + 1]]]
+
+
+class _Buffer:
+    """One table's rows not yet hashed (keys, and stamps unless the key holds them), then
+    their numbers (identity and flush), cut by shard when handed on."""
+
+    def __init__(self, table: str, stamped_by_key: bool) -> None:
+        self.salt = table_salt(table)
+        self.keys: list[bytes] = []
+        self.stamps: list[int] | None = None if stamped_by_key else []
+        self.ids: list[np.ndarray] = []
+        self.distinct: list[np.ndarray] = []  # distinct key hashes (stamps not in the key)
+
+    def add(self, rows: list) -> None:
+        self.keys += map(_KEY, rows)
+        if self.stamps is not None:
+            self.stamps += map(_STAMP, map(_FIRST, map(_CELLS, rows)))
+
+    def flush(self, flush: int) -> None:
+        if not self.keys:
+            return
+        kh = key_hashes(self.keys, self.salt)
+        if self.stamps is None:
+            rid = kh & IDENTITY
+        else:
+            rid = row_ids(kh, np.array(self.stamps, np.int64)) & IDENTITY
+            self.distinct.append(np.unique(kh))
+            self.stamps = []
+        self.ids.append(rid | np.uint64(flush) << _FLUSH_SHIFT)
+        self.keys = []
+
+    def by_shard(self) -> Iterable[tuple[int, str, np.ndarray]]:
+        """``(shard, "ids", numbers)`` and ``(shard, "keys", distinct key hashes)`` of
+        everything flushed."""
+        if self.ids:
+            for shard, ids in _by_shard(np.concatenate(self.ids)):
+                yield shard, "ids", ids
+        if self.distinct:
+            for shard, unique in _by_shard(np.unique(np.concatenate(self.distinct))):
+                yield shard, "keys", unique
+
+
+class RowPrints:
+    """A bundle's fingerprints, table by table (``tables``: each checked table → whether its
+    key holds its cells' stamp), drained per shard when :attr:`full` and at the end of the
+    bundle."""
+
+    def __init__(self, tables: Mapping[str, bool]) -> None:
+        self._stamped_by_key = dict(tables)
+        self._keyed = frozenset(t for t, stamped in tables.items() if not stamped)
+        self._buffers: dict[str, _Buffer] = {}
+        self._blocks: list[int] = []  # the locs of the blocks since the last flush
+        self._flushes: list[np.ndarray] = []  # each flush's blocks, since the last drain
+        self._sources: dict[int, set[str]] = {}
+        self._pending = 0
+        self.rows = 0  # rows fingerprinted (the caller counts them and resets this)
+
+    def add(self, rows: list, source: str, kind: str, offset: int) -> None:
+        """A block's rows (of any tables: those not checked are skipped)."""
+        added = 0
+        for table, part in table_slices(rows):
+            buffer = self._buffers.get(table)
+            if buffer is None:
+                if table not in self._stamped_by_key:
+                    continue
+                buffer = self._buffers[table] = _Buffer(table, self._stamped_by_key[table])
+            buffer.add(part)
+            added += len(part)
+        if added:
+            loc = loc_of(source, kind, offset)
+            self._blocks.append(loc)
+            self._sources.setdefault(loc >> _OFFSET_BITS, set()).add(source)
+            self._pending += added
+            if self._pending >= FLUSH_ROWS:
+                self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        flush = len(self._flushes)
+        for buffer in self._buffers.values():
+            buffer.flush(flush)
+        self._flushes.append(np.array(self._blocks, np.uint64))
+        self._blocks = []
+        self.rows += self._pending
+        self._pending = 0
+
+    @property
+    def full(self) -> bool:
+        """Whether the fingerprints held should be drained and handed on now (before a 17th
+        flush, which 4 bits could not name)."""
+        return len(self._flushes) >= FLUSHES
+
+    def drain(self) -> list[tuple[int, Prints]]:
+        """``(shard, Prints)`` of every shard holding rows, then forgotten."""
+        self._flush()
+        flushes, sources = tuple(self._flushes), self._sources
+        shards: dict[int, Prints] = {}
+        for table, buffer in self._buffers.items():
+            for index, kind, values in buffer.by_shard():
+                if index not in shards:
+                    shards[index] = Prints({}, {}, flushes, sources, self._keyed)
+                getattr(shards[index], kind)[table] = values
+        self._buffers, self._flushes, self._sources = {}, [], {}
+        return sorted(shards.items())
+
+
+class Candidates(NamedTuple):
+    """Rows whose identity occurs more than once in the run: per table those identities and
+    the locs of blocks that hold every row of them (and some others), and the sources behind
+    the loc ids."""
+
+    tables: dict[str, tuple[np.ndarray, np.ndarray]]
+    sources: dict[int, set[str]]
+
+
+def _distinct(values: np.ndarray) -> int:
+    ordered = np.sort(values)
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1 if len(ordered) else 0
+
+
+def repeats(prints: Iterable[Prints]) -> tuple[dict[str, int], Candidates]:
+    """One shard's fingerprints from every handover → the distinct rows of each table (exact:
+    a key hash, an identity, is in one shard only) and the rows whose identity occurs more
+    than once."""
+    prints = list(prints)
+    sources: dict[int, set[str]] = {}
+    for one in prints:
+        for sid, names in one.sources.items():
+            sources.setdefault(sid, set()).update(names)
+    distinct: dict[str, int] = {}
+    found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for table in sorted({t for one in prints for t in (*one.ids, *one.keys)}):
+        ids = [one.ids[table] & IDENTITY for one in prints if table in one.ids]
+        ordered = np.sort(np.concatenate(ids)) if ids else np.zeros(0, np.uint64)
+        same = ordered[1:] == ordered[:-1]
+        if any(table in one.keyed for one in prints):
+            keys = [one.keys[table] for one in prints if table in one.keys]
+            distinct[table] = _distinct(np.concatenate(keys)) if keys else 0
+        else:  # the keys hold the stamps: an identity is a key
+            distinct[table] = len(ordered) - int(np.count_nonzero(same))
+        twice = np.unique(ordered[1:][same])
+        if len(twice):
+            found[table] = _located(table, prints, twice)
+    return distinct, Candidates(found, sources)
+
+
+def _located(table: str, prints: list[Prints], twice: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The identities in ``twice`` and the locs of the blocks of every flush that holds one
+    of their rows (read again, they give every row of those identities)."""
+    locs = []
+    for one in prints:
+        if table in one.ids:
+            numbers = one.ids[table]
+            hit = numbers[np.isin(numbers & IDENTITY, twice)]
+            for flush in np.unique(hit >> _FLUSH_SHIFT).tolist():
+                locs.append(one.flushes[flush])
+    return twice, np.unique(np.concatenate(locs))

@@ -1,0 +1,83 @@
+"""The series index written beside the rows (:mod:`transforms.scans.series_index` says what it
+holds): batches of a job's rows in, batches of index rows out, for the job's SetCell sink.
+
+Each bundle's rows are folded into one span (first, last) per series, metric and tag value, and
+written once when the bundle ends: the index costs a dictionary update per row and a few cells
+per series and bundle, not a write per event. Its cells are idempotent (the newest timestamp
+of a column wins), so a retried bundle, a re-run or another worker's bundle of the same series
+leaves the index exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+from apache_beam.utils.windowed_value import WindowedValue
+
+from transforms import schema as schema_lib
+from transforms.metrics import NAMESPACE
+from transforms.scans import series_index
+
+__all__ = ["IndexSeries"]
+
+
+class _FoldSeries(beam.DoFn):
+    """Rows folded per bundle (and window) into index rows, emitted when the bundle ends."""
+
+    def __init__(self, schema: schema_lib.Schema, index_table: str, tables: Sequence[str]) -> None:
+        self._text = schema.text
+        self._source = schema.source
+        self._proto_modules = schema.proto_modules
+        self._index_table = index_table
+        self._tables = tuple(tables)
+
+    def setup(self) -> None:
+        schema = schema_lib.loads(self._text, self._source, self._proto_modules)
+        self._series = {t: series_index.TableSeries(schema, schema.table(t)) for t in self._tables}
+        self._skipped = Metrics.counter(NAMESPACE, "series_index_rows_skipped")
+
+    def start_bundle(self) -> None:
+        self._acc: dict = {}  # window → table → (tag values, metric) → [first, last]
+
+    def process(self, batch: list, window=beam.DoFn.WindowParam) -> Iterable[None]:
+        rows = batch if isinstance(batch, list) else (batch,)
+        by_table = self._acc.setdefault(window, {})
+        series, fold = self._series, series_index.fold
+        skipped = 0
+        for row in rows:
+            table = row[0]
+            spec = series.get(table)
+            if spec is None:
+                continue
+            acc = by_table.get(table)
+            if acc is None:
+                acc = by_table[table] = {}
+            if not fold(acc, spec, row[1], row[2]):
+                skipped += 1
+        if skipped:
+            self._skipped.inc(skipped)
+        return ()
+
+    def finish_bundle(self) -> Iterable[WindowedValue]:
+        for window, by_table in self._acc.items():
+            rows: dict = {}
+            for table, acc in by_table.items():
+                series_index.index_rows(self._series[table], acc, rows)
+            if rows:
+                batch = series_index.mutations(self._index_table, rows)
+                yield WindowedValue(batch, window.max_timestamp(), [window])
+        self._acc = {}
+
+
+class IndexSeries(beam.PTransform):
+    """Batches of a job's rows → batches of the index rows of ``tables`` (the schema's tables
+    the index lists that this job writes), for ``index_table``."""
+
+    def __init__(self, schema: schema_lib.Schema, index_table: str, tables: Sequence[str]) -> None:
+        super().__init__()
+        self._fn = _FoldSeries(schema, index_table, tables)
+
+    def expand(self, rows: beam.PCollection) -> beam.PCollection:
+        return rows | "FoldSeries" >> beam.ParDo(self._fn)
