@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from btts.tsdb import catalog, mquery, request, series
-from btts.tsdb.request import BadRequest
+from btts.tsdb.errors import BadRequest
 from btts_cli import serve_command
 
 DASHBOARDS = Path(__file__).resolve().parent.parent / "docs" / "dashboards.md"

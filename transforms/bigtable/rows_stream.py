@@ -41,7 +41,6 @@ from google.api_core import exceptions as api_exceptions
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
 from google.cloud.bigtable.data.exceptions import InvalidChunk
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
-from google.cloud.bigtable_v2.types import data as data_types
 
 from transforms import official
 from transforms.bigtable import channel as channels
@@ -52,8 +51,6 @@ __all__ = ["RowReader", "open_channel", "request_of", "shared_reader"]
 
 Request = bigtable_types.ReadRowsRequest.pb()  # the raw protobufs, no proto-plus wrappers
 Response = bigtable_types.ReadRowsResponse.pb()
-_RowRange = data_types.RowRange.pb()
-_RowSet = data_types.RowSet.pb()
 
 EMULATOR_ENV = channels.EMULATOR_ENV
 METHOD = "/google.bigtable.v2.Bigtable/ReadRows"
