@@ -230,7 +230,7 @@ def csv_boundaries(handle) -> list[tuple[int, int]]:
 def csv_header(path: str, compression: str) -> tuple:
     """A CSV file's column names (its first record), for ranges that start further on."""
     with FileSystems.open(path, compression_type=compression) as handle:
-        chunks = _line_chunks(handle, 0, strip=False)
+        chunks = _line_chunks(handle, 0)
         for _start, record in _csv_records(_numbered(chunks), lambda r: True):
             return events.parse_csv_header(record)
     return ()
@@ -242,13 +242,15 @@ def _strip_cr(lines: list[bytes]) -> list[bytes]:
 
 def _line_chunks(handle, start: int) -> Iterator[tuple[int, list[bytes]]]:
     """``(offset of the first line, complete lines)`` per chunk read, from byte ``start`` on
-    (a line beginning there), CRLF endings stripped; the last line may lack its newline."""
-    for offset, lines, crlf in _raw_chunks(handle, start):
-        yield offset, _strip_cr(lines) if crlf else lines
+    (a line beginning there); the last line may lack its newline. A line keeps its ``\r``: the
+    CSV reader alone knows whether it ends a record or belongs to a quoted field's text
+    (:func:`_csv_records`)."""
+    for offset, lines, _crlf in _raw_chunks(handle, start):
+        yield offset, lines
 
 
 def _raw_chunks(handle, start: int) -> Iterator[tuple[int, list[bytes], bool]]:
-    """:func:`_line_chunks` unstripped, with whether the chunk holds a ``\r`` at all (one
+    """:func:`_line_chunks`, with whether the chunk holds a ``\r`` at all (one
     search per chunk, not one per line)."""
     pending = b""
     offset = start
@@ -293,7 +295,7 @@ def range_blocks(part: FileRange) -> Iterator[Block]:
             header = None if part.start == 0 else csv_header(part.path, part.compression)
             if part.start:
                 handle.seek(part.start)
-            chunks = _line_chunks(handle, part.start, strip=False)  # (see _csv_records)
+            chunks = _line_chunks(handle, part.start)
             yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
         elif part.format == "json_array":
             yield from array_blocks(part.path, handle)
