@@ -55,6 +55,7 @@ tables:
       - {family: f, qualifier: user, value: user}
       - {family: f, qualifier: one, value: one}
       - {family: f, qualifier: none, value: none}
+index: {table: LASTDP_SERIES}
 """
 HTTP = load("http")
 LAST = load("last")

@@ -304,6 +304,23 @@ def test_rows_equal_the_data_clients_read_rows(filled, bounds, keys, which, limi
     assert reader.read(table.table_name, query, 30) == expected
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    bounds=st.lists(st.tuples(key_bound, key_bound), max_size=4),
+    which=st.integers(0, len(FILTERS) - 1),
+    limit=st.sampled_from([None, 1, 7]),
+)
+def test_a_span_query_is_the_request_of_the_data_clients_query(bounds, which, limit):
+    """Many ranges go straight into the request (SpanQuery): the same bytes as the data
+    client's query of the same ranges, filter and limit."""
+    spans = [(a, b) for a, b in bounds if not (a and b) or a < b]
+    fast = rows_stream.SpanQuery(spans, FILTERS[which], limit)
+    name = "projects/p/instances/i/tables/t"
+    want = rows_stream.request_of(name, fast.query())
+    got = rows_stream.request_of(name, fast)
+    assert got.SerializeToString() == want.SerializeToString()
+
+
 def in_f(row_filter):
     return row_filters.RowFilterChain(filters=[row_filters.FamilyNameRegexFilter("f"), row_filter])
 

@@ -24,6 +24,8 @@ from btts_cli import main as cli
 from tests.helpers import compiled, dump, run_job, write_lines
 from tests.helpers import retry_harness as harness_on
 from transforms import schema as schema_lib
+from transforms.build import builder as generic
+from transforms.scans import series_fold
 from transforms.scans import series_index as layout
 from transforms.text import events
 
@@ -41,10 +43,10 @@ def fold_rows(dataset: str, rows) -> dict:
     acc: dict = defaultdict(dict)
     for table, key, cells in rows:
         if table in series:
-            assert layout.fold(acc[table], series[table], key, cells)
+            assert series_fold.fold(acc[table], series[table], key, cells)
     out: dict = {}
     for table, folded in acc.items():
-        layout.index_rows(series[table], folded, out)
+        series_fold.index_rows(series[table], folded, out)
     return out
 
 
@@ -106,6 +108,94 @@ def test_map_entries_and_tenants_are_series_of_their_own():
         own = {layout.decode(k)[2] for k in folded if layout.decode(k)[:2] == ["v", tenant]}
         others = {r["device"] for r in devices if r["tenant"] != tenant}
         assert tenant in own and not own & others
+
+
+BUILT = {  # small samples of every built-in dataset whose job writes indexed tables
+    "server_metrics": lambda: samples.metric_records(hosts=3, seconds=600, interval_s=60),
+    "market_data": lambda: samples.tick_records(2, 3600),
+    "weather_balloons": lambda: samples.balloon_records(2, 30),
+    "battery": lambda: samples.battery_records(3, 120, 5),
+    "game_results": lambda: samples.game_records(4),
+    "garden": lambda: samples.garden_records(),
+    "devices": lambda: samples.device_records(2, 1),
+}
+
+
+@pytest.mark.parametrize("dataset", sorted(BUILT))
+def test_a_jobs_batches_fold_as_each_row_does(dataset):
+    """The jobs' fast path (fold_built: a head, qualifiers and one stamp per row) lists the
+    same index rows as folding each row apart (what a rebuild does), whatever the batches,
+    their mix of tables and their order; a row without a cell lists nothing."""
+    rows = _built(dataset, BUILT[dataset]())
+    rows.append((rows[0][0], rows[0][1].replace(b"1", b"2"), ()))
+    rng = random.Random(dataset)
+    rng.shuffle(rows)
+    schema = schema_lib.builtin(dataset)
+    series = {t.name: layout.TableSeries(schema, t) for t in layout.indexed_tables(schema)}
+    accs: dict = {}
+    at = 0
+    while at < len(rows):
+        step = rng.randint(1, 40)
+        assert series_fold.fold_built(accs, series, rows[at : at + step]) == 0
+        at += step
+    got: dict = {}
+    for table, acc in accs.items():
+        assert series_fold.spans(series[table], acc)[1] == 0
+        series_fold.index_rows(series[table], acc, got)
+    want = fold_rows(dataset, rows)
+    assert {k: tuple(v) for k, v in got.items()} == {k: tuple(v) for k, v in want.items()}
+    assert any(layout.decode(k)[0] == "s" for k in got)
+
+
+def test_a_json_blob_lists_the_optional_fields_each_event_has():
+    """A JSON blob's optional numeric field is a series of the events that hold it, found by
+    its ``"name":`` in the builder's text; a text field holding that text does not count."""
+    schema = schema_lib.load(Path(__file__).parent.parent / "docs/schemas/ts-blob-app-events.yaml")
+    build = generic.Builder(schema).rows
+    records = [
+        {
+            "app": "shop",
+            "user_id": 7,
+            "ts": "2024-01-01T00:00:00Z",
+            "action": "a",
+            "duration_ms": 3,
+        },
+        {"app": "shop", "user_id": 7, "ts": "2024-01-01T00:01:00Z", "action": "duration_ms"},
+        {"app": "shop", "user_id": 8, "ts": "2024-01-01T00:02:00Z", "action": '"duration_ms":1'},
+        {"app": "web", "user_id": 9, "ts": "2024-01-01T00:03:00Z", "action": "c", "duration_ms": 0},
+    ]
+    rows = [row for r in records for row in build(events.parse_json_object(json.dumps(r)))]
+    series = {t.name: layout.TableSeries(schema, t) for t in layout.indexed_tables(schema)}
+    accs: dict = {}
+    assert series_fold.fold_built(accs, series, rows) == 0
+    got: dict = {}
+    series_fold.index_rows(series["APP_EVENT"], accs["APP_EVENT"], got)
+    want = expected(
+        ("APP_EVENT", (name, ""), (r["app"], str(r["user_id"])), _iso_ms(r["ts"]))
+        for r in records
+        for name in ("user_id", "duration_ms")
+        if name in r
+    )
+    assert {k: tuple(v) for k, v in got.items()} == want
+
+
+def test_a_key_of_its_time_alone_is_one_series_without_tags():
+    """A key holding only the time: its head is empty, not a key of the wrong shape."""
+    text = (Path(__file__).parent.parent / "docs/schemas/ts-cols-stock-ticks.yaml").read_text()
+    text = text.replace("      - text: symbol\n", "")
+    text = text[: text.index("queries:")] + text[text.index("advisor:") :]
+    schema = schema_lib.loads(text.replace("  query_fields: [symbol]", ""))
+    build = generic.Builder(schema).rows
+    ticks = [
+        {"symbol": "A", "ts": f"2024-01-01T00:0{i}:00Z", "price": 1, "size": 2} for i in (3, 1)
+    ]
+    rows = [row for r in ticks for row in build(events.parse_json_object(json.dumps(r)))]
+    series = {"TICK": layout.TableSeries(schema, schema.table("TICK"))}
+    accs: dict = {}
+    series_fold.fold_built(accs, series, rows)
+    span = [_iso_ms(ticks[1]["ts"]) * 1000, _iso_ms(ticks[0]["ts"]) * 1000]
+    want = {((), ("price", "")): span, ((), ("size", "")): span}
+    assert series_fold.spans(series["TICK"], accs["TICK"]) == (want, 0)
 
 
 TEXT = st.text(alphabet=st.sampled_from("ab\x00\x01\xff~é"), max_size=3)
@@ -174,7 +264,7 @@ def scanned(target, dataset: str) -> dict:
     for table in layout.indexed_tables(schema):
         acc, _, skipped = index_rebuild.scan_series(target, schema, table)
         assert skipped == 0
-        layout.index_rows(layout.TableSeries(schema, table), acc, rows)
+        series_fold.index_rows(layout.TableSeries(schema, table), acc, rows)
     return {k: tuple(v) for k, v in rows.items()}
 
 

@@ -15,7 +15,7 @@ from google.api_core import exceptions as gexc
 
 from benchmarks import flights
 from btts import config
-from btts.tsdb import answer, catalog, reads, routes, service
+from btts.tsdb import answer, catalog, reads, routes, service, tsuids
 from btts_cli import main as cli
 from pipelines import load
 from tests import serve_support as S
@@ -127,6 +127,35 @@ def test_an_unknown_tag_value_is_opentsdbs_no_such_name(server):
     q = {"metric": METRIC, "aggregator": "sum", "tags": {"carrier": "ZZ*"}}
     status, body = server.call("/api/query", S.grafana_body([q], flights.START, None))
     assert (status, body) == (200, [])
+
+
+def test_a_lookup_by_a_tag_key_or_value_alone_lists_every_metrics_series(landed, server):
+    """``m={carrier=}`` (GET) and ``{"tags": [{"key": "carrier", "value": null}]}`` (POST) list
+    the series of every metric holding the key, ``m={=AA}`` those with that value under any
+    key; each result names its series by btts' TSUID. A key nobody has is OpenTSDB's 404."""
+    rows = landed[1]
+    S.wait_until(lambda: _ok(server.call("/api/suggest?type=tagv&q=&max=10")), 20)
+    want = {
+        (f"flights.{m}", r["carrier"], r["flight"]) for r in rows for m in flights.METRICS if m in r
+    }
+    status, found = server.call("/api/search/lookup?m={carrier=}&limit=0")
+    assert status == 200 and "metric" not in found
+    got = [(s["metric"], s["tags"]["carrier"], s["tags"]["flight"]) for s in found["results"]]
+    assert sorted(got) == sorted(want) and found["totalResults"] == len(want)
+    assert all(s["tsuid"] == tsuids.encode(s["metric"], s["tags"]) for s in found["results"])
+    body = {"metric": METRIC, "tags": [{"key": "carrier", "value": None}], "limit": 0}
+    status, posted = server.call("/api/search/lookup", body)
+    status_get, gotten = server.call(f"/api/search/lookup?m={quote(METRIC)}{{carrier=}}&limit=0")
+    assert status == status_get == 200 and posted["results"] == gotten["results"]
+    assert {s["metric"] for s in posted["results"]} == {METRIC}
+    carrier = sorted({r["carrier"] for r in rows})[0]
+    status, found = server.call(f"/api/search/lookup?m={{={carrier}}}&limit=0")
+    assert {s["tags"]["carrier"] for s in found["results"]} == {carrier}
+    assert len(found["results"]) == len({w for w in want if w[1] == carrier})
+    status, body = server.call("/api/search/lookup?m={nope=}")
+    assert status == 404 and body["error"]["details"] == "No such name for 'tagk': 'nope'"
+    status, body = server.call("/api/search/lookup?m={}")
+    assert status == 400
 
 
 # -- timeouts, without a server ----------------------------------------------------------------

@@ -8,6 +8,8 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from btts.tsdb import catalog, mquery, request, series
 from btts.tsdb.errors import BadRequest
@@ -87,6 +89,25 @@ def test_aggregation_interpolates_inside_a_series_only():
     # rates are never interpolated: each series counts with its latest rate
     ra, rb = [(1000, 1.0), (3000, 2.0)], [(2000, 10.0), (4000, 20.0)]
     assert dict(series.aggregate([ra, rb], "sum", rates=True)) == {3000: 12.0, 4000: 20.0}
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 6), st.sampled_from([D(1), D("2.5"), 3, 4.5, math.nan, None])),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from(["none", "first", "last"]),
+)
+def test_one_series_under_none_first_or_last_is_its_points(points, aggregator):
+    """One series alone under an aggregator giving the value it gets takes a short path: the
+    same points as the general loop gives (two copies of it, where each time takes the one
+    series' value: the last of each time)."""
+    points = sorted(points, key=lambda p: p[0])
+    alone = series.aggregate([points], aggregator)
+    looped = series.aggregate([points, points], aggregator)
+    assert [(t, repr(v)) for t, v in alone] == [(t, repr(v)) for t, v in looped]
 
 
 def test_times_intervals_and_m_expressions():

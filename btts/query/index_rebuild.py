@@ -4,7 +4,7 @@ Why: data landed before the schema declared ``index:`` (or by a job that did not
 data gone since (a tenant dropped, cells past their ``max_age``), leaves the index short or
 stale. A rebuild scans every table the index lists (each row's keys and cell timestamps; the
 values only of JSON blob columns, which say which fields an event had), folds the rows exactly
-as the ingest jobs fold them (:func:`transforms.scans.series_index.fold`), then makes the index
+as the ingest jobs fold them (:func:`transforms.scans.series_fold.fold`), then makes the index
 hold exactly that: every index row rewritten in one atomic mutation (its cells deleted, the two
 new ones set) and every row the scan did not find deleted. A job writing meanwhile only
 widens what it writes, so run the rebuild while no job writes the dataset, or once more after.
@@ -34,6 +34,7 @@ from btts.errors import MissingTable
 from transforms import schema as schema_lib
 from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import KEYS_ONLY
+from transforms.scans import series_fold
 from transforms.scans import series_index as layout
 from transforms.text import keys
 
@@ -73,11 +74,11 @@ def scan_series(
     try:
         for row in _stream(target, table.name, None if spec.blobs else STRIPPED):
             rows += 1
-            if not layout.fold(acc, spec, row.key, row.cells):
+            if not series_fold.fold(acc, spec, row.key, row.cells):
                 skipped += 1
     except gexc.NotFound:
         raise MissingTable(f"table {table.name} does not exist in {target.describe()}") from None
-    folded, bad = layout.spans(spec, acc)
+    folded, bad = series_fold.spans(spec, acc)
     return folded, rows, skipped + bad
 
 
@@ -101,7 +102,7 @@ def rebuild(
         except MissingTable:
             say(f"{table.name}: not created yet, no series")
             continue
-        layout.index_rows(layout.TableSeries(schema, table), acc, rows)
+        series_fold.index_rows(layout.TableSeries(schema, table), acc, rows)
         report.rows_scanned[table.name] = scanned
         report.series[table.name] = len(acc)
         report.skipped += skipped

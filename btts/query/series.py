@@ -16,14 +16,18 @@ from dataclasses import dataclass
 from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 
 from transforms.bigtable.filters import KEYS_ONLY
+from transforms.bigtable.rows_stream import SpanQuery
 from transforms.mutations import ReadRow
 from transforms.scans import series_index as layout
 from transforms.text import keys
 
 __all__ = ["metrics", "present_values", "series", "tag_values"]
 
-Read = Callable[[str, ReadRowsQuery], Iterable[ReadRow]]
+Read = Callable[[str, ReadRowsQuery | SpanQuery], Iterable[ReadRow]]
 DIRECTORY_READ = 4  # directory keys read at a time: ranges of about 64 index rows each
+# a limit up to this is a few rows wanted (suggest, lookup): read between directory keys; a
+# larger one only bounds a * that wants them all (one read of the range, not 1 per 64 rows)
+DIRECTED_UP_TO = 1000
 # the first and last cells of each row, values stripped (they are empty anyway)
 NEWEST = row_filters.RowFilterChain(
     filters=[row_filters.CellsColumnLimitFilter(1), row_filters.StripValueTransformerFilter(True)]
@@ -45,8 +49,7 @@ def _pages(
 ) -> Iterator[ReadRow]:
     """Every row of ``spans`` in key order, in one multi-range read."""
     if spans:
-        ranges = [RowRange(start_key=a, end_key=b or None) for a, b in spans]
-        yield from read(index, ReadRowsQuery(row_ranges=ranges, row_filter=row_filter))
+        yield from read(index, SpanQuery(list(spans), row_filter))
 
 
 def _directed(
@@ -98,11 +101,13 @@ def series(
 ) -> list[Series]:
     """The series of ``metric`` of ``table`` (in tag-value order): under the ``leading`` tag
     values (each a tuple of the first tags' values; none: all), kept by ``keep`` (their tag
-    values), seen in ``[window_us)`` (cell timestamps) when given, at most ``limit`` (0: all)."""
+    values), seen in ``[window_us)`` (cell timestamps) when given, at most ``limit`` (0: all;
+    up to :data:`DIRECTED_UP_TO`, read a directory range at a time, else in one read)."""
     prefix = layout.series_prefix(table, metric)
     heads = sorted({prefix + layout.encode(v) for v in leading}) if leading else [prefix]
     spans = [(h, keys.prefix_end(h)) for h in heads]
-    rows = _directed(read, index, spans, NEWEST) if limit else _pages(read, index, spans, NEWEST)
+    few = 0 < limit <= DIRECTED_UP_TO
+    rows = (_directed if few else _pages)(read, index, spans, NEWEST)
     out: list[Series] = []
     cut = len(prefix)
     for row in rows:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from btts.tsdb import answer, mquery, request, series, tsuids
+from btts.tsdb import answer, lookup, mquery, request, series, tsuids
 from btts.tsdb.errors import BadRequest, UnknownName
 from btts.tsdb.request import SubQuery, TsQuery
 from btts.tsdb.service import Service
@@ -135,7 +135,7 @@ def _known(svc: Service, sub: LastSub) -> set[tuple] | None:
         return None
     text = sub.metric + "{" + ",".join(f"{k}={v}" for k, v in sub.tags) + "}"
     try:
-        found = svc.lookup(text, 0)["results"]
+        found = svc.lookup(lookup.parse_m(text, 0))["results"]
     except BttsError:  # refused, too many, too slow, Bigtable down: read without the list
         return None
     return {tuple(sorted(r["tags"].items())) for r in found}
@@ -148,6 +148,14 @@ def _check(svc: Service, sub: LastSub) -> None:
     for tagk, _ in sub.tags:
         if tagk not in metric.tags:
             raise UnknownName(f"No such name for 'tagk': '{tagk}'")
+    source = svc.indexed_source(metric)
+    if source is None or sub.exact:
+        return
+    pinned = {s.field for s in source.table.decl.key.segments if s.kind == "tenant"}
+    values = [v for k, v in sub.tags if not (svc.tenant and k in pinned)]  # the server's own
+    missing = svc.missing_value(svc.reader(), source, values)  # OpenTSDB resolves each value
+    if missing is not None:
+        raise UnknownName(f"No such name for 'tagv': '{missing}'")
 
 
 def _latest(svc: Service, reader, sub: LastSub, back_scan: int, now_ms: int) -> dict:

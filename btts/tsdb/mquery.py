@@ -14,7 +14,7 @@ from btts.tsdb import request
 from btts.tsdb.errors import BadRequest
 from btts.tsdb.request import TagFilter
 
-__all__ = ["flag", "parse_get", "parse_m", "parse_metric"]
+__all__ = ["flag", "parse_get", "parse_metric"]
 
 MAX_LONG = 2**63 - 1
 

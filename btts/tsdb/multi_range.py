@@ -14,9 +14,10 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, as_completed
 
-from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
+from google.cloud.bigtable.data import ReadRowsQuery, row_filters
 
 from transforms.bigtable import filters
+from transforms.bigtable.rows_stream import SpanQuery
 from transforms.mutations import ReadRow
 from transforms.scans import key_ranges
 from transforms.scans.key_ranges import Scan
@@ -47,17 +48,14 @@ def mergeable(scans: Sequence[Scan]) -> bool:
 
 
 def read_ranges(
-    read: Callable[[str, ReadRowsQuery], list[ReadRow]],
+    read: Callable[[str, ReadRowsQuery | SpanQuery], list[ReadRow]],
     scans: Sequence[Scan],
     cells: row_filters.RowFilter | None,
 ) -> list[list[ReadRow]]:
     """The rows of every scan (see :func:`mergeable`) from one ``ReadRows``, split back per
     scan by the range each key falls in. ``read(table, query)``: the reader's bounded read."""
     owners = sorted((start, end, i) for i, s in enumerate(scans) for start, end in s.ranges)
-    query = ReadRowsQuery(
-        row_ranges=[RowRange(start_key=a or None, end_key=b or None) for a, b, _ in owners],
-        row_filter=filters.row_filter(scans[0], cells),
-    )
+    query = SpanQuery([(a, b) for a, b, _ in owners], filters.row_filter(scans[0], cells))
     out: list[list[ReadRow]] = [[] for _ in scans]
     starts = [a for a, _, _ in owners]
     for row in read(scans[0].table, query):
@@ -79,7 +77,7 @@ def parts(scans: Sequence[Scan], streams: int) -> list[list[int]]:
 
 
 def read_parts(
-    read: Callable[[str, ReadRowsQuery], list[ReadRow]],
+    read: Callable[[str, ReadRowsQuery | SpanQuery], list[ReadRow]],
     scans: Sequence[Scan],
     cells: row_filters.RowFilter | None,
     pool: Executor,

@@ -122,7 +122,7 @@ class Reader:
             raise Timeout(LATE)
         return left
 
-    def read(self, table: str, query: ReadRowsQuery) -> list[ReadRow]:
+    def read(self, table: str, query: ReadRowsQuery | rows_stream.SpanQuery) -> list[ReadRow]:
         """The rows of ``query`` (ReadRows straight from gRPC: :mod:`rows_stream`), counted
         for the request's statistics; a missing table is :class:`MissingTable`, the deadline (or a
         call the server cancelled) a :class:`Timeout`, Bigtable failing :class:`Unavailable`."""

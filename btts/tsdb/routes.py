@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-from btts.tsdb import http_io, last, mquery, request, series
+from btts.tsdb import http_io, last, lookup, mquery, request, series
 from btts.tsdb.errors import BadRequest, NotFound, TooLarge
 from btts.tsdb.http_io import Headers, HttpError
 from btts.tsdb.service import Service
@@ -29,7 +29,7 @@ PAGE = Path(__file__).resolve().parent / "page"
 PAGE_FILES = {"/": ("index.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
 MAX_BODY = 1 << 20
 VERSION = "2.4.0"
-BODY_PATHS = ("/api/query", "/api/query/last", "/api/suggest")  # the POSTs whose body is read
+BODY_PATHS = ("/api/query", "/api/query/last", "/api/suggest", "/api/search/lookup")  # read
 _WRITE_PATHS = ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
 _READ_ONLY = "btts serve is read-only: no write or delete endpoint"
 # QueryRpc.execute's refusal of a DELETE when tsd.http.query.allow_delete is false (its default)
@@ -165,7 +165,8 @@ def _get(svc: Service, path: str, params: dict[str, list[str]]) -> Reply:
         if not one("m"):
             raise BadRequest("Missing the 'm' parameter")
         limit = one("limit", "25")  # OpenTSDB: 0 or less is no limit
-        return _json(svc.lookup(one("m"), 0 if limit.startswith("-") else number("limit", 25)))
+        wanted = 0 if limit.startswith("-") else number("limit", 25)
+        return _json(svc.lookup(lookup.parse_m(one("m"), wanted)))
     return _static(svc, path)
 
 
@@ -202,6 +203,8 @@ def _post(
         return _json(_suggest_body(svc, body))
     if path == "/api/query/last":
         return _json(last.answer_last(svc, last.parse_last_body(body)))
+    if path == "/api/search/lookup":  # SearchQuery's JSON: {"metric", "tags", "limit"}
+        return _json(svc.lookup(lookup.parse_body(body)))
     if isinstance(body, dict) and request.truth(body.get("delete")):
         raise HttpError(_READ_ONLY + " (delete: true is refused)", 405)
     tq = request.parse_body(body)

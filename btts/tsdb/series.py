@@ -459,6 +459,8 @@ def aggregate(
     otherwise as longs when every point it reads there is an integer."""
     method = INTERPOLATION.get(aggregator, "lerp")
     members = [s for s in group if len(s) > (1 if rates else 0)]
+    if len(members) == 1 and not rates and aggregator in ("none", "first", "last"):
+        return _last_of_each_time(members[0])  # what the loop below makes of one series
     times = sorted({t for s in members for t, _ in (s[1:] if rates else s)})
     cursor = [0] * len(members)
     out: Series = []
@@ -482,12 +484,23 @@ def aggregate(
     return out
 
 
+def _last_of_each_time(points: Series) -> Series:
+    """One series (in time order) under an aggregator that gives the value it gets (``none``,
+    ``first``, ``last``): its points, the last of each time. Why: a ``*`` with ``none`` (one
+    answer series per stored one) aggregated each point through the general loop, the
+    answer's main cost after the read."""
+    last = len(points) - 1
+    return [p for i, p in enumerate(points) if i == last or points[i + 1][0] != p[0]]
+
+
 # -- writing ----------------------------------------------------------------------------------
 
 
 def render_number(value: Value, fill: str = "nan") -> str:
     """A value as JSON text: decimals exactly as stored (no exponent); NaN as OpenTSDB writes
     it (``"NaN"``, a string: valid JSON) or ``null`` when the fill policy is ``null``."""
+    if type(value) is int:  # the common case first: integers as stored
+        return str(value)
     if value is None:
         return "null"
     if isinstance(value, Decimal):

@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 
 from btts.config import Target
 from btts.errors import MissingTable
-from btts.tsdb import answer, budget, index, mquery, reads, request
+from btts.tsdb import answer, budget, index, reads, request, tsuids
+from btts.tsdb import lookup as lookup_lib
 from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Catalog, Metric
 from btts.tsdb.errors import BadRequest, NotFound, TooLarge, UnknownName, Unlisted
@@ -129,6 +130,10 @@ class Service:
 
         return self._remembered(key, work)
 
+    def indexed_source(self, metric: Metric):
+        """The source of ``metric`` a served index lists (None: none does)."""
+        return _indexed_source(metric, self.index)
+
     def _resolve_tag_values(self, reader: reads.Reader, q: request.SubQuery) -> None:
         """OpenTSDB resolves each value of a case-sensitive ``literal_or`` (of a ``tags``
         value) to its UID before it reads, and fails the query on one it has never seen
@@ -149,12 +154,7 @@ class Service:
             and not (self.tenant and f.tagk in pinned)  # the server's own tenant decides
             for v in dict.fromkeys(f.filter.split("|"))
         ]
-        if not values:
-            return
-        known = self.index.present(reader, source, values)
-        if known is None:  # no index table yet (nothing landed): nothing to resolve against
-            return
-        missing = next((v for v in values if v not in known), None)
+        missing = self.missing_value(reader, source, values)
         if missing is not None:
             text = f"No such name for 'tagv': '{missing}'"
             raise BadRequest(text, details=text)
@@ -221,57 +221,93 @@ class Service:
         self._cache.put(key, combos)
         return combos
 
-    def lookup(self, m: str, limit: int) -> dict:
-        parsed = mquery.parse_m("none:" + m)
-        filters = [
-            request.tag_filter(f["tagk"], f["type"], f["filter"], f["groupBy"])
-            for f in parsed["filters"]
-        ]
+    def lookup(self, lk: lookup_lib.Lookup) -> dict:
+        """``/api/search/lookup`` (:mod:`btts.tsdb.lookup`): the series of the metric (every
+        served one when none is named) that have the tag keys and pass the pairs, from the
+        indexes; at most ``limit`` (0 or less: all, as OpenTSDB)."""
         self._recheck()
-        if parsed["metric"] not in self.catalog.metrics:
+        if lk.metric is not None and lk.metric not in self.catalog.metrics:
             self.refresh_catalog(REFRESH_MISS_S)
-        try:
-            metric = self.catalog.get(parsed["metric"])
-        except UnknownName as exc:  # OpenTSDB's lookup answers "not found", its query a 400
-            raise NotFound(*exc.args) from exc
-        tags = {f.tagk for f in filters}
-        sources = [s for s in metric.points + metric.rollups if tags <= set(s.tags)]
-        wanted = limit if limit > 0 else MAX_LOOKUP  # OpenTSDB: 0 or less is no limit
-        key = ("lookup", m, wanted)
+        metrics = self._lookup_metrics(lk)
+        wanted = lk.limit if lk.limit > 0 else MAX_LOOKUP
 
         def work() -> list[dict]:
-            if not sources:
-                return []
-            if self.index.covers(sources[0]):
-                self._resolve_lookup(sources[0], filters)
-            return self._series_of(sources[0], tuple(filters), wanted)[:wanted]
+            out: list[dict] = []
+            for metric in metrics:
+                needed = lk.tag_keys
+                source = next(
+                    (s for s in metric.points + metric.rollups if needed <= set(s.tags)), None
+                )
+                if source is None:
+                    continue
+                if self.index.covers(source):
+                    self._resolve_lookup(source, lk)
+                for combo in self._lookup_series(source, lk, wanted - len(out)):
+                    out.append(
+                        {"tsuid": tsuids.encode(metric.name, combo), "metric": metric.name,
+                         "tags": combo}
+                    )  # fmt: skip
+                if len(out) >= wanted:
+                    break
+            return out[:wanted]
 
-        shown = self._remembered(key, work)
-        results = [{"tsuid": "", "metric": metric.name, "tags": c} for c in shown]
-        return {
-            "type": "LOOKUP",
-            "metric": metric.name,
-            "tags": [{"key": f.tagk, "value": f.filter} for f in filters],
-            "limit": limit,
+        results = self._remembered(("lookup", lk, wanted), work)
+        head = {"type": "LOOKUP"} | ({"metric": metrics[0].name} if lk.metric else {})
+        return head | {
+            "tags": [{"key": k, "value": v} for k, v in lk.pairs],
+            "limit": lk.limit,
             "time": 0,
             "results": results,
             "startIndex": 0,
             "totalResults": len(results),  # OpenTSDB: the series it returns
         }
 
-    def _resolve_lookup(self, source, filters: Sequence[TagFilter]) -> None:
+    def _lookup_metrics(self, lk: lookup_lib.Lookup) -> list[Metric]:
+        """The metrics a lookup lists series of; an unknown metric, or a tag key no served
+        metric has, is OpenTSDB's "not found" (its name has no UID)."""
+        if lk.metric is not None:
+            try:
+                metrics = [self.catalog.get(lk.metric)]
+            except UnknownName as exc:  # OpenTSDB's lookup answers "not found", its query a 400
+                raise NotFound(*exc.args) from exc
+        else:
+            metrics = [self.catalog.metrics[n] for n in sorted(self.catalog.metrics)]
+        known = {t for m in self.catalog.metrics.values() for t in m.tags}
+        missing = sorted(lk.tag_keys - known)
+        if missing:
+            why = f"No such name for 'tagk': '{missing[0]}'"
+            raise NotFound("Unable to resolve one or more UIDs", details=why)
+        return metrics
+
+    def _lookup_series(self, source, lk: lookup_lib.Lookup, wanted: int) -> list[dict]:
+        """The tag values of the series of ``source`` a lookup lists: a key alone is any
+        value of it; a value alone (OR'd with the others) checked on what the index gives."""
+        any_value = [request.tag_filter(k, "wildcard", "*", False) for k in lk.keys]
+        filters = (*lk.filters, *any_value)
+        if not lk.values:
+            return self._series_of(source, filters, wanted)[:wanted]
+        found = self._series_of(source, filters)
+        return [c for c in found if any(v in lk.values for v in c.values())][:wanted]
+
+    def _resolve_lookup(self, source, lk: lookup_lib.Lookup) -> None:
         """A lookup's tag value nobody has: OpenTSDB's "not found" (SearchRpc,
         NoSuchUniqueName)."""
-        values = [f.filter for f in filters if f.type == "literal_or" and "|" not in f.filter]
-        if not values:
-            return
-        known = self.index.present(self.reader(), source, values)
-        if known is None:
-            return
-        missing = next((v for v in values if v not in known), None)
+        values = [f.filter for f in lk.filters if f.type == "literal_or" and "|" not in f.filter]
+        values += lk.values
+        missing = self.missing_value(self.reader(), source, values)
         if missing is not None:
             why = f"No such name for 'tagv': '{missing}'"
             raise NotFound("Unable to resolve one or more UIDs", details=why)
+
+    def missing_value(self, reader: reads.Reader, source, values: Sequence[str]) -> str | None:
+        """The first of ``values`` no served index lists as a tag value (OpenTSDB: a name
+        without a UID); None when all are known, or nothing can be said (no index yet)."""
+        if not values:
+            return None
+        known = self.index.present(reader, source, values)
+        if known is None:  # no index table yet (nothing landed): nothing to resolve against
+            return None
+        return next((v for v in values if v not in known), None)
 
 
 def _indexed_source(metric: Metric, series_index: index.SeriesIndex):

@@ -33,13 +33,14 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 import grpc
 from google.api_core import exceptions as api_exceptions
-from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery
+from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange
 from google.cloud.bigtable.data.exceptions import InvalidChunk
+from google.cloud.bigtable.data.row_filters import RowFilter
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
 from transforms import official
@@ -47,7 +48,7 @@ from transforms.bigtable import channel as channels
 from transforms.bigtable.filter_proto import filter_pb
 from transforms.mutations import Cell, ReadRow
 
-__all__ = ["RowReader", "open_channel", "request_of", "shared_reader"]
+__all__ = ["RowReader", "SpanQuery", "open_channel", "request_of", "shared_reader"]
 
 Request = bigtable_types.ReadRowsRequest.pb()  # the raw protobufs, no proto-plus wrappers
 Response = bigtable_types.ReadRowsResponse.pb()
@@ -193,13 +194,36 @@ class ClientRequest(NamedTuple):
     app_profile_id: str = ""
 
 
-def request_of(table_name: str, query: ReadRowsQuery, app_profile_id: str = ""):
-    """The ``ReadRowsRequest`` of a data-client query (keys, ranges, filter, limit), or the
-    query kept for the data client (:class:`ClientRequest`) when ``BTTS_OFFICIAL`` says so."""
+class SpanQuery(NamedTuple):
+    """A read of many key ranges ``[start, end)`` (``b""``: unbounded), put straight into the
+    request. Why: the data client's ``RowRange`` is a proto-plus message, hashed when a query
+    takes it and read back field by field; at 10,000 ranges (a ``*`` over as many series)
+    making them cost a fifth of the read. :meth:`query` is the same read as the data client's
+    query (what the official path sends)."""
+
+    spans: Sequence[tuple[bytes, bytes]]
+    filter: RowFilter | None = None
+    limit: int | None = None
+
+    def query(self) -> ReadRowsQuery:
+        ranges = [RowRange(start_key=a or None, end_key=b or None) for a, b in self.spans]
+        return ReadRowsQuery(row_ranges=ranges, row_filter=self.filter, limit=self.limit)
+
+
+def request_of(table_name: str, query: ReadRowsQuery | SpanQuery, app_profile_id: str = ""):
+    """The ``ReadRowsRequest`` of a data-client query (keys, ranges, filter, limit) or of a
+    :class:`SpanQuery`, or the query kept for the data client (:class:`ClientRequest`) when
+    ``BTTS_OFFICIAL`` says so."""
     if official.uses("read") or (query.filter and official.uses("filters")):
+        if type(query) is SpanQuery:
+            query = query.query()
         return ClientRequest(table_name, query, app_profile_id)
     request = Request(table_name=table_name, app_profile_id=app_profile_id)
     rows = request.rows
+    if type(query) is SpanQuery:
+        rows.SetInParent()  # as the data client sends no range: the whole table
+        _add_spans(rows.row_ranges, query.spans)
+        return _with_filter(request, query)
     rows.row_keys.extend(query.row_keys)
     for r in query.row_ranges:
         span = rows.row_ranges.add()
@@ -213,6 +237,23 @@ def request_of(table_name: str, query: ReadRowsQuery, app_profile_id: str = ""):
                 span.end_key_closed = r.end_key
             else:
                 span.end_key_open = r.end_key
+    return _with_filter(request, query)
+
+
+def _add_spans(ranges, spans: Sequence[tuple[bytes, bytes]]) -> None:
+    add = ranges.add
+    for start, end in dict.fromkeys(spans):  # once each, as the data client's query keeps them
+        if start and end:
+            add(start_key_closed=start, end_key_open=end)
+        elif start:
+            add(start_key_closed=start)
+        elif end:
+            add(end_key_open=end)
+        else:
+            add()
+
+
+def _with_filter(request, query: ReadRowsQuery | SpanQuery):
     if query.filter:  # as the data client sends it: an empty chain or union is no filter
         request.filter.CopyFrom(filter_pb(query.filter))
     if query.limit:
@@ -275,7 +316,11 @@ class RowReader:
         return found
 
     def read(
-        self, table_name: str, query: ReadRowsQuery, timeout_s: float, app_profile_id: str = ""
+        self,
+        table_name: str,
+        query: ReadRowsQuery | SpanQuery,
+        timeout_s: float,
+        app_profile_id: str = "",
     ) -> list[ReadRow]:
         """Every row of ``query`` (see the module docstring), within ``timeout_s``."""
         request = request_of(table_name, query, app_profile_id)

@@ -2,10 +2,10 @@
 holds): batches of a job's rows in, batches of index rows out, for the job's SetCell sink.
 
 Each bundle's rows are folded into one span (first, last) per series, metric and tag value, and
-written once when the bundle ends: the index costs a dictionary update per row and a few cells
-per series and bundle, not a write per event. Its cells are idempotent (the newest timestamp
-of a column wins), so a retried bundle, a re-run or another worker's bundle of the same series
-leaves the index exact.
+written once when the bundle ends: the index costs a key slice and a dictionary update per row
+(:func:`~transforms.scans.series_fold.fold_built`) and a few cells per series and bundle, not
+a write per event. Its cells are idempotent (the newest timestamp of a column wins), so a
+retried bundle, a re-run or another worker's bundle of the same series leaves the index exact.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms import schema as schema_lib
 from transforms.metrics import NAMESPACE
-from transforms.scans import series_index
+from transforms.scans import series_fold, series_index
 
 __all__ = ["IndexSeries"]
 
@@ -43,19 +43,10 @@ class _FoldSeries(beam.DoFn):
 
     def process(self, batch: list, window=beam.DoFn.WindowParam) -> Iterable[None]:
         rows = batch if isinstance(batch, list) else (batch,)
-        by_table = self._acc.setdefault(window, {})
-        series, fold = self._series, series_index.fold
-        skipped = 0
-        for row in rows:
-            table = row[0]
-            spec = series.get(table)
-            if spec is None:
-                continue
-            acc = by_table.get(table)
-            if acc is None:
-                acc = by_table[table] = {}
-            if not fold(acc, spec, row[1], row[2]):
-                skipped += 1
+        accs = self._acc.get(window)
+        if accs is None:
+            accs = self._acc[window] = {}
+        skipped = series_fold.fold_built(accs, self._series, rows)
         if skipped:
             self._skipped.inc(skipped)
         return ()
@@ -64,7 +55,7 @@ class _FoldSeries(beam.DoFn):
         for window, by_table in self._acc.items():
             rows: dict = {}
             for table, acc in by_table.items():
-                series_index.index_rows(self._series[table], acc, rows)
+                series_fold.index_rows(self._series[table], acc, rows)
             if rows:
                 batch = series_index.mutations(self._index_table, rows)
                 yield WindowedValue(batch, window.max_timestamp(), [window])

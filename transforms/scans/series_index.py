@@ -29,9 +29,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from transforms import table_model
-from transforms.mutations import Cell
+from transforms.mutations import Cell, FramedRows
 from transforms.schema.model import INDEX_FAMILY, Schema, TableSpec
 from transforms.text import keys
 
@@ -41,16 +42,14 @@ __all__ = [
     "cells",
     "decode",
     "encode",
-    "fold",
     "has_time",
-    "index_rows",
     "indexed_tables",
+    "metric_key",
     "metric_prefix",
     "mutations",
     "point_table",
     "seen",
     "series_prefix",
-    "spans",
     "stored_fields",
     "tag_fields",
     "tenant_keyed",
@@ -259,7 +258,7 @@ def _tag_text(seg: table_model.Segment, part: bytes) -> str:
 @dataclass
 class TableSeries:
     """How one indexed table's rows name their series: which key segments are tags, which
-    columns hold which metrics. ``add`` folds a row into a bundle's accumulator."""
+    columns hold which metrics (what :mod:`transforms.scans.series_fold` folds rows by)."""
 
     schema: Schema
     table: TableSpec
@@ -267,7 +266,8 @@ class TableSeries:
     tenant: bool = False
     literal: dict[str, dict[bytes, tuple[Metric, ...]]] = field(default_factory=dict)
     maps: dict[str, tuple[str, ...]] = field(default_factory=dict)  # family → map fields
-    blobs: dict[tuple[str, bytes], tuple[str, ...]] = field(default_factory=dict)  # json
+    # json blob columns holding optional numeric fields: (required names, (name, b'"name":')…)
+    blobs: dict[tuple[str, bytes], tuple[tuple[str, ...], tuple]] = field(default_factory=dict)
     per: int = -1  # the key segment naming the field (rows_per), else -1
     per_fields: frozenset[str] = frozenset()
 
@@ -276,28 +276,58 @@ class TableSeries:
         self.tags = tag_fields(table)
         self.tenant = tenant_keyed(table)
         segments = decl.key.segments
-        self._delim = decl.key.delimiter.encode("utf-8")
+        self.delimiter = self._delim = decl.key.delimiter.encode("utf-8")
         self._segments = len(segments)
         self._tag_at = tuple(i for i, s in enumerate(segments) if s.field in self.tags)
         self._seg = {i: segments[i] for i in self._tag_at}
         self._tag_cache: dict[tuple, tuple[str, ...]] = {}
         self._cols_cache: dict[tuple, tuple[Metric, ...]] = {}
+        self._keys: dict[tuple, tuple[bytes, ...]] = {}  # series and tag values → index keys
         self.time_last = bool(segments) and segments[-1].kind in table_model.TIME_KINDS
         if table.rollup is not None and not point_table(table):
             self._rollup_columns()
         else:
             self._point_columns()
         self.quick = self.per < 0 and not self.blobs  # a row's columns name its metrics
+        # a job's rows of this table fold by their key's head and qualifiers (fold_built)
+        self.built = self.quick and table.rollup is None
+        families = {f.name for f in decl.families}
+        self.family = next(iter(families)) if len(families) == 1 else None
+        self.columns_of = itemgetter(1) if self.family is not None else itemgetter(0, 1)
 
     def head(self, key: bytes) -> bytes:
         """What of a row key names its series: the key without its time when the time is its
         last segment (one search from the end), else the whole key."""
-        return key[: key.rfind(self._delim)] if self.time_last else key
+        return key.rpartition(self._delim)[0] if self.time_last else key
 
     def head_values(self, head: bytes) -> tuple[str, ...] | None:
         """The tag values of a key's :meth:`head` (None: not this table's key shape)."""
+        if self.time_last and self._segments == 1:  # the key is its time: a series, no tag
+            return () if not head else None
         found = self.tag_values(head + self._delim if self.time_last else head)
         return found[0] if found is not None else None
+
+    def series_keys(self, values: tuple[str, ...], metric: Metric) -> tuple[bytes, ...]:
+        """The index keys of a series (:func:`with_directory`), cached: every bundle of a
+        stream lists its series again, and encoding and hashing keys cost more than folding."""
+        found = self._keys.get((values, metric))
+        if found is None:
+            found = with_directory(series_key(self.table.name, metric, values))
+            self._remember((values, metric), found)
+        return found
+
+    def value_keys(self, scope: str, value: str) -> tuple[bytes, ...]:
+        """The index keys of a tag value in a scope (:func:`with_directory`), cached."""
+        found = self._keys.get((scope, value, None))
+        if found is None:
+            found = with_directory(value_key(scope, value))
+            self._remember((scope, value, None), found)
+        return found
+
+    def _remember(self, what: tuple, keys: tuple[bytes, ...]) -> None:
+        if len(self._keys) >= 200_000:  # bounded: a worker sees as many series as it likes
+            self._keys.clear()
+        self._keys[what] = keys
 
     def metrics_for(self, columns: tuple) -> tuple[Metric, ...]:
         """The metrics a row of these ``(family, qualifier)`` columns holds (cached: a bundle
@@ -305,7 +335,10 @@ class TableSeries:
         found = self._cols_cache.get(columns)
         if found is None:
             out: list[Metric] = []
-            for family, qualifier in columns:
+            pairs = columns
+            if columns and type(columns[0]) is bytes:  # qualifiers of the one family
+                pairs = tuple((self.family, q) for q in columns)
+            for family, qualifier in pairs:
                 named = self.literal.get(family)
                 got = named.get(qualifier) if named is not None else None
                 if got is None:
@@ -343,12 +376,24 @@ class TableSeries:
                 found = [col.value[1]]
             elif kind == ("protobuf",):  # proto3 scalars: every field has a value
                 found = [n for _, n in col.value[2] if numeric.get(n) is False]
-            elif kind == ("json",):  # a key the blob holds
-                self.blobs[(col.family, qualifier)] = tuple(
-                    n for n in col.value[1] if numeric.get(n) is False
-                )
-                found = [""]  # looked up in the blob
+            elif kind == ("json",):
+                found = self._blob_fields(col.family, qualifier, col.value[1], numeric)
             own[qualifier] = (*own[qualifier], *((n, "") for n in found if n))
+
+    def _blob_fields(
+        self, family: str, qualifier: bytes, names: Sequence[str], numeric: Mapping[str, bool]
+    ) -> list[str]:
+        """The numeric fields a JSON blob column always holds (the schema requires them); the
+        optional ones are found per cell by their ``"name":`` (the builder writes each field
+        it has as ``"name":number``, strings escaped: the text occurs nowhere else)."""
+        refs = self.schema.field_by_ref()
+        fields = [n for n in names if numeric.get(n) is False]
+        maybe = tuple((n, json.dumps(n).encode("utf-8") + b":") for n in fields if refs[n].optional)
+        required = [n for n in fields if not refs[n].optional]
+        if maybe:
+            self.blobs[(family, qualifier)] = (tuple(required), maybe)
+            return [""]  # looked up in the blob
+        return required
 
     def _rollup_columns(self) -> None:
         """A rollup's cells: each value column of its source, per metric qualifier."""
@@ -414,94 +459,13 @@ class TableSeries:
         return out
 
     def _blob_metrics(self, family: str, qualifier: bytes, value: bytes) -> tuple[Metric, ...]:
-        try:
-            blob = json.loads(value)
-        except ValueError:
-            return ()
-        names = self.blobs[(family, qualifier)]
-        if not isinstance(blob, dict):
-            return ()
-        return tuple(
-            (n, "")
-            for n in names
-            if isinstance(blob.get(n), int | float) and not isinstance(blob.get(n), bool)
-        )
+        required, maybe = self.blobs[(family, qualifier)]
+        return tuple((n, "") for n in (*required, *(n for n, text in maybe if text in value)))
 
 
-def _widen(acc: dict, key: bytes, lo: int, hi: int) -> None:
-    span = acc.get(key)
-    if span is None:
-        acc[key] = [lo, hi]
-    else:
-        if lo < span[0]:
-            span[0] = lo
-        if hi > span[1]:
-            span[1] = hi
-
-
-def fold(acc: dict[tuple, list[int]], series: TableSeries, key: bytes, row_cells: Sequence) -> bool:
-    """Fold one data row into ``acc``; False when the key is not the table's shape. A row whose
-    cells share one time (an event's row) is kept as its key's head and its columns, sorted
-    out once per distinct head and column set (:func:`spans`): a dictionary update per row.
-    Any other row at once as ``(tag values, metric) → [first, last]``."""
-    if series.quick and row_cells:
-        if len(row_cells) == 1:
-            lo = hi = row_cells[0][3]
-            columns: tuple | None = (row_cells[0][:2],)
-        else:
-            stamps = [c[3] for c in row_cells]
-            lo, hi = min(stamps), max(stamps)
-            columns = tuple([c[:2] for c in row_cells]) if lo == hi else None
-        if columns is not None:
-            _widen(acc, (series.head(key), columns), lo, hi)
-            return True
-    found = series.tag_values(key)
-    if found is None:
-        return False
-    values, parts = found
-    for metric, (lo, hi) in series.metrics_of(parts, row_cells).items():
-        _widen(acc, (values, metric), lo, hi)
-    return True
-
-
-def spans(series: TableSeries, acc: Mapping[tuple, Sequence[int]]) -> tuple[dict, int]:
-    """``acc`` of :func:`fold` as ``(tag values, metric) → [first, last]``, and how many of
-    its key heads were not the table's key shape."""
-    out: dict[tuple, list[int]] = {}
-    bad = 0
-    for (first, second), (lo, hi) in acc.items():
-        if type(first) is not bytes:
-            _widen(out, (first, second), lo, hi)
-            continue
-        values = series.head_values(first)
-        if values is None:
-            bad += 1
-            continue
-        for metric in series.metrics_for(second):
-            _widen(out, (values, metric), lo, hi)
-    return out, bad
-
-
-def index_rows(
-    series: TableSeries, acc: Mapping[tuple, Sequence[int]], rows: dict | None = None
-) -> dict[bytes, list[int]]:
-    """The index rows (key → [first, last]) of one table's folded series, added to ``rows``:
-    the series rows, the metric rows and the tag-value rows, each scoped globally and, for a
-    tenant-keyed table, per tenant; and the directory rows of those sampled (:func:`sampled`)."""
-    rows = {} if rows is None else rows
-    name = series.table.name
-    made = []
-    for (values, metric), (lo, hi) in spans(series, acc)[0].items():
-        made.append((series_key(name, metric, values), lo, hi))
-        scopes = ("", values[0]) if series.tenant and values else ("",)
-        for scope in scopes:
-            _widen(rows, metric_key(name, scope, metric), lo, hi)
-            made += [(value_key(scope, value), lo, hi) for value in values]
-    for key, lo, hi in made:
-        _widen(rows, key, lo, hi)
-        if sampled(key):
-            _widen(rows, DIRECTORY + key, lo, hi)
-    return rows
+def with_directory(key: bytes) -> tuple[bytes, ...]:
+    """A series or tag-value row's key, and its directory row's when it is :func:`sampled`."""
+    return (key, DIRECTORY + key) if sampled(key) else (key,)
 
 
 DIRECTORY = encode(("d",))  # before the key of one series or tag value in :data:`SAMPLE`
@@ -517,6 +481,7 @@ def sampled(key: bytes) -> bool:
     # follow the key's digits: a thousand host names could all miss)
 
 
-def mutations(index_table: str, rows: Mapping[bytes, Sequence[int]]) -> list[tuple]:
-    """The index rows as SetCell row mutations ``(table, key, cells)``."""
-    return [(index_table, key, cells(lo, hi)) for key, (lo, hi) in sorted(rows.items())]
+def mutations(index_table: str, rows: Mapping[bytes, Sequence[int]]) -> FramedRows:
+    """The index rows as SetCell row mutations ``(table, key, cells)``, in a batch the runner
+    sizes from one row (a plain list is sized by encoding all of it)."""
+    return FramedRows([(index_table, key, cells(*rows[key])) for key in sorted(rows)])
