@@ -132,6 +132,13 @@ def _report(draft, problems, findings) -> bool:
     errors = failing(every, "error")
     verdict = f"{len(errors)} open error(s)" if errors else "no error"
     print(f"btts init: advisor: {len(every)} finding(s), {verdict}", file=sys.stderr)
+    if errors:  # the one line that says why the command fails, and what to change
+        more = f" ({len(errors) - 1} more above)" if len(errors) > 1 else ""
+        print(
+            f"btts init: error: the advisor finds an error in the draft: {errors[0].rule}: "
+            f"{errors[0].message.split('. ')[0]}{more}",
+            file=sys.stderr,
+        )
     return bool(errors or draft.schema.losses)
 
 

@@ -42,6 +42,7 @@ from pathlib import Path
 __all__ = ["FORMATS", "Dataset", "compare", "find", "load", "write"]
 
 FORMATS = ("csv", "jsonl", "parquet")
+PANDAS_CSV = "pandas_csv"  # pandas' to_csv (an empty cell, floats as 41.0): the shapes' test
 _DATETIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}")
 _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}\Z")
 _UTC = dt.timezone.utc
@@ -160,6 +161,8 @@ def write(frame, fmt: str, path: Path) -> Path:
         rows = [",".join(f'"{c}"' for c in frame.columns)]
         rows += [",".join(map(_r_cell, row)) for row in frame.itertuples(index=False, name=None)]
         path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    elif fmt == PANDAS_CSV:
+        frame.to_csv(path, index=False)
     elif fmt == "jsonl":
         frame.to_json(path, orient="records", lines=True)
     else:
@@ -174,6 +177,9 @@ def written(frame, fmt: str) -> dict[str, list]:
         values = frame[column].tolist()
         if fmt == "csv":
             out[column] = [None if _missing(v) else r_text(v) if not isinstance(v, str) else v
+                           for v in values]  # fmt: skip
+        elif fmt == PANDAS_CSV:
+            out[column] = [None if _missing(v) else v if isinstance(v, str) else repr(v)
                            for v in values]  # fmt: skip
         elif fmt == "jsonl":
             texts = json.loads(frame[column].to_json(orient="values"), parse_float=str,
@@ -290,11 +296,11 @@ class _Schema:
 
     def __init__(self, drafted: dict):
         event = drafted["event"]
-        self.time = event["time"]
         self.fields = event["fields"]
         self.unpivot = event.get("unpivot")
         self.ref = {name: spec.get("as", name) for name, spec in self.fields.items()}
         self.name = {ref: name for name, ref in self.ref.items()}
+        self.time = self.name.get(event["time"], event["time"])  # (event.time names the ref)
         self.maps = {n for n, s in self.fields.items() if s.get("type") == "map"}
         self.times = {n for n, s in self.fields.items() if s.get("type") == "time"}
         spec = self.fields[self.time]

@@ -43,6 +43,13 @@ def test_fields_missing_and_unexpected():
     events.check_fields({"a": 1}, ["a"], optional=["b"])
 
 
+def test_an_undeclared_field_holding_null_drops_nothing_so_is_not_unexpected():
+    # pandas writes a column with no value as null in every line: no data in it to lose
+    events.check_fields({"a": 1, "wk66": None}, ["a"])
+    with pytest.raises(InvalidEvent, match=r"unexpected field\(s\): wk67 "):
+        events.check_fields({"a": 1, "wk66": None, "wk67": 0}, ["a"])
+
+
 def _parsed(kind: str, obj: dict, name: str):
     """A field of ``obj`` read the way the compiled builders read it (transforms/builder.py)."""
     return fields.field_parser(FieldSpec(name, kind))(obj[name])

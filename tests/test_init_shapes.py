@@ -2,9 +2,11 @@
 read back equal to its source frame — or refused in one line that names the fix, which then
 lands: a daily file with Year, Month and Day columns; an hourly airline-like file with year,
 month, day, hour and an RFC 3339 ``time_hour``, and its flights (to the minute); R ``ts``
-exports (quarterly, monthly, yearly); pandas JSON lines with nulls; an R CSV with ``NA`` in
-numeric columns; a month and a day without a year. And the key checked over the whole file:
-records that collide only beyond the sample are found, and the draft is made again.
+exports (quarterly, monthly, yearly, daily); pandas JSON lines with nulls; an R CSV with ``NA``
+in numeric columns, and pandas' CSV (an empty cell, ``41.0``); daily stock prices; a month and
+a day without a year; a column null in every line; series columns some records have none of.
+And the key checked over the whole file: records that collide only beyond the sample are
+found, and the draft is made again.
 """
 
 from __future__ import annotations
@@ -75,18 +77,36 @@ def _ts(start: float, frequency: int, n: int) -> object:
     })  # fmt: skip
 
 
+def _stocks() -> object:
+    """Daily prices of three symbols (trading days only), a price missing now and then."""
+    rows = []
+    rng = random.Random(11)
+    days = [dt.date(2020, 3, 2) + dt.timedelta(days=i) for i in range(40)]
+    for symbol in ("AAPL", "IBM", "MSFT"):
+        for day in (d for d in days if d.weekday() < 5):
+            close = round(rng.uniform(50, 300), 2)
+            rows.append({
+                "date": day.isoformat(), "symbol": symbol,
+                "open": rng.choice([float("nan"), close - 1]), "close": close,
+                "volume": rng.randint(10**5, 10**7),
+            })  # fmt: skip
+    return pd.DataFrame(rows)
+
+
 def _month_day() -> object:
     frame = _daily()
     return frame.drop(columns=["Year"])
 
 
 SHAPES = {
-    "daily": (_daily, ("csv", "jsonl", "parquet")),
+    "daily": (_daily, ("csv", "jsonl", "parquet", corpus_support.PANDAS_CSV)),
+    "stocks": (_stocks, (corpus_support.PANDAS_CSV, "parquet")),
     "weather": (_weather, ("csv", "jsonl")),
     "flights": (_flights, ("csv", "parquet")),
     "quarterly_ts": (lambda: _ts(1960.0, 4, 40), ("csv", "jsonl", "parquet")),
     "monthly_ts": (lambda: _ts(1969 + 1 / 12, 12, 60), ("csv", "jsonl", "parquet")),
     "yearly_ts": (lambda: _ts(1871.0, 1, 30), ("csv", "jsonl")),
+    "daily_ts": (lambda: _ts(1991 + 181 / 365, 365, 40), ("csv", "parquet")),  # 1991.4959…
 }
 CASES = [(name, fmt) for name, (_, formats) in SHAPES.items() for fmt in formats]
 
@@ -145,7 +165,7 @@ def test_the_time_is_the_finest_the_data_holds(tmp_path):
 @pytest.mark.parametrize(
     ("frame", "unit"),
     [(_ts(1960.0, 4, 8), "quarter"), (_ts(1969 + 1 / 12, 12, 24), "month"),
-     (_ts(1991.5, 52, 60), "day")],
+     (_ts(1991.5, 52, 60), "day"), (_ts(1991 + 181 / 365, 365, 30), "day")],
 )  # fmt: skip
 def test_r_ts_exports_are_decimal_years_on_their_period(frame, unit, tmp_path):
     for fmt in ("csv", "jsonl"):
@@ -200,3 +220,28 @@ def test_over_the_bound_the_key_is_checked_over_the_sample_and_says_so(tmp_path,
     path = tmp_path / "big.csv"
     path.write_text("\n".join(lines) + "\n")
     assert "the key is unique over the sample (19,984 records)" in _flat(draft([str(path)]).text)
+
+
+def test_a_column_pandas_writes_null_in_every_line_is_no_unexpected_field(tmp_path):
+    """tidyr's billboard: weeks 66-76 have no value at all (null in every JSON line)."""
+    frame = pd.DataFrame({
+        "date": [f"2000-0{m}-01" for m in range(1, 7)], "wk1": range(6),
+        "wk66": [float("nan")] * 6,
+    })  # fmt: skip
+    result, drafted = _drafted(frame, "jsonl", tmp_path)
+    assert not result.schema.losses and "wk66" not in drafted["event"]["fields"]
+    assert "the whole file" in result.text
+
+
+def test_series_columns_some_records_have_no_value_in_are_not_unpivoted(tmp_path):
+    """openintro's hfi: over a hundred numeric columns, and records with none of them: an
+    unpivot would give those no event, so the draft keeps a column per field."""
+    rng = random.Random(3)
+    rows = []
+    for year in range(2008, 2014):
+        row = {"year": year, "country": "A"}
+        row |= {f"ind_{i:03d}": None if year == 2010 else rng.random() for i in range(110)}
+        rows.append(row)
+    result, drafted = _drafted(pd.DataFrame(rows), "jsonl", tmp_path)
+    assert "unpivot" not in drafted["event"] and not result.schema.losses
+    assert "not unpivoted: an unpivot would give no event to the 1 record(s)" in _flat(result.text)

@@ -33,9 +33,9 @@ from tests.helpers import compiled, run_job, write_lines
 from transforms.bigtable import filters
 from transforms.bigtable.filter_proto import filter_pb
 from transforms.errors import InvalidEvent
-from transforms.scans import key_ranges
+from transforms.scans import key_ranges, salted_reads
 from transforms.schema import builtin_tables
-from transforms.table_model import TIME_FORMATS
+from transforms.table_model import TIME_FORMATS, Family, KeyRecipe, Segment, TableDecl
 from transforms.text import keys, timefmt
 from transforms.text.events import parse_json_object
 
@@ -193,6 +193,38 @@ def test_salted_ranges_come_one_per_bucket():
         for b in ("0", "1", "2")
     ]
     assert {s.table for s in plan.scans} == {BATTERY_SALTED.name}
+
+
+def _salted(kind: str) -> TableDecl:
+    """``X#<salt>#<time>#<id>``: the draft's salted key (a salt, epoch ms, a record id)."""
+    segments = (
+        Segment("const", arg="X"), Segment("salt", width=5, of=("t",)), Segment(kind, field="t"),
+        Segment("zero_pad", field="id", width=4),
+    )  # fmt: skip
+    return TableDecl("X", (Family("m", max_versions=1),), KeyRecipe(segments), "TS-COLS")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(["epoch_ms", "reverse_ts"]),
+    t=st.integers(0, 2_000_000),
+    start=st.integers(-1000, 2_000_000),
+    width=st.integers(0, 300_000),
+)
+def test_a_salted_epoch_key_is_in_its_bucket_range_exactly_when_its_time_is(kind, t, start, width):
+    decl = _salted(kind)
+    key = decl.key.build({"t": t, "id": 7})
+    ranges = salted_reads.salted_time_ranges(decl, start, start + width)
+    inside = [low <= key < high for low, high in ranges]
+    assert sum(inside) == (start <= t < start + width)
+    rows = [SimpleNamespace(key=decl.key.build({"t": m, "id": 1})) for m in (5, 900, 40)]
+    prefixes = salted_reads.salt_prefixes(decl)[0]
+    buckets = [[r for r in rows if r.key.startswith(p.encode())] for p in prefixes]
+    merged = salted_reads.merge_in_time_order(
+        decl, [sorted(b, key=lambda r: r.key) for b in buckets]
+    )
+    order = [5, 40, 900] if kind == "epoch_ms" else [900, 40, 5]
+    assert [r.key for r in merged] == [decl.key.build({"t": m, "id": 1}) for m in order]
 
 
 def test_the_latest_first_table_is_declared_and_built():

@@ -138,6 +138,12 @@ def test_a_wide_record_becomes_an_event_per_non_empty_column():
     assert len(by_name(parse_csv_line("2004-08-01,17.25,,22.47", header))) == 2
     assert len(by_name(parse_csv_line("2004-08-01,,,22.47", header))) == 1
     assert by_name.take_empty_cells() == 3 and by_name.take_empty_cells() == 0
+    # a record with no value in any listed column would land none of its other fields either
+    nulls = '{"date": "2004-08-01", "AAPL": null, "GOOG": null, "MSFT": null}'
+    with pytest.raises(InvalidEvent, match="no column to unpivot"):
+        by_name(parse_json_object(nulls))
+    with pytest.raises(InvalidEvent, match="no column to unpivot"):
+        by_name(parse_csv_line("2004-08-01,,,", header))
     with pytest.raises(InvalidEvent, match="no column to unpivot"):
         builder(parse_json_object('{"date": "2004-08-01", "aapl": 1}'))
     with pytest.raises(InvalidEvent, match="unexpected field"):

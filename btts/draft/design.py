@@ -27,6 +27,8 @@ __all__ = ["Inputs", "design", "note_checked"]
 HOT_RATE = 140.0  # writes/s on one tablet from which the advisor calls a time-first key an error
 _OFFSET = re.compile(r"(Z|[+-][0-9]{2}:?[0-9]{2})\Z")
 _EPOCH_LABEL = {"year": "yyyymm", "month": "yyyymm", "day": "yyyymmdd"}
+_PERIOD_S = {"year": 365.25 * 86_400, "month": 30.44 * 86_400, "day": 86_400, "hour": 3600,
+             "minute": 60, "second": 1, "ms": 0.001}  # fmt: skip
 _RESERVED = {"key", "ts_ms", "time"}  # names a record read back gives its row key and time
 
 
@@ -160,11 +162,24 @@ def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[s
     if inputs.time.derived:
         out[inputs.time.field] = _time_spec(inputs, earliest)
     if wide and wide.how == "map":
-        out[wide.name] = Choice(
-            {"type": "map", "qualifier": "as_is"},
-            f"every other column ({len(wide.columns)} series) as one entry per column: {wide.why}",
-        )
+        out[wide.name] = _map_spec(inputs, wide)
     return out
+
+
+def _map_spec(inputs: Inputs, wide) -> Choice:
+    """The map field collecting a CSV's series columns: optional when some record has a value
+    in none of them (its other fields land all the same)."""
+    choice = Choice(
+        {"type": "map", "qualifier": "as_is"},
+        f"every other column ({len(wide.columns)} series) as one entry per column: {wide.why}",
+    )
+    empty = sum(all(r.get(c) is None for c in wide.columns) for r in inputs.records)
+    if empty:
+        choice.value["optional"] = True
+        choice.comment += (
+            f"; no series has a value in {empty:,} of {len(inputs.records):,} records: optional"
+        )
+    return choice
 
 
 def _time_segment(inputs: Inputs, earliest: str | None, time_name: str) -> Choice:
@@ -248,7 +263,9 @@ def _rate(inputs: Inputs) -> tuple[float, str]:
     if inputs.rate is not None:
         return inputs.rate, "--rate: the declared write rate"
     ms = inputs.time.ms
-    span_s = max(1.0, (max(ms) - min(ms)) / 1000)
+    # the records cover their last period too: 3,950 records of one year are that year's, not
+    # 3,950 in one second (a rate that would salt the key of a file with one time)
+    span_s = max(1.0, (max(ms) - min(ms)) / 1000 + _PERIOD_S[resolution(ms)])
     rate = max(inputs.estimated_records / span_s, 1e-7)
     rate = float(f"{rate:.3g}")
     return rate, (

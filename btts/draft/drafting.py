@@ -145,6 +145,10 @@ def draft(
         if result.schema.refusals or not _loads(result.text):
             return result  # (the loader's refusal is said by btts init)
         found = check_mod.check(result.text, samples)
+        if found.reason.startswith("no column to unpivot") and not wanted.flat:
+            wanted.flat = found.dead  # records with no series value: a column per field
+            result = _draft_once(samples, extra, wanted, paths)
+            found = check_mod.check(result.text, samples)
         new = [r for r in found.offenders if r not in extra]
         if not (found.dead or found.clashes) or not new:
             break
@@ -171,6 +175,7 @@ class _Wanted:
     query: list[str]
     ask: Asker | None
     latest: bool
+    flat: int = 0  # records an unpivot would give no event: a column per field instead
 
 
 def _remembered(ask: Asker | None) -> Asker | None:
@@ -218,6 +223,8 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     columns = infer_columns(records, order)
     time, questions, others = _time(columns, records, wanted.ask)
     wide = shape.wide(columns, [time.field, *time.sources.values()], samples[0].fmt)
+    if wide and wide.how == "unpivot" and wanted.flat:
+        wide = None
     if wide and wide.how == "unpivot":
         records = _unpivot(records, wide)
         columns = infer_columns(records, [c for c in order if c not in wide.columns])
@@ -231,6 +238,12 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     if wide and wide.how == "map":
         sources += wide.columns  # (entries of the map field: not fields of their own)
     ents = shape.entities(columns, records, time.ms, wanted.query, sources)
+    if ents.clashes and wide and wide.how == "map":  # a record id among the series: its own
+        ident = shape.record_id({n: columns[n] for n in wide.columns}, [])
+        if ident is not None:
+            wide.columns.remove(ident.name)
+            sources.remove(ident.name)
+            ents = shape.entities(columns, records, time.ms, wanted.query, sources)
     inputs = design_mod.Inputs(
         wanted.dataset, [s.describe() for s in samples], samples[0].fmt,
         all(s.complete for s in samples), _estimate(samples, wide), columns, records, time,
@@ -240,6 +253,11 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     schema.questions = questions
     if wide and wide.how == "unpivot":
         _unpivot_choice(schema, wide)
+    if wanted.flat:
+        schema.pattern_comment += (
+            f"; not unpivoted: an unpivot would give no event to the {wanted.flat:,} "
+            "record(s) with a value in none of the series columns"
+        )
     schema.header = _header(samples, schema, paths)
     return Draft(schema, render(schema), samples)
 

@@ -19,7 +19,7 @@ from btts.advisor.naming import guess_kind
 from btts.draft import parts
 from btts.draft.fields import Column
 
-__all__ = ["Entities", "Wide", "entities", "wide"]
+__all__ = ["Entities", "Wide", "entities", "record_id", "wide"]
 
 WIDE_MIN_COLUMNS = 10  # this many same-kind numeric columns make a file wide
 MAP_MAX_COLUMNS = 100  # a map field up to this many series per row; an unpivot beyond

@@ -177,10 +177,10 @@ def shaper(schema) -> Shaper | None:
         events = [record]
         if spread is not None:
             columns = columns_of(record)
-            if not columns:
+            events = unpivoted(record, columns, spread.name, spread.value)
+            if not events:  # (every cell empty or null: the record's other fields have no event)
                 wanted = spread.columns or (f"columns matching {spread.match!r}",)
                 raise InvalidEvent(f"no column to unpivot: expected {', '.join(wanted)}")
-            events = unpivoted(record, columns, spread.name, spread.value)
             # listed columns without a value (an empty CSV cell is an absent field); a
             # matched one is known only when present
             empty[0] += len(spread.columns or columns) - len(events)

@@ -230,7 +230,8 @@ def csv_boundaries(handle) -> list[tuple[int, int]]:
 def csv_header(path: str, compression: str) -> tuple:
     """A CSV file's column names (its first record), for ranges that start further on."""
     with FileSystems.open(path, compression_type=compression) as handle:
-        for _start, record in _csv_records(_numbered(_line_chunks(handle, 0)), lambda r: True):
+        chunks = _line_chunks(handle, 0)
+        for _start, record in _csv_records(_numbered(chunks), lambda r: True):
             return events.parse_csv_header(record)
     return ()
 
@@ -241,13 +242,15 @@ def _strip_cr(lines: list[bytes]) -> list[bytes]:
 
 def _line_chunks(handle, start: int) -> Iterator[tuple[int, list[bytes]]]:
     """``(offset of the first line, complete lines)`` per chunk read, from byte ``start`` on
-    (a line beginning there), CRLF endings stripped; the last line may lack its newline."""
-    for offset, lines, crlf in _raw_chunks(handle, start):
-        yield offset, _strip_cr(lines) if crlf else lines
+    (a line beginning there); the last line may lack its newline. A line keeps its ``\r``: the
+    CSV reader alone knows whether it ends a record or belongs to a quoted field's text
+    (:func:`_csv_records`)."""
+    for offset, lines, _crlf in _raw_chunks(handle, start):
+        yield offset, lines
 
 
 def _raw_chunks(handle, start: int) -> Iterator[tuple[int, list[bytes], bool]]:
-    """:func:`_line_chunks` unstripped, with whether the chunk holds a ``\r`` at all (one
+    """:func:`_line_chunks`, with whether the chunk holds a ``\r`` at all (one
     search per chunk, not one per line)."""
     pending = b""
     offset = start
@@ -414,7 +417,9 @@ def _csv_records(
     of a closed record is even). The joined lines are one record only if they make a record of
     the header's width; otherwise, or after ``MAX_CSV_RECORD_LINES`` lines or at the end, the
     opening line is a record alone (a bad one) and the lines after it are read again, so one
-    stray quote costs one line, not the rest of the file."""
+    stray quote costs one line, not the rest of the file. Lines come with their ``\r``: only a
+    record's last one ends the record (a CRLF ending, dropped); one inside a quoted field is the
+    field's own text (R writes a value's ``\r\n`` as it is), kept."""
     queue: deque[tuple[int, bytes]] = deque()
     pending: list[tuple[int, bytes]] = []
     while True:
@@ -425,7 +430,7 @@ def _csv_records(
             if step is None:
                 if not pending:
                     return
-                yield pending[0]
+                yield _ended(*pending[0])
                 queue.extend(pending[1:])
                 pending = []
                 continue
@@ -435,18 +440,23 @@ def _csv_records(
             if odd:
                 pending = [(number, text)]
             else:
-                yield number, text
+                yield _ended(number, text)
             continue
         pending.append((number, text))
         if not odd and len(pending) < MAX_CSV_RECORD_LINES:
             continue
         record = b"\n".join(t for _, t in pending)
-        if odd and fits(record):
-            yield pending[0][0], record
+        if odd and fits(_ended(0, record)[1]):
+            yield _ended(pending[0][0], record)
         else:
-            yield pending[0]
+            yield _ended(*pending[0])
             queue.extendleft(reversed(pending[1:]))
         pending = []
+
+
+def _ended(number: int, record: bytes) -> tuple[int, bytes]:
+    """A record without the ``\r`` of its CRLF ending."""
+    return number, record[:-1] if record.endswith(b"\r") else record
 
 
 # -- JSON arrays -------------------------------------------------------------------------------

@@ -178,7 +178,9 @@ def describe(value: object) -> str:
 
 
 def check_fields(obj: Mapping, required: Sequence[str], optional: Iterable[str] = ()) -> None:
-    """Missing and unexpected fields are both errors: a typo must not silently drop data."""
+    """Missing and unexpected fields are both errors: a typo must not silently drop data. A
+    JSON ``null`` is no value (as a Parquet null is never read): an undeclared field holding
+    one drops nothing, so it is no unexpected field."""
     if len(obj) == len(required):  # the common case, checked cheaply
         for name in required:
             if name not in obj:
@@ -189,7 +191,7 @@ def check_fields(obj: Mapping, required: Sequence[str], optional: Iterable[str] 
     if missing:
         raise InvalidEvent(f"missing field(s): {', '.join(missing)}")
     allowed = set(required) | set(optional)
-    extra = sorted(k for k in obj if k not in allowed)
+    extra = sorted(k for k in obj if k not in allowed and obj[k] is not None)
     if extra:
         close = nearest(extra[0], allowed)
         if close:
