@@ -70,9 +70,15 @@ check-guidance: venv
 	@test -n "$(GUIDANCE)" || { echo "usage: make check-guidance GUIDANCE=path/to/doc_examples.json"; exit 2; }
 	$(BIN)/python -m tests.guidance "$(GUIDANCE)"
 
+# ruff, then vulture: code nothing uses (pyproject.toml [tool.vulture] says where it looks and
+# which names outside callers reach by name); then the errors' layers (tests/lint_errors.py): no
+# HTTP status below btts serve's routes, no process exit below the command line, every exception
+# class in the one tree.
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/vulture
+	$(BIN)/python -m tests.lint_errors
 
 fmt: venv
 	$(BIN)/ruff format .

@@ -90,6 +90,8 @@ setup(
             "pytest-xdist>=3.2",
             "hypothesis>=6.100",
             "ruff>=0.6",
+            # `make lint`'s dead-code check (its settings and whitelist: pyproject.toml)
+            "vulture>=2.10,<3",
             # regenerates protos/*_pb2.py in a checkout (protos/__init__.py, `make protos`)
             GRPCIO_TOOLS,
             # drives headless Chromium in the btts serve page test (make browser installs it)

@@ -80,10 +80,10 @@ def _emit(**fields) -> None:
 
 def _builder(dataset: str):
     """decode + the compiled schema builder: what every job runs per line."""
-    from transforms.build import builder as generic
+    from transforms.build.builder import Builder
     from transforms.text import events
 
-    build = generic.Builder(schema_of(dataset)).rows  # plain (table, key, cells) tuples
+    build = Builder(schema_of(dataset)).rows  # plain (table, key, cells) tuples
     decode = events.parse_json_object
     return lambda line: build(decode(line))
 
@@ -239,7 +239,7 @@ def ceiling(dataset: str, path: str, instance: str, processes: str = "1") -> Non
 
 
 def _requests(dataset: str, path: str, instance: str, per_request: int):
-    from transforms.build import wire as encoding
+    from transforms.build.wire import entry, framed
 
     build = _builder(dataset)
     by_table: dict[str, list] = {}
@@ -250,7 +250,7 @@ def _requests(dataset: str, path: str, instance: str, per_request: int):
                 batches = by_table.setdefault(row[0], [])
                 if not batches or len(batches[-1]) >= per_request:
                     batches.append([])
-                batches[-1].append(encoding.framed(encoding.entry(row)))
+                batches[-1].append(framed(entry(row)))
                 cells += len(row[2])
                 rows += 1
     return (
@@ -275,7 +275,7 @@ def _send_requests(requests: list, start: int, step: int) -> None:
         mutate_rows_call,
         parse_response,
     )
-    from transforms.build import wire as encoding
+    from transforms.build.wire import request_head
 
     channel = open_channel()
     calls = {}
@@ -285,7 +285,7 @@ def _send_requests(requests: list, start: int, step: int) -> None:
         call = calls.get(table_name) or calls.setdefault(
             table_name, mutate_rows_call(channel, table_name)
         )
-        for response in call(encoding.request_head(table_name) + b"".join(entries), 60):
+        for response in call(request_head(table_name) + b"".join(entries), 60):
             if response == all_written(len(entries)):  # what the write step checks first
                 continue
             response = parse_response(response)
@@ -309,12 +309,12 @@ def wire(dataset: str, path: str, instance: str, processes: str = "1") -> None:
 
 def core(dataset: str, path: str) -> None:
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core, as the target says
-    from transforms.build import builder as generic
+    from transforms.build.builder import Builder
     from transforms.text import events
 
     # What the job's BuildRows does per record of a block: lines without their newline,
     # decoded, then the compiled builder's plain rows.
-    build = generic.Builder(schema_of(dataset)).rows
+    build = Builder(schema_of(dataset)).rows
     decode = events.parse_json_object
     with open(path, "rb") as f:
         lines = f.read().splitlines()

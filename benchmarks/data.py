@@ -6,9 +6,8 @@ import json
 import random
 from pathlib import Path
 
-from btts.samples import data
+from btts.samples import data as samples
 
-DAY_MS = 86_400_000
 START_MS = 1_500_940_800_000  # 2017-07-25T00:00:00Z
 
 
@@ -25,7 +24,7 @@ def write(path: Path, lines) -> int:
 def metrics(path: Path, events: int) -> int:
     hosts = max(1, events // 120)  # ten minutes at one reading per 5 s
     seconds = 5 * -(-events // hosts)
-    lines = data.metric_events(hosts=hosts, seconds=seconds)
+    lines = samples.metric_events(hosts=hosts, seconds=seconds)
     return write(path, (line for _, line in zip(range(events), lines, strict=False)))
 
 
@@ -38,7 +37,7 @@ def meters(path: Path, readings: int, days: int = 1, seed: int = 11) -> int:
     def lines():
         emitted = 0
         for slot in range(per_meter):
-            ts = data.iso_ms(START_MS + slot * 900_000)
+            ts = samples.iso_ms(START_MS + slot * 900_000)
             for meter in range(count_meters):
                 if emitted == readings:
                     return
@@ -70,8 +69,8 @@ def market(path: Path, ticks: int, seed: int = 5) -> int:
                     "ask_size": rng.randrange(1, 5000),
                     "last_sale": round(bid + 0.02, 2),
                     "last_size": rng.randrange(1, 1000),
-                    "quote_time": data.iso_ms(ts + 11),
-                    "trade_time": data.iso_ms(ts),
+                    "quote_time": samples.iso_ms(ts + 11),
+                    "trade_time": samples.iso_ms(ts),
                     "volume": rng.randrange(1, 10**6),
                 }
             )
@@ -87,7 +86,7 @@ def ticks(path: Path, count: int, seed: int = 7) -> int:
     def lines():
         for i in range(count):
             price = f"{rng.uniform(1, 900):.2f}"
-            ts = data.iso_ms(START_MS + i * 7)
+            ts = samples.iso_ms(START_MS + i * 7)
             yield (
                 f'{{"symbol": "{symbols[i % len(symbols)]}", "ts": "{ts}", "price": {price}, '
                 f'"size": {rng.randrange(1, 10_000)}}}'

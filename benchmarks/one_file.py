@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from btts import emulator
-from btts.samples import data
+from btts.samples import data as samples
 from transforms.ingest import readers
 from transforms.metrics import WORKER_TALLY_ENV, read_worker_tallies
 
@@ -44,8 +44,8 @@ def write_file(path: Path, size: int) -> int:
     lines = written = 0
     with path.open("w", encoding="utf-8") as out:
         while written < size:
-            start = data.METRICS_START_MS + lines * 1_000  # every round at later times
-            for line in data.metric_events(hosts=1_000, seconds=600, start_ms=start):
+            start = samples.METRICS_START_MS + lines * 1_000  # every round at later times
+            for line in samples.metric_events(hosts=1_000, seconds=600, start_ms=start):
                 out.write(line + "\n")
                 written += len(line) + 1
                 lines += 1
@@ -154,8 +154,11 @@ def table(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.one_file", description=__doc__)
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.one_file",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--gib", type=float, default=1.0, help="file size in GiB (default 1)")
     parser.add_argument("--write", action="store_true", help="land the rows in an emulator")
     parser.add_argument("--in_process", action="store_true", help="also run in one process")

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from btts.samples import data
+from btts.samples import data as samples
 
 HOUR = 3_600_000
 START = 1426536000000
@@ -85,7 +85,7 @@ def probe_regex(url: str, pid: int) -> dict:
 
 
 def probe_fan_out(url: str, pid: int, hosts: int) -> dict:
-    names = [data.host_name(h) for h in range(hosts)]
+    names = [samples.host_name(h) for h in range(hosts)]
     names += [f"absent{i}" for i in range(999 - hosts)]
     q = {"metric": CPU, "aggregator": "sum", "downsample": "5m-avg"}
     one = costed(url, pid, query({**q, "tags": {"hostname": "|".join(names)}}))
@@ -100,7 +100,7 @@ def probe_points(url: str, pid: int) -> dict:
 
 
 def normal_p50(url: str, n: int = 20) -> float:
-    doc = query({"metric": CPU, "aggregator": "avg", "tags": {"hostname": data.host_name(0)}})
+    doc = query({"metric": CPU, "aggregator": "avg", "tags": {"hostname": samples.host_name(0)}})
     return statistics.median(post(url, doc)[1] for _ in range(n))
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from benchmarks import data
 from btts import admin, config
-from btts.query import engine as q
+from btts.query import engine
 from btts.samples import data as samples
 from btts_cli.main import COMMANDS
 from pipelines import job_modules
@@ -80,7 +80,7 @@ def _cases(work: Path, target: config.Target) -> dict[str, list[str]]:
     data.metrics(events, ANSWER_ROWS)  # one host, a reading every 5 s
     host = samples.host_name(0)
     start, end = samples.METRICS_START_MS, samples.METRICS_START_MS + 5_000 * ANSWER_ROWS
-    (scan,) = q.builtin_query(
+    (scan,) = engine.builtin_query(
         "server_metrics", "host_metrics", {"hostname": host}, start, end
     ).scans
     ((first, last),) = scan.ranges

@@ -170,18 +170,22 @@ def _same_family(a: admin_types.ColumnFamily, b: admin_types.ColumnFamily) -> bo
     return a.gc_rule == b.gc_rule and a.value_type == b.value_type
 
 
-def preflight(target: Target, decls: Sequence[TableDecl], create: bool = False) -> list[str]:
+def preflight(
+    target: Target, decls: Sequence[TableDecl], create: bool = False, schema: str | None = None
+) -> list[str]:
     """Check (or, with ``create``, make) every table a job writes, before any data moves.
-    Raises :class:`ConfigError` naming what is missing and how to create it."""
+    Raises :class:`ConfigError` naming what is missing and how to create it (from the schema
+    file ``schema``, when the tables are a user's)."""
     with Admin(target) as admin:
         if create:
             return [line for decl in decls for line in admin.ensure(decl)]
         problems = admin.problems(decls)
     if problems:
         names = " ".join(f"--table {d.name}" for d in decls)
+        given = f" --schema {schema}" if schema else ""
         raise ConfigError(
             "; ".join(problems)
-            + f" in {target.describe()}. Create them with `btts tables create {names}` "
+            + f" in {target.describe()}. Create them with `btts tables create{given} {names}` "
             "or run the job with --create_tables."
         )
     return []

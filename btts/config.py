@@ -1,5 +1,6 @@
 """What every command and job resolves first: which instance (a :class:`Target`) and which schema
-file; a wrong setting is a :class:`~btts.errors.ConfigError`."""
+file; a wrong setting is a :class:`~btts.errors.ConfigError`, a wrong schema file a
+:class:`~transforms.errors.SchemaError` (both user errors)."""
 
 from __future__ import annotations
 
@@ -14,16 +15,15 @@ __all__ = ["Target", "load_schema", "resolve_target"]
 
 
 def load_schema(path: str, proto_modules: Sequence[str] = ()):
-    """A user's schema file; its problems, or a file that cannot be read, as a ConfigError.
-    ``proto_modules``: modules besides ``protos`` its protobuf messages may come from."""
+    """A user's schema file: its problems are a SchemaError, a file that cannot be read a
+    ConfigError. ``proto_modules``: modules besides ``protos`` its protobuf messages may come
+    from."""
     from transforms import schema as schema_lib
 
     try:
         return schema_lib.load(path, proto_modules)
-    except schema_lib.SchemaError as err:
-        raise ConfigError(str(err)) from None
     except OSError as err:
-        raise ConfigError(f"cannot read the schema {path}: {err}") from None
+        raise ConfigError(f"cannot read the schema {path}: {err}") from err
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from btts import config, errors
+from btts import config, errors, exits
 from btts.advisor import findings
 from btts.advisor.findings import SEVERITIES
 from btts.lazy import lazy_module
+from transforms.errors import UserError
 
 # Loaded when a command runs (`btts advise --help` reads no schema; only `advise table` needs
 # the clients).
-lint_mod = lazy_module("btts.advisor.lint")
+lint = lazy_module("btts.advisor.lint")
 
 __all__ = ["main"]
 
@@ -36,13 +37,13 @@ def _lint(args: argparse.Namespace) -> int:
     if args.schema:  # a user's file, judged against its own advisor: workload
         schema = config.load_schema(args.schema)
         declared = schema.decls()
-        results = lint_mod.lint_schema(schema, args.table)
+        results = lint.lint_schema(schema, args.table)
     else:
         from transforms.schema import builtin_tables
 
         declared = builtin_tables.all_tables()
         decls = [builtin_tables.get(n) for n in args.table] if args.table else declared.values()
-        results = lint_mod.lint_all(list(decls))
+        results = lint.lint_all(list(decls))
     bad = findings.failing([f for fs in results.values() for f in fs], args.fail_on)
     if args.json:
         print(json.dumps({n: [asdict(f) for f in fs] for n, fs in results.items()}, indent=2))
@@ -56,14 +57,14 @@ def _hotspots(args: argparse.Namespace) -> int:
 
     if args.documented:
         if args.schema:
-            raise ValueError("--documented runs the built-in cases: drop --schema")
+            raise errors.ConfigError("--documented runs the built-in cases: drop --schema")
         out = Path(args.out) if args.out else DOCS_DIR
         for name, (result, path) in hotspots.write_documented(out).items():
             print(f"[{name}] → {path}")
             print(result.summary())
         return 0
     if not args.table:
-        raise ValueError("name a TABLE, or pass --documented for the documented cases")
+        raise errors.ConfigError("name a TABLE, or pass --documented for the documented cases")
     schema = config.load_schema(args.schema) if args.schema else None
     from transforms.schema import builtin_tables
 
@@ -81,7 +82,7 @@ def _hotspots(args: argparse.Namespace) -> int:
     )
     of = args.workload_of or decl.name
     if schema:  # the workload of the file's own advisor: section
-        schema.table(of)  # (a KeyError naming the file's tables)
+        schema.table(of)  # (an Undeclared naming the file's tables)
         model = workload.hints_from_advisor(schema.advisor, of).workload
     else:
         model = workload.hints_for(of).workload
@@ -89,7 +90,7 @@ def _hotspots(args: argparse.Namespace) -> int:
     for item in args.cardinality or ():
         name, eq, value = item.partition("=")
         if not eq or not value.isdigit():
-            raise ValueError(f"--cardinality {item!r}: use FIELD=N")
+            raise errors.ConfigError(f"--cardinality {item!r}: use FIELD=N")
         cards[name] = int(value)
     result = hotspots.simulate(decl, model, sim, events_per_s=args.rate, cardinality=cards)
     print(result.summary())
@@ -136,7 +137,7 @@ def _add_actions(advise: argparse.ArgumentParser) -> None:
 
 
 def _add_lint(sub: argparse._SubParsersAction) -> None:
-    lint = sub.add_parser(
+    parser = sub.add_parser(
         "lint",
         help="check every table declaration against docs/patterns.md §3",
         description="Check the table declarations (all, or those named with --table) against "
@@ -145,21 +146,21 @@ def _add_lint(sub: argparse._SubParsersAction) -> None:
         "its reason) and findings on documented anti-patterns are shown but do not fail. Exit "
         "status 1 when an open finding reaches --fail_on.",
     )
-    lint.add_argument("--table", action="append", metavar="NAME", help="only this table")
-    lint.add_argument(
+    parser.add_argument("--table", action="append", metavar="NAME", help="only this table")
+    parser.add_argument(
         "--fail_on",
         choices=(*SEVERITIES, "never"),
         default="warning",
         help="lowest severity of an open finding that fails the run (default: warning)",
     )
-    lint.add_argument("--json", action="store_true", help="findings as JSON")
-    lint.add_argument("--rules", action="store_true", help="list the rules and exit")
-    lint.add_argument(
+    parser.add_argument("--json", action="store_true", help="findings as JSON")
+    parser.add_argument("--rules", action="store_true", help="list the rules and exit")
+    parser.add_argument(
         "--schema",
         metavar="FILE",
         help="lint the tables of this schema file (with its advisor: workload) instead",
     )
-    lint.set_defaults(func=_guarded(_lint))
+    parser.set_defaults(func=_guarded(_lint))
 
 
 def _add_hotspots(sub: argparse._SubParsersAction) -> None:
@@ -236,24 +237,24 @@ def _add_table(sub: argparse._SubParsersAction) -> None:
 
 def _guarded(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """The action, with bad input (unknown table, bad flag value, missing instance) turned into
-    a one-line message and exit status 2, however ``btts`` dispatches it."""
+    a one-line message and exit status 2 (:mod:`btts.exits`), however ``btts`` dispatches it.
+    The advisor checks its input with plain ValueError and KeyError: here they are the user's."""
 
     def run(args: argparse.Namespace) -> int:
-        from google.api_core import exceptions as api_errors
-        from google.auth import exceptions as auth_errors
-
         try:
-            return action(args)
-        except (
-            KeyError,
-            ValueError,
-            errors.ConfigError,
-            api_errors.GoogleAPIError,
-            auth_errors.GoogleAuthError,
-        ) as err:
-            message = err.args[0] if isinstance(err, KeyError) and err.args else err
-            print(f"btts advise: error: {message}", file=sys.stderr)
-            return 2
+            try:
+                return action(args)
+            except UserError:
+                raise
+            except (KeyError, ValueError) as err:  # the advisor's checks of its input
+                message = err.args[0] if isinstance(err, KeyError) and err.args else err
+                raise errors.ConfigError(str(message)) from err
+        except Exception as err:
+            ended = exits.ending(err, "btts advise")
+            if ended is None:
+                raise
+            print(ended[1], file=sys.stderr)
+            return ended[0]
 
     return run
 

@@ -36,9 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from btts import admin, config, emulator, errors
-from btts.query import engine as q
-from btts.query import render
+from btts import admin, config, emulator, errors, exits
+from btts.query import engine, render
 from btts.samples import checks
 from btts.samples import data as samples
 from btts.samples.data import Sizes
@@ -48,7 +47,6 @@ from transforms.scans import key_ranges
 
 __all__ = ["run_with"]
 
-_LOG = logging.getLogger(__name__)
 SHOW_ROWS = 5
 BUDGET_SECONDS = 300
 
@@ -138,6 +136,8 @@ def _run_step(label: str, run: Callable[[], Any], log_path: Path) -> tuple[Any, 
             result = run()
     except SystemExit as stop:  # a job's configuration error
         raise SystemExit(f"demo: {label} failed: {stop.code}") from None
+    except common.JobFailed as err:  # a job that did not do its work: its line
+        raise SystemExit(f"demo: {label} failed: {exits.ending(err)[1]}") from None
     except Exception as err:
         raise SystemExit(f"demo: {label} failed: {type(err).__name__}: {err}") from err
     finally:
@@ -262,7 +262,7 @@ def run_queries(target: config.Target, sizes: Sizes) -> float:
         query = query_command.plan(shlex.split(item.command)[2:])
         for scan in query.scans:
             print(f"    read {scan.describe()}")
-        got = q.run(target, query)
+        got = engine.run(target, query)
         shown = render.to_table(got[:SHOW_ROWS]).replace("\n", "\n    ")
         print(f"    {shown}")
         for grid in render.wide_grids(got):
@@ -282,7 +282,10 @@ def run_queries(target: config.Target, sizes: Sizes) -> float:
             if line:
                 print(f"    {line}")
         if item.after:
-            print(f"    {item.after(target)}")
+            try:
+                print(f"    {item.after(target)}")
+            except checks.CheckFailed as err:
+                raise SystemExit(str(err)) from err
     return time.monotonic() - started
 
 
@@ -296,7 +299,7 @@ def print_summary(
         names = api.list_tables()
     print("\nRows per table")
     for name in names:
-        print(f"  {name:<22}{q.count_rows(target, name):>10,}")
+        print(f"  {name:<22}{engine.count_rows(target, name):>10,}")
     letters = sorted((out / "dead-letters").glob("server_metrics-*"))
     if letters:
         print(f"\nDead letters of server_metrics ({letters[0]}), by reason:")

@@ -10,7 +10,7 @@ from btts import config, errors
 from btts.lazy import lazy_module
 
 # Loaded when the command runs: `btts index --help` imports no client.
-rebuild_mod = lazy_module("btts.query.index_rebuild")
+index_rebuild = lazy_module("btts.query.index_rebuild")
 admin = lazy_module("btts.admin")
 
 __all__ = []
@@ -50,7 +50,7 @@ def _rebuild(args: argparse.Namespace) -> int:
         return 0
     for schema in schemas:
         print(f"{schema.dataset}: rebuilding {schema.index.table} in {target.describe()}")
-        done = rebuild_mod.rebuild(target, schema, lambda line: print(f"  {line}", flush=True))
+        done = index_rebuild.rebuild(target, schema, lambda line: print(f"  {line}", flush=True))
         skipped = f", {done.skipped:,} rows of another key shape skipped" if done.skipped else ""
         print(
             f"  {done.index}: {done.written:,} index rows written, {done.deleted:,} stale ones "

@@ -98,11 +98,11 @@ def _terminal_asker():
 
 def _marked(text: str, problems, findings) -> str:
     """The draft with what fails it said at its top, so the file never hides it either."""
-    from btts.advisor import findings as findings_mod
+    from btts.advisor.findings import failing
 
     every = [f for fs in findings.values() for f in fs]
     bad = [f"# ADVISOR ERROR {f.rule}: {f.message.split('. ')[0]}."
-           for f in findings_mod.failing(every, "error")]  # fmt: skip
+           for f in failing(every, "error")]  # fmt: skip
     if problems and "\n# REFUSED: " not in f"\n{text}":
         bad = [f"# REFUSED: {line.strip()}" for line in problems.splitlines()]
     return "\n".join([*bad, text]) if bad else text
@@ -110,7 +110,7 @@ def _marked(text: str, problems, findings) -> str:
 
 def _report(draft, problems, findings) -> bool:
     """Say on stderr what the advisor and the loader think of the draft; True when it fails."""
-    from btts.advisor import findings as findings_mod
+    from btts.advisor.findings import failing
 
     for refusal in draft.schema.refusals:
         print(f"btts init: refused: {refusal}", file=sys.stderr)
@@ -129,7 +129,7 @@ def _report(draft, problems, findings) -> bool:
     every = [f for fs in findings.values() for f in fs]
     for f in every:
         print(f"btts init: advisor: {f.severity.upper()} {f.rule}: {f.message}", file=sys.stderr)
-    errors = findings_mod.failing(every, "error")
+    errors = failing(every, "error")
     verdict = f"{len(errors)} open error(s)" if errors else "no error"
     print(f"btts init: advisor: {len(every)} finding(s), {verdict}", file=sys.stderr)
     return bool(errors or draft.schema.losses)
@@ -140,14 +140,11 @@ def run(args: argparse.Namespace) -> int:
     records its key cannot tell apart) or the advisor finds an error (the draft is written all
     the same, for the user to fix)."""
     from btts import errors
-    from btts.draft import DraftError, draft, review
+    from btts.draft import draft, review
 
-    try:
-        result = draft(
-            args.files, args.dataset, _rate(args.rate), args.query, _terminal_asker(), args.latest
-        )
-    except DraftError as err:
-        raise errors.ConfigError(str(err)) from None
+    result = draft(  # a file no schema can be drafted from: a DraftError (a user error)
+        args.files, args.dataset, _rate(args.rate), args.query, _terminal_asker(), args.latest
+    )
     problems, findings = review(result.text, args.output or "draft.yaml")
     result.text = _marked(result.text, problems, findings)
     if args.output:
@@ -155,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
             with open(args.output, "w", encoding="utf-8") as out:
                 out.write(result.text)
         except OSError as err:
-            raise errors.ConfigError(f"cannot write {args.output}: {err.strerror}") from None
+            raise errors.ConfigError(f"cannot write {args.output}: {err.strerror}") from err
         print(f"btts init: wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(result.text)

@@ -13,17 +13,18 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from btts import __version__, config, emulator, errors
+from btts import __version__, config, emulator, errors, exits
 from btts.lazy import lazy_module
 from btts_cli.cliparse import Commands, Parser
 from pipelines import flags, job_modules
 from transforms import limits
+from transforms.errors import DataError
 
 __all__ = ["main"]  # fmt: skip
 
 # Loaded when a command uses them: `btts --help` and argument errors import nothing heavy.
 admin = lazy_module("btts.admin")
-query_cli = lazy_module("btts_cli.query_command")
+query_command = lazy_module("btts_cli.query_command")
 query_schema = lazy_module("btts_cli.query_schema")
 
 
@@ -41,20 +42,18 @@ def _target_args(parser: argparse.ArgumentParser) -> None:
 
 def _decls(args: argparse.Namespace) -> list:
     """The declarations of ``--schema FILE`` (all, or those ``--table`` names; a bad file is a
-    ConfigError), else the built-in ones."""
+    SchemaError, an unknown --table an Undeclared listing the known ones), else the built-in
+    ones."""
     from transforms.schema import builtin_tables
 
     names = args.table
-    try:
-        if not args.schema:
-            every = [*builtin_tables.all_tables(), *builtin_tables.index_tables()]
-            return [builtin_tables.get(n) for n in names or sorted(every)]
-        schema = config.load_schema(args.schema)
-        index = {schema.index.table: schema.index.decl()} if schema.index else {}
-        declared = {**schema.decls(), **index}
-        return [declared.get(n) or schema.table(n).decl for n in names or declared]
-    except KeyError as err:  # an unknown --table: the message lists the known ones
-        raise errors.ConfigError(str(err.args[0])) from None
+    if not args.schema:
+        every = [*builtin_tables.all_tables(), *builtin_tables.index_tables()]
+        return [builtin_tables.get(n) for n in names or sorted(every)]
+    schema = config.load_schema(args.schema)
+    index = {schema.index.table: schema.index.decl()} if schema.index else {}
+    declared = {**schema.decls(), **index}
+    return [declared.get(n) or schema.table(n).decl for n in names or declared]
 
 
 def _tables_create(args: argparse.Namespace) -> int:
@@ -269,9 +268,9 @@ def _add_nightly(sub: Commands) -> None:
 
 
 def _add_query(sub: Commands) -> None:
-    query_cli.add_query_commands(sub, _target_args)
+    query_command.add_query_commands(sub, _target_args)
     sub.choices["query"].rest = _schema_query
-    query_cli.add_tenant_commands(sub, _target_args)
+    query_command.add_tenant_commands(sub, _target_args)
 
 
 def _add_demo(sub: Commands) -> None:
@@ -477,21 +476,6 @@ def check_emulator(timeout: float = 2.0) -> None:
         ) from None
 
 
-def user_errors() -> tuple[type[BaseException], ...]:
-    """Errors a user can fix (no instance, a bad value, no credentials or permission, an
-    emulator that is gone): one line and exit status 2, not a traceback (``-v`` shows it)."""
-    # The clients' errors can only come from a command that imported them: not loaded for one that
-    # did not (`btts emulator start` need not pay for them).
-    found = [errors.ConfigError, errors.EmulatorError]
-    for module, name in (
-        ("google.auth.exceptions", "GoogleAuthError"),
-        ("google.api_core.exceptions", "GoogleAPIError"),
-    ):
-        if module in sys.modules:
-            found.append(getattr(sys.modules[module], name))
-    return tuple(found)
-
-
 def _main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser(command_named(argv)).parse_args(argv)
@@ -502,11 +486,12 @@ def _main(argv: Sequence[str] | None = None) -> int:
         if reaches_bigtable(args):
             check_emulator()
         return args.func(args)
-    except user_errors() as err:
-        if args.verbose:
-            raise
-        print(f"btts: error: {err}", file=sys.stderr)
-        return 2
+    except Exception as err:  # a user's mistake or a failed job: its line and status (btts.exits)
+        ended = exits.ending(err)
+        if ended is None or (args.verbose and not isinstance(err, DataError)):
+            raise  # a bug, or -v: the traceback
+        print(ended[1], file=sys.stderr)
+        return ended[0]
 
 
 if __name__ == "__main__":

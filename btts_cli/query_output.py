@@ -25,7 +25,7 @@ from transforms.text import timefmt
 
 # Loaded when an answer is read, printed or drawn (matplotlib only for --plot).
 plot = lazy_module("btts.query.plot")
-q = lazy_module("btts.query.engine")
+engine = lazy_module("btts.query.engine")
 render = lazy_module("btts.query.render")
 
 __all__ = [
@@ -71,14 +71,14 @@ def day_arg(text: str) -> dt.date:
     try:
         return timefmt.parse_day(text.strip())
     except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def month_arg(text: str) -> tuple[int, int]:
     try:
         return timefmt.parse_month(text)
     except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
+        raise argparse.ArgumentTypeError(str(err)) from err
 
 
 def zone_arg(name: str) -> dt.tzinfo:
@@ -144,17 +144,14 @@ def add_timezone(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def read(args: argparse.Namespace, query: q.Query) -> tuple[config.Target, list]:
-    """Run a query on the instance the flags name; a missing table is a ConfigError."""
+def read(args: argparse.Namespace, query: engine.Query) -> tuple[config.Target, list]:
+    """Run a query on the instance the flags name (a missing table: MissingTable)."""
     target = config.resolve_target(args.project, args.instance)
-    try:
-        return target, q.run(target, query)
-    except errors.MissingTable as err:
-        raise errors.ConfigError(str(err)) from None
+    return target, engine.run(target, query)
 
 
 def print_answer(
-    args, target: config.Target, query: q.Query, records: list, hint: str | None = None
+    args, target: config.Target, query: engine.Query, records: list, hint: str | None = None
 ) -> int:
     """The answer: JSON or CSV records only, or what was read then a table (every column of a
     lone wide record); then the chart of ``--plot``. The exit code."""
@@ -177,7 +174,7 @@ def print_answer(
     return _plot(args, query, records, sys.stdout)
 
 
-def _plot(args, query: q.Query, records: list, out) -> int:
+def _plot(args, query: engine.Query, records: list, out) -> int:
     """``--plot FILE``: draw the records; one line on ``out`` saying what was drawn, or on
     stderr why nothing was (exit :data:`NOTHING_TO_PLOT_EXIT`)."""
     path = getattr(args, "plot", None)

@@ -23,13 +23,12 @@ from btts_cli.query_output import (
     print_answer,
     read,
 )
-from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 
 __all__ = ["run_schema"]
 
 # Loaded when a query runs: `btts query --help` imports no client.
-q = lazy_module("btts.query.engine")
+engine = lazy_module("btts.query.engine")
 query_records = lazy_module("btts.query.records")
 render = lazy_module("btts.query.render")
 
@@ -70,15 +69,15 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
     pre.add_argument("--schema", required=True)
     schema = config.load_schema(pre.parse_known_args(argv)[0].schema)
     try:  # (argparse reports bad flags itself: usage, exit 2)
-        spec = q.declared(schema, name)
+        spec = engine.declared(schema, name)
         args = _declared_parser(schema, spec, target_args).parse_args(_without_name(argv, name))
         values = {f: getattr(args, f) for f in spec.select}
-        query = q.declared_query(
+        query = engine.declared_query(
             schema, spec.name, values, getattr(args, "start", None), getattr(args, "end", None),
             args.timezone,
         )  # fmt: skip
-    except (ValueError, InvalidEvent) as err:
-        raise errors.ConfigError(str(err)) from None
+    except ValueError as err:  # a value of the command line (an InvalidEvent too)
+        raise errors.ConfigError(str(err)) from err
     target, records = read(args, query)
     return print_answer(args, target, query, records)
 
@@ -162,12 +161,12 @@ def run_schema(argv: list[str], target_args: Callable) -> int:
         given[name] = value
     try:
         decl = schema.table(table).decl
-        query = q.table_query(
+        query = engine.table_query(
             schema, table, given, args.start, args.end, limit=args.limit,
             latest_only=args.latest, tz=args.timezone,
         )  # fmt: skip
-    except (KeyError, ValueError, InvalidEvent) as err:
-        raise errors.ConfigError(str(err.args[0] if err.args else err)) from None
+    except (KeyError, ValueError) as err:  # a value of the command line (an InvalidEvent too)
+        raise errors.ConfigError(str(err.args[0] if err.args else err)) from err
     if not args.raw:
         decoded = replace(
             query,
@@ -180,7 +179,7 @@ def run_schema(argv: list[str], target_args: Callable) -> int:
     return 0
 
 
-def _print_raw(args, target: config.Target, query: q.Query, decl, rows: list) -> None:
+def _print_raw(args, target: config.Target, query: engine.Query, decl, rows: list) -> None:
     """Rows as stored: each key, then its cells (family:qualifier = value @ time)."""
     aggregate = {f.name for f in decl.families if f.aggregate}
 

@@ -8,9 +8,11 @@ import os
 import signal
 import sys
 
-from btts import config, emulator
+from btts import config, emulator, errors
 from btts.lazy import lazy_module
 from btts.tsdb import access  # credentials and TLS: no client, read when the flags are built
+
+COMMAND = "btts serve"  # the name its errors are said under
 
 # Loaded when the server starts: `btts serve --help` imports no client.
 answer = lazy_module("btts.tsdb.answer")
@@ -67,14 +69,6 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="most data points one answer may hold (413 beyond)",
     )
     serve.add_argument(
-        "--max_scan_rows",
-        type=int,
-        default=0,
-        help="kept for compatibility: a query that leaves a key field open (a panel with only "
-        "a metric) lists its series from the schema's series index (without one: enumerates "
-        "the field's values from the keys, one keys-only read per value) instead of scanning",
-    )
-    serve.add_argument(
         "--deadline", type=float, default=30.0, help="seconds one request may read for (504 beyond)"
     )
     serve.add_argument(
@@ -127,46 +121,41 @@ def load_service(args: argparse.Namespace, target: config.Target | None):
     bare = catalog.Catalog(schemas, tenant=args.tenant)
     if target is None:
         return bare, None
-    limits = answer.Limits(args.max_points, args.max_scan_rows, args.deadline)
+    limits = answer.Limits(args.max_points, args.deadline)
     service = service_lib.Service(bare, target, limits, args.tenant)
     service.refresh_catalog(0)
     return service.catalog, service
 
 
 def run(args: argparse.Namespace) -> int:
+    """Serve; a schema, a credentials file or an address that cannot be used is a ConfigError
+    said as ``btts serve: error: …`` (exit status 2, :mod:`btts.exits`)."""
     target = None  # --list without an instance: the names the schemas give (no map entries)
     if not args.list or args.project or args.instance or os.environ.get(emulator.ENV_HOST):
         target = config.resolve_target(args.project, args.instance)
     try:
         cat, service = load_service(args, target)
     except (OSError, schema_lib.SchemaError) as err:
-        print(f"btts serve: error: {err}", file=sys.stderr)
-        return 2
+        raise errors.ConfigError(str(err), command=COMMAND) from err
     if args.tenant and not cat.metrics:
-        print(
-            "btts serve: error: --tenant: no served table's key starts with a tenant",
-            file=sys.stderr,
-        )
-        return 2
+        why = "--tenant: no served table's key starts with a tenant"
+        raise errors.ConfigError(why, command=COMMAND)
     if args.list:
         print(list_text(cat))
         return 0
     try:
         guard = _access(args)
         tls = access.tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
-    except ValueError as err:
-        print(f"btts serve: error: {err}", file=sys.stderr)
-        return 2
+    except ValueError as err:  # a credentials or certificate file, --bind
+        raise errors.ConfigError(str(err), command=COMMAND) from err
     workers = args.workers if args.workers and args.workers > 0 else server.WORKERS
     try:
         httpd = server.make_server(
             service, args.bind, args.port, guard, tls, max(1, args.max_connections), workers
         )
     except OSError as err:
-        print(
-            f"btts serve: error: cannot listen on {args.bind}:{args.port}: {err}", file=sys.stderr
-        )
-        return 2
+        why = f"cannot listen on {args.bind}:{args.port}: {err}"
+        raise errors.ConfigError(why, command=COMMAND) from err
     host, port = httpd.server_address[:2]
     scheme = "https" if tls else "http"
     print(
@@ -193,7 +182,7 @@ def _access(args: argparse.Namespace) -> access.Access:
 def _serve(httpd: server.Server) -> int:
     """Serve until Ctrl-C or SIGTERM; then stop accepting and let requests in flight finish."""
 
-    def stop(signum, frame) -> None:
+    def stop(_signum, _frame) -> None:
         httpd.shutdown()
 
     signal.signal(signal.SIGTERM, stop)

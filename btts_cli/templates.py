@@ -37,9 +37,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-from btts import __version__
+from btts import __version__, errors, exits
 from btts_cli.template_params import is_bare, parameter, required_on_dataflow
-from pipelines import flags as declared
+from pipelines import flags
+from transforms.errors import DataError
 
 __all__ = ["main"]  # fmt: skip
 
@@ -84,15 +85,15 @@ def pipeline_module(name: str) -> ModuleType:
     return importlib.import_module(f"pipelines.{name}")
 
 
-def declared_groups(name: str) -> tuple[str, tuple[declared.Group, ...]]:
+def declared_groups(name: str) -> tuple[str, tuple[flags.Group, ...]]:
     """The description and flag groups of a pipeline, as :mod:`pipelines.flags` declares them:
     what its ``--help`` shows and its option classes (what its ``run`` parses) are made of."""
     if name not in pipeline_names():
         raise KeyError(f"no pipeline {name!r} (pipelines: {', '.join(pipeline_names())})")
-    return declared.description(name), declared.GROUPS[name]
+    return flags.description(name), flags.GROUPS[name]
 
 
-def pipeline_flags(name: str) -> list[declared.Flag]:
+def pipeline_flags(name: str) -> list[flags.Flag]:
     """Every flag of the pipeline, in ``--help`` order."""
     return [flag for group in declared_groups(name)[1] for flag in group.flags]
 
@@ -339,7 +340,8 @@ def template_argv(name: str, argv: Sequence[str], environ: dict | None = None) -
         elif value.strip().lower() == "true":
             out.append(flag)
         elif value.strip().lower() != "false":
-            raise SystemExit(f"{name}: error: {flag} takes true or false, got {value!r}")
+            why = errors.ConfigError(f"{flag} takes true or false, got {value!r}")
+            raise exits.stop(why, name)
     temp = given.get("temp_location")
     if (
         temp
@@ -355,11 +357,15 @@ def template_argv(name: str, argv: Sequence[str], environ: dict | None = None) -
 
 def launch(name: str, argv: Sequence[str] | None = None):
     """Run pipeline ``name`` with the flex-template launcher's arguments (see
-    :func:`template_argv`)."""
+    :func:`template_argv`); a run that did not do its work ends with its line, as
+    ``python -m pipelines.<job>`` does."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     args = template_argv(name, list(sys.argv[1:] if argv is None else argv))
     logging.getLogger(__name__).info("pipelines.%s %s", name, " ".join(args))
-    return pipeline_module(name).run(args)
+    try:
+        return pipeline_module(name).run(args)
+    except DataError as err:  # a JobFailed
+        raise exits.stop(err, name) from None
 
 
 # -- command line -----------------------------------------------------------------------------
@@ -463,8 +469,11 @@ def register(subparsers) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m btts_cli.templates", description=__doc__)
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="python -m btts_cli.templates",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_actions(parser)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -28,9 +28,11 @@ from collections import Counter
 from pathlib import Path
 
 from btts import config
-from btts.draft import DraftError, draft, review
+from btts.draft import draft, review
+from btts.draft.sample import DraftError
 from btts.emulator import Emulator
 from btts_cli import main as cli
+from pipelines import common
 from tests.helpers import read_dead_letters, run_job
 from tests.init_support import record_values, source_records
 
@@ -86,7 +88,7 @@ def try_file(path: Path, work: Path) -> tuple[str, int, int, bool]:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         try:
             run_job("generic", target, path, dead, [f"--schema={schema_path}"])
-        except SystemExit:
+        except (SystemExit, common.JobFailed):
             return "job failed", len(source_records(path)), len(read_dead_letters(dead)), False
     letters = len(read_dead_letters(dead))
     schema = result.schema

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from btts.draft import DraftError, draft, review
+from btts.draft import draft, review
 from btts.draft import sample as sample_mod
 from btts.draft.fields import infer_columns
+from btts.draft.sample import DraftError
 from btts.draft.times import TEXT_FORMATS, guess_times
 from btts_cli import main as cli
 from transforms import schema as schema_lib

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from btts.tsdb import http_io, server
 from btts.tsdb.access import Access
-from btts.tsdb.request import BadRequest
+from btts.tsdb.errors import BadRequest
 from btts.tsdb.stdlib_front import StdlibServer
 
 TOKEN = st.text(http_io.TOKEN, min_size=1, max_size=8)

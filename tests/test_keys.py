@@ -12,7 +12,11 @@ from hypothesis import strategies as st
 
 from tests.helpers import recipe_key
 from transforms.errors import InvalidEvent
+from transforms.table_model import KeyRecipe, Segment
 from transforms.text import keys
+
+# the market-data key's exchange: padded to 6 by the recipe every write and read shares
+EXCHANGE = KeyRecipe((Segment("space_pad", "exchange", width=6),))
 
 
 def join_key(segments: list[str]) -> bytes:
@@ -52,7 +56,7 @@ def test_documented_helpers():
     assert keys.reverse_domain("maps.google.com") == "com.google.maps"
     assert recipe_key(("reverse_id", "12345")) == "54321"
     assert keys.zero_pad(987654, 10) == "0000987654"
-    assert keys.space_pad("NYSE", 6) == "NYSE  "
+    assert EXCHANGE.build({"exchange": "NYSE"}) == b"NYSE  "
     tenant_key = [("tenant", "altostrat"), ("text", "phone"), ("text", "4c410523")]
     assert recipe_key(*tenant_key, ("text", "20190501")) == "altostrat#phone#4c410523#20190501"
 
@@ -63,7 +67,7 @@ def test_documented_helpers():
         (keys.zero_pad, (-1, 10)),
         (keys.zero_pad, (10**10, 10)),
         (keys.zero_pad, (True, 10)),
-        (keys.space_pad, ("NASDAQX", 6)),
+        (EXCHANGE.build, ({"exchange": "NASDAQX"},)),
         (recipe_key, (("reverse_id", "12a45"),)),
         (keys.reverse_domain, ("maps..com",)),
         (keys.reverse_timestamp, (-1,)),

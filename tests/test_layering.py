@@ -28,6 +28,7 @@ LAYERS = [
     ["transforms.bigtable"],  # the connector
     ["transforms.rollup"],
     ["btts.errors", "btts.lazy"],
+    ["btts.exits"],  # how a command ends: btts_cli and a job's own run both reach it
     ["btts.emulator"],
     ["btts.config"],
     ["btts.admin"],

@@ -23,7 +23,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from btts.tsdb import answer, mquery, request, series
-from btts.tsdb.request import BadRequest
+from btts.tsdb.errors import BadRequest
 
 DATA = Path(__file__).resolve().parent / "data" / "opentsdb_vectors"
 NOW = 1357300800000  # the clock TestDateTime mocks: 2013-01-04T12:00:00Z

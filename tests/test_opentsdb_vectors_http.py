@@ -14,7 +14,7 @@ import pytest
 
 from btts.samples import data as samples
 from btts.tsdb import answer, catalog, last, service, tsuids
-from btts.tsdb.request import BadRequest
+from btts.tsdb.errors import BadRequest
 from btts_cli import main as cli
 from tests import serve_support as S
 from tests.helpers import read_dead_letters, run_job

@@ -19,7 +19,7 @@ import pytest
 
 from btts.tsdb import http_io, server
 from btts.tsdb.access import Access
-from btts.tsdb.request import BadRequest
+from btts.tsdb.errors import BadRequest
 
 
 class SlowService:

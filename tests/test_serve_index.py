@@ -15,11 +15,11 @@ from google.api_core import exceptions as gexc
 
 from benchmarks import flights
 from btts import config
-from btts.tsdb import answer, catalog, reads, service, tsuids
-from btts.tsdb.request import BadRequest
+from btts.tsdb import answer, catalog, reads, routes, service, tsuids
 from btts_cli import main as cli
 from pipelines import load
 from tests import serve_support as S
+from transforms.errors import Timeout, Unavailable
 
 HOUR = flights.HOUR
 METRIC = "flights.arr_delay"
@@ -169,18 +169,18 @@ class _Cancelling:
 def test_a_cancelled_or_failed_read_is_a_504_or_503_never_a_500(monkeypatch):
     reader = reads.Reader(config.Target("p", "i"))
     monkeypatch.setattr(reader, "rows", _Cancelling())
-    with pytest.raises(BadRequest) as err:
+    with pytest.raises(Timeout) as err:
         reader.read("T", None)
-    assert err.value.code == 504
+    assert routes.status(err.value) == 504
 
     class _Failing:
         def read(self, name, query, timeout):
             raise gexc.InternalServerError("boom")
 
     monkeypatch.setattr(reader, "rows", _Failing())
-    with pytest.raises(BadRequest) as err:
+    with pytest.raises(Unavailable) as err:
         reader.read("T", None)
-    assert err.value.code == 503
+    assert routes.status(err.value) == 503
 
 
 def test_a_request_that_timed_out_is_answered_at_once_for_a_while(monkeypatch):
@@ -190,11 +190,11 @@ def test_a_request_that_timed_out_is_answered_at_once_for_a_while(monkeypatch):
 
     def slow(*args):
         calls.append(1)
-        raise BadRequest(reads.LATE, 504)
+        raise Timeout(reads.LATE)
 
     monkeypatch.setattr(svc, "_tag_values", slow)
     for _ in range(3):
-        with pytest.raises(BadRequest) as err:
+        with pytest.raises(Timeout) as err:
             svc.suggest("tagv", "web", 25)
-        assert err.value.code == 504 and "deadline" in str(err.value)
+        assert routes.status(err.value) == 504 and "deadline" in str(err.value)
     assert len(calls) == 1  # remembered: not tried again by every request

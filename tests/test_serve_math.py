@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from btts.tsdb import catalog, mquery, request, series
-from btts.tsdb.request import BadRequest
+from btts.tsdb.errors import BadRequest
 from btts_cli import serve_command
 
 DASHBOARDS = Path(__file__).resolve().parent.parent / "docs" / "dashboards.md"

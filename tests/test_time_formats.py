@@ -10,6 +10,7 @@ import zoneinfo
 import pytest
 
 from btts.query import engine
+from pipelines import common
 from tests.helpers import read_dead_letters, run_job, write_lines
 from transforms import schema as sf
 from transforms.build import builder as generic
@@ -238,7 +239,7 @@ def test_integer_years_land_with_format_year_and_never_near_1970_without_it(targ
     if fmt == "year":
         run_job("generic", target, source, dead, [f"--schema={schema_path}"])
     else:  # nothing valid: the job fails, naming the reason
-        with pytest.raises(SystemExit, match=r"no valid event.*looks like a year"):
+        with pytest.raises(common.JobFailed, match=r"no valid event.*looks like a year"):
             run_job("generic", target, source, dead, [f"--schema={schema_path}"])
     rows = engine.read_rows(target, f"DRIVING_{fmt.upper()}", latest_only=True)
     letters = read_dead_letters(dead)

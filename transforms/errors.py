@@ -1,15 +1,75 @@
-"""The one exception type that turns an input event into a dead letter, and how its reasons
-are grouped for a summary."""
+"""The project's errors, one tree, and how dead-letter reasons are grouped for a summary.
+
+Who can act on an error decides its branch, and its branch how it ends: each is mapped to an
+HTTP status in one function of ``btts serve``'s routes and to an exit status in one function
+of the command line, nowhere else; below them code raises these types and never a status.
+
+- :class:`UserError`: a mistake the user can fix (a flag, a schema file, a request): one line
+  naming what to change, never a traceback.
+- :class:`DataError`: one bad record; its message is the dead-letter reason and the job goes
+  on (:class:`InvalidEvent`).
+- :class:`SystemFailure`: not the user's doing (storage unavailable, a deadline passed, a write
+  refused): worth a retry, or a report.
+
+Classes that were a built-in exception before keep it as a second base, so ``except
+ValueError`` around a parse still catches an :class:`InvalidEvent`.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-__all__ = ["AggregateWriteError", "InvalidEvent", "SchemaError", "WriteFailed", "reason_kind"]
+__all__ = [
+    "AggregateWriteError",
+    "BttsError",
+    "DataError",
+    "InvalidEvent",
+    "SchemaError",
+    "SystemFailure",
+    "Timeout",
+    "Unavailable",
+    "Undeclared",
+    "UserError",
+    "WriteFailed",
+    "reason_kind",
+]
 
 
-class InvalidEvent(ValueError):
+class BttsError(Exception):
+    """The base of every error this project raises on purpose; anything else is a bug."""
+
+
+class UserError(BttsError):
+    """A mistake the user can fix: a flag, a schema file, a request. Its message is the one
+    line they read, so it names the value and what to do instead."""
+
+
+class Undeclared(UserError, KeyError):
+    """A name (a table, a family) the schema does not declare; the message lists the known
+    ones. A KeyError too, so a lookup's callers keep their ``except KeyError``."""
+
+    def __str__(self) -> str:  # the message, not KeyError's quoted repr of it
+        return str(self.args[0]) if self.args else ""
+
+
+class DataError(BttsError):
+    """One bad record: its message is the record's dead-letter reason."""
+
+
+class SystemFailure(BttsError):
+    """Not the user's doing: storage unavailable, a deadline passed, a write refused."""
+
+
+class Unavailable(SystemFailure):
+    """The storage (Bigtable, its emulator, an index) cannot answer now."""
+
+
+class Timeout(SystemFailure):
+    """The work did not finish before its deadline (or the server cancelled it)."""
+
+
+class InvalidEvent(DataError, ValueError):
     """An event that cannot become rows. Its message is the dead-letter reason, so say what and
     where (``field 'hostname': contains '#'``), never just "bad input"."""
 
@@ -38,7 +98,7 @@ def reason_kind(reason: str) -> str:
     return kind if len(kind) <= MAX_KIND_CHARS else kind[: MAX_KIND_CHARS - 1] + "…"
 
 
-class SchemaError(ValueError):
+class SchemaError(UserError, ValueError):
     """A schema file that cannot be used; ``problems`` holds ``(line, message)`` pairs."""
 
     def __init__(self, source: str, problems: Sequence[tuple[int, str]]) -> None:
@@ -50,11 +110,11 @@ class SchemaError(ValueError):
         )
 
 
-class WriteFailed(RuntimeError):
+class WriteFailed(SystemFailure, RuntimeError):
     """Rows a table did not accept; the message carries the server's errors."""
 
 
-class AggregateWriteError(RuntimeError):
+class AggregateWriteError(SystemFailure, RuntimeError):
     """Some AddToCell entries were not applied. ``failed`` lists ``(row key, cause)``."""
 
     def __init__(self, message: str, failed: list[tuple[bytes | None, str]]) -> None:

@@ -84,16 +84,6 @@ def stored_cells(row) -> tuple[Cell, ...]:
     )
 
 
-def row_bytes(row: RowMutation) -> int:
-    """Approximate mutation size, for batching and the 100 MB row guidance."""
-    _table, key, cells = row
-    size = len(key)
-    for cell in cells:
-        value = b"12345678" if type(cell) is AddCell else cell[2]
-        size += len(cell[0]) + len(cell[1]) + len(value) + 8
-    return size
-
-
 MAX_MUTATIONS_PER_REQUEST = 100_000  # Bigtable refuses a MutateRows request with more
 
 

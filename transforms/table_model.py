@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from transforms import limits
-from transforms.errors import InvalidEvent
+from transforms.errors import InvalidEvent, Undeclared
 from transforms.text import keys, timefmt
 
 __all__ = [
@@ -304,7 +304,7 @@ class TableDecl:
         for fam in self.families:
             if fam.name == name:
                 return fam
-        raise KeyError(f"{self.name} has no family {name!r}")
+        raise Undeclared(f"{self.name} has no family {name!r}")
 
     def row_key(self, values: Mapping[str, object], tz: dt.tzinfo = timefmt.UTC) -> bytes:
         return self.key.build(values, tz)

@@ -38,8 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from btts.advisor import workload as workload_mod
-from btts.advisor.workload import NODE_WRITES_PER_S, Workload
+from btts.advisor.workload import NODE_WRITES_PER_S, Workload, hints_for
 from transforms.schema import builtin_tables
 from transforms.table_model import TIME_KINDS, Segment, TableDecl
 from transforms.text import timefmt
@@ -253,7 +252,7 @@ def simulate(
     """Replay the workload's keys onto tablets over ``config.nodes`` nodes (see the module doc).
     ``events_per_s`` and ``cardinality`` override the workload's."""
     config = config or SimConfig()
-    workload = workload if workload is not None else workload_mod.hints_for(decl.name).workload
+    workload = workload if workload is not None else hints_for(decl.name).workload
     if cardinality:
         fields = dict(workload.fields)
         for name, card in cardinality.items():
@@ -456,7 +455,7 @@ DOCUMENTED: tuple[Case, ...] = (
 
 
 def run_case(case: Case) -> SimResult:
-    workload = workload_mod.hints_for(case.workload_of or case.table).workload
+    workload = hints_for(case.workload_of or case.table).workload
     return simulate(builtin_tables.get(case.table), workload, case.config)
 
 

@@ -24,7 +24,6 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from btts.advisor import workload as workload_mod
 from btts.advisor.findings import (
     RULES,
     SEVERITIES,
@@ -39,7 +38,13 @@ from btts.advisor.rows import (
     human_bytes,
     rate_text,
 )
-from btts.advisor.workload import NODE_WRITES_PER_S, Hints, Workload
+from btts.advisor.workload import (
+    NODE_WRITES_PER_S,
+    Hints,
+    Workload,
+    hints_for,
+    hints_from_advisor,
+)
 from transforms.limits import (
     MAX_FAMILIES_PER_TABLE,
     MAX_TABLES_PER_INSTANCE,
@@ -487,7 +492,7 @@ def lint(
     decl: TableDecl, hints: Hints | None = None, declared_tables: int | None = None
 ) -> list[Finding]:
     """Every finding for one declaration, with its acknowledgement status from the hints."""
-    hints = hints if hints is not None else workload_mod.hints_for(decl.name)
+    hints = hints if hints is not None else hints_for(decl.name)
     if declared_tables is None:
         declared_tables = len(builtin_tables.all_tables())
     out = []
@@ -512,6 +517,6 @@ def lint_schema(schema, tables: Sequence[str] | None = None) -> dict[str, list[F
     judged against its own ``advisor:`` workload."""
     chosen = [schema.table(t).decl for t in tables] if tables else list(schema.decls().values())
     return {
-        d.name: lint(d, workload_mod.hints_from_advisor(schema.advisor, d.name), len(schema.tables))
+        d.name: lint(d, hints_from_advisor(schema.advisor, d.name), len(schema.tables))
         for d in chosen
     }

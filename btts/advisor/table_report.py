@@ -34,7 +34,7 @@ from transforms.limits import (
     ROW_ADVISED_BYTES,
     ROW_HARD_BYTES,
 )
-from transforms.text import keys as keys_mod
+from transforms.text.keys import LONG_MAX
 
 __all__ = ["as_dict", "format_report", "report"]
 
@@ -74,7 +74,7 @@ def classify_segment(segment: bytes) -> str:
         value = int(text)
         if n == 13 and _MS_2000 <= value <= _MS_2100:
             return "epoch-ms"
-        if n == 19 and _MS_2000 <= keys_mod.LONG_MAX - value <= _MS_2100:
+        if n == 19 and _MS_2000 <= LONG_MAX - value <= _MS_2100:
             return "reverse-ts"
         formats = {17: "%Y%m%d%H%M%S", 14: "%Y%m%d%H%M%S", 8: "%Y%m%d", 6: "%Y%m"}
         if n in formats and _valid_time(text[:14], formats[n]):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from transforms import schema
+from transforms import schema as schema_lib
 from transforms.schema import (
     AdvisorDerived,
     AdvisorFamily,
@@ -166,4 +166,4 @@ def hints_for(table: str) -> Hints:
     dataset = builtin_tables.dataset_of(table)
     if dataset is None:
         return Hints()
-    return hints_from_advisor(schema.builtin(dataset).advisor, table)
+    return hints_from_advisor(schema_lib.builtin(dataset).advisor, table)

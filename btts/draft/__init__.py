@@ -8,6 +8,6 @@ pattern, key, GC rule and queries, each decision stated in a comment. Below the 
 
 from __future__ import annotations
 
-from btts.draft.drafting import DraftError, draft, review
+from btts.draft.drafting import draft, review
 
-__all__ = ["DraftError", "draft", "review"]
+__all__ = ["draft", "review"]

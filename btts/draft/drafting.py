@@ -21,17 +21,13 @@ from btts.draft import missing, shape
 from btts.draft.fields import infer_columns
 from btts.draft.model import DraftSchema, Question
 from btts.draft.render import render
-from btts.draft.sample import Sample, SampleError, read_sample
+from btts.draft.sample import DraftError, Sample, read_sample
 from btts.draft.times import TimeGuess, guess_times
 from btts.draft.times import hinted as _hinted
 
-__all__ = ["DraftError", "draft", "review"]
+__all__ = ["draft", "review"]
 
 Asker = Callable[[Question], int]
-
-
-class DraftError(ValueError):
-    """Input from which no schema can be drafted (no time, an unknown --query field…)."""
 
 
 @dataclass
@@ -140,10 +136,7 @@ def draft(
     times. ``ask`` answers ambiguities (each once); ``latest``: the commonest query reads the
     newest values first (a reversed time)."""
     paths = _expand(paths)
-    try:
-        samples = [read_sample(p) for p in paths]
-    except SampleError as err:
-        raise DraftError(str(err)) from None
+    samples = [read_sample(p) for p in paths]  # a file that cannot be: SampleError, a DraftError
     ask = _remembered(ask)
     wanted = _Wanted(_dataset(paths, dataset), rate, list(query), ask, latest)
     extra: list[dict] = []

@@ -33,7 +33,6 @@ class Column:
     kinds: set[str] = field(default_factory=set)  # the kinds of its values
     csv: bool = False  # CSV cells: text takes every one of them
     present: int = 0
-    nulls: int = 0  # JSON nulls
     empties: int = 0  # empty JSON strings (the job refuses empty text)
     records: int = 0
     max_length: int = 0
@@ -125,8 +124,7 @@ def infer_columns(records: Sequence[dict], order: Sequence[str] = ()) -> dict[st
             if column is None:
                 column = columns[name] = Column(name)
             if value is None:
-                column.nulls += 1
-                continue  # a JSON null: counted as absent (the field is then optional)
+                continue  # a JSON null: absent (the field is then optional)
             column.present += 1
             column.kinds.add(_kind(value, column))
             column.values.append(value)

@@ -23,11 +23,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from transforms.errors import InvalidEvent
+from transforms.errors import InvalidEvent, UserError
 from transforms.ingest import json_array
 from transforms.text import events
 
-__all__ = ["Sample", "SampleError", "open_input", "read_sample"]
+__all__ = ["DraftError", "Sample", "open_input", "read_sample"]
 
 HEAD_BYTES = 2 << 20
 SPREAD_WINDOWS = 32
@@ -61,7 +61,11 @@ class Sample:
         return f"{len(self.records):,} {self.fmt} records ({how})"
 
 
-class SampleError(ValueError):
+class DraftError(UserError, ValueError):
+    """Input from which no schema can be drafted (no time, an unknown --query field…)."""
+
+
+class SampleError(DraftError):
     """A file that cannot be sampled: unreadable, empty, or in a format with no records."""
 
 
@@ -202,8 +206,8 @@ def _array_head(sample: Sample, chunk: bytes, whole: bool, quota: int | None) ->
                 sample.records.append(events.parse_json_object(text))
             except InvalidEvent:
                 sample.skipped += 0 if not whole else 1  # the head's last element may be cut
-    except json_array.ArrayError as err:
-        raise SampleError(str(err)) from None
+    except json_array.ArrayError as err:  # the file as a whole: no sample of it
+        raise SampleError(str(err)) from err
 
 
 def _columnar(sample: Sample) -> None:

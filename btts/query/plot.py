@@ -28,13 +28,15 @@ matplotlib.use("Agg")
 import matplotlib.dates as mdates
 from matplotlib.figure import Figure
 
+from transforms.errors import UserError
+
 __all__ = ["FORMATS", "NothingToPlot", "save"]
 
 FORMATS = (".png", ".svg")
 SKIP = ("key", "ts_ms", "time")  # never a series: the row key and the event time
 
 
-class NothingToPlot(ValueError):
+class NothingToPlot(UserError, ValueError):
     """The records hold no number to draw (the reason is the message)."""
 
 

@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from btts import config
-from btts.query import engine as q
+from btts.query import engine
 from btts.samples import data as samples
 from btts.samples.data import Sizes
+from transforms.errors import SystemFailure
 from transforms.text import timefmt
 
-__all__ = ["Check", "checks", "records", "without_key"]
+__all__ = ["Check", "CheckFailed", "checks", "records", "without_key"]
 
 
 def records(name: str, sizes: Sizes) -> Iterable[dict]:
@@ -39,6 +40,10 @@ def records(name: str, sizes: Sizes) -> Iterable[dict]:
         "sales": lambda: samples.sales_records(s.employees),
         "device": lambda: samples.device_records(s.devices, s.device_days),
     }[name]()
+
+
+class CheckFailed(SystemFailure):
+    """An action of a check (dropping a tenant) did not leave what the generated events say."""
 
 
 @dataclass
@@ -348,14 +353,14 @@ def _tenant_checks(sizes: Sizes) -> Iterator[Check]:
     survivors = tenant_records(devices, "acme2")
 
     def tenant_rows(target: config.Target, tenant: str) -> list[dict]:
-        return without_key(q.ask(target, "devices", "tenant_rows", {"tenant": tenant}))
+        return without_key(engine.ask(target, "devices", "tenant_rows", {"tenant": tenant}))
 
     def drop_acme(target: config.Target) -> str:
-        dropped = q.offboard_tenant(target, "acme")
+        dropped = engine.offboard_tenant(target, "acme")
         gone = tenant_rows(target, "acme")
         kept = tenant_rows(target, "acme2")
         if dropped != acme_rows or gone or kept != survivors:
-            raise SystemExit(
+            raise CheckFailed(
                 f"demo: dropping tenant acme: {dropped} rows dropped (expected {acme_rows}), "
                 f"{len(gone)} left; acme2 {'intact' if kept == survivors else 'CHANGED'}"
             )

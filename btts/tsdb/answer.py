@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 
 from btts.tsdb import budget, reads, series, tsuids
 from btts.tsdb.catalog import Catalog, Metric, Source
-from btts.tsdb.request import BadRequest, SubQuery, TsQuery
+from btts.tsdb.errors import BadRequest, TooLarge
+from btts.tsdb.request import SubQuery, TsQuery
 
 __all__ = ["Limits", "Stats", "answer", "render", "run_sub"]
 
@@ -27,7 +28,6 @@ ROLLUP_AGGREGATORS = ("avg", "sum", "count")
 @dataclass
 class Limits:
     max_points: int = 100_000
-    max_scan_rows: int = 0
     deadline_s: float = 30.0
 
 
@@ -83,8 +83,8 @@ def _rollup_partials(
         described.append("no point table: the partial hours at the edges are left out")
         return partials, covered
     for a, b in edges:
-        source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
-        p = reads.plan(reader, source, q.filters, a, b, scanning)
+        source = reads.choose(metric, q.filters, reader.tenant)
+        p = reads.plan(reader, source, q.filters, a, b)
         described += [f"points of the partial hour(s) from {source.name}", *p.describe()]
         for key, points in reads.read_points(reader, p, q.filters).items():
             hours: dict[int, list] = {}
@@ -105,7 +105,7 @@ def _uncovered(reader, metric: Metric, q: SubQuery, window, covered, described: 
     without ``--hourly_rollup``): a rollup answers only for what it covers."""
     if covered is None or not metric.points:
         return {}
-    source, _ = reads.choose(metric, q.filters, reader.tenant, False)
+    source = reads.choose(metric, q.filters, reader.tenant)
     p = reads.plan(reader, source, q.filters, *window)
     if not p.combos or len(p.combos) != len(p.scans):  # salted: no per-series ranges
         return {}
@@ -124,17 +124,13 @@ def run_sub(
 ) -> list[Result]:
     """One sub-query: read the window OpenTSDB would read (:func:`series.scan_window`) from
     the table whose key serves it, then :func:`compute`."""
-    try:
-        metric = catalog.get(q.metric)
-    except LookupError as exc:
-        raise BadRequest(str(exc)) from None
+    metric = catalog.get(q.metric)
     ds = q.downsample
     filled = ds is not None and ds.fill != "none" and ds.interval_ms
     if filled and series.bucket_count(tq.start_ms, tq.end_ms, ds.interval_ms) > limits.max_points:
-        raise BadRequest(
+        raise TooLarge(
             f"The downsample makes more than --max_points={limits.max_points} points: "
-            "use a longer interval",
-            413,
+            "use a longer interval"
         )
     described: list[str] = []
     window = series.scan_window(tq.start_ms, tq.end_ms, ds.interval_ms if ds else 0)
@@ -159,8 +155,8 @@ def run_sub(
                 f"{metric.name} is only kept as hourly sums and counts ({metric.rollups[0].name}): "
                 "downsample it by 1h (or a multiple) with avg, sum or count"
             )
-        source, scanning = reads.choose(metric, q.filters, reader.tenant, False)
-        p = reads.plan(reader, source, q.filters, *window, scanning)
+        source = reads.choose(metric, q.filters, reader.tenant)
+        p = reads.plan(reader, source, q.filters, *window)
         budget.check_series(q, tq, max(len(p.combos), 1), limits.max_points)
         described += p.describe()
         results = compute(metric.name, reads.read_points(reader, p, q.filters), q, tq)
@@ -276,10 +272,9 @@ def answer(
         budget.check_deadline(reader.until)
     total = sum(len(r.dps) for r in results)
     if total > limits.max_points:
-        raise BadRequest(
+        raise TooLarge(
             f"The answer has {total} points, more than --max_points={limits.max_points}: "
-            "downsample or narrow the time range",
-            413,
+            "downsample or narrow the time range"
         )
     return results
 

@@ -3,7 +3,8 @@
 A refusal after the work protects nothing: the reads and the arithmetic have already spent the
 CPU and the memory. So the key ranges a request reads and the points its filled downsamples
 compute (series × buckets) are counted from the request and its plan, and a request over
-budget is a 413 before its first read; the deadline covers the arithmetic between reads too.
+budget is refused (:class:`TooLarge`) before its first read; the deadline covers the
+arithmetic between reads too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import time
 from collections.abc import Iterable
 
 from btts.tsdb import series
-from btts.tsdb.request import BadRequest, SubQuery, TagFilter, TsQuery
+from btts.tsdb.errors import TooLarge
+from btts.tsdb.request import SubQuery, TagFilter, TsQuery
+from transforms.errors import Timeout
 
 __all__ = ["check_deadline", "check_request", "check_series"]
 
@@ -41,12 +44,11 @@ def planned_points(q: SubQuery, tq: TsQuery, n_series: int) -> int:
     return n_series * series.bucket_count(tq.start_ms, tq.end_ms, ds.interval_ms)
 
 
-def _too_many_points(points: int, max_points: int) -> BadRequest:
-    return BadRequest(
+def _too_many_points(points: int, max_points: int) -> TooLarge:
+    return TooLarge(
         f"The query would compute {points} points (series x buckets), more than "
         f"--max_points={max_points}: use a longer downsample interval, fewer series or a "
-        "shorter time range",
-        413,
+        "shorter time range"
     )
 
 
@@ -56,10 +58,9 @@ def check_request(tq: TsQuery, max_points: int) -> None:
     ``max_points`` points."""
     ranges = [key_ranges(q.filters) for q in tq.queries]
     if sum(ranges) > MAX_RANGES:
-        raise BadRequest(
+        raise TooLarge(
             f"The query reads {sum(ranges)} key ranges (tag value combinations), more than "
-            f"{MAX_RANGES}: give fewer values or group by the tag with *",
-            413,
+            f"{MAX_RANGES}: give fewer values or group by the tag with *"
         )
     points = sum(planned_points(q, tq, n) for q, n in zip(tq.queries, ranges, strict=True))
     if points > max_points:
@@ -75,6 +76,7 @@ def check_series(q: SubQuery, tq: TsQuery, n_series: int, max_points: int) -> No
 
 
 def check_deadline(until: float) -> None:
-    """A 504 once the request's deadline (a ``time.monotonic`` instant) has passed."""
+    """A :class:`Timeout` once the request's deadline (a ``time.monotonic`` instant) has
+    passed."""
     if time.monotonic() > until:
-        raise BadRequest("The query did not finish before the deadline: narrow the query", 504)
+        raise Timeout("The query did not finish before the deadline: narrow the query")

@@ -16,7 +16,6 @@ import zoneinfo
 
 __all__ = ["Calendar", "zone"]
 
-UNITS = ("ms", "s", "m", "h", "d", "w", "n", "y")
 _ELAPSED_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 

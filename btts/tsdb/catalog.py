@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from btts.tsdb.errors import UnknownName
 from transforms import schema as schema_lib
 from transforms.scans.series_index import (
     has_time,
@@ -49,9 +50,6 @@ class Source:
     def tags(self) -> tuple[str, ...]:
         """The key's fields a query can name as tags, in key order (no time, no salt)."""
         return tag_fields(self.table)
-
-    def key_text(self) -> str:
-        return self.table.decl.key.describe()
 
 
 @dataclass
@@ -124,11 +122,12 @@ class Catalog:
                     self._metric(schema, name, entry).rollups.append(src)
 
     def get(self, name: str) -> Metric:
+        """The metric ``name``, or :class:`UnknownName` with the close names known here."""
         metric = self.metrics.get(name)
         if metric is None:
             close = [m for m in self.metrics if m.startswith(name.split(".")[0] + ".")][:5]
             hint = f"; known here: {', '.join(close)}" if close else ""
-            raise LookupError(f"No such name for 'metrics': '{name}'{hint}")
+            raise UnknownName(f"No such name for 'metrics': '{name}'{hint}")
         return metric
 
     def tag_keys(self) -> list[str]:

@@ -13,12 +13,13 @@ import gzip
 import re
 import zlib
 
-from btts.tsdb.request import BadRequest
+from btts.tsdb.errors import BadRequest
 
 __all__ = [
     "Body",
     "Head",
     "Headers",
+    "HttpError",
     "decode_body",
     "gzip_answer",
     "head_end",
@@ -60,37 +61,48 @@ class Head:
             self.keep_alive = "keep-alive" in connection and "close" not in connection
 
 
+class HttpError(BadRequest):
+    """A request the HTTP layer refuses before any endpoint sees it (a head too long, a version,
+    method or coding not spoken, a body over the limit): its status (``code``) is part of what
+    it is, as in the standard library's ``send_error``. Only the HTTP layer (this module, the
+    fronts, the routes) raises these; the routes' ``error_reply`` answers them."""
+
+    def __init__(self, message: str, code: int = 400) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def _version(text: str) -> str:
     """The version of a request line (``HTTP/1.x``); a 400 or a 505 otherwise."""
     number = text[5:].split(".") if text.startswith("HTTP/") else []
     if len(number) != 2 or not all(p.isdigit() and len(p) <= 10 for p in number):
-        raise BadRequest(f"Bad request version ({text[:40]!r})")
+        raise HttpError(f"Bad request version ({text[:40]!r})")
     if (int(number[0]), int(number[1])) >= (2, 0):
-        raise BadRequest(f"Invalid HTTP version ({text[5:45]})", 505)
+        raise HttpError(f"Invalid HTTP version ({text[5:45]})", 505)
     return "HTTP/1.1" if (int(number[0]), int(number[1])) >= (1, 1) else "HTTP/1.0"
 
 
 def _headers(lines: list[bytes]) -> Headers:
     if len(lines) > MAX_HEADERS:
-        raise BadRequest("Too many headers", 431)
+        raise HttpError("Too many headers", 431)
     fields: list[list[str]] = []  # [name, value] per field, folded lines joined to theirs
     for raw in lines:
         if len(raw) > MAX_LINE:
-            raise BadRequest("Line too long", 431)
+            raise HttpError("Line too long", 431)
         line = raw.decode("iso-8859-1")
         if _CONTROL.search(line):
-            raise BadRequest(f"Bad header line ({line[:40]!r}): a control character")
+            raise HttpError(f"Bad header line ({line[:40]!r}): a control character")
         if line[:1] in (" ", "\t") and fields:  # an obsolete folded line
             fields[-1][1] = f"{fields[-1][1]} {line.strip(_OWS)}".strip(_OWS)
             continue
         name, sep, value = line.partition(":")
         if not sep or not name or name.strip(TOKEN):  # a name is a token: no space, no colon
-            raise BadRequest(f"Bad header line ({line[:40]!r})")
+            raise HttpError(f"Bad header line ({line[:40]!r})")
         fields.append([name.lower(), value.strip(_OWS)])  # OWS only: 0xA0 is a value's
     out = Headers()
     for name, value in fields:
         if name == "content-length" and out.get(name, value) != value:
-            raise BadRequest("Conflicting Content-Length headers")  # RFC 9112 §6.3: a 400
+            raise HttpError("Conflicting Content-Length headers")  # RFC 9112 §6.3: a 400
         out.setdefault(name, value)  # a repeated header: the first one counts
     return out
 
@@ -101,7 +113,7 @@ def parse_head(raw: bytes) -> Head:
     lines = raw.lstrip(b"\r\n").split(b"\n")  # empty lines before a request are ignored
     lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
     if len(lines[0]) > MAX_LINE:
-        raise BadRequest("Request-URI Too Long", 414)
+        raise HttpError("Request-URI Too Long", 414)
     request_line = lines[0].decode("iso-8859-1")
     words = request_line.split()
     if len(words) == 3:
@@ -109,13 +121,13 @@ def parse_head(raw: bytes) -> Head:
     elif len(words) == 2 and words[0] == "GET":
         version = "HTTP/1.0"  # HTTP/0.9 is answered in HTTP/1.0
     else:
-        raise BadRequest(f"Bad request syntax ({request_line[:40]!r})")
+        raise HttpError(f"Bad request syntax ({request_line[:40]!r})")
     method, target = words[0], words[1]
     if target.startswith("//"):
         target = "/" + target.lstrip("/")
     head = Head(method, target, version, _headers([ln for ln in lines[1:] if ln]))
     if method not in METHODS:
-        raise BadRequest(f"Unsupported method ({method[:20]!r})", 501)
+        raise HttpError(f"Unsupported method ({method[:20]!r})", 501)
     return head
 
 
@@ -127,12 +139,12 @@ def head_end(buffer: bytearray, searched: int) -> int:
     return min(ends) if ends else -1
 
 
-def too_long(buffer: bytearray) -> BadRequest | None:
+def too_long(buffer: bytearray) -> HttpError | None:
     """The refusal of a head that grew past its limits before it ended, if it did."""
     if len(buffer) > MAX_LINE and buffer.find(b"\n", 0, MAX_LINE + 2) < 0:
-        return BadRequest("Request-URI Too Long", 414)
+        return HttpError("Request-URI Too Long", 414)
     if len(buffer) > MAX_HEAD:
-        return BadRequest("Request Header Fields Too Large", 431)
+        return HttpError("Request Header Fields Too Large", 431)
     return None
 
 
@@ -151,16 +163,16 @@ class Body:
         if coding:  # RFC 9112 §6.1: a coding not understood is a 501; chunked wins over a length
             if coding.lower() != "chunked":
                 what = f"Unsupported Transfer-Encoding {coding[:20]!r}: chunked only"
-                raise BadRequest(what, 501)
+                raise HttpError(what, 501)
             self._state, self._left = "size", 0
             return
         length = headers.get("Content-Length")
         if length is None:
-            raise BadRequest("A POST needs a Content-Length or a chunked body", 411)
+            raise HttpError("A POST needs a Content-Length or a chunked body", 411)
         self._state, self._left = "length", _length(length)
         if self._left > limit:
             self._state, self._left = "drop", min(self._left, drain)
-            self.error = BadRequest(f"The body is larger than {limit} bytes", 413)
+            self.error = HttpError(f"The body is larger than {limit} bytes", 413)
         self.done = self._left == 0
 
     @property
@@ -168,7 +180,7 @@ class Body:
         return bytes(self._parts)
 
     def feed(self, data: bytes | bytearray) -> bytes:
-        """Take ``data``; the bytes past the end of the body. A BadRequest for a malformed or
+        """Take ``data``; the bytes past the end of the body. An HttpError for a malformed or
         oversize chunked body."""
         view = memoryview(data)
         while view and not self.done:
@@ -191,14 +203,14 @@ class Body:
         if end < 0:
             self._line += view[: 1026 - len(self._line)]
             if len(self._line) > 1024:
-                raise BadRequest("Invalid chunked body: a line is too long")
+                raise HttpError("Invalid chunked body: a line is too long")
             return view[len(view) :]
         line = bytes(self._line + view[:end])
         line = line[:-1] if line.endswith(b"\r") else line  # CRLF, or a lone LF (RFC 9112 §2.2)
         self._line.clear()
         if self._state == "crlf":
             if line:
-                raise BadRequest("Invalid chunked body: a chunk's data runs past its size")
+                raise HttpError("Invalid chunked body: a chunk's data runs past its size")
             self._state = "size"
         elif self._state == "trailer":
             self.done = not line
@@ -210,14 +222,14 @@ class Body:
         """``chunk-size [ BWS ; chunk-ext ]``: hexadecimal digits and nothing else."""
         digits = line.split(b";", 1)[0].rstrip(b" \t")
         if not digits or len(digits) > 16 or digits.strip(_HEX):
-            raise BadRequest("Invalid chunked body: a chunk size is not hexadecimal")
+            raise HttpError("Invalid chunked body: a chunk size is not hexadecimal")
         n = int(digits, 16)
         if n == 0:
             self._state = "trailer"
             return
         self._size += n
         if self._size > self._limit:
-            raise BadRequest(f"The body is larger than {self._limit} bytes", 413)
+            raise HttpError(f"The body is larger than {self._limit} bytes", 413)
         self._state, self._left = "data", n
 
 
@@ -227,7 +239,7 @@ def _length(text: str) -> int:
     values = {v.strip() for v in text.split(",")}
     value = values.pop() if len(values) == 1 else ""
     if not (value.isascii() and value.isdigit()):
-        raise BadRequest(f"Invalid Content-Length {text[:20]!r}")
+        raise HttpError(f"Invalid Content-Length {text[:20]!r}")
     return int(value)
 
 
@@ -237,9 +249,9 @@ def _inflate(raw: bytes, encoding: str, limit: int) -> bytes:
     try:
         out = inflater.decompress(raw, limit + 1)
     except zlib.error:
-        raise BadRequest(f"The body is not valid {encoding} data") from None
+        raise HttpError(f"The body is not valid {encoding} data") from None
     if len(out) > limit:
-        raise BadRequest(f"The body is larger than {limit} bytes once decompressed", 413)
+        raise HttpError(f"The body is larger than {limit} bytes once decompressed", 413)
     return out
 
 
@@ -250,7 +262,7 @@ def decode_body(raw: bytes, headers: Headers, limit: int) -> bytes:
     if encoding in ("gzip", "x-gzip", "deflate"):
         return _inflate(raw, encoding, limit)
     if encoding != "identity":
-        raise BadRequest(f"Unsupported Content-Encoding {encoding[:20]!r}: gzip or none", 415)
+        raise HttpError(f"Unsupported Content-Encoding {encoding[:20]!r}: gzip or none", 415)
     return raw
 
 

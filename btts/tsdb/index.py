@@ -18,13 +18,16 @@ from concurrent.futures import ThreadPoolExecutor
 from google.cloud.bigtable.data import ReadRowsQuery, RowRange
 
 from btts.config import Target
+from btts.errors import MissingTable
 from btts.query import series as series_lib
 from btts.tsdb.catalog import Source
+from btts.tsdb.errors import Unlisted
 from btts.tsdb.reads import Reader
-from btts.tsdb.request import BadRequest, TagFilter
+from btts.tsdb.request import TagFilter
 from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.bigtable.filters import COLUMNS_ONLY, KEYS_ONLY
+from transforms.errors import BttsError
 from transforms.mutations import ReadRow
 from transforms.scans import key_ranges
 from transforms.scans import series_index as layout
@@ -78,7 +81,7 @@ class SeriesIndex:
     def _check(self, source: Source) -> None:
         why = self.unlisted.get((source.schema.dataset, source.table.name))
         if why:
-            raise BadRequest(why, 503)
+            raise Unlisted(why)
 
     # -- series ------------------------------------------------------------------------------
 
@@ -129,10 +132,8 @@ class SeriesIndex:
         def one(index: str) -> list[str]:
             try:
                 return series_lib.tag_values(reader.read, index, self.scope, prefix, limit)
-            except BadRequest as exc:
-                if exc.code == 400 and "does not exist" in str(exc):  # nothing landed yet
-                    return []
-                raise
+            except MissingTable:  # nothing landed yet
+                return []
 
         return sorted(set().union(*_each(one, self.tables)))[:limit] if self.tables else []
 
@@ -148,9 +149,7 @@ class SeriesIndex:
                 break
             try:
                 found |= series_lib.present_values(reader.read, index, self.scope, wanted - found)
-            except BadRequest as exc:
-                if exc.code != 400:
-                    raise
+            except MissingTable:
                 if index == order[0]:
                     return None
         return found
@@ -168,9 +167,7 @@ class SeriesIndex:
                 metrics = series_lib.metrics(
                     reader.read, index, [t.name for t in tables], self.scope
                 )
-            except BadRequest as exc:
-                if exc.code != 400:
-                    raise
+            except MissingTable:
                 metrics = {t.name: [] for t in tables}
                 missing = f"its series index {index} does not exist"
             else:
@@ -193,10 +190,8 @@ class SeriesIndex:
         query = ReadRowsQuery(limit=1, row_filter=KEYS_ONLY)
         try:
             return bool(reader.read(table, query))
-        except BadRequest as exc:
-            if exc.code == 400:  # the table does not exist: nothing to list
-                return False
-            raise
+        except MissingTable:  # nothing to list
+            return False
 
 
 def _fixed(
@@ -260,7 +255,7 @@ def discover_entries(
                 for c in r.cells
                 if c.family in families
             }
-        except BadRequest:  # a table not created yet, too many hosts: what the keys hold
+        except BttsError:  # no table yet, too many hosts, Bigtable not answering: what is known
             continue
         out[(schema.dataset, table.name, field_name)] = sorted(names)
     return out
@@ -282,7 +277,7 @@ def _sample_prefixes(reader: Reader, table, tenant: str | None) -> list[bytes]:
         or first.kind == "salt"
     ):
         return [prefix]
-    values = reader.distinct(decl, prefix, first.field, False, MAX_SAMPLED)
+    values = reader.distinct(decl, prefix, first.field, MAX_SAMPLED)
     return [key_ranges.key_prefix(decl, {**fixed, first.field: v}) for v in values] or [prefix]
 
 

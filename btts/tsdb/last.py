@@ -18,8 +18,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from btts.tsdb import answer, lookup, mquery, request, series, tsuids
-from btts.tsdb.request import BadRequest, SubQuery, TsQuery
+from btts.tsdb.errors import BadRequest, UnknownName
+from btts.tsdb.request import SubQuery, TsQuery
 from btts.tsdb.service import Service
+from transforms.errors import BttsError
 
 __all__ = ["answer_last", "parse_last_body", "parse_last_get"]
 
@@ -68,10 +70,7 @@ def _named(text: str) -> LastSub:
 def _by_tsuid(tsuid: object) -> LastSub:
     if not isinstance(tsuid, str):
         raise BadRequest("A TSUID must be text")
-    try:
-        metric, tags = tsuids.decode(tsuid)
-    except ValueError as exc:
-        raise BadRequest(str(exc)) from None
+    metric, tags = tsuids.decode(tsuid)
     return LastSub(metric, tuple(sorted(tags.items())), exact=True)
 
 
@@ -137,7 +136,7 @@ def _known(svc: Service, sub: LastSub) -> set[tuple] | None:
     text = sub.metric + "{" + ",".join(f"{k}={v}" for k, v in sub.tags) + "}"
     try:
         found = svc.lookup(lookup.parse_m(text, 0))["results"]
-    except BadRequest:
+    except BttsError:  # refused, too many, too slow, Bigtable down: read without the list
         return None
     return {tuple(sorted(r["tags"].items())) for r in found}
 
@@ -145,13 +144,10 @@ def _known(svc: Service, sub: LastSub) -> set[tuple] | None:
 def _check(svc: Service, sub: LastSub) -> None:
     if sub.metric not in svc.catalog.metrics:
         svc.refresh_catalog(5.0)
-    try:
-        metric = svc.catalog.get(sub.metric)
-    except LookupError as exc:
-        raise BadRequest(str(exc)) from None
+    metric = svc.catalog.get(sub.metric)
     for tagk, _ in sub.tags:
         if tagk not in metric.tags:
-            raise BadRequest(f"No such name for 'tagk': '{tagk}'")
+            raise UnknownName(f"No such name for 'tagk': '{tagk}'")
     source = svc.indexed_source(metric)
     if source is None or sub.exact:
         return

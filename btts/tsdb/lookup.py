@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from btts.tsdb import request
-from btts.tsdb.request import BadRequest, TagFilter
+from btts.tsdb.errors import BadRequest
+from btts.tsdb.request import TagFilter
 
 __all__ = ["Lookup", "parse_body", "parse_m"]
 

@@ -11,11 +11,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from btts.tsdb import request
-from btts.tsdb.request import BadRequest, TagFilter
+from btts.tsdb.errors import BadRequest
+from btts.tsdb.request import TagFilter
 
 __all__ = ["flag", "parse_get", "parse_metric"]
 
-_IGNORED = ("pre-agg", "rollup_", "show-histogram-buckets")  # OpenTSDB options btts has no use for
 MAX_LONG = 2**63 - 1
 
 

@@ -16,15 +16,17 @@ from collections.abc import Callable
 
 import re2
 
-__all__ = ["MAX_PATTERN", "PatternError", "compile_regex", "matcher"]
+from btts.tsdb.errors import BadRequest
+
+__all__ = ["compile_regex", "matcher"]
 
 MAX_PATTERN = 200  # characters of one client pattern
 MAX_PROGRAM = 1 << 20  # bytes RE2 may spend on one compiled pattern (its DFA/NFA budget)
 _BACKREF = re.compile(r"\\[1-9]|\(\?P=|\(\?[=!<]")
 
 
-class PatternError(ValueError):
-    """A client pattern RE2 refuses (syntax, back-reference, too long, too large)."""
+class PatternError(BadRequest):
+    """A client pattern RE2 refuses (syntax, back-reference, too long, too large): a 400."""
 
 
 def _options(ignore_case: bool = False) -> re2.Options:

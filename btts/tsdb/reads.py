@@ -17,7 +17,8 @@ every layout (columns, blobs, one row per field) gives the same records as ``btt
 map entry's or a field column's points are taken straight from its cells
 (:func:`btts.query.records.map_entry_points`, ``field_points``: the same values without a
 record per event), its column selected on the server by a column range, not a qualifier regex.
-A read past the deadline, or cancelled, is a 504; Bigtable failing it, a 503.
+A read past the deadline, or cancelled, is a ``Timeout``; Bigtable failing it, ``Unavailable``;
+a table the instance lacks, :class:`~btts.errors.MissingTable` (the routes say which HTTP status).
 """
 
 from __future__ import annotations
@@ -33,12 +34,14 @@ from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 
 from btts.config import Target
-from btts.query import engine as query_engine
+from btts.errors import MissingTable
+from btts.query import engine
 from btts.query import records as query_records
 from btts.tsdb import multi_range
 from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Metric, Source
-from btts.tsdb.request import BadRequest, TagFilter
+from btts.tsdb.errors import BadRequest, TooLarge
+from btts.tsdb.request import TagFilter
 from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.bigtable import rows_stream
@@ -47,6 +50,7 @@ from transforms.bigtable.filters import (
     one_column,
     read_query,
 )
+from transforms.errors import DataError, Timeout, Unavailable
 from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
@@ -68,13 +72,8 @@ LATE = "The read did not finish before the deadline: narrow the query"
 MAX_DISTINCT = 10_000
 DESCRIBED = 50  # scans showQuery spells out; the rest are counted
 MAX_SERIES = 100_000  # series one sub-query may read (the index counts them before any read)
-MAX_SAMPLED = 1000  # key values sampled for map entries
 PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
-
-
-class NeedsTag(BadRequest):
-    """A query no table serves as key ranges: it would scan."""
 
 
 @dataclass
@@ -83,7 +82,6 @@ class Plan:
 
     source: Source
     scans: list[Scan] = field(default_factory=list)
-    scanning: bool = False  # a bounded scan allowed by max_scan_rows
     combos: list[dict] = field(default_factory=list)  # the key fields' values before the time
     notes: list[str] = field(default_factory=list)
 
@@ -98,14 +96,13 @@ class Plan:
 
 
 class Reader:
-    """One request's reads: a deadline, a row budget for bounded scans, on this process's
+    """One request's reads: a deadline and a count of the rows read, on this process's
     channel (:func:`rows_stream.shared_reader`: the emulator, or Bigtable's endpoint)."""
 
     def __init__(
         self,
         target: Target,
         deadline_s: float = 30.0,
-        max_scan_rows: int = 0,
         tenant: str | None = None,
         enumerations: TtlLru | None = None,
         index=None,
@@ -115,7 +112,6 @@ class Reader:
         self.index = index  # the served schemas' series indexes (btts.tsdb.index.SeriesIndex)
         self.target = target
         self.until = time.monotonic() + deadline_s
-        self.max_scan_rows = max_scan_rows
         self.tenant = tenant
         self.rows_read = 0
         self._lock = threading.Lock()
@@ -123,66 +119,54 @@ class Reader:
     def _remaining(self) -> float:
         left = self.until - time.monotonic()
         if left <= 0:
-            raise BadRequest(LATE, 504)
+            raise Timeout(LATE)
         return left
 
-    def read(
-        self, table: str, query: ReadRowsQuery | rows_stream.SpanQuery, scanning: bool = False
-    ) -> list[ReadRow]:
+    def read(self, table: str, query: ReadRowsQuery | rows_stream.SpanQuery) -> list[ReadRow]:
         """The rows of ``query`` (ReadRows straight from gRPC: :mod:`rows_stream`), counted
-        against the scan budget; a missing table is a 400, the deadline (or a call the server
-        cancelled) a 504, Bigtable failing a 503: each in OpenTSDB's error shape."""
+        for the request's statistics; a missing table is :class:`MissingTable`, the deadline (or a
+        call the server cancelled) a :class:`Timeout`, Bigtable failing :class:`Unavailable`."""
         name = f"projects/{self.target.project}/instances/{self.target.instance}/tables/{table}"
         try:
             rows = self.rows.read(name, query, self._remaining())
-        except gexc.NotFound:
-            raise BadRequest(f"Table {table} does not exist in {self.target.describe()}") from None
-        except (gexc.DeadlineExceeded, gexc.RetryError, gexc.Cancelled, TimeoutError):
-            raise BadRequest(LATE, 504) from None
+        except gexc.NotFound as exc:
+            raise MissingTable(f"Table {table} does not exist in {self.target.describe()}") from exc
+        except (gexc.DeadlineExceeded, gexc.RetryError, gexc.Cancelled, TimeoutError) as exc:
+            raise Timeout(LATE) from exc
         except gexc.GoogleAPICallError as exc:
-            raise BadRequest(f"Bigtable did not answer the read of {table}: {exc}", 503) from None
+            raise Unavailable(f"Bigtable did not answer the read of {table}: {exc}") from exc
         with self._lock:
             self.rows_read += len(rows)
-        if scanning and self.rows_read > self.max_scan_rows:
-            raise BadRequest(
-                f"The query scans more than --max_scan_rows={self.max_scan_rows} rows: give "
-                "the tags the key starts with",
-                413,
-            )
         return rows
 
     def check_deadline(self) -> None:
-        """A 504 once the request's time is up (between reads, during the arithmetic)."""
+        """A :class:`Timeout` once the request's time is up (between reads, during the
+        arithmetic)."""
         self._remaining()
 
-    def scan(
-        self, scan: Scan, cells: row_filters.RowFilter | None, scanning: bool
-    ) -> list[ReadRow]:
-        limit = self.max_scan_rows + 1 if scanning else None
-        query = read_query(scan, cells, limit)
+    def scan(self, scan: Scan, cells: row_filters.RowFilter | None) -> list[ReadRow]:
+        query = read_query(scan, cells)
         if query is None:
             return []
-        return self.read(scan.table, query, scanning)
+        return self.read(scan.table, query)
 
-    def scan_all(self, scans: Sequence[Scan], cells, scanning: bool) -> list[list[ReadRow]]:
+    def scan_all(self, scans: Sequence[Scan], cells) -> list[list[ReadRow]]:
         """Several scans at once (one per value of a group-by tag, one per salt bucket): one
         multi-range read when they differ only in their key ranges (:mod:`multi_range`), else
         their waits on the network overlap; the results keep the scans' order."""
         if len(scans) < 2:
-            return [self.scan(s, cells, scanning) for s in scans]
-        if not scanning and multi_range.mergeable(scans):
+            return [self.scan(s, cells) for s in scans]
+        if multi_range.mergeable(scans):
             return multi_range.read_ranges(self.read, scans, cells)
         with ThreadPoolExecutor(max_workers=min(PARALLEL_SCANS, len(scans))) as pool:
-            return list(pool.map(lambda s: self.scan(s, cells, scanning), scans))
+            return list(pool.map(lambda s: self.scan(s, cells), scans))
 
-    def scan_parts(
-        self, scans: Sequence[Scan], cells, scanning: bool
-    ) -> Iterator[list[list[ReadRow]]]:
+    def scan_parts(self, scans: Sequence[Scan], cells) -> Iterator[list[list[ReadRow]]]:
         """The rows of the scans, part by part as their reads finish: many ranges of one
         table are a few multi-range reads at once (:func:`multi_range.read_parts`), so the
         caller turns one part into points while the next is read."""
-        if len(scans) < 2 or scanning or not multi_range.mergeable(scans):
-            yield self.scan_all(scans, cells, scanning)
+        if len(scans) < 2 or not multi_range.mergeable(scans):
+            yield self.scan_all(scans, cells)
             return
         pool = ThreadPoolExecutor(max_workers=PARALLEL_SCANS)
         try:  # a part that fails (the deadline) leaves the others to end on their own
@@ -190,25 +174,22 @@ class Reader:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def distinct(
-        self, decl, prefix: bytes, seg_field: str, scanning: bool, at_most: int = 0
-    ) -> list[object]:
+    def distinct(self, decl, prefix: bytes, seg_field: str, at_most: int = 0) -> list[object]:
         """The distinct values of the key segment right after ``prefix``: one keys-only,
         one-row read per value, each skipping past the previous value's rows; kept a while
         in ``enumerations`` when given (the values change far slower than dashboards ask).
-        More than ``MAX_DISTINCT`` is a 413; with ``at_most`` the first that many are enough."""
+        More than ``MAX_DISTINCT`` is :class:`TooLarge`; with ``at_most`` the first that many
+        are enough."""
         key = (decl.name, prefix, seg_field, at_most)
         cached = self.enumerations.get(key) if self.enumerations is not None else None
         if cached is not None:
             return list(cached)
-        out = self._distinct(decl, prefix, seg_field, scanning, at_most)
+        out = self._distinct(decl, prefix, seg_field, at_most)
         if self.enumerations is not None:
             self.enumerations.put(key, tuple(out))
         return out
 
-    def _distinct(
-        self, decl, prefix: bytes, seg_field: str, scanning: bool, at_most: int
-    ) -> list[object]:
+    def _distinct(self, decl, prefix: bytes, seg_field: str, at_most: int) -> list[object]:
         delim = decl.key.delimiter.encode("utf-8")
         end = keys.prefix_end(prefix) if prefix else b""
         start, out = prefix, []
@@ -218,7 +199,7 @@ class Reader:
                 limit=1,
                 row_filter=KEYS_ONLY,
             )
-            rows = self.read(decl.name, query, scanning)
+            rows = self.read(decl.name, query)
             if not rows:
                 return out
             key = rows[0].key
@@ -226,11 +207,11 @@ class Reader:
             try:
                 out.append(key_ranges.split_key(decl, key)[seg_field])
             except ValueError as exc:  # not this declaration's key: say so, do not guess
-                raise BadRequest(f"{decl.name}: {exc}", 500) from None
+                raise DataError(f"{decl.name}: {exc}") from exc
             if at_most and len(out) >= at_most:
                 return out
             if len(out) > MAX_DISTINCT:
-                raise BadRequest(f"More than {MAX_DISTINCT} values of {seg_field}", 413)
+                raise TooLarge(f"More than {MAX_DISTINCT} values of {seg_field}")
             start = keys.prefix_end(prefix + text + delim)
 
 
@@ -253,7 +234,7 @@ def _literals(fs: Sequence[TagFilter]) -> list[str] | None:
 
 
 def missing_tag(source: Source, filters: Sequence[TagFilter], tenant: str | None) -> str | None:
-    """The key field before the time that the query leaves open (a scan), or None."""
+    """The key field before the time that the query leaves open (one to enumerate), or None."""
     given = _by_tag(filters)
     per = source.table.rows_per.name if source.table.rows_per is not None else None
     for seg in source.table.decl.key.segments:
@@ -266,11 +247,9 @@ def missing_tag(source: Source, filters: Sequence[TagFilter], tenant: str | None
     return None
 
 
-def choose(
-    metric: Metric, filters: Sequence[TagFilter], tenant: str | None, allow_scan: bool
-) -> tuple[Source, bool]:
+def choose(metric: Metric, filters: Sequence[TagFilter], tenant: str | None) -> Source:
     """The point table of ``metric`` whose key serves ``filters`` as ranges (fewest
-    enumerations first), and whether it is read as a bounded scan."""
+    enumerations first)."""
     tags = {f.tagk for f in filters}
     fits = [s for s in metric.points if tags <= set(s.tags)]
     if not fits:
@@ -285,7 +264,7 @@ def choose(
     return min(
         ready or fits,
         key=lambda s: sum(_literals(by_tag.get(t, [])) is None for t in s.tags),
-    ), False
+    )
 
 
 def plan(
@@ -294,21 +273,20 @@ def plan(
     filters: Sequence[TagFilter],
     start_ms: int,
     end_ms: int,
-    scanning: bool = False,
 ) -> Plan:
     """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
     segments, others enumerate, a salt fans out, the time segment bounds each range. A tag
-    value no key can hold (a delimiter, text for a number) is a 400."""
+    value no key can hold (a delimiter, text for a number) is a :class:`BadRequest`."""
     # a window reaching before the times the key can hold reads from its earliest; one wholly
     # before reads nothing (but still finds the series: a lookup plans over [0, 1))
     start_ms = max(start_ms, earliest_ms(source))
     empty = end_ms <= start_ms
     try:
-        out = _plan(reader, source, filters, start_ms, max(end_ms, start_ms + 1), scanning)
+        out = _plan(reader, source, filters, start_ms, max(end_ms, start_ms + 1))
     except BadRequest:
         raise
     except ValueError as exc:
-        raise BadRequest(f"{source.name}: {exc}") from None
+        raise BadRequest(f"{source.name}: {exc}") from exc
     if empty:
         out.scans = []
     return out
@@ -347,9 +325,7 @@ def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -
     table = source.table
     found = reader.index.series(reader, source, filters, (start_ms, end_ms), MAX_SERIES + 1)
     if len(found) > MAX_SERIES:
-        raise BadRequest(
-            f"More than {MAX_SERIES} series of {source.name} match: narrow the tags", 413
-        )
+        raise TooLarge(f"More than {MAX_SERIES} series of {source.name} match: narrow the tags")
     decl = table.decl
     per = table.rows_per.name if table.rows_per is not None else None
     before = []
@@ -379,13 +355,13 @@ def _typer(source: Source):
     def typed(name: str, text: str):
         key = (name, text)
         if key not in cache:
-            cache[key] = query_engine.typed_values(schema, table, {name: text})[name]
+            cache[key] = engine.typed_values(schema, table, {name: text})[name]
         return cache[key]
 
     return typed
 
 
-def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
+def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
     schema, table = source.schema, source.table
     index = reader.index
     if index is not None and index.covers(source) and _open_fields(source, filters, reader.tenant):
@@ -393,7 +369,7 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
     decl = table.decl
     given = _by_tag(filters)
     per = table.rows_per.name if table.rows_per is not None else None
-    out = Plan(source, scanning=scanning)
+    out = Plan(source)
     combos: list[dict] = [{}]
     for seg in decl.key.segments:
         if seg.kind == "const":
@@ -401,7 +377,7 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
         if seg.kind == "salt":
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
-            out.scans.extend(query_engine.salted_scans(decl, start_ms, end_ms))
+            out.scans.extend(engine.salted_scans(decl, start_ms, end_ms))
             out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
             return out
         if seg.kind in table_model.TIME_KINDS:
@@ -417,13 +393,13 @@ def _plan(reader, source, filters, start_ms, end_ms, scanning) -> Plan:
         else:
             literal = _literals(given.get(name, [])) if name in given else None
             if literal is not None:
-                typed = query_engine.typed_values
+                typed = engine.typed_values
                 values = [typed(schema, table.name, {name: v})[name] for v in literal]
             else:
                 values = []
                 for combo in combos:
                     prefix = key_ranges.key_prefix(decl, combo)
-                    found = reader.distinct(decl, prefix, name, scanning)
+                    found = reader.distinct(decl, prefix, name)
                     matched = [
                         v for v in found if all(f.match(str(v)) for f in given.get(name, []))
                     ]
@@ -452,7 +428,7 @@ def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[S
     part of the reads turned into points while the next is read."""
     cells = _cells_filter(p.source)
     out: dict[SeriesKey, list] = {}
-    for rows in reader.scan_parts(p.scans, cells, p.scanning):
+    for rows in reader.scan_parts(p.scans, cells):
         for labels, points in _part_points(p.source, rows, filters).items():
             got = out.get(labels)
             if got is None:
@@ -539,7 +515,7 @@ def read_rollup(
     entity = source.table.rollup.entity
     out: dict[SeriesKey, list] = {}
     verdicts: dict[SeriesKey, bool] = {}
-    for rows in reader.scan_all(p.scans, cells, p.scanning):
+    for rows in reader.scan_all(p.scans, cells):
         for row in rows:
             got: dict[str, tuple[int, int]] = {}
             for cell in row.cells:

@@ -20,11 +20,11 @@ from dataclasses import dataclass, field, replace
 
 from btts.tsdb import calendar, patterns, series
 from btts.tsdb.calendar import Calendar
+from btts.tsdb.errors import BadRequest, TooLarge
 
 __all__ = [
     "EARLIEST_MS",
     "FILTER_TYPES",
-    "BadRequest",
     "SubQuery",
     "TagFilter",
     "TsQuery",
@@ -35,7 +35,6 @@ __all__ = [
     "truth",
 ]
 
-MAX_REGEX = patterns.MAX_PATTERN
 MAX_QUERIES = 50
 MAX_FILTER_VALUES = 1000
 UNITS_MS = {
@@ -70,16 +69,6 @@ FILTER_TYPES = {
     "regexp": "A regular expression in RE2 syntax (no back-references or lookarounds)",
 }
 _LITERAL_TYPES = ("literal_or", "iliteral_or", "not_literal_or", "not_iliteral_or")
-
-
-class BadRequest(ValueError):
-    """A request the server refuses: ``code`` is the HTTP status (400, 413, 504…);
-    ``details`` OpenTSDB's optional second line of the error."""
-
-    def __init__(self, message: str, code: int = 400, details: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.details = details
 
 
 @dataclass(frozen=True)
@@ -290,11 +279,9 @@ def parse_downsample(text: str, timezone: str = "UTC", use_calendar: bool = Fals
 
 
 def check_regex(pattern: str) -> object:
-    """``pattern`` compiled by RE2, or a 400 saying why not."""
-    try:
-        return patterns.compile_regex(pattern)
-    except patterns.PatternError as exc:
-        raise BadRequest(str(exc)) from None
+    """``pattern`` compiled by RE2, or a :class:`~btts.tsdb.patterns.PatternError` (a 400)
+    saying why not."""
+    return patterns.compile_regex(pattern)
 
 
 def tag_filter(tagk: object, kind: object, text: object, group_by: object) -> TagFilter:
@@ -470,7 +457,7 @@ def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
     if not isinstance(raw_queries, list) or not raw_queries:
         raise BadRequest("Missing queries")
     if len(raw_queries) > MAX_QUERIES:
-        raise BadRequest(f"More than {MAX_QUERIES} queries in one request", 413)
+        raise TooLarge(f"More than {MAX_QUERIES} queries in one request")
     use_calendar = truth(body.get("useCalendar"))
     queries = _distinct([sub_query(i, q, tz, use_calendar) for i, q in enumerate(raw_queries)])
     if tz is not None and any(q.downsample for q in queries):

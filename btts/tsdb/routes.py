@@ -2,7 +2,10 @@
 one :class:`Reply` out, synchronously, on a worker thread of the front (:mod:`btts.tsdb.server`).
 
 No endpoint writes or deletes; every refusal is OpenTSDB's error shape
-``{"error": {"code": …, "message": …}}`` with a reason, never a traceback.
+``{"error": {"code": …, "message": …}}`` with a reason, never a traceback. The code below the
+routes raises typed errors (:mod:`btts.tsdb.errors`, :mod:`transforms.errors`) and never an
+HTTP status: :func:`error_reply` is the one place a kind of error becomes a status, as
+Prometheus' API does in ``returnAPIError``.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from btts.tsdb import http_io, last, lookup, mquery, request, series
-from btts.tsdb.http_io import Headers
-from btts.tsdb.request import BadRequest
+from btts.tsdb.errors import BadRequest, NotFound, TooLarge
+from btts.tsdb.http_io import Headers, HttpError
 from btts.tsdb.service import Service
+from transforms.errors import BttsError, Timeout, Unavailable, UserError
 
-__all__ = ["MAX_BODY", "Reply", "error_body", "respond", "wants_body"]
+__all__ = ["MAX_BODY", "Reply", "error_body", "error_reply", "respond", "wants_body"]
 
 LOG = logging.getLogger(__name__)
 PAGE = Path(__file__).resolve().parent / "page"
@@ -52,6 +56,37 @@ def error_body(code: int, message: str, details: str = "") -> bytes:
     return json.dumps({"error": error}).encode("utf-8")
 
 
+# Each kind of error and its HTTP status, the most specific first. An HttpError (the HTTP layer's
+# own refusal) carries its status; an error of no kind here is a bug: a 500 naming only its type.
+STATUSES: tuple[tuple[type[BaseException], int], ...] = (
+    (TooLarge, 413),  # points, series, key ranges, queries over a limit
+    (NotFound, 404),  # an endpoint, a lookup's metric or tag value nobody has
+    (UserError, 400),  # a bad request, an unknown name, a table the instance lacks
+    (Timeout, 504),  # the deadline passed, or Bigtable cancelled the read
+    (Unavailable, 503),  # Bigtable failing, an index to rebuild
+    (BttsError, 500),  # a stored row the schema cannot read, another failure
+)
+
+
+def status(exc: BaseException) -> int:
+    """The HTTP status answering ``exc``: see :data:`STATUSES`."""
+    if isinstance(exc, HttpError):
+        return exc.code
+    return next((code for kind, code in STATUSES if isinstance(exc, kind)), 500)
+
+
+def error_reply(exc: BaseException, limit: int | None = None) -> Reply:
+    """The answer to a request refused or failed with ``exc``: its :func:`status` and OpenTSDB's
+    error shape, the message cut to ``limit`` characters when given. A bug's message names
+    only its type (the traceback is in the server log, never sent)."""
+    code = status(exc)
+    if isinstance(exc, BttsError):
+        message, details = str(exc), getattr(exc, "details", "")
+    else:
+        message, details = f"Internal error ({type(exc).__name__}); see the server log", ""
+    return Reply(code, error_body(code, message[:limit] if limit else message, details))
+
+
 def _no_constant(name: str) -> float:
     raise BadRequest(f"{name} is not a number a query may hold")
 
@@ -71,12 +106,11 @@ def respond(
     """The answer to one request whose credentials were checked; never raises."""
     try:
         reply = _route(service, method, target, headers, raw)
-    except BadRequest as exc:
-        return Reply(exc.code, error_body(exc.code, str(exc), exc.details))
+    except BttsError as exc:
+        return error_reply(exc)
     except Exception as exc:  # a bug must not leak a traceback to the client
         LOG.exception("request %s %s failed", method, target[:200])
-        message = f"Internal error ({type(exc).__name__}); see the server log"
-        return Reply(500, error_body(500, message))
+        return error_reply(exc)
     packed = http_io.gzip_answer(reply.body, headers.get("Accept-Encoding"))
     return reply if packed is None else replace(reply, body=packed, gzipped=True)
 
@@ -89,8 +123,8 @@ def _route(service: Service, method: str, target: str, headers: Headers, raw: by
     if method == "OPTIONS":
         return Reply(200, b"", extra=(("Allow", "GET, HEAD, POST, OPTIONS"),))
     if method == "DELETE" and _path(target).startswith("/api/query"):
-        raise BadRequest("Bad request", 400, _NO_DELETE)  # as OpenTSDB's default answers
-    raise BadRequest(_READ_ONLY, 405)  # PUT, PATCH, DELETE elsewhere
+        raise BadRequest("Bad request", _NO_DELETE)  # as OpenTSDB's default answers
+    raise HttpError(_READ_ONLY, 405)  # PUT, PATCH, DELETE elsewhere
 
 
 def _params(target: str) -> tuple[str, dict[str, list[str]]]:
@@ -100,7 +134,7 @@ def _params(target: str) -> tuple[str, dict[str, list[str]]]:
     except ValueError:
         raise BadRequest("Too many query parameters") from None
     if (params.get("delete") or ["false"])[0].lower() not in ("false", "0"):
-        raise BadRequest(_READ_ONLY + " (delete=true is refused)", 405)
+        raise HttpError(_READ_ONLY + " (delete=true is refused)", 405)
     return parts.path.rstrip("/") or "/", params
 
 
@@ -148,7 +182,7 @@ def _static(svc: Service, path: str) -> Reply:
         return _json({"version": VERSION, "short_revision": "btts", "repo": "bigtable-timeseries"})
     if path == "/api/metrics":  # the page's list: metric → tags
         return _json({n: m.tags for n, m in sorted(svc.catalog.metrics.items())})
-    raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
+    raise NotFound(f"Endpoint not found: {path[:80]}")
 
 
 def _post(
@@ -156,8 +190,8 @@ def _post(
 ) -> Reply:
     if path not in BODY_PATHS or raw is None:
         if path.startswith(_WRITE_PATHS):
-            raise BadRequest(_READ_ONLY, 405)
-        raise BadRequest(f"Endpoint not found: {path[:80]}", 404)
+            raise HttpError(_READ_ONLY, 405)
+        raise NotFound(f"Endpoint not found: {path[:80]}")
     raw = http_io.decode_body(raw, headers, MAX_BODY)
     try:
         body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
@@ -172,7 +206,7 @@ def _post(
     if path == "/api/search/lookup":  # SearchQuery's JSON: {"metric", "tags", "limit"}
         return _json(svc.lookup(lookup.parse_body(body)))
     if isinstance(body, dict) and request.truth(body.get("delete")):
-        raise BadRequest(_READ_ONLY + " (delete: true is refused)", 405)
+        raise HttpError(_READ_ONLY + " (delete: true is refused)", 405)
     tq = request.parse_body(body)
     if mquery.flag(params, "arrays"):
         tq = replace(tq, arrays=True)

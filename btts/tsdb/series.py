@@ -163,7 +163,6 @@ INTERPOLATION = {
     "mimmax": "min",
     "pfsum": "prev",
 }
-NO_INTERPOLATION = tuple(INTERPOLATION)
 
 
 # PercentileAgg.runDouble ignores the estimation type: over doubles ep50r3… are p50…

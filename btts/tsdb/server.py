@@ -24,8 +24,7 @@ from http import HTTPStatus
 
 from btts.tsdb import http_io, routes
 from btts.tsdb.access import MAX_CONNECTIONS, Access
-from btts.tsdb.http_io import Body, Head
-from btts.tsdb.request import BadRequest
+from btts.tsdb.http_io import Body, Head, HttpError
 from btts.tsdb.routes import Reply, error_body
 from btts.tsdb.service import Service
 from btts.tsdb.stdlib_front import StdlibServer, make_stdlib_server
@@ -164,7 +163,7 @@ class Connection(asyncio.Protocol):
         self._disarm()
         try:
             head = http_io.parse_head(raw)
-        except BadRequest as exc:
+        except HttpError as exc:
             self._refuse(exc, None)
             return
         self._head = head
@@ -175,13 +174,13 @@ class Connection(asyncio.Protocol):
         """Credentials first; then the body, if the request needs one; then the work."""
         server = self._server
         if not server.access.allows(head.headers.get("Authorization")):
-            self._refuse(BadRequest("Authentication required", 401), head)
+            self._refuse(HttpError("Authentication required", 401), head)
         elif not routes.wants_body(head.method, head.target):
             self._dispatch(None)
         else:
             try:
                 self._body = Body(head.headers, routes.MAX_BODY, DRAIN_MAX)
-            except BadRequest as exc:
+            except HttpError as exc:
                 self._refuse(exc, head)
                 return
             if head.version == "HTTP/1.1" and (head.headers.get("Expect") or "").lower() == (
@@ -196,7 +195,7 @@ class Connection(asyncio.Protocol):
         body = self._body
         try:
             rest = body.feed(data)
-        except BadRequest as exc:
+        except HttpError as exc:
             self._body = None
             self._refuse(exc, self._head)
             return
@@ -230,19 +229,19 @@ class Connection(asyncio.Protocol):
             reply = Reply(500, error_body(500, "Internal error; see the server log"))
         self._send(reply, close=unread)
 
-    def _refuse(self, exc: BadRequest, head: Head | None) -> None:
+    def _refuse(self, exc: HttpError, head: Head | None) -> None:
         """An error answered here, before or while a body is read (so the connection closes
         when one was announced) or on a request not understood (it closes too)."""
-        code, message, extra = exc.code, str(exc)[:200], ()
         authorized = head is not None and self._server.access.allows(
             head.headers.get("Authorization")
         )
-        if code == 401 or (self._server.access.required and not authorized):
-            code, message, extra = 401, "Authentication required", _AUTH
+        if exc.code == 401 or (self._server.access.required and not authorized):
+            reply = Reply(401, error_body(401, "Authentication required"), extra=_AUTH)
+        else:
+            reply = routes.error_reply(exc, limit=200)
         if head is None:
             self._server.request_started()  # counted like any request until its answer is out
         self._body = None
-        reply = Reply(code, error_body(code, message), extra=extra)
         self._send(reply, close=head is None or _pending(head))
 
     def _send(self, reply: Reply, close: bool) -> None:

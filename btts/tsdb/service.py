@@ -1,11 +1,12 @@
 """What every request of ``btts serve`` shares: the catalog, the target, the limits, the series
-indexes, the bounded caches; the endpoints' answers as Python values.
+indexes, the bounded caches; the endpoints' answers as Python values (a refusal as a typed
+error of :mod:`btts.tsdb.errors`, which the routes turn into an HTTP status).
 
 Suggest, lookup and the expansion of a query's ``*``, wildcards and regexps read the series
 indexes (:mod:`btts.tsdb.index`), never the data. A request that fails for want of time or of
-Bigtable (a 503 or a 504) is remembered for :data:`FAIL_S` seconds: the same request in that
-time gets the same error at once instead of spending the server's time again (a dashboard
-refreshing a panel that times out would otherwise keep the server busy with it).
+Bigtable (``Timeout``, ``Unavailable``) is remembered for :data:`FAIL_S` seconds: the same
+request in that time gets the same error at once instead of spending the server's time again
+(a dashboard refreshing a panel that times out would otherwise keep the server busy with it).
 
 With ``tenant`` only tables keyed by a tenant are served, and every read is pinned to that
 tenant's key prefix (the index's too).
@@ -19,11 +20,14 @@ import time
 from collections.abc import Callable, Sequence
 
 from btts.config import Target
+from btts.errors import MissingTable
 from btts.tsdb import answer, budget, index, reads, request, tsuids
 from btts.tsdb import lookup as lookup_lib
 from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Catalog, Metric
-from btts.tsdb.request import BadRequest, TagFilter
+from btts.tsdb.errors import BadRequest, NotFound, TooLarge, UnknownName, Unlisted
+from btts.tsdb.request import TagFilter
+from transforms.errors import BttsError, Timeout, Unavailable
 
 __all__ = ["Service"]
 
@@ -65,7 +69,7 @@ class Service:
         reader = self.reader(max(self.limits.deadline_s, REFRESH_S))
         try:
             entries = self.index.entries(reader)
-        except BadRequest as exc:  # Bigtable not answering: keep what is known
+        except BttsError as exc:  # Bigtable not answering: keep what is known
             LOG.warning("the series indexes could not be read (%s); the catalog stays", exc)
             return
         bare = [m for m in self.catalog.map_tables() if m[0].index is None]
@@ -80,23 +84,23 @@ class Service:
         return reads.Reader(
             self.target,
             self.limits.deadline_s if deadline_s is None else deadline_s,
-            self.limits.max_scan_rows,
             self.tenant,
             self.enumerations,
             self.index,
         )
 
     def _remembered(self, key: tuple, work: Callable):
-        """``work()``, or the 503/504 the same request met less than :data:`FAIL_S` ago."""
+        """``work()``, or the ``Timeout`` or ``Unavailable`` the same request met less than
+        :data:`FAIL_S` ago (an index to rebuild is cheap to find: not remembered)."""
         failed = self._failures.get(key)
         if failed is not None:
-            raise BadRequest(*failed)
+            kind, args = failed
+            raise kind(*args)
         try:
             return work()
-        except BadRequest as exc:
-            unlisted = exc.code == 503 and "btts index rebuild" in str(exc)  # cheap to find
-            if exc.code in (503, 504) and not unlisted:
-                self._failures.put(key, (str(exc), exc.code))
+        except (Timeout, Unavailable) as exc:
+            if not isinstance(exc, Unlisted):
+                self._failures.put(key, (type(exc), exc.args))
             raise
 
     # -- endpoints ---------------------------------------------------------------------------
@@ -133,7 +137,7 @@ class Service:
     def _resolve_tag_values(self, reader: reads.Reader, q: request.SubQuery) -> None:
         """OpenTSDB resolves each value of a case-sensitive ``literal_or`` (of a ``tags``
         value) to its UID before it reads, and fails the query on one it has never seen
-        (``tsd.query.skip_unresolved_tagvs`` is false by default): a 400, not an empty
+        (``tsd.query.skip_unresolved_tagvs`` is false by default): refused, not an empty
         answer. Here a value is known when a served index lists it (metrics of a schema without
         an index are not checked)."""
         metric = self.catalog.metrics.get(q.metric)
@@ -153,7 +157,7 @@ class Service:
         missing = self.missing_value(reader, source, values)
         if missing is not None:
             text = f"No such name for 'tagv': '{missing}'"
-            raise BadRequest(text, 400, details=text)
+            raise BadRequest(text, details=text)
 
     def suggest(self, kind: str, prefix: str, limit: int) -> list[str]:
         if kind == "metrics":
@@ -174,7 +178,7 @@ class Service:
         """Every served tag value starting with ``prefix``, the first ``limit``: from the
         indexes, and enumerated from the keys for the tables of a schema without one."""
         for why in self.index.unlisted.values():
-            raise BadRequest(why, 503)
+            raise Unlisted(why)
         reader = self.reader()
         found = set(self.index.tag_values(reader, prefix, limit))
         for combo in self._unindexed_series():
@@ -191,10 +195,8 @@ class Service:
                 seen.add(source.table.name)
                 try:
                     out += self._series_of(source, ())
-                except BadRequest as exc:
-                    if exc.code == 400 and "does not exist" in str(exc):  # not landed yet
-                        continue
-                    raise
+                except MissingTable:  # not landed yet
+                    continue
         return out
 
     def _series_of(self, source, filters: Sequence[TagFilter], limit: int = 0) -> list[dict]:
@@ -212,11 +214,9 @@ class Service:
         ]
         try:
             p = reads.plan(self.reader(), source, [*filters, *open_tags], 0, 1)
-        except BadRequest as exc:
-            if exc.code in (413, 504):
-                hint = "; declare `index:` in the schema and run `btts index rebuild`"
-                raise BadRequest(f"{exc}{hint}", exc.code) from None
-            raise
+        except (TooLarge, Timeout) as exc:
+            hint = "; declare `index:` in the schema and run `btts index rebuild`"
+            raise type(exc)(f"{exc}{hint}") from exc
         combos = [{t: str(v) for t, v in combo.items() if t in source.tags} for combo in p.combos]
         self._cache.put(key, combos)
         return combos
@@ -268,15 +268,15 @@ class Service:
         if lk.metric is not None:
             try:
                 metrics = [self.catalog.get(lk.metric)]
-            except LookupError as exc:
-                raise BadRequest(str(exc), 404) from None
+            except UnknownName as exc:  # OpenTSDB's lookup answers "not found", its query a 400
+                raise NotFound(*exc.args) from exc
         else:
             metrics = [self.catalog.metrics[n] for n in sorted(self.catalog.metrics)]
         known = {t for m in self.catalog.metrics.values() for t in m.tags}
         missing = sorted(lk.tag_keys - known)
         if missing:
             why = f"No such name for 'tagk': '{missing[0]}'"
-            raise BadRequest("Unable to resolve one or more UIDs", 404, details=why)
+            raise NotFound("Unable to resolve one or more UIDs", details=why)
         return metrics
 
     def _lookup_series(self, source, lk: lookup_lib.Lookup, wanted: int) -> list[dict]:
@@ -296,7 +296,7 @@ class Service:
         missing = self.missing_value(self.reader(), source, values)
         if missing is not None:
             why = f"No such name for 'tagv': '{missing}'"
-            raise BadRequest("Unable to resolve one or more UIDs", 404, details=why)
+            raise NotFound("Unable to resolve one or more UIDs", details=why)
 
     def missing_value(self, reader: reads.Reader, source, values: Sequence[str]) -> str | None:
         """The first of ``values`` no served index lists as a tag value (OpenTSDB: a name

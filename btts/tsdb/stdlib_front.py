@@ -22,8 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from btts.tsdb import routes
 from btts.tsdb.access import Access
-from btts.tsdb.http_io import Headers
-from btts.tsdb.request import BadRequest
+from btts.tsdb.http_io import Headers, HttpError
 from btts.tsdb.routes import Reply, error_body
 
 __all__ = ["StdlibServer", "make_stdlib_server"]
@@ -57,7 +56,12 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args) -> None:
         """Quiet, as the asyncio front (requests are not logged)."""
 
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None):
+    def send_error(  # the standard library's signature: OpenTSDB's shape has no `explain`
+        self,
+        code: int,
+        message: str | None = None,
+        explain: str | None = None,  # noqa: V107
+    ):
         """A refusal of the standard library's parser, in OpenTSDB's JSON shape; a client
         without credentials hears only that it needs them (as from the asyncio front)."""
         self.close_connection = True
@@ -85,9 +89,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             if routes.wants_body(self.command, self.path):
                 raw = self._body(headers)
-        except BadRequest as exc:
+        except HttpError as exc:
             self.close_connection = True
-            self._send(Reply(exc.code, error_body(exc.code, str(exc)[:200])))
+            self._send(routes.error_reply(exc, limit=200))
             return
         reply = routes.respond(self.server.service, self.command, self.path, headers, raw)
         self._send(reply, unread=raw is None and _pending(headers))
@@ -100,21 +104,21 @@ class _Handler(BaseHTTPRequestHandler):
         if coding:
             if coding.lower() != "chunked":
                 what = f"Unsupported Transfer-Encoding {coding[:20]!r}: chunked only"
-                raise BadRequest(what, 501)
+                raise HttpError(what, 501)
             return self._chunked()
         if headers.get("Content-Length") is None:
-            raise BadRequest("A POST needs a Content-Length or a chunked body", 411)
+            raise HttpError("A POST needs a Content-Length or a chunked body", 411)
         length = self.headers.get_all("Content-Length")  # a list of one value, once or more
         values = {v.strip() for line in length for v in line.split(",")}
         length = values.pop() if len(values) == 1 else ""
         if not (length.isascii() and length.isdigit()):
-            raise BadRequest(f"Invalid Content-Length {headers.get('Content-Length')[:20]!r}")
+            raise HttpError(f"Invalid Content-Length {headers.get('Content-Length')[:20]!r}")
         size = int(length)
         if size > routes.MAX_BODY:  # read and dropped (up to a limit): the client hears why
             left = min(size, DRAIN_MAX)
             while left > 0 and (piece := self.rfile.read(min(65536, left))):
                 left -= len(piece)
-            raise BadRequest(f"The body is larger than {routes.MAX_BODY} bytes", 413)
+            raise HttpError(f"The body is larger than {routes.MAX_BODY} bytes", 413)
         return self.rfile.read(size)
 
     def _chunked(self) -> bytes:
@@ -123,15 +127,15 @@ class _Handler(BaseHTTPRequestHandler):
         while True:
             digits = self.rfile.readline(1026).rstrip(b"\r\n").split(b";", 1)[0].rstrip(b" \t")
             if not digits or len(digits) > 16 or digits.strip(b"0123456789abcdefABCDEF"):
-                raise BadRequest("Invalid chunked body: a chunk size is not hexadecimal")
+                raise HttpError("Invalid chunked body: a chunk size is not hexadecimal")
             size = int(digits, 16)
             if size == 0:
                 break
             if len(out) + size > routes.MAX_BODY:
-                raise BadRequest(f"The body is larger than {routes.MAX_BODY} bytes", 413)
+                raise HttpError(f"The body is larger than {routes.MAX_BODY} bytes", 413)
             out += self.rfile.read(size)
             if self.rfile.readline(1026).rstrip(b"\r\n"):
-                raise BadRequest("Invalid chunked body: a chunk's data runs past its size")
+                raise HttpError("Invalid chunked body: a chunk's data runs past its size")
         while self.rfile.readline(1026).rstrip(b"\r\n"):  # trailer fields, to the blank line
             pass
         return bytes(out)

@@ -12,6 +12,8 @@ import binascii
 import json
 from collections.abc import Mapping
 
+from btts.tsdb.errors import BadRequest
+
 __all__ = ["decode", "encode"]
 
 
@@ -22,12 +24,13 @@ def encode(metric: str, tags: Mapping[str, str]) -> str:
 
 
 def decode(tsuid: str) -> tuple[str, dict[str, str]]:
-    """The metric and tags a TSUID of :func:`encode` names; ValueError when it is none."""
+    """The metric and tags a TSUID of :func:`encode` names; a :class:`BadRequest` (a
+    ValueError) when it is none."""
     try:
         metric, pairs = json.loads(binascii.unhexlify(tsuid.strip()).decode("utf-8"))
         tags = {str(k): str(v) for k, v in pairs}
     except (binascii.Error, UnicodeDecodeError, ValueError, TypeError):
-        raise ValueError(f"No such unique ID: {tsuid[:40]!r} is not a TSUID btts made") from None
+        raise BadRequest(f"No such unique ID: {tsuid[:40]!r} is not a TSUID btts made") from None
     if not isinstance(metric, str):
-        raise ValueError(f"No such unique ID: {tsuid[:40]!r} is not a TSUID btts made")
+        raise BadRequest(f"No such unique ID: {tsuid[:40]!r} is not a TSUID btts made")
     return metric, tags

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import errors
+from btts import exits
 from btts.config import Target
 from pipelines.common.graph import Ingest, dead_letter_location, new_run_id
 from pipelines.common.jobspec import (
@@ -62,6 +62,7 @@ from pipelines.common.runner import (
     prepare,
     runner_refusals,
 )
+from transforms.errors import UserError
 
 __all__ = [
     "BigtableOptions",
@@ -218,7 +219,7 @@ def _prepared(
         target = prepare(options, job_tables(options, job), job) if writes else None
         if not options.view_as(StreamingInputOptions).input_subscription:
             check_inputs_exist(input_patterns(options))  # not Beam's traceback once running
-    except errors.ConfigError as err:
+    except UserError as err:
         raise config_exit(name, err) from None
     return options, job, target
 
@@ -265,10 +266,14 @@ def _summarize(name: str, job: JobSpec, options: PipelineOptions, report: RunRep
     if why:
         if report.dead_letters:
             why += f" (dead letters: {report.dead_letters})"
-        raise JobFailed(f"{COMMAND.get() or name}: error: {why}", report)
+        raise JobFailed(why, report, COMMAND.get() or name)
 
 
 def main(run: Callable[[], RunReport]) -> None:
-    """A job module run as a script (``python -m pipelines.<job>``): INFO logs, then its run."""
+    """A job module run as a script (``python -m pipelines.<job>``): INFO logs, then its run;
+    a run that did not do its work ends the script with its line (:func:`btts.exits.stop`)."""
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    run()
+    try:
+        run()
+    except JobFailed as err:
+        raise exits.stop(err, err.command) from None

@@ -85,8 +85,8 @@ def schema_job(
     A built-in schema's tables need no ``--schema`` to create; a user's file is named in hints."""
     try:
         builder = schema_builder.Builder(schema, list(tables) if tables else None, tz)
-    except ValueError as err:
-        raise errors.ConfigError(str(err)) from None
+    except ValueError as err:  # tables the schema does not write from events
+        raise errors.ConfigError(str(err)) from err
     rollups = schema_rollups(schema)
     rollup = next((rollups[t] for t in builder.tables if t in rollups), None)
     return JobSpec(
@@ -119,12 +119,9 @@ def with_time_input(options: PipelineOptions, job: JobSpec) -> JobSpec:
             raise errors.ConfigError(f"--time_format {item!r}: give FIELD=FORMAT")
         formats[name] = fmt
     builder = job.builder
-    try:
-        schema = schema_lib.with_times(
-            builder.schema, formats, opts.input_timezone or "", opts.ambiguous_times or ""
-        )
-    except schema_lib.SchemaError as err:
-        raise errors.ConfigError(str(err)) from None
+    schema = schema_lib.with_times(  # a format the schema refuses: a SchemaError
+        builder.schema, formats, opts.input_timezone or "", opts.ambiguous_times or ""
+    )
     builder = schema_builder.Builder(schema, builder.tables, builder.tz)
     return dataclasses.replace(job, builder=builder, csv_adapter=builder.csv_adapter)
 

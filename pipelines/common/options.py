@@ -27,7 +27,6 @@ from transforms.text import timefmt
 __all__ = [
     "BigtableOptions",
     "FileInputOptions",
-    "FlagValueError",
     "StreamingInputOptions",
     "bad_record_limit",
     "check_inputs_exist",
@@ -141,17 +140,12 @@ def option_classes_help(
     return parser
 
 
-class FlagValueError(errors.ConfigError):
-    """A flag's value is not one it takes (argparse's kind of error: the job prints it as one
-    line on stderr and exits 2, as argparse would, without Beam's usage text)."""
-
-
 class _FlagParser(argparse.ArgumentParser):
-    """An argparse parser whose mistakes are a :class:`FlagValueError` (one line for the job
-    to print), not a usage text and an exit."""
+    """An argparse parser whose mistakes are a :class:`~btts.errors.FlagValueError` (one line
+    for the job to print), not a usage text and an exit."""
 
     def error(self, message: str):
-        raise FlagValueError(_flag_error(message))
+        raise errors.FlagValueError(_flag_error(message))
 
 
 def _flag_error(message: str) -> str:
@@ -200,14 +194,16 @@ def parse_args(
     classes: Sequence[type[PipelineOptions]],
     name: str = "",
 ) -> PipelineOptions:
-    """Pipeline options from ``argv``; ``--help`` prints this job's flags and input. An unknown
-    flag (a typo Beam would only warn about and ignore) or a bad value is a ConfigError of one
-    line naming the flag (Beam would print its whole usage first)."""
+    """Pipeline options from ``argv``; ``--help`` prints this job's flags and input, then ends
+    the command as argparse's own ``--help`` does. An unknown flag (a typo Beam would only warn
+    about and ignore) or a bad value is a ConfigError of one line naming the flag (Beam would
+    print its whole usage first)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if flags.wants_help(argv):
         text = flags.input_help(name, argv) if name else ""
-        option_classes_help(prog, description, classes, text).print_help()
-        raise SystemExit(0)
+        shown = option_classes_help(prog, description, classes, text)
+        shown.print_help()
+        shown.exit()
     load_runner(argv)  # its options class declares its flags (Beam's Dask runner: --dask_…)
     known = _parser(_option_classes())
     _, unknown = known.parse_known_args(argv)
@@ -294,7 +290,7 @@ def bad_record_limit(options: PipelineOptions) -> BadRecordLimit:
     try:
         return parse_bad_records(text or "10%")
     except ValueError as err:
-        raise errors.ConfigError(str(err)) from None
+        raise errors.ConfigError(str(err)) from err
 
 
 def validate_input(options: PipelineOptions, job: RollupSpec) -> None:

@@ -14,6 +14,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.runners.runner import PipelineResult
 
 from btts import config
+from transforms.errors import DataError
 from transforms.ingest.overwrites import FIRST_NAMESPACE, first_from_metric_name
 from transforms.metrics import (
     DUPLICATE_RECORDS,
@@ -397,10 +398,13 @@ class RunReport:
         return landed_line(self.counters, self.target is not None)
 
 
-class JobFailed(SystemExit):
-    """The job ran but did not do its work (nothing valid, too many dead letters): a non-zero
-    exit with the reason, after the summary. ``report`` is the finished run's."""
+class JobFailed(DataError):
+    """The job ran but did not do its work (nothing valid, too many dead letters, records
+    overwriting each other): the records as a whole, after the summary; the command line ends
+    with the reason (:mod:`btts.exits`). ``report`` is the finished run's, ``command`` the one
+    that started it."""
 
-    def __init__(self, message: str, report: RunReport) -> None:
+    def __init__(self, message: str, report: RunReport, command: str) -> None:
         super().__init__(message)
         self.report = report
+        self.command = command

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
-import sys
 from collections.abc import Iterator, Sequence
 
 import apache_beam as beam
@@ -18,9 +17,10 @@ from apache_beam.options.pipeline_options import (
 )
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
-from btts import admin, config, errors
+from btts import admin, config, errors, exits
 from pipelines.common.jobspec import JobSpec, table_decl
-from pipelines.common.options import BigtableOptions, FlagValueError, resolve_target
+from pipelines.common.options import BigtableOptions, resolve_target
+from transforms.errors import UserError
 from transforms.schema import builtin_tables
 
 __all__ = [
@@ -54,14 +54,9 @@ def prepare(
     bt = options.view_as(BigtableOptions)
     if not bt.skip_preflight:
         decls = [table_decl(job, t) if job is not None else builtin_tables.get(t) for t in tables]
-        try:
-            for line in admin.preflight(target, decls, create=bt.create_tables):
-                _LOG.info("%s", line)
-        except errors.ConfigError as err:
-            if job is None or not job.schema_source:
-                raise
-            hint = f"btts tables create --schema {job.schema_source}"
-            raise errors.ConfigError(str(err).replace("btts tables create", hint)) from None
+        schema = job.schema_source if job is not None else None
+        for line in admin.preflight(target, decls, create=bt.create_tables, schema=schema):
+            _LOG.info("%s", line)
     return target
 
 
@@ -125,11 +120,7 @@ def runner_refusals(name: str) -> Iterator[None]:
         raise config_exit(name, why) from None
 
 
-def config_exit(name: str, err: errors.ConfigError) -> SystemExit:
-    """The exit for a mistake the user can fix: one line ``<job>: error: …``, no traceback. A
-    bad flag value is printed here and exits 2, as argparse's own errors do."""
-    line = f"{COMMAND.get() or name}: error: {err}"
-    if isinstance(err, FlagValueError):
-        print(line, file=sys.stderr, flush=True)
-        return SystemExit(2)
-    return SystemExit(line)
+def config_exit(name: str, err: UserError) -> SystemExit:
+    """The end of job ``name`` for a mistake the user can fix, said under the command that
+    started it: one line ``<command>: error: …``, no traceback (:func:`btts.exits.stop`)."""
+    return exits.stop(err, COMMAND.get() or name)

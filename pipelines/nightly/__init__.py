@@ -10,13 +10,13 @@ from collections.abc import Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from btts import errors
 from pipelines import common
 from pipelines.flags import nightly as job_flags
 from pipelines.nightly.admin_steps import prepare
 from pipelines.nightly.graph import build_plan
 from pipelines.nightly.plan import OPTION_CLASSES, make_plan
 from pipelines.nightly.summary import NAME, summary
+from transforms.errors import UserError
 
 __doc__ = job_flags.DESCRIPTION
 __all__ = ["build", "run"]
@@ -41,7 +41,7 @@ def run(argv: Sequence[str] | None = None) -> common.RunReport:
         dry = common.is_dry_run(options)
         for line in [] if dry else prepare(plan):  # a dry run touches no table
             _LOG.info("%s", line)
-    except errors.ConfigError as err:
+    except UserError as err:
         raise common.config_exit(NAME, err) from None
     _LOG.info("copying %s day(s) %s of %s", len(plan.days), ", ".join(plan.days), plan.source.name)
     with common.runner_refusals(NAME):

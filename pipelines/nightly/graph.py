@@ -19,12 +19,13 @@ from pipelines.nightly.rows import (
 )
 from transforms.bigtable.read import ReadFromBigtableRows
 from transforms.bigtable.write import WriteRows
+from transforms.errors import SystemFailure
 from transforms.metrics import NAMESPACE
 
 __all__ = ["build_plan"]
 
 
-class VerificationError(RuntimeError):
+class VerificationError(SystemFailure, RuntimeError):
     """The destination does not hold exactly the rows read from the source."""
 
 

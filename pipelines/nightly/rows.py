@@ -152,8 +152,3 @@ def add_digests(digests: Iterable[Digest]) -> Digest:
         rows += digest.rows
         checksum += digest.checksum
     return Digest(rows, checksum % _MOD)
-
-
-def digest_rows(rows: Iterable[RowMutation]) -> Digest:
-    """The :class:`Digest` of rows (order-independent; equal for equal tables)."""
-    return add_digests(map(row_digest, rows))

@@ -52,11 +52,9 @@ def _micros_datetime(micros: int) -> dt.datetime:
     return timefmt.EPOCH + dt.timedelta(microseconds=micros)
 
 
-def read_query(
-    scan: Scan, cells: row_filters.RowFilter | None = None, limit: int | None = None
-) -> ReadRowsQuery | None:
-    """The client query of a scan (with ``cells``, see :func:`row_filter`; ``limit`` rows, else
-    the scan's own); None when it selects nothing."""
+def read_query(scan: Scan, cells: row_filters.RowFilter | None = None) -> ReadRowsQuery | None:
+    """The client query of a scan (with ``cells``, see :func:`row_filter`); None when it
+    selects nothing."""
     if not scan.ranges and not scan.row_keys:
         return None
     whole = scan.ranges == (key_ranges.WHOLE_TABLE,)
@@ -68,7 +66,7 @@ def read_query(
     return ReadRowsQuery(
         row_keys=list(scan.row_keys) or None,
         row_ranges=ranges,
-        limit=limit if limit is not None else scan.limit,
+        limit=scan.limit,
         row_filter=row_filter(scan, cells),
     )
 

@@ -42,7 +42,6 @@ from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRan
 from google.cloud.bigtable.data.exceptions import InvalidChunk
 from google.cloud.bigtable.data.row_filters import RowFilter
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
-from google.cloud.bigtable_v2.types import data as data_types
 
 from transforms import official
 from transforms.bigtable import channel as channels
@@ -53,8 +52,6 @@ __all__ = ["RowReader", "SpanQuery", "open_channel", "request_of", "shared_reade
 
 Request = bigtable_types.ReadRowsRequest.pb()  # the raw protobufs, no proto-plus wrappers
 Response = bigtable_types.ReadRowsResponse.pb()
-_RowRange = data_types.RowRange.pb()
-_RowSet = data_types.RowSet.pb()
 
 EMULATOR_ENV = channels.EMULATOR_ENV
 METHOD = "/google.bigtable.v2.Bigtable/ReadRows"

@@ -65,7 +65,7 @@ def build_function(plan: BuildPlan, framed: bool = False) -> Callable:
 
     def build_framed(record: dict, out: list, ent: list) -> None:
         rows = build(record)  # raises before anything is appended
-        out += rows
-        ent += [None] * len(rows)
+        out.extend(rows)
+        ent.extend([None] * len(rows))  # no entry made here: the writer encodes each row
 
     return build_framed

@@ -52,9 +52,8 @@ __all__ = [
 SHARDS = 16  # the global pass runs per shard: bits 56-59 of a key hash or an identity
 FLUSH_ROWS = 4_096  # rows buffered (keys and stamps) before one hash: few calls, cache-warm keys
 FLUSHES = 16  # flushes a worker holds before handing them on (4 bits of each row's number)
-# so a worker holds at most HANDOVER_ROWS rows' fingerprints; the runner then holds them coded,
-# 8 bytes a row, never a worker's copies of a whole bundle's
-HANDOVER_ROWS = FLUSHES * FLUSH_ROWS
+# so a worker holds at most FLUSHES * FLUSH_ROWS rows' fingerprints; the runner then holds them
+# coded, 8 bytes a row, never a worker's copies of a whole bundle's
 _SHARD_SHIFT = np.uint64(56)
 _FLUSH_SHIFT = np.uint64(60)  # the flush a row came from: the top 4 bits of its number
 IDENTITY = np.uint64((1 << 60) - 1)  # the rest: its identity (60 bits of its row id)

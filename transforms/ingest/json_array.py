@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterator
 
+from transforms.errors import UserError
 from transforms.text import events
 
 __all__ = ["ArrayError", "elements"]
@@ -19,7 +20,7 @@ _SPACE = re.compile(r"[ \t\r\n]*")
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{},]')
 
 
-class ArrayError(ValueError):
+class ArrayError(UserError, ValueError):
     """The file is not one well-formed array at the top level (no element can be trusted)."""
 
 

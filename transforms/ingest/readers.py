@@ -239,12 +239,11 @@ def _strip_cr(lines: list[bytes]) -> list[bytes]:
     return [line[:-1] if line.endswith(b"\r") else line for line in lines]
 
 
-def _line_chunks(handle, start: int, strip: bool = True) -> Iterator[tuple[int, list[bytes]]]:
+def _line_chunks(handle, start: int) -> Iterator[tuple[int, list[bytes]]]:
     """``(offset of the first line, complete lines)`` per chunk read, from byte ``start`` on
-    (a line beginning there); the last line may lack its newline. ``strip``: drop the ``\r``
-    of CRLF endings (keep them to compute offsets)."""
+    (a line beginning there), CRLF endings stripped; the last line may lack its newline."""
     for offset, lines, crlf in _raw_chunks(handle, start):
-        yield offset, _strip_cr(lines) if strip and crlf else lines
+        yield offset, _strip_cr(lines) if crlf else lines
 
 
 def _raw_chunks(handle, start: int) -> Iterator[tuple[int, list[bytes], bool]]:

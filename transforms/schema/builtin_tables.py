@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import cache
 
 from transforms import schema as schema_lib
+from transforms.errors import Undeclared
 from transforms.table_model import TableDecl
 
 __all__ = ["all_tables", "builtin_datasets", "dataset_of", "get", "index_tables"]
@@ -55,5 +56,5 @@ def get(name: str) -> TableDecl:
     found = all_tables().get(name) or index_tables().get(name)
     if found is None:
         known = ", ".join(all_tables())
-        raise KeyError(f"no table declaration named {name!r}; known: {known}")
+        raise Undeclared(f"no table declaration named {name!r}; known: {known}")
     return found

@@ -11,6 +11,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from transforms.errors import Undeclared
 from transforms.table_model import (
     BUCKET_UNITS,
     TIME_FORMATS,
@@ -347,7 +348,7 @@ class Schema:
         for spec in self.tables:
             if spec.name == name:
                 return spec
-        raise KeyError(f"schema {self.dataset} has no table {name!r}; it has {self.table_names}")
+        raise Undeclared(f"schema {self.dataset} has no table {name!r}; it has {self.table_names}")
 
     @property
     def table_names(self) -> list[str]:

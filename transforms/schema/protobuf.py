@@ -14,13 +14,15 @@ import re
 from collections.abc import Sequence
 from functools import cache
 
+from transforms.errors import UserError
+
 __all__ = ["ProtoRefused", "message_class", "refusal"]
 
 PROJECT_PACKAGE = "protos"
 _PART = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")  # no leading _: no dunders, no private names
 
 
-class ProtoRefused(ImportError):
+class ProtoRefused(UserError, ImportError):
     """A message name the schema may not use (outside the allowed modules, or not a message)."""
 
 

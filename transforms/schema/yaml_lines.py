@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import yaml
 
-from transforms.errors import SchemaError
+from transforms.errors import SchemaError, UserError
 
 __all__ = ["Map", "Seq", "line_of", "parse"]
 
@@ -30,7 +30,7 @@ class Seq(list):
     lines: list
 
 
-class _KeyProblem(Exception):
+class _KeyProblem(UserError):
     def __init__(self, line: int, message: str) -> None:
         super().__init__(message)
         self.line = line

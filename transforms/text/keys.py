@@ -67,13 +67,6 @@ def zero_pad(number: int, width: int) -> str:
     return text.zfill(width)
 
 
-def space_pad(text: str, width: int) -> str:
-    """Right-pad with spaces to a fixed width (the market-data key: ``NYSE  #IBM  #…``)."""
-    if len(text) > width:
-        raise InvalidEvent(f"{text!r} is longer than its fixed width {width}")
-    return text.ljust(width)
-
-
 def epoch_ms(ms: int) -> str:
     """13-digit epoch milliseconds; zero-padded so that keys sort in time order."""
     return zero_pad(ms, EPOCH_MS_DIGITS)
