@@ -155,7 +155,7 @@ def _check(svc: Service, sub: LastSub) -> None:
     values = [v for k, v in sub.tags if not (svc.tenant and k in pinned)]  # the server's own
     missing = svc.missing_value(svc.reader(), source, values)  # OpenTSDB resolves each value
     if missing is not None:
-        raise BadRequest(f"No such name for 'tagv': '{missing}'")
+        raise UnknownName(f"No such name for 'tagv': '{missing}'")
 
 
 def _latest(svc: Service, reader, sub: LastSub, back_scan: int, now_ms: int) -> dict:

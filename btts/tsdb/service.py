@@ -264,7 +264,7 @@ class Service:
 
     def _lookup_metrics(self, lk: lookup_lib.Lookup) -> list[Metric]:
         """The metrics a lookup lists series of; an unknown metric, or a tag key no served
-        metric has, is OpenTSDB's 404 (its name has no UID)."""
+        metric has, is OpenTSDB's "not found" (its name has no UID)."""
         if lk.metric is not None:
             try:
                 metrics = [self.catalog.get(lk.metric)]
@@ -290,7 +290,8 @@ class Service:
         return [c for c in found if any(v in lk.values for v in c.values())][:wanted]
 
     def _resolve_lookup(self, source, lk: lookup_lib.Lookup) -> None:
-        """A lookup's tag value nobody has: OpenTSDB's 404 (SearchRpc, NoSuchUniqueName)."""
+        """A lookup's tag value nobody has: OpenTSDB's "not found" (SearchRpc,
+        NoSuchUniqueName)."""
         values = [f.filter for f in lk.filters if f.type == "literal_or" and "|" not in f.filter]
         values += lk.values
         missing = self.missing_value(self.reader(), source, values)
