@@ -459,8 +459,10 @@ def aggregate(
     otherwise as longs when every point it reads there is an integer."""
     method = INTERPOLATION.get(aggregator, "lerp")
     members = [s for s in group if len(s) > (1 if rates else 0)]
-    if len(members) == 1 and not rates and aggregator in ("none", "first", "last"):
-        return _last_of_each_time(members[0])  # what the loop below makes of one series
+    if len(members) == 1 and not rates:  # what the loop below makes of one series
+        if aggregator in ("none", "first", "last"):
+            return _last_of_each_time(members[0])
+        return _one_series(members[0], aggregator, not doubles)
     times = sorted({t for s in members for t, _ in (s[1:] if rates else s)})
     cursor = [0] * len(members)
     out: Series = []
@@ -491,6 +493,22 @@ def _last_of_each_time(points: Series) -> Series:
     answer's main cost after the read."""
     last = len(points) - 1
     return [p for i, p in enumerate(points) if i == last or points[i + 1][0] != p[0]]
+
+
+def _one_series(points: Series, aggregator: str, longs: bool) -> Series:
+    """One series (in time order, no rates) under any other aggregator: at each of its times
+    the aggregator over its last point there, as longs when that point and the next are
+    (the loop's two slots). Why: a ``*`` grouped by every tag (a ``sum`` per host) is as
+    many groups of one, and the loop's union of times and cursors cost more than the
+    aggregator itself."""
+    out: Series = []
+    last = len(points) - 1
+    for i, (t, value) in enumerate(points):
+        if i < last and points[i + 1][0] == t:
+            continue
+        as_long = longs and is_long(value) and (i == last or is_long(points[i + 1][1]))
+        out.append((t, combine(aggregator, [value], as_long)))
+    return out
 
 
 # -- writing ----------------------------------------------------------------------------------
