@@ -145,6 +145,22 @@ def fresh_instance(table_names: list[str]) -> str:
     return instance
 
 
+def release(instance: str) -> None:
+    """Drop an instance's tables once measured: the emulator holds every cell in memory, and a
+    million-event run leaves gigabytes that the next run on the same emulator would add to."""
+    with admin.Admin(config.Target("test-project", instance)) as tables:
+        for name in tables.list_tables():
+            tables.drop(name)
+
+
+def measure_on(instance: str, *args: str) -> dict:
+    """``measure`` on a fresh ``instance``, released afterwards."""
+    try:
+        return measure(*args)
+    finally:
+        release(instance)
+
+
 def _index_decls(table_names: list[str]) -> list:
     """The series indexes the jobs writing these tables write too."""
     from benchmarks.cases import JOBS, USER_SCHEMAS, schema_of
@@ -199,16 +215,20 @@ def run_dataset(
         source = ours_path if ours_path and mode in ("ours", "ours_nocheck") else path
         flag = {"ours_mp": ["mp"], "ours_nocheck": ["nocheck"]}.get(mode, [])
         args = ["ours", dataset, str(source), instance, *flag]
-        out[mode] = measure(*(args if mode != "naive" else ["naive", dataset, str(path), instance]))
+        if mode == "naive":
+            args = ["naive", dataset, str(path), instance]
+        out[mode] = measure_on(instance, *args)
     for procs in (1, 2):
         log(f"[{dataset}] ceiling x{procs}")
-        out[f"ceiling_{procs}p"] = measure(
-            "ceiling", dataset, str(path), fresh_instance(names), str(procs)
+        instance = fresh_instance(names)
+        out[f"ceiling_{procs}p"] = measure_on(
+            instance, "ceiling", dataset, str(path), instance, str(procs)
         )
     for procs in (2,) if quick else (1, 2):
         log(f"[{dataset}] wire x{procs}")
-        out[f"wire_{procs}p"] = measure(
-            "wire", dataset, str(path), fresh_instance(names), str(procs)
+        instance = fresh_instance(names)
+        out[f"wire_{procs}p"] = measure_on(
+            instance, "wire", dataset, str(path), instance, str(procs)
         )
 
     def best(prefix: str) -> tuple[str, float]:
@@ -279,7 +299,8 @@ def run_scaling(work: Path, small: int) -> dict:
         path = work / f"scaling-{n}.jsonl"
         data.metrics(path, n)
         log(f"[scaling] metrics x{n}")
-        results[n] = measure("ours", "metrics", str(path), fresh_instance(TABLES["metrics"]))
+        instance = fresh_instance(TABLES["metrics"])
+        results[n] = measure_on(instance, "ours", "metrics", str(path), instance)
     a, b = results[small], results[small * 10]
     return {
         "small": a,
@@ -299,7 +320,7 @@ def run_index_cost(work: Path, events: int) -> dict:
     for mode in ("noindex", "index"):
         log(f"[index_cost] metrics x{events} {mode}")
         instance = fresh_instance(TABLES["metrics"])
-        out[mode] = measure("ours", "metrics", str(path), instance, mode)
+        out[mode] = measure_on(instance, "ours", "metrics", str(path), instance, mode)
     out["events"] = events
     out["cpu_ratio"] = ratio(out["index"]["cpu_s"], out["noindex"]["cpu_s"])
     out["seconds_ratio"] = ratio(out["index"]["seconds"], out["noindex"]["seconds"])

@@ -6,10 +6,10 @@ in the same order as the data client's ``read_rows``, without its objects per ce
 
     from btts import admin
     from btts import config
-    from btts.query import engine as q
+    from btts.query import engine
     target = config.resolve_target(None, None)            # the emulator
-    q.ask(target, "server_metrics", "host_metrics", {"hostname": "server1.bbb.com"},
-          start_ms, end_ms)
+    engine.ask(target, "server_metrics", "host_metrics", {"hostname": "server1.bbb.com"},
+               start_ms, end_ms)
 
 A query is declared in its schema file's ``queries:`` section (name, table, the key fields
 that select the rows, how a time window maps to keys: :mod:`transforms.schema.queries`);
