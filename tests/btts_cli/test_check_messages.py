@@ -12,8 +12,8 @@ import pytest
 
 from btts_cli import main as cli
 from btts_cli.query_output import time_arg
-from tests.conftest import REPO
-from tests.helpers import write_lines
+from tests.support import REPO
+from tests.support.jobs import write_lines
 
 STOCKS = REPO / "tests" / "data" / "shapes" / "stocks.yaml"
 

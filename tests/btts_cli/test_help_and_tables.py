@@ -10,6 +10,7 @@ import pytest
 
 from btts import admin
 from btts_cli import main as cli
+from tests.support import REPO
 from transforms.schema import builtin_tables
 
 
@@ -156,9 +157,7 @@ def test_logging_flags_work_wherever_they_stand(flag):
 
 
 def test_tables_show_of_a_schema_file_points_at_no_empty_section(capsys):
-    schema = os.path.join(
-        os.path.dirname(__file__), "..", "docs", "schemas", "tb-col-door-sensors.yaml"
-    )
+    schema = str(REPO / "docs" / "schemas" / "tb-col-door-sensors.yaml")
     assert cli.main(["tables", "show", "--schema", schema]) == 0
     out = capsys.readouterr().out
     assert out and "§)" not in out

@@ -9,7 +9,6 @@ import datetime as dt
 import io
 import json
 from decimal import Decimal
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import matplotlib.dates as mdates
@@ -18,9 +17,9 @@ import pytest
 from btts.query import plot, render
 from btts.samples import data
 from btts_cli import main as cli
-from tests.helpers import run_job, write_lines
+from tests.support import REPO
+from tests.support.jobs import run_job, write_lines
 
-REPO = Path(__file__).resolve().parents[1]
 TICKS = REPO / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
 IOT = REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
 TICK_LINES = [

@@ -3,12 +3,10 @@ is declared (and cite no empty section), and every ``btts advise`` command takes
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from btts_cli import advise_command as advise
 from btts_cli import main as cli
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 IOT = REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
 
 

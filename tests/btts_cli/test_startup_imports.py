@@ -24,7 +24,7 @@ from btts.samples import data as samples
 from btts_cli import main as cli
 from pipelines import flags, job_modules
 from pipelines.common import options
-from tests.helpers import added_flags, parsed_flags, run_job, write_lines
+from tests.support.jobs import added_flags, parsed_flags, run_job, write_lines
 
 BEAM = "apache_beam"
 CLIENTS = ("google.cloud.bigtable", "google.cloud.bigtable.data", "grpc")

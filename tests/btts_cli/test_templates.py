@@ -23,8 +23,8 @@ import pytest
 from btts.query import engine
 from btts_cli import templates
 from pipelines import common, flags
-from tests.conftest import REPO
-from tests.helpers import parsed_flags, read_dead_letters, write_lines
+from tests.support import REPO
+from tests.support.jobs import parsed_flags, read_dead_letters, write_lines
 
 PIPELINES = templates.pipeline_names()
 SETUP = REPO / "setup.py"

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = ROOT / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
+from tests.support import REPO
+
+SCHEMA = REPO / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
 BAD_SCHEMA = "bad.yaml"  # written into the scratch directory: one unknown pattern
 MISSING = "no-such-file.jsonl"
 
@@ -114,8 +115,8 @@ def _scratch(tmp_path: Path) -> Path:
         text.replace("events_per_second: 20000", "events_per_second: -5")
     )
     root = tmp_path / "checkout"
-    shutil.copytree(ROOT / "templates", root / "templates")
-    shutil.copy(ROOT / "setup.py", root / "setup.py")
+    shutil.copytree(REPO / "templates", root / "templates")
+    shutil.copy(REPO / "setup.py", root / "setup.py")
     return tmp_path
 
 

@@ -14,11 +14,12 @@ import os
 import re
 from collections.abc import Callable
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "forks.md"
+from tests.support import REPO
+
+DOC = REPO / "docs" / "forks.md"
 PACKAGES = ("google-cloud-bigtable", "grpcio", "protobuf", "proto-plus", "google-api-core",
             "google-auth", "apache-beam")  # fmt: skip
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import REPO
+
 TOPS = ("protos", "transforms", "btts", "pipelines", "btts_cli")
 MAX_FUNCTION_LINES = 60
 

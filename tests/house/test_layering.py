@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import REPO
+
 TOPS = ["protos", "transforms", "btts", "pipelines", "btts_cli"]
 
 # Bottom up. Units on one line share a rank: they may import each other's modules, but the module

@@ -12,7 +12,7 @@ refuses:
   have (``._get_mutations``, ``._to_pb``, ``._pb``, ``._project_id``, ...), including through
   ``getattr``.
 
-Product-internal privates are a separate concern (tests/test_private_access.py).
+Product-internal privates are a separate concern (tests/house/test_private_access.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.support import REPO
+
 PRODUCT = ["transforms", "btts", "btts_cli", "pipelines", "templates"]
 EXTRA_FILES = ["protos/__init__.py"]
 LIBRARIES = ("apache_beam", "google")

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from btts.advisor import lint, table_report
+from tests.support import REPO
 from transforms import limits, table_model
 
-REPO = Path(__file__).resolve().parents[1]
 PRODUCT = ("transforms", "btts", "pipelines", "btts_cli")
 # names the advisor once gave its own copies of a limit
 OLD_COPIES = {"KEY_BYTES", "MAX_FAMILIES", "MAX_TABLES"}

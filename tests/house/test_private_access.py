@@ -14,19 +14,20 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support import REPO
+
 PACKAGES = ("transforms", "btts", "btts_cli", "pipelines", "templates")
 SINGLE_FILES = ("protos/__init__.py",)
 
 
 def product_files() -> list[Path]:
     """Every product module: the packages' sources, not tests or benchmarks."""
-    files = [p for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))]
-    files += [ROOT / f for f in SINGLE_FILES if (ROOT / f).exists()]
+    files = [p for pkg in PACKAGES for p in sorted((REPO / pkg).rglob("*.py"))]
+    files += [REPO / f for f in SINGLE_FILES if (REPO / f).exists()]
     return [f for f in files if ".venv" not in f.parts]
 
 
-def module_name(path: Path, root: Path = ROOT) -> str:
+def module_name(path: Path, root: Path = REPO) -> str:
     parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
@@ -109,7 +110,7 @@ def offenders(
     return sorted(set(found), key=lambda s: (s.split(":")[0], int(s.split(":")[1]), s))
 
 
-def product_offenders(files: Iterable[Path], root: Path = ROOT) -> list[str]:
+def product_offenders(files: Iterable[Path], root: Path = REPO) -> list[str]:
     files = list(files)
     product = {module_name(f, root) for f in files}
     product |= {".".join(m.split(".")[:i]) for m in product for i in range(1, m.count(".") + 1)}

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 
 from btts import config
 from btts_cli import main as cli
-from tests.helpers import run_job, write_lines
-from tests.serve_support import Server, grafana_body, grafana_query
+from tests.support.jobs import run_job, write_lines
+from tests.support.serving import Server, grafana_body, grafana_query
 
 HEAD = """\
 dataset: rt

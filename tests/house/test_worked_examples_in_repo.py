@@ -9,8 +9,8 @@ import json
 import re
 
 from tests import guidance
-from tests.conftest import load_worked_examples
-from tests.test_golden import PURE
+from tests.pipelines.test_golden import PURE
+from tests.support.worked_examples import load_worked_examples
 
 
 def test_the_in_repo_cases_are_well_formed():

@@ -19,8 +19,8 @@ from btts.query import engine
 from btts.query import engine as q
 from btts_cli import main as cli
 from pipelines import battery as job
-from tests.conftest import REPO
-from tests.helpers import compiled, read_dead_letters, run_job, write_lines
+from tests.support import REPO
+from tests.support.jobs import compiled, read_dead_letters, run_job, write_lines
 from transforms import schema as schema_lib
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from pipelines import job_modules
+from tests.support import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
-SCHEMA = ROOT / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
+SCHEMA = REPO / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
 DATAFLOW = [
     "--runner=DataflowRunner",
     "--project=test-project",
@@ -26,7 +26,8 @@ DATAFLOW = [
     "--dry_run=True",
     "--bigtable_instance=test-instance",
 ]
-# Dataflow's workers read URIs, not the launcher's files (tests/test_remote_paths.py)
+# Dataflow's workers read URIs, not the launcher's files
+# (tests/pipelines/common/test_remote_paths.py)
 GS_INPUT = "--input=gs://test-bucket/in/events.jsonl"
 STREAM = [
     "--input_subscription=projects/test-project/subscriptions/events",
@@ -78,7 +79,7 @@ def test_the_template_entry_points_translate_with_the_launchers_arguments(job, t
         "server_metrics": [*STREAM, "--hourly_rollup=true", "--create_tables=false"],
         "nightly": ["--date=20170726"],
     }[job]
-    main = ROOT / "templates" / "main.py"  # every image's entry point; its ENV names the job
+    main = REPO / "templates" / "main.py"  # every image's entry point; its ENV names the job
     done = _run([str(main), *DATAFLOW, *flags], tmp_path, {"BTTS_PIPELINE": job})
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"{job}: dry run: the " in done.stdout

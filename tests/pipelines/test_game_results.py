@@ -7,7 +7,7 @@ import json
 import pytest
 
 from btts.query import engine
-from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
+from tests.support.jobs import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 from transforms.text import events

@@ -10,7 +10,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import admin
 from btts.query import engine
 from pipelines import garden as garden_job
-from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
+from tests.support.jobs import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 from transforms.text import events

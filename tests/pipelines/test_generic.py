@@ -12,9 +12,10 @@ from btts import admin
 from btts.query import engine
 from btts_cli import main as cli
 from pipelines import generic as generic_job
-from tests.conftest import REPO, load_golden_ids
-from tests.helpers import read_dead_letters, run_job, write_lines
-from tests.test_golden import _check_row, _table_of
+from tests.pipelines.test_golden import _check_row, _table_of
+from tests.support import REPO
+from tests.support.jobs import read_dead_letters, run_job, write_lines
+from tests.support.worked_examples import load_golden_ids
 from transforms import schema as sf
 from transforms.build import builder as generic
 from transforms.text.events import parse_json_object
@@ -72,7 +73,7 @@ def test_golden_cases_through_the_generic_pipeline(case_id, golden_cases, target
     """The golden harness's own checks, on what the generic job wrote from the schema file."""
     case = golden_cases[case_id]
     dataset = DATASETS[case_id.split("-")[0]]
-    from tests.test_golden import RUNS
+    from tests.pipelines.test_golden import RUNS
 
     _, _, table_map = RUNS[case_id]
     source = write_lines(tmp_path / "in.jsonl", case["input_lines"])

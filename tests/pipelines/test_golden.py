@@ -10,8 +10,8 @@ import pytest
 from btts import config
 from btts.query import engine
 from pipelines import job_modules
-from tests.conftest import load_golden_ids
-from tests.helpers import read_dead_letters, recipe_key, run_job, write_lines
+from tests.support.jobs import read_dead_letters, recipe_key, run_job, write_lines
+from tests.support.worked_examples import load_golden_ids
 from transforms.text import keys
 
 # How each case is produced: the job, its flags, and which table a case's rows name.

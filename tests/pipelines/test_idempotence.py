@@ -27,12 +27,12 @@ from pipelines import battery as battery_job
 from pipelines import job_modules, nightly
 from pipelines import weather_balloons as balloon_job
 from pipelines.nightly import plan
-from tests.helpers import dump, run_job, write_lines
+from tests.support import REPO
+from tests.support.jobs import dump, run_job, write_lines
 from transforms.schema import builtin_tables
 
 SENSOR = builtin_tables.get("SENSOR")
 
-REPO = Path(__file__).resolve().parent.parent
 IOT_SCHEMA = REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
 
 

@@ -5,7 +5,7 @@ workers, against the emulator: the same tables, counters and dead letters as the
 every DoFn, transform argument (builders, time zones, table lists) and row object is pickled and
 shipped the way a distributed runner (Dataflow) ships them. Each job's input is split over
 several files, so that both workers read, build and write (their shares are tallied per process
-and checked: tests/runner_cases.py), and the landing is compared with the in-process run's:
+and checked: tests/support/runner_cases.py), and the landing is compared with the in-process run's:
 every table's cells as written and after GC, the counters, the dead-letter reasons and records.
 The workers inherit BIGTABLE_EMULATOR_HOST. Each job's rows are also compared with what its pure
 builder makes of the same lines.
@@ -27,9 +27,9 @@ from apache_beam.testing.util import assert_that, equal_to
 from btts import admin
 from pipelines import weather_balloons as balloon_job
 from protos import balloon_pb2
-from tests import runner_cases
-from tests.helpers import compiled, dump
-from tests.runner_cases import MP, Case
+from tests.support import runner_cases
+from tests.support.jobs import compiled, dump
+from tests.support.runner_cases import MP, Case
 from transforms.metrics import WORKER_TALLY_ENV
 from transforms.mutations import AddCell
 from transforms.text.events import parse_json_object

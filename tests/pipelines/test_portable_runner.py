@@ -9,10 +9,10 @@ as ``python`` from PATH, so the pool is started with this interpreter's director
 free ports, with a hard timeout (a hung job fails instead of holding the suite), and stopped by
 their process id. Nothing of a job reaches a worker but what the runner ships: the pipeline
 proto, its pickled DoFns, and the files the workers read; the tally of each read and write
-(tests/runner_cases.py) shows they ran in a worker the pool started, not in this process nor in
-the servers. The local job service runs a job on one SDK worker (its runner takes no
+(tests/support/runner_cases.py) shows they ran in a worker the pool started, not in this process
+nor in the servers. The local job service runs a job on one SDK worker (its runner takes no
 ``--direct_num_workers``): two workers at once are the multi-process tests' part
-(tests/test_multiprocessing.py).
+(tests/pipelines/test_multiprocessing_runner.py).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 from btts.emulator import free_port, stop_pid, wait_for_port
-from tests import runner_cases
+from tests.support import runner_cases
 from transforms.metrics import WORKER_TALLY_ENV
 
 HARD_TIMEOUT_S = 900  # the servers' whole life: every job of this module, on a busy machine

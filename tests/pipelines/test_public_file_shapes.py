@@ -17,8 +17,8 @@ from decimal import Decimal
 import pytest
 
 from btts_cli import main as cli
-from tests.conftest import REPO
-from tests.helpers import run_job
+from tests.support import REPO
+from tests.support.jobs import run_job
 
 SHAPES = REPO / "tests" / "data" / "shapes"
 MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]

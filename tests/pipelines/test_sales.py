@@ -18,7 +18,7 @@ from google.cloud.bigtable.data.mutations import AddToCell
 
 from btts import admin, config
 from btts.query import engine
-from tests.helpers import compiled, read_dead_letters, run_job, write_lines
+from tests.support.jobs import compiled, read_dead_letters, run_job, write_lines
 from transforms.bigtable.write_aggregates import WriteAggregates, to_entry
 from transforms.errors import AggregateWriteError, InvalidEvent
 from transforms.mutations import AddCell, Cell, RowMutation

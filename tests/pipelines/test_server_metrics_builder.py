@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.helpers import compiled
+from tests.support.jobs import compiled
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 from transforms.text import events

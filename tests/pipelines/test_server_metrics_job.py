@@ -12,7 +12,7 @@ import pytest
 from btts.query import engine
 from btts.samples import data
 from pipelines import server_metrics as job
-from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
+from tests.support.jobs import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms.text import events
 
 

@@ -24,7 +24,7 @@ from btts.query import engine
 from btts.samples.data import iso_ms
 from pipelines import market_data, server_metrics, smart_meters
 from pipelines.common import job_tables, parse_args, prepare, validate_input
-from tests.helpers import retry_harness
+from tests.support.jobs import retry_harness
 from transforms.rollup import core
 from transforms.schema import builtin_tables
 

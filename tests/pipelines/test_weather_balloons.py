@@ -21,7 +21,8 @@ from btts import admin
 from btts.query import engine
 from pipelines import weather_balloons as job
 from protos import balloon_pb2
-from tests.helpers import compiled, dump, read_dead_letters, run_job, write_lines
+from tests.support import REPO
+from tests.support.jobs import compiled, dump, read_dead_letters, run_job, write_lines
 from transforms import mutations
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
@@ -32,7 +33,6 @@ BALLOON_TB_CELL = builtin_tables.get("BALLOON_TB_CELL")
 BALLOON_TB_COL = builtin_tables.get("BALLOON_TB_COL")
 MINUTES_PER_WEEK = 7 * 24 * 60  # one event a minute for a UTC ISO week
 
-REPO = Path(__file__).resolve().parent.parent
 MS = 1614945600000  # 2021-03-05T12:00:00Z, a Friday of ISO week 2021-W09
 US = MS * 1000
 MINUTE = 60_000

@@ -38,7 +38,8 @@ def run_job(
 ):
     """Run an ingest job's ``run()`` exactly as a user would, returning its result. Tests
     feed a few lines, often mostly bad ones on purpose: the default --max_bad_records (10%)
-    applies only where a test says so (``extra``), as tests/test_fail_loudly.py does."""
+    applies only where a test says so (``extra``), as
+    tests/pipelines/common/test_fail_loudly.py does."""
     limits = ("--max_bad_records", "--max_dead_letter_ratio")
     if not any(arg.startswith(limits) for arg in extra):
         extra = ["--max_bad_records=100%", *extra]

@@ -30,8 +30,8 @@ from btts import admin, config
 from btts.samples import data
 from pipelines import nightly
 from pipelines.common.jobspec import job_tables, table_decl
-from tests.conftest import REPO
-from tests.helpers import dump, read_dead_letters, run_job, write_lines
+from tests.support import REPO
+from tests.support.jobs import dump, read_dead_letters, run_job, write_lines
 from transforms.metrics import read_worker_tallies
 from transforms.schema import builtin_tables
 from transforms.schema.model import INDEX_FAMILY

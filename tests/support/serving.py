@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from btts import config
 from btts.samples import data as samples
 from btts_cli import demo
-from tests.helpers import run_job, write_lines
+from tests.support.jobs import run_job, write_lines
 
 HOUR = 3_600_000
 T0 = 1426536000000  # 2015-03-16T20:00:00Z, an hour boundary

@@ -1,6 +1,6 @@
 """Reading a source file's records with the standard library (never with the code under test),
 to compare with what ``btts query`` reads back after ``btts init`` and an ingest: for
-tests/test_init.py and the larger run of tests/init_datasets.py."""
+tests/btts/draft/test_drafts_of_public_files.py and the larger run of tests/init_datasets.py."""
 
 from __future__ import annotations
 

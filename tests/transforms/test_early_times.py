@@ -13,7 +13,7 @@ import pytest
 from btts.query import engine as query_engine
 from btts.query import records as query_records
 from btts_cli import main as cli
-from tests.helpers import dump, read_dead_letters, run_job
+from tests.support.jobs import dump, read_dead_letters, run_job
 from transforms import schema as schema_file
 from transforms.build import builder as generic
 from transforms.errors import InvalidEvent

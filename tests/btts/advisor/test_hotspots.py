@@ -15,7 +15,7 @@ import pytest
 from btts.advisor import hotspots
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Workload, hints_for
 from btts_cli import advise_command
-from tests.conftest import REPO
+from tests.support import REPO
 from transforms.schema import builtin_tables
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl
 

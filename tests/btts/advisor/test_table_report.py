@@ -12,7 +12,7 @@ from btts.advisor.table_report import classify_segment, spearman
 from btts.query import engine
 from btts.samples import data as samples
 from btts_cli import advise_command
-from tests.helpers import run_job, write_lines
+from tests.support.jobs import run_job, write_lines
 from transforms.mutations import ReadCell, ReadRow
 
 # -- pure ---------------------------------------------------------------------------------------

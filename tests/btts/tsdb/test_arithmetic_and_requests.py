@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from pathlib import Path
 
 import pytest
 
 from btts.tsdb import catalog, mquery, request, series
 from btts.tsdb.request import BadRequest
 from btts_cli import serve_command
+from tests.support import REPO
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = REPO / "README.md"
 
 D = Decimal
 

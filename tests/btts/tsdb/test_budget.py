@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 
 from btts.tsdb import budget, multi_range, request
-from tests import serve_support as S
-from tests.serve_support import HOUR, T0, grafana_body, grafana_query
+from tests.support import serving
+from tests.support.serving import HOUR, T0, grafana_body, grafana_query
 from transforms.scans.key_ranges import Scan
 
 CPU = "CPU/CPU1_USR"
@@ -52,7 +52,7 @@ def test_mergeable_scans_are_one_table_one_window_disjoint_ranges():
 
 @pytest.fixture(scope="module")
 def empty(bigtable_emulator):
-    srv = S.Server(S.new_target())
+    srv = serving.Server(serving.new_target())
     yield srv
     srv.stop()
 
@@ -87,8 +87,8 @@ def test_within_budget_the_request_reaches_its_reads(empty):
 
 @pytest.fixture(scope="module")
 def landed(bigtable_emulator, tmp_path_factory):
-    data = S.land(S.new_target(), tmp_path_factory.mktemp("budget"))
-    srv = S.Server(data.target)
+    data = serving.land(serving.new_target(), tmp_path_factory.mktemp("budget"))
+    srv = serving.Server(data.target)
     yield data, srv
     srv.stop()
 
@@ -96,7 +96,7 @@ def landed(bigtable_emulator, tmp_path_factory):
 def test_a_long_literal_list_is_the_points_of_its_hosts(landed):
     data, srv = landed
     # OpenTSDB's window includes its end (the point at T0 + HOUR)
-    want = S.points(data.metrics, None, "cpu/cpu1_usr", T0, T0 + HOUR + 1)
+    want = serving.points(data.metrics, None, "cpu/cpu1_usr", T0, T0 + HOUR + 1)
     hosts = "|".join([*sorted(want), *(f"absent{i}" for i in range(900))])
     q = grafana_query(METRIC, aggregator="none", tags={"hostname": hosts})
     status, answer = srv.call("/api/query", grafana_body([q], T0, T0 + HOUR))

@@ -9,8 +9,8 @@ import json
 import time
 
 from btts.samples import data as samples
-from tests import serve_support as S
-from tests.helpers import run_job, write_lines
+from tests.support import serving
+from tests.support.jobs import run_job, write_lines
 
 START = samples.METRICS_START_MS
 
@@ -32,22 +32,22 @@ def _late(host: str, entry: str, value: float) -> dict:
 def test_entries_of_late_hosts_and_new_entries_appear_without_a_restart(
     bigtable_emulator, tmp_path
 ):
-    target = S.new_target()
+    target = serving.new_target()
     # two hosts × 250 rows first: the first 200 rows of the table are all server0000's
     records = list(samples.metric_records(hosts=2, seconds=250, interval_s=1, start_ms=START))
     _land(target, tmp_path, [*records, _late("zz-late.example.com", "late/at_start", 7)], 0)
-    server = S.Server(target)
+    server = serving.Server(target)
     try:
         names = server.call("/api/suggest?type=metrics&q=server_metrics.metrics.LATE&max=100")[1]
         assert names == ["server_metrics.metrics.LATE/AT_START"]
-        q = S.grafana_query("server_metrics.metrics.LATE/AT_START", "sum")
-        status, answer = server.call("/api/query", S.grafana_body([q], START, START + 60_000))
+        q = serving.grafana_query("server_metrics.metrics.LATE/AT_START", "sum")
+        status, answer = server.call("/api/query", serving.grafana_body([q], START, START + 60_000))
         assert status == 200 and list(answer[0]["dps"].values()) == [7]
         # an entry first sent now: the first query for it looks for new entries
         _land(target, tmp_path, [_late("zz-later.example.com", "late/after_start", 9)], 1)
         time.sleep(5.5)  # REFRESH_MISS_S: an unknown metric refreshes at most this often
-        q = S.grafana_query("server_metrics.metrics.LATE/AFTER_START", "sum")
-        status, answer = server.call("/api/query", S.grafana_body([q], START, START + 60_000))
+        q = serving.grafana_query("server_metrics.metrics.LATE/AFTER_START", "sum")
+        status, answer = server.call("/api/query", serving.grafana_body([q], START, START + 60_000))
         assert status == 200, answer
         assert list(answer[0]["dps"].values()) == [9]
     finally:
@@ -55,20 +55,20 @@ def test_entries_of_late_hosts_and_new_entries_appear_without_a_restart(
 
 
 def test_a_rollup_answers_only_for_the_series_it_holds(bigtable_emulator, tmp_path):
-    target = S.new_target()
-    hour, t0 = 3_600_000, S.T0  # an hour boundary
+    target = serving.new_target()
+    hour, t0 = 3_600_000, serving.T0  # an hour boundary
     records = list(samples.metric_records(hosts=3, seconds=2 * 3600, interval_s=300, start_ms=t0))
     rolled = [r for r in records if r["hostname"] != samples.host_name(2)]
     path = write_lines(tmp_path / "rolled.jsonl", [json.dumps(r) for r in rolled])
     run_job("server_metrics", target, path, tmp_path / "dead0", ["--hourly_rollup"])
     unrolled = [r for r in records if r["hostname"] == samples.host_name(2)]
     _land(target, tmp_path, unrolled, 1)  # landed without --hourly_rollup
-    server = S.Server(target)
+    server = serving.Server(target)
     try:
-        q = S.grafana_query(
+        q = serving.grafana_query(
             "server_metrics.metrics.CPU/CPU1_USR", "sum", "1h-avg", tags={"hostname": "*"}
         )
-        body = {**S.grafana_body([q], t0, t0 + hour), "showQuery": True}
+        body = {**serving.grafana_body([q], t0, t0 + hour), "showQuery": True}
         status, answer = server.call("/api/query", body)
         assert status == 200, answer
         assert sorted(s["tags"]["hostname"] for s in answer) == [

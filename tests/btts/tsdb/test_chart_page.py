@@ -14,10 +14,9 @@ from urllib.parse import urlencode
 import pytest
 
 from btts.samples import data as samples
-from tests import serve_support as S
-from tests.serve_support import HOUR, T0
+from tests.support import REPO, serving
+from tests.support.serving import HOUR, T0
 
-REPO = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 DRIVER = "/usr/bin/chromedriver"
 FLAGS = (
@@ -83,8 +82,8 @@ def drawn_series(driver) -> dict[str, list[tuple[float, float]]]:
 
 
 def test_the_page_draws_what_the_api_answers(bigtable_emulator, tmp_path, browser):
-    data = S.land(S.new_target(), tmp_path)
-    server = S.Server(data.target)
+    data = serving.land(serving.new_target(), tmp_path)
+    server = serving.Server(data.target)
     try:
         metric = "server_metrics.metrics.CPU/CPU1_USR"
         params = {
@@ -138,11 +137,11 @@ def test_the_page_draws_what_the_api_answers(bigtable_emulator, tmp_path, browse
 def test_the_page_draws_a_series_from_1700_to_today(bigtable_emulator, tmp_path, browser):
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests import test_serve_early as early
+    from tests.btts.tsdb import test_series_before_1970 as early
 
-    target = S.new_target()
+    target = serving.new_target()
     schema = early.land_levels(target, tmp_path)
-    server = S.Server(target, "--schema", str(schema))
+    server = serving.Server(target, "--schema", str(schema))
     try:
         params = {
             "metric": "old_levels.level",

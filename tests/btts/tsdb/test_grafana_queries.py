@@ -15,8 +15,8 @@ from urllib.parse import quote
 import pytest
 
 from btts.samples import data as samples
-from tests import serve_support as S
-from tests.serve_support import GAP, HOUR, T0, _ms, grafana_body, grafana_query
+from tests.support import serving
+from tests.support.serving import GAP, HOUR, T0, _ms, grafana_body, grafana_query
 
 CPU = "CPU/CPU1_USR"
 IO = "IO/BLK_READ"
@@ -26,12 +26,12 @@ H0, H1, H2 = (samples.host_name(i) for i in range(3))
 
 @pytest.fixture(scope="module")
 def landed(bigtable_emulator, tmp_path_factory):
-    return S.land(S.new_target(), tmp_path_factory.mktemp("serve"))
+    return serving.land(serving.new_target(), tmp_path_factory.mktemp("serve"))
 
 
 @pytest.fixture(scope="module")
 def server(landed):
-    srv = S.Server(landed.target)
+    srv = serving.Server(landed.target)
     yield srv
     srv.stop()
 
@@ -158,10 +158,12 @@ def test_downsample_each_aggregator_and_fill_over_a_gap(server, landed, agg, fil
     metric = f"server_metrics.metrics.{CPU}"
     ds = f"10m-{agg}" + ("" if fill == "none" else f"-{fill}")  # as convertTargetToQuery
     answer = query(
-        server, grafana_query(metric, "sum", ds, tags={"hostname": S.GAP_HOST}), start, end
+        server, grafana_query(metric, "sum", ds, tags={"hostname": serving.GAP_HOST}), start, end
     )
     got = dps(answer)
-    pts = S.points(landed.metrics, S.GAP_HOST, EVENT_CPU, start, end + HOUR)[S.GAP_HOST]
+    pts = serving.points(landed.metrics, serving.GAP_HOST, EVENT_CPU, start, end + HOUR)[
+        serving.GAP_HOST
+    ]
     want = expected_buckets(pts, 600_000, agg, fill, start, end)
     assert sorted(got) == sorted(want)
     assert all(close(got[t], want[t]) for t in want), (got, want)
@@ -174,7 +176,7 @@ def test_seconds_resolution_when_grafana_does_not_ask_for_ms(server, landed):
     _status, answer = server.call(
         "/api/query", grafana_body([q], T0, T0 + HOUR, ms_resolution=False)
     )
-    pts = S.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 2 * HOUR)[H0]
+    pts = serving.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 2 * HOUR)[H0]
     want = expected_buckets(pts, 600_000, "max", "none", T0, T0 + HOUR)
     assert {int(t) * 1000: v for t, v in answer[0]["dps"].items()} == {
         t: float(v) for t, v in want.items()
@@ -193,7 +195,7 @@ def test_group_by_host_gives_one_series_per_host(server, landed):
     )
     answer = query(server, q, T0, T0 + HOUR)
     assert sorted(s["tags"]["hostname"] for s in answer) == [H0, H1, H2]
-    for host, pts in S.points(landed.metrics, None, EVENT_CPU, T0, T0 + 2 * HOUR).items():
+    for host, pts in serving.points(landed.metrics, None, EVENT_CPU, T0, T0 + 2 * HOUR).items():
         want = expected_buckets(pts, 1_200_000, "avg", "none", T0, T0 + HOUR)
         got = dps(answer, hostname=host)
         assert sorted(got) == sorted(want) and all(close(got[t], want[t]) for t in want)
@@ -210,7 +212,7 @@ def test_aggregate_across_hosts_interpolates_the_gap(server, landed):
     )
     (series,) = query(server, q, start, end)
     assert series["tags"] == {} and series["aggregateTags"] == ["hostname"]
-    per_host = S.points(landed.metrics, None, EVENT_CPU, start, end + HOUR)
+    per_host = serving.points(landed.metrics, None, EVENT_CPU, start, end + HOUR)
     times = sorted({t for pts in per_host.values() for t, _ in pts if t <= end})  # end included
     want = {}
     for t in times:
@@ -248,7 +250,7 @@ def test_avg_across_two_named_hosts_with_a_pipe(server, landed):
     (series,) = query(server, q, T0, T0 + HOUR)
     sums = {
         h: expected_buckets(p, 1_800_000, "sum", "none", T0, T0 + HOUR)
-        for h, p in S.points(landed.metrics, None, EVENT_CPU, T0, T0 + HOUR).items()
+        for h, p in serving.points(landed.metrics, None, EVENT_CPU, T0, T0 + HOUR).items()
         if h in (H0, H2)
     }
     got = {int(t): v for t, v in series["dps"].items()}
@@ -289,7 +291,7 @@ def test_rate_with_and_without_counter_resets(server, landed, options, counter, 
     )
     got = dps(query(server, q, T0, T0 + HOUR))
     # OpenTSDB reads from the hour T0 starts: the first rate is the one into T0 + 1 min
-    pts = S.points(landed.metrics, H0, EVENT_IO, T0, T0 + HOUR + 1)[H0]
+    pts = serving.points(landed.metrics, H0, EVENT_IO, T0, T0 + HOUR + 1)[H0]
     resets = [b for a, b in itertools.pairwise(pts) if b[1] < a[1]]
     assert resets, "the sample must hold counter resets"
     want = expected_rate(pts, counter, drop, options.get("counterMax", 2**63 - 1))
@@ -330,7 +332,7 @@ def test_reversed_timestamp_table_reads_the_same_points(server, landed):
     q = grafana_query(f"queries.metrics.{CPU}", "sum", tags={"hostname": H2})
     answer = query(server, q, T0 + 600_000, T0 + 1_800_000, showQuery=True)
     assert any("METRIC_RECENT" in r for r in answer[0]["query"]["btts"]["reads"])
-    pts = S.points(landed.metrics, H2, EVENT_CPU, T0 + 600_000, T0 + 1_800_001)[H2]
+    pts = serving.points(landed.metrics, H2, EVENT_CPU, T0 + 600_000, T0 + 1_800_001)[H2]
     got = dps(answer)
     assert sorted(got) == [t for t, _ in pts] and all(close(got[t], v) for t, v in pts)
 
@@ -338,7 +340,7 @@ def test_reversed_timestamp_table_reads_the_same_points(server, landed):
 def test_exact_decimals_stay_exact_in_the_text(server, landed):
     q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", tags={"hostname": H0})
     _, text = server.call("/api/query", raw=None, body=grafana_body([q], T0, T0 + 300_000))
-    pts = S.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 300_001)[H0]
+    pts = serving.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 300_001)[H0]
     assert dps(text) == {t: float(v) for t, v in pts}
 
 
@@ -349,11 +351,13 @@ def test_exact_decimals_stay_exact_in_the_text(server, landed):
 def test_rollup_answer_equals_the_point_answer(server, landed, agg):
     start, end = T0 - 30 * 60_000, T0 + 2 * HOUR  # a partial hour first, then two whole hours
     metric = f"server_metrics.metrics.{CPU}"
-    q = grafana_query(metric, "sum", f"1h-{agg}", tags={"hostname": S.GAP_HOST})
+    q = grafana_query(metric, "sum", f"1h-{agg}", tags={"hostname": serving.GAP_HOST})
     answer = query(server, q, start, end, showQuery=True)
     reads = answer[0]["query"]["btts"]["reads"]
     assert any("rollup METRIC_HOURLY" in r for r in reads)
-    pts = S.points(landed.metrics, S.GAP_HOST, EVENT_CPU, start, end + HOUR)[S.GAP_HOST]
+    pts = serving.points(landed.metrics, serving.GAP_HOST, EVENT_CPU, start, end + HOUR)[
+        serving.GAP_HOST
+    ]
     want = expected_buckets(pts, HOUR, agg, "none", start, end)
     got = dps(answer)
     assert sorted(got) == sorted(want) and all(close(got[t], want[t]) for t in want)
@@ -361,7 +365,7 @@ def test_rollup_answer_equals_the_point_answer(server, landed, agg):
     # rollup answered for, bucketed here
     raw = query(
         server,
-        grafana_query(metric, "sum", tags={"hostname": S.GAP_HOST}),
+        grafana_query(metric, "sum", tags={"hostname": serving.GAP_HOST}),
         T0 - HOUR,
         T0 + 3 * HOUR - 1,
         showQuery=True,
@@ -382,7 +386,7 @@ def test_a_metric_only_query_aggregates_every_series_from_key_ranges(server, lan
     assert series["aggregateTags"] == ["hostname"] and series["tags"] == {}
     reads = series["query"]["btts"]["reads"]
     assert any("3 series from the index SERVER_METRICS_SERIES" in r for r in reads)
-    counts = S.points(landed.metrics, None, EVENT_CPU, T0, T0 + HOUR)
+    counts = serving.points(landed.metrics, None, EVENT_CPU, T0, T0 + HOUR)
     assert series["dps"] == {str(T0): sum(len(p) for p in counts.values())}
     annotation = {"aggregator": "sum", "metric": f"server_metrics.metrics.{CPU}"}
     status, answer = server.call("/api/query", grafana_body([annotation], T0, T0 + HOUR))
@@ -391,7 +395,7 @@ def test_a_metric_only_query_aggregates_every_series_from_key_ranges(server, lan
 
 def test_max_points_refuses_a_downsample_that_makes_too_many_points(landed):
     q = grafana_query(f"server_metrics.metrics.{CPU}", "sum", "0all-count")
-    small = S.Server(landed.target, "--max_scan_rows", "10", "--max_points", "5")
+    small = serving.Server(landed.target, "--max_scan_rows", "10", "--max_points", "5")
     try:
         status, body = small.call("/api/query", grafana_body([q], T0, T0 + HOUR))
         assert status == 200, body  # key ranges, not a scan: --max_scan_rows does not apply
@@ -404,7 +408,7 @@ def test_max_points_refuses_a_downsample_that_makes_too_many_points(landed):
 
 
 def test_a_tenant_server_never_reaches_another_tenants_rows(landed):
-    srv = S.Server(landed.target, "--tenant", "acme")
+    srv = serving.Server(landed.target, "--tenant", "acme")
     try:
         metrics = srv.call("/api/suggest?type=metrics&q=&max=1000")[1]
         assert metrics and all(m.startswith("devices.") for m in metrics)
@@ -496,7 +500,7 @@ def test_backend_posts_arrays_true_and_decodes_numbers_only(server, landed):
         "metric": f"server_metrics.metrics.{CPU}",
         "aggregator": "sum",
         "downsample": "10m-avg-nan",
-        "tags": {"hostname": S.GAP_HOST},
+        "tags": {"hostname": serving.GAP_HOST},
     }
     body = {"start": T0, "end": T0 + HOUR, "queries": [q]}
     status, text = raw_call(server, "/api/query?arrays=true", body)
@@ -579,7 +583,7 @@ def test_pyopentsdb_query_and_suggest(server, landed):
         end=end,
         metrics=[{"metric": metric, "aggregator": "sum", "tags": {"hostname": H0}}],
     )
-    pts = S.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 600_001)[H0]
+    pts = serving.points(landed.metrics, H0, EVENT_CPU, T0, T0 + 600_001)[H0]
     assert {int(t) * 1000: v for t, v in answer[0]["dps"].items()} == {t: float(v) for t, v in pts}
 
 
@@ -590,7 +594,7 @@ def test_calendar_downsampling_in_a_time_zone(server, landed):
     body = {**grafana_body([q], T0, T0 + 2 * HOUR), "timezone": "Asia/Kabul", "useCalendar": True}
     status, answer = server.call("/api/query", body)
     assert status == 200, answer
-    pts = S.points(landed.metrics, H0, EVENT_CPU, T0 - HOUR, T0 + 3 * HOUR)[H0]
+    pts = serving.points(landed.metrics, H0, EVENT_CPU, T0 - HOUR, T0 + 3 * HOUR)[H0]
     half = HOUR // 2
     want = {b: sum(v for t, v in pts if b <= t < b + HOUR) for b in (T0 + half, T0 + 3 * half)}
     got = dps(answer)

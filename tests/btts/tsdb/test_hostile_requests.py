@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tests import serve_support as S
-from tests.serve_support import T0, grafana_body, grafana_query
+from tests.support import serving
+from tests.support.serving import T0, grafana_body, grafana_query
 
 CPU = "market_data.bid"  # a metric the schema names (map entries come from data; none here)
 HOST = {"exchange": "NYSE", "symbol": "IBM"}
@@ -261,7 +261,9 @@ CORPUS = [
 
 @pytest.fixture(scope="module")
 def server(bigtable_emulator):
-    srv = S.Server(S.new_target())  # an empty instance: every refusal comes before a read
+    srv = serving.Server(
+        serving.new_target()
+    )  # an empty instance: every refusal comes before a read
     yield srv
     srv.stop()
 
@@ -283,7 +285,7 @@ def test_hostile_request_is_refused_with_a_reason(server, case):
 
 
 def test_the_deadline_gives_a_504(bigtable_emulator):
-    srv = S.Server(S.new_target(), "--deadline", "0.000001")
+    srv = serving.Server(serving.new_target(), "--deadline", "0.000001")
     try:
         status, answer = srv.call("/api/query", body())
         assert status == 504 and "deadline" in answer["error"]["message"]
@@ -298,7 +300,7 @@ def test_no_request_made_the_server_log_a_traceback(server):
 
 
 def test_loopback_unless_bind_says_otherwise(bigtable_emulator):
-    srv = S.Server(S.new_target())
+    srv = serving.Server(serving.new_target())
     try:
         assert srv.url.startswith("http://127.0.0.1:")
     finally:

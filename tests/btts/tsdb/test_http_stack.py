@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests import serve_support as S
-from tests.serve_support import T0, grafana_body, grafana_query
+from tests.support import serving
+from tests.support.serving import T0, grafana_body, grafana_query
 
 BODY = grafana_body(
     [grafana_query("market_data.bid", tags={"exchange": "NYSE", "symbol": "IBM"})],
@@ -27,7 +27,7 @@ REACHED = "does not exist"  # the read of the (absent) table: the request got th
 
 @pytest.fixture(scope="module")
 def server(bigtable_emulator):
-    srv = S.Server(S.new_target())
+    srv = serving.Server(serving.new_target())
     yield srv
     srv.stop()
 
@@ -143,7 +143,7 @@ def test_a_refusal_before_the_body_closes_the_connection(server):
 
 
 def test_connections_beyond_the_cap_get_a_503(bigtable_emulator):
-    srv = S.Server(S.new_target(), "--max_connections", "2")
+    srv = serving.Server(serving.new_target(), "--max_connections", "2")
     parts = urlsplit(srv.url)
     idle = [socket.create_connection((parts.hostname, parts.port)) for _ in range(2)]
     try:
@@ -154,6 +154,6 @@ def test_connections_beyond_the_cap_get_a_503(bigtable_emulator):
         assert reply.split()[1] == b"503"
         for sock in idle:
             sock.close()
-        S.wait_until(lambda: srv.call("/api/version")[0] == 200 or 1 / 0)
+        serving.wait_until(lambda: srv.call("/api/version")[0] == 200 or 1 / 0)
     finally:
         srv.stop()

@@ -19,7 +19,7 @@ from btts.tsdb import answer, catalog, reads, service
 from btts.tsdb.request import BadRequest
 from btts_cli import main as cli
 from pipelines import load
-from tests import serve_support as S
+from tests.support import serving
 
 HOUR = flights.HOUR
 METRIC = "flights.arr_delay"
@@ -47,14 +47,14 @@ def landed(bigtable_emulator, tmp_path_factory):
 @pytest.fixture(scope="module")
 def server(landed):
     target, _, schema = landed
-    srv = S.Server(target, "--schema", str(schema))
+    srv = serving.Server(target, "--schema", str(schema))
     yield srv
     srv.stop()
 
 
 def star(metric: str = METRIC) -> dict:
     q = {"metric": metric, "aggregator": "none", "tags": {"carrier": "*", "flight": "*"}}
-    return S.grafana_body([q], flights.START, flights.START + 366 * 24 * HOUR)
+    return serving.grafana_body([q], flights.START, flights.START + 366 * 24 * HOUR)
 
 
 def test_unlisted_data_is_an_error_naming_the_rebuild_until_it_runs(landed, server):
@@ -69,7 +69,7 @@ def test_unlisted_data_is_an_error_naming_the_rebuild_until_it_runs(landed, serv
     assert status == 503 and "FLIGHTS_SERIES" in body["error"]["message"]
     argv = ["index", "rebuild", "--schema", str(schema), "--project", target.project]
     assert cli.main([*argv, "--instance", target.instance]) == 0
-    status, _ = S.wait_until(lambda: _ok(server.call("/api/suggest?type=tagv&q=&max=10")), 20)
+    status, _ = serving.wait_until(lambda: _ok(server.call("/api/suggest?type=tagv&q=&max=10")), 20)
     assert status == 200
 
 
@@ -80,7 +80,7 @@ def _ok(reply):
 
 def test_the_index_answers_suggest_lookup_and_star(landed, server):
     rows = landed[1]
-    S.wait_until(lambda: _ok(server.call("/api/suggest?type=tagv&q=&max=10")), 20)
+    serving.wait_until(lambda: _ok(server.call("/api/suggest?type=tagv&q=&max=10")), 20)
     carriers = sorted({r["carrier"] for r in rows})
     status, got = server.call("/api/suggest?type=tagv&q=A&max=3")
     values = sorted({r["carrier"] for r in rows} | {r["flight"] for r in rows})
@@ -114,9 +114,9 @@ def test_the_index_answers_suggest_lookup_and_star(landed, server):
 
 
 def test_an_unknown_tag_value_is_opentsdbs_no_such_name(server):
-    S.wait_until(lambda: _ok(server.call("/api/suggest?type=tagv&q=&max=10")), 20)
+    serving.wait_until(lambda: _ok(server.call("/api/suggest?type=tagv&q=&max=10")), 20)
     q = {"metric": METRIC, "aggregator": "sum", "tags": {"carrier": "ZZ"}}
-    status, body = server.call("/api/query", S.grafana_body([q], flights.START, None))
+    status, body = server.call("/api/query", serving.grafana_body([q], flights.START, None))
     assert status == 400
     assert body["error"]["message"] == "No such name for 'tagv': 'ZZ'"
     assert body["error"]["details"] == "No such name for 'tagv': 'ZZ'"
@@ -125,7 +125,7 @@ def test_an_unknown_tag_value_is_opentsdbs_no_such_name(server):
     assert body["error"]["details"] == "No such name for 'tagv': 'ZZ'"
     # a wildcard is not resolved (OpenTSDB resolves literal_or only): an empty answer
     q = {"metric": METRIC, "aggregator": "sum", "tags": {"carrier": "ZZ*"}}
-    status, body = server.call("/api/query", S.grafana_body([q], flights.START, None))
+    status, body = server.call("/api/query", serving.grafana_body([q], flights.START, None))
     assert (status, body) == (200, [])
 
 

@@ -9,7 +9,8 @@ Two kinds of cases, both as data:
   reset and a wrap, integer series) × windows × aggregators, downsamples, fills and rates, run
   through the request path (``request.parse_body`` → ``answer.compute`` over the points of
   the window the server reads → ``answer.render``), each compared with
-  :mod:`tests.opentsdb_reference` (OpenTSDB's iterators re-written: slots and seeks, doubles).
+  :mod:`tests.support.opentsdb_reference` (OpenTSDB's iterators re-written: slots and seeks,
+  doubles).
 
 Where btts deliberately differs the case says so (``DIFFERENCES``, also listed in the README):
 decimals stay exact where OpenTSDB computes in doubles or truncating longs, so values are
@@ -28,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from btts.tsdb import answer, request, series
-from tests import opentsdb_reference as ref
+from tests.support import opentsdb_reference
 
 D = Decimal
 T = 1426536000000  # 2015-03-16T20:00:00Z: an hour boundary
@@ -468,8 +469,12 @@ def reference_answer(stored: dict, body: dict) -> list:
             "drop": bool(o.get("dropResets")),
         }
     data = {h: [(t, float(v)) for t, v in pts] for h, pts in stored.items()}
-    longs = {h for h, pts in stored.items() if all(ref.is_integer(v) for _, v in pts)}
-    return ref.query(data, body["start"], body["end"], q["aggregator"], ds, rate, longs)
+    longs = {
+        h for h, pts in stored.items() if all(opentsdb_reference.is_integer(v) for _, v in pts)
+    }
+    return opentsdb_reference.query(
+        data, body["start"], body["end"], q["aggregator"], ds, rate, longs
+    )
 
 
 def _value(v):

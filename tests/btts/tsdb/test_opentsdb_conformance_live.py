@@ -1,8 +1,8 @@
 """The conformance suite's stored sets landed in the emulator by the generic job and asked
 through ``btts serve``'s HTTP path (key ranges over the read window, decoding, rendering):
 a few requests each, compared with the re-written OpenTSDB iterators
-(:mod:`tests.opentsdb_reference`). The full matrix runs without the emulator in
-``tests/test_serve_conformance.py``."""
+(:mod:`tests.support.opentsdb_reference`). The full matrix runs without the emulator in
+``tests/btts/tsdb/test_opentsdb_conformance.py``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import pytest
 
 from btts.samples import data as samples
 from btts_cli import main as cli
-from tests import serve_support as S
-from tests import test_serve_conformance as C
-from tests.helpers import read_dead_letters, run_job
+from tests.btts.tsdb import test_opentsdb_conformance as C
+from tests.support import serving
+from tests.support.jobs import read_dead_letters, run_job
 
 SCHEMA = """\
 dataset: conformance
@@ -46,7 +46,7 @@ REQUESTS = [  # (stored set, window, aggregator, downsample, rate options)
 @pytest.fixture(scope="module")
 def server(bigtable_emulator, tmp_path_factory):
     work = tmp_path_factory.mktemp("live")
-    target = S.new_target()
+    target = serving.new_target()
     schema = work / "conformance.yaml"
     schema.write_text(SCHEMA, encoding="utf-8")
     lines = [  # the value as its exact decimal text (a JSON number)
@@ -61,7 +61,7 @@ def server(bigtable_emulator, tmp_path_factory):
     assert cli.main(["tables", "create", "--schema", str(schema), *where]) == 0
     run_job("generic", target, source, work / "dead", [f"--schema={schema}"])
     assert read_dead_letters(work / "dead") == []
-    srv = S.Server(target, "--schema", str(schema))
+    srv = serving.Server(target, "--schema", str(schema))
     yield srv
     srv.stop()
 

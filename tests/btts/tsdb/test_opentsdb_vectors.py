@@ -1,14 +1,15 @@
 """Vectors from OpenTSDB 2.4.1's own Java tests, run against btts (never through
-:mod:`tests.opentsdb_reference`, this project's rewrite of OpenTSDB).
+:mod:`tests.support.opentsdb_reference`, this project's rewrite of OpenTSDB).
 
 Each file of ``tests/data/opentsdb_vectors/`` transcribes one Java test file (``source``): each
 vector names its test ``method`` and holds, as data, the input the test builds (a filter and a
 tag value, a time string, stored points and a request…) and the answer the test asserts. A
 vector runs through the product's pure functions (``request``, ``mquery``, ``series``,
 ``answer``), or, for ``kind: http``, through ``btts serve`` over one landing shared by the
-module (:mod:`tests.test_opentsdb_vectors_http`). A vector btts answers differently on purpose
-carries ``difference`` (a key of :data:`DIFFERENCES`, each listed in the README's "Dashboards"
-section) and ``btts``: what btts answers instead, asserted as strictly as OpenTSDB's answer.
+module (:mod:`tests.btts.tsdb.test_opentsdb_vectors_http`). A vector btts answers differently on
+purpose carries ``difference`` (a key of :data:`DIFFERENCES`, each listed in the README's
+"Dashboards" section) and ``btts``: what btts answers instead, asserted as strictly as
+OpenTSDB's answer.
 """
 
 from __future__ import annotations
@@ -17,15 +18,15 @@ import json
 import math
 from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 
 from btts.tsdb import answer, mquery, request, series
 from btts.tsdb.request import BadRequest
+from tests.support import REPO
 
-DATA = Path(__file__).resolve().parent / "data" / "opentsdb_vectors"
+DATA = REPO / "tests" / "data" / "opentsdb_vectors"
 NOW = 1357300800000  # the clock TestDateTime mocks: 2013-01-04T12:00:00Z
 DIFFERENCES = {  # also in the README's "Dashboards" section
     "exact": "decimals and integer series stay exact where OpenTSDB rounds through doubles or "

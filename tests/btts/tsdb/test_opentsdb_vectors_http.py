@@ -2,7 +2,7 @@
 OpenTSDB 2.4.1's ``TestQueryRpc``, ``TestSuggestRpc``, ``TestSearchRpc`` and
 ``TestQueryRpcLastDataPoint`` asked of ``btts serve`` over one landing shared by the module
 (BaseTsdbTest's long series as ``sys.cpu.user``/``sys.cpu.system``, the last-point tests'
-points as ``lastdp.*``), never through :mod:`tests.opentsdb_reference`. ``/api/query/last``
+points as ``lastdp.*``), never through :mod:`tests.support.opentsdb_reference`. ``/api/query/last``
 is asked in process, with the clock the Java tests mock."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from btts.samples import data as samples
 from btts.tsdb import answer, catalog, last, service, tsuids
 from btts.tsdb.request import BadRequest
 from btts_cli import main as cli
-from tests import serve_support as S
-from tests.helpers import read_dead_letters, run_job
-from tests.test_opentsdb_vectors import DIFFERENCES, load
+from tests.btts.tsdb.test_opentsdb_vectors import DIFFERENCES, load
+from tests.support import serving
+from tests.support.jobs import read_dead_letters, run_job
 from transforms import schema as schema_lib
 
 SYS = """\
@@ -94,12 +94,12 @@ def _land(target, work, name: str, text: str, events: list[dict]):
 @pytest.fixture(scope="module")
 def landed(bigtable_emulator, tmp_path_factory):
     work = tmp_path_factory.mktemp("vectors")
-    target = S.new_target()
+    target = serving.new_target()
     schemas = [
         _land(target, work, "sys", SYS, _sys_events()),
         _land(target, work, "lastdp", LASTDP, _last_events()),
     ]
-    srv = S.Server(target, *[arg for s in schemas for arg in ("--schema", str(s))])
+    srv = serving.Server(target, *[arg for s in schemas for arg in ("--schema", str(s))])
     loaded = [schema_lib.load(s) for s in schemas]
     svc = service.Service(catalog.Catalog(loaded), target, answer.Limits())
     svc.refresh_catalog(0)  # the map entries, as btts serve finds them at start

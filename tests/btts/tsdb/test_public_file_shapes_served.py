@@ -10,9 +10,9 @@ from decimal import Decimal
 
 import pytest
 
-from tests.conftest import REPO
-from tests.helpers import run_job
-from tests.serve_support import Server, grafana_body, grafana_query
+from tests.support import REPO
+from tests.support.jobs import run_job
+from tests.support.serving import Server, grafana_body, grafana_query
 
 SHAPES = REPO / "tests" / "data" / "shapes"
 

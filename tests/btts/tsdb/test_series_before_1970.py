@@ -10,8 +10,8 @@ import json
 import pytest
 
 from btts_cli import main as cli
-from tests import serve_support as S
-from tests.helpers import read_dead_letters, run_job
+from tests.support import serving
+from tests.support.jobs import read_dead_letters, run_job
 
 SCHEMA = """\
 dataset: old_levels
@@ -59,29 +59,29 @@ def land_levels(target, work):
 
 @pytest.fixture(scope="module")
 def server(bigtable_emulator, tmp_path_factory):
-    target = S.new_target()
+    target = serving.new_target()
     schema = land_levels(target, tmp_path_factory.mktemp("early"))
-    srv = S.Server(target, "--schema", str(schema))
+    srv = serving.Server(target, "--schema", str(schema))
     yield srv
     srv.stop()
 
 
 def test_grafana_charts_a_series_from_1700_to_today(server):
     now = int(dt.datetime.now(dt.timezone.utc).timestamp() * 1000)
-    q = S.grafana_query("old_levels.level", "sum")
-    status, answer = server.call("/api/query", S.grafana_body([q], year_ms(1700), now))
+    q = serving.grafana_query("old_levels.level", "sum")
+    status, answer = server.call("/api/query", serving.grafana_body([q], year_ms(1700), now))
     assert status == 200, answer
     (series,) = answer
     assert {int(t): v for t, v in series["dps"].items()} == {year_ms(y): level_of(y) for y in YEARS}
     # a window before 1970 only, in seconds (Grafana without msResolution), end included
-    body = S.grafana_body([q], year_ms(1850), year_ms(1860), ms_resolution=False)
+    body = serving.grafana_body([q], year_ms(1850), year_ms(1860), ms_resolution=False)
     (series,) = server.call("/api/query", body)[1]
     assert {int(t) * 1000 for t in series["dps"]} == {year_ms(y) for y in range(1850, 1861)}
 
 
 def test_relative_and_absolute_starts_before_1970(server):
-    q = S.grafana_query("old_levels.level", "sum", "0all-count")
+    q = serving.grafana_query("old_levels.level", "sum", "0all-count")
     for start in ("400y-ago", "1700/01/01", str(year_ms(1700)), f"{year_ms(1700) // 1000}"):
-        status, answer = server.call("/api/query", S.grafana_body([q], start, None))
+        status, answer = server.call("/api/query", serving.grafana_body([q], start, None))
         assert status == 200, (start, answer)
         assert list(answer[0]["dps"].values()) == [len(YEARS)], start

@@ -12,7 +12,7 @@ from btts.query import engine
 from pipelines import common
 from pipelines.common import report
 from pipelines.common.report import parse_bad_records
-from tests.helpers import read_dead_letters, run_job, write_lines
+from tests.support.jobs import read_dead_letters, run_job, write_lines
 from transforms.errors import reason_kind
 
 GOOD = '{"meter_id": 987654, "timestamp": "2017-07-26T00:15:00Z", "reading": 13.45}'

@@ -13,7 +13,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import load
 from pipelines.common import graph, remote
-from tests.test_dataflow_dry_run import DATAFLOW, _offline_env
+from tests.pipelines.test_dataflow_dry_run import DATAFLOW, _offline_env
 from transforms.ingest.readers import ReadRecords
 
 GS = "gs://test-bucket/in/events.jsonl"

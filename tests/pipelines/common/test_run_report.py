@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from pipelines import common
-from tests.helpers import read_dead_letters, run_job, write_lines
+from tests.support.jobs import read_dead_letters, run_job, write_lines
 
 GOOD = '{"meter_id": 987654, "timestamp": "2017-07-26T00:15:00Z", "reading": 13.45}'
 OTHER = '{"meter_id": 987655, "timestamp": "2017-07-26T00:30:00Z", "reading": 2.5}'

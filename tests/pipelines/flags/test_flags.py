@@ -14,7 +14,7 @@ import pytest
 
 from btts_cli import template_params
 from pipelines import common, flags, job_modules
-from tests.conftest import REPO
+from tests.support import REPO
 
 JOBS = [*sorted(job_modules()), "nightly"]
 DECLARED = [flag for groups in flags.GROUPS.values() for group in groups for flag in group.flags]

@@ -11,7 +11,6 @@ import json
 import random
 import re
 import zoneinfo
-from pathlib import Path
 
 import pytest
 from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, SetCell
@@ -24,7 +23,8 @@ from btts.query import engine
 from pipelines import common, nightly
 from pipelines.nightly import dates as nightly_dates
 from pipelines.nightly import rows as nightly_rows
-from tests.helpers import compiled, dump, parsed_flags, run_job, write_lines
+from tests.support import REPO
+from tests.support.jobs import compiled, dump, parsed_flags, run_job, write_lines
 from transforms.bigtable import write
 from transforms.mutations import Cell, RowMutation
 from transforms.schema import builtin_tables
@@ -33,7 +33,6 @@ from transforms.text import events
 SENSOR = builtin_tables.get("SENSOR")
 SENSOR_DAILY = builtin_tables.get("SENSOR_DAILY")
 
-REPO = Path(__file__).resolve().parent.parent
 DAYS = ("20170724", "20170725", "20170726", "20170727")
 DAY = "20170726"
 # Meter ids whose zero-padded key contains a day, though not as its #YYYYMMDD suffix.

@@ -1,11 +1,11 @@
 """Exactly once when the runner retries bundles (README, "Retries and exactly-once").
 
 Dataflow re-runs a failed bundle whole and keeps what the failed attempt wrote. The retry
-harness (transforms/bigtable/retry_harness.py, put in by tests.helpers.retry_harness) makes every
-write DoFn send each bundle's rows twice, or half and then all. Under it every table must come out
-identical to a clean run's, and the hourly rollups (default --rollup_mode exact) must hold the
-sums computed here from the input events. The add mode is the control: under the harness it adds
-again.
+harness (transforms/bigtable/retry_harness.py, put in by tests.support.jobs.retry_harness) makes
+every write DoFn send each bundle's rows twice, or half and then all. Under it every table must
+come out identical to a clean run's, and the hourly rollups (default --rollup_mode exact) must hold
+the sums computed here from the input events. The add mode is the control: under the harness it
+adds again.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import pytest
 from btts import config
 from btts.query import engine
 from btts.samples import data
-from tests.helpers import retry_harness as harness_on
-from tests.helpers import run_job, write_lines
-from tests.test_idempotence import snapshot
+from tests.pipelines.test_idempotence import snapshot
+from tests.support.jobs import retry_harness as harness_on
+from tests.support.jobs import run_job, write_lines
 from transforms import schema as schema_lib
 from transforms.bigtable import retry_harness
 from transforms.bigtable.write import WriteRows
@@ -221,7 +221,7 @@ def test_sales_replace_months_makes_a_rerun_exact(bigtable_emulator, monkeypatch
     """Sales add (AddToCell): a retried bundle doubles them. Re-running with --replace_months
     rebuilds the named months from the input alone; the other months are left alone, and a
     sale outside the named months is a dead letter, not an addition."""
-    from tests.helpers import read_dead_letters
+    from tests.support.jobs import read_dead_letters
 
     records = list(data.sales_records(2))
     jan_feb = [r for r in records if r["timestamp"][5:7] in ("01", "02")]

@@ -13,7 +13,7 @@ import pytest
 
 from btts import admin, config
 from btts.samples import data
-from tests.helpers import compiled, dump, retry_harness, run_job, write_lines
+from tests.support.jobs import compiled, dump, retry_harness, run_job, write_lines
 from transforms.bigtable.collapse import LatestHolder, collapse_latest, latest_only_families
 from transforms.bigtable.write import WriteRows
 from transforms.mutations import AddCell, Cell, RowMutation

@@ -10,8 +10,8 @@ import apache_beam as beam
 import pytest
 
 from btts.query import engine
-from tests.fake_bigtable import FakeBigtable
-from tests.helpers import run_job, write_lines
+from tests.support.fake_bigtable import FakeBigtable
+from tests.support.jobs import run_job, write_lines
 from transforms.bigtable import transport
 from transforms.bigtable.channel import open_channel
 from transforms.bigtable.write import BoundedWriteToBigTable, WriteRows

@@ -1,8 +1,10 @@
 """Row filters to protobuf by hand (transforms/bigtable/filter_proto.py) against the data client's
-own serialization, caught on the wire (the capture of tests/test_filter_proto.py), extended:
-deeper trees, any text (non-ASCII regexes, qualifiers and labels), values of the wrong type.
+own serialization, caught on the wire (the capture of
+tests/transforms/bigtable/test_filter_proto.py), extended: deeper trees, any text (non-ASCII
+regexes, qualifiers and labels), values of the wrong type.
 Either both refuse a filter or both send the same bytes; ``BTTS_OFFICIAL=filters`` sends a
-filtered read through the data client itself (tests/test_fork_rows_stream.py)."""
+filtered read through the data client itself
+(tests/transforms/bigtable/test_rows_stream_fork.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from google.cloud.bigtable.data import row_filters as rf
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.test_filter_proto import FILTERS, sent  # noqa: F401  (sent: the capture fixture)
+from tests.transforms.bigtable.test_filter_proto import FILTERS, sent  # noqa: F401  (sent: the capture fixture)
 from transforms.bigtable.filter_proto import filter_pb
 
 _any_text = st.text(max_size=5)  # any code point: the library encodes text as ASCII

@@ -1,6 +1,6 @@
-"""Flow control and safe resends, against an in-process Bigtable service (tests/fake_bigtable.py)
-that answers with ``RateLimitInfo``, ``RESOURCE_EXHAUSTED`` and partial failures, none of which
-the emulator does."""
+"""Flow control and safe resends, against an in-process Bigtable service
+(tests/support/fake_bigtable.py) that answers with ``RateLimitInfo``, ``RESOURCE_EXHAUSTED`` and
+partial failures, none of which the emulator does."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from google.cloud.bigtable.row import DirectRow
 from google.cloud.bigtable_v2.types import feature_flags
 
 from btts.emulator import ENV_HOST
-from tests.fake_bigtable import Answer, FakeBigtable
+from tests.support.fake_bigtable import Answer, FakeBigtable
 from transforms.bigtable import transport
 from transforms.bigtable.channel import open_channel
 from transforms.bigtable.write import BoundedWriteToBigTable, resolve_flow_control

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from btts import admin, config
 from pipelines import common
-from tests.helpers import dump
+from tests.support.jobs import dump
 from transforms.bigtable.filters import key_suffix_filter, re2_literal
 from transforms.bigtable.read import (
     ReadFromBigtableRows,

@@ -8,7 +8,7 @@ sending (``last_scanned_row_key``), and streams cut after some responses by UNAV
 For every table, query and script, the two read the same rows (the table's, per the query),
 send the same requests on every resumption (after the last row returned, or the last key
 scanned, with the row limit reduced), and fail alike when the server refuses for good. The same
-comparison over the emulator is in tests/test_rows_stream.py."""
+comparison over the emulator is in tests/transforms/bigtable/test_rows_stream.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """MutateRows by hand (transforms/build/wire.py's bytes, transforms/bigtable/transport.py's
 sender) against the data client's own ``bulk_mutate_rows`` (``BTTS_OFFICIAL=wire,mutate``), both
-caught by one in-process gRPC server (tests/fake_bigtable.py) that answers from a script of
+caught by one in-process gRPC server (tests/support/fake_bigtable.py) that answers from a script of
 faults: whole calls refused (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, a permanent
 code), entries refused one by one (transient or not), rows that must not be sent twice.
 
@@ -19,7 +19,7 @@ from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, Set
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fake_bigtable import Answer, FakeBigtable
+from tests.support.fake_bigtable import Answer, FakeBigtable
 from transforms.bigtable import client_entries, transport
 from transforms.bigtable.channel import EMULATOR_ENV, open_channel
 from transforms.build import wire

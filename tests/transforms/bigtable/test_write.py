@@ -36,7 +36,7 @@ def clients_own():
 
     from google.cloud.bigtable.data import BigtableDataClient
 
-    from tests.fake_bigtable import FakeBigtable
+    from tests.support.fake_bigtable import FakeBigtable
 
     with FakeBigtable() as fake:
         before = os.environ.get("BIGTABLE_EMULATOR_HOST")
@@ -263,7 +263,7 @@ def test_the_set_cell_sink_refuses_a_row_of_another_table(monkeypatch, batched):
     any of it is sent, naming both tables (on many workers nothing checks it afterwards)."""
     import apache_beam as beam
 
-    from tests.fake_bigtable import FakeBigtable
+    from tests.support.fake_bigtable import FakeBigtable
     from transforms.bigtable.write import BoundedWriteToBigTable
 
     mine = ROW._replace(key=b"mine")

@@ -14,7 +14,7 @@ from btts import config
 from btts.emulator import ENV_HOST, Emulator
 from btts.query import engine
 from btts.samples import data
-from tests.helpers import dump, run_job, write_lines
+from tests.support.jobs import dump, run_job, write_lines
 
 EVENTS_HOSTS, EVENTS_SECONDS = 100, 600  # 12,000 events: seconds of writing
 TABLES = ("METRIC", "CURRENT_METRIC")

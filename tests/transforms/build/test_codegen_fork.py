@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.schema_oracle import REPO, schema_files
-from tests.test_compiler import _every_path_schema
+from tests.transforms.build.test_codegen import _every_path_schema
 from transforms import official
 from transforms import schema as sf
 from transforms.bigtable.client_entries import protobuf_entry

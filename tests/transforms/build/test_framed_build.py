@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import data
-from tests.test_compiler import (
+from tests.transforms.build.test_codegen import (
     BUILTIN_EXAMPLES,
     GENERATED_LITERALS,
     HOSTILE,

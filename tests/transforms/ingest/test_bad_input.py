@@ -39,13 +39,14 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from btts import config
 from btts.query import engine
 from pipelines import common, load
-from tests.helpers import dump, read_dead_letters, run_job
+from tests.support import REPO
+from tests.support.jobs import dump, read_dead_letters, run_job
 from transforms.ingest.build_rows import DEAD_LETTER, BuildRows, as_block, decoder
 from transforms.ingest.dead_letters import WriteDeadLetters
 from transforms.mutations import AddCell, RowMutation
 from transforms.schema import builtin_tables
 
-CORPUS = Path(__file__).resolve().parent / "data" / "bad"
+CORPUS = REPO / "tests" / "data" / "bad"
 SOURCE = "corpus-input"  # the source name of lines built outside a job
 # What the issue asks the corpus to cover; a manifest edit that drops one fails a test.
 CATEGORIES = {

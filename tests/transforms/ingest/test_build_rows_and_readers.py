@@ -6,7 +6,7 @@ import apache_beam as beam
 from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
-from tests.helpers import compiled, write_lines
+from tests.support.jobs import compiled, write_lines
 from transforms.ingest.build_rows import DEAD_LETTER, ROWS, BuildRows
 from transforms.ingest.readers import ReadRecords
 

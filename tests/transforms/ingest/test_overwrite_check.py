@@ -18,7 +18,7 @@ from apache_beam.testing.util import assert_that, equal_to
 from btts.query import engine
 from pipelines import common, load
 from pipelines import server_metrics as metrics_job
-from tests.helpers import run_job, write_lines
+from tests.support.jobs import run_job, write_lines
 from transforms.ingest import overwrite_check
 
 MP = ("--direct_num_workers=2", "--direct_running_mode=multi_processing")

@@ -15,7 +15,7 @@ import random
 import pytest
 
 from btts.query import engine
-from tests.helpers import read_dead_letters, run_job
+from tests.support.jobs import read_dead_letters, run_job
 from transforms.ingest import readers
 from transforms.ingest.columnar import columnar_record
 from transforms.text import events

@@ -21,8 +21,8 @@ from btts.query import index_rebuild
 from btts.samples import data as samples
 from btts_cli import demo
 from btts_cli import main as cli
-from tests.helpers import compiled, dump, run_job, write_lines
-from tests.helpers import retry_harness as harness_on
+from tests.support.jobs import compiled, dump, run_job, write_lines
+from tests.support.jobs import retry_harness as harness_on
 from transforms import schema as schema_lib
 from transforms.scans import series_index as layout
 from transforms.text import events

@@ -4,8 +4,8 @@ No tenant ID, device ID or other key field can produce a key inside another tena
 a tenant's read (the devices schema's tenant_rows query) returns its rows only; offboarding (drop
 of the row range of its prefix) leaves every other tenant untouched, lookalikes included (``acme``,
 ``acme2``, ``acm``, and names that differ by one byte on either side of the delimiter).
-test_other_shapes.py holds the plain acme/acme2/acm drop; these add adversarial names, the read
-path and properties over arbitrary text.
+tests/transforms/declarations/test_declarations_without_a_job.py holds the plain acme/acme2/acm
+drop; these add adversarial names, the read path and properties over arbitrary text.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from btts import admin, config
 from btts.query import engine
 from btts.query import engine as q
 from btts_cli import demo
-from tests.helpers import dump, read_dead_letters, write_lines
+from tests.support.jobs import dump, read_dead_letters, write_lines
 from transforms import schema as sf
 from transforms.build import builder
 from transforms.errors import InvalidEvent

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.test_compiler import GENERATED_LITERALS, HOSTILE, _literals, q
+from tests.transforms.build.test_codegen import GENERATED_LITERALS, HOSTILE, _literals, q
 from transforms import schema as sf
 from transforms.build import builder as generic
 from transforms.build import shaping

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import REPO
+from tests.support import REPO
 from transforms import schema as sf
 from transforms.schema import builtin_tables, values
 from transforms.table_model import TableDecl

@@ -10,7 +10,7 @@ import zoneinfo
 import pytest
 
 from btts.query import engine
-from tests.helpers import read_dead_letters, run_job, write_lines
+from tests.support.jobs import read_dead_letters, run_job, write_lines
 from transforms import schema as sf
 from transforms.build import builder as generic
 from transforms.errors import InvalidEvent

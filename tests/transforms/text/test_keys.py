@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.helpers import recipe_key
+from tests.support import REPO
+from tests.support.jobs import recipe_key
 from transforms.errors import InvalidEvent
 from transforms.text import keys
 
@@ -137,7 +138,7 @@ def test_salt_is_stable_across_processes():
             text=True,
             check=True,
             env={"PYTHONHASHSEED": seed, "PATH": ""},
-            cwd=__file__.rsplit("/tests/", 1)[0],
+            cwd=REPO,
         ).stdout.strip()
         assert out.split(",") == here
     assert len(set(here)) > 1  # not a constant
