@@ -9,7 +9,7 @@ import json
 import re
 
 from tests import guidance
-from tests.pipelines.test_golden import PURE
+from tests.support.golden_runs import PURE
 from tests.support.worked_examples import load_worked_examples
 
 

@@ -7,7 +7,6 @@ the template launcher starts it."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,16 +15,9 @@ import pytest
 
 from pipelines import job_modules
 from tests.support import REPO
+from tests.support.offline_dataflow import DATAFLOW, offline_env
 
 SCHEMA = REPO / "docs" / "schemas" / "ts-cols-stock-ticks.yaml"
-DATAFLOW = [
-    "--runner=DataflowRunner",
-    "--project=test-project",
-    "--region=europe-west1",
-    "--temp_location=gs://test-bucket/tmp",
-    "--dry_run=True",
-    "--bigtable_instance=test-instance",
-]
 # Dataflow's workers read URIs, not the launcher's files
 # (tests/pipelines/common/test_remote_paths.py)
 GS_INPUT = "--input=gs://test-bucket/in/events.jsonl"
@@ -43,21 +35,13 @@ JOBS = {
 }
 
 
-def _offline_env() -> dict[str, str]:
-    """No emulator and no credentials: anything that called Google would fail or hang."""
-    env = {k: v for k, v in os.environ.items() if "EMULATOR" not in k}
-    env.pop("GOOGLE_APPLICATION_CREDENTIALS", None)
-    env["CLOUDSDK_CONFIG"] = "/nonexistent"  # no gcloud credentials either
-    return env
-
-
 def _run(argv: list[str], tmp_path: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     source = tmp_path / "in.jsonl"
     source.write_text("{}\n")
     args = [a.format(input=source) for a in argv]
     return subprocess.run(
         [sys.executable, *args], capture_output=True, text=True, timeout=240, cwd=tmp_path,
-        env={**_offline_env(), **(env or {})},
+        env={**offline_env(), **(env or {})},
     )  # fmt: skip
 
 

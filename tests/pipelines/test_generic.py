@@ -12,8 +12,8 @@ from btts import admin
 from btts.query import engine
 from btts_cli import main as cli
 from pipelines import generic as generic_job
-from tests.pipelines.test_golden import _check_row, _table_of
 from tests.support import REPO
+from tests.support.golden_runs import RUNS, check_row, table_of
 from tests.support.jobs import read_dead_letters, run_job, write_lines
 from tests.support.worked_examples import load_golden_ids
 from transforms import schema as sf
@@ -73,13 +73,11 @@ def test_golden_cases_through_the_generic_pipeline(case_id, golden_cases, target
     """The golden harness's own checks, on what the generic job wrote from the schema file."""
     case = golden_cases[case_id]
     dataset = DATASETS[case_id.split("-")[0]]
-    from tests.pipelines.test_golden import RUNS
-
     _, _, table_map = RUNS[case_id]
     source = write_lines(tmp_path / "in.jsonl", case["input_lines"])
     schema = REPO / "transforms" / "declarations" / f"{dataset}.yaml"
-    tables = {_table_of(e, table_map) for e in case.get("expected_rows", [])}
-    tables |= {_table_of(e, table_map) for e in case.get("expected_latest", [])}
+    tables = {table_of(e, table_map) for e in case.get("expected_rows", [])}
+    tables |= {table_of(e, table_map) for e in case.get("expected_latest", [])}
     if "expected_row_key_regex" in case:
         tables.add(table_map[None])
     flags = [f"--schema={schema}", *(f"--schema_table={t}" for t in sorted(tables))]
@@ -87,9 +85,9 @@ def test_golden_cases_through_the_generic_pipeline(case_id, golden_cases, target
     assert read_dead_letters(tmp_path / "dead") == []
     assert result.counters["events_valid"] == len(case["input_lines"])
     for expected in case.get("expected_rows", []):
-        _check_row(target, _table_of(expected, table_map), expected)
+        check_row(target, table_of(expected, table_map), expected)
     for expected in case.get("expected_latest", []):
-        table = _table_of(expected, table_map)
+        table = table_of(expected, table_map)
         key = expected["row_key"].encode()
         (row,) = engine.read_rows(target, table, start=key, end=key + b"\x00", latest_only=True)
         qualifier = expected["qualifier"].encode()

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from btts import admin, config
+from btts import config
 from btts.samples import data as samples
 from btts_cli import demo
 from pipelines import battery as battery_job
@@ -28,7 +28,7 @@ from pipelines import job_modules, nightly
 from pipelines import weather_balloons as balloon_job
 from pipelines.nightly import plan
 from tests.support import REPO
-from tests.support.jobs import dump, run_job, write_lines
+from tests.support.jobs import dump, run_job, snapshot, write_lines
 from transforms.schema import builtin_tables
 
 SENSOR = builtin_tables.get("SENSOR")
@@ -158,39 +158,6 @@ def iot_lines() -> list[str]:
         for minute in range(0, 180, 10)
         for d in range(2)
     ] + ['{"device": "dev#1", "ts": 0, "temperature_c": 1}', "{oops"]
-
-
-def _one_version_families(target: config.Target, table: str) -> set[str]:
-    """Families whose GC rule (read from the table itself) keeps one version."""
-    with admin.Admin(target) as api:
-        families = api.get_families(table) or {}
-    out = set()
-    for name, family in families.items():
-        rule = family.gc_rule
-        rules = list(rule.union.rules) or list(rule.intersection.rules) or [rule]
-        if any(r.max_num_versions == 1 for r in rules):
-            out.add(name)
-    return out
-
-
-def snapshot(target: config.Target) -> dict[str, list[tuple]]:
-    """Every table of the instance, every cell with its timestamp.
-
-    Families keeping one version are read latest-only: when a column received several
-    timestamps (CURRENT_METRIC, a meter's ID cell), Bigtable and the emulator garbage-collect the
-    older versions lazily, at a moment of their choosing, so a full dump of such a family can
-    change between two reads of an unchanged table. Every other family is dumped whole."""
-    with admin.Admin(target) as api:
-        names = api.list_tables()
-    out = {}
-    for table in names:
-        single = _one_version_families(target, table)
-        full = [c for c in dump(target, table) if c[1] not in single]
-        latest = (
-            [c for c in dump(target, table, latest_only=True) if c[1] in single] if single else []
-        )
-        out[table] = sorted(full + latest, key=lambda c: (c[0], c[1], c[2], -c[4]))
-    return out
 
 
 def _int64(value: bytes) -> int:

@@ -1,5 +1,5 @@
-"""Running a job against the test emulator and reading what it wrote; the flags a job's option
-classes give Beam's parser."""
+"""Running a job against the test emulator and reading what it wrote (a table's cells, every
+table's snapshot, the dead letters); the flags a job's option classes give Beam's parser."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from btts import config
+from btts import admin, config
 from btts.query import engine
 from pipelines import load
 from transforms.table_model import KeyRecipe, Segment
@@ -76,6 +76,39 @@ def dump(target: config.Target, table: str, latest_only: bool = False) -> list[t
         ),
         key=lambda c: (c[0], c[1], c[2], -c[4]),
     )
+
+
+def _one_version_families(target: config.Target, table: str) -> set[str]:
+    """Families whose GC rule (read from the table itself) keeps one version."""
+    with admin.Admin(target) as api:
+        families = api.get_families(table) or {}
+    out = set()
+    for name, family in families.items():
+        rule = family.gc_rule
+        rules = list(rule.union.rules) or list(rule.intersection.rules) or [rule]
+        if any(r.max_num_versions == 1 for r in rules):
+            out.add(name)
+    return out
+
+
+def snapshot(target: config.Target) -> dict[str, list[tuple]]:
+    """Every table of the instance, every cell with its timestamp.
+
+    Families keeping one version are read latest-only: when a column received several
+    timestamps (CURRENT_METRIC, a meter's ID cell), Bigtable and the emulator garbage-collect the
+    older versions lazily, at a moment of their choosing, so a full dump of such a family can
+    change between two reads of an unchanged table. Every other family is dumped whole."""
+    with admin.Admin(target) as api:
+        names = api.list_tables()
+    out = {}
+    for table in names:
+        single = _one_version_families(target, table)
+        full = [c for c in dump(target, table) if c[1] not in single]
+        latest = (
+            [c for c in dump(target, table, latest_only=True) if c[1] in single] if single else []
+        )
+        out[table] = sorted(full + latest, key=lambda c: (c[0], c[1], c[2], -c[4]))
+    return out
 
 
 @functools.cache

@@ -20,7 +20,8 @@ from types import SimpleNamespace
 from btts import config
 from btts.samples import data as samples
 from btts_cli import demo
-from tests.support.jobs import run_job, write_lines
+from btts_cli import main as cli
+from tests.support.jobs import read_dead_letters, run_job, write_lines
 
 HOUR = 3_600_000
 T0 = 1426536000000  # 2015-03-16T20:00:00Z, an hour boundary
@@ -169,3 +170,49 @@ def wait_until(fn, timeout: float = 10.0):
             if time.monotonic() > end:
                 raise
             time.sleep(0.2)
+
+
+# -- a series from 1700 -----------------------------------------------------------------------
+
+LEVELS_SCHEMA = """\
+dataset: old_levels
+doc: One reading a year since 1700.
+event:
+  time: year
+  fields:
+    year: {type: time, format: year, earliest: 1700-01-01}
+    level: integer
+tables:
+  - name: LEVELS
+    pattern: TS-COLS
+    cell_timestamp: offset
+    families: [{name: m, max_versions: 1}]
+    key: [{const: THAMES}, {time: year, format: yyyymmdd}]
+    columns: [{family: m, qualifier: level, value: level}]
+"""
+LEVEL_YEARS = range(1700, 2026)  # one reading a year since 1700
+
+
+def year_ms(year: int) -> int:
+    return int(dt.datetime(year, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
+
+
+def level_of(year: int) -> int:
+    return 300 + (year * 37) % 101
+
+
+def land_levels(target: config.Target, work: Path) -> Path:
+    """Create the table and land one reading a year from 1700 by the generic job (a series for
+    the tests of times before 1970 and of the chart page); the schema file's path."""
+    schema = work / "levels.yaml"
+    schema.write_text(LEVELS_SCHEMA, encoding="utf-8")
+    source = work / "levels.jsonl"
+    source.write_text(
+        "".join(json.dumps({"year": y, "level": level_of(y)}) + "\n" for y in LEVEL_YEARS),
+        encoding="utf-8",
+    )
+    where = ["--project", target.project, "--instance", target.instance]
+    assert cli.main(["tables", "create", "--schema", str(schema), *where]) == 0
+    run_job("generic", target, source, work / "dead", [f"--schema={schema}"])
+    assert read_dead_letters(work / "dead") == []
+    return schema

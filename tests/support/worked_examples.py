@@ -1,6 +1,6 @@
 """The worked examples of the guidance, kept in this repository (tests/data/worked_examples/),
 read into the shape the tests compare with: one loader for the golden tests, the generic job's
-tests and ``make check-guidance``."""
+tests and ``make check-guidance`` (kept light: the root conftest.py imports it)."""
 
 from __future__ import annotations
 

@@ -137,16 +137,14 @@ def test_the_page_draws_what_the_api_answers(bigtable_emulator, tmp_path, browse
 def test_the_page_draws_a_series_from_1700_to_today(bigtable_emulator, tmp_path, browser):
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.btts.tsdb import test_series_before_1970 as early
-
     target = serving.new_target()
-    schema = early.land_levels(target, tmp_path)
+    schema = serving.land_levels(target, tmp_path)
     server = serving.Server(target, "--schema", str(schema))
     try:
         params = {
             "metric": "old_levels.level",
             "aggregator": "sum",
-            "start": str(early.year_ms(1700)),
+            "start": str(serving.year_ms(1700)),
         }
         browser.get(f"{server.url}/?{urlencode(params)}")
         WebDriverWait(browser, 30).until(
@@ -157,7 +155,7 @@ def test_the_page_draws_a_series_from_1700_to_today(bigtable_emulator, tmp_path,
         )
         drawn, per_px_x, per_px_y = drawn_series(browser)
         (line,) = drawn.values()
-        want = [(early.year_ms(y), early.level_of(y)) for y in early.YEARS]
+        want = [(serving.year_ms(y), serving.level_of(y)) for y in serving.LEVEL_YEARS]
         assert len(line) == len(want)
         for (t, v), (dt, dv) in zip(want, line, strict=True):
             assert abs(t - dt) <= per_px_x and abs(v - dv) <= per_px_y * 0.01

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from decimal import Decimal
 
 import pytest
@@ -29,12 +28,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from btts.tsdb import answer, request, series
-from tests.support import opentsdb_reference
+from tests.support.opentsdb_conformance import (
+    NAN,
+    SETS,
+    WINDOWS,
+    M,
+    S,
+    T,
+    point_value,
+    reference_answer,
+    request_body,
+    same_series,
+)
 
 D = Decimal
-T = 1426536000000  # 2015-03-16T20:00:00Z: an hour boundary
-S, M = 1000, 60_000
-
 DIFFERENCES = {
     "exact": "integer series stay exact decimals: OpenTSDB's long arithmetic truncates "
     "an average or an interpolation (avg of 1 and 2: btts 1.5, OpenTSDB 1)",
@@ -69,7 +76,6 @@ OOB_POINTS = [
     (OOB_BASE + 120000 + 30384, 37.0),
     (OOB_BASE + 240000 + 1530, 86.0),
 ]
-NAN = float("nan")
 HOUR_MS, DAY_MS = 3_600_000, 86_400_000
 CAL_POINTS = [(B + k * 10_000 + 5000, D(2**k)) for k in range(6)]
 HOUR_POINTS = [
@@ -309,21 +315,6 @@ VECTORS = [
 ]
 
 
-def same(a, b) -> bool:
-    if a is None or b is None:
-        return a is b
-    if math.isnan(float(a)) or math.isnan(float(b)):
-        return math.isnan(float(a)) and math.isnan(float(b))
-    a, b = float(a), float(b)
-    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
-
-
-def same_series(got, want) -> bool:
-    return [t for t, _ in got] == [t for t, _ in want] and all(
-        same(x, y) for (_, x), (_, y) in zip(got, want, strict=True)
-    )
-
-
 @pytest.mark.parametrize("name,run,want", VECTORS, ids=[v[0] for v in VECTORS])
 def test_ported_opentsdb_vector(name, run, want):
     assert same_series(run(), want), run()
@@ -332,48 +323,6 @@ def test_ported_opentsdb_vector(name, run, want):
 # -- requests over stored sets --------------------------------------------------------------------
 
 
-def _gauges() -> dict:
-    """web01 every 30 s with a gap, web02 every 45 s from +7 s, web03 every 60 s from +13 s
-    inside part of the range only."""
-    out: dict = {}
-    for k in range(-40, 140):
-        t = T + k * 30 * S
-        if not T + 20 * M <= t < T + 30 * M:
-            out.setdefault("web01", []).append((t, D(str(round(50 + 30 * math.sin(k / 7), 2)))))
-    for k in range(-30, 95):
-        out.setdefault("web02", []).append((T + 7 * S + k * 45 * S, D(str(100 + (k * 37) % 41))))
-    for k in range(5, 50):
-        out.setdefault("web03", []).append((T + 13 * S + k * M, D(str(k * 1.25))))
-    return out
-
-
-def _counters() -> dict:
-    """c1 grows, resets to near zero at +31 min; c2 counts to 1000 and wraps (counterMax 1000)."""
-    c1, c2 = [], []
-    total = 5000
-    for k in range(-30, 90):
-        total = 17 if k == 31 else total + 40 + (k * 13) % 29
-        c1.append((T + k * M, D(total)))
-    value = 600
-    for k in range(-20, 60):
-        value = (value + 35 + (k * 7) % 11) % 1000
-        c2.append((T + 20 * S + k * 90 * S, D(value)))
-    return {"c1": c1, "c2": c2}
-
-
-def _integers() -> dict:
-    return {
-        "a": [(T + k * 20 * S, D((k * 3) % 17)) for k in range(-100, 300)],
-        "b": [(T + 10 * S + k * 50 * S, D(k % 5)) for k in range(-50, 120)],
-    }
-
-
-SETS = {"gauges": _gauges(), "counters": _counters(), "integers": _integers()}
-WINDOWS = {
-    "aligned": (T, T + 60 * M),  # the end is a point of web01: included
-    "misaligned": (T + 90 * S + 500, T + 45 * M + 30 * S),
-    "short": (T + 10 * M + 5 * S, T + 21 * M),
-}
 SHAPES = [  # (aggregator, downsample, rate options or None)
     ("sum", None, None),
     ("avg", None, None),
@@ -423,20 +372,6 @@ CASES = [
 ]
 
 
-def _body(start, end, agg, ds, rate):
-    q = {
-        "metric": "m",
-        "aggregator": agg,
-        "filters": [{"type": "wildcard", "tagk": "host", "filter": "*", "groupBy": False}],
-    }
-    if ds:
-        q["downsample"] = ds
-    if rate is not None:
-        q["rate"] = True
-        q["rateOptions"] = rate
-    return {"start": start, "end": end, "queries": [q], "msResolution": True}
-
-
 def btts_answer(stored: dict, body: dict) -> list:
     """What btts serve answers: the points of the scan window, then ``answer.compute``."""
     tq = request.parse_body(body)
@@ -453,34 +388,6 @@ def _refuse(name):
     raise ValueError(f"invalid JSON constant {name}")
 
 
-def reference_answer(stored: dict, body: dict) -> list:
-    (q,) = body["queries"]
-    ds = None
-    if q.get("downsample"):
-        parsed = request.parse_downsample(q["downsample"])
-        ds = (parsed.interval_ms, parsed.aggregator, parsed.fill)
-    rate = None
-    if q.get("rate"):
-        o = q["rateOptions"]
-        rate = {
-            "counter": bool(o.get("counter")),
-            "counter_max": o.get("counterMax", 2**63 - 1),
-            "reset": o.get("resetValue", 0),
-            "drop": bool(o.get("dropResets")),
-        }
-    data = {h: [(t, float(v)) for t, v in pts] for h, pts in stored.items()}
-    longs = {
-        h for h, pts in stored.items() if all(opentsdb_reference.is_integer(v) for _, v in pts)
-    }
-    return opentsdb_reference.query(
-        data, body["start"], body["end"], q["aggregator"], ds, rate, longs
-    )
-
-
-def _value(v):
-    return NAN if v in ("NaN", None) else v
-
-
 @pytest.mark.parametrize(
     "data,window,agg,ds,rate",
     CASES,
@@ -488,34 +395,34 @@ def _value(v):
 )
 def test_request_answer_equals_opentsdb(data, window, agg, ds, rate):
     start, end = WINDOWS[window]
-    body = _body(start, end, agg, ds, rate)
+    body = request_body(start, end, agg, ds, rate)
     got = btts_answer(SETS[data], body)
     want = reference_answer(SETS[data], body)
     assert len(got) == len(want)
     for g, (_keys, dps) in zip(got, want, strict=True):
-        pts = [(int(t), _value(v)) for t, v in g["dps"].items()]
+        pts = [(int(t), point_value(v)) for t, v in g["dps"].items()]
         assert same_series(pts, dps), (pts[:6], dps[:6])
 
 
 def test_the_suite_is_large_enough_and_covers_the_edges():
     assert len(CASES) + len(VECTORS) >= 150
     start, end = WINDOWS["aligned"]
-    got = btts_answer(SETS["gauges"], _body(start, end, "sum", None, None))
+    got = btts_answer(SETS["gauges"], request_body(start, end, "sum", None, None))
     (s,) = got
     assert str(end) in s["dps"]  # the end is included
-    first = btts_answer(SETS["gauges"], _body(*WINDOWS["misaligned"], "sum", "1m-avg", None))
+    first = btts_answer(SETS["gauges"], request_body(*WINDOWS["misaligned"], "sum", "1m-avg", None))
     assert min(int(t) for t in first[0]["dps"]) >= WINDOWS["misaligned"][0]  # no bucket before
 
 
 def test_integer_series_stay_exact_where_opentsdb_truncates_longs():
     # DIFFERENCES["exact"]: OpenTSDB aggregates integer series in longs (avg 1 and 2 → 1)
     stored = {"x": [(T, D(1)), (T + 20 * S, D(3))], "y": [(T + 10 * S, D(2))]}
-    (got,) = btts_answer(stored, _body(T, T + 60 * S, "avg", None, None))
+    (got,) = btts_answer(stored, request_body(T, T + 60 * S, "avg", None, None))
     assert got["dps"] == {str(T): 1, str(T + 10 * S): 2, str(T + 20 * S): 3}
-    (got,) = btts_answer(stored, _body(T, T + 60 * S, "sum", None, None))
+    (got,) = btts_answer(stored, request_body(T, T + 60 * S, "sum", None, None))
     assert got["dps"][str(T + 10 * S)] == 4  # x interpolated at 2 exactly
     stored = {"x": [(T, D(1)), (T + 30 * S, D(2))], "y": [(T + 10 * S, D(5))]}
-    (got,) = btts_answer(stored, _body(T, T + 60 * S, "sum", None, None))
+    (got,) = btts_answer(stored, request_body(T, T + 60 * S, "sum", None, None))
     assert got["dps"][str(T + 10 * S)] == pytest.approx(5 + 1 + 1 / 3)  # OpenTSDB: 6
 
 
@@ -575,10 +482,10 @@ def stored_sets(draw):
     rate=st.sampled_from(RATES),
 )
 def test_any_stored_points_any_window_answer_as_opentsdb(stored, start, length, agg, ds, rate):
-    body = _body(T + start, T + start + length, agg, ds, rate)
+    body = request_body(T + start, T + start + length, agg, ds, rate)
     got = btts_answer(stored, body)
     want = reference_answer(stored, body)
     assert len(got) == len(want)
     for g, (_keys, dps) in zip(got, want, strict=True):
-        pts = [(int(t), _value(v)) for t, v in g["dps"].items()]
+        pts = [(int(t), point_value(v)) for t, v in g["dps"].items()]
         assert same_series(pts, dps), (pts[:8], dps[:8])

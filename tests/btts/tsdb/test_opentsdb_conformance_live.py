@@ -12,9 +12,16 @@ import pytest
 
 from btts.samples import data as samples
 from btts_cli import main as cli
-from tests.btts.tsdb import test_opentsdb_conformance as C
 from tests.support import serving
 from tests.support.jobs import read_dead_letters, run_job
+from tests.support.opentsdb_conformance import (
+    SETS,
+    WINDOWS,
+    point_value,
+    reference_answer,
+    request_body,
+    same_series,
+)
 
 SCHEMA = """\
 dataset: conformance
@@ -51,7 +58,7 @@ def server(bigtable_emulator, tmp_path_factory):
     schema.write_text(SCHEMA, encoding="utf-8")
     lines = [  # the value as its exact decimal text (a JSON number)
         json.dumps({"t": samples.iso_ms(t), "host": f"{name}-{host}"})[:-1] + f', "v": {v}}}'
-        for name, stored in C.SETS.items()
+        for name, stored in SETS.items()
         for host, pts in stored.items()
         for t, v in pts
     ]
@@ -68,15 +75,15 @@ def server(bigtable_emulator, tmp_path_factory):
 
 @pytest.mark.parametrize("data,window,agg,ds,rate", REQUESTS)
 def test_btts_serve_answers_as_opentsdb_over_the_emulator(server, data, window, agg, ds, rate):
-    start, end = C.WINDOWS[window]
-    body = C._body(start, end, agg, ds, rate)
+    start, end = WINDOWS[window]
+    body = request_body(start, end, agg, ds, rate)
     (q,) = body["queries"]
     q["metric"] = "conformance.v"
     q["filters"][0]["filter"] = f"{data}-*"
     status, text = server.call("/api/query", body)
     assert status == 200, text
-    want = C.reference_answer(C.SETS[data], body)
+    want = reference_answer(SETS[data], body)
     assert len(text) == len(want)
     for got, (_keys, dps) in zip(text, want, strict=True):
-        pts = [(int(t), C._value(v)) for t, v in got["dps"].items()]
-        assert C.same_series(pts, dps), (pts[:6], dps[:6])
+        pts = [(int(t), point_value(v)) for t, v in got["dps"].items()]
+        assert same_series(pts, dps), (pts[:6], dps[:6])

@@ -24,34 +24,9 @@ import pytest
 
 from btts.tsdb import answer, mquery, request, series
 from btts.tsdb.request import BadRequest
-from tests.support import REPO
+from tests.support.opentsdb_vectors import DATA, DIFFERENCES, load
 
-DATA = REPO / "tests" / "data" / "opentsdb_vectors"
 NOW = 1357300800000  # the clock TestDateTime mocks: 2013-01-04T12:00:00Z
-DIFFERENCES = {  # also in the README's "Dashboards" section
-    "exact": "decimals and integer series stay exact where OpenTSDB rounds through doubles or "
-    "truncates longs",
-    "before-1970": "times before 1970 are answered; OpenTSDB refuses negative timestamps",
-    "fraction": "seconds.fff is seconds and a fraction; OpenTSDB drops the dot (1355961603.41 "
-    "becomes the millisecond 135596160341)",
-    "lenient": "btts reads a date or a count it can tell apart where OpenTSDB's parser refuses",
-    "no-uids": "btts has no UID tables: no tsuid= queries; a TSUID is the series' name in hex",
-    "no-histograms": "btts keeps numbers, not histograms: percentiles[…] queries are refused",
-    "no-expressions": "expressions (/api/query/exp, /api/query/gexp) are not served",
-    "empty-series": "a series with no point in [start, end] is left out of the answer",
-}
-
-
-def load(kind: str | None = None) -> list[tuple[str, dict, dict]]:
-    """``(id, vector, defaults)`` of every vector (of ``kind``) in the data files."""
-    out = []
-    for path in sorted(DATA.glob("*.json")):
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        for n, v in enumerate(doc["vectors"]):
-            if kind is None or v["kind"] == kind:
-                defaults = {**doc.get("defaults", {}), "stores": doc.get("stores", {})}
-                out.append((f"{path.stem}.{v['method']}#{n}", v, defaults))
-    return out
 
 
 def _ids(cases: list) -> list[str]:

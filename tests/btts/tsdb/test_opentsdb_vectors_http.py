@@ -16,9 +16,9 @@ from btts.samples import data as samples
 from btts.tsdb import answer, catalog, last, service, tsuids
 from btts.tsdb.request import BadRequest
 from btts_cli import main as cli
-from tests.btts.tsdb.test_opentsdb_vectors import DIFFERENCES, load
 from tests.support import serving
 from tests.support.jobs import read_dead_letters, run_job
+from tests.support.opentsdb_vectors import DIFFERENCES, load
 from transforms import schema as schema_lib
 
 SYS = """\

@@ -5,56 +5,11 @@ every point back to the field's earliest time."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 
-from btts_cli import main as cli
 from tests.support import serving
-from tests.support.jobs import read_dead_letters, run_job
-
-SCHEMA = """\
-dataset: old_levels
-doc: One reading a year since 1700.
-event:
-  time: year
-  fields:
-    year: {type: time, format: year, earliest: 1700-01-01}
-    level: integer
-tables:
-  - name: LEVELS
-    pattern: TS-COLS
-    cell_timestamp: offset
-    families: [{name: m, max_versions: 1}]
-    key: [{const: THAMES}, {time: year, format: yyyymmdd}]
-    columns: [{family: m, qualifier: level, value: level}]
-"""
-YEARS = range(1700, 2026)
-
-
-def year_ms(year: int) -> int:
-    return int(dt.datetime(year, 1, 1, tzinfo=dt.timezone.utc).timestamp() * 1000)
-
-
-def level_of(year: int) -> int:
-    return 300 + (year * 37) % 101
-
-
-def land_levels(target, work):
-    """Create the table and land one reading a year from 1700 by the generic job; the schema
-    file's path."""
-    schema = work / "levels.yaml"
-    schema.write_text(SCHEMA, encoding="utf-8")
-    source = work / "levels.jsonl"
-    source.write_text(
-        "".join(json.dumps({"year": y, "level": level_of(y)}) + "\n" for y in YEARS),
-        encoding="utf-8",
-    )
-    where = ["--project", target.project, "--instance", target.instance]
-    assert cli.main(["tables", "create", "--schema", str(schema), *where]) == 0
-    run_job("generic", target, source, work / "dead", [f"--schema={schema}"])
-    assert read_dead_letters(work / "dead") == []
-    return schema
+from tests.support.serving import LEVEL_YEARS, land_levels, level_of, year_ms
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +27,9 @@ def test_grafana_charts_a_series_from_1700_to_today(server):
     status, answer = server.call("/api/query", serving.grafana_body([q], year_ms(1700), now))
     assert status == 200, answer
     (series,) = answer
-    assert {int(t): v for t, v in series["dps"].items()} == {year_ms(y): level_of(y) for y in YEARS}
+    assert {int(t): v for t, v in series["dps"].items()} == {
+        year_ms(y): level_of(y) for y in LEVEL_YEARS
+    }
     # a window before 1970 only, in seconds (Grafana without msResolution), end included
     body = serving.grafana_body([q], year_ms(1850), year_ms(1860), ms_resolution=False)
     (series,) = server.call("/api/query", body)[1]
@@ -84,4 +41,4 @@ def test_relative_and_absolute_starts_before_1970(server):
     for start in ("400y-ago", "1700/01/01", str(year_ms(1700)), f"{year_ms(1700) // 1000}"):
         status, answer = server.call("/api/query", serving.grafana_body([q], start, None))
         assert status == 200, (start, answer)
-        assert list(answer[0]["dps"].values()) == [len(YEARS)], start
+        assert list(answer[0]["dps"].values()) == [len(LEVEL_YEARS)], start

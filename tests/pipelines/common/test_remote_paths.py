@@ -13,7 +13,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import load
 from pipelines.common import graph, remote
-from tests.pipelines.test_dataflow_dry_run import DATAFLOW, _offline_env
+from tests.support.offline_dataflow import DATAFLOW, offline_env
 from transforms.ingest.readers import ReadRecords
 
 GS = "gs://test-bucket/in/events.jsonl"
@@ -25,7 +25,7 @@ def test_a_dataflow_dry_run_of_a_local_input_is_refused_in_one_line(tmp_path):
     (tmp_path / "m.jsonl").write_text("{}\n")
     done = subprocess.run(
         [sys.executable, "-m", "pipelines.server_metrics", *DATAFLOW, "--input", "m.jsonl"],
-        capture_output=True, text=True, timeout=240, cwd=tmp_path, env=_offline_env(),
+        capture_output=True, text=True, timeout=240, cwd=tmp_path, env=offline_env(),
     )  # fmt: skip
     assert done.returncode != 0
     assert "Nothing was launched" not in done.stdout

@@ -21,9 +21,8 @@ import pytest
 from btts import config
 from btts.query import engine
 from btts.samples import data
-from tests.pipelines.test_idempotence import snapshot
 from tests.support.jobs import retry_harness as harness_on
-from tests.support.jobs import run_job, write_lines
+from tests.support.jobs import run_job, snapshot, write_lines
 from transforms import schema as schema_lib
 from transforms.bigtable import retry_harness
 from transforms.bigtable.write import WriteRows

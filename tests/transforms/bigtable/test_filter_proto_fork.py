@@ -1,7 +1,6 @@
 """Row filters to protobuf by hand (transforms/bigtable/filter_proto.py) against the data client's
-own serialization, caught on the wire (the capture of
-tests/transforms/bigtable/test_filter_proto.py), extended: deeper trees, any text (non-ASCII
-regexes, qualifiers and labels), values of the wrong type.
+own serialization, caught on the wire (the capture of tests/support/row_filters.py), extended:
+deeper trees, any text (non-ASCII regexes, qualifiers and labels), values of the wrong type.
 Either both refuse a filter or both send the same bytes; ``BTTS_OFFICIAL=filters`` sends a
 filtered read through the data client itself
 (tests/transforms/bigtable/test_rows_stream_fork.py)."""
@@ -17,7 +16,7 @@ from google.cloud.bigtable.data import row_filters as rf
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from tests.transforms.bigtable.test_filter_proto import FILTERS, sent  # noqa: F401  (sent: the capture fixture)
+from tests.support.row_filters import FILTERS
 from transforms.bigtable.filter_proto import filter_pb
 
 _any_text = st.text(max_size=5)  # any code point: the library encodes text as ASCII
@@ -76,7 +75,7 @@ def _ours(row_filter):
         return "refused"
 
 
-def _theirs(sent, row_filter):  # noqa: F811  (sent: the fixture)
+def _theirs(sent, row_filter):
     try:
         request = sent(row_filter)
     except (TypeError, ValueError, UnicodeError, AttributeError):
@@ -91,7 +90,7 @@ def _theirs(sent, row_filter):  # noqa: F811  (sent: the fixture)
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(row_filter=DEEP)
-def test_any_filter_is_refused_by_both_or_sent_as_the_data_client_sends_it(sent, row_filter):  # noqa: F811
+def test_any_filter_is_refused_by_both_or_sent_as_the_data_client_sends_it(sent, row_filter):
     theirs = _theirs(sent, row_filter)
     ours = _ours(row_filter)
     event("refused" if theirs == "refused" else "sent")
@@ -102,7 +101,7 @@ def test_any_filter_is_refused_by_both_or_sent_as_the_data_client_sends_it(sent,
     assert ours == theirs
 
 
-def test_a_request_carries_the_filter_the_data_client_sends(sent):  # noqa: F811
+def test_a_request_carries_the_filter_the_data_client_sends(sent):
     from transforms.bigtable import rows_stream
 
     row_filter = rf.RowFilterChain(

@@ -13,38 +13,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.support.codegen_inputs import (
+    BUILTIN_EXAMPLES,
+    GENERATED_LITERALS,
+    HOSTILE,
+    every_path_schema,
+    literals,
+    quoted,
+)
 from transforms import schema as sf
 from transforms.build import builder as generic
 from transforms.build import fields
 from transforms.mutations import AddCell, Cell
 from transforms.text.events import parse_json_object
-
-HOSTILE = [
-    "__import__('os').system('touch /tmp/pwned')",
-    "x'); import os; ('",
-    '"""',
-    "\\",
-    "a\nb",
-    "{v0}",
-    "%s%d",
-    "}}{{",
-    "é\u0301",
-    "名前",
-    "🙂",
-    "v0",
-    "record",
-    "out",
-    "_new",
-    "build",
-    "lambda: 1",
-    "#",
-    " spaced ",
-]
-
-
-# YAML-safe: every hostile text goes in as a JSON string (YAML is a superset of JSON).
-def q(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def test_text_yaml_cannot_encode_is_refused_with_its_line():
@@ -55,25 +36,26 @@ def test_text_yaml_cannot_encode_is_refused_with_its_line():
 def _schema(field: str, qualifier: str, const: str, family: str = "f", table: str = "T") -> str:
     return f"""
 dataset: hostile
-doc: {q("docs are text: " + field + qualifier)}
+doc: {quoted("docs are text: " + field + qualifier)}
 event:
   time: ts
   fields:
-    {q(field)}: {{type: text, doc: {q(const)}}}
-    {q(field + "_n")}: number
+    {quoted(field)}: {{type: text, doc: {quoted(const)}}}
+    {quoted(field + "_n")}: number
     when: {{type: time, as: ts}}
 tables:
   - name: {table}
     pattern: TS-COLS
-    doc: {q(const)}
+    doc: {quoted(const)}
     families:
-      - {{name: {q(family)}, max_versions: 1}}
+      - {{name: {quoted(family)}, max_versions: 1}}
     key:
-      - const: {q(const)}
+      - const: {quoted(const)}
       - epoch_ms: ts
     columns:
-      - {{family: {q(family)}, qualifier: {q(qualifier)}, value: {q(field)}}}
-      - {{family: {q(family)}, qualifier: {q(qualifier + "2")}, value: {q(field + "_n")}}}
+      - {{family: {quoted(family)}, qualifier: {quoted(qualifier)}, value: {quoted(field)}}}
+      - {{family: {quoted(family)}, qualifier: {quoted(qualifier + "2")},
+         value: {quoted(field + "_n")}}}
 """
 
 
@@ -97,21 +79,8 @@ def test_hostile_names_compile_and_build_exactly_what_the_schema_says(name, tmp_
         Cell("f", name.encode(), b"value", 1426535612045000),
         Cell("f", (name + "2").encode(), b"1.50", 1426535612045000),
     )
-    assert _literals(builder._call.source) <= GENERATED_LITERALS
+    assert literals(builder._call.source) <= GENERATED_LITERALS
     assert not (tmp_path / "pwned").exists()
-
-
-# The only literals the generator writes: the 13-digit epoch format (text and bytes).
-GENERATED_LITERALS = {"%013d", b"%013d", b"%d", "0"}  # the compiler's own templates
-
-
-def _literals(source: str) -> set:
-    """Every str and bytes constant of the generated source."""
-    return {
-        node.value
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes))
-    }
 
 
 def test_the_generated_source_is_made_of_generated_names_only():
@@ -120,7 +89,7 @@ def test_the_generated_source_is_made_of_generated_names_only():
     assert "secret" not in source.lower()
     assert "def build(record):" in source
     for name in ("server_metrics", "smart_meters", "market_data", "weather_balloons", "battery"):
-        assert _literals(generic.Builder(sf.builtin(name))._call.source) <= GENERATED_LITERALS
+        assert literals(generic.Builder(sf.builtin(name))._call.source) <= GENERATED_LITERALS
 
 
 _text = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12)
@@ -185,10 +154,6 @@ def test_the_inlined_text_check_agrees_with_the_field_parser(value, whitespace, 
     assert row.key.startswith(expected.encode() + b"#")
 
 
-_BUILTINS = "server_metrics smart_meters market_data battery game_results garden sales devices"
-BUILTIN_EXAMPLES = [n for n in (*_BUILTINS.split(), "weather_balloons") if sf.builtin(n).example]
-
-
 @pytest.mark.parametrize("name", BUILTIN_EXAMPLES)
 def test_the_hot_path_builds_plain_tuples_equal_to_the_named_rows(name):
     """Jobs run ``Builder.rows`` (plain tuples: cheaper, untracked by the garbage collector);
@@ -241,50 +206,6 @@ def test_an_integer_kept_as_digits_writes_what_the_parser_gives(value, source):
     assert cell[2] == b"%d" % expected
 
 
-def _every_path_schema(name: str, where: str) -> str:
-    """A schema whose build takes every path of the generator (optional and ordered fields, a
-    cached key prefix, a JSON value, a map's entries, a salted table's general closures), with
-    ``name`` at one place (``where``) and plain names elsewhere."""
-
-    def at(place: str, plain: str) -> str:
-        return q(name if where == place else plain)
-
-    f = name if where == "field" else "f"
-    fam = at("family", "fam")
-    return f"""
-dataset: {at("dataset", "d")}
-event:
-  time: ts
-  fields:
-    {q(f)}: {{type: text, max_length: 8}}
-    {q(f + "_n")}: {{type: number, optional: true}}
-    when: {{type: time, as: ts}}
-    {q(f + "_later")}: {{type: time, optional: true, after: ts}}
-    {q(f + "_m")}: map
-tables:
-  - name: {at("table", "T")}
-    pattern: TS-COLS
-    families: [{{name: {fam}, max_versions: 1}}]
-    key:
-      - const: {at("const", "c")}
-      - {{space_pad: {q(f)}, width: 8}}
-      - epoch_ms: ts
-    columns:
-      - {{family: {fam}, qualifier: {at("qualifier", "q")}, value: {q(f + "_n")}}}
-      - {{family: {fam}, qualifier: {q("j")}, value: {{json: [{q(f)}, {q(f + "_n")}]}}}}
-      - {{family: {fam}, each: {q(f + "_m")}}}
-  - name: {q((name if where == "table" else "T") + "S")}
-    pattern: TS-COLS
-    families: [{{name: {fam}, max_versions: 1}}]
-    key:
-      - const: {at("const", "c")}
-      - {{salt: [ts], buckets: 3}}
-      - epoch_ms: ts
-    columns:
-      - {{family: {fam}, qualifier: {at("qualifier", "q")}, value: {q(f)}}}
-"""
-
-
 _IDENTIFIER_LIKE = ["v0", "record", "out", "_new", "build"]  # what names of tables may be
 _PLACES = [
     *(("field", n) for n in HOSTILE),
@@ -296,7 +217,7 @@ _PLACES = [
 
 @pytest.mark.parametrize(("where", "name"), _PLACES)
 def test_hostile_names_on_every_generated_path(where, name, tmp_path):
-    builder = generic.Builder(sf.loads(_every_path_schema(name, where)))
+    builder = generic.Builder(sf.loads(every_path_schema(name, where)))
     f = name if where == "field" else "f"
     table = name if where == "table" else "T"
     family = name if where == "family" else "fam"
@@ -317,7 +238,7 @@ def test_hostile_names_on_every_generated_path(where, name, tmp_path):
     assert rows[1].cells == (Cell(family, qualifier, b"abc", us),)
     with pytest.raises(ValueError, match="is not after field"):
         builder(parse_json_object(json.dumps({**record, f + "_later": "2015-03-16T19:53:32Z"})))
-    assert _literals(builder._call.source) <= GENERATED_LITERALS
+    assert literals(builder._call.source) <= GENERATED_LITERALS
     assert not (tmp_path / "pwned").exists()
 
 

@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.schema_oracle import REPO, schema_files
-from tests.transforms.build.test_codegen import _every_path_schema
+from tests.schema_oracle import schema_files
+from tests.support import REPO
+from tests.support.codegen_inputs import every_path_schema
 from transforms import official
 from transforms import schema as sf
 from transforms.bigtable.client_entries import protobuf_entry
@@ -61,7 +62,7 @@ tables:
 """
 SCHEMAS = {  # files that write tables from events, and the two schemas of every path
     **{str(p.relative_to(REPO)): p for p in schema_files() if sf.load(str(p)).written()},
-    "every_generated_path": _every_path_schema("x'); import os #", "qualifier"),
+    "every_generated_path": every_path_schema("x'); import os #", "qualifier"),
     "every_general_path": GENERAL_PATHS,
 }
 ZONES = [dt.timezone.utc, ZoneInfo("America/New_York")]

@@ -13,12 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from benchmarks import data
-from tests.transforms.build.test_codegen import (
+from tests.support.codegen_inputs import (
     BUILTIN_EXAMPLES,
     GENERATED_LITERALS,
     HOSTILE,
-    _every_path_schema,
-    _literals,
+    every_path_schema,
+    literals,
 )
 from transforms import schema as sf
 from transforms.build import builder as generic
@@ -43,7 +43,7 @@ def test_builtin_examples_frame_as_the_encoder_does(name):
     schema = sf.builtin(name)
     builder = generic.Builder(schema)
     _check(builder, events.parse_json_object(schema.example))
-    assert _literals(builder._framed.source) <= GENERATED_LITERALS
+    assert literals(builder._framed.source) <= GENERATED_LITERALS
 
 
 @pytest.mark.parametrize(
@@ -64,10 +64,10 @@ def test_benchmark_rows_are_all_framed_by_the_builder(schema, make, tmp_path):
 
 @pytest.mark.parametrize("name", HOSTILE)
 def test_hostile_names_on_every_path_frame_as_the_encoder_does(name):
-    builder = generic.Builder(sf.loads(_every_path_schema(name, "qualifier")))
+    builder = generic.Builder(sf.loads(every_path_schema(name, "qualifier")))
     record = {"f": "abc", "f_n": 1.5, "when": "2015-03-16T19:53:32.045Z", "f_m": {"cpu": 2}}
     _check(builder, events.parse_json_object(json.dumps(record)))
-    assert _literals(builder._framed.source) <= GENERATED_LITERALS
+    assert literals(builder._framed.source) <= GENERATED_LITERALS
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -86,7 +86,7 @@ def test_hostile_names_on_every_path_frame_as_the_encoder_does(name):
 def test_long_empty_or_early_cells_are_left_to_the_writer(text, number, entries, when):
     """Values past one-byte lengths, timestamps not after the epoch, optional values absent:
     every entry the builder makes equals the encoder's; the rest are None."""
-    builder = generic.Builder(sf.loads(_every_path_schema("q", "qualifier")))
+    builder = generic.Builder(sf.loads(every_path_schema("q", "qualifier")))
     record = {"f": text, "when": when, "f_m": entries}
     if number is not None:
         record["f_n"] = number

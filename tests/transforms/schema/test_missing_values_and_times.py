@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.transforms.build.test_codegen import GENERATED_LITERALS, HOSTILE, _literals, q
+from tests.support.codegen_inputs import GENERATED_LITERALS, HOSTILE, literals, quoted
 from transforms import schema as sf
 from transforms.build import builder as generic
 from transforms.build import shaping
@@ -266,8 +266,8 @@ dataset: d
 event:
   time: ts
 {declared}  fields:
-    {q(field)}: {{type: text, optional: true}}
-    {q(field + "_n")}: {{type: number, optional: true}}
+    {quoted(field)}: {{type: text, optional: true}}
+    {quoted(field + "_n")}: {{type: number, optional: true}}
     when: {{type: time, as: ts, format: epoch_ms}}
 tables:
   - name: T
@@ -275,8 +275,8 @@ tables:
     families: [{{name: f, max_versions: 1}}]
     key: [{{const: c}}, {{epoch_ms: ts}}]
     columns:
-      - {{family: f, qualifier: a, value: {q(field)}}}
-      - {{family: f, qualifier: b, value: {q(field + "_n")}}}
+      - {{family: f, qualifier: a, value: {quoted(field)}}}
+      - {{family: f, qualifier: b, value: {quoted(field + "_n")}}}
       - {{family: f, qualifier: t, value: ts}}
 """
 
@@ -323,7 +323,7 @@ def test_the_compiled_builder_agrees_with_the_values_taken_out_by_hand(
     plain = generic.Builder(sf.loads(_schema(field, None)))
     reference = _by_hand(record, set(tokens), {field, field + "_n"})
     assert _outcome(declared, record) == _outcome(plain, reference)
-    assert _literals(_source(declared)) <= GENERATED_LITERALS
+    assert literals(_source(declared)) <= GENERATED_LITERALS
 
 
 @pytest.mark.parametrize("token", HOSTILE)
@@ -333,7 +333,7 @@ def test_hostile_tokens_never_reach_the_generated_source(token, tmp_path):
     builder = generic.Builder(sf.loads(_schema("f", [token])))
     (row,) = builder({"when": Num("1426535612045"), "f": token, "f_n": Num("2")})
     assert [c.qualifier for c in row.cells] == [b"b", b"t"]
-    assert _literals(_source(builder)) <= GENERATED_LITERALS
+    assert literals(_source(builder)) <= GENERATED_LITERALS
     assert not (tmp_path / "pwned").exists()
 
 
