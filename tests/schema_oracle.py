@@ -10,8 +10,9 @@ identical: record the outcomes before it, compare after::
     python -m tests.schema_oracle record BEFORE.json
     python -m tests.schema_oracle compare BEFORE.json
 
-``tests/test_schema_oracle.py`` runs a fixed sample against ``tests/data/schema_oracle_digest.json``
-(``python -m tests.schema_oracle digest`` rewrites it after a deliberate change of error texts).
+``tests/transforms/schema/test_loader_oracle.py`` runs a fixed sample against
+``tests/data/schema_oracle_digest.json`` (``python -m tests.schema_oracle digest`` rewrites it
+after a deliberate change of error texts).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What each product module offers other modules, measured on the source: the names other
 product modules use from it (``from m import n``, or ``m.n`` through an imported module), plus
 the entry points a module is reached by by name (a job's ``run``/``build``/``OPTION_CLASSES``/
-``JOB``, a script's ``main``). tests/test_public_surface.py holds every ``__all__`` to it;
+``JOB``, a script's ``main``). tests/house/test_public_surface.py holds every ``__all__`` to it;
 ``python -m tests.surface --fix`` rewrites the lists."""
 
 from __future__ import annotations

@@ -10,5 +10,5 @@
 * ``bigtable`` — the Bigtable connector: writes, aggregate writes, reads;
 * ``rollup`` — hourly rollups, exact under retries.
 
-Nothing here imports ``btts``, ``pipelines`` or ``btts_cli`` (tests/test_layering.py).
+Nothing here imports ``btts``, ``pipelines`` or ``btts_cli`` (tests/house/test_layering.py).
 """

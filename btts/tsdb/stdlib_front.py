@@ -9,7 +9,7 @@ seen on both is not the front's. What the standard library does not do is added 
 takes: chunked request bodies (read with the standard library's line limits), credentials
 before a body, the OpenTSDB JSON error shape, a cap on connections and TLS. What it cannot do:
 a connection holds a thread, and a deadline is per read (``timeout``), not per phase.
-tests/test_fork_http.py compares the two fronts; benchmarks/forks.py measures them.
+tests/btts/tsdb/test_http_fork.py compares the two fronts; benchmarks/forks.py measures them.
 """
 
 from __future__ import annotations

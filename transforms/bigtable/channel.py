@@ -7,7 +7,7 @@ benchmarks/forks.py), so they need what the data client would put around them: i
 or the emulator, its credentials and scopes, and the headers its calls carry. Taking these from
 the GAPIC transport's insides (its ``create_channel``, a module's ``DEFAULT_CLIENT_INFO`` outside
 its ``__all__``) broke whenever the generated code moved; the values stated here are checked
-against the library's own by tests/test_fork_internals.py (docs/forks.md lists them).
+against the library's own by tests/house/test_fork_internals.py (docs/forks.md lists them).
 """
 
 from __future__ import annotations

@@ -8,8 +8,9 @@ offset without a colon (``+0100``), fractions of other than 3 or 6 digits, the b
 them and ``btts init`` would find no time in a file. From 3.11 on (3.11, 3.12 and 3.13 agree)
 the C function reads all of them. :func:`fromisoformat` is that function where it exists, and
 on 3.10 the C function for what it reads and :func:`_parse` for the rest: the same instant or
-the same ValueError on every version (tests/test_isotime.py compares :func:`_parse` with the
-3.11+ function on thousands of strings, and ``make test-matrix`` runs the time tests on 3.10).
+the same ValueError on every version (tests/transforms/text/test_isotime.py compares
+:func:`_parse` with the 3.11+ function on thousands of strings, and ``make test-matrix`` runs
+the time tests on 3.10).
 
 The forms, as 3.11 reads them: a date ``YYYY-MM-DD``, ``YYYYMMDD``, ``YYYY-Www[-D]`` or
 ``YYYYWww[D]``; then, optionally, any one character and a time ``HH[:MM[:SS[.f…]]]`` or
