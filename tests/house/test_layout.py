@@ -125,7 +125,7 @@ def test_the_checks_can_fail(tmp_path):
     (tests / "btts" / "tsdb" / "test_d.py").write_text("from tests.support import jobs\n")
 
     assert [p.split(":")[0] for p in top_level_problems(tests)] == [
-        "tests/support/jobs.py",
+        "tests/helpers.py",
         "tests/test_flat.py",
     ]
     assert folder_problems(tests, tmp_path) == [

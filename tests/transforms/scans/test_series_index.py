@@ -21,6 +21,7 @@ from btts.query import index_rebuild
 from btts.samples import data as samples
 from btts_cli import demo
 from btts_cli import main as cli
+from tests.support import REPO
 from tests.support.jobs import compiled, dump, run_job, write_lines
 from tests.support.jobs import retry_harness as harness_on
 from transforms import schema as schema_lib
@@ -150,7 +151,7 @@ def test_a_jobs_batches_fold_as_each_row_does(dataset):
 def test_a_json_blob_lists_the_optional_fields_each_event_has():
     """A JSON blob's optional numeric field is a series of the events that hold it, found by
     its ``"name":`` in the builder's text; a text field holding that text does not count."""
-    schema = schema_lib.load(Path(__file__).parent.parent / "docs/schemas/ts-blob-app-events.yaml")
+    schema = schema_lib.load(REPO / "docs/schemas/ts-blob-app-events.yaml")
     build = generic.Builder(schema).rows
     records = [
         {
@@ -181,7 +182,7 @@ def test_a_json_blob_lists_the_optional_fields_each_event_has():
 
 def test_a_key_of_its_time_alone_is_one_series_without_tags():
     """A key holding only the time: its head is empty, not a key of the wrong shape."""
-    text = (Path(__file__).parent.parent / "docs/schemas/ts-cols-stock-ticks.yaml").read_text()
+    text = (REPO / "docs/schemas/ts-cols-stock-ticks.yaml").read_text()
     text = text.replace("      - text: symbol\n", "")
     text = text[: text.index("queries:")] + text[text.index("advisor:") :]
     schema = schema_lib.loads(text.replace("  query_fields: [symbol]", ""))
