@@ -179,7 +179,7 @@ def land(target: config.Target, work: Path, records: int) -> tuple[dict, dict]:
         "flight_numbers": len({f for _, f in pairs}),
         "pairs": len(pairs),
         "seconds": round(time.perf_counter() - began, 1),
-        "schema": str(schema),
+        "schema": schema.name,  # in the landing's work folder: no machine path in the report
     }
     return landing, want
 
@@ -258,7 +258,13 @@ def run(records: int) -> dict:
     with tempfile.TemporaryDirectory() as work:
         landing, want = land(target, Path(work), records)
         proc, url = serve_load.start_server(
-            target, "--schema", landing["schema"], "--max_points", "10000000", "--deadline", "120"
+            target,
+            "--schema",
+            str(Path(work) / landing["schema"]),
+            "--max_points",
+            "10000000",
+            "--deadline",
+            "120",
         )
         try:
             report: dict = {"landing": landing, "metrics": {}}
