@@ -34,8 +34,7 @@ from btts.errors import MissingTable
 from transforms import schema as schema_lib
 from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import KEYS_ONLY
-from transforms.scans import series_fold
-from transforms.scans import series_index as layout
+from transforms.scans import series_fold, series_index
 from transforms.text import keys
 
 __all__ = ["forget_tenant", "rebuild"]
@@ -68,7 +67,7 @@ def scan_series(
     target: Target, schema: schema_lib.Schema, table: schema_lib.TableSpec
 ) -> tuple[dict, int, int]:
     """One table's series folded from a scan: ``(accumulator, rows, rows skipped)``."""
-    spec = layout.TableSeries(schema, table)
+    spec = series_index.TableSeries(schema, table)
     acc: dict = {}
     rows = skipped = 0
     try:
@@ -96,13 +95,13 @@ def rebuild(
         for line in api.ensure(decl):
             say(line)
     rows: dict[bytes, list[int]] = {}
-    for table in layout.indexed_tables(schema):
+    for table in series_index.indexed_tables(schema):
         try:
             acc, scanned, skipped = scan_series(target, schema, table)
         except MissingTable:
             say(f"{table.name}: not created yet, no series")
             continue
-        series_fold.index_rows(layout.TableSeries(schema, table), acc, rows)
+        series_fold.index_rows(series_index.TableSeries(schema, table), acc, rows)
         report.rows_scanned[table.name] = scanned
         report.series[table.name] = len(acc)
         report.skipped += skipped
@@ -115,10 +114,10 @@ def rebuild(
 def _replace(target: Target, index: str, rows: dict[bytes, list[int]]) -> tuple[int, int]:
     """The index table made to hold exactly ``rows``: (rows written, rows deleted)."""
     stale = [r.key for r in _stream(target, index, KEYS_ONLY) if r.key not in rows]
-    family = layout.cells(0, 0)[0].family
+    family = series_index.cells(0, 0)[0].family
     entries = [RowMutationEntry(key, [DeleteAllFromRow()]) for key in stale]
     for key, (first, last) in sorted(rows.items()):
-        cells = layout.cells(first, last)
+        cells = series_index.cells(first, last)
         mutations = [DeleteAllFromFamily(family)]
         mutations += [SetCell(c.family, c.qualifier, c.value, c.timestamp_us) for c in cells]
         entries.append(RowMutationEntry(key, mutations))
@@ -139,10 +138,10 @@ def forget_tenant(target: Target, schema: schema_lib.Schema, tenant: str) -> int
     if schema.index is None:
         return 0
     index = schema.index.table
-    tables = [t.name for t in layout.indexed_tables(schema) if layout.tenant_keyed(t)]
-    prefixes = [layout.value_prefix(tenant)]
+    tables = [t.name for t in series_index.indexed_tables(schema) if series_index.tenant_keyed(t)]
+    prefixes = [series_index.value_prefix(tenant)]
     for table in tables:
-        head = layout.metric_prefix(table, tenant)
+        head = series_index.metric_prefix(table, tenant)
         prefixes.append(head)
         query = ReadRowsQuery(
             row_ranges=[RowRange(start_key=head, end_key=keys.prefix_end(head))],
@@ -157,11 +156,12 @@ def forget_tenant(target: Target, schema: schema_lib.Schema, tenant: str) -> int
         except gexc.NotFound:
             return 0
         for row in rows:
-            field_name, entry = layout.decode(row.key)[3:5]
+            field_name, entry = series_index.decode(row.key)[3:5]
             prefixes.append(
-                layout.series_prefix(table, (field_name, entry)) + layout.encode([tenant])
+                series_index.series_prefix(table, (field_name, entry))
+                + series_index.encode([tenant])
             )
-    prefixes += [layout.DIRECTORY + p for p in prefixes if not p.startswith(b"m")]
+    prefixes += [series_index.DIRECTORY + p for p in prefixes if not p.startswith(b"m")]
     with admin.Admin(target) as api:
         for prefix in prefixes:
             api.api.drop_row_range(

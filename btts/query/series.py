@@ -18,7 +18,7 @@ from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 from transforms.bigtable.filters import KEYS_ONLY
 from transforms.bigtable.rows_stream import SpanQuery
 from transforms.mutations import ReadRow
-from transforms.scans import series_index as layout
+from transforms.scans import series_index
 from transforms.text import keys
 
 __all__ = ["metrics", "present_values", "series", "tag_values"]
@@ -56,7 +56,7 @@ def _directed(
     read: Read, index: str, spans: Sequence[tuple[bytes, bytes]], row_filter
 ) -> Iterator[ReadRow]:
     """The rows of ``spans`` in key order, each span read between successive keys of the
-    index's directory (:func:`layout.sampled`): narrow reads, as many as the caller takes."""
+    index's directory (:func:`series_index.sampled`): narrow reads, as many as the caller takes."""
     for start, end in spans:
         cursor = start
         while True:
@@ -74,7 +74,7 @@ def _directed(
 
 def _directory(read: Read, index: str, cursor: bytes, end: bytes) -> list[bytes]:
     """The next directory keys after ``cursor`` (before ``end``), as index keys."""
-    head = layout.DIRECTORY
+    head = series_index.DIRECTORY
     query = ReadRowsQuery(
         row_ranges=[
             RowRange(
@@ -103,18 +103,18 @@ def series(
     values (each a tuple of the first tags' values; none: all), kept by ``keep`` (their tag
     values), seen in ``[window_us)`` (cell timestamps) when given, at most ``limit`` (0: all;
     up to :data:`DIRECTED_UP_TO`, read a directory range at a time, else in one read)."""
-    prefix = layout.series_prefix(table, metric)
-    heads = sorted({prefix + layout.encode(v) for v in leading}) if leading else [prefix]
+    prefix = series_index.series_prefix(table, metric)
+    heads = sorted({prefix + series_index.encode(v) for v in leading}) if leading else [prefix]
     spans = [(h, keys.prefix_end(h)) for h in heads]
     few = 0 < limit <= DIRECTED_UP_TO
     rows = (_directed if few else _pages)(read, index, spans, NEWEST)
     out: list[Series] = []
     cut = len(prefix)
     for row in rows:
-        values = tuple(layout.decode(row.key[cut:]))
+        values = tuple(series_index.decode(row.key[cut:]))
         if keep is not None and not keep(values):
             continue
-        span = layout.seen(row.cells)
+        span = series_index.seen(row.cells)
         if span is None:
             continue
         if window_us is not None and (span[1] < window_us[0] or span[0] >= window_us[1]):
@@ -128,12 +128,12 @@ def series(
 def tag_values(read: Read, index: str, scope: str, prefix: str, limit: int) -> list[str]:
     """The first ``limit`` tag values starting with ``prefix`` (every tag's, as OpenTSDB's
     suggest lists them), in order."""
-    head = layout.value_prefix(scope)
+    head = series_index.value_prefix(scope)
     start = head + prefix.encode("utf-8").replace(b"\x00", b"\x00\xff")
     spans = [(start, keys.prefix_end(start))]
     out = []
     for row in _directed(read, index, spans, KEYS_ONLY):
-        out.append(layout.decode(row.key[len(head) :])[0])
+        out.append(series_index.decode(row.key[len(head) :])[0])
         if limit and len(out) >= limit:
             break
     return out
@@ -143,11 +143,11 @@ def metrics(read: Read, index: str, tables: Sequence[str], scope: str) -> dict[s
     """Per table, the metrics its rows hold values of: ``[(field, map entry or ""), …]``."""
     spans = []
     for table in sorted(set(tables)):
-        head = layout.metric_prefix(table, scope)
+        head = series_index.metric_prefix(table, scope)
         spans.append((head, keys.prefix_end(head)))
     out: dict[str, list] = {t: [] for t in tables}
     for row in _pages(read, index, spans, KEYS_ONLY):
-        parts = layout.decode(row.key)
+        parts = series_index.decode(row.key)
         if len(parts) == 5 and parts[1] in out:
             out[parts[1]].append((parts[3], parts[4]))
     return out
@@ -155,7 +155,7 @@ def metrics(read: Read, index: str, tables: Sequence[str], scope: str) -> dict[s
 
 def present_values(read: Read, index: str, scope: str, values: Iterable[str]) -> set[str]:
     """Which of ``values`` some series has as a tag value."""
-    wanted = {layout.value_key(scope, v): v for v in values}
+    wanted = {series_index.value_key(scope, v): v for v in values}
     if not wanted:
         return set()
     query = ReadRowsQuery(row_keys=sorted(wanted), row_filter=KEYS_ONLY)

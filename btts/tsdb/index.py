@@ -29,8 +29,7 @@ from transforms import table_model
 from transforms.bigtable.filters import COLUMNS_ONLY, KEYS_ONLY
 from transforms.errors import BttsError
 from transforms.mutations import ReadRow
-from transforms.scans import key_ranges
-from transforms.scans import series_index as layout
+from transforms.scans import key_ranges, series_index
 from transforms.text import keys
 
 __all__ = ["SeriesIndex", "discover_entries"]
@@ -59,8 +58,9 @@ class SeriesIndex:
                 continue
             tables = [
                 t
-                for t in layout.indexed_tables(schema)
-                if tenant is None or layout.tenant_keyed(t)  # a tenant's server: its tables only
+                for t in series_index.indexed_tables(schema)
+                if tenant is None
+                or series_index.tenant_keyed(t)  # a tenant's server: its tables only
             ]
             if tables:
                 self._schemas[schema.index.table] = schema
@@ -161,7 +161,9 @@ class SeriesIndex:
         unlisted: dict[tuple[str, str], str] = {}
         for index, schema in self._schemas.items():
             tables = [
-                t for t in layout.indexed_tables(schema) if (schema.dataset, t.name) in self._of
+                t
+                for t in series_index.indexed_tables(schema)
+                if (schema.dataset, t.name) in self._of
             ]
             try:
                 metrics = series_lib.metrics(
@@ -174,7 +176,7 @@ class SeriesIndex:
                 missing = f"its series index {index} lists none of it"
             for table in tables:
                 found = metrics.get(table.name, [])
-                maps = {f for f, is_map in layout.stored_fields(schema, table) if is_map}
+                maps = {f for f, is_map in series_index.stored_fields(schema, table) if is_map}
                 for field, entry in found:
                     if entry and (field in maps or table.rollup is not None):
                         out.setdefault((schema.dataset, table.name, field), []).append(entry)
