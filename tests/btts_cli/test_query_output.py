@@ -146,7 +146,7 @@ def test_wide_rows_are_drawn_against_their_qualifiers_one_line_per_row():
 
 
 def test_a_text_column_names_a_series_when_the_key_cannot():
-    from btts.query import engine as q
+    from btts.query import engine
     from btts.query import records as query_records
     from transforms import schema as schema_lib
 
@@ -154,7 +154,7 @@ def test_a_text_column_names_a_series_when_the_key_cannot():
     # salt + time key, user a column
     assert query_records.entity_fields(battery, "BATTERY_SALTED") == ("user",)
     assert query_records.entity_fields(battery, "BATTERY") == ("user",)
-    query = q.builtin_query("market_data", "quotes", {"exchange": "X", "symbol": "Y"}, 0, 1)
+    query = engine.builtin_query("market_data", "quotes", {"exchange": "X", "symbol": "Y"}, 0, 1)
     assert query.entity == ("exchange", "symbol")
 
 

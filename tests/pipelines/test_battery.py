@@ -16,7 +16,6 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import admin, errors
 from btts.query import engine
-from btts.query import engine as q
 from btts_cli import main as cli
 from pipelines import battery as job
 from tests.support import REPO
@@ -337,9 +336,9 @@ def test_salted_time_range_read_equals_the_promoted_layout(target, tmp_path, cap
 
     # the engine's plan of the declared salted read: one scan per bucket, merged by time
     schema = schema_lib.builtin("battery")
-    scans = q.plan_declared(schema, q.declared(schema, "battery_levels"), {}, start, end)
+    scans = engine.plan_declared(schema, engine.declared(schema, "battery_levels"), {}, start, end)
     merge = functools.partial(salted_reads.merge_in_time_order, BATTERY_SALTED)
-    salted = q.run(target, q.Query("battery_levels", scans, merge))
+    salted = engine.run(target, engine.Query("battery_levels", scans, merge))
     promoted = sorted(
         (
             e

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from btts.query import engine as query_engine
+from btts.query import engine
 from btts.query import records as query_records
 from btts_cli import main as cli
 from tests.support.jobs import dump, read_dead_letters, run_job
@@ -219,16 +219,16 @@ def test_crimean_months_land_and_read_back_with_their_true_dates(target, tmp_pat
 
     # the query engine: records stamped with their true times, in key (= time) order
     schema = schema_file.load(schema_path)
-    query = query_engine.table_query(schema, "DEATHS", {})
-    rows = query_engine.run(target, query)
+    query = engine.table_query(schema, "DEATHS", {})
+    rows = engine.run(target, query)
     records = query_records.decode_table(schema, "DEATHS", [rows])
     assert [r["ts_ms"] for r in records] == [_ms(y, m, 1) for y, m in MONTHS]
     assert records[0]["army"] == 28000 and records[-1]["army"] == 28000 + 700 * 23
 
     # a time window before 1970: the key range and the cell-timestamp filter both convert
-    window = query_engine.table_query(schema, "DEATHS", {}, _ms(1855, 1, 1), _ms(1855, 4, 1))
+    window = engine.table_query(schema, "DEATHS", {}, _ms(1855, 1, 1), _ms(1855, 4, 1))
     assert window.scans[0].cell_window()[0] > 0
-    got = query_records.decode_table(schema, "DEATHS", [query_engine.run(target, window)])
+    got = query_records.decode_table(schema, "DEATHS", [engine.run(target, window)])
     assert [r["ts_ms"] for r in got] == [_ms(1855, 1, 1), _ms(1855, 2, 1), _ms(1855, 3, 1)]
 
     # btts query --schema F --table T: the true dates, decoded and raw

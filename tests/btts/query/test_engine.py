@@ -21,8 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from btts import config
-from btts.query import engine as q
-from btts.query import render
+from btts.query import engine, render
 from btts.samples import checks
 from btts.samples import data as samples
 from btts_cli import demo, query_command
@@ -188,7 +187,7 @@ def test_a_bucket_row_is_read_when_its_bucket_meets_the_range(t, start, width):
 
 def test_salted_ranges_come_one_per_bucket():
     window = ms("2015-03-01T12:00:00Z"), ms("2015-03-01T13:00:00Z")
-    plan = q.builtin_query("battery", "battery_levels", {}, *window)
+    plan = engine.builtin_query("battery", "battery_levels", {}, *window)
     assert [s.ranges for s in plan.scans] == [
         ((f"BATTERY#{b}#20150301120000000".encode(), f"BATTERY#{b}#20150301130000000".encode()),)
         for b in ("0", "1", "2")
@@ -337,7 +336,9 @@ def test_host_metrics_between_two_times(loaded):
         for r in loaded.metrics
         if r["hostname"] == host and start <= ms(r["timestamp"]) < end
     ]
-    got = q.ask(loaded.target, "server_metrics", "host_metrics", {"hostname": host}, start, end)
+    got = engine.ask(
+        loaded.target, "server_metrics", "host_metrics", {"hostname": host}, start, end
+    )
     assert len(expected) == 5  # 20 s … 40 s: start included, end excluded
     assert no_key(got) == expected
     assert got[0]["key"] == f"{host}#{start}"
@@ -345,9 +346,9 @@ def test_host_metrics_between_two_times(loaded):
 
 def test_latest_metrics_of_the_fleet_and_of_chosen_hosts(loaded):
     fleet = list(checks.latest_metric_records(loaded.metrics).values())
-    assert no_key(q.ask(loaded.target, "server_metrics", "fleet_metrics")) == fleet
+    assert no_key(engine.ask(loaded.target, "server_metrics", "fleet_metrics")) == fleet
     chosen = [samples.host_name(3), samples.host_name(1)]
-    got = q.ask(loaded.target, "server_metrics", "latest_metrics", {"hostname": chosen})
+    got = engine.ask(loaded.target, "server_metrics", "latest_metrics", {"hostname": chosen})
     assert no_key(got) == [fleet[1], fleet[3]]
 
 
@@ -358,7 +359,7 @@ def test_latest_n_readings_newest_first(loaded):
 
     def recent(count, before=None):
         window = (0, before) if before is not None else (None, None)
-        return no_key(q.ask(loaded.target, "queries", "recent_metrics", {"hostname": host},
+        return no_key(engine.ask(loaded.target, "queries", "recent_metrics", {"hostname": host},
                             *window, limit=count))  # fmt: skip
 
     assert recent(3) == mine[:3]
@@ -367,7 +368,7 @@ def test_latest_n_readings_newest_first(loaded):
 
 def _meter_day(target, meter, day):
     window = timefmt.day_bounds(timefmt.parse_day(day))
-    return no_key(q.ask(target, "smart_meters", "meter_day", {"meter": meter}, *window))
+    return no_key(engine.ask(target, "smart_meters", "meter_day", {"meter": meter}, *window))
 
 
 def test_one_meter_for_one_day(loaded):
@@ -383,7 +384,7 @@ def test_all_meters_for_one_day_from_the_nightly_table(loaded):
     for day in ("20170725", "20170726"):
         expected = [record for (_, d), record in days.items() if d == day]
         copy = dates.daily_table("SENSOR", day)
-        got = q.ask(loaded.target, "smart_meters", "meters_of_day_copy", table=copy)
+        got = engine.ask(loaded.target, "smart_meters", "meters_of_day_copy", table=copy)
         assert no_key(got) == expected
     (scan,) = query_command.plan(["meters-of-day", "--date", "2017-07-26"]).scans
     assert scan.table == "SENSOR_20170726" and scan.ranges == (key_ranges.WHOLE_TABLE,)
@@ -401,7 +402,9 @@ def test_quotes_and_trades_of_one_symbol_between_two_times(loaded):
         expected = sorted((record(r) for r in mine), key=lambda x: x["ts_ms"])
         expected = [x for x in expected if start <= x["ts_ms"] < end]
         assert len(expected) == 16
-        assert no_key(q.ask(loaded.target, "market_data", name, values, start, end)) == expected
+        assert (
+            no_key(engine.ask(loaded.target, "market_data", name, values, start, end)) == expected
+        )
 
 
 def test_a_players_month_and_all_games_of_a_month(loaded):
@@ -409,12 +412,12 @@ def test_a_players_month_and_all_games_of_a_month(loaded):
     april = timefmt.month_bounds(2015, 4)
     april_dota = [checks.game_record(g) for g in results
                   if g["game"] == "Dota" and g["date"].startswith("2015-04")]  # fmt: skip
-    got = q.ask(loaded.target, "game_results", "games_of_month", {"game": "Dota"}, *april)
+    got = engine.ask(loaded.target, "game_results", "games_of_month", {"game": "Dota"}, *april)
     assert no_key(got) == april_dota
     corrie = [g for g in results if g["game"] == "LoL" and g["player"] == "Corrie"]
     march = [checks.game_record(g) for g in corrie if g["date"].startswith("2015-03")]
     values = {"game": "LoL", "player": "Corrie"}
-    got = q.ask(loaded.target, "game_results", "player_games", values,
+    got = engine.ask(loaded.target, "game_results", "player_games", values,
                 *timefmt.month_bounds(2015, 3))  # fmt: skip
     assert no_key(got) == march
     assert 0 < len(march) < len(corrie)
@@ -433,7 +436,7 @@ def test_balloon_measurements_are_the_same_in_every_layout(loaded, pattern):
     assert len(expected) == 54
     name = query_command.BALLOON_QUERIES[pattern]
     values = {"location": "us-west2", "balloon_id": "3699"}
-    got = q.ask(loaded.target, "weather_balloons", name, values, start, end)
+    got = engine.ask(loaded.target, "weather_balloons", name, values, start, end)
     assert no_key(got) == expected
 
 
@@ -457,13 +460,13 @@ def test_a_query_reads_the_rows_the_data_client_reads(loaded, question):
 
     from transforms.mutations import ReadRow
 
-    scans = q.builtin_query(*question).scans
+    scans = engine.builtin_query(*question).scans
     target = loaded.target
     with BigtableDataClient(project=target.project) as client:
         for scan in scans:
             table = client.get_table(target.instance, scan.table)
             expected = [ReadRow.of(r) for r in table.read_rows(filters.read_query(scan))]
-            assert expected and q.execute(target, scan) == expected
+            assert expected and engine.execute(target, scan) == expected
 
 
 def test_salted_reads_merge_every_bucket_in_time_order(loaded):
@@ -472,11 +475,13 @@ def test_salted_reads_merge_every_bucket_in_time_order(loaded):
         (checks.battery_record(r) for r in loaded.battery if start <= ms(r["timestamp"]) < end),
         key=lambda b: b["ts_ms"],
     )
-    got = q.ask(loaded.target, "battery", "battery_levels", {}, start, end)
+    got = engine.ask(loaded.target, "battery", "battery_levels", {}, start, end)
     assert no_key(got) == levels
     assert len({r["key"].split("#")[1] for r in got}) == 3  # rows came from every bucket
     user = levels[0]["user"]
-    mine = q.ask(loaded.target, "battery", "battery_levels_of_user", {"user": user}, start, end)
+    mine = engine.ask(
+        loaded.target, "battery", "battery_levels_of_user", {"user": user}, start, end
+    )
     assert no_key(mine) == [b for b in levels if b["user"] == user]
 
 
@@ -485,7 +490,7 @@ def _tenant(records, tenant):
 
 
 def _tenant_rows(target, tenant):
-    return q.ask(target, "devices", "tenant_rows", {"tenant": tenant})
+    return engine.ask(target, "devices", "tenant_rows", {"tenant": tenant})
 
 
 def test_a_tenants_rows(loaded):
@@ -497,10 +502,12 @@ def test_a_tenants_rows(loaded):
 def test_garden_days_and_month(loaded):
     veggie = [r for r in loaded.garden if r["garden"] == "VEGGIEGARDEN"]
     march = timefmt.month_bounds(2015, 3)
-    month = q.ask(loaded.target, "garden", "garden_month", {"garden": "VEGGIEGARDEN"}, *march)
+    month = engine.ask(loaded.target, "garden", "garden_month", {"garden": "VEGGIEGARDEN"}, *march)
     assert no_key(month) == [checks.garden_month_record(veggie, "VEGGIEGARDEN", 2015, 3)]
     start, end = ms("2015-04-10T00:00:00Z"), ms("2015-04-13T00:00:00Z")
-    days = q.ask(loaded.target, "garden", "garden_days", {"garden": "VEGGIEGARDEN"}, start, end)
+    days = engine.ask(
+        loaded.target, "garden", "garden_days", {"garden": "VEGGIEGARDEN"}, start, end
+    )
     assert no_key(days) == [
         {"garden": "VEGGIEGARDEN", "ts_ms": ms(f"{r['date']}T00:00:00Z"), "temp": dec(r["temp"])}
         for r in veggie
@@ -512,7 +519,7 @@ def test_monthly_sales_sum_every_sale(loaded):
     expected = [m for m in checks.monthly_sales_records(loaded.sales, "Ana")
                 if m["ts"] in ("201502", "201503")]  # fmt: skip
     window = timefmt.month_bounds(2015, 2)[0], timefmt.month_bounds(2015, 3)[1]
-    got = q.ask(loaded.target, "sales", "monthly_sales", {"employee": "Ana"}, *window)
+    got = engine.ask(loaded.target, "sales", "monthly_sales", {"employee": "Ana"}, *window)
     assert len(expected) == 2 and no_key(got) == expected
 
 
@@ -524,7 +531,7 @@ def test_dropping_a_tenant_removes_its_rows_only(target, tmp_path):
         [f"--input={path}", f"--dead_letter={tmp_path / 'dead'}", "--create_tables",
          f"--bigtable_instance={target.instance}"],
     )  # fmt: skip
-    assert q.offboard_tenant(target, "acme") == 2  # two devices, one day: two rows
+    assert engine.offboard_tenant(target, "acme") == 2  # two devices, one day: two rows
     assert _tenant_rows(target, "acme") == []
     assert no_key(_tenant_rows(target, "acme2")) == _tenant(records, "acme2")
     assert no_key(_tenant_rows(target, "altostrat")) == _tenant(records, "altostrat")
@@ -691,6 +698,17 @@ def _declared_cli(capsys, *argv: str) -> tuple[int, str]:
     return code, capsys.readouterr().out
 
 
+def _land_by_cli(capsys, schema: Path, source: Path, where: list[str]) -> None:
+    """``btts tables create`` then ``btts ingest`` of ``source``: both must succeed."""
+    assert _declared_cli(capsys, "tables", "create", "--schema", str(schema), *where)[0] == 0
+    dead = source.parent / "dead"
+    code, _ = _declared_cli(
+        capsys, "ingest", "--schema", str(schema), f"--input={source}", f"--dead_letter={dead}",
+        *where,
+    )  # fmt: skip
+    assert code == 0
+
+
 def test_builtin_schemas_declare_their_documented_queries():
     from transforms import schema as schema_lib
 
@@ -730,17 +748,17 @@ def test_declared_query_plans_the_recipe_ranges():
     from transforms import schema as schema_lib
 
     schema = schema_lib.builtin("weather_balloons")
-    scans = q.plan_declared(
-        schema, q.declared(schema, "balloon_tb_col"), {"location": "us", "balloon_id": "7"},
+    scans = engine.plan_declared(
+        schema, engine.declared(schema, "balloon_tb_col"), {"location": "us", "balloon_id": "7"},
         0, 7 * 86_400_000,
     )  # fmt: skip
     assert len(scans) == 4  # one range per metric
     assert scans[0].ranges[0][0].startswith(b"us#7#pressure#")
     battery = schema_lib.builtin("battery")
-    salted = q.plan_declared(battery, q.declared(battery, "battery_levels"), {}, 0, 1000)
+    salted = engine.plan_declared(battery, engine.declared(battery, "battery_levels"), {}, 0, 1000)
     assert len(salted) == 3 and all(s.start_ms == 0 and s.end_ms == 1000 for s in salted)
     with pytest.raises(ValueError, match="declares no query 'nope'"):
-        q.declared(battery, "nope")
+        engine.declared(battery, "nope")
 
 
 def test_declared_query_of_a_user_schema_through_the_cli(target, tmp_path, capsys):
@@ -752,12 +770,7 @@ def test_declared_query_of_a_user_schema_through_the_cli(target, tmp_path, capsy
     ]
     source = write_lines(tmp_path / "ticks.jsonl", lines)
     where = ["--project", target.project, "--instance", target.instance]
-    assert _declared_cli(capsys, "tables", "create", "--schema", str(_TICKS), *where)[0] == 0
-    code, _ = _declared_cli(
-        capsys, "ingest", "--schema", str(_TICKS), f"--input={source}",
-        f"--dead_letter={tmp_path / 'dead'}", *where,
-    )  # fmt: skip
-    assert code == 0
+    _land_by_cli(capsys, _TICKS, source, where)
     code, out = _declared_cli(
         capsys, "query", "--schema", str(_TICKS), "ticks", "--symbol", "GOOG",
         "--start", "2024-05-01T10:00:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
@@ -789,12 +802,7 @@ def test_declared_query_filters_cells_of_a_coarse_bucket(target, tmp_path, capsy
         )
     )
     where = ["--project", target.project, "--instance", target.instance]
-    assert _declared_cli(capsys, "tables", "create", "--schema", str(iot), *where)[0] == 0
-    code, _ = _declared_cli(
-        capsys, "ingest", "--schema", str(iot), f"--input={source}",
-        f"--dead_letter={tmp_path / 'dead'}", *where,
-    )  # fmt: skip
-    assert code == 0
+    _land_by_cli(capsys, iot, source, where)
     code, out = _declared_cli(
         capsys, "query", "--schema", str(iot), "device_readings", "--device", "dev-1",
         "--start", "2024-05-01T10:30:00Z", "--end", "2024-05-01T11:00:00Z", "--format", "json",
@@ -815,12 +823,7 @@ def test_declared_tb_col_query_reads_one_range_per_field(target, tmp_path, capsy
     ]
     source = write_lines(tmp_path / "doors.jsonl", lines)
     where = ["--project", target.project, "--instance", target.instance]
-    assert _declared_cli(capsys, "tables", "create", "--schema", str(doors), *where)[0] == 0
-    code, _ = _declared_cli(
-        capsys, "ingest", "--schema", str(doors), f"--input={source}",
-        f"--dead_letter={tmp_path / 'dead'}", *where,
-    )  # fmt: skip
-    assert code == 0
+    _land_by_cli(capsys, doors, source, where)
     code, out = _declared_cli(
         capsys, "query", "--schema", str(doors), "sensor_states", "--sensor", "d1",
         "--start", "2024-05-01T00:00:00Z", "--end", "2024-05-02T00:00:00Z", "--format", "json",

@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from btts import admin, config
 from btts.query import engine
-from btts.query import engine as q
 from btts_cli import demo
 from tests.support.jobs import dump, read_dead_letters, write_lines
 from transforms import schema as sf
@@ -55,14 +54,14 @@ timestamps = st.integers(min_value=0, max_value=9_999_999_999_999)
 
 
 def _tenant_query(tenant):
-    return q.builtin_query("devices", "tenant_rows", {"tenant": tenant})
+    return engine.builtin_query("devices", "tenant_rows", {"tenant": tenant})
 
 
 def _tenant_rows(target, tenant):
     """One reading per item (tenant, device, value, key): what the assertions below speak of."""
     return [
         SimpleNamespace(**{k: v for k, v in r.items() if k != "readings"}, reading=name, value=v)
-        for r in q.run(target, _tenant_query(tenant))
+        for r in engine.run(target, _tenant_query(tenant))
         for name, v in r["readings"].items()
     ]
 
@@ -280,7 +279,7 @@ def test_lookalike_tenants_read_only_their_rows_and_survive_a_drop(target, tmp_p
         assert len(readings) == 4 and {int(r.value) for r in readings} == {10 + i}
 
     before = dump(target, DEVICE.name)
-    assert q.offboard_tenant(target, "acme") == 4  # two devices, two days
+    assert engine.offboard_tenant(target, "acme") == 4  # two devices, two days
     after = dump(target, DEVICE.name)
     assert after == [c for c in before if not c[0].startswith(b"acme#")]
     assert len(before) - len(after) == 4
@@ -300,7 +299,7 @@ def test_a_tenant_typed_in_either_unicode_form_is_one_tenant(target, tmp_path):
         readings = _tenant_rows(target, form)
         assert sorted(int(r.value) for r in readings) == [1, 2]
         assert {r.key.split("#")[0] for r in readings} == {composed}
-    assert q.offboard_tenant(target, combining) == 1  # one day row holds both readings
+    assert engine.offboard_tenant(target, combining) == 1  # one day row holds both readings
     assert _tenant_rows(target, composed) == []
     assert [int(r.value) for r in _tenant_rows(target, "acme")] == [3]
 
@@ -343,7 +342,7 @@ def test_reads_and_drops_isolate_arbitrary_tenant_sets(bigtable_emulator, tenant
     for t in tenants:
         assert [r.tenant for r in _tenant_rows(target, t)] == [t]
     dropped = tenants[dropped_index % len(tenants)]
-    assert q.offboard_tenant(target, dropped) == 1
+    assert engine.offboard_tenant(target, dropped) == 1
     left = sorted(r.key for r in engine.read_rows(target, DEVICE.name))
     assert left == sorted(r.key for r in rows if not r.key.startswith(dropped.encode() + b"#"))
     assert len(left) == len(tenants) - 1
