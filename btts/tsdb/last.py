@@ -141,7 +141,7 @@ def _known(svc: Service, sub: LastSub) -> set[tuple] | None:
     return {tuple(sorted(r["tags"].items())) for r in found}
 
 
-def _check(svc: Service, sub: LastSub) -> None:
+def _check(svc: Service, reader, sub: LastSub) -> None:
     if sub.metric not in svc.catalog.metrics:
         svc.refresh_catalog(5.0)
     metric = svc.catalog.get(sub.metric)
@@ -153,7 +153,7 @@ def _check(svc: Service, sub: LastSub) -> None:
         return
     pinned = {s.field for s in source.table.decl.key.segments if s.kind == "tenant"}
     values = [v for k, v in sub.tags if not (svc.tenant and k in pinned)]  # the server's own
-    missing = svc.missing_value(svc.reader(), source, values)  # OpenTSDB resolves each value
+    missing = svc.missing_value(reader, source, values)  # OpenTSDB resolves each value
     if missing is not None:
         raise UnknownName(f"No such name for 'tagv': '{missing}'")
 
@@ -189,7 +189,7 @@ def answer_last(svc: Service, lq: LastQuery, now_ms: int | None = None) -> list[
     reader = svc.reader()
     out = []
     for sub in lq.subs:
-        _check(svc, sub)
+        _check(svc, reader, sub)
         for key, (ts, value) in sorted(_latest(svc, reader, sub, lq.back_scan, now_ms).items()):
             tags = dict(key)
             point: dict = {"metric": sub.metric} if lq.resolve else {}

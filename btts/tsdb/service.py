@@ -181,11 +181,11 @@ class Service:
             raise Unlisted(why)
         reader = self.reader()
         found = set(self.index.tag_values(reader, prefix, limit))
-        for combo in self._unindexed_series():
+        for combo in self._unindexed_series(reader):
             found.update(v for v in combo.values() if v.startswith(prefix))
         return sorted(found)[:limit]
 
-    def _unindexed_series(self) -> list[dict]:
+    def _unindexed_series(self, reader: reads.Reader) -> list[dict]:
         out: list[dict] = []
         seen = set()
         for metric in self.catalog.metrics.values():
@@ -194,16 +194,19 @@ class Service:
                     continue
                 seen.add(source.table.name)
                 try:
-                    out += self._series_of(source, ())
+                    out += self._series_of(reader, source, ())
                 except MissingTable:  # not landed yet
                     continue
         return out
 
-    def _series_of(self, source, filters: Sequence[TagFilter], limit: int = 0) -> list[dict]:
+    def _series_of(
+        self, reader: reads.Reader, source, filters: Sequence[TagFilter], limit: int = 0
+    ) -> list[dict]:
         """The tag values of the series of ``source`` passing ``filters``: from its index, or
-        (a schema without one) enumerated from the keys, bounded, cached a while."""
+        (a schema without one) enumerated from the keys, bounded, cached a while; on the
+        request's ``reader`` (one deadline for all its reads)."""
         if self.index.covers(source):
-            return self.index.series(self.reader(), source, filters, None, limit)
+            return self.index.series(reader, source, filters, None, limit)
         key = (source.schema.dataset, source.table.name, tuple(filters))
         hit = self._cache.get(key)
         if hit is not None:
@@ -213,7 +216,7 @@ class Service:
             request.tag_filter(t, "wildcard", "*", True) for t in source.tags if t not in given
         ]
         try:
-            p = reads.plan(self.reader(), source, [*filters, *open_tags], 0, 1)
+            p = reads.plan(reader, source, [*filters, *open_tags], 0, 1)
         except (TooLarge, Timeout) as exc:
             hint = "; declare `index:` in the schema and run `btts index rebuild`"
             raise type(exc)(f"{exc}{hint}") from exc
@@ -232,7 +235,9 @@ class Service:
         wanted = lk.limit if lk.limit > 0 else MAX_LOOKUP
 
         def work() -> list[dict]:
+            reader = self.reader()  # one deadline for the whole lookup
             out: list[dict] = []
+            resolved: set[str] = set()  # index tables the lookup's values were checked on
             for metric in metrics:
                 needed = lk.tag_keys
                 source = next(
@@ -240,9 +245,11 @@ class Service:
                 )
                 if source is None:
                     continue
-                if self.index.covers(source):
-                    self._resolve_lookup(source, lk)
-                for combo in self._lookup_series(source, lk, wanted - len(out)):
+                own = self.index.name(source) if self.index.covers(source) else None
+                if own is not None and own not in resolved:  # the metrics of one index: once
+                    self._resolve_lookup(reader, source, lk)
+                    resolved.add(own)
+                for combo in self._lookup_series(reader, source, lk, wanted - len(out)):
                     out.append(
                         {"tsuid": tsuids.encode(metric.name, combo), "metric": metric.name,
                          "tags": combo}
@@ -279,22 +286,24 @@ class Service:
             raise NotFound("Unable to resolve one or more UIDs", details=why)
         return metrics
 
-    def _lookup_series(self, source, lk: lookup_lib.Lookup, wanted: int) -> list[dict]:
+    def _lookup_series(
+        self, reader: reads.Reader, source, lk: lookup_lib.Lookup, wanted: int
+    ) -> list[dict]:
         """The tag values of the series of ``source`` a lookup lists: a key alone is any
         value of it; a value alone (OR'd with the others) checked on what the index gives."""
         any_value = [request.tag_filter(k, "wildcard", "*", False) for k in lk.keys]
         filters = (*lk.filters, *any_value)
         if not lk.values:
-            return self._series_of(source, filters, wanted)[:wanted]
-        found = self._series_of(source, filters)
+            return self._series_of(reader, source, filters, wanted)[:wanted]
+        found = self._series_of(reader, source, filters)
         return [c for c in found if any(v in lk.values for v in c.values())][:wanted]
 
-    def _resolve_lookup(self, source, lk: lookup_lib.Lookup) -> None:
+    def _resolve_lookup(self, reader: reads.Reader, source, lk: lookup_lib.Lookup) -> None:
         """A lookup's tag value nobody has: OpenTSDB's "not found" (SearchRpc,
         NoSuchUniqueName)."""
         values = [f.filter for f in lk.filters if f.type == "literal_or" and "|" not in f.filter]
         values += lk.values
-        missing = self.missing_value(self.reader(), source, values)
+        missing = self.missing_value(reader, source, values)
         if missing is not None:
             why = f"No such name for 'tagv': '{missing}'"
             raise NotFound("Unable to resolve one or more UIDs", details=why)
