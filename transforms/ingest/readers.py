@@ -43,15 +43,7 @@ from transforms.ingest.formats import INPUT_FORMATS
 from transforms.metrics import WorkerTally
 from transforms.text import events
 
-__all__ = [
-    "BLOCK_ITEMS",
-    "Block",
-    "ReadRecords",
-    "detect",
-    "file_ranges",
-    "line_at",
-    "range_blocks",
-]
+__all__ = ["BLOCK_ITEMS", "Block", "FileRange", "ReadRecords", "detect", "line_at", "range_blocks"]
 
 # Records per block: the per-element cost of the runner is paid per block, but a block's rows
 # are what Beam samples to size its elements and what stays in cache while it is written;

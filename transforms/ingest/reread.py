@@ -21,8 +21,8 @@ from transforms.ingest.overwrites import Place
 from transforms.ingest.readers import (
     BLOCK_ITEMS,
     Block,
+    FileRange,
     detect,
-    file_ranges,
     range_blocks,
 )
 
@@ -43,13 +43,12 @@ def records_again(
             yield _jsonl_block_at(source, offset)
     else:
         size = FileSystems.match([source])[0].metadata_list[0].size_in_bytes
-        ordinal = 0
-        for part in file_ranges(source, size, input_format):
-            for block in range_blocks(part):
-                n = len(block.items)
-                places = [Place(source, ordinal + i, block.line(i), ordinal + i) for i in range(n)]
-                ordinal += n
-                yield block, places
+        ordinal = 0  # one reader takes the whole file: no ranges to cut (nor a CSV pass for them)
+        for block in range_blocks(FileRange(source, fmt, compression, 0, size)):
+            n = len(block.items)
+            places = [Place(source, ordinal + i, block.line(i), ordinal + i) for i in range(n)]
+            ordinal += n
+            yield block, places
 
 
 def _jsonl_block_at(source: str, offset: int) -> tuple[Block, list[Place]]:
