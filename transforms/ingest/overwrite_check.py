@@ -172,11 +172,11 @@ def _wanted(
             for value in np.unique(loc).tolist():
                 sid, offset = fingerprints.split_loc(value)
                 for source in one.sources.get(sid, ()):
-                    known = sources.get(source, set())
+                    known = sources.setdefault(source, set())
                     if offset is None or known is None:
                         sources[source] = None
                     else:
-                        sources[source] = known | {offset}
+                        known.add(offset)  # in place: a copy per block would be quadratic
     return {t: np.unique(np.concatenate(parts)) for t, parts in ids.items()}, sources
 
 

@@ -117,23 +117,18 @@ def _time_text(timestamp_us: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _cells(rows: Sequence[tuple], keep: Callable[[tuple], bool] | None):
-    """``(cell, value)`` of the rows ``keep`` keeps; never a cell of the server's time (every
-    write of one is a cell of its own)."""
-    for row in rows:
-        if keep is None or keep(row):
-            table, key, cells = row
-            for family, qualifier, value, stamp in cells:
-                if stamp >= 0:
-                    yield (table, key, family, qualifier, stamp), value
+def _cells(rows: Sequence[tuple]):
+    """``(cell, value)`` of the rows; never a cell of the server's time (every write of one is
+    a cell of its own)."""
+    for table, key, cells in rows:
+        for family, qualifier, value, stamp in cells:
+            if stamp >= 0:
+                yield (table, key, family, qualifier, stamp), value
 
 
-def analyze(
-    records: Iterable[tuple[Place, Sequence[tuple]]], keep: Callable[[tuple], bool] | None = None
-) -> Findings:
+def analyze(records: Iterable[tuple[Place, Sequence[tuple]]]) -> Findings:
     """Records (their place and their rows of checked tables) compared cell by cell, in input
-    order (by source, then position); ``keep``: the rows to compare (all by default), the rest
-    only count for duplicates. A record given twice (the same place) counts once. Two passes,
+    order (by source, then position). A record given twice (the same place) counts once. Two passes,
     one state per distinct cell: the first finds the cells written with several values (and
     the first such pair), the second the records that wrote one."""
     ordered = sorted(dict(records).items(), key=lambda item: (item[0].source, item[0].position))
@@ -141,7 +136,7 @@ def analyze(
     several: set[tuple] = set()  # the cells written with different values
     out = Findings()
     for index, (place, rows) in enumerate(ordered):
-        for cell, value in _cells(rows, keep):
+        for cell, value in _cells(rows):
             seen = first_write.setdefault(cell, (value, index))
             if seen[0] != value and seen[1] != index:
                 several.add(cell)
@@ -149,7 +144,7 @@ def analyze(
                     out.first = Conflict(*cell, ordered[seen[1]][0], seen[0], place, value)
     out.cells = len(several)
     for place, rows in ordered:
-        if several and any(cell in several for cell, _ in _cells(rows, keep)):
+        if several and any(cell in several for cell, _ in _cells(rows)):
             out.conflicting.add(place)
     out.records = len(out.conflicting)
     out.duplicates = duplicates({place: hash(tuple(rows)) for place, rows in ordered}, out)
