@@ -31,25 +31,21 @@ _PER_YEAR = {"year": 1, "quarter": 4, "month": 12}
 def _starts(year: int, unit: str) -> list[dt.datetime]:
     """The starts of the year's periods of ``unit`` (year, quarter, month) and the next year's."""
     months = range(1, 13, 12 // _PER_YEAR[unit])
-    return [dt.datetime(year, m, 1) for m in months] + [_next_year(year)]
-
-
-def _next_year(year: int) -> dt.datetime:
-    return dt.datetime(year + 1, 1, 1) if year < 9999 else dt.datetime.max
+    return [dt.datetime(year, m, 1) for m in months] + [dt.datetime(year + 1, 1, 1)]
 
 
 def wall_time(text: str, unit: str) -> dt.datetime:
     """The wall time (naive) of decimal year ``text`` rounded to ``unit``; ValueError when the
-    text is not a decimal year 1..9999 (``1960``, ``1960.25``, ``1960.``) or the rounded time
-    falls after year 9999."""
+    text is not a decimal year 1..9998 (``1960``, ``1960.25``, ``1960.``): year 9999's length
+    would need the start of year 10000, which no datetime holds."""
     match = _TEXT.match(text.strip())
     if not match or int(match.group(1)) == 0:
         raise ValueError(f"{text!r} is not a decimal year such as 1960.25")
     year = int(match.group(1))
-    start = dt.datetime(year, 1, 1)
-    end = _next_year(year)
-    if end == dt.datetime.max:
+    if year == 9999:
         raise ValueError(f"{text!r} is too late: years end at 9999")
+    start = dt.datetime(year, 1, 1)
+    end = dt.datetime(year + 1, 1, 1)
     length = (end - start) // dt.timedelta(microseconds=1)
     with localcontext() as context:
         context.prec = 60
@@ -64,7 +60,4 @@ def wall_time(text: str, unit: str) -> dt.datetime:
     micros = [(s - start) // dt.timedelta(microseconds=1) for s in starts]
     later = next(i for i, m in enumerate(micros) if m > offset)
     before, after = micros[later - 1], micros[later]
-    chosen = starts[later] if offset - before >= after - offset else starts[later - 1]
-    if chosen == dt.datetime.max:
-        raise ValueError(f"{text!r} rounds past 9999")
-    return chosen
+    return starts[later] if offset - before >= after - offset else starts[later - 1]
