@@ -152,5 +152,5 @@ def _clashing(keys: array, cells: array, found: Check) -> set[int]:
     key, cell = key[order], cell[order]
     same_key = key[1:] == key[:-1]
     other = same_key & (cell[1:] != cell[:-1])
-    found.clashes = int(np.count_nonzero(same_key & ~(cell[1:] == cell[:-1])))
+    found.clashes = int(np.count_nonzero(other))
     return set(key[1:][other].tolist())

@@ -22,8 +22,7 @@ from btts.draft.fields import infer_columns
 from btts.draft.model import DraftSchema, Question
 from btts.draft.render import render
 from btts.draft.sample import DraftError, Sample, read_sample
-from btts.draft.times import TimeGuess, guess_times
-from btts.draft.times import hinted as _hinted
+from btts.draft.times import TimeGuess, guess_times, hinted
 
 __all__ = ["draft", "review"]
 
@@ -106,7 +105,7 @@ def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question
         for column in columns.values():  # years the calendar of times does not hold
             low, high = column.low, column.high
             early = low is not None and high is not None and low < 1 and 1000 <= high < 10000
-            if column.type in ("integer", "number") and _hinted(column.name) and early:
+            if column.type in ("integer", "number") and hinted(column.name) and early:
                 raise DraftError(
                     f"field {column.name!r} reads as years, but goes back to {low} and "
                     "times hold years 1 to 9999: drop or shift the records before year 1"

@@ -65,10 +65,6 @@ def _tokens(name: str) -> set[str]:
 
 def hinted(name: str) -> bool:
     """Whether a field's name says it holds a time (``date``, ``Year``, ``time_hour``…)."""
-    return _hinted(name)
-
-
-def _hinted(name: str) -> bool:
     return bool(_tokens(name) & _HINTS)
 
 
@@ -138,11 +134,11 @@ def _column_guess(column: Column) -> TimeGuess | None:
     if not readable:
         return None
     fmt, ms = readable[0]
-    hinted = _hinted(column.name)
-    if numeric and not hinted and fmt.startswith("epoch_"):
+    named = hinted(column.name)
+    if numeric and not named and fmt.startswith("epoch_"):
         return None  # a large number named like a count is not a time
-    score = _precision(fmt) + (10 if hinted else 0) + (0 if numeric else 1)
-    why = _why(fmt, column, hinted)
+    score = _precision(fmt) + (10 if named else 0) + (0 if numeric else 1)
+    why = _why(fmt, column, named)
     return TimeGuess(column.name, fmt, ms, score, why, alternatives=[f for f, _ in readable[1:]])
 
 
@@ -158,7 +154,7 @@ def _decimal_year(column: Column) -> TimeGuess | None:
     every value lies on (within :data:`_GRID_DAYS`), else the coarsest of day, hour… finer than
     the values' spacing (so that distinct values stay distinct)."""
     low, high = column.low, column.high
-    if column.whole_numbers or low is None or high is None or not _hinted(column.name):
+    if column.whole_numbers or low is None or high is None or not hinted(column.name):
         return None
     if low < 1000 or high >= 2300 or column.type != "number":
         return None
