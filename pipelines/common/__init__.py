@@ -109,13 +109,9 @@ class IngestEntry:
         self, pipeline: beam.Pipeline, options: PipelineOptions
     ) -> dict[str, beam.PCollection]:
         """The job's graph on ``pipeline`` (its outputs by tag), testable without running: the
-        run's config made from ``options`` (:func:`job_config`), then :meth:`build_run`."""
+        run's config made from ``options`` (:func:`job_config`), then the job's graph."""
         job = self.job_for(options) if callable(self.job_for) else self.job_for
-        return self.build_run(pipeline, job_config(options, job))
-
-    def build_run(self, pipeline: beam.Pipeline, config: JobConfig) -> dict[str, beam.PCollection]:
-        """The job's graph on ``pipeline`` for a run's ``config``."""
-        return (self.graph or ingest)(pipeline, config)
+        return (self.graph or ingest)(pipeline, job_config(options, job))
 
     def run(self, argv: Sequence[str] | None = None) -> RunReport:
         """Parse, check, prepare the tables, run, summarize: see :func:`run_file_ingest`."""

@@ -72,13 +72,19 @@ class JobConfig:
     limits: Limits  # when it fails: --max_bad_records, --max_dead_letter_ratio, --accept_overwrites
     dead_letter_topic: str | None
     dead_letter_prefix: str  # this run's dead-letter files: the base and the run's id
-    dead_letters: str | None  # where they go, as the summary names it; None: nowhere
     validate_only: bool
     dry_run: bool  # Beam's --dry_run: translate for the runner, launch and call nothing
 
     @property
     def streaming(self) -> bool:
         return self.subscription is not None
+
+    @property
+    def dead_letters(self) -> str | None:
+        """Where dead letters go, as the summary names it; None: nowhere (a check)."""
+        if self.validate_only:
+            return None
+        return self.dead_letter_topic or f"{self.dead_letter_prefix}*.jsonl"
 
     @property
     def writes(self) -> bool:
@@ -146,7 +152,6 @@ def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None
         ),
         dead_letter_topic=topic,
         dead_letter_prefix=prefix,
-        dead_letters=None if validate_only else topic or f"{prefix}*.jsonl",
         validate_only=validate_only,
         dry_run=dry_run,
     )
