@@ -153,10 +153,12 @@ def release(instance: str) -> None:
             tables.drop(name)
 
 
-def measure_on(instance: str, *args: str) -> dict:
-    """``measure`` on a fresh ``instance``, released afterwards."""
+def measure_fresh(tables: list[str], case: str, dataset: str, path: str, *rest: str) -> dict:
+    """``measure`` of ``case`` on an instance of its own holding ``tables`` (a case takes the
+    instance after its input), released afterwards."""
+    instance = fresh_instance(tables)
     try:
-        return measure(*args)
+        return measure(case, dataset, path, instance, *rest)
     finally:
         release(instance)
 
@@ -211,25 +213,18 @@ def run_dataset(
     )
     for mode in modes:
         log(f"[{dataset}] {mode}")
-        instance = fresh_instance(names)
         source = ours_path if ours_path and mode in ("ours", "ours_nocheck") else path
         flag = {"ours_mp": ["mp"], "ours_nocheck": ["nocheck"]}.get(mode, [])
-        args = ["ours", dataset, str(source), instance, *flag]
         if mode == "naive":
-            args = ["naive", dataset, str(path), instance]
-        out[mode] = measure_on(instance, *args)
+            out[mode] = measure_fresh(names, "naive", dataset, str(path))
+        else:
+            out[mode] = measure_fresh(names, "ours", dataset, str(source), *flag)
     for procs in (1, 2):
         log(f"[{dataset}] ceiling x{procs}")
-        instance = fresh_instance(names)
-        out[f"ceiling_{procs}p"] = measure_on(
-            instance, "ceiling", dataset, str(path), instance, str(procs)
-        )
+        out[f"ceiling_{procs}p"] = measure_fresh(names, "ceiling", dataset, str(path), str(procs))
     for procs in (2,) if quick else (1, 2):
         log(f"[{dataset}] wire x{procs}")
-        instance = fresh_instance(names)
-        out[f"wire_{procs}p"] = measure_on(
-            instance, "wire", dataset, str(path), instance, str(procs)
-        )
+        out[f"wire_{procs}p"] = measure_fresh(names, "wire", dataset, str(path), str(procs))
 
     def best(prefix: str) -> tuple[str, float]:
         figures = {
@@ -299,8 +294,7 @@ def run_scaling(work: Path, small: int) -> dict:
         path = work / f"scaling-{n}.jsonl"
         data.metrics(path, n)
         log(f"[scaling] metrics x{n}")
-        instance = fresh_instance(TABLES["metrics"])
-        results[n] = measure_on(instance, "ours", "metrics", str(path), instance)
+        results[n] = measure_fresh(TABLES["metrics"], "ours", "metrics", str(path))
     a, b = results[small], results[small * 10]
     return {
         "small": a,
@@ -319,8 +313,7 @@ def run_index_cost(work: Path, events: int) -> dict:
     out = {}
     for mode in ("noindex", "index"):
         log(f"[index_cost] metrics x{events} {mode}")
-        instance = fresh_instance(TABLES["metrics"])
-        out[mode] = measure_on(instance, "ours", "metrics", str(path), instance, mode)
+        out[mode] = measure_fresh(TABLES["metrics"], "ours", "metrics", str(path), mode)
     out["events"] = events
     out["cpu_ratio"] = ratio(out["index"]["cpu_s"], out["noindex"]["cpu_s"])
     out["seconds_ratio"] = ratio(out["index"]["seconds"], out["noindex"]["seconds"])
