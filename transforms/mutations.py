@@ -21,8 +21,37 @@ __all__ = [
     "ReadRow",
     "RowMutation",
     "check_limits",
+    "table_parts",
+    "take",
     "without_empty_rows",
 ]
+
+
+def table_parts(tables: list[str]) -> list[tuple[str, slice | list[int]]]:
+    """Where each table's rows sit in a batch whose rows write ``tables`` (in order, not
+    empty): the whole batch when it is one table's; a stride when every event wrote the same
+    tables in the same order (a schema's builder: each table's rows cut in C); else each
+    table's positions."""
+    first = tables[0]
+    if tables.count(first) == len(tables):
+        return [(first, slice(None))]
+    period = len(dict.fromkeys(tables[:8]))
+    if period < len(tables) and tables == tables[:period] * (len(tables) // period):
+        return [(table, slice(i, None, period)) for i, table in enumerate(tables[:period])]
+    at: dict[str, list[int]] = {}
+    for i, table in enumerate(tables):
+        at.setdefault(table, []).append(i)
+    return list(at.items())
+
+
+def take(items: list, where: slice | list[int]) -> list:
+    """The items of one :func:`table_parts` part (``items`` itself when it is the whole)."""
+    if type(where) is slice:
+        return items if where == _WHOLE else items[where]
+    return [items[i] for i in where]
+
+
+_WHOLE = slice(None)
 
 
 class Cell(NamedTuple):

@@ -62,7 +62,13 @@ from transforms.bigtable.transport import (
 from transforms.build import wire
 from transforms.errors import WriteFailed
 from transforms.metrics import NAMESPACE, WorkerTally
-from transforms.mutations import MAX_MUTATIONS_PER_REQUEST, FramedRows, RowMutation
+from transforms.mutations import (
+    MAX_MUTATIONS_PER_REQUEST,
+    FramedRows,
+    RowMutation,
+    table_parts,
+    take,
+)
 
 __all__ = ["WriteRows"]
 
@@ -470,26 +476,11 @@ class _SplitByTableFn(beam.DoFn):
             yield pvalue.TaggedOutput(tables[0], element)
             return
         entries = element.entries if kind is FramedRows else None
-        by_table: dict[str, list] = {}
-        made: dict[str, list] = {}
-        period = len(dict.fromkeys(tables[:8]))
-        if tables == tables[:period] * (len(tables) // period) and period < len(tables):
-            # Every event writes the same tables in the same order (a schema's builder): each
-            # table's rows are one slice of the batch, cut in C.
-            for i, table in enumerate(tables[:period]):
-                by_table[table] = element[i::period]
-                if entries is not None:
-                    made[table] = entries[i::period]
-        else:
-            for row in element:  # a batch: one list per table
-                by_table.setdefault(row[0], []).append(row)
-            if entries is not None:  # the rows' entries go with them
-                for table, entry in zip(tables, entries, strict=True):
-                    made.setdefault(table, []).append(entry)
-        for table, rows in by_table.items():
+        for table, where in table_parts(tables):  # the rows' entries go with them
+            rows = take(element, where)
             self._count(table, rows)
             yield pvalue.TaggedOutput(
-                table, rows if entries is None else FramedRows(rows, made[table])
+                table, rows if entries is None else FramedRows(rows, take(entries, where))
             )
 
     def _count(self, table: str, rows: list) -> None:

@@ -37,6 +37,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from transforms.mutations import table_parts, take
+
 __all__ = [
     "IDENTITY",
     "Candidates",
@@ -159,17 +161,7 @@ def table_slices(rows: list) -> Iterable[tuple[str, list]]:
     grouped row by row."""
     if not rows:
         return ()
-    tables = list(map(_TABLE, rows))
-    first = tables[0]
-    if tables.count(first) == len(tables):
-        return ((first, rows),)
-    period = len(dict.fromkeys(tables[:8]))
-    if period < len(tables) and tables == tables[:period] * (len(tables) // period):
-        return ((table, rows[i::period]) for i, table in enumerate(tables[:period]))
-    grouped: dict[str, list] = {}
-    for row in rows:
-        grouped.setdefault(row[0], []).append(row)
-    return grouped.items()
+    return ((table, take(rows, where)) for table, where in table_parts(list(map(_TABLE, rows))))
 
 
 class Prints(NamedTuple):
