@@ -110,20 +110,26 @@ def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
     spec: dict = {"type": "time"}
     if guess.derived:
         spec["from"] = dict(guess.sources)
+        if guess.date_format:
+            spec["format"] = guess.date_format
     elif guess.format != "auto":
         spec["format"] = guess.format
     if guess.round:
         spec["round"] = guess.round
+    if guess.timezone:
+        spec["timezone"] = guess.timezone
+    if guess.ambiguous:
+        spec["ambiguous"] = guess.ambiguous
     if earliest:
         spec["earliest"] = earliest
     notes = [guess.why]
     if guess.alternatives:
-        notes.append(f"also readable as {', '.join(guess.alternatives)}")
+        notes.append(_alternatives(guess))
     offsets = _offsets(inputs.columns[guess.field].values) if guess.format == "rfc3339" else []
     if offsets:
         notes.append(f"each time carries its UTC offset ({', '.join(offsets[:3])}): no zone needed")
-    clock = "%H" in guess.format or "time" in guess.sources
-    if clock and not timefmt.has_offset(guess.format):
+    clock = "%H" in guess.format or bool({"time", "hour"} & set(guess.sources))
+    if clock and not timefmt.has_offset(guess.format) and not guess.timezone:
         notes.append(
             "no UTC offset in the data: read as UTC (declare timezone: ZONE if these are local "
             "times; a wall time a clock change skips is then a dead letter)"
@@ -131,6 +137,23 @@ def _time_spec(inputs: Inputs, earliest: str | None) -> Choice:
     if earliest:
         notes.append(f"times go back to {_day(min(guess.ms))}: earliest: {earliest}")
     return Choice(spec, "; ".join(notes))
+
+
+def _alternatives(guess: TimeGuess) -> str:
+    """The other formats that read the time; a numeric date both day orders read is said to
+    be a choice, with the format that takes the other."""
+    fmt = guess.format
+    swapped = fmt[3:5] + fmt[2] + fmt[:2] + fmt[5:] if fmt[:5] in _DAY_ORDERS else ""
+    if swapped and swapped in guess.alternatives:
+        first = "day first" if fmt.startswith("%d") else "month first"
+        return (
+            f"AMBIGUOUS: every value reads both day first and month first; took {first} "
+            f"({fmt}); if the file writes them the other way, declare format: {swapped!r}"
+        )
+    return f"also readable as {', '.join(guess.alternatives)}"
+
+
+_DAY_ORDERS = {f"%{a}{sep}%{b}" for sep in "/-." for a, b in ("dm", "md")}
 
 
 def _offsets(values: Sequence) -> list[str]:

@@ -84,19 +84,20 @@ def _pick(guesses: list[TimeGuess], ask: Asker | None) -> tuple[TimeGuess, Quest
 
 def _day_first(guess: TimeGuess, ask: Asker | None) -> Question | None:
     """03/04/2020: day first or month first, when every sampled value reads both ways."""
-    swapped = {"%d/%m": "%m/%d", "%m/%d": "%d/%m"}
-    for a, b in swapped.items():
-        if guess.format.startswith(a) and guess.format.replace(a, b, 1) in guess.alternatives:
-            other = guess.format.replace(a, b, 1)
-            question = Question(
-                f"Field {guess.field}: is 03/04 the 3rd of April or March 4th?",
-                [guess.format, other],
-            )
-            question.chosen = ask(question) if ask else 0
-            if question.chosen:
-                guess.format, guess.alternatives = other, [guess.format]
-            return question
-    return None
+    fmt = guess.format
+    head, sep, tail = fmt[:2], fmt[2:3], fmt[3:5]
+    if {head, tail} != {"%d", "%m"} or sep not in ("/", "-", "."):
+        return None
+    other = f"{tail}{sep}{head}{fmt[5:]}"
+    if other not in guess.alternatives:
+        return None
+    question = Question(
+        f"Field {guess.field}: is 03{sep}04 the 3rd of April or March 4th?", [fmt, other]
+    )
+    question.chosen = ask(question) if ask else 0
+    if question.chosen:
+        guess.format, guess.alternatives = other, [fmt]
+    return question
 
 
 def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question], list[str]]:

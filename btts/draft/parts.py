@@ -17,6 +17,7 @@ from transforms.build.shaping import made_time
 from transforms.errors import InvalidEvent
 from transforms.schema.shape import DERIVED_TIME_FORMAT
 from transforms.text import timefmt
+from transforms.text.timepatterns import compile_pattern
 
 __all__ = ["find_parts", "role_of"]
 
@@ -44,14 +45,19 @@ _TRIAL = 500  # records a chain of parts is first tried on
 class Parts:
     """One way of reading the time from several fields: role → field, and the sampled times."""
 
-    def __init__(self, sources: dict[str, str], ms: list[int], needs_year: bool = False):
+    def __init__(
+        self, sources: dict[str, str], ms: list[int], needs_year: bool = False, date_format=""
+    ):
         self.sources = sources
         self.ms = ms
         self.needs_year = needs_year  # month and day, no year: the user must give it
+        self.date_format = date_format if "date" in sources else ""  # the date part's pattern
 
 
 def _plain(name: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", name.lower())
+    """The name's letters and digits, lower case, without a unit in brackets (``Time (HH:MM)``,
+    ``Date (MM/DD/YYYY)``: how TMY weather files name their parts)."""
+    return re.sub(r"[^a-z0-9]", "", re.sub(r"\s*[(\[].*[)\]]\s*\Z", "", name).lower())
 
 
 def role_of(name: str) -> str:
@@ -70,10 +76,17 @@ def _roles(columns: Mapping[str, Column]) -> dict[str, str]:
     return out
 
 
-def read_parts(records: Sequence[dict], sources: Mapping[str, str], year: int | None = None):
+def read_parts(
+    records: Sequence[dict],
+    sources: Mapping[str, str],
+    year: int | None = None,
+    date_format: str = "",
+):
     """The epoch ms of each record's time made from ``sources`` (role → field), as the job makes
-    it (``year``: a constant year); None when a record lacks a part or a part does not read."""
+    it (``year``: a constant year; ``date_format``: the date part's pattern); None when a record
+    lacks a part or a part does not read."""
     parse = timefmt.make_parser(DERIVED_TIME_FORMAT, "t", earliest=_EARLY)
+    read_date = compile_pattern(date_format) if date_format and "date" in sources else None
     out = []
     try:
         for record in records:
@@ -82,15 +95,18 @@ def read_parts(records: Sequence[dict], sources: Mapping[str, str], year: int | 
                 return None
             if year is not None:
                 parts["year"] = year
-            out.append(parse(made_time(parts, "t")))
+            out.append(parse(made_time(parts, "t", read_date)))
     except (KeyError, InvalidEvent, ValueError, OverflowError):
         return None
     return out
 
 
-def find_parts(columns: Mapping[str, Column], records: Sequence[dict]) -> list[Parts]:
+def find_parts(
+    columns: Mapping[str, Column], records: Sequence[dict], date_format: str = ""
+) -> list[Parts]:
     """Every finest combination of parts the sample reads (at least two parts each), and a
-    month and a day without a year (read in :data:`NO_YEAR`, flagged ``needs_year``)."""
+    month and a day without a year (read in :data:`NO_YEAR`, flagged ``needs_year``).
+    ``date_format``: how the ``date`` part is written, when not YYYY-MM-DD."""
     roles = _roles(columns)
     out: list[Parts] = []
     few = records[:: max(1, len(records) // _TRIAL)]  # chains grow on a spread of the sample
@@ -102,14 +118,14 @@ def find_parts(columns: Mapping[str, Column], records: Sequence[dict]) -> list[P
             if role not in roles or roles[role] in grown[-1].values():
                 break
             trial = {**grown[-1], role: roles[role]}
-            if read_parts(few, trial) is None:
+            if read_parts(few, trial, date_format=date_format) is None:
                 break
             grown.append(trial)
         for sources in reversed(grown[1:]):  # the finest that the whole sample reads
-            ms = read_parts(records, sources)
+            ms = read_parts(records, sources, date_format=date_format)
             if ms is not None:
                 if all(set(sources) != set(p.sources) for p in out):
-                    out.append(Parts(sources, ms))
+                    out.append(Parts(sources, ms, date_format=date_format))
                 break
     if not {"year", "date"} & set(roles) and {"month", "day"} <= set(roles):
         sources = {"month": roles["month"], "day": roles["day"]}

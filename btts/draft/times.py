@@ -18,21 +18,43 @@ from dataclasses import dataclass, field
 from btts.draft import parts
 from btts.draft.fields import Column
 from transforms.errors import InvalidEvent
-from transforms.text import timefmt
+from transforms.text import timefmt, timepatterns
 from transforms.text.events import Num
 
 __all__ = ["TimeGuess", "guess_times", "hinted", "resolution"]
 
-# Text patterns tried in this order (the first of two that both read a column wins, so the
-# day-first reading of 03/04/2020 comes before the month-first one: the question says so).
+
+def _day_orders() -> tuple[str, ...]:
+    """Numeric dates in both day orders, day first then month first (a column both read is a
+    question: :func:`btts.draft.drafting._time` asks it, and the draft says which it took)."""
+    out = []
+    for sep in "/-.":
+        for year in ("%Y", "%y"):
+            for clock in (" %H:%M:%S", " %H:%M", ""):
+                out += [f"%d{sep}%m{sep}{year}{clock}", f"%m{sep}%d{sep}{year}{clock}"]
+    return tuple(out)
+
+
+# Text patterns tried in this order (the first of two that both read a column wins).
 TEXT_FORMATS = (
     "rfc3339", "%Y-%m-%dT%H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S.%f",
     "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M", "date", "%Y/%m/%d %H:%M:%S",
-    "%Y/%m/%d %H:%M", "%Y/%m/%d", "%d/%m/%Y %H:%M:%S", "%m/%d/%Y %H:%M:%S", "%d/%m/%Y %H:%M",
-    "%m/%d/%Y %H:%M", "%d/%m/%Y", "%m/%d/%Y", "%d.%m.%Y", "%b %d %Y", "%d %b %Y", "%B %d %Y",
-    "%d %B %Y", "%b %Y", "%B %Y", "%Y-%m", "%Y%m%d%H%M%S", "yyyymmddhhmmssmmm", "%Y%m%d",
+    "%Y/%m/%d %H:%M", "%Y/%m/%d", *_day_orders(),
+    "%d-%b-%y", "%d-%b-%Y", "%d %b %y", "%d %b %Y", "%d %B %Y", "%d-%B-%Y", "%d-%B-%y",
+    "%b %d %Y", "%b %d, %Y", "%B %d %Y", "%B %d, %Y", "%b-%d-%Y",
+    "%b %Y", "%B %Y", "%b-%Y", "%b-%y", "%Y %b", "%Y %B", "%Y-%b", "%Y-%m", "%Y/%m", "%m/%Y",
+    "%Y Q%q", "%YQ%q", "%Y-Q%q", "Q%q %Y", "Q%q-%Y", "%G-W%V", "%GW%V",
+    "%Y%m%d%H%M%S", "yyyymmddhhmmssmmm", "%Y%m%d",
 )  # fmt: skip
-_PRECISION = {"rfc3339": 6, "date": 4, "year": 2, "yyyymmddhhmmssmmm": 6, "decimal_year": 3}
+_PRECISION = {
+    "ordinal_day": 4,
+    "epoch_d": 4,
+    "rfc3339": 6,
+    "date": 4,
+    "year": 2,
+    "yyyymmddhhmmssmmm": 6,
+    "decimal_year": 3,
+}
 _HINTS = {
     "time", "timestamp", "ts", "date", "datetime", "day", "month", "year", "when", "at",
     "period", "created", "updated", "epoch", "dt", "yr", "week", "hour", "minute",
@@ -53,6 +75,9 @@ class TimeGuess:
     alternatives: list[str] = field(default_factory=list)  # other formats that read it too
     round: str = ""  # decimal_year: the unit its times are rounded to
     needs_year: bool = False  # a month and a day without a year: the user must give it
+    date_format: str = ""  # a derived time's date part, when not YYYY-MM-DD
+    timezone: str = ""  # the zone of its wall times (another field gives their instants)
+    ambiguous: str = ""  # earliest|latest: which of a repeated hour (that other field says)
 
     @property
     def derived(self) -> bool:
@@ -106,6 +131,17 @@ def _numeric_formats(column: Column) -> list[str]:
     return out
 
 
+def _day_number_formats(column: Column) -> list[str]:
+    """``ordinal_day`` or ``epoch_d`` where the column's name says its numbers count days
+    (``ordinal_date``, ``epoch_days``): a day number is never guessed from the values alone."""
+    words = _tokens(column.name)
+    if not column.whole_numbers:
+        return []
+    if "ordinal" in words:
+        return ["ordinal_day"]
+    return ["epoch_d"] if "epoch" in words and words & {"day", "days", "d"} else []
+
+
 def _column_guess(column: Column) -> TimeGuess | None:
     if column.type not in ("text", "integer", "number") or column.optional:
         return None
@@ -114,7 +150,7 @@ def _column_guess(column: Column) -> TimeGuess | None:
         decimal = _decimal_year(column)
         if decimal is not None:
             return decimal
-        formats = _numeric_formats(column)
+        formats = _day_number_formats(column) or _numeric_formats(column)
         if column.integral_floats and "year" in formats:
             formats = ["year"]  # 1956.0: read as a whole number (issue 43's integral floats)
     else:
@@ -134,7 +170,7 @@ def _column_guess(column: Column) -> TimeGuess | None:
     if not readable:
         return None
     fmt, ms = readable[0]
-    named = hinted(column.name)
+    named = hinted(column.name) or fmt in timepatterns.DAY_NUMBER_FORMATS
     if numeric and not named and fmt.startswith("epoch_"):
         return None  # a large number named like a count is not a time
     score = _precision(fmt) + (10 if named else 0) + (0 if numeric else 1)
@@ -181,13 +217,35 @@ def _decimal_year(column: Column) -> TimeGuess | None:
 def _why(fmt: str, column: Column, hinted: bool) -> str:
     first = column.values[0]
     name = "named like a time, and every value" if hinted else "every value"
-    return f"{name} reads as {fmt} (e.g. {str(first)!r})"
+    if fmt in timepatterns.DAY_NUMBER_FORMATS:
+        name = "named for day numbers, and every value"
+    return f"{name} reads as {fmt} (e.g. {str(first)!r}){_order(fmt, column.values)}"
+
+
+_ORDERS = {"%d": ("%m", "day first"), "%m": ("%d", "month first")}
+
+
+def _order(fmt: str, values: Sequence) -> str:
+    """Why a numeric date is read day first or month first: a value only that order reads."""
+    for sep in "/-.":
+        head = fmt[:5]
+        if head[2:3] != sep or head[:2] not in _ORDERS or head[3:] not in ("%d", "%m"):
+            continue
+        other, order = _ORDERS[head[:2]]
+        swapped = f"{other}{sep}{head[:2]}" + fmt[5:]
+        parse = timepatterns.compile_pattern(swapped)
+        for value in values:
+            try:
+                parse(str(value))
+            except ValueError:
+                return f"; {order}: {str(value)!r} reads only that way"
+    return ""
 
 
 def _derived(columns: Mapping[str, Column], records: Sequence[dict]) -> list[TimeGuess]:
     """Times over several fields (:func:`btts.draft.parts.find_parts`), each as a guess."""
     out = []
-    for found in parts.find_parts(columns, records):
+    for found in parts.find_parts(columns, records, _date_part_format(columns)):
         what = " and ".join(f"{f} ({role})" for role, f in found.sources.items())
         why = f"the time is spread over {what}: one derived time field reads them together"
         if found.needs_year:
@@ -196,8 +254,20 @@ def _derived(columns: Mapping[str, Column], records: Sequence[dict]) -> list[Tim
         name = "at" if "date" in roles else "time" if roles & _FINE else "period"
         guess = TimeGuess(name, "from", found.ms, 10, why, sources=dict(found.sources))
         guess.needs_year = found.needs_year
+        guess.date_format = found.date_format
         out.append(guess)
     return out
+
+
+def _date_part_format(columns: Mapping[str, Column]) -> str:
+    """The pattern of the column a time made of parts takes its date from, when it is not
+    YYYY-MM-DD (``01/31/1988`` in a TMY file: ``%m/%d/%Y``); "" otherwise."""
+    for column in columns.values():
+        if parts.role_of(column.name) == "date":
+            guess = _column_guess(column)
+            if guess and "%" in guess.format and "%H" not in guess.format:
+                return guess.format
+    return ""
 
 
 _RESOLUTION = ("year", "month", "day", "hour", "minute", "second", "ms")

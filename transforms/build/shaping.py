@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 
 from transforms.errors import InvalidEvent
 from transforms.text.events import integral_text
+from transforms.text.timepatterns import compile_pattern
 
 __all__ = ["made_time", "shaper"]
 
@@ -69,15 +70,17 @@ def _month(value: object, field: str) -> int:
     return _whole(value, field, "month", 1, 12)
 
 
-def made_time(parts: dict[str, object], field: str) -> str:
+DateReader = Callable[[str], dt.datetime]
+
+
+def made_time(parts: dict[str, object], field: str, read_date: DateReader | None = None) -> str:
     """The wall time ``YYYY-MM-DDTHH:MM:SS.ffffff`` the roles' raw values make (year, quarter,
     month, week, day, hour, minute, second, date, time), or InvalidEvent naming the field and
-    the part that is wrong. A week is the ISO 8601 week of the year (its Monday)."""
+    the part that is wrong. A week is the ISO 8601 week of the year (its Monday). ``read_date``
+    reads a date part written otherwise than YYYY-MM-DD (the field's compiled ``format:``).
+    ``24:00`` (or hour 24) is the end of its day, as NOAA's and TMY weather files write it."""
     if "date" in parts:
-        match = _DATE.match(str(parts["date"]).strip())
-        if not match:
-            raise InvalidEvent(f"field {field!r}: date {parts['date']!r} is not YYYY-MM-DD")
-        year, month, day = (int(g) for g in match.groups())
+        year, month, day = _date_part(parts["date"], field, read_date)
     else:
         year = _whole(parts["year"], field, "year", 1, 9999)
         month, day = 1, 1
@@ -94,22 +97,51 @@ def made_time(parts: dict[str, object], field: str) -> str:
             year, month, day = monday.year, monday.month, monday.day
         if "day" in parts:
             day = _whole(parts["day"], field, "day", 1, 31)
-    return f"{year:04d}-{month:02d}-{day:02d}T{_clock(parts, field)}"
+    clock = _clock(parts, field)
+    if clock.startswith("24"):  # the end of the day: the next day's midnight
+        try:
+            following = dt.date(year, month, day) + dt.timedelta(days=1)
+        except (ValueError, OverflowError):
+            raise InvalidEvent(f"field {field!r}: {year}-{month}-{day} has no next day") from None
+        year, month, day = following.year, following.month, following.day
+        clock = "00" + clock[2:]
+    return f"{year:04d}-{month:02d}-{day:02d}T{clock}"
+
+
+def _date_part(value: object, field: str, read_date: DateReader | None) -> tuple[int, int, int]:
+    text = str(value).strip()
+    if read_date is None:
+        match = _DATE.match(text)
+        if not match:
+            raise InvalidEvent(f"field {field!r}: date {value!r} is not YYYY-MM-DD")
+        year, month, day = (int(g) for g in match.groups())
+        return year, month, day
+    try:
+        moment = read_date(text)
+    except ValueError:
+        raise InvalidEvent(f"field {field!r}: date {value!r} does not match its format") from None
+    return moment.year, moment.month, moment.day
 
 
 def _clock(parts: dict[str, object], field: str) -> str:
-    """The time of day ``HH:MM:SS.ffffff`` of ``time`` or hour [+ minute [+ second]]."""
+    """The time of day ``HH:MM:SS.ffffff`` of ``time`` or hour [+ minute [+ second]]; hour 24
+    only as 24:00:00, the end of the day."""
     if "hour" in parts:
-        hour = _whole(parts["hour"], field, "hour", 0, 23)
+        hour = _whole(parts["hour"], field, "hour", 0, 24)
         minute = _whole(parts["minute"], field, "minute", 0, 59) if "minute" in parts else 0
         second = _whole(parts["second"], field, "second", 0, 59) if "second" in parts else 0
+        if hour == 24 and minute + second:
+            raise InvalidEvent(f"field {field!r}: hour 24 is only 24:00, the end of the day")
         return f"{hour:02d}:{minute:02d}:{second:02d}.000000"
     if "time" not in parts:
         return "00:00:00.000000"
     match = _TIME_OF_DAY.match(str(parts["time"]).strip())
-    if not match or int(match.group(1)) > 23 or int(match.group(2)) > 59:
-        raise InvalidEvent(f"field {field!r}: time {parts['time']!r} is not HH:MM[:SS[.fff]]")
-    hour, minute, second, frac = match.groups()
+    hour, minute, second, frac = match.groups() if match else ("99", "0", "0", "")
+    end = (int(hour), int(minute), int(second or 0), int(frac or 0)) == (24, 0, 0, 0)
+    if not end and (int(hour) > 23 or int(minute) > 59 or int(second or 0) > 59):
+        raise InvalidEvent(
+            f"field {field!r}: time {parts['time']!r} is not HH:MM[:SS[.fff]] (00:00..24:00)"
+        )
     return f"{int(hour):02d}:{minute}:{second or '00'}.{(frac or '').ljust(6, '0')}"
 
 
@@ -151,11 +183,20 @@ def _absent(schema) -> Callable[[dict], dict] | None:
     return strip
 
 
+def _date_reader(fmt: str) -> DateReader | None:
+    """The compiled reader of a made time's date part (None: YYYY-MM-DD)."""
+    return compile_pattern(fmt) if fmt else None
+
+
 def shaper(schema) -> Shaper | None:
     """``record → events`` for ``schema`` (a :class:`transforms.schema.Schema`), or None when
     it declares no missing tokens, no unpivot, no time made from fields and keeps refusing
     extra fields."""
-    made = [(f.name, dict(f.sources), dict(f.constants)) for f in schema.fields if f.sources]
+    made = [
+        (f.name, dict(f.sources), dict(f.constants), _date_reader(f.date_format))
+        for f in schema.fields
+        if f.sources
+    ]
     spread = schema.unpivot
     ignore = schema.extra_fields == "ignore"
     absent = _absent(schema)
@@ -185,12 +226,12 @@ def shaper(schema) -> Shaper | None:
             # matched one is known only when present
             empty[0] += len(spread.columns or columns) - len(events)
         for event in events:
-            for field, roles, constants in made:
+            for field, roles, constants, read_date in made:
                 missing = [s for s in roles.values() if event.get(s) is None]
                 if missing:
                     raise InvalidEvent(f"missing field(s): {', '.join(missing)}")
                 parts = {**constants, **{r: event[s] for r, s in roles.items()}}
-                event[field] = made_time(parts, field)
+                event[field] = made_time(parts, field, read_date)
         if ignore:
             events = [{k: v for k, v in e.items() if k in declared} for e in events]
         return events

@@ -147,10 +147,13 @@ def _time_options(problems: Problems, spec: Map, what: str, kind: str | None) ->
         if why:
             problems.bad(line_of(spec, "earliest"), why)
     sources, constants = time_sources(problems, spec, what, kind)
+    date_format = ""
     if sources:  # made by the shaper as a wall time, read like any other time
+        date_format = _date_format(problems, spec, what, fmt, sources)
         fmt = DERIVED_TIME_FORMAT
     return {
         "format": fmt,
+        "date_format": date_format,
         "timezone": zone,
         "ambiguous": ambiguous,
         "earliest": earliest,
@@ -158,6 +161,24 @@ def _time_options(problems: Problems, spec: Map, what: str, kind: str | None) ->
         "constants": constants,
         "round": _round(problems, spec, what, fmt),
     }
+
+
+def _date_format(problems: Problems, spec: Map, what: str, fmt: str, sources) -> str:
+    """A made time's ``format``: how its ``date`` part is written (a pattern such as
+    ``"%m/%d/%Y"``; ``date`` or none: YYYY-MM-DD). Without a date part it has nothing to read."""
+    if "format" not in spec or fmt == "date":
+        return ""
+    if "date" not in {role for role, _ in sources}:
+        problems.bad(
+            line_of(spec, "format"),
+            f"{what}: a time made from: parts takes a format only for its date part",
+        )
+    elif "%" not in fmt:
+        problems.bad(
+            line_of(spec, "format"),
+            f"{what}: the format of a from: date is a pattern such as '%m/%d/%Y', got {fmt!r}",
+        )
+    return fmt
 
 
 def _round(problems: Problems, spec: Map, what: str, fmt: str) -> str:

@@ -127,6 +127,8 @@ class FieldSpec:
     sources: tuple[tuple[str, str], ...] = ()
     # the constant parts of such a time, ((role, number), ...): ``from: {year: 1973, ...}``
     constants: tuple[tuple[str, int], ...] = ()
+    # such a time's ``format:``: how its ``date`` part is written ("": YYYY-MM-DD)
+    date_format: str = ""
     round: str = ""  # time fields of format decimal_year: the unit their times are rounded to
     # texts that mean "no value" in this field (None: the event's ``missing``)
     missing: tuple[str, ...] | None = None
@@ -148,7 +150,8 @@ _FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max", "sources": "fro
 FIELD_KEYS = tuple(
     _FILE_KEYS.get(f.name, f.name)
     for f in dataclasses.fields(FieldSpec)
-    if f.name not in ("name", "line", "constants")  # (constants are written in ``from``)
+    # (constants are written in ``from``; a made time's date format is its ``format``)
+    if f.name not in ("name", "line", "constants", "date_format")
 )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import lru_cache
 
 from transforms.errors import InvalidEvent
-from transforms.text import decimal_year
+from transforms.text import decimal_year, timepatterns
 from transforms.text.events import CsvText, Num, describe, integral_text
 from transforms.text.isotime import fromisoformat
 
@@ -325,6 +325,7 @@ NAMED_FORMATS = (
     "year",
     "yyyymmddhhmmssmmm",
     "decimal_year",
+    *timepatterns.DAY_NUMBER_FORMATS,
 )
 DST_CHOICES = ("error", "earliest", "latest")
 _EPOCH_DIVISORS = {"epoch_s": None, "epoch_ms": 1, "epoch_us": 1000}
@@ -342,16 +343,10 @@ def zone(name: str) -> dt.tzinfo | None:
 
 
 def strptime_problem(fmt: str) -> str | None:
-    """Why ``fmt`` is not a usable strptime pattern (None when it is): it must hold a ``%``
-    directive and read back a time it wrote."""
-    if "%" not in fmt:
-        return "a strptime pattern holds % directives (e.g. %Y/%m/%d %H:%M)"
-    sample = dt.datetime(2001, 2, 3, 4, 5, 6, 789000, tzinfo=UTC)
-    try:
-        dt.datetime.strptime(sample.strftime(fmt), fmt)
-    except ValueError as err:
-        return f"strptime cannot read back what it writes with it ({err})"
-    return None
+    """Why ``fmt`` is not a usable pattern (None when it is): it must hold a ``%`` directive
+    and read back a time it wrote (strptime's directives, and ``%q`` for a quarter or ``%G-W%V``
+    for an ISO week: :mod:`.timepatterns`)."""
+    return timepatterns.pattern_problem(fmt)
 
 
 def has_offset(fmt: str) -> bool:
@@ -412,6 +407,8 @@ def make_parser(
         return _epoch_parser(fmt, field, earliest, advice)
     if fmt == "date":
         return lambda value: parse_date(value, field, earliest, advice)
+    if fmt in timepatterns.DAY_NUMBER_FORMATS:
+        return _day_number_parser(fmt, field, earliest, advice)
     if fmt == "year":
         return _year_parser(field, tz or UTC, ambiguous, earliest, advice)
     if fmt == "decimal_year":
@@ -435,6 +432,7 @@ def make_parser(
 
         return iso
     offset = "%z" in fmt
+    read = timepatterns.compile_pattern(fmt)  # once: the hot path only reads
 
     def pattern(value: object) -> int:
         if type(value) is Num and value.isdigit():  # 20240501 as a JSON number: its digits
@@ -442,7 +440,7 @@ def make_parser(
         elif type(value) is not str and type(value) is not CsvText:
             raise InvalidEvent(f"field {field!r}: expected a time {fmt!r}, got {describe(value)}")
         try:
-            moment = dt.datetime.strptime(value, fmt)
+            moment = read(value)
         except ValueError:
             raise InvalidEvent(
                 f"field {field!r}: {value[:60]!r} does not match format {fmt} (declare the "
@@ -453,6 +451,22 @@ def make_parser(
         return local_to_ms(moment, tz or UTC, field, ambiguous, value, earliest, advice)
 
     return pattern
+
+
+def _day_number_parser(fmt: str, field: str, earliest: int, advice: str):
+    """Whole days (``epoch_d``: since 1970-01-01; ``ordinal_day``: proleptic Gregorian, 1 =
+    0001-01-01), a number or its text → midnight UTC of that day."""
+
+    def day_number(value: object) -> int:
+        if type(value) is bool or not isinstance(value, (str, int)):
+            raise InvalidEvent(f"field {field!r}: expected a day number, got {describe(value)}")
+        try:
+            day = timepatterns.day_number_date(str(value), fmt)
+        except ValueError as err:
+            raise InvalidEvent(f"field {field!r}: {err} ({fmt})") from None
+        return _in_range(date_ms(day), field, value, earliest, advice)
+
+    return day_number
 
 
 _YEAR = re.compile(r"[0-9]{1,4}\Z")

@@ -22,7 +22,7 @@ from btts.draft.sample import DraftError
 from btts.draft.times import TEXT_FORMATS, guess_times
 from btts_cli import main as cli
 from transforms import schema as schema_lib
-from transforms.text import timefmt
+from transforms.text import timefmt, timepatterns
 from transforms.text.events import CsvText, Num
 
 
@@ -52,16 +52,17 @@ _WRITTEN = [f for f in TEXT_FORMATS if "%" in f and "%f" not in f]
 def test_a_time_written_in_any_known_pattern_is_found_and_read_back_exactly(fmt, moments):
     """Whatever pattern wrote the times, the guess reads each one to the instant the pattern
     kept (day-first and month-first may both read a day ≤ 12: then either is exact)."""
-    records = [{"when": CsvText(m.strftime(fmt)), "v": CsvText("1")} for m in moments]
+    records = [{"when": CsvText(timepatterns.write(m, fmt)), "v": CsvText("1")} for m in moments]
     (guess, *_) = guess_times(infer_columns(records), records)
     assert guess.field == "when"
-    written = [dt.datetime.strptime(m.strftime(fmt), fmt) for m in moments]
+    read = timepatterns.compile_pattern(fmt)
+    written = [read(timepatterns.write(m, fmt)) for m in moments]
     expected = [timefmt.local_to_ms(w, timefmt.UTC, "t", earliest=timefmt.MIN_EPOCH_MS)
                 for w in written]  # fmt: skip
     same = guess.format.replace("%B", "%b") == fmt.replace("%B", "%b")  # (May is both)
     if not same:  # every day ≤ 12: read both ways, the other way is the question's
-        swap = {"%d/%m": "%m/%d", "%m/%d": "%d/%m"}
-        assert guess.format == swap[fmt[:5]] + fmt[5:] and fmt in guess.alternatives
+        swapped = fmt[3:5] + fmt[2] + fmt[:2] + fmt[5:]  # %d/%m ↔ %m/%d, any separator
+        assert guess.format == swapped and fmt in guess.alternatives
         return
     assert guess.ms == expected
 

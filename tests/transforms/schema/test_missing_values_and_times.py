@@ -230,7 +230,8 @@ def test_finer_parts_and_iso_weeks_make_a_time(parts, wall):
 @pytest.mark.parametrize(
     ("parts", "words"),
     [
-        ({"year": 2013, "month": 1, "day": 1, "hour": 24}, "hour 24 is not a whole number 0-23"),
+        ({"year": 2013, "month": 1, "day": 1, "hour": 25}, "hour 25 is not a whole number 0-24"),
+        ({"year": 2013, "month": 1, "day": 1, "hour": 24, "minute": 1}, "hour 24 is only 24:00"),
         ({"year": 2013, "month": 1, "day": 1, "hour": 1, "minute": 60}, "minute 60"),
         ({"year": 2021, "week": 53}, "2021 has no ISO week 53"),
     ],
