@@ -17,12 +17,12 @@ from dataclasses import dataclass
 
 from btts.draft import check as check_mod
 from btts.draft import design as design_mod
-from btts.draft import missing, shape
+from btts.draft import missing, shape, zones
 from btts.draft.fields import infer_columns
 from btts.draft.model import DraftSchema, Question
 from btts.draft.render import render
 from btts.draft.sample import DraftError, Sample, read_sample
-from btts.draft.times import TimeGuess, guess_times, hinted
+from btts.draft.times import TimeGuess, guess_times, hinted, resolution
 
 __all__ = ["draft", "review"]
 
@@ -100,6 +100,42 @@ def _day_first(guess: TimeGuess, ask: Asker | None) -> Question | None:
     return question
 
 
+_TRUE_FORMATS = ("rfc3339", "epoch_s", "epoch_ms", "epoch_us")  # an instant, not a wall time
+_CLOCKS = ("hour", "minute", "second", "ms")
+
+
+def _zone_check(guesses: list[TimeGuess], time: TimeGuess) -> TimeGuess:
+    """The event time once a field of wall times (no offset, to the hour or finer) and one of
+    instants (an offset or epoch) are checked against each other (:func:`zones.compare`): the
+    wall times in the zone that explains them when they are the finer, else the instants; a
+    DraftError naming both when they look like one instant but no zone explains them."""
+    walls = [
+        g
+        for g in guesses
+        if g.format not in _TRUE_FORMATS and not g.needs_year and resolution(g.ms) in _CLOCKS
+    ]
+    trues = [g for g in guesses if g.format in _TRUE_FORMATS]
+    if not walls or not trues or len(walls[0].ms) != len(trues[0].ms):
+        return time
+    wall, true = walls[0], trues[0]
+    found = zones.compare(wall.ms, true.ms, (_described(wall), true.field))
+    if isinstance(found, str):
+        raise DraftError(found)
+    if found is None or found.zone == "UTC":
+        return time
+    wall.timezone, wall.ambiguous, wall.ms = found.zone, found.ambiguous, found.ms
+    wall.why = f"{wall.why}; {found.why}"
+    finer = _CLOCKS.index(resolution(wall.ms)) > _CLOCKS.index(resolution(true.ms))
+    return wall if finer else true
+
+
+def _described(guess: TimeGuess) -> str:
+    """A guess's field as a refusal names it: the parts of a made time, or the field."""
+    if guess.derived:
+        return ", ".join(guess.sources.values())
+    return guess.field
+
+
 def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question], list[str]]:
     guesses = guess_times(columns, records)
     if not guesses:
@@ -117,6 +153,7 @@ def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question
             "a time, epoch seconds/ms or a year"
         )
     time, question = _pick(guesses, ask)
+    time = _zone_check(guesses, time)
     questions = [q for q in (question, _day_first(time, ask)) if q]
     others = [f"{g.field} ({g.format})" for g in guesses if g is not time and not g.derived]
     return time, questions, others
