@@ -22,7 +22,7 @@ from btts.draft.fields import infer_columns
 from btts.draft.model import DraftSchema, Question
 from btts.draft.render import render
 from btts.draft.sample import DraftError, Sample, read_sample
-from btts.draft.times import TimeGuess, guess_times, hinted, resolution
+from btts.draft.times import TimeGuess, guess_times, hinted, resolution, unread_time
 
 __all__ = ["draft", "review"]
 
@@ -147,6 +147,9 @@ def _time(columns, records, ask: Asker | None) -> tuple[TimeGuess, list[Question
                     f"field {column.name!r} reads as years, but goes back to {low} and "
                     "times hold years 1 to 9999: drop or shift the records before year 1"
                 )
+        why = unread_time(columns)
+        if why:
+            raise DraftError(why)
         names = ", ".join(columns) or "none"
         raise DraftError(
             f"no field reads as a time (fields: {names}); every event needs one: add a date, "

@@ -12,6 +12,7 @@ and a time of day) become one derived time (``{type: time, from: {...}}``). Pure
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -21,7 +22,7 @@ from transforms.errors import InvalidEvent
 from transforms.text import timefmt, timepatterns
 from transforms.text.events import Num
 
-__all__ = ["TimeGuess", "guess_times", "hinted", "resolution"]
+__all__ = ["TEXT_FORMATS", "TimeGuess", "guess_times", "hinted", "proposed", "resolution"]
 
 
 def _day_orders() -> tuple[str, ...]:
@@ -160,6 +161,8 @@ def _column_guess(column: Column) -> TimeGuess | None:
         if all(len(str(v).strip()) <= 4 for v in column.values):
             formats.append("year")
     readable = []
+    if not numeric and hinted(column.name):
+        formats += [f for f in proposed(column.values) if f not in formats]
     for fmt in formats:
         values = column.values
         if fmt == "year" and column.integral_floats:
@@ -176,6 +179,74 @@ def _column_guess(column: Column) -> TimeGuess | None:
     score = _precision(fmt) + (10 if named else 0) + (0 if numeric else 1)
     why = _why(fmt, column, named)
     return TimeGuess(column.name, fmt, ms, score, why, alternatives=[f for f, _ in readable[1:]])
+
+
+_PROPOSALS = 5  # distinct values a guesser is asked about
+
+
+def proposed(values: Sequence) -> list[str]:
+    """Patterns a well-kept guesser (pandas' ``guess_datetime_format``, day first and month
+    first) proposes for a few of ``values``, those the job's parser takes; only proposals: a
+    format is drafted when the job's parser reads every value with it. Empty without pandas."""
+    try:
+        from pandas.tseries.api import guess_datetime_format
+    except ImportError:
+        return []
+    out: list[str] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (pandas warns of the day order it was not told)
+        for value in list(dict.fromkeys(str(v) for v in values))[:_PROPOSALS]:
+            for day_first in (True, False):
+                fmt = guess_datetime_format(value, dayfirst=day_first)
+                if fmt and fmt not in out and not timefmt.strptime_problem(fmt):
+                    out.append(fmt)
+    return out
+
+
+_COUNTED = 200  # values a near-miss format is counted on
+
+
+def unread_time(columns: Mapping[str, Column]) -> str:
+    """Why no field reads as a time when one is named like a time (empty when none is): the
+    column, a value and the exact ``format:`` that reads most of its values, or, when none
+    does, an example pattern to declare."""
+    for column in columns.values():
+        if column.type != "text" or not hinted(column.name) or not column.values:
+            continue
+        values = [str(v) for v in column.values]
+        best, count = "", 0
+        for fmt in (*TEXT_FORMATS, *proposed(values)):
+            read = _count_read(fmt, column.name, values[:_COUNTED])
+            if read > count:
+                best, count = fmt, read
+        if not best:
+            return (
+                f"field {column.name!r} is named like a time, but no format btts init knows "
+                f"reads its values (e.g. {values[0]!r}): declare it as {{type: time, format: "
+                '"PATTERN"}, a strptime pattern such as "%d %B %Y %H:%M" (%q: a quarter, '
+                "%G-W%V: an ISO week)"
+            )
+        parse = timefmt.make_parser(best, column.name, earliest=_EARLY)
+        odd = next(v for v in values if _count_read(best, column.name, [v], parse) == 0)
+        return (
+            f"field {column.name!r} reads as a time with format: {best!r} (e.g. "
+            f"{next(v for v in values if v != odd)!r}), but not every value does (e.g. "
+            f"{odd!r}): write every value one way, or declare {{type: time, format: {best!r}}} "
+            "and the others are dead letters"
+        )
+    return ""
+
+
+def _count_read(fmt: str, name: str, values: Sequence, parse=None) -> int:
+    parse = parse or timefmt.make_parser(fmt, name, earliest=_EARLY)
+    read = 0
+    for value in values:
+        try:
+            parse(value)
+        except (InvalidEvent, ValueError, OverflowError):
+            continue
+        read += 1
+    return read
 
 
 # A decimal year's unit: the coarsest period whose starts every value lies within this many

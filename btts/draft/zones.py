@@ -87,14 +87,14 @@ def _reading(wall: int, true: int, step: int, tz: dt.tzinfo) -> int:
     """How ``wall`` (a wall time's digits as epoch ms) reads ``true`` in ``tz``: 0 not at all,
     1 as the one instant it names, 2 as the earlier of a repeated hour, 3 as the later."""
     local = timefmt.to_datetime(wall).replace(tzinfo=None)
+    floored = local - dt.timedelta(milliseconds=wall % step)  # on the wall clock
     found = []
     for fold in (0, 1):
         moment = local.replace(tzinfo=tz, fold=fold)
         if moment.astimezone(timefmt.UTC).astimezone(tz).replace(tzinfo=None) != local:
             continue  # a wall time the clocks skip: the job refuses it
         instant = (moment - timefmt.EPOCH) // timefmt.MILLISECOND
-        floored = local.replace(tzinfo=tz, fold=fold) - dt.timedelta(milliseconds=wall % step)
-        local_floor = (floored - timefmt.EPOCH) // timefmt.MILLISECOND
+        local_floor = (floored.replace(tzinfo=tz, fold=fold) - timefmt.EPOCH) // timefmt.MILLISECOND
         found.append((instant, instant - instant % step == true or local_floor == true))
     if len(found) == 2 and found[0][0] != found[1][0]:
         hits = [hit for _, hit in found]
