@@ -22,7 +22,7 @@ from transforms.errors import InvalidEvent
 from transforms.text import timefmt, timepatterns
 from transforms.text.events import Num
 
-__all__ = ["TEXT_FORMATS", "TimeGuess", "guess_times", "hinted", "proposed", "resolution"]
+__all__ = ["TimeGuess", "guess_times", "hinted", "resolution", "unread_time"]
 
 
 def _day_orders() -> tuple[str, ...]:

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from transforms.text import timefmt
 
-__all__ = ["Zoned", "compare"]
+__all__ = ["compare"]
 
 _STEP = {"ms": 1, "second": 1000, "minute": 60_000, "hour": 3_600_000}
 _MAX_OFFSET_MS = 15 * 3_600_000  # every zone's offset is within ±14 h

@@ -35,6 +35,7 @@ __all__ = [
     "hour_label",
     "iso",
     "iso_week_label",
+    "local_to_ms",
     "make_parser",
     "minute_label",
     "month_bounds",

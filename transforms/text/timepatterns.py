@@ -15,7 +15,7 @@ import datetime as dt
 import re
 from collections.abc import Callable
 
-__all__ = ["DAY_NUMBER_FORMATS", "compile_pattern", "day_number_date", "pattern_problem", "write"]
+__all__ = ["DAY_NUMBER_FORMATS", "compile_pattern", "day_number_date", "pattern_problem"]
 
 Reader = Callable[[str], dt.datetime]
 
