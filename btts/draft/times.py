@@ -160,16 +160,9 @@ def _column_guess(column: Column) -> TimeGuess | None:
             formats.remove("yyyymmddhhmmssmmm")  # (whose parser also takes RFC 3339 text)
         if all(len(str(v).strip()) <= 4 for v in column.values):
             formats.append("year")
-    readable = []
-    if not numeric and hinted(column.name):
-        formats += [f for f in proposed(column.values) if f not in formats]
-    for fmt in formats:
-        values = column.values
-        if fmt == "year" and column.integral_floats:
-            values = [Num(str(v).split(".")[0]) for v in values]
-        ms = _read_all(fmt, column.name, values)
-        if ms is not None:
-            readable.append((fmt, ms))
+    readable = _readable(formats, column)
+    if not readable and not numeric and hinted(column.name):  # none of ours: a guesser's?
+        readable = _readable([f for f in proposed(column.values) if f not in formats], column)
     if not readable:
         return None
     fmt, ms = readable[0]
@@ -247,6 +240,19 @@ def _count_read(fmt: str, name: str, values: Sequence, parse=None) -> int:
             continue
         read += 1
     return read
+
+
+def _readable(formats: Sequence[str], column: Column) -> list[tuple[str, list[int]]]:
+    """Each of ``formats`` that reads every sampled value, with the times it reads."""
+    out = []
+    for fmt in formats:
+        values = column.values
+        if fmt == "year" and column.integral_floats:
+            values = [Num(str(v).split(".")[0]) for v in values]
+        ms = _read_all(fmt, column.name, values)
+        if ms is not None:
+            out.append((fmt, ms))
+    return out
 
 
 # A decimal year's unit: the coarsest period whose starts every value lies within this many

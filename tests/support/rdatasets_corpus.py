@@ -32,6 +32,7 @@ import json
 import math
 import os
 import re
+import zoneinfo
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -226,9 +227,13 @@ def canon(value: object) -> str | None:
     return "0" if number == 0 else format(number.normalize(), "f")
 
 
-def _ms(moment: dt.datetime) -> int:
+def _ms(moment: dt.datetime, spec: dict | None = None) -> int:
+    """Epoch ms of ``moment``; a naive one in the ``timezone:`` its field declares (UTC when
+    none), the repeated hour of a clock change as its ``ambiguous:`` says."""
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=_UTC)
+        zone = (spec or {}).get("timezone")
+        fold = 1 if (spec or {}).get("ambiguous") == "latest" else 0
+        moment = moment.replace(tzinfo=zoneinfo.ZoneInfo(zone) if zone else _UTC, fold=fold)
     return (moment - _EPOCH) // _MS
 
 
@@ -256,9 +261,17 @@ def instant(text: str, spec: dict) -> int:
     if fmt == "year":
         return _ms(dt.datetime(int(Decimal(text)), 1, 1))
     if fmt in ("date", "rfc3339", "auto"):
-        return _ms(dt.datetime.fromisoformat(text.replace("Z", "+00:00")))
+        return _ms(dt.datetime.fromisoformat(text.replace("Z", "+00:00")), spec)
+    if fmt in ("epoch_d", "ordinal_day"):
+        days = int(Decimal(text)) + (dt.date(1970, 1, 1).toordinal() if fmt == "epoch_d" else 0)
+        return _ms(dt.datetime.combine(dt.date.fromordinal(days), dt.time()))
+    if "%q" in fmt:  # a quarter: its year's four digits and the digit after Q
+        year, quarter = re.search(r"[0-9]{4}", text).group(0), re.search(r"[Qq]([1-4])", text)
+        return _ms(dt.datetime(int(year), 3 * int(quarter.group(1)) - 2, 1), spec)
+    if "%V" in fmt and "%u" not in fmt:  # an ISO week: its Monday
+        return _ms(dt.datetime.strptime(f"{text.strip()} 1", f"{fmt} %u"), spec)
     if "%" in fmt:
-        return _ms(dt.datetime.strptime(text, fmt))
+        return _ms(dt.datetime.strptime(text, fmt), spec)
     raise ValueError(f"the comparison does not read time format {fmt!r}")
 
 
@@ -273,7 +286,12 @@ def parts_instant(values: dict, spec: dict) -> int:
     """Epoch ms of a time made ``from:`` parts (roles → fields, or constants)."""
     got = {r: (f if isinstance(f, int) else values[f]) for r, f in spec["from"].items()}
     if "date" in got:
-        day = dt.date.fromisoformat(str(got["date"]))
+        written = str(got["date"]).strip()
+        day = (
+            dt.datetime.strptime(written, spec["format"]).date()
+            if "format" in spec
+            else dt.date.fromisoformat(written)
+        )
         year, month, mday = day.year, day.month, day.day
     else:
         year, month, mday = _part("year", got["year"]), 1, 1
@@ -288,7 +306,9 @@ def parts_instant(values: dict, spec: dict) -> int:
     clock = [_part(r, got[r]) if r in got else 0 for r in ("hour", "minute", "second")]
     if "time" in got:
         clock = [int(p) for p in str(got["time"]).split(":")] + [0, 0]
-    return _ms(dt.datetime(year, month, mday, *clock[:3]))
+    end_of_day = clock[0] == 24  # 24:00, as weather files write midnight: the next day's
+    moment = dt.datetime(year, month, mday, *([0, 0, 0] if end_of_day else clock[:3]))
+    return _ms(moment + dt.timedelta(days=1) if end_of_day else moment, spec)
 
 
 class _Schema:

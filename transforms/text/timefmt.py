@@ -417,21 +417,7 @@ def make_parser(
     if fmt == "yyyymmddhhmmssmmm":
         return lambda value: parse_compact_time(value, field, earliest, advice)
     if fmt in ("auto", "rfc3339"):
-
-        def iso(value: object) -> int:
-            if fmt == "rfc3339" and not (isinstance(value, str) and not value.isdigit()):
-                raise InvalidEvent(f"field {field!r}: expected an RFC 3339 time, got {value!r}")
-            if tz is not None and isinstance(value, str) and not value.isdigit():
-                try:
-                    moment = fromisoformat(value.strip())
-                except ValueError:
-                    pass  # parse_event_time says what is wrong
-                else:
-                    if moment.tzinfo is None:
-                        return local_to_ms(moment, tz, field, ambiguous, value, earliest, advice)
-            return parse_event_time(value, field, earliest, advice)
-
-        return iso
+        return _iso_parser(fmt, field, tz, ambiguous, earliest, advice)
     offset = "%z" in fmt
     read = timepatterns.compile_pattern(fmt)  # once: the hot path only reads
 
@@ -452,6 +438,28 @@ def make_parser(
         return local_to_ms(moment, tz or UTC, field, ambiguous, value, earliest, advice)
 
     return pattern
+
+
+def _iso_parser(
+    fmt: str, field: str, tz: dt.tzinfo | None, ambiguous: str, earliest: int, advice: str
+):
+    """``auto`` or ``rfc3339``: RFC 3339 (``auto``: or epoch ms); a time without an offset
+    only where ``tz`` says its zone."""
+
+    def iso(value: object) -> int:
+        if fmt == "rfc3339" and not (isinstance(value, str) and not value.isdigit()):
+            raise InvalidEvent(f"field {field!r}: expected an RFC 3339 time, got {value!r}")
+        if tz is not None and isinstance(value, str) and not value.isdigit():
+            try:
+                moment = fromisoformat(value.strip())
+            except ValueError:
+                pass  # parse_event_time says what is wrong
+            else:
+                if moment.tzinfo is None:
+                    return local_to_ms(moment, tz, field, ambiguous, value, earliest, advice)
+        return parse_event_time(value, field, earliest, advice)
+
+    return iso
 
 
 def _day_number_parser(fmt: str, field: str, earliest: int, advice: str):

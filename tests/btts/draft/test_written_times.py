@@ -223,3 +223,11 @@ def test_a_format_on_a_made_time_without_a_date_part_is_refused():
     text = _MADE.replace("date: Date, time: Time", "year: Date").replace("FORMAT", 'format: "%Y"')
     with pytest.raises(schema_lib.SchemaError, match="only for its date part"):
         schema_lib.loads(text, "s.yaml")
+
+
+def test_a_pattern_the_guesser_proposes_is_drafted_when_the_job_s_parser_reads_every_value():
+    pytest.importorskip("pandas")
+    days = [dt.date(2009, 1, 5) + dt.timedelta(days=9 * i) for i in range(12)]
+    guess = _guess([f"{d:%A}, {d:%B} {d.day}, {d.year}" for d in days])
+    assert guess.format == "%A, %B %d, %Y"
+    assert guess.ms == [timefmt.date_ms(d) for d in days]
