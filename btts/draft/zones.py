@@ -52,12 +52,17 @@ class Zoned:
     why: str
 
 
-def _step(ms: Sequence[int]) -> int:
-    """The coarsest of ms, second, minute, hour that every time is a whole number of."""
+def _step(ms: Sequence[int], phased: bool = False) -> int:
+    """The coarsest of ms, second, minute, hour that every time is a whole number of;
+    ``phased``: or the hour, when every time is one quarter hour past it (a zone of half hours
+    floors its hours at :30 UTC)."""
     out = 1
     for step in _STEP.values():
         if all(m % step == 0 for m in ms):
             out = step
+    phase = ms[0] % _STEP["hour"] if ms else 0
+    if phased and phase % _QUARTER_HOUR_MS == 0 and all(m % _STEP["hour"] == phase for m in ms):
+        out = _STEP["hour"]
     return out
 
 
@@ -94,8 +99,11 @@ def _reading(wall: int, true: int, step: int, tz: dt.tzinfo) -> int:
         if moment.astimezone(timefmt.UTC).astimezone(tz).replace(tzinfo=None) != local:
             continue  # a wall time the clocks skip: the job refuses it
         instant = (moment - timefmt.EPOCH) // timefmt.MILLISECOND
-        local_floor = (floored.replace(tzinfo=tz, fold=fold) - timefmt.EPOCH) // timefmt.MILLISECOND
-        found.append((instant, instant - instant % step == true or local_floor == true))
+        hit = instant == true or instant - instant % step == true  # floored in UTC, or
+        if not hit:  # on the wall clock (they differ where the offset is not whole hours)
+            floor = floored.replace(tzinfo=tz, fold=fold)
+            hit = (floor - timefmt.EPOCH) // timefmt.MILLISECOND == true
+        found.append((instant, hit))
     if len(found) == 2 and found[0][0] != found[1][0]:
         hits = [hit for _, hit in found]
         return 0 if not any(hits) else 1 if all(hits) else 2 if hits[0] else 3
@@ -119,7 +127,7 @@ def compare(wall: Sequence[int], true: Sequence[int], names: tuple[str, str]) ->
     records' instants): the zone that explains them, a refusal (a one-line text naming both
     fields, ``names``: wall's then true's) when they look like one instant but no zone fits, or
     None when they are not one instant (two different times of an event: nothing to check)."""
-    step = max(_step(wall), _step(true))
+    step = max(_step(wall), _step(true, phased=True))
     if step > _STEP["hour"] or not wall or len(wall) != len(true):
         return None
     differences = [(w - w % step) - t for w, t in zip(wall, true, strict=True)]

@@ -88,9 +88,12 @@ def test_the_day_order_is_decided_from_a_value_only_one_order_reads(values, fmt,
 # -- two fields of one instant -----------------------------------------------------------------
 
 
-def _wall_and_true(zone: str, count: int = 300, seed: int = 7) -> tuple[list[int], list[int]]:
+def _wall_and_true(
+    zone: str, count: int = 300, seed: int = 7, local_floor: bool = False
+) -> tuple[list[int], list[int]]:
     """Wall times (their digits as epoch ms, to the minute) in ``zone`` over two years, and
-    their instants floored to the hour (``time_hour``)."""
+    their instants floored to the hour (``time_hour``; ``local_floor``: the instant of the wall
+    clock's hour, as R's make_datetime gives it, which differs in a zone of half hours)."""
     tz = zoneinfo.ZoneInfo(zone)
     rng = random.Random(seed)
     wall, true = [], []
@@ -101,7 +104,11 @@ def _wall_and_true(zone: str, count: int = 300, seed: int = 7) -> tuple[list[int
             continue  # (skipped by the spring change)
         instant = (aware - timefmt.EPOCH) // timefmt.MILLISECOND
         wall.append((local.replace(tzinfo=timefmt.UTC) - timefmt.EPOCH) // timefmt.MILLISECOND)
-        true.append(instant - instant % 3_600_000)
+        if local_floor:
+            hour = aware.replace(minute=0)
+            true.append((hour - timefmt.EPOCH) // timefmt.MILLISECOND)
+        else:
+            true.append(instant - instant % 3_600_000)
     return wall, true
 
 
@@ -118,6 +125,13 @@ def test_wall_times_and_their_instants_name_the_zone_with_its_clock_changes(zone
     ]
     assert found.ms == [(i - timefmt.EPOCH) // timefmt.MILLISECOND for i in instants]
     assert "'time_hour' gives each record's instant" in found.why
+
+
+@pytest.mark.parametrize("local_floor", [False, True])
+def test_a_zone_of_half_hours_is_found_whichever_clock_floored_the_hour(local_floor):
+    wall, true = _wall_and_true("Asia/Kolkata", local_floor=local_floor)
+    found = zones.compare(wall, true, ("parts", "time_hour"))
+    assert isinstance(found, zones.Zoned) and found.zone == "Asia/Kolkata"
 
 
 def test_one_offset_all_along_is_a_fixed_zone_and_no_offset_needs_none():
