@@ -23,6 +23,7 @@ from btts.draft.model import DraftSchema, Question
 from btts.draft.render import render
 from btts.draft.sample import DraftError, Sample, read_sample
 from btts.draft.times import TimeGuess, guess_times, hinted, resolution, unread_time
+from transforms.text import timefmt
 
 __all__ = ["draft", "review"]
 
@@ -100,7 +101,6 @@ def _day_first(guess: TimeGuess, ask: Asker | None) -> Question | None:
     return question
 
 
-_TRUE_FORMATS = ("rfc3339", "epoch_s", "epoch_ms", "epoch_us")  # an instant, not a wall time
 _CLOCKS = ("hour", "minute", "second", "ms")
 
 
@@ -112,9 +112,9 @@ def _zone_check(guesses: list[TimeGuess], time: TimeGuess) -> TimeGuess:
     walls = [
         g
         for g in guesses
-        if g.format not in _TRUE_FORMATS and not g.needs_year and resolution(g.ms) in _CLOCKS
+        if not timefmt.has_offset(g.format) and not g.needs_year and resolution(g.ms) in _CLOCKS
     ]
-    trues = [g for g in guesses if g.format in _TRUE_FORMATS]
+    trues = [g for g in guesses if timefmt.has_offset(g.format)]  # an offset, or epoch: instants
     if not walls or not trues or len(walls[0].ms) != len(trues[0].ms):
         return time
     wall, true = walls[0], trues[0]
