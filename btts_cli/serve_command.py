@@ -52,7 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--schema",
         action="append",
         metavar="FILE",
-        help="a schema file to serve (repeatable; default: every built-in dataset)",
+        help="a schema file or a built-in dataset's name to serve (repeatable; default: every "
+        "built-in dataset); --schema prometheus adds Prometheus' remote write and read at "
+        "/api/v1/write and /api/v1/read (docs/prometheus.md)",
     )
     serve.add_argument("--project", help="Google Cloud project of the Bigtable instance")
     serve.add_argument("--instance", help="Bigtable instance ID (default on the emulator: its own)")
@@ -111,13 +113,19 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     )
 
 
+def _schema(path: str):
+    """A schema file, or a built-in dataset by its name (``--schema prometheus``) when no file
+    of that name exists."""
+    if not os.path.exists(path) and (schema_lib.DECLARATIONS / f"{path}.yaml").is_file():
+        return schema_lib.builtin(path)
+    return schema_lib.load(path)
+
+
 def load_service(args: argparse.Namespace, target: config.Target | None):
     """The served schemas' catalog, and (with an instance to ask) the service answering over
     it, its map entries found in the series indexes (sampled from the data for a schema
     without one)."""
-    schemas = (
-        [schema_lib.load(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
-    )
+    schemas = [_schema(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
     bare = catalog.Catalog(schemas, tenant=args.tenant)
     if target is None:
         return bare, None
