@@ -39,9 +39,12 @@ __all__ = ["Budget", "remote_read"]
 
 SAMPLES_TYPE = "application/x-protobuf"
 STREAMED_TYPE = "application/x-streamed-protobuf; proto=prometheus.ChunkedReadResponse"
-RANGES_PER_READ = 200  # series (key ranges) per multi-range read
+RANGES_PER_READ = 200  # series (key ranges) per multi-range read, at most
+MIN_PER_READ = 25  # and at least: fewer series are one read
 STREAMS = 8  # reads in flight per request
 _DOUBLE = struct.Struct(">d")
+_SIX = struct.Struct("7B")  # a Sample's timestamp tag and a 6-byte varint
+_SIX_LOW, _SIX_HIGH = 1 << 35, 1 << 42  # the times whose varint has 6 bytes (1971..2109)
 _POOL = ThreadPoolExecutor(STREAMS * 2, thread_name_prefix="prom-read")
 
 
@@ -103,14 +106,52 @@ def remote_read(store: Store, raw: bytes, budget: Budget = Budget()) -> Answer:
         for index, (query, series) in enumerate(zip(queries, found, strict=True)):
             frames += _chunked(reads, query, series, index)
         return Answer(xor.frame(frames), STREAMED_TYPE, False)
-    response = pb.ReadResponse()
+    results = []
     for query, series in zip(queries, found, strict=True):
-        result = response.results.add()
-        for labels, samples in _series_samples(reads, query, series):
-            out = result.timeseries.add()
-            out.labels.extend(pb.Label(name=k, value=v) for k, v in labels)
-            out.samples.extend(pb.Sample(value=v, timestamp=t) for t, v in samples)
-    return Answer(compress(response.SerializeToString()), SAMPLES_TYPE, True)
+        found_series = _series_cells(reads, query, series)
+        result = b"".join(_field(1, _timeseries(labels, cells)) for labels, cells in found_series)
+        results.append(_field(1, result))
+    return Answer(compress(b"".join(results)), SAMPLES_TYPE, True)
+
+
+def _field(number: int, data: bytes) -> bytes:
+    """A length-delimited protobuf field."""
+    return xor.uvarint(number << 3 | 2) + xor.uvarint(len(data)) + data
+
+
+def _timeseries(labels: tuple[tuple[str, str], ...], cells: list[tuple[int, bytes]]) -> bytes:
+    """A ``TimeSeries`` message written out directly (a ``Sample`` object per sample costs
+    more than the read): its labels, then each sample as its double (little-endian: the cell
+    holds it big-endian) and its ms timestamp."""
+    out = bytearray()
+    for name, value in labels:
+        out += _field(1, _field(1, name.encode("utf-8")) + _field(2, value.encode("utf-8")))
+    if any(len(value) != 8 for _, value in cells):
+        raise DataError("a PROM_SAMPLES cell holds other than a float64's 8 bytes")
+    if cells[0][0] >= _SIX_LOW and cells[-1][0] < _SIX_HIGH:  # every time a 6-byte varint
+        six = _SIX.pack
+        out += b"".join(
+            [
+                b"\x12\x10\x09"
+                + value[::-1]
+                + six(
+                    16,
+                    ms & 127 | 128,
+                    ms >> 7 & 127 | 128,
+                    ms >> 14 & 127 | 128,
+                    ms >> 21 & 127 | 128,
+                    ms >> 28 & 127 | 128,
+                    ms >> 35,
+                )
+                for ms, value in cells
+            ]
+        )
+        return bytes(out)
+    varint = xor.uvarint
+    for ms, value in cells:
+        body = b"\x09" + value[::-1] + b"\x10" + varint(ms)
+        out += b"\x12" + bytes((len(body),)) + body
+    return bytes(out)
 
 
 def _streamed(request) -> bool:
@@ -181,9 +222,9 @@ def _labels(text: bytes) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(found.items()))
 
 
-def _series_samples(reads: _Reads, query: _Query, series: Sequence) -> list:
-    """``(labels, [(ms, value)…])`` of each series with samples in the query's range, in the
-    order of ``series``; the ranges read a few multi-range reads at once."""
+def _series_cells(reads: _Reads, query: _Query, series: Sequence) -> list:
+    """``(labels, [(ms, value bytes)…])`` of each series with samples in the query's range, in
+    the order of ``series``; the ranges read as a few multi-range reads at once."""
     if not series:
         return []
     decl = reads.store.decls[SAMPLES]
@@ -191,10 +232,8 @@ def _series_samples(reads: _Reads, query: _Query, series: Sequence) -> list:
         decl, [{"series": sid} for _, sid in series], query.start_ms, query.end_ms + 1
     )
     cell_filter = filters.row_filter(scans[0])
-    groups = [
-        [s.ranges[0] for s in scans[at : at + RANGES_PER_READ]]
-        for at in range(0, len(scans), RANGES_PER_READ)
-    ]
+    size = max(MIN_PER_READ, min(RANGES_PER_READ, -(-len(scans) // STREAMS)))
+    groups = [[s.ranges[0] for s in scans[at : at + size]] for at in range(0, len(scans), size)]
     jobs = [_POOL.submit(reads.read, SAMPLES, SpanQuery(g, cell_filter)) for g in groups]
     by_id: dict[bytes, list] = {}
     for job in jobs:
@@ -208,18 +247,19 @@ def _series_samples(reads: _Reads, query: _Query, series: Sequence) -> list:
                 "narrow the matchers or the time range"
             )
     out = []
-    unpack = _DOUBLE.unpack
     for labels, sid in series:
         points = by_id.get(sid.encode("ascii"))
         if points:
-            out.append((labels, [(t, unpack(v)[0]) for t, v in points]))
+            out.append((labels, points))
     return out
 
 
 def _chunked(reads: _Reads, query: _Query, series: Sequence, index: int) -> list[bytes]:
     """One ``ChunkedReadResponse`` per series with samples: its XOR chunks of at most 120."""
     frames = []
-    for labels, samples in _series_samples(reads, query, series):
+    unpack = _DOUBLE.unpack
+    for labels, cells in _series_cells(reads, query, series):
+        samples = [(ms, unpack(value)[0]) for ms, value in cells]
         message = pb.ChunkedReadResponse(query_index=index)
         chunked = message.chunked_series.add()
         chunked.labels.extend(pb.Label(name=k, value=v) for k, v in labels)

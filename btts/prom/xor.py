@@ -19,7 +19,7 @@ import google_crc32c
 
 from transforms.errors import DataError
 
-__all__ = ["chunks", "frame"]
+__all__ = ["chunks", "frame", "uvarint"]
 
 MAX_SAMPLES_PER_CHUNK = 120  # what Prometheus' head and its remote read cut a chunk at
 _BITS = struct.Struct(">Q")
@@ -65,7 +65,8 @@ class _Bits:
         return (self.acc << (self.size * 8 - self.count)).to_bytes(self.size, "big")
 
 
-def _uvarint(n: int) -> bytes:
+def uvarint(n: int) -> bytes:
+    """A protobuf (and Go ``binary.PutUvarint``) unsigned varint."""
     out = bytearray()
     while n >= 0x80:
         out.append((n & 0x7F) | 0x80)
@@ -76,7 +77,7 @@ def _uvarint(n: int) -> bytes:
 
 def _varint(n: int) -> bytes:
     """Go's ``binary.PutVarint``: zig-zag, then unsigned."""
-    return _uvarint((n << 1) ^ (n >> 63))
+    return uvarint((n << 1) ^ (n >> 63))
 
 
 def _in_range(dod: int, width: int) -> bool:
@@ -99,7 +100,7 @@ def encode(samples: Sequence[tuple[int, float]]) -> bytes:
         else:
             delta = t - t_prev
             if i == 1:
-                out.put_bytes(_uvarint(delta))
+                out.put_bytes(uvarint(delta))
             else:
                 _put_dod(out, delta - delta_prev)
             leading, trailing = _put_value(out, bits ^ v_prev, leading, trailing)
@@ -225,7 +226,7 @@ def frame(messages: Iterable[bytes]) -> bytes:
     CRC-32C (Castagnoli) of its bytes, then the bytes."""
     out = bytearray()
     for data in messages:
-        out += _uvarint(len(data))
+        out += uvarint(len(data))
         out += google_crc32c.value(data).to_bytes(4, "big")
         out += data
     return bytes(out)

@@ -32,7 +32,9 @@ ODD = [
 UP_A = (("__name__", "up"), ("instance", "a:1"), ("job", "node"))
 UP_B = (("__name__", "up"), ("instance", "b:2"), ("job", "node"))
 REQS = (("__name__", "http_requests_total"), ("code", "200"), ("job", "api"))
+EARLY = (("__name__", "early"),)  # 1970: timestamps of fewer varint bytes
 SERIES = {
+    EARLY: [(1000, 1.5), (2000, -2.5)],
     UP_A: [(T0 + i * 1000, v) for i, v in enumerate(ODD)],
     UP_B: [(T0 + i * 15_000, float(i)) for i in range(400)],  # crosses two hour rows
     REQS: [(T0 + i * 1000, 10.0 * i) for i in range(3)],
@@ -89,6 +91,7 @@ def test_samples_come_back_bit_for_bit_and_matchers_select_from_the_index(served
         (T0, end, [(NRE, "__name__", "up"), (RE, "job", ".+")]),
         (T0 + 1000, T0 + 3000, [(EQ, "instance", "a:1")]),  # no name: the whole index
         (T0, end, [(EQ, "__name__", "nothing")]),
+        (0, 5000, [(EQ, "__name__", "early")]),
     ]
     got = _read(served, queries, streamed)
     assert got[0] == {UP_A: want[UP_A], UP_B: want[UP_B]}
@@ -97,6 +100,7 @@ def test_samples_come_back_bit_for_bit_and_matchers_select_from_the_index(served
     assert got[3] == {REQS: want[REQS]}
     assert got[4] == {UP_A: want[UP_A][1:4]}  # start and end inclusive
     assert got[5] == {}
+    assert got[6] == {EARLY: want[EARLY]}
 
 
 def test_a_retried_write_changes_nothing_and_a_killed_server_loses_nothing(target):
@@ -110,8 +114,16 @@ def test_a_retried_write_changes_nothing_and_a_killed_server_loses_nothing(targe
         server.proc.wait()
     again = Server(target, "--schema", "prometheus")
     try:
-        got = _read(again, [(T0, T0 + 400 * 15_000, [(RE, "__name__", ".+")])])
-        assert got[0] == _expected(SERIES)
+        got = _read(
+            again,
+            [
+                (0, 5000, [(RE, "__name__", ".+")]),
+                (T0, T0 + 400 * 15_000, [(RE, "__name__", ".+")]),
+            ],
+        )
+        want = _expected(SERIES)
+        assert got[0] == {EARLY: want.pop(EARLY)}
+        assert got[1] == want
     finally:
         again.stop()
 
