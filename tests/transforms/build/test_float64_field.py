@@ -10,7 +10,7 @@ import struct
 import pytest
 
 from transforms.build.builder import Builder
-from transforms.errors import InvalidEvent
+from transforms.errors import InvalidEvent, SchemaError
 from transforms.schema import builtin, loads
 from transforms.text.events import Num
 
@@ -51,5 +51,5 @@ def test_bits_as_hex_text_and_number_text_are_taken_and_other_text_is_refused():
 
 def test_the_schema_checker_knows_the_type():
     text = builtin("prometheus").text.replace("type: float64", "type: float65")
-    with pytest.raises(Exception, match="unknown type 'float65'.*float64"):
+    with pytest.raises(SchemaError, match=r"unknown type 'float65'.*float64"):
         loads(text)
