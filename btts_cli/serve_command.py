@@ -77,6 +77,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--tenant",
         help="serve only the tables whose key starts with a tenant, pinned to this tenant's rows",
     )
+    serve.add_argument(
+        "--remote_write_topic",
+        metavar="projects/P/topics/T",
+        help="Prometheus remote write publishes to this Pub/Sub topic (answered once Pub/Sub has "
+        "taken it) for the streaming job `btts ingest --schema prometheus` to land, instead of "
+        "writing to Bigtable itself (docs/prometheus.md)",
+    )
     _add_access_flags(serve)
     serve.add_argument(
         "--list", action="store_true", help="print the metrics and their tags, then exit"
@@ -131,6 +138,7 @@ def load_service(args: argparse.Namespace, target: config.Target | None):
         return bare, None
     limits = answer.Limits(args.max_points, args.deadline)
     service = service_lib.Service(bare, target, limits, args.tenant)
+    service.remote_write_topic = getattr(args, "remote_write_topic", None)  # btts.prom
     service.refresh_catalog(0)
     return service.catalog, service
 

@@ -32,7 +32,8 @@ def _store(service) -> store.Store:
                     "Prometheus remote write and read need the prometheus dataset: "
                     "btts serve --schema prometheus"
                 )
-            found = _STORES[service] = store.Store(service.target, schema)
+            topic = getattr(service, "remote_write_topic", None)
+            found = _STORES[service] = store.Store(service.target, schema, topic)
         return found
 
 

@@ -28,6 +28,8 @@ SAMPLES, SERIES = "PROM_SAMPLES", "PROM_SERIES"
 WRITE_TIMEOUT_S = 60.0  # a write's retries give up after this: a 503, Prometheus retries
 ENTRIES_PER_REQUEST = 2000  # rows of one MutateRows request
 MUTATIONS_PER_REQUEST = 90_000  # Bigtable's limit is 100,000 per MutateRows request
+MESSAGE_BYTES = 9 << 20  # Pub/Sub takes messages of up to 10 MB
+PUBLISH_TIMEOUT_S = 60.0
 STREAMS = 4  # requests in flight per write
 KNOWN_SERIES = 1_000_000  # series ids remembered as indexed (then the memory starts again)
 
@@ -44,9 +46,11 @@ def prometheus_schema(schemas: Sequence[Schema]) -> Schema | None:
 class Store:
     """The two tables of one instance; thread-safe (requests write concurrently)."""
 
-    def __init__(self, target: Target, schema: Schema) -> None:
+    def __init__(self, target: Target, schema: Schema, topic: str | None = None) -> None:
         self.target = target
         self.schema = schema
+        self.topic = topic  # projects/P/topics/T: publish for the streaming job instead
+        self._publisher = None
         self.samples = Builder(schema, [SAMPLES])
         self.series = Builder(schema, [SERIES])
         self.decls = {t.name: t.decl for t in schema.tables}
@@ -80,6 +84,26 @@ class Store:
                 self._known.clear()  # written again once: idempotent, bounded memory
             self._known.update(ids)
 
+    def publish(self, lines: list[bytes]) -> None:
+        """The events as Pub/Sub messages on :attr:`topic`, returning once Pub/Sub has
+        acknowledged every one (stored durably: the streaming job takes it from there); a
+        publish that fails is an :class:`Unavailable` (a 5xx: Prometheus sends them again)."""
+        from google.api_core import exceptions as gexc
+        from google.cloud import pubsub_v1
+
+        with self._lock:
+            if self._publisher is None:
+                self._publisher = pubsub_v1.PublisherClient()
+            publisher = self._publisher
+        futures = [publisher.publish(self.topic, data) for data in _messages(lines)]
+        try:
+            for future in futures:
+                future.result(timeout=PUBLISH_TIMEOUT_S)
+        except (gexc.GoogleAPICallError, TimeoutError) as exc:
+            raise Unavailable(
+                f"Pub/Sub did not take the samples ({exc}): not acknowledged"
+            ) from exc
+
     def write(self, rows: dict[str, list[tuple]]) -> int:
         """Every row of ``rows`` (table → builder rows, one key's rows merged into one entry),
         sent in parallel and acknowledged; returns the rows written. A row not written is an
@@ -102,6 +126,20 @@ class Store:
             shown = "; ".join(errors[:3])
             raise Unavailable(f"{len(errors)} row write(s) failed, nothing acknowledged: {shown}")
         return written
+
+
+def _messages(lines: list[bytes]) -> list[bytes]:
+    """JSON lines cut into Pub/Sub messages of at most :data:`MESSAGE_BYTES` (one event per
+    line, as the streaming job reads a message)."""
+    out: list[list[bytes]] = [[]]
+    size = 0
+    for line in lines:
+        if out[-1] and size + len(line) + 1 > MESSAGE_BYTES:
+            out.append([])
+            size = 0
+        out[-1].append(line)
+        size += len(line) + 1
+    return [b"\n".join(part) + b"\n" for part in out if part]
 
 
 def _requests(rows: list[tuple]) -> list[list[tuple]]:

@@ -12,6 +12,8 @@ says how many were dropped in a header, the samples still land.
 
 from __future__ import annotations
 
+import json
+import struct
 from dataclasses import dataclass
 
 import protos.prometheus_pb2 as pb
@@ -22,6 +24,9 @@ from transforms.errors import InvalidEvent, UserError
 from transforms.text.events import Num
 
 __all__ = ["remote_write"]
+
+_DOUBLE = struct.Struct(">d")
+_BITS = struct.Struct(">Q")
 
 
 @dataclass(frozen=True)
@@ -66,12 +71,28 @@ def remote_write(store: Store, raw: bytes) -> Written:
                 ) from None
         if series.samples:
             first.setdefault(record["series"], record)
+    if store.topic:  # the production path: the streaming job lands them (docs/prometheus.md)
+        store.publish(_event_lines(request))
+        return Written(len(rows[SAMPLES]), len(first), exemplars, len(request.metadata))
     fresh = store.unknown(list(first))
     for sid in fresh:
         rows[SERIES] += store.series.rows(first[sid])
     store.write({t: r for t, r in rows.items() if r})
     store.remember(fresh)
     return Written(len(rows[SAMPLES]), len(first), exemplars, len(request.metadata))
+
+
+def _event_lines(request) -> list[bytes]:
+    """Every sample as the JSON line the streaming job builds (``btts ingest --schema
+    prometheus``): the value as ``0x`` and its 16 hex digits, since JSON has no NaN."""
+    lines = []
+    for series in request.timeseries:
+        record = _series_record(0, series)
+        head = json.dumps(record, ensure_ascii=False)[:-1]
+        for sample in series.samples:
+            bits = _BITS.unpack(_DOUBLE.pack(sample.value))[0]
+            lines.append(f'{head}, "ts": {sample.timestamp}, "value": "0x{bits:016x}"}}'.encode())
+    return lines
 
 
 def _series_record(number: int, series) -> dict:

@@ -3,6 +3,7 @@ requests built and snappy-compressed, answers decoded (samples, or streamed XOR 
 
 from __future__ import annotations
 
+import math
 import struct
 import urllib.error
 import urllib.request
@@ -10,10 +11,40 @@ import urllib.request
 import cramjam
 import google_crc32c
 
+from btts.admin import Admin
 from btts.prom import xor
 from protos import prometheus_pb2 as pb
+from transforms.schema import builtin
 
 STALE_NAN = struct.unpack(">d", bytes.fromhex("7ff0000000000002"))[0]
+T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z
+ODD = [
+    math.nan,
+    STALE_NAN,
+    struct.unpack(">d", bytes.fromhex("fff8000000000001"))[0],  # a negative NaN with a payload
+    math.inf,
+    -math.inf,
+    -0.0,
+    5e-324,
+    1.7976931348623157e308,
+    0.1,
+]
+UP_A = (("__name__", "up"), ("instance", "a:1"), ("job", "node"))
+UP_B = (("__name__", "up"), ("instance", "b:2"), ("job", "node"))
+REQS = (("__name__", "http_requests_total"), ("code", "200"), ("job", "api"))
+EARLY = (("__name__", "early"),)  # 1970: timestamps of fewer varint bytes
+SERIES = {
+    EARLY: [(1000, 1.5), (2000, -2.5)],
+    UP_A: [(T0 + i * 1000, v) for i, v in enumerate(ODD)],
+    UP_B: [(T0 + i * 15_000, float(i)) for i in range(400)],  # crosses two hour rows
+    REQS: [(T0 + i * 1000, 10.0 * i) for i in range(3)],
+}
+
+
+def create_tables(target) -> None:
+    with Admin(target) as admin:
+        for decl in builtin("prometheus").decls().values():
+            admin.ensure(decl)
 
 
 def bits(value: float) -> bytes:
@@ -101,3 +132,22 @@ def streamed_answer(body: bytes) -> dict[int, dict]:
                 assert (points[0][0], points[-1][0]) == (chunk.min_time_ms, chunk.max_time_ms)
                 got += [(t, bits(v)) for t, v in points]
     return out
+
+
+def expected(series):
+    return {labels: [(t, bits(v)) for t, v in samples] for labels, samples in series.items()}
+
+
+def read(server, queries, streamed=False):
+    status, headers, body = post(server.url + "/api/v1/read", read_request(queries, streamed))
+    assert status == 200, body
+    if streamed:
+        assert headers["Content-Type"].startswith("application/x-streamed-protobuf")
+        got = streamed_answer(body)
+        return [got.get(i, {}) for i in range(len(queries))]
+    assert headers["Content-Encoding"] == "snappy"
+    return samples_answer(body)
+
+
+def write(server, series) -> tuple[int, dict, bytes]:
+    return post(server.url + "/api/v1/write", write_request(series))

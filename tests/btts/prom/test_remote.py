@@ -6,45 +6,21 @@ nothing; a storage failure is a 5xx (Prometheus retries it)."""
 
 from __future__ import annotations
 
-import math
-import struct
-
 import pytest
 
-from btts.admin import Admin
 from tests.support import prom
 from tests.support.serving import Server
-from transforms.schema import builtin
 
 EQ, NEQ, RE, NRE = 0, 1, 2, 3
-T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z
-ODD = [
-    math.nan,
-    prom.STALE_NAN,
-    struct.unpack(">d", bytes.fromhex("fff8000000000001"))[0],  # a negative NaN with a payload
-    math.inf,
-    -math.inf,
-    -0.0,
-    5e-324,
-    1.7976931348623157e308,
-    0.1,
-]
-UP_A = (("__name__", "up"), ("instance", "a:1"), ("job", "node"))
-UP_B = (("__name__", "up"), ("instance", "b:2"), ("job", "node"))
-REQS = (("__name__", "http_requests_total"), ("code", "200"), ("job", "api"))
-EARLY = (("__name__", "early"),)  # 1970: timestamps of fewer varint bytes
-SERIES = {
-    EARLY: [(1000, 1.5), (2000, -2.5)],
-    UP_A: [(T0 + i * 1000, v) for i, v in enumerate(ODD)],
-    UP_B: [(T0 + i * 15_000, float(i)) for i in range(400)],  # crosses two hour rows
-    REQS: [(T0 + i * 1000, 10.0 * i) for i in range(3)],
-}
-
-
-def _tables(target) -> None:
-    with Admin(target) as admin:
-        for decl in builtin("prometheus").decls().values():
-            admin.ensure(decl)
+T0, SERIES, EARLY, UP_A, UP_B, REQS = (
+    prom.T0,
+    prom.SERIES,
+    prom.EARLY,
+    prom.UP_A,
+    prom.UP_B,
+    prom.REQS,
+)
+_expected, _read, _write, _tables = prom.expected, prom.read, prom.write, prom.create_tables
 
 
 @pytest.fixture
@@ -55,27 +31,6 @@ def served(target):
         yield server
     finally:
         server.stop()
-
-
-def _expected(series):
-    return {labels: [(t, prom.bits(v)) for t, v in samples] for labels, samples in series.items()}
-
-
-def _read(server, queries, streamed=False):
-    status, headers, body = prom.post(
-        server.url + "/api/v1/read", prom.read_request(queries, streamed)
-    )
-    assert status == 200, body
-    if streamed:
-        assert headers["Content-Type"].startswith("application/x-streamed-protobuf")
-        got = prom.streamed_answer(body)
-        return [got.get(i, {}) for i in range(len(queries))]
-    assert headers["Content-Encoding"] == "snappy"
-    return prom.samples_answer(body)
-
-
-def _write(server, series) -> tuple[int, dict, bytes]:
-    return prom.post(server.url + "/api/v1/write", prom.write_request(series))
 
 
 @pytest.mark.parametrize("streamed", [False, True], ids=["samples", "xor_chunks"])
