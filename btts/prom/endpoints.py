@@ -10,8 +10,13 @@ from __future__ import annotations
 import threading
 import weakref
 
-from btts.prom import read, store, write
+from btts.lazy import lazy_module
 from btts.tsdb.errors import NotFound
+
+# loaded on the first Prometheus request: btts serve's routes import this module
+read = lazy_module("btts.prom.read")
+store = lazy_module("btts.prom.store")
+write = lazy_module("btts.prom.write")
 
 __all__ = ["PATHS", "answer"]
 
