@@ -87,7 +87,7 @@ class _Reads:
         except gexc.NotFound as exc:
             raise MissingTable(
                 f"Table {table} does not exist in {self.store.target.describe()}: "
-                "run btts tables create --schema prometheus"
+                "run btts tables create --table PROM_SAMPLES --table PROM_SERIES"
             ) from exc
         except (gexc.DeadlineExceeded, gexc.RetryError, gexc.Cancelled, TimeoutError) as exc:
             raise Timeout("the remote read's deadline passed") from exc
