@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 PROTOS := $(wildcard protos/*.proto)
 
-.PHONY: venv protos demo test test-official test-fast check-guidance lint fmt clean browser
+.PHONY: venv protos demo test test-official test-fast check-guidance lint fmt clean browser prometheus
 
 venv: $(STAMP)
 
@@ -33,7 +33,7 @@ demo: venv
 # a module's fixtures are mostly set up once and one long test does not leave a core idle.
 # TEST_WORKERS=0 runs in one process.
 TEST_WORKERS ?= logical
-test: venv browser
+test: venv browser prometheus
 	BTTS_OFFICIAL= $(BIN)/python -m pytest -rA -q -n $(TEST_WORKERS) --dist worksteal
 	$(MAKE) --no-print-directory test-official
 
@@ -65,6 +65,18 @@ browser:
 		|| { $$SUDO apt-get update >/dev/null && $$SUDO apt-get install -y chromium chromium-driver >/dev/null; } \
 		|| echo "make browser: could not install chromium (the page test will skip)"; \
 	else echo "make browser: no apt-get here (the page test will skip)"; fi
+
+# Debian's Prometheus (prometheus, promtool) for the remote write/read tests (tests/btts/prom/):
+# the XOR chunks against promtool's, PromQL through btts against Prometheus' own storage.
+# Installed only when missing and apt-get is there; otherwise those tests skip and say why.
+prometheus:
+	@if [ -x /usr/bin/prometheus ] && [ -x /usr/bin/promtool ]; then :; \
+	elif command -v apt-get >/dev/null 2>&1; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo -n ); \
+		$$SUDO apt-get install -y prometheus >/dev/null \
+		|| { $$SUDO apt-get update >/dev/null && $$SUDO apt-get install -y prometheus >/dev/null; } \
+		|| echo "make prometheus: could not install prometheus (its tests will skip)"; \
+	else echo "make prometheus: no apt-get here (the Prometheus tests will skip)"; fi
 
 # Maintainers holding the guidance's examples file: are all its cases and facts still here?
 check-guidance: venv

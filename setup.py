@@ -23,6 +23,8 @@ INSTALL_REQUIRES = [
     # btts serve's tag filters: client regular expressions run in linear time (RE2, the engine
     # of Bigtable's own row-key filters), never with backtracking
     "google-re2>=1.1,<2",
+    # Prometheus' remote write and read bodies are snappy block format (btts/prom)
+    "cramjam>=2.8,<3",
 ]
 
 # The code generator: the same pin as pyproject.toml's [build-system].requires (a test checks

@@ -63,6 +63,7 @@ TARGETS = {
 
 
 SECTIONS = ("datasets", "scaling", "nightly", "startup", "index_cost", "read_scale", "flights")
+SECTIONS += ("prom_remote",)  # Prometheus remote write and read (benchmarks/prom_remote.py)
 READ_SIZES = ("1000,10000", "1000,10000,100000")  # series of the read-scale figures (quick, full)
 FLIGHTS = (20_000, 336_776)  # flights landed for the flights figures (quick, full)
 
@@ -517,6 +518,7 @@ def run_sections(
     for name, module, args in (
         ("read_scale", "benchmarks.read_scale", ["--sizes", READ_SIZES[pick]]),
         ("flights", "benchmarks.flights", ["--records", str(FLIGHTS[pick])]),
+        ("prom_remote", "benchmarks.prom_remote", ["--series", ("200", "1000")[pick]]),
     ):
         if name in sections:
             with fresh_emulator():

@@ -52,7 +52,9 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--schema",
         action="append",
         metavar="FILE",
-        help="a schema file to serve (repeatable; default: every built-in dataset)",
+        help="a schema file or a built-in dataset's name to serve (repeatable; default: every "
+        "built-in dataset); --schema prometheus adds Prometheus' remote write and read at "
+        "/api/v1/write and /api/v1/read (docs/prometheus.md)",
     )
     serve.add_argument("--project", help="Google Cloud project of the Bigtable instance")
     serve.add_argument("--instance", help="Bigtable instance ID (default on the emulator: its own)")
@@ -74,6 +76,13 @@ def register(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     serve.add_argument(
         "--tenant",
         help="serve only the tables whose key starts with a tenant, pinned to this tenant's rows",
+    )
+    serve.add_argument(
+        "--remote_write_topic",
+        metavar="projects/P/topics/T",
+        help="Prometheus remote write publishes to this Pub/Sub topic (answered once Pub/Sub has "
+        "taken it) for the streaming job `btts ingest --schema prometheus` to land, instead of "
+        "writing to Bigtable itself (docs/prometheus.md)",
     )
     _add_access_flags(serve)
     serve.add_argument(
@@ -111,18 +120,25 @@ def _add_access_flags(serve: argparse.ArgumentParser) -> None:
     )
 
 
+def _schema(path: str):
+    """A schema file, or a built-in dataset by its name (``--schema prometheus``) when no file
+    of that name exists."""
+    if not os.path.exists(path) and (schema_lib.DECLARATIONS / f"{path}.yaml").is_file():
+        return schema_lib.builtin(path)
+    return schema_lib.load(path)
+
+
 def load_service(args: argparse.Namespace, target: config.Target | None):
     """The served schemas' catalog, and (with an instance to ask) the service answering over
     it, its map entries found in the series indexes (sampled from the data for a schema
     without one)."""
-    schemas = (
-        [schema_lib.load(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
-    )
+    schemas = [_schema(p) for p in args.schema] if args.schema else catalog.builtin_schemas()
     bare = catalog.Catalog(schemas, tenant=args.tenant)
     if target is None:
         return bare, None
     limits = answer.Limits(args.max_points, args.deadline)
     service = service_lib.Service(bare, target, limits, args.tenant)
+    service.remote_write_topic = getattr(args, "remote_write_topic", None)  # btts.prom
     service.refresh_catalog(0)
     return service.catalog, service
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
+from btts.prom import endpoints as prom
 from btts.tsdb import http_io, last, lookup, mquery, request, series
 from btts.tsdb.errors import BadRequest, NotFound, TooLarge
 from btts.tsdb.http_io import Headers, HttpError
@@ -29,7 +30,7 @@ PAGE = Path(__file__).resolve().parent / "page"
 PAGE_FILES = {"/": ("index.html", "text/html"), "/page.js": ("page.js", "text/javascript")}
 MAX_BODY = 1 << 20
 VERSION = "2.4.0"
-BODY_PATHS = ("/api/query", "/api/query/last", "/api/suggest", "/api/search/lookup")  # read
+BODY_PATHS = ("/api/query", "/api/query/last", "/api/suggest", "/api/search/lookup", *prom.PATHS)
 _WRITE_PATHS = ("/api/put", "/api/annotation", "/api/uid", "/api/tree", "/api/rollup")
 _READ_ONLY = "btts serve is read-only: no write or delete endpoint"
 # QueryRpc.execute's refusal of a DELETE when tsd.http.query.allow_delete is false (its default)
@@ -192,6 +193,8 @@ def _post(
         if path.startswith(_WRITE_PATHS):
             raise HttpError(_READ_ONLY, 405)
         raise NotFound(f"Endpoint not found: {path[:80]}")
+    if path in prom.PATHS:  # Prometheus remote write and read: snappy protobuf bodies
+        return Reply(*prom.answer(svc, path, raw))
     raw = http_io.decode_body(raw, headers, MAX_BODY)
     try:
         body = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)

@@ -34,7 +34,7 @@ LAYERS = [
     ["btts.config"],
     ["btts.admin"],
     ["btts.query"],
-    ["btts.advisor", "btts.tsdb", "btts.samples"],
+    ["btts.advisor", "btts.tsdb", "btts.samples", "btts.prom"],
     ["btts.draft"],  # btts init: a schema drafted from a sample, checked by the advisor
     ["pipelines.flags"],  # every job's flags, without Beam (a job's --help)
     ["pipelines.common"],

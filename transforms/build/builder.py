@@ -105,6 +105,8 @@ def _encoder(kind: str) -> Callable[[object], bytes]:
         return lambda value: b"%013d" % value
     if kind == "integer":
         return lambda value: str(value).encode("ascii")
+    if kind == "float64":
+        return lambda value: value  # the parser's 8 bytes
     return lambda value: value.encode("utf-8")
 
 

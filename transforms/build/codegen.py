@@ -50,6 +50,7 @@ _ENCODE = {  # how a parsed value of each type becomes cell bytes, as an express
     "id": "{v}.encode()",
     "number": "{v}.encode()",
     "boolean": "{v}.encode()",
+    "float64": "{v}",  # the parser's 8 bytes already
 }
 
 

@@ -10,6 +10,7 @@ these for everything else, so these are what a value must pass.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
@@ -27,6 +28,7 @@ _CACHED_NAMES = 64  # a map's name lists longer than this are checked without be
 _describe = events.describe
 _NUMBERS_ONLY = {Num}
 _encode = str.encode
+_DOUBLE = struct.Struct(">d")
 
 FieldParser = Callable[[object], object]
 
@@ -163,6 +165,32 @@ def _boolean_parser(spec: FieldSpec) -> FieldParser:
     return boolean
 
 
+def _float64_parser(spec: FieldSpec) -> FieldParser:
+    """A binary64 float kept bit for bit as its 8 big-endian IEEE 754 bytes: a Python float
+    (NaN payloads, such as Prometheus' staleness marker, and ±Inf included), an int, number
+    text, or ``0x`` and 16 hex digits of the bits (how JSON, which has no NaN, can carry one)."""
+    name = spec.name
+    pack = _DOUBLE.pack
+
+    def float64(value: object) -> bytes:
+        kind = type(value)
+        if kind is float:
+            return pack(value)
+        try:
+            if kind is int or kind is Num or kind is CsvText:
+                return pack(float(value))
+            if kind is str and value[:2] in ("0x", "0X") and len(value) == 18:
+                return bytes.fromhex(value[2:])
+        except (ValueError, OverflowError):
+            pass
+        raise InvalidEvent(
+            f"field {name!r}: expected a float64 (a number, or 0x and 16 hex digits of its bits), "
+            f"got {_describe(value)}"
+        )
+
+    return float64
+
+
 def _time_parser(spec: FieldSpec, advice: str = "") -> FieldParser:
     earliest = spec.earliest_ms
     if spec.format == "auto" and not spec.timezone:  # the common case: one C call inside
@@ -259,4 +287,5 @@ _PARSERS = {
     "boolean": _boolean_parser,
     "time": _time_parser,
     "map": _map_parser,
+    "float64": _float64_parser,
 }

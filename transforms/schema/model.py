@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 # docs/user-guide.md's table of field types says what each accepts and keeps, and its options.
-FIELD_TYPES = ("text", "number", "integer", "id", "boolean", "time", "map")
+FIELD_TYPES = ("text", "number", "integer", "id", "boolean", "time", "map", "float64")
 # what a field (or a constant) gives a time made of several (``from: {year: Y, quarter: Q}``)
 TIME_ROLES = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "date", "time")
 WHITESPACE = ("allow", "trimmed", "none")

@@ -109,6 +109,9 @@ def _valid(field) -> st.SearchStrategy:
         return numbers
     if kind == "boolean":
         return st.booleans()
+    if kind == "float64":  # a number, or the bits of any double (NaN payloads) as 0x text
+        bits = st.integers(0, 2**64 - 1).map(lambda b: f"0x{b:016x}")
+        return st.floats(allow_nan=False, allow_infinity=False) | bits
     if kind == "map":
         names = st.sampled_from(["cpu", "mem", "disk_io", "load1"])
         return st.dictionaries(names, st.integers(0, 10**6) | st.floats(0, 100), max_size=3)
