@@ -25,13 +25,13 @@ def test_the_datasets_section_runs_every_case_of(tmp_path, dataset):
     got = report["datasets"][dataset]
     assert {"core", "ours", "ours_nocheck", "naive", "ceiling_1p", "wire_1p"} <= set(got)
     summary = got["summary"]
-    assert summary["ours_rows_per_s"] > 0 and summary["ours_cpu_vs_core"] > 0
+    assert summary["ours_rows_per_s"] > 0 and "ours_cpu_vs_core" in summary
     assert got["ours"]["events"] == run.SIZES[dataset][0] == got["core"]["events"]
     assert got["ours"]["rows"] == got["ceiling_1p"]["rows"] == got["wire_1p"]["rows"]
     assert dataset in run.table(report)
 
 
-SECTIONS = [name for name in run.SECTIONS if name != "datasets"]
+SECTIONS = [name for name in run.SECTIONS if name not in ("datasets", "startup")]
 
 
 @pytest.mark.parametrize("section", SECTIONS)
@@ -46,8 +46,9 @@ def test_startup_ingests_into_the_tables_the_job_writes(tmp_path):
     """The start-up section's ingest landed the rows its query reads (its tables, the series
     index too, made by the job itself): issue 58's `SERVER_METRICS_SERIES does not exist`."""
     status, report = _toy(tmp_path, "--sections", "startup")
-    assert status == 0
+    assert (status, report["failed"]) == (0, {})
     assert report["startup"]["median_s"]["ingest"] > 0 and report["startup"]["query_vs_floor"]
+    assert "startup (medians of 1)" in run.table(report)
 
 
 def test_a_failing_section_is_named_and_the_others_are_kept(tmp_path, monkeypatch):
