@@ -231,12 +231,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=336_776, help="synthetic records")
     parser.add_argument("--max_s", type=float, default=30.0, help="the most one metric may take")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "results" / "flights.json", help="report file"
+    )
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
         if not os.environ.get(ENV_HOST):
             stack.enter_context(Emulator())
         report = run(args.records)
-    out = ROOT / "results" / "flights.json"
+    out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
     print(json.dumps({k: v for k, v in report.items() if k != "metrics"}, indent=2))

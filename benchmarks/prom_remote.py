@@ -230,12 +230,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--series", type=int, default=1000, help="series (1 h at 15 s each)")
     parser.add_argument("--rounds", type=int, default=5, help="reads per p50")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "results" / "prom_remote.json", help="report file"
+    )
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
         if not os.environ.get(ENV_HOST):
             stack.enter_context(Emulator())
         report = run(args.series, args.rounds)
-    out = ROOT / "results" / "prom_remote.json"
+    out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
     w, r = report["write"], report["read"]

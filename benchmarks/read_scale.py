@@ -199,13 +199,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="1000,10000,100000", help="series counts")
     parser.add_argument("--points", type=int, default=3, help="readings per host (a minute apart)")
     parser.add_argument("--rounds", type=int, default=30, help="requests per suggest/lookup p50")
+    parser.add_argument(
+        "--out", type=Path, default=ROOT / "results" / "read_scale.json", help="report file"
+    )
     args = parser.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(","))
     with contextlib.ExitStack() as stack:
         if not os.environ.get(ENV_HOST):
             stack.enter_context(Emulator())
         report = run(sizes, args.points, args.rounds)
-    out = ROOT / "results" / "read_scale.json"
+    out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2))
     print(table(report))

@@ -1,17 +1,23 @@
 """Benchmark our pipelines against the raw-client ceiling and the naive Beam pipeline, in one
 run against one emulator, and write a JSON report.
 
-    python -m benchmarks.run            # make bench        (a few minutes)
-    python -m benchmarks.run --quick    # make bench-quick  (under a minute)
+    python -m benchmarks.run            # make bench        (about an hour)
+    python -m benchmarks.run --quick    # make bench-quick  (minutes)
+    python -m benchmarks.run --toy      # every section at toy size (tests/benchmarks, seconds)
 
 Every figure comes from its own process (see ``benchmarks.cases``); ratios compare figures of
-this one run, on this machine, so noise between machines cancels out.
+this one run, on this machine, so noise between machines cancels out. Each section (``SECTIONS``)
+runs on an emulator of its own and its figures are written to the report as it ends: a section
+that fails is named in the report's ``failed`` (and the exit status is 1) after the others ran,
+and keeps what it measured before failing.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
+import io
 import json
 import os
 import platform
@@ -20,7 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from benchmarks import data, startup
@@ -28,22 +34,24 @@ from btts import admin, config, emulator
 from transforms.schema import builtin_tables
 
 ROOT = Path(__file__).resolve().parent
+PROFILES = ("toy", "quick", "full")  # every size below is a tuple in this order
 SIZES = {
-    # dataset: (events in quick run, events in full run)
+    # dataset: events of a (toy, quick, full) run
     # full: large enough that start-up does not dominate the end-to-end figures
-    "metrics": (2_000, 200_000),
-    "meters": (4_000, 200_000),
-    "market": (2_000, 200_000),
-    "ticks": (2_000, 200_000),  # a user's schema (docs/schemas/ts-cols-stock-ticks.yaml)
+    "metrics": (100, 2_000, 200_000),
+    "meters": (200, 4_000, 200_000),
+    "market": (100, 2_000, 200_000),
+    "ticks": (100, 2_000, 200_000),  # a user's schema (docs/schemas/ts-cols-stock-ticks.yaml)
 }
 # events of the full run's in-process 'ours' and 'core' per dataset: ours_cpu_vs_core is judged
 # at this size, where start-up is not the story (issue 36); the baselines stay at SIZES
 OURS_EVENTS = 1_000_000
-# metrics events in the small scaling run (quick, full); the large one has ten times as many:
-# the full run's 1,000,000 is where the peak-RSS target is set
-SCALING_EVENTS = (500, 100_000)
-NIGHTLY_METERS = (200, 2_000)  # SENSOR holds 4 days of them
-NIGHTLY_ROUNDS = (1, 3)  # rounds of the nightly cases (quick, full): medians
+# metrics events in the small scaling run; the large one has ten times as many: the full run's
+# 1,000,000 is where the peak-RSS target is set
+SCALING_EVENTS = (20, 500, 100_000)
+NIGHTLY_METERS = (10, 200, 2_000)  # SENSOR holds 4 days of them
+NIGHTLY_ROUNDS = (1, 1, 3)  # rounds of the nightly cases: medians
+INDEX_COST_ROUNDS = (1, 1, 3)  # rounds of the index_cost pair (with, without): medians
 TABLES = {
     "metrics": ["METRIC", "CURRENT_METRIC"],
     "meters": ["SENSOR"],
@@ -60,12 +68,9 @@ TARGETS = {
     "scaling_large_peak_rss_mb": 400,
     "nightly_vs_ceiling": 0.95,  # the verified copy, at its ceiling
 }
-
-
-SECTIONS = ("datasets", "scaling", "nightly", "startup", "index_cost", "read_scale", "flights")
-SECTIONS += ("prom_remote",)  # Prometheus remote write and read (benchmarks/prom_remote.py)
-READ_SIZES = ("1000,10000", "1000,10000,100000")  # series of the read-scale figures (quick, full)
-FLIGHTS = (20_000, 336_776)  # flights landed for the flights figures (quick, full)
+READ_SIZES = ("100", "1000,10000", "1000,10000,100000")  # series of the read-scale figures
+FLIGHTS = (500, 20_000, 336_776)  # flights landed for the flights figures
+PROM_SERIES = (20, 200, 1000)  # Prometheus series (1 h at 15 s each) written and read back
 
 _EMULATOR_PID: list[int] = []  # the running emulator's process, while there is one
 
@@ -102,23 +107,19 @@ def machine() -> dict:
 MACHINE = machine()
 
 
+class StepFailed(RuntimeError):
+    """A measured process (a case, a benchmark module) failed: its section fails, not the run."""
+
+
+# A toy run's cases run in this process (``benchmarks.cases.MODES``): it asks whether every case
+# runs, not how fast, and a process per case would cost seconds each.
+IN_PROCESS: list[bool] = []
+
+
 def measure(*args: str, timeout: float = 1800) -> dict:
     started = time.monotonic()
     emulator_before = emulator_cpu_s()
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.cases", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT.parent,
-        env=dict(os.environ),
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-    if done.returncode or not lines:
-        raise SystemExit(
-            f"benchmark step {' '.join(args[:2])} failed ({done.returncode}):\n"
-            f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
-        )
+    lines = _in_process(args) if IN_PROCESS else _in_subprocess(args, timeout)
     result = json.loads(lines[-1][len("RESULT ") :])
     emulator_after = emulator_cpu_s()
     if emulator_before is not None and emulator_after is not None:
@@ -130,6 +131,42 @@ def measure(*args: str, timeout: float = 1800) -> dict:
     result["seconds"] = round(result["seconds"], 3)
     result["machine"] = f"{MACHINE['cpu_model']} x{MACHINE['cpu_count']}"
     return result
+
+
+def _in_subprocess(args: tuple[str, ...], timeout: float) -> list[str]:
+    """The ``RESULT`` lines of ``python -m benchmarks.cases *args`` (StepFailed: none, or the
+    case failed)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.cases", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT.parent,
+        env=dict(os.environ),
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+    if done.returncode or not lines:
+        raise StepFailed(
+            f"benchmark step {' '.join(args[:2])} failed ({done.returncode}):\n"
+            f"{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
+        )
+    return lines
+
+
+def _in_process(args: tuple[str, ...]) -> list[str]:
+    """The ``RESULT`` lines of the case ``args`` run in this process (a toy run)."""
+    from benchmarks import cases
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        mode, *rest = args
+        if mode == "core":
+            rest = [*rest, "1"]  # one pass, not the best of ten
+        cases.MODES[mode](*rest)
+    lines = [line for line in printed.getvalue().splitlines() if line.startswith("RESULT ")]
+    if not lines:
+        raise StepFailed(f"benchmark step {' '.join(args[:2])} printed no result")
+    return lines
 
 
 def fresh_instance(table_names: list[str]) -> str:
@@ -198,19 +235,19 @@ def ratio(a: float | None, b: float | None) -> float | None:
     return round(a / b, 3) if a and b else None
 
 
-def run_dataset(
-    dataset: str, path: Path, quick: bool = False, ours_path: Path | None = None
-) -> dict:
-    """Every figure of one dataset. ``quick`` leaves out the variants that only matter at full
-    size (two DirectRunner worker processes; one wire writer) to stay under a minute.
-    ``ours_path``: the (larger) input of the in-process ``ours`` run and of ``core``, so that
-    their CPU ratio is not the story of start-up; every other case reads ``path``."""
+def run_dataset(dataset: str, path: Path, profile: int, ours_path: Path | None = None) -> dict:
+    """Every figure of one dataset. Below a full run (``profile``) the variants that only
+    matter at full size (two DirectRunner worker processes; one wire writer) are left out, and a
+    toy run forks no writers. ``ours_path``: the (larger) input of the in-process ``ours`` run
+    and of ``core``, so that their CPU ratio is not the story of start-up; every other case reads
+    ``path``."""
     out = {}
     names = TABLES[dataset]
     log(f"[{dataset}] core")
     out["core"] = measure("core", dataset, str(ours_path or path))
+    full = profile == len(PROFILES) - 1
     modes = (
-        ("ours", "ours_nocheck", "naive") if quick else ("ours", "ours_nocheck", "ours_mp", "naive")
+        ("ours", "ours_nocheck", "ours_mp", "naive") if full else ("ours", "ours_nocheck", "naive")
     )
     for mode in modes:
         log(f"[{dataset}] {mode}")
@@ -220,10 +257,10 @@ def run_dataset(
             out[mode] = measure_fresh(names, "naive", dataset, str(path))
         else:
             out[mode] = measure_fresh(names, "ours", dataset, str(source), *flag)
-    for procs in (1, 2):
+    for procs in (1, 2) if profile else (1,):
         log(f"[{dataset}] ceiling x{procs}")
         out[f"ceiling_{procs}p"] = measure_fresh(names, "ceiling", dataset, str(path), str(procs))
-    for procs in (2,) if quick else (1, 2):
+    for procs in (1, 2) if full else (2,) if profile else (1,):
         log(f"[{dataset}] wire x{procs}")
         out[f"wire_{procs}p"] = measure_fresh(names, "wire", dataset, str(path), str(procs))
 
@@ -306,26 +343,41 @@ def run_scaling(work: Path, small: int) -> dict:
     }
 
 
-def run_index_cost(work: Path, events: int) -> dict:
+def run_index_cost(work: Path, events: int, rounds: int) -> dict:
     """The job's CPU with and without its series index: the built-in server-metrics file
-    through the generic job, ``events`` events, each run on a fresh instance."""
+    through the generic job, ``events`` events, each run on a fresh instance; the two take
+    turns over ``rounds`` rounds, so that a load coming and going on a shared machine falls on
+    both, and each side is its run of median CPU. ``cpu_share``: the index's share of the
+    job's CPU (the target: at most 5% at 1,000,000 events)."""
     path = work / f"index-cost-{events}.jsonl"
     data.metrics(path, events)
-    out = {}
-    for mode in ("noindex", "index"):
-        log(f"[index_cost] metrics x{events} {mode}")
-        out[mode] = measure_fresh(TABLES["metrics"], "ours", "metrics", str(path), mode)
+    runs: dict[str, list[dict]] = {"noindex": [], "index": []}
+    for _ in range(rounds):
+        for mode, got in runs.items():
+            log(f"[index_cost] metrics x{events} {mode}")
+            got.append(measure_fresh(TABLES["metrics"], "ours", "metrics", str(path), mode))
+    out = {mode: _median_of(got, "cpu_s") for mode, got in runs.items()}
+    with_index, without = out["index"]["cpu_s"], out["noindex"]["cpu_s"]
     out["events"] = events
-    out["cpu_ratio"] = ratio(out["index"]["cpu_s"], out["noindex"]["cpu_s"])
+    out["rounds"] = rounds
+    out["cpu_s_runs"] = {mode: [r["cpu_s"] for r in got] for mode, got in runs.items()}
+    out["cpu_ratio"] = ratio(with_index, without)
+    out["cpu_share"] = round((with_index - without) / with_index, 3) if with_index else None
     out["seconds_ratio"] = ratio(out["index"]["seconds"], out["noindex"]["seconds"])
     return out
 
 
-def run_module(module: str, args: list[str], name: str) -> dict:
-    """A benchmark module of its own (its JSON report in results/), on the running emulator."""
+def _median_of(runs: list[dict], figure: str) -> dict:
+    """The run of median ``figure`` (an odd count; the lower middle one of an even count)."""
+    return sorted(runs, key=lambda r: r[figure])[(len(runs) - 1) // 2]
+
+
+def run_module(module: str, args: list[str], name: str, out: Path) -> dict:
+    """A benchmark module of its own (its JSON report written to ``out``), on the running
+    emulator."""
     log(f"[{name}] python -m {module} {' '.join(args)}")
     done = subprocess.run(
-        [sys.executable, "-m", module, *args],
+        [sys.executable, "-m", module, *args, "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=7200,
@@ -333,10 +385,10 @@ def run_module(module: str, args: list[str], name: str) -> dict:
         env=dict(os.environ),
     )
     if done.returncode:
-        raise SystemExit(
+        raise StepFailed(
             f"{module} failed ({done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         )
-    return json.loads((ROOT / "results" / f"{name}.json").read_text(encoding="utf-8"))
+    return json.loads(out.read_text(encoding="utf-8"))
 
 
 NIGHTLY_DATES = ("20170726", "20170727", "20170728")  # a round per day: fresh destinations
@@ -380,8 +432,8 @@ def run_nightly(meters: int, rounds: int, days: int = 4) -> dict:
 
 
 def _median_run(runs: list[dict]) -> dict:
-    """The run of median speed (an odd count; the lower middle one of an even count)."""
-    return sorted(runs, key=lambda r: r["rows_per_s"])[(len(runs) - 1) // 2]
+    """The run of median speed."""
+    return _median_of(runs, "rows_per_s")
 
 
 def _fmt(value: float | None) -> str:
@@ -452,7 +504,7 @@ def _read_lines(report: dict) -> list[str]:
     if cost:
         lines.append(
             f"series index: job CPU {cost['noindex']['cpu_s']:.1f}s without, "
-            f"{cost['index']['cpu_s']:.1f}s with ({cost['cpu_ratio']:.3f}x) for "
+            f"{cost['index']['cpu_s']:.1f}s with ({cost['cpu_ratio']:.3f}x{_of_job(cost)}) for "
             f"{cost['events']:,} metrics events; wall {cost['seconds_ratio']:.3f}x"
         )
     for r in (report.get("read_scale") or {}).get("results", []):
@@ -475,6 +527,14 @@ def _read_lines(report: dict) -> list[str]:
     return lines
 
 
+def _of_job(cost: dict) -> str:
+    """The index's share of the job's CPU and the rounds it is the median of (reports from
+    before they were kept have neither)."""
+    if cost.get("cpu_share") is None:
+        return ""
+    return f", {_share(cost['cpu_share'])} of the job, medians of {cost['rounds']}"
+
+
 def _nightly_lines(n: dict) -> list[str]:
     return [
         f"nightly (medians of {n.get('rounds', 1)}; both sides timed from table creation on): "
@@ -489,51 +549,138 @@ def _nightly_lines(n: dict) -> list[str]:
     ]
 
 
-def run_sections(
-    report: dict, work: Path, sections: set[str], datasets: list[str], ours_events: int | None
-) -> None:
-    """Each chosen section on an emulator of its own, its figures into ``report``."""
-    quick = report["quick"]
-    pick = 0 if quick else 1
-    for dataset in datasets if "datasets" in sections else ():
-        path = work / f"{dataset}.jsonl"
-        getattr(data, dataset)(path, SIZES[dataset][pick])
-        ours_path = None
-        if ours_events and ours_events != SIZES[dataset][pick]:
-            ours_path = work / f"{dataset}-ours.jsonl"
-            getattr(data, dataset)(ours_path, ours_events)
-        with fresh_emulator():  # rows of earlier datasets would slow this one's writes
-            report["datasets"][dataset] = run_dataset(
-                dataset, path, quick=quick, ours_path=ours_path
-            )
-    if "scaling" in sections:
-        with fresh_emulator():
-            report["scaling"] = run_scaling(work, SCALING_EVENTS[pick])
-    if "nightly" in sections:
-        with fresh_emulator():
-            report["nightly"] = run_nightly(NIGHTLY_METERS[pick], NIGHTLY_ROUNDS[pick])
-    if "index_cost" in sections:
-        with fresh_emulator():
-            report["index_cost"] = run_index_cost(work, ours_events or SIZES["metrics"][pick])
-    for name, module, args in (
-        ("read_scale", "benchmarks.read_scale", ["--sizes", READ_SIZES[pick]]),
-        ("flights", "benchmarks.flights", ["--records", str(FLIGHTS[pick])]),
-        ("prom_remote", "benchmarks.prom_remote", ["--series", ("200", "1000")[pick]]),
-    ):
-        if name in sections:
-            with fresh_emulator():
-                report[name] = run_module(module, args, name)
-    if "startup" in sections:
-        with fresh_emulator():
-            log("[startup] whole commands and their floors, each its own process")
-            target = config.Target("test-project", fresh_instance([]))
-            report["startup"] = startup.run_startup(work, target, startup.REPEATS[pick])
+@dataclasses.dataclass
+class Run:
+    """What every section is given: the run's profile (an index into ``PROFILES``, and into
+    every size tuple), its scratch directory, its options, and the report, which ``save``
+    writes as it stands (each section's figures are kept as the section ends)."""
+
+    profile: int
+    work: Path
+    out: Path
+    datasets: list[str]
+    ours_events: int | None
+    report: dict
+
+    def size(self, sizes: tuple):
+        return sizes[self.profile]
+
+    def save(self) -> None:
+        write_report(self.report, self.out)
+
+    def guarded(self, name: str, section: Callable[[], object]) -> object | None:
+        """``section()``, or None when it fails: the failure is logged and named in the
+        report's ``failed`` (the other sections still run), and the report is saved."""
+        try:
+            return section()
+        except Exception as err:  # any failure costs this section only
+            log(f"[{name}] FAILED: {type(err).__name__}: {err}")
+            self.report["failed"][name] = f"{type(err).__name__}: {err}"[-6000:]
+            return None
+        finally:
+            self.save()
 
 
-def main(argv: list[str] | None = None) -> int:
+def write_report(report: dict, out: Path) -> None:
+    """The report as it stands, replacing the file whole (a crash mid-write leaves the last)."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(out.name + ".partial")
+    partial.write_text(json.dumps(report, indent=2, sort_keys=True))
+    os.replace(partial, out)
+
+
+def datasets_section(run: Run) -> dict:
+    """Every figure of each dataset, each on an emulator of its own (rows of earlier datasets
+    would slow this one's writes), kept as each dataset ends; a failing one is named
+    ``datasets/NAME``."""
+    got = run.report["datasets"]
+    for dataset in run.datasets:
+        run.guarded(f"datasets/{dataset}", lambda dataset=dataset: one_dataset(run, dataset))
+    return got
+
+
+def one_dataset(run: Run, dataset: str) -> None:
+    path = run.work / f"{dataset}.jsonl"
+    events = run.size(SIZES[dataset])
+    getattr(data, dataset)(path, events)
+    ours_path = None
+    if run.ours_events and run.ours_events != events:
+        ours_path = run.work / f"{dataset}-ours.jsonl"
+        getattr(data, dataset)(ours_path, run.ours_events)
+    with fresh_emulator():
+        run.report["datasets"][dataset] = run_dataset(
+            dataset, path, profile=run.profile, ours_path=ours_path
+        )
+
+
+def scaling_section(run: Run) -> dict:
+    with fresh_emulator():
+        return run_scaling(run.work, run.size(SCALING_EVENTS))
+
+
+def nightly_section(run: Run) -> dict:
+    with fresh_emulator():
+        return run_nightly(run.size(NIGHTLY_METERS), run.size(NIGHTLY_ROUNDS))
+
+
+def index_cost_section(run: Run) -> dict:
+    with fresh_emulator():
+        events = run.ours_events or run.size(SIZES["metrics"])
+        return run_index_cost(run.work, events, run.size(INDEX_COST_ROUNDS))
+
+
+def startup_section(run: Run) -> dict:
+    with fresh_emulator():
+        log("[startup] whole commands and their floors, each its own process")
+        target = config.Target("test-project", fresh_instance([]))
+        return startup.run_startup(
+            run.work, target, run.size(startup.REPEATS), every_help=run.profile > 0
+        )
+
+
+def module_section(module: str, flag: str, sizes: tuple) -> Callable[[Run], dict]:
+    """A section that is a benchmark module of its own (``python -m module flag SIZE``), its
+    JSON report beside this run's."""
+    name = module.rpartition(".")[2]
+
+    def section(run: Run) -> dict:
+        with fresh_emulator():
+            out = run.out.with_name(f"{run.out.stem}-{name}.json")
+            return run_module(module, [flag, str(run.size(sizes))], name, out)
+
+    return section
+
+
+# Every section, in the order a run takes them: name -> what measures it (a dict for the report).
+SECTIONS: dict[str, Callable[[Run], dict]] = {
+    "datasets": datasets_section,
+    "scaling": scaling_section,
+    "nightly": nightly_section,
+    "index_cost": index_cost_section,
+    "read_scale": module_section("benchmarks.read_scale", "--sizes", READ_SIZES),
+    "flights": module_section("benchmarks.flights", "--records", FLIGHTS),
+    "prom_remote": module_section("benchmarks.prom_remote", "--series", PROM_SERIES),
+    "startup": startup_section,
+}
+
+
+def run_sections(run: Run, sections: set[str]) -> None:
+    """Each chosen section, its figures into the report (saved as each ends)."""
+    for name, section in SECTIONS.items():
+        if name not in sections:
+            continue
+        got = run.guarded(name, lambda section=section: section(run))
+        if got is not None:
+            run.report[name] = got
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="small sizes (under a minute)")
-    parser.add_argument("--name", help="report name (default: quick or full)")
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="small sizes (minutes)")
+    size.add_argument("--toy", action="store_true", help="toy sizes: does every section run?")
+    parser.add_argument("--name", help="report name (default: the profile: toy, quick or full)")
+    parser.add_argument("--out", type=Path, help="report file (default: results/NAME.json)")
     parser.add_argument(
         "--datasets", default=",".join(SIZES), help="comma-separated subset of %(default)s"
     )
@@ -550,33 +697,48 @@ def main(argv: list[str] | None = None) -> int:
         default=",".join(SECTIONS),
         help="comma-separated subset of %(default)s (e.g. startup: only the start-up figures)",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
     args = parser.parse_args(argv)
     sections = set(args.sections.split(","))
     if sections - set(SECTIONS):
-        parser.error(f"--sections: unknown {sorted(sections - set(SECTIONS))}; use {SECTIONS}")
-    name = args.name or ("quick" if args.quick else "full")
-    pick = 0 if args.quick else 1
-    ours_events = (
-        args.ours_events if args.ours_events is not None else (None if args.quick else OURS_EVENTS)
-    )
+        parser.error(f"--sections: unknown {sorted(sections - set(SECTIONS))}; use {[*SECTIONS]}")
+    datasets = args.datasets.split(",")
+    if set(datasets) - set(SIZES):
+        parser.error(f"--datasets: unknown {sorted(set(datasets) - set(SIZES))}; use {[*SIZES]}")
+    profile = 0 if args.toy else 1 if args.quick else 2
+    name = args.name or PROFILES[profile]
+    full = profile == len(PROFILES) - 1
+    ours_events = args.ours_events
+    if ours_events is None:
+        ours_events = OURS_EVENTS if full else None
     started = time.monotonic()
     report = {
         "name": name,
         "machine": MACHINE,
-        "quick": args.quick,
-        "sizes": {k: v[pick] for k, v in SIZES.items()},
+        "profile": PROFILES[profile],
+        "quick": not full,
+        "sizes": {k: v[profile] for k, v in SIZES.items()},
         "ours_events": ours_events,
         "targets": TARGETS,
         "datasets": {},
+        "failed": {},
     }
+    out = args.out or ROOT / "results" / f"{name}.json"
+    IN_PROCESS[:] = [True] if profile == 0 else []
     with tempfile.TemporaryDirectory(prefix="btts-bench-") as tmp:
-        run_sections(report, Path(tmp), sections, args.datasets.split(","), ours_events)
+        run = Run(profile, Path(tmp), out, datasets, ours_events, report)
+        run_sections(run, sections)
     report["seconds"] = round(time.monotonic() - started, 1)
-    out = ROOT / "results" / f"{name}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, sort_keys=True))
+    write_report(report, out)
     print(table(report))
     print(f"report: {out} ({report['seconds']}s)")
+    if report["failed"]:
+        log(f"FAILED sections: {', '.join(report['failed'])} (the others' figures are kept)")
+        return 1
     return 0
 
 

@@ -17,7 +17,9 @@ from apache_beam.metrics import Metrics
 from apache_beam.utils.windowed_value import WindowedValue
 
 from transforms import schema as schema_lib
+from transforms.ingest import batches  # noqa: F401 (registers the coder of FramedRows)
 from transforms.metrics import NAMESPACE
+from transforms.mutations import FramedRows
 from transforms.scans import series_fold, series_index
 
 __all__ = ["IndexSeries"]
@@ -71,4 +73,6 @@ class IndexSeries(beam.PTransform):
         self._fn = _FoldSeries(schema, index_table, tables)
 
     def expand(self, rows: beam.PCollection) -> beam.PCollection:
-        return rows | "FoldSeries" >> beam.ParDo(self._fn)
+        # typed: the runner sizes a batch of FramedRows from its first row (RowBatchCoder); an
+        # untyped output is sized by encoding all of it, a bundle's every index row
+        return rows | "FoldSeries" >> beam.ParDo(self._fn).with_output_types(FramedRows)
