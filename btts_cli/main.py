@@ -123,12 +123,8 @@ def _run_job(args: argparse.Namespace) -> int:
     if args.command == "check":
         argv.append("--validate_only")
     job = "--schema FILE" if args.job == "generic" else args.job
-    common = importlib.import_module("pipelines.common")
-    said = common.COMMAND.set(f"btts {args.command} {job}")  # its errors name this command
-    try:
-        importlib.import_module(f"pipelines.{args.job}").run(argv)
-    finally:
-        common.COMMAND.reset(said)
+    command = "btts nightly" if args.job == "nightly" else f"btts {args.command} {job}"
+    importlib.import_module(f"pipelines.{args.job}").run(argv, command)  # its errors name it
     return 0
 
 

@@ -12,14 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import (
-    GoogleCloudOptions,
-    PipelineOptions,
-    StandardOptions,
-)
 from apache_beam.runners.runner import PipelineResult
 
 from btts import config
+from pipelines.common.remote import Runner
 from transforms.errors import DataError
 from transforms.ingest.overwrites import FIRST_NAMESPACE, first_from_metric_name
 from transforms.metrics import (
@@ -461,17 +457,16 @@ def conclude(report: RunReport, label: str, limits: Limits, command: str) -> Non
         raise JobFailed(why, report, command)
 
 
-def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
-    """What a dry run would have launched, instead of a summary of what it did."""
-    runner = options.view_as(StandardOptions).runner or "DirectRunner"
-    cloud = options.view_as(GoogleCloudOptions)
+def dry_run_report(name: str, runner: Runner, what: str) -> str:
+    """What a dry run would have launched on ``runner`` (the run's, as decided once), instead
+    of a summary of what it did."""
     where = ", ".join(
         f"{label} {value}"
-        for label, value in (("project", cloud.project), ("region", cloud.region))
+        for label, value in (("project", runner.project), ("region", runner.region))
         if value
     )
-    mode = "streaming" if options.view_as(StandardOptions).streaming else "batch"
+    mode = "streaming" if runner.streaming else "batch"
     return (
-        f"{name}: dry run: the {mode} job translated for {runner}"
+        f"{name}: dry run: the {mode} job translated for {runner.label}"
         f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
     )
