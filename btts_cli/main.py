@@ -17,7 +17,7 @@ from btts import __version__, config, emulator, errors, exits
 from btts.lazy import lazy_module
 from btts_cli.cliparse import Commands, Parser
 from pipelines import flags, job_modules
-from transforms import limits
+from transforms import limits, official
 from transforms.errors import DataError
 
 __all__ = ["main"]  # fmt: skip
@@ -479,6 +479,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command not in ("emulator", "demo"):
         use_started_emulator(args)
     try:
+        official.components()  # BTTS_OFFICIAL read first: a typo is one line, before any work
         if reaches_bigtable(args):
             check_emulator()
         return args.func(args)
