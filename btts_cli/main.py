@@ -18,7 +18,7 @@ from btts.lazy import lazy_module
 from btts_cli.cliparse import Commands, Parser
 from pipelines import flags, job_modules
 from transforms import limits, official
-from transforms.errors import DataError
+from transforms.errors import RunFailed
 
 __all__ = ["main"]  # fmt: skip
 
@@ -485,7 +485,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return args.func(args)
     except Exception as err:  # a user's mistake or a failed job: its line and status (btts.exits)
         ended = exits.ending(err)
-        if ended is None or (args.verbose and not isinstance(err, DataError)):
+        if ended is None or (args.verbose and not isinstance(err, RunFailed)):
             raise  # a bug, or -v: the traceback
         print(ended[1], file=sys.stderr)
         return ended[0]

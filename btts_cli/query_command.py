@@ -273,7 +273,7 @@ def _planned(args: argparse.Namespace) -> engine.Query:
     try:
         return args.plan(args)
     except ValueError as err:  # a value of the command line (an InvalidEvent too)
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
 
 
 def plan(words: list[str]) -> engine.Query:
@@ -321,7 +321,7 @@ def _drop_tenant(args: argparse.Namespace) -> int:
             return 0
         dropped = engine.offboard_tenant(target, args.tenant)
     except InvalidEvent as err:  # --tenant: a value no key can hold
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
     print(f"Dropped tenant {args.tenant}: {dropped:,} row(s) of DEVICE (prefix {args.tenant}#)")
     return 0
 

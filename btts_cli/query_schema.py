@@ -77,7 +77,7 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
             args.timezone,
         )  # fmt: skip
     except ValueError as err:  # a value of the command line (an InvalidEvent too)
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
     target, records = read(args, query)
     return print_answer(args, target, query, records)
 

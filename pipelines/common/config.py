@@ -212,7 +212,7 @@ def bad_record_limit(text: str | None) -> BadRecordLimit:
     try:
         return parse_bad_records(text or "10%")
     except ValueError as err:
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
 
 
 def _overwrite_check(stamps: dict[str, bool] | None, streaming: bool) -> OverwriteCheck | None:

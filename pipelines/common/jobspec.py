@@ -105,7 +105,7 @@ def schema_job(
     try:
         chosen = schema.tables_to_write(tables)
     except ValueError as err:  # tables the schema does not write from events
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
     rollups = schema_rollups(schema)
     return JobSpec(
         name=name or schema.dataset,

@@ -16,7 +16,7 @@ from apache_beam.runners.runner import PipelineResult
 
 from btts import config
 from pipelines.common.remote import Runner
-from transforms.errors import DataError
+from transforms.errors import RunFailed
 from transforms.ingest.overwrites import FIRST_NAMESPACE, first_from_metric_name
 from transforms.metrics import (
     DUPLICATE_RECORDS,
@@ -411,7 +411,7 @@ class RunReport:
         return landed_line(self.counters, self.target is not None)
 
 
-class JobFailed(DataError):
+class JobFailed(RunFailed):
     """The job ran but did not do its work (nothing valid, too many dead letters, records
     overwriting each other): the records as a whole, after the summary; the command line ends
     with the reason (:mod:`btts.exits`). ``report`` is the finished run's, ``command`` the one
