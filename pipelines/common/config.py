@@ -108,13 +108,12 @@ def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None
     subscription, topic = stream.input_subscription or None, stream.dead_letter_topic or None
     inputs = () if subscription else tuple(input_patterns(files.input))
     formats, validate_only = time_formats(files.time_format), bool(files.validate_only)
-    runner = runner_of(options)
-    target = None if validate_only else resolve_target(options, runner)
-    flow, dry_run = flow_control(options, runner), is_dry_run(options)
+    dry_run = is_dry_run(options)
     run_id, rollup = run_id or new_run_id(), bool(stream.hourly_rollup)
     job = with_times(job, formats, files.input_timezone or "", files.ambiguous_times or "")
     indexed = index_tables(job, rollup)
     tables = {t: table_decl(job, t) for t in job_tables(job, rollup, indexed)}
+    runner = runner_of(options)  # where it runs: which paths its workers can use, and more
     base = files.dead_letter or (
         remote_dead_letter_base(runner, job.name) if runner.remote else None
     )
@@ -123,6 +122,8 @@ def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None
         check_worker_paths(runner.label, job.name, inputs, base, writes_files)
     elif not subscription:
         check_local_inputs(inputs)  # one line now, not Beam's traceback once running
+    target = None if validate_only else runner.bigtable(bt.bigtable_project, bt.bigtable_instance)
+    flow = _decide(bt.flow_control, runner.dataflow)  # auto: see flow_control
     # a re-run never replaces an earlier run's files (Beam's sink deletes what matches its prefix)
     prefix = f"{base or f'dead-letters/{job.name}'}-{run_id}"
     stamps = job.builder.stamp_in_key() if files.overwrite_check == "on" else None
@@ -247,5 +248,4 @@ def resolve_target(options: PipelineOptions, runner: Runner) -> targets.Target:
     """The Bigtable instance the flags name (``--bigtable_project`` defaults to ``--project``,
     the runner's)."""
     bt = options.view_as(BigtableOptions)
-    project = bt.bigtable_project or runner.project
-    return targets.resolve_target(project, bt.bigtable_instance)
+    return runner.bigtable(bt.bigtable_project, bt.bigtable_instance)

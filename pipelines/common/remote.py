@@ -30,6 +30,7 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
 )
 
+from btts import config as targets
 from btts import errors
 
 __all__ = [
@@ -70,6 +71,12 @@ class Runner:
     region: str | None  # --region
     temp_location: str | None  # --temp_location
     streaming: bool  # Beam's --streaming (implied by --input_subscription)
+
+    def bigtable(self, project: str | None, instance: str | None) -> targets.Target:
+        """The Bigtable instance a job writes: ``instance`` (``--bigtable_instance``) in
+        ``project`` (``--bigtable_project``), by default the runner's project (``--project``);
+        a ConfigError of one line when neither names one (:func:`btts.config.resolve_target`)."""
+        return targets.resolve_target(project or self.project, instance)
 
 
 def runner_of(options: PipelineOptions) -> Runner:
