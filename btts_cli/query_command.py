@@ -194,6 +194,7 @@ def _garden(p):
     p.add_argument("--end", type=time_arg, help="… to this day (exclusive)")
 
     def plan(a):
+        """Raises ConfigError (a UserError: one line naming what to change)."""
         values = {"garden": a.garden}
         if a.month:
             return engine.builtin_query("garden", "garden_month", values, *_months(a.month))

@@ -64,7 +64,8 @@ def _parsed(text: str) -> frozenset[str]:
 
 
 def uses(component: str) -> bool:
-    """Whether ``component`` takes the library's own path (see the module docstring)."""
+    """Whether ``component`` takes the library's own path (see the module docstring).
+    Raises UnknownComponent (a UserError)."""
     if component not in COMPONENTS:
         raise UnknownComponent(f"no fork named {component!r}: {', '.join(COMPONENTS)}")
     return component in components()

@@ -198,7 +198,8 @@ def input_patterns(given: Sequence[str] | None) -> list[str]:
 
 
 def time_formats(items: Sequence[str] | None) -> dict[str, str]:
-    """``--time_format FIELD=FORMAT`` (repeated) as field → format."""
+    """``--time_format FIELD=FORMAT`` (repeated) as field → format.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     formats = {}
     for item in items or []:
         name, sep, fmt = item.partition("=")

@@ -117,6 +117,7 @@ class _FlagParser(argparse.ArgumentParser):
     for the job to print), not a usage text and an exit."""
 
     def error(self, message: str):
+        """Raises FlagValueError (a UserError, said with argparse's status)."""
         raise errors.FlagValueError(_flag_error(message))
 
 

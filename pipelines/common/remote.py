@@ -157,7 +157,8 @@ def check_local_inputs(patterns: Sequence[str]) -> None:
     """For a runner whose workers share the launcher's disk: every local input pattern matches
     a file, so a typo or an empty glob is one line naming the pattern now, not a Beam traceback
     after the pipeline started. Remote patterns (gs://) are left to the read: checking them
-    would need the cloud at launch (a dry run works offline)."""
+    would need the cloud at launch (a dry run works offline).
+    Raises ConfigError (a UserError: one line naming what to change)."""
     for pattern in patterns:
         if "://" in pattern:
             continue

@@ -427,7 +427,8 @@ def conclude(report: RunReport, label: str, limits: Limits, command: str) -> Non
     """The end of a finished run: its summary printed (under ``label``, the job as the user
     knows it); a run over its dead-letter limit, or whose records overwrote one another, then
     fails (after it wrote what was valid), naming the top reasons or the first overwrite and
-    the flag that accepts them, under ``command``, the one the user typed."""
+    the flag that accepts them, under ``command``, the one the user typed.
+    Raises JobFailed (a RunFailed: the records as a whole)."""
     reasons = report.reasons
     print(
         summary(

@@ -346,6 +346,7 @@ class _BoundedWriteFn(beam.DoFn):
         self._throttled_s += attempt.throttled_s
 
     def finish_bundle(self) -> None:
+        """Raises WriteFailed (a SystemFailure carrying each FailedEntry)."""
         if self._holder is not None:
             self._drain()
         lean, self._lean = self._lean, None
