@@ -99,11 +99,9 @@ def new_run_id(now: dt.datetime | None = None) -> str:
 
 
 def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None) -> JobConfig:
-    """The run of ``job`` that ``options`` ask for: the flags read and checked, then the job as
-    they shape it, then where it runs (:func:`~pipelines.common.remote.runner_of`) and what
-    follows from that: the paths the workers are given, the Bigtable instance, flow control;
-    in that order, each once. A mistake the user can fix raises a ConfigError (a UserError:
-    one line)."""
+    """The run of ``job`` that ``options`` ask for: the flags read and checked, the job as they
+    shape it, then where it runs (``runner_of``) and what follows: the workers' paths, the
+    instance, flow control; each once. Raises ConfigError (a UserError: one line)."""
     files = options.view_as(FileInputOptions)
     stream = options.view_as(StreamingInputOptions)
     bt = options.view_as(BigtableOptions)
