@@ -45,7 +45,8 @@ class Target:
 
 
 def resolve_target(project: str | None, instance: str | None) -> Target:
-    """Fill defaults for the emulator; on a real instance both must be given."""
+    """Fill defaults for the emulator; on a real instance both must be given.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     if os.environ.get(ENV_HOST):
         return Target(project or EMULATOR_PROJECT, instance or EMULATOR_INSTANCE)
     if not project or not instance:

@@ -105,6 +105,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 def wait_for_port(
     host: str, port: int, timeout: float, proc: subprocess.Popen | None = None
 ) -> None:
+    """Raises EmulatorError (a UserError)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:

@@ -12,7 +12,7 @@ error                   btts  a job's run
 FlagValueError          2     2            argparse's status for a bad flag value
 another UserError       2     1            a job's: its line, as Python prints a SystemExit's
 the clients' errors     2     (traceback)  no credentials, no permission, no instance
-DataError (JobFailed)   1     1            the job ran and did not do its work
+RunFailed (JobFailed)   1     1            the job ran and did not do its work
 anything else           (a traceback)      a bug
 ======================  ====  ===========  =================================================
 """
@@ -22,7 +22,7 @@ from __future__ import annotations
 import sys
 
 from btts.errors import FlagValueError
-from transforms.errors import DataError, UserError
+from transforms.errors import RunFailed, UserError
 
 __all__ = ["ending", "stop"]
 
@@ -47,7 +47,7 @@ def ending(err: BaseException, command: str = "btts", job: bool = False) -> tupl
     line = f"{getattr(err, 'command', None) or command}: error: {err}"
     if isinstance(err, FlagValueError):
         return 2, line
-    if isinstance(err, DataError):
+    if isinstance(err, RunFailed):
         return 1, line
     if isinstance(err, UserError):
         return (1 if job else 2), line

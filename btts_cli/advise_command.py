@@ -241,6 +241,7 @@ def _guarded(action: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
     The advisor checks its input with plain ValueError and KeyError: here they are the user's."""
 
     def run(args: argparse.Namespace) -> int:
+        """Raises ConfigError (a UserError: one line naming what to change)."""
         try:
             try:
                 return action(args)

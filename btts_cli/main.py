@@ -17,8 +17,8 @@ from btts import __version__, config, emulator, errors, exits
 from btts.lazy import lazy_module
 from btts_cli.cliparse import Commands, Parser
 from pipelines import flags, job_modules
-from transforms import limits
-from transforms.errors import DataError
+from transforms import limits, official
+from transforms.errors import RunFailed
 
 __all__ = ["main"]  # fmt: skip
 
@@ -123,12 +123,8 @@ def _run_job(args: argparse.Namespace) -> int:
     if args.command == "check":
         argv.append("--validate_only")
     job = "--schema FILE" if args.job == "generic" else args.job
-    common = importlib.import_module("pipelines.common")
-    said = common.COMMAND.set(f"btts {args.command} {job}")  # its errors name this command
-    try:
-        importlib.import_module(f"pipelines.{args.job}").run(argv)
-    finally:
-        common.COMMAND.reset(said)
+    command = "btts nightly" if args.job == "nightly" else f"btts {args.command} {job}"
+    importlib.import_module(f"pipelines.{args.job}").run(argv, command)  # its errors name it
     return 0
 
 
@@ -483,12 +479,13 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if args.command not in ("emulator", "demo"):
         use_started_emulator(args)
     try:
+        official.components()  # BTTS_OFFICIAL read first: a typo is one line, before any work
         if reaches_bigtable(args):
             check_emulator()
         return args.func(args)
     except Exception as err:  # a user's mistake or a failed job: its line and status (btts.exits)
         ended = exits.ending(err)
-        if ended is None or (args.verbose and not isinstance(err, DataError)):
+        if ended is None or (args.verbose and not isinstance(err, RunFailed)):
             raise  # a bug, or -v: the traceback
         print(ended[1], file=sys.stderr)
         return ended[0]

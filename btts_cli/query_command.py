@@ -194,6 +194,7 @@ def _garden(p):
     p.add_argument("--end", type=time_arg, help="… to this day (exclusive)")
 
     def plan(a):
+        """Raises ConfigError (a UserError: one line naming what to change)."""
         values = {"garden": a.garden}
         if a.month:
             return engine.builtin_query("garden", "garden_month", values, *_months(a.month))
@@ -273,7 +274,7 @@ def _planned(args: argparse.Namespace) -> engine.Query:
     try:
         return args.plan(args)
     except ValueError as err:  # a value of the command line (an InvalidEvent too)
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
 
 
 def plan(words: list[str]) -> engine.Query:
@@ -321,7 +322,7 @@ def _drop_tenant(args: argparse.Namespace) -> int:
             return 0
         dropped = engine.offboard_tenant(target, args.tenant)
     except InvalidEvent as err:  # --tenant: a value no key can hold
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
     print(f"Dropped tenant {args.tenant}: {dropped:,} row(s) of DEVICE (prefix {args.tenant}#)")
     return 0
 

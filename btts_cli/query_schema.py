@@ -63,7 +63,8 @@ def _without_name(argv: list[str], name: str) -> list[str]:
 
 
 def run_declared(argv: list[str], target_args: Callable) -> int:
-    """Run a query a schema file declares; prints like the documented queries."""
+    """Run a query a schema file declares; prints like the documented queries.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     name = declared_name(argv)
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--schema", required=True)
@@ -77,7 +78,7 @@ def run_declared(argv: list[str], target_args: Callable) -> int:
             args.timezone,
         )  # fmt: skip
     except ValueError as err:  # a value of the command line (an InvalidEvent too)
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
     target, records = read(args, query)
     return print_answer(args, target, query, records)
 
@@ -143,7 +144,7 @@ def _schema_of(argv: list[str]):
 def run_schema(argv: list[str], target_args: Callable) -> int:
     """``btts query --schema FILE …``: a query the file declares, else a read of one of its
     tables by its key recipe, decoded into records (``--raw``: printed as the rows are
-    stored)."""
+    stored). Raises ConfigError (a UserError: one line naming what to change)."""
     if declared_name(argv):
         return run_declared(argv, target_args)
     schema = _schema_of(argv)

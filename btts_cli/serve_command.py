@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         cat, service = load_service(args, target)
     except (OSError, schema_lib.SchemaError) as err:
-        raise errors.ConfigError(str(err), command=COMMAND) from err
+        raise errors.ConfigError.because(err, command=COMMAND) from err
     if args.tenant and not cat.metrics:
         why = "--tenant: no served table's key starts with a tenant"
         raise errors.ConfigError(why, command=COMMAND)
@@ -163,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
         guard = _access(args)
         tls = access.tls_context(args.tls_cert, args.tls_key) if args.tls_cert else None
     except ValueError as err:  # a credentials or certificate file, --bind
-        raise errors.ConfigError(str(err), command=COMMAND) from err
+        raise errors.ConfigError.because(err, command=COMMAND) from err
     workers = args.workers if args.workers and args.workers > 0 else server.WORKERS
     try:
         httpd = server.make_server(

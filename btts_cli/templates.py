@@ -40,7 +40,7 @@ from types import ModuleType
 from btts import __version__, errors, exits
 from btts_cli.template_params import is_bare, parameter, required_on_dataflow
 from pipelines import flags
-from transforms.errors import DataError
+from transforms.errors import RunFailed
 
 __all__ = ["main"]  # fmt: skip
 
@@ -364,7 +364,7 @@ def launch(name: str, argv: Sequence[str] | None = None):
     logging.getLogger(__name__).info("pipelines.%s %s", name, " ".join(args))
     try:
         return pipeline_module(name).run(args)
-    except DataError as err:  # a JobFailed
+    except RunFailed as err:  # a JobFailed
         raise exits.stop(err, name) from None
 
 

@@ -20,6 +20,7 @@ OPTION_CLASSES = common.option_classes(NAME)
 
 
 def job_for(options: PipelineOptions) -> common.JobSpec:
+    """Raises ConfigError (a UserError: one line naming what to change)."""
     own = options.view_as(common.options_class(job_flags.GROUP))
     if not own.schema:
         raise errors.ConfigError("pass --schema with the schema file describing the events")

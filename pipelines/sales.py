@@ -45,7 +45,8 @@ _MONTH = re.compile(r"[0-9]{4}(0[1-9]|1[0-2])")
 
 
 def replace_months(options: PipelineOptions) -> tuple[str, ...]:
-    """The validated --replace_months, sorted; () without the flag."""
+    """The validated --replace_months, sorted; () without the flag.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     raw = options.view_as(common.options_class(job_flags.GROUP)).replace_months
     if raw is None:
         return ()

@@ -11,9 +11,10 @@ product source (ast, nothing imported), this fails on:
   ``SystemExit`` raised or subclassed anywhere but ``btts_cli`` and :mod:`btts.exits`;
 - ``tree``: an exception class that does not derive from ``BttsError`` (``protos`` excepted: it
   generates code at build time, below the tree);
-- ``rewrap``: a caught error's message copied into another and the error itself dropped
-  (``raise ConfigError(str(err)) from None``): let it through when it already is of the right
-  kind, else keep it as the cause (``from err``).
+- ``rewrap``: a caught error's message copied into another kind, the error dropped
+  (``raise ConfigError(str(err)) from None``) or kept beside its copy (``… from err``): a
+  failure travels as a value of its kind, not as text said again; let it through when it
+  already is of the right kind, else raise the right kind where it is raised.
 """
 
 from __future__ import annotations
@@ -144,21 +145,35 @@ def _copies(arg: ast.AST, caught: str) -> bool:
     )
 
 
-def _rewraps(tree: ast.Module) -> Iterator[tuple[int, str]]:
+def _rewraps(tree: ast.Module, classes: dict[str, list[list[str]]]) -> Iterator[tuple[int, str]]:
+    """Raises in an ``except … as err`` that copy ``err``'s text into another error: dropping
+    ``err`` (``from None``, any error), or keeping it beside its copy (``Kind(str(err)) from
+    err``, a kind of the tree: ``Kind.because(err)`` keeps it as a value instead)."""
     for handler in ast.walk(tree):
         if not isinstance(handler, ast.ExceptHandler) or not handler.name:
             continue
         for node in ast.walk(handler):
-            if (
+            if not (
                 isinstance(node, ast.Raise)
                 and isinstance(node.exc, ast.Call)
-                and isinstance(node.cause, ast.Constant)  # from None
                 and node.exc.args
                 and _copies(node.exc.args[0], handler.name)
             ):
-                said, caught = ast.unparse(node.exc), handler.name
+                continue
+            said, caught = ast.unparse(node.exc), handler.name
+            if isinstance(node.cause, ast.Constant):  # from None
                 why = f"let {caught} through, or keep it as the cause (from {caught})"
                 yield node.lineno, f"{said} from None drops the error it copies: {why}"
+            elif (
+                isinstance(node.cause, ast.Name)
+                and node.cause.id == caught
+                and ast.unparse(node.exc.args[0]) in (f"str({caught})", f"f'{{{caught}}}'")
+                and _is_exception(_name(node.exc.func), classes)
+                and _reaches(_name(node.exc.func), ROOT, classes)
+            ):
+                kind = _name(node.exc.func)
+                why = f"raise the right kind where {caught} is raised, or {kind}.because({caught})"
+                yield node.lineno, f"{said} from {caught} says the error's text again: {why}"
 
 
 def problems(root: Path = REPO) -> list[str]:
@@ -188,7 +203,7 @@ def problems(root: Path = REPO) -> list[str]:
                 found.append(
                     f"{where}:{node.lineno}: tree: {node.name} does not derive from {ROOT}"
                 )
-        found += [f"{where}:{line}: rewrap: {what}" for line, what in _rewraps(tree)]
+        found += [f"{where}:{line}: rewrap: {what}" for line, what in _rewraps(tree, classes)]
     return sorted(set(found))
 
 

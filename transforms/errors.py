@@ -10,6 +10,9 @@ of the command line, nowhere else; below them code raises these types and never 
   on (:class:`InvalidEvent`).
 - :class:`SystemFailure`: not the user's doing (storage unavailable, a deadline passed, a write
   refused): worth a retry, or a report.
+- :class:`RunFailed`: a job that ran and did not do its work, judged on its records as a whole
+  after its summary (no valid event, too many dead letters, overwrites): neither one bad record
+  nor the system's doing.
 
 Classes that were a built-in exception before keep it as a second base, so ``except
 ValueError`` around a parse still catches an :class:`InvalidEvent`.
@@ -24,7 +27,9 @@ __all__ = [
     "AggregateWriteError",
     "BttsError",
     "DataError",
+    "FailedEntry",
     "InvalidEvent",
+    "RunFailed",
     "SchemaError",
     "SystemFailure",
     "Timeout",
@@ -43,6 +48,19 @@ class BttsError(Exception):
 class UserError(BttsError):
     """A mistake the user can fix: a flag, a schema file, a request. Its message is the one
     line they read, so it names the value and what to do instead."""
+
+    cause: BaseException | None = None
+
+    @classmethod
+    def because(cls, cause: BaseException, **kwargs):
+        """This kind of mistake for an error a lower layer raised about the user's value (a
+        ValueError of a time, a key value, a file), where the context, not that layer, knows
+        whose mistake it is: the error kept as a value (``cause``; its message is the line the
+        user reads), not its text copied into another (``make lint`` refuses
+        ``Kind(str(err))``). Raise it ``from`` the cause."""
+        made = cls(str(cause), **kwargs)
+        made.cause = cause
+        return made
 
 
 class Undeclared(UserError, KeyError):
@@ -110,8 +128,45 @@ class SchemaError(UserError, ValueError):
         )
 
 
+class FailedEntry(SystemFailure):
+    """One failure of a write request, as a value (as the data client's
+    ``FailedMutationEntryError`` carries its entry, index and cause): ``key`` and ``index`` (in
+    the request as first sent) of the entry not written, None for a failure of the request as a
+    whole; ``code`` the gRPC status code where the server gave one; ``cause`` the error, or the
+    server's message, or (for a failure of no single cause) what happened."""
+
+    def __init__(
+        self,
+        cause: BaseException | str,
+        key: bytes | None = None,
+        index: int | None = None,
+        code: int | None = None,
+    ) -> None:
+        self.cause, self.key, self.index, self.code = cause, key, index, code
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if self.key is not None and self.code is not None:
+            return f"row {self.key!r}: code {self.code}: {self.cause or 'no message'}"
+        if isinstance(self.cause, BaseException):
+            return f"{type(self.cause).__name__}: {self.cause}"
+        return self.cause if self.key is None else f"row {self.key!r}: {self.cause}"
+
+
 class WriteFailed(SystemFailure, RuntimeError):
-    """Rows a table did not accept; the message carries the server's errors."""
+    """Rows a table did not accept; the message carries the server's errors, ``failures``
+    each of them as a :class:`FailedEntry`."""
+
+    def __init__(self, message: str, failures: Sequence[FailedEntry] = ()) -> None:
+        super().__init__(message)
+        self.failures = list(failures)
+
+
+class RunFailed(BttsError):
+    """A run that finished without doing its work (nothing valid, too many dead letters,
+    records overwriting one another): neither one bad record (a :class:`DataError`) nor the
+    system's doing (a :class:`SystemFailure`), but the records as a whole, judged after the
+    run; the command line ends with status 1 and the reason."""
 
 
 class AggregateWriteError(SystemFailure, RuntimeError):

@@ -150,7 +150,8 @@ SegmentBuilder = Callable[[Mapping[str, object], dt.tzinfo], str]
 
 def segment_builder(seg: Segment) -> SegmentBuilder:
     """Compile one segment to a function of the event's values and the zone of its calendar
-    labels (done once per declaration)."""
+    labels (done once per declaration).
+    Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
     name = seg.field
     if seg.kind == "const":
         value = keys.check_segment(seg.arg or "", "constant segment")
@@ -176,6 +177,7 @@ def segment_builder(seg: Segment) -> SegmentBuilder:
         width = seg.width
 
         def space_pad(values: Mapping[str, object], tz: dt.tzinfo) -> str:
+            """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
             text = values[name]
             if len(text) > width:  # name the field: the key alone does not say which
                 raise InvalidEvent(f"field {name!r}: {text!r} is longer than {width} characters")
@@ -188,6 +190,7 @@ def segment_builder(seg: Segment) -> SegmentBuilder:
     if seg.kind == "reverse_id":
 
         def reverse_id(values: Mapping[str, object], tz: dt.tzinfo) -> str:
+            """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
             text = str(values[name])
             if not text.isascii() or not text.isdigit():  # name the field, as space_pad does
                 raise InvalidEvent(f"field {name!r}: expected a numeric id, got {text[:40]!r}")
@@ -301,6 +304,7 @@ class TableDecl:
         return event_ms(micros, self.cell_timestamp)
 
     def family(self, name: str) -> Family:
+        """Raises Undeclared (a UserError naming the names there are)."""
         for fam in self.families:
             if fam.name == name:
                 return fam

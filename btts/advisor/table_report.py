@@ -342,7 +342,8 @@ def report(
     top: int = 5,
     delimiter: bytes = b"#",
 ) -> TableReport:
-    """Read the table (or its first ``limit`` rows) and report on it."""
+    """Read the table (or its first ``limit`` rows) and report on it.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     with admin.Admin(target) as api:
         if api.get_families(table) is None:
             raise errors.ConfigError(f"table {table} does not exist in {target.describe()}")

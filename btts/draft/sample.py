@@ -207,7 +207,7 @@ def _array_head(sample: Sample, chunk: bytes, whole: bool, quota: int | None) ->
             except InvalidEvent:
                 sample.skipped += 0 if not whole else 1  # the head's last element may be cut
     except json_array.ArrayError as err:  # the file as a whole: no sample of it
-        raise SampleError(str(err)) from err
+        raise SampleError.because(err) from err
 
 
 def _columnar(sample: Sample) -> None:

@@ -66,7 +66,8 @@ def _stream(target: Target, table: str, row_filter) -> Iterable:
 def scan_series(
     target: Target, schema: schema_lib.Schema, table: schema_lib.TableSpec
 ) -> tuple[dict, int, int]:
-    """One table's series folded from a scan: ``(accumulator, rows, rows skipped)``."""
+    """One table's series folded from a scan: ``(accumulator, rows, rows skipped)``.
+    Raises MissingTable (a UserError)."""
     spec = series_index.TableSeries(schema, table)
     acc: dict = {}
     rows = skipped = 0

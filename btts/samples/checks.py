@@ -356,6 +356,7 @@ def _tenant_checks(sizes: Sizes) -> Iterator[Check]:
         return without_key(engine.ask(target, "devices", "tenant_rows", {"tenant": tenant}))
 
     def drop_acme(target: config.Target) -> str:
+        """Raises CheckFailed (a SystemFailure)."""
         dropped = engine.offboard_tenant(target, "acme")
         gone = tenant_rows(target, "acme")
         kept = tenant_rows(target, "acme2")

@@ -35,6 +35,7 @@ from pipelines.common.options import (
     parse_args,
     timezone,
 )
+from pipelines.common.remote import Runner, runner_of
 from pipelines.common.report import (
     JobFailed,
     RunReport,
@@ -45,7 +46,6 @@ from pipelines.common.report import (
     first_overwrite,
 )
 from pipelines.common.runner import (
-    COMMAND,
     config_exit,
     job_command,
     launch,
@@ -61,6 +61,7 @@ __all__ = [
     "JobConfig",
     "JobSpec",
     "RunReport",
+    "Runner",
     "builtin_job",
     "config_exit",
     "counters",
@@ -75,6 +76,7 @@ __all__ = [
     "parse_args",
     "resolve_target",
     "run_file_ingest",
+    "runner_of",
     "runner_refusals",
     "schema_job",
     "timezone",
@@ -113,10 +115,11 @@ class IngestEntry:
         job = self.job_for(options) if callable(self.job_for) else self.job_for
         return (self.graph or ingest)(pipeline, job_config(options, job))
 
-    def run(self, argv: Sequence[str] | None = None) -> RunReport:
+    def run(self, argv: Sequence[str] | None = None, command: str | None = None) -> RunReport:
         """Parse, check, prepare the tables, run, summarize: see :func:`run_file_ingest`."""
         return run_file_ingest(
             argv,
+            command=command,
             classes=self.classes,
             job_for=self.job_for,
             build=self.graph,
@@ -137,22 +140,27 @@ def run_file_ingest(
     build: Graph | None = None,
     name: str | None = None,
     description: str | None = None,
+    command: str | None = None,
 ) -> RunReport:
     """The body of every ingest job's ``run``. ``job_for`` is the job's :class:`JobSpec`, or a
     function of the options for jobs whose flags choose the tables (it may raise ConfigError;
     pass ``name`` and ``description`` then); ``build(pipeline, config)`` makes the graph
-    (default :func:`ingest`)."""
+    (default :func:`ingest`); ``command``: how the user started the job when not as
+    ``python -m pipelines.JOB`` (``btts ingest --schema FILE``), which its errors and ``--help``
+    pointers then name. A mistake the user can fix ends it with one line (SystemExit); a run
+    that did not do its work raises :class:`JobFailed` after its summary."""
     if isinstance(job_for, JobSpec):
         name = name or job_for.name
         description = description or job_for.description
     if not name or description is None:
         raise TypeError("run_file_ingest needs name and description when job_for is a function")
-    config = _config(argv, name, description, classes, job_for)
+    said = command or name  # what its one-line errors are said under
+    options, config = _config(argv, name, description, classes, job_for, command)
     started = time.monotonic()
-    result = launch(name, config, build or ingest)
+    result = launch(said, options, config, build or ingest)
     tables = tuple(config.tables)
     if config.dry_run:
-        print(dry_run_report(name, config.options, f"write {', '.join(tables)}"), flush=True)
+        print(dry_run_report(name, config.runner, f"write {', '.join(tables)}"), flush=True)
         return RunReport(
             name, {}, tables=tables, dead_letters=config.dead_letters, dry_run=True, result=result
         )
@@ -175,7 +183,7 @@ def run_file_ingest(
         result=result,
     )
     label = name if config.job.name == name else f"{name} ({config.job.name})"
-    conclude(report, label, config.limits, COMMAND.get() or name)
+    conclude(report, label, config.limits, said)
     return report
 
 
@@ -185,15 +193,17 @@ def _config(
     description: str,
     classes: Sequence[type[PipelineOptions]],
     job_for: JobFor,
-) -> JobConfig:
-    """The run's config: the flags parsed, the job they ask for, the run they decide; every
-    mistake a user can fix as one line before anything runs."""
+    command: str | None,
+) -> tuple[PipelineOptions, JobConfig]:
+    """The flags parsed (kept for Beam and the runner alone) and the run they decide: the job
+    they ask for, then its config; every mistake a user can fix as one line (under
+    ``command``, else the job's name) before anything runs."""
     try:
-        options = parse_args(argv, job_command(name), description, classes, name)
+        options = parse_args(argv, job_command(name, command), description, classes, name)
         job = job_for(options) if callable(job_for) else job_for
-        return job_config(options, job)
+        return options, job_config(options, job)
     except UserError as err:
-        raise config_exit(name, err) from None
+        raise config_exit(command or name, err) from None
 
 
 def main(run: Callable[[], RunReport]) -> None:

@@ -15,23 +15,18 @@ import datetime as dt
 import uuid
 from collections.abc import Mapping, Sequence
 
-from apache_beam.options.pipeline_options import (
-    GoogleCloudOptions,
-    PipelineOptions,
-    StandardOptions,
-    TestOptions,
-)
+from apache_beam.options.pipeline_options import PipelineOptions, TestOptions
 
 from btts import config as targets
 from btts import errors
 from pipelines.common.jobspec import JobSpec, index_tables, job_tables, table_decl, with_times
 from pipelines.common.options import BigtableOptions, FileInputOptions, StreamingInputOptions
 from pipelines.common.remote import (
+    Runner,
     check_local_inputs,
     check_worker_paths,
-    is_remote,
     remote_dead_letter_base,
-    runner_label,
+    runner_of,
 )
 from pipelines.common.report import BadRecordLimit, Limits, parse_bad_records
 from transforms.ingest.build_rows import OverwriteCheck
@@ -49,13 +44,12 @@ RECENT_SECONDS = 600.0
 class JobConfig:
     """What one run of a job does, as its flags decide it (see the module docstring)."""
 
-    options: PipelineOptions  # for Beam alone: the runner and its own flags, as parsed
+    runner: Runner  # where it runs: the runner, its project and region, remote or not
     job: JobSpec  # the job as the time flags read its input; its builder compiled once
     run_id: str  # this run's own name: its dead-letter files carry it
     inputs: tuple[str, ...]  # --input patterns; none when streaming
     input_format: str | None
     subscription: str | None  # --input_subscription: a streaming run
-    remote: bool  # the workers run where the launcher's files are not
     target: targets.Target | None  # where rows go; None for a check (--validate_only)
     tables: Mapping[str, TableDecl]  # every table the run writes (the job's, its rollup's, its
     # series index) and its declaration
@@ -80,6 +74,11 @@ class JobConfig:
         return self.subscription is not None
 
     @property
+    def remote(self) -> bool:
+        """The workers run where the launcher's files are not."""
+        return self.runner.remote
+
+    @property
     def dead_letters(self) -> str | None:
         """Where dead letters go, as the summary names it; None: nowhere (a check)."""
         if self.validate_only:
@@ -100,8 +99,9 @@ def new_run_id(now: dt.datetime | None = None) -> str:
 
 
 def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None) -> JobConfig:
-    """The run of ``job`` that ``options`` ask for: the flags read and checked, then the job as
-    they shape it, then the paths the workers are given, in that order, each once."""
+    """The run of ``job`` that ``options`` ask for: the flags read and checked, the job as they
+    shape it, then where it runs (``runner_of``) and what follows: the workers' paths, the
+    instance, flow control; each once. Raises ConfigError (a UserError: one line)."""
     files = options.view_as(FileInputOptions)
     stream = options.view_as(StreamingInputOptions)
     bt = options.view_as(BigtableOptions)
@@ -109,30 +109,32 @@ def job_config(options: PipelineOptions, job: JobSpec, run_id: str | None = None
     subscription, topic = stream.input_subscription or None, stream.dead_letter_topic or None
     inputs = () if subscription else tuple(input_patterns(files.input))
     formats, validate_only = time_formats(files.time_format), bool(files.validate_only)
-    target = None if validate_only else resolve_target(options)
-    flow, dry_run = flow_control(options), is_dry_run(options)
+    dry_run = is_dry_run(options)
     run_id, rollup = run_id or new_run_id(), bool(stream.hourly_rollup)
     job = with_times(job, formats, files.input_timezone or "", files.ambiguous_times or "")
     indexed = index_tables(job, rollup)
     tables = {t: table_decl(job, t) for t in job_tables(job, rollup, indexed)}
-    remote = is_remote(options)
-    base = files.dead_letter or (remote_dead_letter_base(options, job.name) if remote else None)
-    if remote:  # every path one the workers can use
+    runner = runner_of(options)  # where it runs: which paths its workers can use, and more
+    base = files.dead_letter or (
+        remote_dead_letter_base(runner, job.name) if runner.remote else None
+    )
+    if runner.remote:  # every path one the workers can use
         writes_files = not (topic or validate_only)
-        check_worker_paths(runner_label(options), job.name, inputs, base, writes_files)
+        check_worker_paths(runner.label, job.name, inputs, base, writes_files)
     elif not subscription:
         check_local_inputs(inputs)  # one line now, not Beam's traceback once running
+    target = None if validate_only else runner.bigtable(bt.bigtable_project, bt.bigtable_instance)
+    flow = _decide(bt.flow_control, runner.dataflow)  # auto: see flow_control
     # a re-run never replaces an earlier run's files (Beam's sink deletes what matches its prefix)
     prefix = f"{base or f'dead-letters/{job.name}'}-{run_id}"
     stamps = job.builder.stamp_in_key() if files.overwrite_check == "on" else None
     return JobConfig(
-        options=options,
+        runner=runner,
         job=job,
         run_id=run_id,
         inputs=inputs,
         input_format=files.input_format,
         subscription=subscription,
-        remote=remote,
         target=target,
         tables=tables,
         indexed=tuple(indexed),
@@ -197,7 +199,8 @@ def input_patterns(given: Sequence[str] | None) -> list[str]:
 
 
 def time_formats(items: Sequence[str] | None) -> dict[str, str]:
-    """``--time_format FIELD=FORMAT`` (repeated) as field → format."""
+    """``--time_format FIELD=FORMAT`` (repeated) as field → format.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     formats = {}
     for item in items or []:
         name, sep, fmt = item.partition("=")
@@ -212,7 +215,7 @@ def bad_record_limit(text: str | None) -> BadRecordLimit:
     try:
         return parse_bad_records(text or "10%")
     except ValueError as err:
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
 
 
 def _overwrite_check(stamps: dict[str, bool] | None, streaming: bool) -> OverwriteCheck | None:
@@ -231,11 +234,10 @@ def _decide(value: str, auto: bool) -> bool:
     return auto if value == "auto" else value == "on"
 
 
-def flow_control(options: PipelineOptions) -> bool:
+def flow_control(options: PipelineOptions, runner: Runner) -> bool:
     """``--flow_control``: auto is on for Dataflow (the emulator and local runners never get
     RateLimitInfo); on and off as given."""
-    runner = str(options.view_as(StandardOptions).runner or "")
-    return _decide(options.view_as(BigtableOptions).flow_control, "dataflow" in runner.lower())
+    return _decide(options.view_as(BigtableOptions).flow_control, runner.dataflow)
 
 
 def is_dry_run(options: PipelineOptions) -> bool:
@@ -244,8 +246,8 @@ def is_dry_run(options: PipelineOptions) -> bool:
     return bool(options.view_as(TestOptions).dry_run)
 
 
-def resolve_target(options: PipelineOptions) -> targets.Target:
-    """The Bigtable instance the flags name (``--bigtable_project`` defaults to ``--project``)."""
+def resolve_target(options: PipelineOptions, runner: Runner) -> targets.Target:
+    """The Bigtable instance the flags name (``--bigtable_project`` defaults to ``--project``,
+    the runner's)."""
     bt = options.view_as(BigtableOptions)
-    project = bt.bigtable_project or options.view_as(GoogleCloudOptions).project
-    return targets.resolve_target(project, bt.bigtable_instance)
+    return runner.bigtable(bt.bigtable_project, bt.bigtable_instance)

@@ -101,11 +101,12 @@ def schema_job(
     """The job of a schema file: its tables (``tables``, default every table it writes from
     events), its declarations, and the hourly rollup it declares for them, if any; its builder
     is compiled when first used. A built-in schema's tables need no ``--schema`` to create; a
-    user's file is named in hints."""
+    user's file is named in hints.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     try:
         chosen = schema.tables_to_write(tables)
     except ValueError as err:  # tables the schema does not write from events
-        raise errors.ConfigError(str(err)) from err
+        raise errors.ConfigError.because(err) from err
     rollups = schema_rollups(schema)
     return JobSpec(
         name=name or schema.dataset,

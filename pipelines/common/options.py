@@ -29,26 +29,16 @@ __all__ = [
 ]
 
 
-_CLASSES: dict[str, type[PipelineOptions]] = {}
-
-
-def options_class(group: flags.Group) -> type[PipelineOptions]:
+def _made(group: flags.Group) -> type[PipelineOptions]:
     """The PipelineOptions class of a flag group: Beam's parser takes the group's flags from its
-    ``_add_argparse_args`` and ``options.view_as(cls)`` reads their values. One class per group,
-    made when first asked for (Beam parses the flags of every class made so far: a job's own
-    flags join when its module asks for its classes, as a class statement there would), named
-    after the group (``file_input`` → ``FileInputOptions``)."""
-    made = _CLASSES.get(group.name)
-    if made is not None:
-        if made.GROUP is not group:
-            raise ValueError(f"two flag groups are named {group.name!r}")
-        return made
+    ``_add_argparse_args`` and ``options.view_as(cls)`` reads their values; named after the
+    group (``file_input`` → ``FileInputOptions``)."""
 
     def add_flags(cls, parser: argparse.ArgumentParser) -> None:
         flags.add_group(parser, group)
 
     name = "".join(word.capitalize() for word in group.name.split("_")) + "Options"
-    made = type(
+    return type(
         name,
         (PipelineOptions,),
         {
@@ -59,7 +49,32 @@ def options_class(group: flags.Group) -> type[PipelineOptions]:
             "_add_argparse_args": classmethod(add_flags),
         },
     )
-    _CLASSES[group.name] = made
+
+
+# One class per declared group, every one made here, once, from the declarations: which classes
+# exist does not depend on which job modules were imported (Beam parses every class there is,
+# and a second class of one group would declare its flags twice).
+def _declared_classes() -> dict[str, type[PipelineOptions]]:
+    made: dict[str, type[PipelineOptions]] = {}
+    for group in (g for groups in flags.GROUPS.values() for g in groups):
+        if group.name not in made:
+            made[group.name] = _made(group)
+        elif made[group.name].GROUP is not group:
+            raise ValueError(f"two flag groups are named {group.name!r}")
+    return made
+
+
+_CLASSES = _declared_classes()
+
+
+def options_class(group: flags.Group) -> type[PipelineOptions]:
+    """The PipelineOptions class of a declared flag group (made once, above); a group that is
+    not the one declared under its name is a ValueError."""
+    made = _CLASSES.get(group.name)
+    if made is None:
+        raise ValueError(f"no flag group {group.name!r} is declared in pipelines.flags.GROUPS")
+    if made.GROUP is not group:
+        raise ValueError(f"two flag groups are named {group.name!r}")
     return made
 
 
@@ -102,6 +117,7 @@ class _FlagParser(argparse.ArgumentParser):
     for the job to print), not a usage text and an exit."""
 
     def error(self, message: str):
+        """Raises FlagValueError (a UserError, said with argparse's status)."""
         raise errors.FlagValueError(_flag_error(message))
 
 
@@ -170,9 +186,10 @@ def _run_options(
     argv: list[str], prog: str, classes: Sequence[type[PipelineOptions]]
 ) -> PipelineOptions:
     """The options of a run: its runner loaded first (its flags are then known), then every
-    flag parsed strictly (``classes``: the job's own, for the did-you-mean hint)."""
+    flag parsed strictly: Beam's and the runner's, and of ours the job's own (``classes``), as
+    declared, whichever other jobs were imported."""
     load_runner(argv)  # its options class declares its flags (Beam's Dask runner: --dask_…)
-    known = _parser(_option_classes())
+    known = _parser([*_beam_option_classes(), *classes])
     given, unknown = known.parse_known_args(argv)
     strays = [a for a in unknown if a.startswith("--")]
     if strays:
@@ -186,15 +203,17 @@ def _run_options(
     return PipelineOptions(argv)
 
 
-def _option_classes() -> list[type[PipelineOptions]]:
-    """Every options class loaded so far, subclasses of subclasses included."""
+def _beam_option_classes() -> list[type[PipelineOptions]]:
+    """The options classes of Beam and of the runners loaded (subclasses of subclasses
+    included): those Beam itself parses. Ours are not among them: a job parses its own groups,
+    not whichever other jobs' happen to be imported."""
     found, todo = [], list(PipelineOptions.__subclasses__())
     while todo:
         cls = todo.pop(0)
         if cls not in found:
             found.append(cls)
             todo.extend(cls.__subclasses__())
-    return found
+    return [cls for cls in found if cls.__module__ != __name__]
 
 
 def runner_name(argv: Sequence[str]) -> str | None:

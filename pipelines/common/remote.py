@@ -18,6 +18,7 @@ remote."""
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import ipaddress
 from collections.abc import Sequence
@@ -29,20 +30,23 @@ from apache_beam.options.pipeline_options import (
     StandardOptions,
 )
 
+from btts import config as targets
 from btts import errors
 
 __all__ = [
+    "Runner",
     "check_local_inputs",
     "check_worker_paths",
-    "is_remote",
     "remote_dead_letter_base",
-    "runner_label",
+    "runner_of",
 ]
 
-IN_PROCESS = frozenset(
+# The local runners, the one list: Beam's DirectRunner by any of its names (``direct``,
+# ``DirectRunner``, ``SwitchingDirectRunner``: run in this process, without Beam's first try of
+# Prism, see :func:`pipelines.common.runner.new_pipeline`), then Beam's other in-process ones.
+DIRECT = frozenset({"directrunner", "switchingdirectrunner"})
+IN_PROCESS = DIRECT | frozenset(
     {
-        "directrunner",
-        "switchingdirectrunner",
         "bundlebaseddirectrunner",
         "testdirectrunner",
         "fnapirunner",
@@ -54,16 +58,44 @@ _LOCAL_ENDPOINTS = frozenset({"", "embed", "[local]", "[auto]"})
 _WORKERS_HERE = frozenset({"LOOPBACK", "PROCESS"})
 
 
-def runner_label(options: PipelineOptions) -> str:
-    """The runner's class name as the user named it (``DirectRunner`` by default)."""
-    runner = options.view_as(StandardOptions).runner or "DirectRunner"
-    name = runner if isinstance(runner, str) else type(runner).__name__
-    return name.rsplit(".", 1)[-1]
+@dataclasses.dataclass(frozen=True)
+class Runner:
+    """Where a run runs, decided once from the options (:func:`runner_of`): every later step
+    (the pipeline made, the paths checked, flow control, a dry run's line) reads this."""
+
+    label: str  # the runner's class name as the user named it (``DirectRunner`` by default)
+    direct: bool  # Beam's DirectRunner, by any of its names (see DIRECT)
+    remote: bool  # the workers may run where the launcher's files are not
+    dataflow: bool  # Google Cloud Dataflow (flow control's ``auto`` is on there)
+    project: str | None  # --project
+    region: str | None  # --region
+    temp_location: str | None  # --temp_location
+    streaming: bool  # Beam's --streaming (implied by --input_subscription)
+
+    def bigtable(self, project: str | None, instance: str | None) -> targets.Target:
+        """The Bigtable instance a job writes: ``instance`` (``--bigtable_instance``) in
+        ``project`` (``--bigtable_project``), by default the runner's project (``--project``);
+        a ConfigError of one line when neither names one (:func:`btts.config.resolve_target`)."""
+        return targets.resolve_target(project or self.project, instance)
 
 
-def _key(options: PipelineOptions) -> str:
-    name = runner_label(options).lower()
-    return name if name.endswith("runner") else f"{name}runner"  # Beam reads "direct" too
+def runner_of(options: PipelineOptions) -> Runner:
+    """The :class:`Runner` the options name (see the module docstring for what is local)."""
+    given = options.view_as(StandardOptions).runner or "DirectRunner"
+    name = given if isinstance(given, str) else type(given).__name__
+    label = name.rsplit(".", 1)[-1]
+    key = label.lower() if label.lower().endswith("runner") else f"{label.lower()}runner"
+    cloud = options.view_as(GoogleCloudOptions)
+    return Runner(
+        label=label,
+        direct=isinstance(given, str) and key in DIRECT,  # an instance given is used as it is
+        remote=_is_remote(key, options),
+        dataflow="dataflow" in str(given).lower(),
+        project=cloud.project,
+        region=cloud.region,
+        temp_location=cloud.temp_location,
+        streaming=bool(options.view_as(StandardOptions).streaming),
+    )
 
 
 def is_loopback(address: str | None) -> bool:
@@ -87,10 +119,9 @@ def _endpoint_is_here(value: object) -> bool:
     return text in _LOCAL_ENDPOINTS or text.startswith("local[") or is_loopback(text)
 
 
-def is_remote(options: PipelineOptions) -> bool:
-    """Whether the runner's workers may run where the launcher's files are not (see the
-    module docstring for what counts as local)."""
-    name = _key(options)
+def _is_remote(name: str, options: PipelineOptions) -> bool:
+    """Whether runner ``name`` (lower case, ``…runner``) has workers that may run where the
+    launcher's files are not (see the module docstring for what counts as local)."""
     if name in IN_PROCESS:
         return False
     given = options.get_all_options(retain_unknown_options=True)
@@ -107,10 +138,10 @@ def is_remote(options: PipelineOptions) -> bool:
     return not (here and all(_endpoint_is_here(e) for e in endpoints))
 
 
-def remote_dead_letter_base(options: PipelineOptions, job: str) -> str | None:
+def remote_dead_letter_base(runner: Runner, job: str) -> str | None:
     """Where a remote run's dead letters go without ``--dead_letter``: under
     ``--temp_location`` (a bucket the workers can write), or None where it is not a URI."""
-    temp = options.view_as(GoogleCloudOptions).temp_location or ""
+    temp = runner.temp_location or ""
     return f"{temp.rstrip('/')}/dead-letters/{job}" if "://" in temp else None
 
 
@@ -126,7 +157,8 @@ def check_local_inputs(patterns: Sequence[str]) -> None:
     """For a runner whose workers share the launcher's disk: every local input pattern matches
     a file, so a typo or an empty glob is one line naming the pattern now, not a Beam traceback
     after the pipeline started. Remote patterns (gs://) are left to the read: checking them
-    would need the cloud at launch (a dry run works offline)."""
+    would need the cloud at launch (a dry run works offline).
+    Raises ConfigError (a UserError: one line naming what to change)."""
     for pattern in patterns:
         if "://" in pattern:
             continue

@@ -12,15 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from apache_beam.metrics.metric import MetricsFilter
-from apache_beam.options.pipeline_options import (
-    GoogleCloudOptions,
-    PipelineOptions,
-    StandardOptions,
-)
 from apache_beam.runners.runner import PipelineResult
 
 from btts import config
-from transforms.errors import DataError
+from pipelines.common.remote import Runner
+from transforms.errors import RunFailed
 from transforms.ingest.overwrites import FIRST_NAMESPACE, first_from_metric_name
 from transforms.metrics import (
     DUPLICATE_RECORDS,
@@ -415,7 +411,7 @@ class RunReport:
         return landed_line(self.counters, self.target is not None)
 
 
-class JobFailed(DataError):
+class JobFailed(RunFailed):
     """The job ran but did not do its work (nothing valid, too many dead letters, records
     overwriting each other): the records as a whole, after the summary; the command line ends
     with the reason (:mod:`btts.exits`). ``report`` is the finished run's, ``command`` the one
@@ -431,7 +427,8 @@ def conclude(report: RunReport, label: str, limits: Limits, command: str) -> Non
     """The end of a finished run: its summary printed (under ``label``, the job as the user
     knows it); a run over its dead-letter limit, or whose records overwrote one another, then
     fails (after it wrote what was valid), naming the top reasons or the first overwrite and
-    the flag that accepts them, under ``command``, the one the user typed."""
+    the flag that accepts them, under ``command``, the one the user typed.
+    Raises JobFailed (a RunFailed: the records as a whole)."""
     reasons = report.reasons
     print(
         summary(
@@ -461,17 +458,16 @@ def conclude(report: RunReport, label: str, limits: Limits, command: str) -> Non
         raise JobFailed(why, report, command)
 
 
-def dry_run_report(name: str, options: PipelineOptions, what: str) -> str:
-    """What a dry run would have launched, instead of a summary of what it did."""
-    runner = options.view_as(StandardOptions).runner or "DirectRunner"
-    cloud = options.view_as(GoogleCloudOptions)
+def dry_run_report(name: str, runner: Runner, what: str) -> str:
+    """What a dry run would have launched on ``runner`` (the run's, as decided once), instead
+    of a summary of what it did."""
     where = ", ".join(
         f"{label} {value}"
-        for label, value in (("project", cloud.project), ("region", cloud.region))
+        for label, value in (("project", runner.project), ("region", runner.region))
         if value
     )
-    mode = "streaming" if options.view_as(StandardOptions).streaming else "batch"
+    mode = "streaming" if runner.streaming else "batch"
     return (
-        f"{name}: dry run: the {mode} job translated for {runner}"
+        f"{name}: dry run: the {mode} job translated for {runner.label}"
         f"{f' ({where})' if where else ''}; it would {what}. Nothing was launched or written."
     )

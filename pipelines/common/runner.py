@@ -5,21 +5,20 @@ one line for the user, never a traceback."""
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 from collections.abc import Callable, Iterator
 
 import apache_beam as beam
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 from apache_beam.runners.runner import PipelineResult
 
 from btts import admin, errors, exits
 from pipelines.common.config import JobConfig
+from pipelines.common.remote import Runner
 from transforms.errors import UserError
 
 __all__ = [
-    "COMMAND",
     "config_exit",
     "job_command",
     "launch",
@@ -28,25 +27,27 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger(__name__)
-# How the user started the job when not as ``python -m pipelines.JOB`` (``btts ingest --schema
-# FILE``): its errors and ``--help`` pointers then speak of that command (set by btts_cli).
-COMMAND: contextvars.ContextVar[str | None] = contextvars.ContextVar("COMMAND", default=None)
 
 
-def job_command(name: str) -> str:
-    """The command a job's messages name: the one the user typed."""
-    return COMMAND.get() or f"python -m pipelines.{name}"
+def job_command(name: str, command: str | None = None) -> str:
+    """The command a job's ``--help`` pointers name: the one the user typed, ``command`` when
+    the job was started by another (``btts ingest --schema FILE``), else the job's module."""
+    return command or f"python -m pipelines.{name}"
 
 
 def launch(
-    name: str, config: JobConfig, graph: Callable[[beam.Pipeline, JobConfig], object]
+    said: str,
+    options: PipelineOptions,
+    config: JobConfig,
+    graph: Callable[[beam.Pipeline, JobConfig], object],
 ) -> PipelineResult:
-    """Start the run ``config`` says, without waiting for it: the pipeline on its runner, then,
-    for a run that writes, the preflight (:func:`prepare`), then the graph (``graph``, which may
-    read the tables first, as the sales job's ``--replace_months`` does), then the runner. A
-    refusal on the way (the preflight's, the runner's) ends job ``name`` with one line."""
-    with runner_refusals(name):
-        pipeline = new_pipeline(config.options)
+    """Start the run ``config`` says, without waiting for it: the pipeline on its runner (given
+    ``options``, for Beam and the runner alone), then, for a run that writes, the preflight
+    (:func:`prepare`), then the graph (``graph``, which may read the tables first, as the sales
+    job's ``--replace_months`` does), then the runner. A refusal on the way (the preflight's,
+    the runner's) ends the job with one line under ``said``."""
+    with runner_refusals(said):
+        pipeline = new_pipeline(options, config.runner)
         if config.writes:
             prepare(config)
         graph(pipeline, config)
@@ -64,21 +65,18 @@ def prepare(config: JobConfig) -> None:
         _LOG.info("%s", line)
 
 
-LOCAL_RUNNERS = frozenset({"DirectRunner", "SwitchingDirectRunner"})
-
-
-def new_pipeline(options: PipelineOptions) -> beam.Pipeline:
-    """A pipeline on the runner the options name; for Beam's local default, its DirectRunner
-    without the first attempt on Prism. Beam 2.77 tries Prism before the in-process runner,
+def new_pipeline(options: PipelineOptions, runner: Runner) -> beam.Pipeline:
+    """A pipeline on ``runner`` (as :func:`~pipelines.common.remote.runner_of` read it from
+    ``options``); for Beam's DirectRunner, by any of its names (``direct`` too), its in-process
+    runner without the first attempt on Prism. Beam 2.77 tries Prism before the in-process runner,
     which means fetching a Prism binary from GitHub: on a machine without internet that fails
     after 0.3 to 6 seconds per job, and with internet the job runs on another runner than the
     one its tests and benchmarks measure. Beam skips Prism for interactive runs; so do we."""
-    name = options.view_as(StandardOptions).runner or "DirectRunner"
-    if name not in LOCAL_RUNNERS:
+    if not runner.direct:
         return beam.Pipeline(options=options)
-    runner = SwitchingDirectRunner()
-    runner.is_interactive()  # Beam's own switch: Prism is not tried, nothing else changes
-    return beam.Pipeline(runner=runner, options=options)
+    direct = SwitchingDirectRunner()
+    direct.is_interactive()  # Beam's own switch: Prism is not tried, nothing else changes
+    return beam.Pipeline(runner=direct, options=options)
 
 
 # How Beam's runners start the ValueError listing the options they refuse (Dataflow: no region,
@@ -87,24 +85,26 @@ _REFUSED_OPTIONS = "Pipeline has validations errors"
 
 
 @contextlib.contextmanager
-def runner_refusals(name: str) -> Iterator[None]:
-    """Around starting a run: a refusal the user can fix ends job ``name`` with one line
-    (``<job>: error: …``), not a traceback: a UserError (the preflight's), or the runner's
+def runner_refusals(said: str) -> Iterator[None]:
+    """Around starting a run: a refusal the user can fix ends the job with one line
+    (``<said>: error: …``, ``said`` the command or job its errors are said under), not a
+    traceback: a UserError (the preflight's), or the runner's
     refusal of its options (raised when the pipeline is made or run)."""
     try:
         yield
     except UserError as err:
-        raise config_exit(name, err) from None
+        raise config_exit(said, err) from None
     except ValueError as err:
         text = str(err)
         if not text.startswith(_REFUSED_OPTIONS):
             raise
         refused = "; ".join(line.strip() for line in text.splitlines()[1:] if line.strip())
         why = errors.ConfigError(f"the runner refuses the options: {refused}")
-        raise config_exit(name, why) from None
+        raise config_exit(said, why) from None
 
 
-def config_exit(name: str, err: UserError) -> SystemExit:
-    """The end of job ``name`` for a mistake the user can fix, said under the command that
-    started it: one line ``<command>: error: …``, no traceback (:func:`btts.exits.stop`)."""
-    return exits.stop(err, COMMAND.get() or name)
+def config_exit(said: str, err: UserError) -> SystemExit:
+    """The end of a job for a mistake the user can fix, said under ``said`` (the command that
+    started it, or the job's name): one line ``<said>: error: …``, no traceback
+    (:func:`btts.exits.stop`)."""
+    return exits.stop(err, said)

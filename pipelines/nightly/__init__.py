@@ -29,12 +29,15 @@ def build(pipeline: beam.Pipeline, options: PipelineOptions) -> dict[str, beam.P
     return build_plan(pipeline, make_plan(options))
 
 
-def run(argv: Sequence[str] | None = None) -> common.RunReport:
+def run(argv: Sequence[str] | None = None, command: str | None = None) -> common.RunReport:
     """Plan, prepare the tables, copy (and verify); prints rows scanned, copied and the time,
-    and returns the run's report (its ``plan`` included)."""
+    and returns the run's report (its ``plan`` included). ``command``: how the user started
+    it when not as ``python -m pipelines.nightly``, which its errors name. A mistake the user
+    can fix ends it with one line (SystemExit)."""
+    said = command or NAME
     try:
         options = common.parse_args(
-            argv, f"python -m pipelines.{NAME}", __doc__ or "", OPTION_CLASSES
+            argv, command or f"python -m pipelines.{NAME}", __doc__ or "", OPTION_CLASSES
         )
         plan = make_plan(options)
         started = time.monotonic()
@@ -42,10 +45,10 @@ def run(argv: Sequence[str] | None = None) -> common.RunReport:
         for line in [] if dry else prepare(plan):  # a dry run touches no table
             _LOG.info("%s", line)
     except UserError as err:
-        raise common.config_exit(NAME, err) from None
+        raise common.config_exit(said, err) from None
     _LOG.info("copying %s day(s) %s of %s", len(plan.days), ", ".join(plan.days), plan.source.name)
-    with common.runner_refusals(NAME):
-        pipeline = common.new_pipeline(options)
+    with common.runner_refusals(said):
+        pipeline = common.new_pipeline(options, plan.runner)
         build_plan(pipeline, plan)
         result = pipeline.run()
     if dry:
@@ -53,7 +56,7 @@ def run(argv: Sequence[str] | None = None) -> common.RunReport:
             f"create {', '.join(plan.destinations)} and copy day(s) {', '.join(plan.days)} "
             f"of {plan.source.name} into it ({plan.layout})"
         )
-        print(common.dry_run_report(NAME, options, what), flush=True)
+        print(common.dry_run_report(NAME, plan.runner, what), flush=True)
         return common.RunReport(
             NAME, {}, tables=plan.destinations, plan=plan, dry_run=True, result=result
         )

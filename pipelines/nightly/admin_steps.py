@@ -59,7 +59,8 @@ def _expire_day_prefixes(api: admin.Admin, table: str, cutoff: dt.date) -> list[
 
 
 def prepare(plan: Plan) -> list[str]:
-    """The admin steps, before any data moves. Returns what was done, one line each."""
+    """The admin steps, before any data moves. Returns what was done, one line each.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     done: list[str] = []
     with admin.Admin(plan.target) as api:
         if plan.check_source:

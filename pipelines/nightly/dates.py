@@ -49,7 +49,8 @@ def day_label(day: dt.date) -> str:
 
 
 def day_span(spec: str) -> list[dt.date]:
-    """``START..END`` → every day from START to END inclusive."""
+    """``START..END`` → every day from START to END inclusive.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     start_text, sep, end_text = spec.partition("..")
     if not sep:
         raise errors.ConfigError(f"--dates: expected START..END (YYYYMMDD..YYYYMMDD), got {spec!r}")
@@ -109,7 +110,8 @@ def daily_table_day(name: str, source: str) -> dt.date | None:
 
 
 def retention_cutoff(run_day: dt.date, keep_days: int) -> dt.date:
-    """The oldest day kept: ``keep_days`` days ending with ``run_day``."""
+    """The oldest day kept: ``keep_days`` days ending with ``run_day``.
+    Raises ConfigError (a UserError: one line naming what to change)."""
     if keep_days < 1:
         raise errors.ConfigError(f"--keep_days must be at least 1, got {keep_days}")
     return run_day - dt.timedelta(days=keep_days - 1)

@@ -48,6 +48,7 @@ class _CheckDayFn(beam.DoFn):
         self._verified_rows = beam.metrics.Metrics.counter(NAMESPACE, "verified_rows")
 
     def process(self, element):
+        """Raises VerificationError (a SystemFailure: the copy differs)."""
         day, groups = element
         copied = next(iter(groups["copied"]), EMPTY)
         stored = next(iter(groups["stored"]), EMPTY)

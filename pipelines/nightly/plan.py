@@ -41,6 +41,7 @@ class Plan:
     keep_days: int | None
     verify: bool
     check_source: bool
+    runner: common.Runner  # where it runs, decided once (as every job's JobConfig)
     write_timeout_s: float = 300.0
     flow_control: bool = False  # --flow_control, as every job resolves it
 
@@ -95,7 +96,8 @@ def make_plan(options: PipelineOptions) -> Plan:
     days = run_days(own.date, own.dates, dates.today(tz))
     if own.keep_days is not None:
         retention_cutoff(days[-1], own.keep_days)
-    target = common.resolve_target(options)  # after the flags: a bad day is named first
+    runner = common.runner_of(options)
+    target = common.resolve_target(options, runner)  # after the flags: a bad day is named first
     plan = Plan(
         target=target,
         source=source,
@@ -104,8 +106,9 @@ def make_plan(options: PipelineOptions) -> Plan:
         keep_days=own.keep_days,
         verify=bool(own.verify),
         check_source=not options.view_as(common.BigtableOptions).skip_preflight,
+        runner=runner,
         write_timeout_s=options.view_as(common.BigtableOptions).write_timeout_seconds,
-        flow_control=common.flow_control(options),
+        flow_control=common.flow_control(options, runner),
     )
     if plan.layout == "single_table":
         try:

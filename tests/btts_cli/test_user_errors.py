@@ -208,3 +208,23 @@ def test_the_real_entry_point_fails_the_same_way(argv, tmp_path):
     )  # fmt: skip
     assert done.returncode == 2
     assert not _problems(done.returncode, done.stdout, done.stderr, "did you mean")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["query", "metrics", "--host", "h", "--start", "2020-01-01", "--end", "2020-01-02"],
+        ["check", "server_metrics", f"--input={MISSING}"],
+    ],
+)
+def test_a_wrong_btts_official_is_one_line_before_any_work(argv, tmp_path):
+    """``BTTS_OFFICIAL`` is read first of all: a component that does not exist ends the
+    command with one line naming the ones there are, not a traceback once a reader is made."""
+    env = {k: v for k, v in os.environ.items() if "EMULATOR" not in k}
+    env["BTTS_OFFICIAL"] = "bogus"
+    done = subprocess.run(
+        [sys.executable, "-m", "btts_cli.main", *argv], capture_output=True, text=True,
+        timeout=120, cwd=tmp_path, env=env,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert not _problems(done.returncode, done.stdout, done.stderr, "BTTS_OFFICIAL='bogus'")

@@ -45,7 +45,17 @@ FILES = {
         "    try:\n"
         "        return open(path)\n"
         "    except OSError as err:\n"
-        "        raise BadRequest(str(err)) from err\n"
+        "        raise BadRequest(str(err)) from err\n"  # rewrap: the text said again
+        "def carried(path):\n"
+        "    try:\n"
+        "        return open(path)\n"
+        "    except OSError as err:\n"
+        "        raise BadRequest.because(err) from err\n"  # the error kept as a value
+        "def argparse_way(text):\n"
+        "    try:\n"
+        "        return int(text)\n"
+        "    except ValueError as err:\n"
+        "        raise TypeError(str(err)) from err\n"  # not a kind of the tree
     ),
     "pipelines/job.py": (
         "import sys\n"
@@ -64,6 +74,7 @@ EXPECTED = {
     "btts/tsdb/reads.py:3: http",
     "btts/tsdb/reads.py:5: http",
     "btts/config.py:6: rewrap",
+    "btts/config.py:11: rewrap",
     "pipelines/job.py:2: exit",
     "pipelines/job.py:2: tree",
     "pipelines/job.py:4: exit",

@@ -152,9 +152,11 @@ def test_cbt_reads_the_rows_and_values_of_spec_5_2(target, tmp_path, golden_case
     assert "2015/03/16-19:53:32.045000" in out
 
 
-def test_a_local_run_never_tries_prism(target, tmp_path, monkeypatch):
+@pytest.mark.parametrize("runner", [(), ("--runner=direct",), ("--runner", "DirectRunner")])
+def test_a_local_run_never_tries_prism(target, tmp_path, monkeypatch, runner):
     """Beam's DirectRunner first tries Prism (a binary fetched from GitHub); a local job goes
-    straight to the in-process runner, so it neither waits on the network nor switches runner."""
+    straight to the in-process runner, so it neither waits on the network nor switches runner:
+    by default, and by any name of the DirectRunner (``--runner direct`` as Beam reads it)."""
     from apache_beam.runners.portability import prism_runner
 
     tried = []
@@ -165,7 +167,8 @@ def test_a_local_run_never_tries_prism(target, tmp_path, monkeypatch):
 
     monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline", refuse)
     good = list(data.metric_events(hosts=2, seconds=10))
-    result = run_job("server_metrics", target, write_lines(tmp_path / "in.jsonl", good), tmp_path)
+    lines = write_lines(tmp_path / "in.jsonl", good)
+    result = run_job("server_metrics", target, lines, tmp_path, extra=runner)
     assert result.counters["rows_METRIC"] == len(good)
     assert not tried
 
@@ -175,7 +178,11 @@ def test_a_named_runner_is_left_alone():
 
     from pipelines import common
 
-    local = common.new_pipeline(PipelineOptions([]))
-    assert type(local.runner).__name__ == "SwitchingDirectRunner" and local.runner._is_interactive
-    named = common.new_pipeline(PipelineOptions(["--runner=BundleBasedDirectRunner"]))
-    assert type(named.runner).__name__ == "BundleBasedDirectRunner"
+    def made(argv):
+        options = PipelineOptions(argv)
+        return common.new_pipeline(options, common.runner_of(options)).runner
+
+    for argv in ([], ["--runner=direct"], ["--runner=DirectRunner"], ["--runner=Direct"]):
+        local = made(argv)
+        assert type(local).__name__ == "SwitchingDirectRunner" and local._is_interactive, argv
+    assert type(made(["--runner=BundleBasedDirectRunner"])).__name__ == "BundleBasedDirectRunner"

@@ -37,6 +37,7 @@ from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
 from transforms import official
 from transforms.bigtable.channel import client_metadata, open_channel
+from transforms.errors import FailedEntry
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -90,7 +91,7 @@ class Attempt:
 
     rows: int
     codes: Counter = field(default_factory=Counter)
-    errors: list[str] = field(default_factory=list)
+    errors: list[FailedEntry] = field(default_factory=list)
     throttled_s: float = 0.0
 
 
@@ -301,16 +302,17 @@ class RequestSender:
 
     def __call__(self, batch: Batch) -> Attempt:
         outcome = Attempt(len(batch.entries))
-        unsafe: list[str] = []  # entries not re-sent: reported once the others are written
+        unsafe: list[FailedEntry] = []  # entries not re-sent: reported once the others are
         try:
             self._send(batch, outcome, unsafe)
         finally:
             outcome.errors.extend(unsafe)
         return outcome
 
-    def _send(self, batch: Batch, outcome: Attempt, unsafe: list[str]) -> None:
+    def _send(self, batch: Batch, outcome: Attempt, unsafe: list[FailedEntry]) -> None:
         deadline = time.monotonic() + self.timeout_s
         delay = 0.01
+        first = list(range(len(batch.entries)))  # each entry's index in the batch as first sent
         while True:
             remaining = deadline - time.monotonic()
             answered, refused, failure = self._attempt(
@@ -326,22 +328,22 @@ class RequestSender:
                 if status.code in RETRYABLE_CODES:
                     retry.append(index)
                 else:
-                    outcome.errors.append(
-                        f"row {batch.keys[index]!r}: code {status.code}: "
-                        f"{status.message or 'no message'}"
-                    )
+                    key, at = batch.keys[index], first[index]
+                    outcome.errors.append(FailedEntry(status.message, key, at, status.code))
             if failure is not None and not isinstance(failure, _RETRYABLE_ERRORS):
-                outcome.errors.append(f"{type(failure).__name__}: {failure}")
+                outcome.errors.append(FailedEntry(failure))
                 return
             if retry:
-                retry = self._resendable(batch, retry, failure, unsafe)
+                retry = self._resendable(batch, retry, failure, unsafe, first)
             if not retry:  # a row refused for good does not stop the others' retries (as the
                 return  # data client's bulk_mutate_rows goes on): fewer rows for the rerun
             if time.monotonic() + delay >= deadline:
                 last = f"{type(failure).__name__}: {failure}" if failure else "transient errors"
                 outcome.errors.append(
-                    f"{len(retry)} row(s) still not written after {self.timeout_s:g}s of "
-                    f"retries (last: {last})"
+                    FailedEntry(
+                        f"{len(retry)} row(s) still not written after {self.timeout_s:g}s of "
+                        f"retries (last: {last})"
+                    )
                 )
                 return
             pause = delay * random.uniform(0.5, 1.0)
@@ -351,11 +353,15 @@ class RequestSender:
             ):
                 outcome.throttled_s += pause
             delay = min(delay * 2, MAX_ATTEMPT_S)
-            batch = batch.subset(sorted(retry))
+            retry.sort()
+            batch, first = batch.subset(retry), [first[i] for i in retry]
 
     @staticmethod
-    def _resendable(batch: Batch, retry: list[int], failure, unsafe: list[str]) -> list[int]:
-        """The entries of ``retry`` that are safe to send again; the others become errors."""
+    def _resendable(
+        batch: Batch, retry: list[int], failure, unsafe: list[FailedEntry], first: list[int]
+    ) -> list[int]:
+        """The entries of ``retry`` that are safe to send again; the others become errors
+        (``first``: each entry's index in the batch as first sent)."""
         keep = []
         for index in retry:
             why = resend_refusal(batch.entries[index])
@@ -363,7 +369,8 @@ class RequestSender:
                 keep.append(index)
             else:
                 cause = f"{type(failure).__name__}: {failure}" if failure else "a transient error"
-                unsafe.append(f"row {batch.keys[index]!r}: not re-sent after {cause}: {why}")
+                said = f"not re-sent after {cause}: {why}"
+                unsafe.append(FailedEntry(said, batch.keys[index], first[index]))
         return keep
 
     def _attempt(self, batch: Batch, timeout: float, outcome: Attempt):
@@ -425,17 +432,15 @@ def direct_rows_sender(table, timeout_s: float, flow: FlowControl | None, table_
         try:
             statuses = table.mutate_rows(rows, retry=retry, timeout=MAX_ATTEMPT_S)
         except api_exceptions.GoogleAPICallError as err:
-            outcome.errors.append(f"{type(err).__name__}: {err}")
+            outcome.errors.append(FailedEntry(err))
             return outcome
         finally:
             if in_flight is not None:
                 in_flight.release(size)
-        for row, status in zip(rows, statuses, strict=True):
+        for index, (row, status) in enumerate(zip(rows, statuses, strict=True)):
             outcome.codes[status.code] += 1
             if status.code:
-                outcome.errors.append(
-                    f"row {row.row_key!r}: code {status.code}: {status.message or 'no message'}"
-                )
+                outcome.errors.append(FailedEntry(status.message, row.row_key, index, status.code))
         return outcome
 
     return send
@@ -498,18 +503,19 @@ def client_sender(table, timeout_s: float, in_flight: InFlightLimit | None = Non
         except MutationsExceptionGroup as group:
             failed = list(group.exceptions)
         except api_exceptions.GoogleAPICallError as err:
-            outcome.errors.append(f"{type(err).__name__}: {err}")
+            outcome.errors.append(FailedEntry(err))
             return outcome
         finally:
             if in_flight is not None:
                 in_flight.release(size)
         outcome.codes[0] += len(entries) - len(failed)
-        for error in failed:
+        for error in failed:  # the data client's FailedMutationEntryError: entry, index, cause
             cause = error.__cause__
             code = getattr(getattr(cause, "grpc_status_code", None), "value", (2,))[0]
             outcome.codes[code] += 1
-            key = error.entry.row_key
-            outcome.errors.append(f"row {key!r}: code {code}: {cause or error}")
+            outcome.errors.append(
+                FailedEntry(cause or error, error.entry.row_key, error.index, code)
+            )
         return outcome
 
     return send

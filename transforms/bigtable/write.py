@@ -346,6 +346,7 @@ class _BoundedWriteFn(beam.DoFn):
         self._throttled_s += attempt.throttled_s
 
     def finish_bundle(self) -> None:
+        """Raises WriteFailed (a SystemFailure carrying each FailedEntry)."""
         if self._holder is not None:
             self._drain()
         lean, self._lean = self._lean, None
@@ -361,11 +362,12 @@ class _BoundedWriteFn(beam.DoFn):
             self._throttled.inc(whole)
             self._throttled_s -= whole
         if errors:
-            shown = "; ".join(errors[:3])
+            shown = "; ".join(map(str, errors[:3]))
             raise WriteFailed(
                 f"{len(errors)} write error(s) on table {self._ids[2]} "
                 f"(requests of {refused} rows not fully written; the bundle fails, nothing is "
-                f"dropped): {shown}"
+                f"dropped): {shown}",
+                errors,
             )
         self._written.inc(self._written_in_bundle)
         self._tally.add(self._written_in_bundle)

@@ -155,6 +155,7 @@ def _qualifier(rule: str | tuple, tz: dt.tzinfo) -> Callable[[Values, int], byte
         name = rule[1]
 
         def from_field(values: Values, ts_ms: int) -> bytes:
+            """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
             text = _text(values[name])
             qualifier = text.encode("utf-8")
             if not qualifier:
@@ -274,7 +275,8 @@ class _Table:
         )
 
     def segment_part(self, seg) -> Callable[[object], str]:
-        """One key segment as a function of its field's value (for the generated builder)."""
+        """One key segment as a function of its field's value (for the generated builder).
+        Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         name = seg.field
         delimiter = self.spec.decl.key.delimiter
         free = seg.kind in FREE_TEXT_KINDS and name not in self.checked
@@ -283,6 +285,7 @@ class _Table:
             width = seg.width
 
             def space_pad(value: str) -> str:
+                """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
                 if len(value) > width:
                     raise InvalidEvent(f"{field_name}: {value!r} is longer than {width} characters")
                 if not value or delimiter in value or not value.isprintable():
@@ -406,6 +409,7 @@ def _after_failure(name: str, after_name: str) -> Callable[[dict], None]:
     """Raises for a field that must be later than another and is not."""
 
     def fail(record: dict) -> None:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         raise InvalidEvent(
             f"field {name!r}: {record[name]} is not after field {after_name!r} "
             f"({record[after_name]})"

@@ -42,6 +42,7 @@ def _bounds_check(spec: FieldSpec) -> Callable[[str], None] | None:
     high = Decimal(spec.maximum) if spec.maximum is not None else None
 
     def check(number: str) -> None:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         try:
             value = Decimal(number)
         except InvalidOperation:
@@ -62,6 +63,7 @@ def _text_parser(spec: FieldSpec, key_delimiters: str) -> FieldParser:
     delimiters = tuple(key_delimiters)
 
     def text(value: object) -> str:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         if type(value) is not str:
             if type(value) is not CsvText:
                 raise InvalidEvent(f"field {name!r}: expected a string, got {_describe(value)}")
@@ -93,6 +95,7 @@ def _number_parser(spec: FieldSpec) -> FieldParser:
     bounds = _bounds_check(spec)
 
     def number(value: object) -> str:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         if type(value) is not Num:
             value = events.as_number(value)
             if type(value) is not Num:
@@ -112,6 +115,7 @@ def _integer_parser(spec: FieldSpec) -> FieldParser:
     low, high = _INT64
 
     def integer(value: object) -> int:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         if type(value) is not Num:
             value = events.as_number(value)
         if type(value) is Num and "." in value:  # 1.0: a whole number written as a float
@@ -138,6 +142,7 @@ def _id_parser(spec: FieldSpec, key_delimiters: str) -> FieldParser:
     )
 
     def ident(value: object) -> str:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         value = events.as_number(value)
         if type(value) is not Num:
             return as_text(value)  # which checks the same max_length
@@ -156,6 +161,7 @@ def _boolean_parser(spec: FieldSpec) -> FieldParser:
     name = spec.name
 
     def boolean(value: object) -> str:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         if value is True or value is False:
             return "true" if value else "false"
         if type(value) is CsvText and value in ("true", "false"):
@@ -239,6 +245,7 @@ def _map_parser(spec: FieldSpec) -> FieldParser:
         return _check_names(name, upper, names)
 
     def slow_values(entries: dict) -> list[bytes]:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         out = []
         for entry, value in entries.items():
             number = events.as_number(value)
@@ -250,6 +257,7 @@ def _map_parser(spec: FieldSpec) -> FieldParser:
         return out
 
     def mapping(entries: object) -> tuple[tuple[bytes, bytes], ...]:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         if type(entries) is not dict:
             raise InvalidEvent(f"field {name!r}: expected an object, got {_describe(entries)}")
         if not entries:

@@ -213,6 +213,7 @@ def shaper(schema) -> Shaper | None:
     empty = [0]  # unpivoted cells without a value so far (see Builder.take_empty_cells)
 
     def shape(record: dict) -> list[dict]:
+        """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
         if absent is not None:
             record = absent(record)
         events = [record]

@@ -52,7 +52,8 @@ def point(entity: str, metric: bytes, ts_ms: int, text: str) -> RollupPoint:
 
 
 def scale(text: str, digits: int = SCALE_DIGITS) -> int:
-    """Decimal text → integer of ``digits`` implied decimals, exactly (no float)."""
+    """Decimal text → integer of ``digits`` implied decimals, exactly (no float).
+    Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
     try:
         scaled = Decimal(text).scaleb(digits).quantize(_QUANTUM, rounding=ROUND_HALF_EVEN)
     except InvalidOperation:

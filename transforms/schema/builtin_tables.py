@@ -52,7 +52,8 @@ def dataset_of(table: str) -> str | None:
 
 
 def get(name: str) -> TableDecl:
-    """A built-in table's declaration, a series index's too."""
+    """A built-in table's declaration, a series index's too.
+    Raises Undeclared (a UserError naming the names there are)."""
     found = all_tables().get(name) or index_tables().get(name)
     if found is None:
         known = ", ".join(all_tables())

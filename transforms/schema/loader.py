@@ -146,7 +146,8 @@ def with_times(
     """``schema`` with its time fields read another way (a job's --time_format,
     --input_timezone, --ambiguous_times): ``formats`` by source field name, ``zone`` for every
     time field whose format carries no offset. Validated like the file itself; the result's
-    text is the changed schema, so a builder pickled from it keeps the change."""
+    text is the changed schema, so a builder pickled from it keeps the change.
+    Raises SchemaError (a UserError naming the file's lines)."""
     formats = dict(formats or {})
     times = {f.name for f in schema.fields if f.type == "time"}
     unknown = sorted(set(formats) - times)

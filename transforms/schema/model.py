@@ -349,6 +349,7 @@ class Schema:
     missing: tuple[str, ...] = ()  # texts that mean "no value" in any field (``event.missing``)
 
     def table(self, name: str) -> TableSpec:
+        """Raises Undeclared (a UserError naming the names there are)."""
         for spec in self.tables:
             if spec.name == name:
                 return spec

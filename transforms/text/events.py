@@ -138,7 +138,8 @@ def parse_json_object(raw: bytes | str) -> dict:
 
 
 def parse_csv_line(raw: bytes | str, header: Sequence[str]) -> dict:
-    """One CSV record (one line) under its file's header. Empty cells are absent fields."""
+    """One CSV record (one line) under its file's header. Empty cells are absent fields.
+    Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
     if isinstance(raw, bytes):
         raw = _utf8(raw)
     try:

@@ -37,7 +37,8 @@ EPOCH_MS_DIGITS = 13
 
 
 def check_segment(segment: str, name: str = "segment", delimiter: str = DELIMITER) -> str:
-    """Reject a segment that is empty, holds the delimiter, or holds a control character."""
+    """Reject a segment that is empty, holds the delimiter, or holds a control character.
+    Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
     if not isinstance(segment, str):
         raise InvalidEvent(f"{name}: expected text, got {type(segment).__name__}")
     if not segment:
@@ -50,13 +51,15 @@ def check_segment(segment: str, name: str = "segment", delimiter: str = DELIMITE
 
 
 def check_key_size(key: bytes) -> bytes:
+    """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
     if len(key) > MAX_ROW_KEY_BYTES:
         raise InvalidEvent(f"row key is {len(key)} bytes; Bigtable's limit is {MAX_ROW_KEY_BYTES}")
     return key
 
 
 def zero_pad(number: int, width: int) -> str:
-    """Left-pad a non-negative integer with zeros so that text order equals numeric order."""
+    """Left-pad a non-negative integer with zeros so that text order equals numeric order.
+    Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
     if isinstance(number, bool) or not isinstance(number, int):
         raise InvalidEvent(f"expected an integer, got {number!r}")
     if number < 0:
@@ -73,7 +76,8 @@ def epoch_ms(ms: int) -> str:
 
 
 def reverse_timestamp(ms: int) -> str:
-    """``Long.MAX_VALUE - ts``, zero-padded to 19 digits: the newest row sorts first."""
+    """``Long.MAX_VALUE - ts``, zero-padded to 19 digits: the newest row sorts first.
+    Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
     if isinstance(ms, bool) or not isinstance(ms, int) or not 0 <= ms <= LONG_MAX:
         raise InvalidEvent(f"timestamp {ms!r} is outside 0..{LONG_MAX}")
     return str(LONG_MAX - ms).zfill(_LONG_DIGITS)
@@ -84,7 +88,8 @@ def unreverse_timestamp(text: str) -> int:
 
 
 def reverse_domain(domain: str) -> str:
-    """``maps.google.com`` → ``com.google.maps``: rows of one site sort together."""
+    """``maps.google.com`` → ``com.google.maps``: rows of one site sort together.
+    Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
     labels = domain.split(".")
     if not domain or any(not label for label in labels):
         raise InvalidEvent(f"domain {domain!r} has an empty label")

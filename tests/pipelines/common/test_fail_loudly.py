@@ -13,7 +13,7 @@ from btts.query import engine
 from pipelines.common import report
 from pipelines.common.report import JobFailed, failure, parse_bad_records
 from tests.support.jobs import read_dead_letters, run_job, write_lines
-from transforms.errors import reason_kind
+from transforms.errors import DataError, RunFailed, reason_kind
 
 GOOD = '{"meter_id": 987654, "timestamp": "2017-07-26T00:15:00Z", "reading": 13.45}'
 SLASH = '{"meter_id": 987654, "timestamp": "2017/07/26 00:%02d", "reading": 1.5}'
@@ -55,6 +55,9 @@ def test_all_bad_input_fails_the_job_and_names_the_reason(target, tmp_path, caps
     with pytest.raises(JobFailed, match="no valid event in 8 records read") as failed:
         run_job("smart_meters", target, source, dead)
     assert exits.ending(failed.value)[0] != 0
+    # the records as a whole, neither one bad record (a dead-letter reason) nor the system's
+    assert isinstance(failed.value, RunFailed) and not isinstance(failed.value, DataError)
+    assert exits.ending(failed.value, "btts ingest smart_meters", job=True)[0] == 1
     out = capsys.readouterr().out
     assert "top dead-letter reasons:" in out
     assert f"7  field 'timestamp': not an RFC 3339 time: '…'  (first: {source}:1)" in out

@@ -118,7 +118,7 @@ def test_a_streaming_job_with_a_dead_letter_topic_needs_no_file_path():
 def test_which_runners_workers_share_the_launchers_disk(flags, far):
     if any("dask" in f for f in flags):  # its flags parse whether or not dask is installed
         flags = [f.replace("--dask_client_address=", "--address=") for f in flags]
-    assert remote.is_remote(PipelineOptions(flags)) is far
+    assert remote.runner_of(PipelineOptions(flags)).remote is far
 
 
 def test_readers_are_chosen_without_opening_a_file_when_told_not_to(tmp_path):

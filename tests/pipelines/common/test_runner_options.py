@@ -14,7 +14,7 @@ import pytest
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from btts import errors
-from pipelines import common
+from pipelines import common, flags
 from pipelines import server_metrics as job
 
 RUNNER_MODULE = """
@@ -99,3 +99,13 @@ def test_a_runner_that_cannot_be_loaded_is_one_line(runner, said):
         job.run(["--input=x.jsonl", f"--runner={runner}"])
     text = str(stop.value)
     assert text.startswith(f"server_metrics: error: {said}") and "\n" not in text
+
+
+def test_a_job_parses_its_own_flags_whatever_else_was_imported():
+    """Which flags a job takes is what its declarations say: another job's flag is refused even
+    when that job's module (and so its options class) is loaded in the process."""
+    import pipelines.weather_balloons  # noqa: F401  (its --balloon_pattern: not server_metrics')
+
+    with pytest.raises(errors.ConfigError, match="unknown option --balloon_pattern"):
+        _parse(["--input=x.jsonl", "--balloon_pattern=TB-ROW"])
+    assert common.options_class(flags.BIGTABLE) is common.BigtableOptions

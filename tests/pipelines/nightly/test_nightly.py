@@ -231,7 +231,10 @@ def _plan(monkeypatch, *flags: str, today=dt.date(2017, 7, 27)):
     seen = []
     monkeypatch.setattr(nightly.dates, "today", lambda tz: seen.append(tz) or today)
     options = common.parse_args(
-        ["--bigtable_project=p", "--bigtable_instance=i", *flags], "nightly", "", []
+        ["--bigtable_project=p", "--bigtable_instance=i", *flags],
+        "nightly",
+        "",
+        nightly.OPTION_CLASSES,
     )
     return nightly.make_plan(options), seen
 

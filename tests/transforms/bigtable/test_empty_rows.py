@@ -41,7 +41,7 @@ def test_the_fake_refuses_an_entry_without_mutations_as_bigtable_does(fake):
     channel = open_channel()
     sender = transport.RequestSender(transport.mutate_rows_call(channel, table, False), 10.0)
     outcome = sender(batch)
-    assert any("No mutations provided" in e for e in outcome.errors), outcome
+    assert any("No mutations provided" in str(e) for e in outcome.errors), outcome
     assert fake.applied == {}
 
 

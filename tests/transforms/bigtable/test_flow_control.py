@@ -222,7 +222,9 @@ def test_a_transient_error_resends_only_the_idempotent_entries(fake):
         [b"safe1", b"safe2"],
     ]
     assert fake.applied == {b"safe1": 1, b"safe2": 1}
-    (error,) = outcome.errors
+    (failed,) = outcome.errors
+    assert (failed.key, failed.index) == (b"server-time", 1)
+    error = str(failed)
     assert error.startswith("row b'server-time': not re-sent")
     assert "server's timestamp (-1)" in error and "give every cell a timestamp" in error
 
@@ -238,7 +240,10 @@ def test_a_failed_call_does_not_resend_an_add(fake):
     outcome = _sender(table, flow=False)(batch)
     assert fake.applied == {b"safe": 1}
     assert (
-        outcome.errors and "add_to_cell" in outcome.errors[0] and "b'counter'" in outcome.errors[0]
+        outcome.errors
+        and "add_to_cell" in str(outcome.errors[0])
+        and "b'counter'" in str(outcome.errors[0])
+        and (outcome.errors[0].key, outcome.errors[0].index) == (b"counter", 1)
     )
 
 

@@ -110,12 +110,13 @@ def test_the_fork_sends_and_resends_what_the_data_client_does(server, rows, scri
     assert our_calls == their_calls  # the same bytes and headers, call after call
     assert our_applied == dict(fake.applied)
     assert bool(ours.errors) == bool(theirs.errors)
-    refused = {k for k in (r.key for r in rows) if any(repr(k) in e for e in theirs.errors)}
-    if ours.errors and not any(e.startswith(("PermissionDenied", "row")) for e in ours.errors):
-        pytest.fail(f"an error that names neither the rows nor the call: {ours.errors}")
+    refused = {e.key for e in theirs.errors if e.key is not None}  # failures as values
+    said = [str(e) for e in ours.errors]
+    if said and not any(e.startswith(("PermissionDenied", "row")) for e in said):
+        pytest.fail(f"an error that names neither the rows nor the call: {said}")
     for key in refused:  # a row the data client names as failed, the fork names too (or the
-        assert any(repr(key) in e for e in ours.errors) or any(  # call failed for good)
-            e.startswith("PermissionDenied") for e in ours.errors
+        assert any(e.key == key for e in ours.errors) or any(  # call failed for good)
+            e.startswith("PermissionDenied") for e in said
         )
 
 
@@ -149,7 +150,9 @@ def test_the_official_sender_counts_and_names_what_failed(server):
     script = [Answer(codes={1: 3})]
     outcome, _calls = _run(fake, script, transport.client_sender(table, 5.0), _batch(rows))
     assert outcome.codes == {0: 1, 3: 1}
-    assert len(outcome.errors) == 1 and outcome.errors[0].startswith("row b'b': code 3")
+    assert len(outcome.errors) == 1 and str(outcome.errors[0]).startswith("row b'b': code 3")
+    failed = outcome.errors[0]  # the data client's entry, index and cause, kept as values
+    assert (failed.key, failed.index, failed.code) == (b"b", 1, 3) and failed.cause is not None
     started = time.monotonic()
     outcome, _ = _run(
         fake,

@@ -197,7 +197,16 @@ def test_a_permanent_error_is_reported_with_its_row_and_not_retried():
     stub = _Stub([[0, 3]])
     outcome = RequestSender(stub, timeout_s=10)(_request(b"a", b"b"))
     assert len(stub.sent) == 1
-    assert outcome.errors == ["row b'b': code 3: code 3"]
+    assert [str(e) for e in outcome.errors] == ["row b'b': code 3: code 3"]
+    (failed,) = outcome.errors  # a value: the entry's key, its index in the request, its cause
+    assert (failed.key, failed.index, failed.code, failed.cause) == (b"b", 1, 3, "code 3")
+
+
+def test_a_failure_after_a_resend_names_the_entrys_index_in_the_first_request():
+    stub = _Stub([[0, 14, 0, 14], [0, 3]])
+    outcome = RequestSender(stub, timeout_s=10)(_request(b"a", b"b", b"c", b"d"))
+    assert stub.sent == [[b"a", b"b", b"c", b"d"], [b"b", b"d"]]
+    assert [(e.key, e.index, e.code) for e in outcome.errors] == [(b"d", 3, 3)]
 
 
 def test_retries_stop_at_the_timeout_with_the_last_error():
@@ -205,8 +214,9 @@ def test_retries_stop_at_the_timeout_with_the_last_error():
     outcome = RequestSender(stub, timeout_s=0.2)(_request(b"a"))
     assert 1 < len(stub.sent) < 1000
     assert len(outcome.errors) == 1
-    assert "still not written after 0.2s" in outcome.errors[0]
-    assert "ServiceUnavailable" in outcome.errors[0]
+    assert "still not written after 0.2s" in str(outcome.errors[0])
+    assert "ServiceUnavailable" in str(outcome.errors[0])
+    assert outcome.errors[0].key is None and outcome.errors[0].index is None
 
 
 def test_all_written_is_a_response_of_every_entry_written_in_order():
@@ -237,7 +247,7 @@ def test_response_bytes_other_than_all_written_are_read_entry_by_entry():
     assert outcome.codes == Counter({0: 4, 14: 1})
     stub = _BytesStub([[0, 3]])
     outcome = RequestSender(stub, timeout_s=10)(_request(b"a", b"b"))
-    assert outcome.errors == ["row b'b': code 3: code 3"]
+    assert [str(e) for e in outcome.errors] == ["row b'b': code 3: code 3"]
 
 
 def test_the_emulator_answers_all_written_so_rows_are_not_read_back_one_by_one(target):

@@ -167,7 +167,7 @@ def test_counts_are_exact_with_two_worker_processes(target, tmp_path):
     options = common.parse_args(argv, "test", "", metrics_job.OPTION_CLASSES)
     config = common.job_config(options, metrics_job.JOB)
     prepare(config)
-    pipeline = common.new_pipeline(options)
+    pipeline = common.new_pipeline(options, config.runner)
     built = common.ingest(pipeline, config)
     pids = (
         built["rows"]
