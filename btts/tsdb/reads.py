@@ -377,7 +377,7 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
         if seg.kind == "salt":
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
-            out.scans.extend(engine.salted_scans(decl, start_ms, end_ms))
+            out.scans.extend(key_ranges.salted_scans(decl, start_ms, end_ms))
             out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
             return out
         if seg.kind in table_model.TIME_KINDS:

@@ -12,6 +12,8 @@ executes the scans and decodes the rows.
 * :func:`time_range` — the rows of ``start_ms <= t < end_ms`` after the fixed leading segments:
   the time segment that follows them gives the bounds (13-digit epoch ms, a calendar label, or a
   reversed timestamp, whose newest row sorts first).
+* :func:`time_scans` / :func:`salted_scans` — a time window over many series, or over every salt
+  bucket: the key ranges a time-series read (``btts query``, ``btts serve``) plans.
 
 Calendar labels (days, weeks, months) are coarser than a time range, so a bucket row can hold
 cells outside it: scans carry the time window, which the reader applies to cell timestamps (the
@@ -25,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from transforms.errors import InvalidEvent
+from transforms.scans import salted_reads
 from transforms.table_model import TIME_KINDS, KeyRecipe, Segment, TableDecl, cell_micros
 from transforms.text import keys, timefmt
 
@@ -36,6 +39,7 @@ __all__ = [
     "prefix_range",
     "prefix_scan",
     "row_scan",
+    "salted_scans",
     "split_key",
     "time_scan",
     "time_scans",
@@ -263,6 +267,25 @@ def time_scans(
         span = (prefix + tail[0], prefix + tail[1])
         out.append(Scan(decl.name, (span,), (), start_ms, end_ms, False, None, decl.cell_timestamp))
     return out
+
+
+def salted_scans(
+    decl: TableDecl, start_ms: int, end_ms: int, tz: dt.tzinfo = UTC
+) -> tuple[Scan, ...]:
+    """A salted table's time window: one range per salt bucket
+    (:func:`~transforms.scans.salted_reads.salted_time_ranges`), each keeping only cells
+    stamped in ``[start_ms, end_ms)``; the reader merges them in time order."""
+    ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
+    return tuple(
+        Scan(
+            decl.name,
+            ranges=(r,),
+            start_ms=start_ms,
+            end_ms=end_ms,
+            cell_timestamp=decl.cell_timestamp,
+        )
+        for r in ranges
+    )
 
 
 def row_scan(decl: TableDecl, rows: Sequence[Mapping[str, object]], tz: dt.tzinfo = UTC) -> Scan:

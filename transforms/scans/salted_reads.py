@@ -5,8 +5,8 @@ A salted key is ``<constants>#<salt>#<time>…``. Rows of one time range sit in 
 time-range read issues one range scan per bucket and merges the scans on the key *after* the
 salt: each scan is in time order already, so a k-way merge gives the global time order.
 
-:func:`salted_time_ranges` and :func:`merge_in_time_order` are pure; the query engine
-(:func:`btts.query.engine.plan_declared`) does the scans.
+:func:`salted_time_ranges` and :func:`merge_in_time_order` are pure; the scans are planned beside
+every other time range (:func:`transforms.scans.key_ranges.salted_scans`).
 """
 
 from __future__ import annotations
