@@ -15,7 +15,8 @@ from collections.abc import Iterable
 
 from btts.tsdb import series
 from btts.tsdb.errors import TooLarge
-from btts.tsdb.request import SubQuery, TagFilter, TsQuery
+from btts.tsdb.request import TagFilter, TsQuery
+from btts.tsdb.series import Downsample, Window
 from transforms.errors import Timeout
 
 __all__ = ["check_deadline", "check_request", "check_series"]
@@ -35,13 +36,14 @@ def key_ranges(filters: Iterable[TagFilter]) -> int:
     return math.prod(per_tag.values()) if per_tag else 1
 
 
-def planned_points(q: SubQuery, tq: TsQuery, n_series: int) -> int:
-    """The points a filled downsample computes for ``n_series`` series (every bucket of
-    every series holds a value or the fill); 0 when the data decides (no fill)."""
-    ds = q.downsample
-    if ds is None or ds.fill == "none" or not ds.interval_ms:
+def planned_points(downsample: Downsample | None, shown: Window, n_series: int) -> int:
+    """The points a filled downsample computes over the ``shown`` range for ``n_series``
+    series (every bucket of every series holds a value or the fill); 0 when the data decides
+    (no fill)."""
+    if downsample is None or downsample.fill == "none" or not downsample.interval_ms:
         return 0
-    return n_series * series.bucket_count(tq.start_ms, tq.end_ms, ds.interval_ms)
+    first, last = shown.start_ms, shown.end_ms
+    return n_series * series.bucket_count(first, last, downsample.interval_ms)
 
 
 def _too_many_points(points: int, max_points: int) -> TooLarge:
@@ -52,25 +54,31 @@ def _too_many_points(points: int, max_points: int) -> TooLarge:
     )
 
 
-def check_request(tq: TsQuery, max_points: int) -> None:
+def check_request(ts_query: TsQuery, max_points: int) -> None:
     """Refuse, before any read, a request whose literal tag values alone make more than
     :data:`MAX_RANGES` key ranges, or whose filled downsamples alone compute more than
     ``max_points`` points."""
-    ranges = [key_ranges(q.filters) for q in tq.queries]
+    ranges = [key_ranges(sub_query.filters) for sub_query in ts_query.queries]
     if sum(ranges) > MAX_RANGES:
         raise TooLarge(
             f"The query reads {sum(ranges)} key ranges (tag value combinations), more than "
             f"{MAX_RANGES}: give fewer values or group by the tag with *"
         )
-    points = sum(planned_points(q, tq, n) for q, n in zip(tq.queries, ranges, strict=True))
+    shown = Window(ts_query.start_ms, ts_query.end_ms)
+    points = sum(
+        planned_points(sub_query.downsample, shown, n)
+        for sub_query, n in zip(ts_query.queries, ranges, strict=True)
+    )
     if points > max_points:
         raise _too_many_points(points, max_points)
 
 
-def check_series(q: SubQuery, tq: TsQuery, n_series: int, max_points: int) -> None:
+def check_series(
+    downsample: Downsample | None, shown: Window, n_series: int, max_points: int
+) -> None:
     """Refuse a sub-query whose plan (its enumerated series) makes its filled downsample
     compute more than ``max_points`` points, before its rows are read."""
-    points = planned_points(q, tq, n_series)
+    points = planned_points(downsample, shown, n_series)
     if points > max_points:
         raise _too_many_points(points, max_points)
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from btts.tsdb import answer, lookup, mquery, request, series, tsuids
+from btts.tsdb import answer, lookup, mquery, planning, request, series, tsuids
 from btts.tsdb.errors import BadRequest, UnknownName
 from btts.tsdb.request import SubQuery, TsQuery
 from btts.tsdb.service import Service
@@ -118,10 +118,11 @@ def parse_last_body(body: object) -> LastQuery:
 def _window(svc: Service, reader, sub: LastSub, start: int, end: int) -> dict[tuple, tuple]:
     """``{series key: (ts, value)}``: each series' latest point in ``[start, end]``."""
     filters = tuple(request.tag_filter(k, "literal_or", v, False) for k, v in sub.tags)
-    q = SubQuery(0, sub.metric, "none", filters=filters)
-    tq = TsQuery(max(start, request.EARLIEST_MS), end, (q,))
+    sub_query = SubQuery(0, sub.metric, "none", filters=filters)
+    ts_query = TsQuery(max(start, request.EARLIEST_MS), end, (sub_query,))
+    planned = planning.plan_sub(reader, svc.catalog, sub_query, ts_query, svc.limits.max_points)
     out = {}
-    for r in answer.run_sub(reader, svc.catalog, q, tq, svc.limits):
+    for r in answer.run_sub(reader, planned):
         if r.dps:
             out[tuple(sorted(r.tags.items()))] = r.dps[-1]
     return out

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from google.api_core import exceptions as gexc
@@ -76,14 +76,15 @@ PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    """The reads of one query on one table, and what to tell ``showQuery``."""
+    """The reads of one query on one table (its key ranges), and what to tell
+    ``showQuery``."""
 
     source: Source
-    scans: list[Scan] = field(default_factory=list)
-    combos: list[dict] = field(default_factory=list)  # the key fields' values before the time
-    notes: list[str] = field(default_factory=list)
+    scans: tuple[Scan, ...] = ()
+    combos: tuple[dict, ...] = ()  # the key fields' values before the time, one per series
+    notes: tuple[str, ...] = ()
 
     def describe(self) -> list[str]:
         """Each scan in words (the first :data:`DESCRIBED` of many, then how many more)."""
@@ -92,7 +93,7 @@ class Plan:
             shown.append(
                 f"… and {len(self.scans) - DESCRIBED} more ranges of {self.scans[0].table}"
             )
-        return shown + self.notes
+        return [*shown, *self.notes]
 
 
 class Reader:
@@ -287,9 +288,7 @@ def plan(
         raise
     except ValueError as exc:
         raise BadRequest(f"{source.name}: {exc}") from exc
-    if empty:
-        out.scans = []
-    return out
+    return replace(out, scans=()) if empty else out
 
 
 def earliest_ms(source: Source) -> int:
@@ -339,12 +338,13 @@ def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -
     for tags in found:
         combo = {f: (source.field if f == per else typed(f, tags[f])) for f in before}
         combos.setdefault(tuple(combo.values()), combo)
-    out = Plan(source, combos=list(combos.values()))
-    out.scans = key_ranges.time_scans(decl, out.combos, start_ms, end_ms)
-    out.notes.append(
-        f"{table.name}: {len(found)} series from the index {reader.index.name(source)}"
+    listed = tuple(combos.values())
+    return Plan(
+        source,
+        tuple(key_ranges.time_scans(decl, listed, start_ms, end_ms)),
+        listed,
+        (f"{table.name}: {len(found)} series from the index {reader.index.name(source)}",),
     )
-    return out
 
 
 def _typer(source: Source):
@@ -369,7 +369,7 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
     decl = table.decl
     given = _by_tag(filters)
     per = table.rows_per.name if table.rows_per is not None else None
-    out = Plan(source)
+    notes: list[str] = []
     combos: list[dict] = [{}]
     for seg in decl.key.segments:
         if seg.kind == "const":
@@ -377,14 +377,11 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
         if seg.kind == "salt":
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
-            out.scans.extend(key_ranges.salted_scans(decl, start_ms, end_ms))
-            out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
-            return out
+            notes.append(f"{table.name}: one range per salt bucket, merged in time order")
+            return Plan(source, key_ranges.salted_scans(decl, start_ms, end_ms), (), tuple(notes))
         if seg.kind in table_model.TIME_KINDS:
-            out.combos = combos
-            for combo in combos:
-                out.scans.append(key_ranges.time_scan(decl, combo, start_ms, end_ms))
-            return out
+            scans = tuple(key_ranges.time_scan(decl, c, start_ms, end_ms) for c in combos)
+            return Plan(source, scans, tuple(combos), tuple(notes))
         name = seg.field
         if name == per:
             values: list[object] = [source.field]
@@ -404,10 +401,10 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
                         v for v in found if all(f.match(str(v)) for f in given.get(name, []))
                     ]
                     values += [v for v in matched if v not in values]
-                out.notes.append(f"{table.name}: {len(values)} value(s) of {name} from the keys")
+                notes.append(f"{table.name}: {len(values)} value(s) of {name} from the keys")
         combos = [{**c, name: v} for c in combos for v in dict.fromkeys(values)]
         if not combos:
-            return out
+            return Plan(source, notes=tuple(notes))
     raise BadRequest(f"{table.name}: the key {decl.key.describe()} holds no time")
 
 

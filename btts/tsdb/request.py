@@ -21,10 +21,12 @@ from dataclasses import dataclass, field, replace
 from btts.tsdb import calendar, patterns, series
 from btts.tsdb.calendar import Calendar
 from btts.tsdb.errors import BadRequest, TooLarge
+from btts.tsdb.series import Downsample
 
 __all__ = [
     "EARLIEST_MS",
     "FILTER_TYPES",
+    "Downsample",
     "SubQuery",
     "TagFilter",
     "TsQuery",
@@ -110,18 +112,6 @@ class TagFilter:
         if self.type in _LITERAL_TYPES:
             return frozenset(text.split("|"))
         return text
-
-
-@dataclass(frozen=True)
-class Downsample:
-    interval_ms: int  # 0: one bucket for the whole range ("0all"); nominal for a calendar
-    aggregator: str
-    fill: str = "none"
-    calendar: Calendar | None = field(default=None, compare=False)  # buckets on the calendar
-
-    @property
-    def text(self) -> str:
-        return f"{self.interval_ms}ms-{self.aggregator}-{self.fill}"
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,7 @@ class Service:
 
         def work() -> bytes:
             reader = self.reader()
-            budget.check_request(tq, self.limits.max_points)  # before any read, this one too
+            budget.check_request(tq, self.limits.max_points)  # once, before any read
             for q in tq.queries:
                 self._resolve_tag_values(reader, q)
             stats = answer.Stats() if tq.show_stats or tq.show_summary else None

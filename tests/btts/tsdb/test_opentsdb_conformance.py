@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from btts.tsdb import answer, request, series
+from btts.tsdb import answer, planning, request, series
 from tests.support.opentsdb_conformance import (
     NAN,
     SETS,
@@ -91,7 +91,7 @@ DAY_POINTS = [
 
 def _cal(points, spec, tz):
     ds = request.parse_downsample(spec, tz)
-    return series.downsample(points, ds.interval_ms, ds.aggregator, ds.fill, 0, 2**50, ds.calendar)
+    return series.downsample(points, ds, series.Window(0, 2**50))
 
 
 def _agg(groups, agg, rates=False):
@@ -100,7 +100,7 @@ def _agg(groups, agg, rates=False):
 
 def _ds(points, spec, start, end):
     iv, agg, fill = spec
-    return series.downsample(points, iv, agg, fill, start, end)
+    return series.downsample(points, series.Downsample(iv, agg, fill), series.Window(start, end))
 
 
 VECTORS = [
@@ -379,7 +379,7 @@ def btts_answer(stored: dict, body: dict) -> list:
     iv = q.downsample.interval_ms if q.downsample else 0
     ws, we = series.scan_window(tq.start_ms, tq.end_ms, iv)
     data = {(("host", h),): [(t, v) for t, v in pts if ws <= t < we] for h, pts in stored.items()}
-    results = answer.compute("m", data, q, tq)
+    results = answer.compute(planning.asked(q, tq), data)
     text = answer.render(results, True).decode()
     return json.loads(text, parse_constant=_refuse)
 
