@@ -159,17 +159,18 @@ class Stats:
 def answer(
     reader: reads.Reader,
     catalog: Catalog,
-    ts_query: TsQuery,
+    subs: Sequence[SubPlan],
     limits: Limits,
     stats: Stats | None = None,
 ) -> list[Result]:
-    """Every sub-query of ``ts_query`` planned (:func:`planning.plan_sub`) and answered in
-    turn, within the request's deadline; an answer of more than ``max_points`` points is a
-    ``TooLarge``. The request's budget was checked before (:func:`budget.check_request`)."""
+    """Every sub-query as asked (:func:`planning.asked`) planned (:func:`planning.plan_sub`)
+    and answered in turn, within the request's deadline; an answer of more than
+    ``max_points`` points is a ``TooLarge``. The request's budget was checked before
+    (:func:`budget.check_request`)."""
     results: list[Result] = []
-    for sub_query in ts_query.queries:
+    for asked in subs:
         began, rows = time.monotonic(), reader.rows_read
-        sub = planning.plan_sub(reader, catalog, sub_query, ts_query, limits.max_points)
+        sub = planning.plan_sub(reader, catalog, asked, limits.max_points)
         mine = run_sub(reader, sub)
         for r in mine:
             r.index = sub.index
@@ -203,11 +204,11 @@ def _summary(stats: Stats, serialization_ms: float) -> dict:
         "totalTime": total,
         "processingPreWriteTime": round(total - serialization_ms, 3),
         "serializationTime": serialization_ms,
-        "emittedDPs": sum(q["emittedDPs"] for q in stats.queries.values()),
-        "rowsFromStorage": sum(q["rowsFromStorage"] for q in stats.queries.values()),
+        "emittedDPs": sum(one["emittedDPs"] for one in stats.queries.values()),
+        "rowsFromStorage": sum(one["rowsFromStorage"] for one in stats.queries.values()),
     }
-    for index, q in sorted(stats.queries.items()):
-        out[f"queryIdx_{index:02d}"] = q
+    for index, one in sorted(stats.queries.items()):
+        out[f"queryIdx_{index:02d}"] = one
     return {"statsSummary": out}
 
 
@@ -215,7 +216,7 @@ def render(
     results: Sequence[Result],
     ms_resolution: bool,
     arrays: bool = False,
-    tq: TsQuery | None = None,
+    ts_query: TsQuery | None = None,
     stats: Stats | None = None,
 ) -> bytes:
     """The response body: OpenTSDB's list of ``{metric, tags, aggregateTags, dps}``; with
@@ -229,13 +230,13 @@ def render(
         head: dict = {"metric": r.metric, "tags": r.tags, "aggregateTags": r.aggregate_tags}
         if r.query is not None:
             head["query"] = r.query
-        if tq is not None and tq.show_tsuids:
+        if ts_query is not None and ts_query.show_tsuids:
             head["tsuids"] = sorted(tsuids.encode(r.metric, dict(k)) for k in r.members)
         text = json.dumps(head)[:-1] + ',"dps":' + _dps(r, ms_resolution, arrays)
-        if tq is not None and tq.show_stats and stats is not None:
+        if ts_query is not None and ts_query.show_stats and stats is not None:
             text += ',"stats":' + json.dumps(stats.queries.get(r.index, {"queryIndex": r.index}))
         parts.append(text + "}")
-    if tq is not None and tq.show_summary and stats is not None:
+    if ts_query is not None and ts_query.show_summary and stats is not None:
         serialization = round((time.monotonic() - began) * 1000, 3)
         parts.append(json.dumps(_summary(stats, serialization)))
     return ("[" + ",".join(parts) + "]").encode("utf-8")

@@ -94,18 +94,11 @@ def asked(sub_query: SubQuery, ts_query: TsQuery) -> SubPlan:
     )
 
 
-def plan_sub(
-    reader: reads.Reader,
-    catalog: Catalog,
-    sub_query: SubQuery,
-    ts_query: TsQuery,
-    max_points: int,
-) -> SubPlan:
-    """:func:`asked`, and the tables and key ranges answering it: the rollup table when one
-    serves the downsample, else the point table whose key serves the filters. An unknown
-    metric or tag, or a metric kept only as hourly sums read otherwise, is a
-    :class:`BadRequest`; too many points (series x buckets) a ``TooLarge``."""
-    sub = asked(sub_query, ts_query)
+def plan_sub(reader: reads.Reader, catalog: Catalog, sub: SubPlan, max_points: int) -> SubPlan:
+    """``sub`` as :func:`asked` made it, with the tables and key ranges answering it: the
+    rollup table when one serves the downsample, else the point table whose key serves the
+    filters. An unknown metric or tag, or a metric kept only as hourly sums read otherwise, is
+    a :class:`BadRequest`; too many points (series x buckets) a ``TooLarge``."""
     metric = catalog.get(sub.metric)
     rollup = _rollup_source(metric, sub)
     if rollup is not None:

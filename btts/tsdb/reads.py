@@ -420,13 +420,15 @@ def _cells_filter(source: Source) -> row_filters.RowFilter | None:
     return one_column([col.family], col.qualifier.encode("utf-8"))
 
 
-def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
+def read_points(
+    reader: Reader, planned: Plan, filters: Sequence[TagFilter]
+) -> dict[SeriesKey, list]:
     """Every series of the plan: ``{(tag, value)…: [(ts_ms, value), …]}`` in time order, each
     part of the reads turned into points while the next is read."""
-    cells = _cells_filter(p.source)
+    cells = _cells_filter(planned.source)
     out: dict[SeriesKey, list] = {}
-    for rows in reader.scan_parts(p.scans, cells):
-        for labels, points in _part_points(p.source, rows, filters).items():
+    for rows in reader.scan_parts(planned.scans, cells):
+        for labels, points in _part_points(planned.source, rows, filters).items():
             got = out.get(labels)
             if got is None:
                 out[labels] = points
@@ -497,11 +499,11 @@ def _passes(labels: Mapping[str, str], filters: Sequence[TagFilter]) -> bool:
 
 
 def read_rollup(
-    reader: Reader, p: Plan, filters, start_ms: int, end_ms: int
+    reader: Reader, planned: Plan, filters, start_ms: int, end_ms: int
 ) -> dict[SeriesKey, list]:
     """``{series: [(hour start, sum, count), …]}`` from a rollup table: the exact_* totals
     (latest cell) when the rollup wrote them, else the AddToCell sum/count."""
-    source = p.source
+    source = planned.source
     cells = row_filters.RowFilterChain(
         filters=[
             one_column([f.name for f in source.table.decl.families], source.qualifier),
@@ -512,7 +514,7 @@ def read_rollup(
     entity = source.table.rollup.entity
     out: dict[SeriesKey, list] = {}
     verdicts: dict[SeriesKey, bool] = {}
-    for rows in reader.scan_all(p.scans, cells):
+    for rows in reader.scan_all(planned.scans, cells):
         for row in rows:
             got: dict[str, tuple[int, int]] = {}
             for cell in row.cells:

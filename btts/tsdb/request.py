@@ -405,15 +405,15 @@ def _distinct(queries: list[SubQuery]) -> tuple[SubQuery, ...]:
     """The sub-queries without repeats, numbered again (``parseQueryV1`` keeps the first of
     equal ``TSSubQuery`` s: the same metric, aggregator, downsample, rate, filters)."""
     out: list[SubQuery] = []
-    for q in queries:
-        mine = (q.metric, q.aggregator, q.downsample, q.rate, q.explicit_tags)
+    for sub in queries:
+        mine = (sub.metric, sub.aggregator, sub.downsample, sub.rate, sub.explicit_tags)
         if any(
             (o.metric, o.aggregator, o.downsample, o.rate, o.explicit_tags) == mine
-            and _same_filters(o.filters, q.filters)
+            and _same_filters(o.filters, sub.filters)
             for o in out
         ):
             continue
-        out.append(replace(q, index=len(out)))
+        out.append(replace(sub, index=len(out)))
     return tuple(out)
 
 
@@ -449,8 +449,8 @@ def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
     if len(raw_queries) > MAX_QUERIES:
         raise TooLarge(f"More than {MAX_QUERIES} queries in one request")
     use_calendar = truth(body.get("useCalendar"))
-    queries = _distinct([sub_query(i, q, tz, use_calendar) for i, q in enumerate(raw_queries)])
-    if tz is not None and any(q.downsample for q in queries):
+    queries = _distinct([sub_query(i, raw, tz, use_calendar) for i, raw in enumerate(raw_queries)])
+    if tz is not None and any(sub.downsample for sub in queries):
         try:
             calendar.zone(tz)
         except ValueError:  # TSQuery.validateAndSetQuery: a downsample needs a known zone

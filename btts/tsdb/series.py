@@ -120,11 +120,11 @@ def estimate(p: float, kind: str) -> Callable:
 
     def run(values):
         ordered = sorted(float(v) for v in values)
-        n, q = len(ordered), p / 100
+        n, quantile = len(ordered), p / 100
         if kind == "r3":
-            pos = 0.0 if q <= 0.5 / n else float(round(n * q))  # rint: halves to even
+            pos = 0.0 if quantile <= 0.5 / n else float(round(n * quantile))  # rint: halves to even
         else:
-            pos = float(n) if q == 1 else 1 + (n - 1) * q
+            pos = float(n) if quantile == 1 else 1 + (n - 1) * quantile
         if pos < 1:
             return ordered[0]
         if pos >= n:
@@ -290,9 +290,9 @@ def bucket_count(start_ms: int, end_ms: int, interval_ms: int) -> int:
 
 
 def downsample(
-    points: Series, ds: Downsample, window: Window, span: Window | None = None
+    points: Series, downsampling: Downsample, window: Window, span: Window | None = None
 ) -> Series:
-    """One value per bucket of ``ds`` over the read ``window`` (``[start, end)``): buckets
+    """One value per bucket of ``downsampling`` over the read ``window`` (``[start, end)``): buckets
     start at the first interval boundary at or after its start (``Downsampler``'s seek); an
     empty bucket is left out (fill ``none``) or holds the fill value, up to the last whole
     interval of the window (``FillingDownsampler``), only inside ``span`` when given (the
@@ -300,22 +300,22 @@ def downsample(
     a range would be millions). An interval of 0 (``0all``): one bucket at the window's start
     over the points in the window."""
     start_ms, end_ms = window.start_ms, window.end_ms
-    if ds.interval_ms == 0:
+    if downsampling.interval_ms == 0:
         inside = [v for t, v in points if start_ms <= t < end_ms]
-        return [(start_ms, run_aggregator(ds.aggregator, inside))] if inside else []
-    if ds.calendar is not None:
-        return _calendar_downsample(points, ds, window, span)
-    interval_ms = ds.interval_ms
+        return [(start_ms, run_aggregator(downsampling.aggregator, inside))] if inside else []
+    if downsampling.calendar is not None:
+        return _calendar_downsample(points, downsampling, window, span)
+    interval_ms = downsampling.interval_ms
     first = start_ms + (-start_ms) % interval_ms
     grouped: dict[int, list] = {}
     for ts, value in points:
         if ts >= first:
             grouped.setdefault(ts - ts % interval_ms, []).append(value)
-    out = {b: run_aggregator(ds.aggregator, vals) for b, vals in grouped.items()}
-    if ds.fill != "none":
+    out = {b: run_aggregator(downsampling.aggregator, vals) for b, vals in grouped.items()}
+    if downsampling.fill != "none":
         last = end_ms - end_ms % interval_ms  # exclusive
         out = {b: v for b, v in out.items() if b < last}
-        _fill(out, ds.fill, range(first, last, interval_ms), span)
+        _fill(out, downsampling.fill, range(first, last, interval_ms), span)
     return sorted(out.items())
 
 
@@ -339,10 +339,10 @@ def _fill(out: dict, fill: str, grid: range, span: Window | None) -> None:
 
 
 def _calendar_downsample(
-    points: Series, ds: Downsample, window: Window, span: Window | None
+    points: Series, downsampling: Downsample, window: Window, span: Window | None
 ) -> Series:
     """:func:`downsample` into calendar buckets (``1dc``; ``useCalendar`` and ``timezone``)."""
-    calendar, aggregator, fill = ds.calendar, ds.aggregator, ds.fill
+    calendar, aggregator, fill = downsampling.calendar, downsampling.aggregator, downsampling.fill
     start_ms, end_ms = window.start_ms, window.end_ms
     first = calendar.ceil(start_ms)
     grouped: dict[int, list] = {}
@@ -374,13 +374,17 @@ def _calendar_downsample(
 
 def downsample_partials(
     partials: Sequence[tuple[int, Decimal, int]],
-    ds: Downsample,
+    downsampling: Downsample,
     window: Window,
     span: Window | None = None,
 ) -> Series:
     """:func:`downsample` from per-hour ``(hour start, sum, count)`` (a rollup table's cells):
     ``sum``, ``count`` and ``avg`` of buckets that are whole multiples of an hour."""
-    interval_ms, aggregator, fill = ds.interval_ms, ds.aggregator, ds.fill
+    interval_ms, aggregator, fill = (
+        downsampling.interval_ms,
+        downsampling.aggregator,
+        downsampling.fill,
+    )
     start_ms, end_ms = window.start_ms, window.end_ms
     grouped: dict[int, list] = {}
     first = start_ms if interval_ms == 0 else start_ms + (-start_ms) % interval_ms

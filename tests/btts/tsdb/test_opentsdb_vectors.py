@@ -315,7 +315,7 @@ def btts_query(stores: dict, store: str, body: dict, ms: bool = True) -> list:
         results = answer.compute(planning.asked(q, tq), data)
         stats.add(q, sum(len(p) for p in data.values()), 0.0, results)
         out += results
-    return json.loads(answer.render(out, ms or tq.ms_resolution, tq=tq, stats=stats))
+    return json.loads(answer.render(out, ms or tq.ms_resolution, ts_query=tq, stats=stats))
 
 
 def _compare(got: list, want: list, start: int, end: int) -> None:
