@@ -163,14 +163,16 @@ def answer(
     limits: Limits,
     stats: Stats | None = None,
 ) -> list[Result]:
-    """Every sub-query as asked (:func:`planning.asked`) planned (:func:`planning.plan_sub`)
-    and answered in turn, within the request's deadline; an answer of more than
-    ``max_points`` points is a ``TooLarge``. The request's budget was checked before
-    (:func:`budget.check_request`)."""
+    """Every sub-query as asked (:func:`planning.asked`) planned (:func:`planning.plan_sub`),
+    its cost checked (:func:`budget.check_series`) and answered in turn, within the request's
+    deadline; an answer of more than ``max_points`` points is a ``TooLarge``. The request's
+    own budget was checked before (:func:`budget.check_request`)."""
     results: list[Result] = []
     for asked in subs:
         began, rows = time.monotonic(), reader.rows_read
-        sub = planning.plan_sub(reader, catalog, asked, limits.max_points)
+        metric = catalog.get(asked.metric)
+        sub = planning.plan_sub(reader, metric, asked)
+        budget.check_series(sub, limits.max_points)  # before its rows are read
         mine = run_sub(reader, sub)
         for r in mine:
             r.index = sub.index

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from btts.tsdb import series
 from btts.tsdb.errors import TooLarge
-from btts.tsdb.request import TagFilter, TsQuery
-from btts.tsdb.series import Downsample, Window
+from btts.tsdb.planning import SubPlan
+from btts.tsdb.request import TagFilter
 from transforms.errors import Timeout
 
 __all__ = ["check_deadline", "check_request", "check_series"]
@@ -36,16 +35,6 @@ def key_ranges(filters: Iterable[TagFilter]) -> int:
     return math.prod(per_tag.values()) if per_tag else 1
 
 
-def planned_points(downsample: Downsample | None, shown: Window, n_series: int) -> int:
-    """The points a filled downsample computes over the ``shown`` range for ``n_series``
-    series (every bucket of every series holds a value or the fill); 0 when the data decides
-    (no fill)."""
-    if downsample is None or downsample.fill == "none" or not downsample.interval_ms:
-        return 0
-    first, last = shown.start_ms, shown.end_ms
-    return n_series * series.bucket_count(first, last, downsample.interval_ms)
-
-
 def _too_many_points(points: int, max_points: int) -> TooLarge:
     return TooLarge(
         f"The query would compute {points} points (series x buckets), more than "
@@ -54,31 +43,28 @@ def _too_many_points(points: int, max_points: int) -> TooLarge:
     )
 
 
-def check_request(ts_query: TsQuery, max_points: int) -> None:
-    """Refuse, before any read, a request whose literal tag values alone make more than
-    :data:`MAX_RANGES` key ranges, or whose filled downsamples alone compute more than
-    ``max_points`` points."""
-    ranges = [key_ranges(sub_query.filters) for sub_query in ts_query.queries]
+def check_request(subs: Sequence[SubPlan], max_points: int) -> None:
+    """Refuse, before any read, a request whose sub-queries (as asked) fix more than
+    :data:`MAX_RANGES` key ranges with their literal tag values alone, or whose filled
+    downsamples alone compute more than ``max_points`` points."""
+    ranges = [key_ranges(sub.filters) for sub in subs]
     if sum(ranges) > MAX_RANGES:
         raise TooLarge(
             f"The query reads {sum(ranges)} key ranges (tag value combinations), more than "
             f"{MAX_RANGES}: give fewer values or group by the tag with *"
         )
-    shown = Window(ts_query.start_ms, ts_query.end_ms)
-    points = sum(
-        planned_points(sub_query.downsample, shown, n)
-        for sub_query, n in zip(ts_query.queries, ranges, strict=True)
-    )
+    points = sum(sub.filled_buckets * n for sub, n in zip(subs, ranges, strict=True))
     if points > max_points:
         raise _too_many_points(points, max_points)
 
 
-def check_series(
-    downsample: Downsample | None, shown: Window, n_series: int, max_points: int
-) -> None:
-    """Refuse a sub-query whose plan (its enumerated series) makes its filled downsample
-    compute more than ``max_points`` points, before its rows are read."""
-    points = planned_points(downsample, shown, n_series)
+def check_series(sub: SubPlan, max_points: int) -> None:
+    """Refuse a planned sub-query whose series (the key ranges it reads) make its filled
+    downsample compute more than ``max_points`` points, before its rows are read."""
+    planned = sub.series_read
+    if planned is None:
+        return
+    points = sub.filled_buckets * max(len(planned.combos), 1)
     if points > max_points:
         raise _too_many_points(points, max_points)
 

@@ -19,13 +19,19 @@ map entry's or a field column's points are taken straight from its cells
 record per event), its column selected on the server by a column range, not a qualifier regex.
 A read past the deadline, or cancelled, is a ``Timeout``; Bigtable failing it, ``Unavailable``;
 a table the instance lacks, :class:`~btts.errors.MissingTable` (the routes say which HTTP status).
+
+The layer stands on its own, whatever the query language above it: a :class:`Reader` (one
+request's deadline), :func:`choose` (the point table of a metric for some tag filters),
+:func:`plan` (its key ranges over ``[start_ms, end_ms)``) and :func:`read_points` (the
+series' points, read in parallel); ``/api/query`` reaches it through
+:mod:`btts.tsdb.planning`.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -94,6 +100,25 @@ class Plan:
                 f"… and {len(self.scans) - DESCRIBED} more ranges of {self.scans[0].table}"
             )
         return [*shown, *self.notes]
+
+    def series_keys(self, tags: Collection[str]) -> list[SeriesKey]:
+        """Each combo's series, as :func:`read_points` keys it: its ``tags`` and their values."""
+        return [tuple(sorted((t, str(v)) for t, v in c.items() if t in tags)) for c in self.combos]
+
+    def without(self, answered: Collection[SeriesKey]) -> Plan | None:
+        """This plan less the series another table answers (``answered``, keyed by the tags
+        they name); None when none is left, or the ranges are not one per series (a salt)."""
+        if not self.combos or len(self.combos) != len(self.scans):
+            return None
+        tags = {t for key in answered for t, _ in key}
+        keep = [i for i, key in enumerate(self.series_keys(tags)) if key not in answered]
+        if not keep:
+            return None
+        return replace(
+            self,
+            scans=tuple(self.scans[i] for i in keep),
+            combos=tuple(self.combos[i] for i in keep),
+        )
 
 
 class Reader:

@@ -129,8 +129,8 @@ class Service:
 
         def work() -> bytes:
             reader = self.reader()
-            budget.check_request(ts_query, self.limits.max_points)  # once, before any read
             subs = [planning.asked(s, ts_query) for s in ts_query.queries]
+            budget.check_request(subs, self.limits.max_points)  # once, before any read
             for sub in subs:
                 self._resolve_tag_values(reader, sub)
             stats = answer.Stats() if ts_query.show_stats or ts_query.show_summary else None
