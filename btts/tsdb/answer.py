@@ -21,7 +21,7 @@ from btts.tsdb.errors import TooLarge
 from btts.tsdb.planning import SubPlan
 from btts.tsdb.request import SubQuery, TsQuery
 
-__all__ = ["Limits", "Stats", "answer", "compute", "render", "run_sub"]
+__all__ = ["Limits", "Stats", "answer", "render", "run_sub"]
 
 
 @dataclass

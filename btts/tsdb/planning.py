@@ -26,7 +26,7 @@ from btts.tsdb.errors import BadRequest
 from btts.tsdb.request import Rate, SubQuery, TagFilter, TsQuery
 from btts.tsdb.series import Downsample, Window
 
-__all__ = ["RollupReads", "SubPlan", "asked", "plan_sub"]
+__all__ = ["SubPlan", "asked", "plan_sub"]
 
 ROLLUP_AGGREGATORS = ("avg", "sum", "count")
 

@@ -65,6 +65,7 @@ from transforms.text import keys
 
 __all__ = [
     "HOUR_MS",
+    "Plan",
     "Reader",
     "choose",
     "plan",

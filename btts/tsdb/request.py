@@ -26,7 +26,7 @@ from btts.tsdb.series import Downsample
 __all__ = [
     "EARLIEST_MS",
     "FILTER_TYPES",
-    "Downsample",
+    "Rate",
     "SubQuery",
     "TagFilter",
     "TsQuery",
