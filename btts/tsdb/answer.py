@@ -97,14 +97,8 @@ def compute(sub: SubPlan, data: dict, downsampled: bool = False) -> list[Result]
             key: series.downsample(pts, sub.downsample, sub.buckets, sub.fill_span)
             for key, pts in data.items()
         }
-    rate = sub.rate
-    if rate is not None:
-        data = {
-            key: series.rate_span(
-                pts, rate.counter, rate.counter_max, rate.reset_value, rate.drop_resets
-            )
-            for key, pts in data.items()
-        }
+    if sub.rate is not None:
+        data = {key: series.rate_span(pts, sub.rate) for key, pts in data.items()}
     return _group(sub, data)
 
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from btts.tsdb import reads, series
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.errors import BadRequest
-from btts.tsdb.request import Rate, SubQuery, TagFilter, TsQuery
-from btts.tsdb.series import Downsample, Window
+from btts.tsdb.request import SubQuery, TagFilter, TsQuery
+from btts.tsdb.series import Downsample, Rate, Window
 
 __all__ = ["SubPlan", "asked", "plan_sub"]
 

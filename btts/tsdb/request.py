@@ -21,12 +21,11 @@ from dataclasses import dataclass, field, replace
 from btts.tsdb import calendar, patterns, series
 from btts.tsdb.calendar import Calendar
 from btts.tsdb.errors import BadRequest, TooLarge
-from btts.tsdb.series import Downsample
+from btts.tsdb.series import Downsample, Rate
 
 __all__ = [
     "EARLIEST_MS",
     "FILTER_TYPES",
-    "Rate",
     "SubQuery",
     "TagFilter",
     "TsQuery",
@@ -112,14 +111,6 @@ class TagFilter:
         if self.type in _LITERAL_TYPES:
             return frozenset(text.split("|"))
         return text
-
-
-@dataclass(frozen=True)
-class Rate:
-    counter: bool = False
-    counter_max: float | None = None
-    reset_value: float = 0
-    drop_resets: bool = False
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from btts.tsdb.calendar import Calendar
 __all__ = [
     "AGGREGATORS",
     "Downsample",
+    "Rate",
     "Window",
     "aggregate",
     "bucket_count",
@@ -51,6 +52,16 @@ class Window:
 
     start_ms: int
     end_ms: int
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A sub-query's ``rate`` and its ``rateOptions`` (OpenTSDB's ``RateOptions``)."""
+
+    counter: bool = False
+    counter_max: float | None = None
+    reset_value: float = 0
+    drop_resets: bool = False
 
 
 @dataclass(frozen=True)
@@ -406,21 +417,16 @@ def downsample_partials(
     return sorted(out.items())
 
 
-def rate_span(
-    points: Series,
-    counter: bool = False,
-    counter_max: float | None = None,
-    reset_value: float = 0,
-    drop_resets: bool = False,
-) -> Series:
+def rate_span(points: Series, rate: Rate = Rate()) -> Series:
     """OpenTSDB's ``RateSpan``: the per-second change into each point, the first one taken
     from time zero and value zero (OpenTSDB's start; a point at or before 1970 gets NaN there,
     where OpenTSDB fails). A NaN value makes its rate and the next NaN. A counter that goes
-    down wrapped at ``counter_max`` (default 2^63-1), unless ``drop_resets`` drops that point;
-    a rate above a non-zero ``reset_value`` is a reset and reads 0."""
+    down (``rate.counter``) wrapped at ``counter_max`` (default 2^63-1), unless ``drop_resets``
+    drops that point; a rate above a non-zero ``reset_value`` is a reset and reads 0."""
     out: Series = []
     prev: tuple[int, Value] = (0, 0)
-    cmax = 2**63 - 1 if counter_max is None else counter_max
+    counter, drop_resets, reset_value = rate.counter, rate.drop_resets, rate.reset_value
+    cmax = 2**63 - 1 if rate.counter_max is None else rate.counter_max
     for ts, value in points:
         y = NAN if value is None else value
         if ts <= prev[0]:

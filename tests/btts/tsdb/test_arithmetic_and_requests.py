@@ -61,13 +61,16 @@ def test_rate_counter_wrap_reset_value_and_dropped_resets():
     first = series.rate_span(pts)[0]  # the rate from time zero: none for a point at 1970
     assert first[0] == 0 and math.isnan(first[1])
     assert series.rate_span([(2000, 10)]) == [(2000, 5.0)]
-    assert series.rate_span(pts, counter=True, drop_resets=True)[1:] == [(1000, 10.0), (3000, 10.0)]
-    assert series.rate_span(pts, counter=True, counter_max=30)[1:] == [
+    assert series.rate_span(pts, series.Rate(counter=True, drop_resets=True))[1:] == [
+        (1000, 10.0),
+        (3000, 10.0),
+    ]
+    assert series.rate_span(pts, series.Rate(counter=True, counter_max=30))[1:] == [
         (1000, 10.0),
         (2000, 15.0),
         (3000, 10.0),
     ]
-    assert series.rate_span(pts, counter=True, counter_max=30, reset_value=12)[1:] == [
+    assert series.rate_span(pts, series.Rate(counter=True, counter_max=30, reset_value=12))[1:] == [
         (1000, 10.0),
         (2000, 0.0),
         (3000, 10.0),

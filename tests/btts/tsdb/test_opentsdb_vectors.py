@@ -248,7 +248,7 @@ def run_aggregator(v: dict, d: dict) -> None:
 
 def run_rate(v: dict, d: dict) -> None:
     pts = [p for p in points(v["points"]) if p[0] >= v.get("seek", p[0])]
-    got = series.rate_span(pts, v["counter"], v["counter_max"], v["reset"], v["drop"])
+    got = series.rate_span(pts, series.Rate(v["counter"], v["counter_max"], v["reset"], v["drop"]))
     got = got[1:] if v.get("skip_first") else got
     same_points(got[: len(v["expect"])] if v.get("prefix") else got, v["expect"], 1e-7)
 
