@@ -54,7 +54,7 @@ from transforms.bigtable.filters import KEYS_ONLY, read_query
 from transforms.build import fields
 from transforms.mutations import ReadRow
 from transforms.scans import key_ranges
-from transforms.scans.key_ranges import Scan
+from transforms.scans.key_ranges import Scan, Window
 from transforms.text import timefmt
 
 __all__ = [
@@ -179,14 +179,14 @@ def plan_declared(
         rows = [dict(zip(fixed, combo, strict=True)) for combo in zip(*many, strict=True)]
         scans = (key_ranges.row_scan(decl, rows, tz),)
     elif spec.read == "time" and salted:
-        scans = key_ranges.salted_scans(decl, start_ms, end_ms, tz)
+        scans = key_ranges.salted_scans(decl, Window(start_ms, end_ms), tz)
     elif spec.read == "time" and spec.per:
         scans = tuple(
-            key_ranges.time_scan(decl, {**fixed, spec.per: f}, start_ms, end_ms, tz)
+            key_ranges.time_scan(decl, {**fixed, spec.per: f}, Window(start_ms, end_ms), tz)
             for f in tspec.rows_per.fields
         )
     elif spec.read == "time" or (window and _time_follows(decl, fixed)):
-        scans = (key_ranges.time_scan(decl, fixed, start_ms, end_ms, tz),)
+        scans = (key_ranges.time_scan(decl, fixed, Window(start_ms, end_ms), tz),)
     else:
         scans = (key_ranges.prefix_scan(decl, fixed, tz),)
     count = limit if limit is not None else spec.limit
@@ -274,9 +274,9 @@ def table_query(
         raise ValueError("give both a start and an end time, or neither")
     salted = any(s.kind == "salt" for s in decl.key.segments)
     if start_ms is not None and salted and not values:
-        scans = key_ranges.salted_scans(decl, start_ms, end_ms, tz)
+        scans = key_ranges.salted_scans(decl, Window(start_ms, end_ms), tz)
     elif start_ms is not None:
-        scans = (key_ranges.time_scan(decl, values, start_ms, end_ms, tz),)
+        scans = (key_ranges.time_scan(decl, values, Window(start_ms, end_ms), tz),)
     elif set(decl.key.fields) <= set(values):  # a salt hashes key fields: it is known too
         scans = (key_ranges.row_scan(decl, [values], tz),)
     else:

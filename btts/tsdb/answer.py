@@ -49,8 +49,7 @@ def _rollup_data(reader: reads.Reader, sub: SubPlan) -> dict:
     parts = sub.rollup
     partials: dict = {}
     if parts.hours is not None:
-        hours = parts.whole_hours
-        found = reads.read_rollup(reader, parts.hours, sub.filters, hours.start_ms, hours.end_ms)
+        found = reads.read_rollup(reader, parts.hours, sub.filters, parts.whole_hours)
         for key, sums in found.items():
             partials.setdefault(key, []).extend(sums)
     for edge in parts.edges:

@@ -24,7 +24,8 @@ from btts.tsdb import reads, series
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.errors import BadRequest
 from btts.tsdb.request import SubQuery, TagFilter, TsQuery
-from btts.tsdb.series import Downsample, Rate, Window
+from btts.tsdb.series import Downsample, Rate
+from transforms.scans.key_ranges import Window
 
 __all__ = ["SubPlan", "asked", "plan_sub"]
 
@@ -119,7 +120,7 @@ def plan_sub(reader: reads.Reader, metric: Metric, sub: SubPlan) -> SubPlan:
             "downsample it by 1h (or a multiple) with avg, sum or count"
         )
     source = reads.choose(metric, sub.filters, reader.tenant)
-    points = reads.plan(reader, source, sub.filters, sub.read.start_ms, sub.read.end_ms)
+    points = reads.plan(reader, source, sub.filters, sub.read)
     return replace(sub, metric=metric.name, points=points, described=tuple(points.describe()))
 
 
@@ -142,28 +143,29 @@ def _plan_rollup(reader: reads.Reader, metric: Metric, rollup: Source, sub: SubP
     edges, and the points of the series the rollup lacks (landed without
     ``--hourly_rollup``: a rollup answers only for what it covers)."""
     read, filters = sub.read, sub.filters
-    first, last = reads.whole_hours(read.start_ms, read.end_ms)
+    whole = reads.whole_hours(read)
     described: list[str] = []
     hours = covered = None
-    if first < last:
-        planned = reads.plan(reader, rollup, filters, first, last)
+    if whole.start_ms < whole.end_ms:
+        planned = reads.plan(reader, rollup, filters, whole)
         covered = set(planned.series_keys(rollup.tags))
-        whole = tuple(replace(s, start_ms=None, end_ms=None) for s in planned.scans)
-        hours = replace(planned, scans=whole)
+        unbounded = tuple(replace(s, start_ms=None, end_ms=None) for s in planned.scans)
+        hours = replace(planned, scans=unbounded)
         described += [f"rollup {rollup.name} (hourly sum/count) for whole hours", *hours.describe()]
-    parts = RollupReads(hours, Window(first, last))
-    edges = [(a, b) for a, b in ((read.start_ms, first), (last, read.end_ms)) if a < b]
+    parts = RollupReads(hours, whole)
+    before, after = Window(read.start_ms, whole.start_ms), Window(whole.end_ms, read.end_ms)
+    edges = [edge for edge in (before, after) if edge.start_ms < edge.end_ms]
     if not metric.points:
         if edges:
             described.append("no point table: the partial hours at the edges are left out")
         return replace(sub, metric=metric.name, rollup=parts, described=tuple(described))
     source = reads.choose(metric, filters, reader.tenant)
-    at_edges = tuple(reads.plan(reader, source, filters, a, b) for a, b in edges)
+    at_edges = tuple(reads.plan(reader, source, filters, edge) for edge in edges)
     for planned in at_edges:
         described += [f"points of the partial hour(s) from {source.name}", *planned.describe()]
     uncovered = None
     if covered is not None:
-        everything = reads.plan(reader, source, filters, read.start_ms, read.end_ms)
+        everything = reads.plan(reader, source, filters, read)
         uncovered = everything.without(covered)
     if uncovered is not None:
         described.append(f"{len(uncovered.combos)} series the rollup lacks, from {source.name}")

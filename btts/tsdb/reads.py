@@ -22,7 +22,7 @@ a table the instance lacks, :class:`~btts.errors.MissingTable` (the routes say w
 
 The layer stands on its own, whatever the query language above it: a :class:`Reader` (one
 request's deadline), :func:`choose` (the point table of a metric for some tag filters),
-:func:`plan` (its key ranges over ``[start_ms, end_ms)``) and :func:`read_points` (the
+:func:`plan` (its key ranges over a :class:`Window`) and :func:`read_points` (the
 series' points, read in parallel); ``/api/query`` reaches it through
 :mod:`btts.tsdb.planning`.
 """
@@ -60,7 +60,7 @@ from transforms.errors import DataError, Timeout, Unavailable
 from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
-from transforms.scans.key_ranges import Scan
+from transforms.scans.key_ranges import Scan, Window
 from transforms.text import keys
 
 __all__ = [
@@ -294,22 +294,17 @@ def choose(metric: Metric, filters: Sequence[TagFilter], tenant: str | None) -> 
     )
 
 
-def plan(
-    reader: Reader,
-    source: Source,
-    filters: Sequence[TagFilter],
-    start_ms: int,
-    end_ms: int,
-) -> Plan:
-    """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
-    segments, others enumerate, a salt fans out, the time segment bounds each range. A tag
-    value no key can hold (a delimiter, text for a number) is a :class:`BadRequest`."""
+def plan(reader: Reader, source: Source, filters: Sequence[TagFilter], window: Window) -> Plan:
+    """The scans of ``source`` for ``filters`` in the ``window`` (``[start_ms, end_ms)``):
+    literal tags fix segments, others enumerate, a salt fans out, the time segment bounds each
+    range. A tag value no key can hold (a delimiter, text for a number) is a
+    :class:`BadRequest`."""
     # a window reaching before the times the key can hold reads from its earliest; one wholly
     # before reads nothing (but still finds the series: a lookup plans over [0, 1))
-    start_ms = max(start_ms, earliest_ms(source))
-    empty = end_ms <= start_ms
+    start_ms = max(window.start_ms, earliest_ms(source))
+    empty = window.end_ms <= start_ms
     try:
-        out = _plan(reader, source, filters, start_ms, max(end_ms, start_ms + 1))
+        out = _plan(reader, source, filters, Window(start_ms, max(window.end_ms, start_ms + 1)))
     except BadRequest:
         raise
     except ValueError as exc:
@@ -344,11 +339,11 @@ def _open_fields(source: Source, filters: Sequence[TagFilter], tenant: str | Non
     return out
 
 
-def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -> Plan:
+def _plan_indexed(reader, source: Source, filters, window: Window) -> Plan:
     """The scans of the series the index lists for ``filters`` seen in the window: one range
     per series (the key's fields before the time), never a read of the data to find them."""
     table = source.table
-    found = reader.index.series(reader, source, filters, (start_ms, end_ms), MAX_SERIES + 1)
+    found = reader.index.series(reader, source, filters, window, MAX_SERIES + 1)
     if len(found) > MAX_SERIES:
         raise TooLarge(f"More than {MAX_SERIES} series of {source.name} match: narrow the tags")
     decl = table.decl
@@ -367,7 +362,7 @@ def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -
     listed = tuple(combos.values())
     return Plan(
         source,
-        tuple(key_ranges.time_scans(decl, listed, start_ms, end_ms)),
+        tuple(key_ranges.time_scans(decl, listed, window)),
         listed,
         (f"{table.name}: {len(found)} series from the index {reader.index.name(source)}",),
     )
@@ -387,11 +382,11 @@ def _typer(source: Source):
     return typed
 
 
-def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
+def _plan(reader, source, filters, window: Window) -> Plan:
     schema, table = source.schema, source.table
     index = reader.index
     if index is not None and index.covers(source) and _open_fields(source, filters, reader.tenant):
-        return _plan_indexed(reader, source, filters, start_ms, end_ms)
+        return _plan_indexed(reader, source, filters, window)
     decl = table.decl
     given = _by_tag(filters)
     per = table.rows_per.name if table.rows_per is not None else None
@@ -404,9 +399,9 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
             notes.append(f"{table.name}: one range per salt bucket, merged in time order")
-            return Plan(source, key_ranges.salted_scans(decl, start_ms, end_ms), (), tuple(notes))
+            return Plan(source, key_ranges.salted_scans(decl, window), (), tuple(notes))
         if seg.kind in table_model.TIME_KINDS:
-            scans = tuple(key_ranges.time_scan(decl, c, start_ms, end_ms) for c in combos)
+            scans = tuple(key_ranges.time_scans(decl, combos, window))
             return Plan(source, scans, tuple(combos), tuple(notes))
         name = seg.field
         if name == per:
@@ -524,11 +519,9 @@ def _passes(labels: Mapping[str, str], filters: Sequence[TagFilter]) -> bool:
 # -- rollups ----------------------------------------------------------------------------------
 
 
-def read_rollup(
-    reader: Reader, planned: Plan, filters, start_ms: int, end_ms: int
-) -> dict[SeriesKey, list]:
-    """``{series: [(hour start, sum, count), …]}`` from a rollup table: the exact_* totals
-    (latest cell) when the rollup wrote them, else the AddToCell sum/count."""
+def read_rollup(reader: Reader, planned: Plan, filters, hours: Window) -> dict[SeriesKey, list]:
+    """``{series: [(hour start, sum, count), …]}`` of the ``hours`` from a rollup table: the
+    exact_* totals (latest cell) when the rollup wrote them, else the AddToCell sum/count."""
     source = planned.source
     cells = row_filters.RowFilterChain(
         filters=[
@@ -551,7 +544,7 @@ def read_rollup(
             if total is None or count is None:
                 continue
             hour = total[1] - total[1] % HOUR_MS
-            if not start_ms <= hour < end_ms:
+            if not hours.start_ms <= hour < hours.end_ms:
                 continue
             labels = ((entity, str(key_ranges.split_key(decl, row.key)[entity])),)
             if labels not in verdicts:
@@ -563,7 +556,7 @@ def read_rollup(
     return out
 
 
-def whole_hours(start_ms: int, end_ms: int) -> tuple[int, int]:
-    """``[first whole hour, end of the last whole hour)`` inside ``[start_ms, end_ms)``."""
-    first = start_ms + (-start_ms) % HOUR_MS
-    return first, max(first, end_ms - end_ms % HOUR_MS)
+def whole_hours(window: Window) -> Window:
+    """``[first whole hour, end of the last whole hour)`` inside the ``window``."""
+    first = window.start_ms + (-window.start_ms) % HOUR_MS
+    return Window(first, max(first, window.end_ms - window.end_ms % HOUR_MS))

@@ -23,12 +23,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from btts.tsdb.calendar import Calendar
+from transforms.scans.key_ranges import Window
 
 __all__ = [
     "AGGREGATORS",
     "Downsample",
     "Rate",
-    "Window",
     "aggregate",
     "bucket_count",
     "clip",
@@ -43,15 +43,6 @@ Value = Decimal | float | int | None
 Series = list[tuple[int, Value]]
 NAN = float("nan")
 ROW_MS = 3_600_000  # OpenTSDB's row: one hour (Const.MAX_TIMESPAN)
-
-
-@dataclass(frozen=True)
-class Window:
-    """A span of time in epoch ms: ``[start_ms, end_ms)`` read or bucketed, or the
-    ``[start_ms, end_ms]`` an answer shows (OpenTSDB includes the end)."""
-
-    start_ms: int
-    end_ms: int
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from btts.tsdb.catalog import Catalog, Metric
 from btts.tsdb.errors import BadRequest, NotFound, TooLarge, UnknownName, Unlisted
 from btts.tsdb.request import TagFilter
 from transforms.errors import BttsError, Timeout, Unavailable
+from transforms.scans.key_ranges import Window
 
 __all__ = ["Service"]
 
@@ -225,7 +226,7 @@ class Service:
             request.tag_filter(t, "wildcard", "*", True) for t in source.tags if t not in given
         ]
         try:
-            planned = reads.plan(reader, source, [*filters, *open_tags], 0, 1)
+            planned = reads.plan(reader, source, [*filters, *open_tags], Window(0, 1))
         except (TooLarge, Timeout) as exc:
             hint = "; declare `index:` in the schema and run `btts index rebuild`"
             raise type(exc)(f"{exc}{hint}") from exc

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from transforms.errors import InvalidEvent
 from transforms.scans import salted_reads
@@ -35,6 +35,7 @@ __all__ = [
     "WHOLE_TABLE",
     "KeyRange",
     "Scan",
+    "Window",
     "key_prefix",
     "prefix_range",
     "prefix_scan",
@@ -48,6 +49,16 @@ __all__ = [
 KeyRange = tuple[bytes, bytes]  # [start, end); b"" as end = to the end of the table
 WHOLE_TABLE: KeyRange = (b"", b"")
 UTC = timefmt.UTC
+
+
+@dataclass(frozen=True)
+class Window:
+    """A span of time in epoch ms, planned once and passed whole: ``[start_ms, end_ms)`` read
+    or bucketed, or the ``[start_ms, end_ms]`` an OpenTSDB answer shows (it includes the
+    end)."""
+
+    start_ms: int
+    end_ms: int
 
 
 @dataclass(frozen=True)
@@ -226,15 +237,15 @@ def time_range(
 
 
 def time_scan(
-    decl: TableDecl, values: Mapping[str, object], start_ms: int, end_ms: int, tz: dt.tzinfo = UTC
+    decl: TableDecl, values: Mapping[str, object], window: Window, tz: dt.tzinfo = UTC
 ) -> Scan:
-    """The range of :func:`time_range`, keeping only cells stamped in ``[start_ms, end_ms)``."""
-    span = time_range(decl, values, start_ms, end_ms, tz)
+    """The range of :func:`time_range`, keeping only cells stamped in the ``window``."""
+    span = time_range(decl, values, window.start_ms, window.end_ms, tz)
     return Scan(
         decl.name,
         ranges=(span,),
-        start_ms=start_ms,
-        end_ms=end_ms,
+        start_ms=window.start_ms,
+        end_ms=window.end_ms,
         cell_timestamp=decl.cell_timestamp,
     )
 
@@ -242,8 +253,7 @@ def time_scan(
 def time_scans(
     decl: TableDecl,
     combos: Sequence[Mapping[str, object]],
-    start_ms: int,
-    end_ms: int,
+    window: Window,
     tz: dt.tzinfo = UTC,
 ) -> list[Scan]:
     """:func:`time_scan` of each of ``combos`` (the same fields given in each), the time
@@ -251,37 +261,35 @@ def time_scans(
     text (a ``*`` over 10,000 series is 10,000 ranges)."""
     if not combos:
         return []
-    first = time_scan(decl, combos[0], start_ms, end_ms, tz)
+    first = time_scan(decl, combos[0], window, tz)
     count = _fixed_count(decl, combos[0])
     if any(s.kind == "salt" for s in decl.key.segments[: count + 1]):
-        return [first] + [time_scan(decl, c, start_ms, end_ms, tz) for c in combos[1:]]
+        return [first] + [time_scan(decl, c, window, tz) for c in combos[1:]]
     recipe, delimiter = _partial(decl, count), decl.key.delimiter.encode("utf-8")
     head = recipe.build(combos[0], tz) + delimiter
     (low, high), tail = first.ranges[0], []
     if not (low.startswith(head) and high.startswith(head)):  # a bound past every prefix
-        return [first] + [time_scan(decl, c, start_ms, end_ms, tz) for c in combos[1:]]
+        return [first] + [time_scan(decl, c, window, tz) for c in combos[1:]]
     tail = [low[len(head) :], high[len(head) :]]
     out = [first]
     for combo in combos[1:]:
         prefix = recipe.build(combo, tz) + delimiter
         span = (prefix + tail[0], prefix + tail[1])
-        out.append(Scan(decl.name, (span,), (), start_ms, end_ms, False, None, decl.cell_timestamp))
+        out.append(replace(first, ranges=(span,)))
     return out
 
 
-def salted_scans(
-    decl: TableDecl, start_ms: int, end_ms: int, tz: dt.tzinfo = UTC
-) -> tuple[Scan, ...]:
-    """A salted table's time window: one range per salt bucket
+def salted_scans(decl: TableDecl, window: Window, tz: dt.tzinfo = UTC) -> tuple[Scan, ...]:
+    """A salted table's time ``window``: one range per salt bucket
     (:func:`~transforms.scans.salted_reads.salted_time_ranges`), each keeping only cells
-    stamped in ``[start_ms, end_ms)``; the reader merges them in time order."""
-    ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
+    stamped in the window; the reader merges them in time order."""
+    ranges = salted_reads.salted_time_ranges(decl, window.start_ms, window.end_ms, tz)
     return tuple(
         Scan(
             decl.name,
             ranges=(r,),
-            start_ms=start_ms,
-            end_ms=end_ms,
+            start_ms=window.start_ms,
+            end_ms=window.end_ms,
             cell_timestamp=decl.cell_timestamp,
         )
         for r in ranges

@@ -246,7 +246,9 @@ def test_scans_become_client_queries():
         key_ranges.Scan("T", ranges=(key_ranges.WHOLE_TABLE,), latest_only=True)
     )
     assert whole.row_ranges == [] and whole.row_keys == [] and whole.filter is not None
-    timed = filters.read_query(key_ranges.time_scan(METRIC, {"hostname": "h"}, T0, T0 + 1000))
+    timed = filters.read_query(
+        key_ranges.time_scan(METRIC, {"hostname": "h"}, key_ranges.Window(T0, T0 + 1000))
+    )
     (span,) = timed.row_ranges
     assert (span.start_key, span.end_key) == (b"h#1426535612045", b"h#1426535613045")
     assert (span.start_is_inclusive, span.end_is_inclusive) == (True, False)
