@@ -27,8 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from transforms.errors import InvalidEvent
-from transforms.scans import salted_reads
-from transforms.table_model import TIME_KINDS, KeyRecipe, Segment, TableDecl, cell_micros
+from transforms.table_model import (
+    TIME_FORMATS,
+    TIME_KINDS,
+    KeyRecipe,
+    Segment,
+    TableDecl,
+    cell_micros,
+)
 from transforms.text import keys, timefmt
 
 __all__ = [
@@ -40,6 +46,7 @@ __all__ = [
     "prefix_range",
     "prefix_scan",
     "row_scan",
+    "salt_prefixes",
     "salted_scans",
     "split_key",
     "time_scan",
@@ -279,11 +286,58 @@ def time_scans(
     return out
 
 
+def salt_prefixes(decl: TableDecl) -> tuple[list[str], object]:
+    """The key text before the time segment in each salt bucket (``BATTERY#0#``…, in key order),
+    and that segment. Only constants may precede the salt and a time must follow it — a label,
+    epoch ms or a reversed time (the draft's ``salt, epoch_ms``): otherwise a time range is not
+    one contiguous range per bucket."""
+    segments = decl.key.segments
+    at = next((i for i, s in enumerate(segments) if s.kind == "salt"), None)
+    if at is None:
+        raise ValueError(f"{decl.name}: the key has no salt segment")
+    if any(s.kind != "const" for s in segments[:at]):
+        raise ValueError(f"{decl.name}: only constant segments may precede the salt")
+    after = segments[at + 1] if at + 1 < len(segments) else None
+    plain = after is not None and (after.kind in ("time", "epoch_ms") or (after.kind == "reverse_ts"
+                                   and not after.arg))  # fmt: skip
+    if not plain:
+        raise ValueError(f"{decl.name}: the salt must be followed by a time segment")
+    delimiter = decl.key.delimiter
+    head = "".join(s.arg + delimiter for s in segments[:at])
+    buckets = keys.salt_buckets(segments[at].width or 1)
+    return [f"{head}{salt}{delimiter}" for salt in buckets], after
+
+
+def salted_time_ranges(decl: TableDecl, window: Window, tz: dt.tzinfo = UTC) -> list[KeyRange]:
+    """``[start, end)`` key ranges, one per salt bucket in key order, covering the events of
+    the ``window`` (at the time segment's granularity: exact for milliseconds). A salted key is
+    ``<constants>#<salt>#<time>…``: rows of one time range sit in every bucket."""
+    start_ms, end_ms = window.start_ms, window.end_ms
+    if end_ms < start_ms:
+        raise ValueError(f"time range ends ({end_ms}) before it starts ({start_ms})")
+    prefixes, seg = salt_prefixes(decl)
+    if seg.kind == "time":
+        label = TIME_FORMATS[seg.arg]
+        low, high = label(start_ms, tz), label(end_ms, tz)
+    elif seg.kind == "epoch_ms":  # (epoch keys hold no time before 1970)
+        low, high = keys.epoch_ms(max(start_ms, 0)), keys.epoch_ms(max(end_ms, 0))
+    else:  # reversed: the newest first, so the end bound gives the smallest key
+        if end_ms <= 0:
+            return [(p.encode("utf-8"), p.encode("utf-8")) for p in prefixes]
+        low = keys.reverse_timestamp(end_ms - 1)
+        return [
+            ((p + low).encode("utf-8"),
+             keys.prefix_end((p + keys.reverse_timestamp(max(start_ms, 0))).encode("utf-8")))
+            for p in prefixes
+        ]  # fmt: skip
+    return [((p + low).encode("utf-8"), (p + high).encode("utf-8")) for p in prefixes]
+
+
 def salted_scans(decl: TableDecl, window: Window, tz: dt.tzinfo = UTC) -> tuple[Scan, ...]:
     """A salted table's time ``window``: one range per salt bucket
-    (:func:`~transforms.scans.salted_reads.salted_time_ranges`), each keeping only cells
+    (:func:`salted_time_ranges`), each keeping only cells
     stamped in the window; the reader merges them in time order."""
-    ranges = salted_reads.salted_time_ranges(decl, window.start_ms, window.end_ms, tz)
+    ranges = salted_time_ranges(decl, window, tz)
     return tuple(
         Scan(
             decl.name,

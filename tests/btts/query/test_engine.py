@@ -214,11 +214,11 @@ def _salted(kind: str) -> TableDecl:
 def test_a_salted_epoch_key_is_in_its_bucket_range_exactly_when_its_time_is(kind, t, start, width):
     decl = _salted(kind)
     key = decl.key.build({"t": t, "id": 7})
-    ranges = salted_reads.salted_time_ranges(decl, start, start + width)
+    ranges = key_ranges.salted_time_ranges(decl, key_ranges.Window(start, start + width))
     inside = [low <= key < high for low, high in ranges]
     assert sum(inside) == (start <= t < start + width)
     rows = [SimpleNamespace(key=decl.key.build({"t": m, "id": 1})) for m in (5, 900, 40)]
-    prefixes = salted_reads.salt_prefixes(decl)[0]
+    prefixes = key_ranges.salt_prefixes(decl)[0]
     buckets = [[r for r in rows if r.key.startswith(p.encode())] for p in prefixes]
     merged = salted_reads.merge_in_time_order(
         decl, [sorted(b, key=lambda r: r.key) for b in buckets]
