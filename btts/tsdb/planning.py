@@ -111,17 +111,20 @@ def plan_sub(reader: reads.Reader, metric: Metric, sub: SubPlan) -> SubPlan:
     hourly sums read otherwise, is a :class:`BadRequest`; too many series a ``TooLarge``.
     What the plan costs is :func:`btts.tsdb.budget.check_series`'s to judge, before its
     rows are read."""
+    sub = replace(sub, metric=metric.name)  # as the catalog names it
     rollup = _rollup_source(metric, sub)
-    if rollup is not None:
-        return _plan_rollup(reader, metric, rollup, sub)
-    if not metric.points and metric.rollups:
+    if rollup is None and not metric.points and metric.rollups:
         raise BadRequest(
             f"{metric.name} is only kept as hourly sums and counts ({metric.rollups[0].name}): "
             "downsample it by 1h (or a multiple) with avg, sum or count"
         )
-    source = reads.choose(metric, sub.filters, reader.tenant)
+    # the point table serving the filters (a rollup may need it for the edges): chosen first
+    has_points = metric.points or rollup is None  # none at all: choose says which tag lacks
+    source = reads.choose(metric, sub.filters, reader.tenant) if has_points else None
+    if rollup is not None:
+        return _plan_rollup(reader, rollup, source, sub)
     points = reads.plan(reader, source, sub.filters, sub.read)
-    return replace(sub, metric=metric.name, points=points, described=tuple(points.describe()))
+    return replace(sub, points=points, described=tuple(points.describe()))
 
 
 def _rollup_source(metric: Metric, sub: SubPlan) -> Source | None:
@@ -138,10 +141,13 @@ def _rollup_source(metric: Metric, sub: SubPlan) -> Source | None:
     return next((s for s in metric.rollups if tags <= set(s.tags)), None)
 
 
-def _plan_rollup(reader: reads.Reader, metric: Metric, rollup: Source, sub: SubPlan) -> SubPlan:
-    """The rollup's whole hours of the read window, the points of any partial hour at its
-    edges, and the points of the series the rollup lacks (landed without
-    ``--hourly_rollup``: a rollup answers only for what it covers)."""
+def _plan_rollup(
+    reader: reads.Reader, rollup: Source, source: Source | None, sub: SubPlan
+) -> SubPlan:
+    """The rollup's whole hours of the read window, the points (from ``source``, the point
+    table, if the metric has one) of any partial hour at its edges, and the points of the
+    series the rollup lacks (landed without ``--hourly_rollup``: a rollup answers only for
+    what it covers)."""
     read, filters = sub.read, sub.filters
     whole = reads.whole_hours(read)
     described: list[str] = []
@@ -155,11 +161,10 @@ def _plan_rollup(reader: reads.Reader, metric: Metric, rollup: Source, sub: SubP
     parts = RollupReads(hours, whole)
     before, after = Window(read.start_ms, whole.start_ms), Window(whole.end_ms, read.end_ms)
     edges = [edge for edge in (before, after) if edge.start_ms < edge.end_ms]
-    if not metric.points:
+    if source is None:
         if edges:
             described.append("no point table: the partial hours at the edges are left out")
-        return replace(sub, metric=metric.name, rollup=parts, described=tuple(described))
-    source = reads.choose(metric, filters, reader.tenant)
+        return replace(sub, rollup=parts, described=tuple(described))
     at_edges = tuple(reads.plan(reader, source, filters, edge) for edge in edges)
     for planned in at_edges:
         described += [f"points of the partial hour(s) from {source.name}", *planned.describe()]
@@ -171,4 +176,4 @@ def _plan_rollup(reader: reads.Reader, metric: Metric, rollup: Source, sub: SubP
         described.append(f"{len(uncovered.combos)} series the rollup lacks, from {source.name}")
         described += uncovered.describe()
     parts = replace(parts, edges=at_edges, uncovered=uncovered)
-    return replace(sub, metric=metric.name, rollup=parts, described=tuple(described))
+    return replace(sub, rollup=parts, described=tuple(described))

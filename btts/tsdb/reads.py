@@ -339,17 +339,31 @@ def _open_fields(source: Source, filters: Sequence[TagFilter], tenant: str | Non
     return out
 
 
-def _plan_indexed(reader, source: Source, filters, window: Window) -> Plan:
-    """The scans of the series the index lists for ``filters`` seen in the window: one range
-    per series (the key's fields before the time), never a read of the data to find them."""
+def _plan(reader, source: Source, filters, window: Window) -> Plan:
+    """Which series the filters name (the key's fields before the time, one dict per series),
+    then their key ranges over the ``window``, planned in one place
+    (:mod:`transforms.scans.key_ranges`); a key led by a salt reads every bucket."""
+    index = reader.index
+    if index is not None and index.covers(source) and _open_fields(source, filters, reader.tenant):
+        combos, notes = _indexed_combos(reader, source, filters, window)
+    else:
+        combos, notes = _key_combos(reader, source, filters)
+    decl = source.table.decl
+    if combos is not None:
+        return Plan(source, tuple(key_ranges.time_scans(decl, combos, window)), combos, notes)
+    return Plan(source, key_ranges.salted_scans(decl, window), (), notes)
+
+
+def _indexed_combos(reader, source: Source, filters, window: Window) -> tuple[tuple, tuple]:
+    """The series the index lists for ``filters`` seen in the ``window``: one range each
+    (the key's fields before the time), never a read of the data to find them."""
     table = source.table
     found = reader.index.series(reader, source, filters, window, MAX_SERIES + 1)
     if len(found) > MAX_SERIES:
         raise TooLarge(f"More than {MAX_SERIES} series of {source.name} match: narrow the tags")
-    decl = table.decl
     per = table.rows_per.name if table.rows_per is not None else None
     before = []
-    for seg in decl.key.segments:
+    for seg in table.decl.key.segments:
         if seg.kind in table_model.TIME_KINDS:
             break
         if seg.field:
@@ -359,13 +373,8 @@ def _plan_indexed(reader, source: Source, filters, window: Window) -> Plan:
     for tags in found:
         combo = {f: (source.field if f == per else typed(f, tags[f])) for f in before}
         combos.setdefault(tuple(combo.values()), combo)
-    listed = tuple(combos.values())
-    return Plan(
-        source,
-        tuple(key_ranges.time_scans(decl, listed, window)),
-        listed,
-        (f"{table.name}: {len(found)} series from the index {reader.index.name(source)}",),
-    )
+    note = f"{table.name}: {len(found)} series from the index {reader.index.name(source)}"
+    return tuple(combos.values()), (note,)
 
 
 def _typer(source: Source):
@@ -382,11 +391,11 @@ def _typer(source: Source):
     return typed
 
 
-def _plan(reader, source, filters, window: Window) -> Plan:
+def _key_combos(reader, source: Source, filters) -> tuple[tuple | None, tuple]:
+    """The key fields' values before the time, one dict per series: a literal tag fixes its
+    field, the tenant and the rows' field are known, any other field is enumerated from the
+    keys. None when a salt leads the key (every bucket is read)."""
     schema, table = source.schema, source.table
-    index = reader.index
-    if index is not None and index.covers(source) and _open_fields(source, filters, reader.tenant):
-        return _plan_indexed(reader, source, filters, window)
     decl = table.decl
     given = _by_tag(filters)
     per = table.rows_per.name if table.rows_per is not None else None
@@ -399,10 +408,9 @@ def _plan(reader, source, filters, window: Window) -> Plan:
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
             notes.append(f"{table.name}: one range per salt bucket, merged in time order")
-            return Plan(source, key_ranges.salted_scans(decl, window), (), tuple(notes))
+            return None, tuple(notes)
         if seg.kind in table_model.TIME_KINDS:
-            scans = tuple(key_ranges.time_scans(decl, combos, window))
-            return Plan(source, scans, tuple(combos), tuple(notes))
+            return tuple(combos), tuple(notes)
         name = seg.field
         if name == per:
             values: list[object] = [source.field]
@@ -425,7 +433,7 @@ def _plan(reader, source, filters, window: Window) -> Plan:
                 notes.append(f"{table.name}: {len(values)} value(s) of {name} from the keys")
         combos = [{**c, name: v} for c in combos for v in dict.fromkeys(values)]
         if not combos:
-            return Plan(source, notes=tuple(notes))
+            return (), tuple(notes)
     raise BadRequest(f"{table.name}: the key {decl.key.describe()} holds no time")
 
 
