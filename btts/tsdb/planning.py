@@ -118,11 +118,9 @@ def plan_sub(reader: reads.Reader, metric: Metric, sub: SubPlan) -> SubPlan:
             f"{metric.name} is only kept as hourly sums and counts ({metric.rollups[0].name}): "
             "downsample it by 1h (or a multiple) with avg, sum or count"
         )
-    # the point table serving the filters (a rollup may need it for the edges): chosen first
-    has_points = metric.points or rollup is None  # none at all: choose says which tag lacks
-    source = reads.choose(metric, sub.filters, reader.tenant) if has_points else None
     if rollup is not None:
-        return _plan_rollup(reader, rollup, source, sub)
+        return _plan_rollup(reader, metric, rollup, sub)
+    source = reads.choose(metric, sub.filters, reader.tenant)
     points = reads.plan(reader, source, sub.filters, sub.read)
     return replace(sub, points=points, described=tuple(points.describe()))
 
@@ -141,13 +139,10 @@ def _rollup_source(metric: Metric, sub: SubPlan) -> Source | None:
     return next((s for s in metric.rollups if tags <= set(s.tags)), None)
 
 
-def _plan_rollup(
-    reader: reads.Reader, rollup: Source, source: Source | None, sub: SubPlan
-) -> SubPlan:
-    """The rollup's whole hours of the read window, the points (from ``source``, the point
-    table, if the metric has one) of any partial hour at its edges, and the points of the
-    series the rollup lacks (landed without ``--hourly_rollup``: a rollup answers only for
-    what it covers)."""
+def _plan_rollup(reader: reads.Reader, metric: Metric, rollup: Source, sub: SubPlan) -> SubPlan:
+    """The rollup's whole hours of the read window, the points of any partial hour at its
+    edges, and the points of the series the rollup lacks (landed without
+    ``--hourly_rollup``: a rollup answers only for what it covers)."""
     read, filters = sub.read, sub.filters
     whole = reads.whole_hours(read)
     described: list[str] = []
@@ -161,10 +156,11 @@ def _plan_rollup(
     parts = RollupReads(hours, whole)
     before, after = Window(read.start_ms, whole.start_ms), Window(whole.end_ms, read.end_ms)
     edges = [edge for edge in (before, after) if edge.start_ms < edge.end_ms]
-    if source is None:
+    if not metric.points:
         if edges:
             described.append("no point table: the partial hours at the edges are left out")
         return replace(sub, rollup=parts, described=tuple(described))
+    source = reads.choose(metric, filters, reader.tenant)
     at_edges = tuple(reads.plan(reader, source, filters, edge) for edge in edges)
     for planned in at_edges:
         described += [f"points of the partial hour(s) from {source.name}", *planned.describe()]
