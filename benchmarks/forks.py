@@ -240,7 +240,7 @@ def bench_mutate(target, count: int, rounds: int) -> dict:
 
 
 class _Service:
-    def query(self, tq) -> bytes:
+    def query(self, ts_query) -> bytes:
         return b"[]"
 
 

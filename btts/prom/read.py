@@ -228,9 +228,8 @@ def _series_cells(reads: _Reads, query: _Query, series: Sequence) -> list:
     if not series:
         return []
     decl = reads.store.decls[SAMPLES]
-    scans = key_ranges.time_scans(
-        decl, [{"series": sid} for _, sid in series], query.start_ms, query.end_ms + 1
-    )
+    window = key_ranges.Window(query.start_ms, query.end_ms + 1)
+    scans = key_ranges.time_scans(decl, [{"series": sid} for _, sid in series], window)
     cell_filter = filters.row_filter(scans[0])
     size = max(MIN_PER_READ, min(RANGES_PER_READ, -(-len(scans) // STREAMS)))
     groups = [[s.ranges[0] for s in scans[at : at + size]] for at in range(0, len(scans), size)]

@@ -53,8 +53,8 @@ from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import KEYS_ONLY, read_query
 from transforms.build import fields
 from transforms.mutations import ReadRow
-from transforms.scans import key_ranges, salted_reads
-from transforms.scans.key_ranges import Scan
+from transforms.scans import key_ranges
+from transforms.scans.key_ranges import Scan, Window
 from transforms.text import timefmt
 
 __all__ = [
@@ -67,7 +67,6 @@ __all__ = [
     "offboard_tenant",
     "read_rows",
     "run",
-    "salted_scans",
     "table_query",
     "typed_values",
 ]
@@ -180,35 +179,20 @@ def plan_declared(
         rows = [dict(zip(fixed, combo, strict=True)) for combo in zip(*many, strict=True)]
         scans = (key_ranges.row_scan(decl, rows, tz),)
     elif spec.read == "time" and salted:
-        scans = salted_scans(decl, start_ms, end_ms, tz)
+        scans = key_ranges.salted_scans(decl, Window(start_ms, end_ms), tz)
     elif spec.read == "time" and spec.per:
         scans = tuple(
-            key_ranges.time_scan(decl, {**fixed, spec.per: f}, start_ms, end_ms, tz)
+            key_ranges.time_scan(decl, {**fixed, spec.per: f}, Window(start_ms, end_ms), tz)
             for f in tspec.rows_per.fields
         )
     elif spec.read == "time" or (window and _time_follows(decl, fixed)):
-        scans = (key_ranges.time_scan(decl, fixed, start_ms, end_ms, tz),)
+        scans = (key_ranges.time_scan(decl, fixed, Window(start_ms, end_ms), tz),)
     else:
         scans = (key_ranges.prefix_scan(decl, fixed, tz),)
     count = limit if limit is not None else spec.limit
     return tuple(
         replace(s, table=table or s.table, latest_only=latest, limit=count or s.limit)
         for s in scans
-    )
-
-
-def salted_scans(decl, start_ms: int, end_ms: int, tz: dt.tzinfo = timefmt.UTC) -> tuple[Scan, ...]:
-    """A salted table's time window: one range per bucket (merged by :func:`_rows_in_order`)."""
-    ranges = salted_reads.salted_time_ranges(decl, start_ms, end_ms, tz)
-    return tuple(
-        Scan(
-            decl.name,
-            ranges=(r,),
-            start_ms=start_ms,
-            end_ms=end_ms,
-            cell_timestamp=decl.cell_timestamp,
-        )
-        for r in ranges
     )
 
 
@@ -290,9 +274,9 @@ def table_query(
         raise ValueError("give both a start and an end time, or neither")
     salted = any(s.kind == "salt" for s in decl.key.segments)
     if start_ms is not None and salted and not values:
-        scans = salted_scans(decl, start_ms, end_ms, tz)
+        scans = key_ranges.salted_scans(decl, Window(start_ms, end_ms), tz)
     elif start_ms is not None:
-        scans = (key_ranges.time_scan(decl, values, start_ms, end_ms, tz),)
+        scans = (key_ranges.time_scan(decl, values, Window(start_ms, end_ms), tz),)
     elif set(decl.key.fields) <= set(values):  # a salt hashes key fields: it is known too
         scans = (key_ranges.row_scan(decl, [values], tz),)
     else:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
-from btts.tsdb import series
 from btts.tsdb.errors import TooLarge
-from btts.tsdb.request import SubQuery, TagFilter, TsQuery
+from btts.tsdb.planning import SubPlan
+from btts.tsdb.request import TagFilter
 from transforms.errors import Timeout
 
 __all__ = ["check_deadline", "check_request", "check_series"]
@@ -35,15 +35,6 @@ def key_ranges(filters: Iterable[TagFilter]) -> int:
     return math.prod(per_tag.values()) if per_tag else 1
 
 
-def planned_points(q: SubQuery, tq: TsQuery, n_series: int) -> int:
-    """The points a filled downsample computes for ``n_series`` series (every bucket of
-    every series holds a value or the fill); 0 when the data decides (no fill)."""
-    ds = q.downsample
-    if ds is None or ds.fill == "none" or not ds.interval_ms:
-        return 0
-    return n_series * series.bucket_count(tq.start_ms, tq.end_ms, ds.interval_ms)
-
-
 def _too_many_points(points: int, max_points: int) -> TooLarge:
     return TooLarge(
         f"The query would compute {points} points (series x buckets), more than "
@@ -52,25 +43,28 @@ def _too_many_points(points: int, max_points: int) -> TooLarge:
     )
 
 
-def check_request(tq: TsQuery, max_points: int) -> None:
-    """Refuse, before any read, a request whose literal tag values alone make more than
-    :data:`MAX_RANGES` key ranges, or whose filled downsamples alone compute more than
-    ``max_points`` points."""
-    ranges = [key_ranges(q.filters) for q in tq.queries]
+def check_request(subs: Sequence[SubPlan], max_points: int) -> None:
+    """Refuse, before any read, a request whose sub-queries (as asked) fix more than
+    :data:`MAX_RANGES` key ranges with their literal tag values alone, or whose filled
+    downsamples alone compute more than ``max_points`` points."""
+    ranges = [key_ranges(sub.filters) for sub in subs]
     if sum(ranges) > MAX_RANGES:
         raise TooLarge(
             f"The query reads {sum(ranges)} key ranges (tag value combinations), more than "
             f"{MAX_RANGES}: give fewer values or group by the tag with *"
         )
-    points = sum(planned_points(q, tq, n) for q, n in zip(tq.queries, ranges, strict=True))
+    points = sum(sub.filled_buckets * n for sub, n in zip(subs, ranges, strict=True))
     if points > max_points:
         raise _too_many_points(points, max_points)
 
 
-def check_series(q: SubQuery, tq: TsQuery, n_series: int, max_points: int) -> None:
-    """Refuse a sub-query whose plan (its enumerated series) makes its filled downsample
-    compute more than ``max_points`` points, before its rows are read."""
-    points = planned_points(q, tq, n_series)
+def check_series(sub: SubPlan, max_points: int) -> None:
+    """Refuse a planned sub-query whose series (the key ranges it reads) make its filled
+    downsample compute more than ``max_points`` points, before its rows are read."""
+    planned = sub.series_read
+    if planned is None:
+        return
+    points = sub.filled_buckets * max(len(planned.combos), 1)
     if points > max_points:
         raise _too_many_points(points, max_points)
 

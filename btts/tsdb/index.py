@@ -30,6 +30,7 @@ from transforms.bigtable.filters import COLUMNS_ONLY, KEYS_ONLY
 from transforms.errors import BttsError
 from transforms.mutations import ReadRow
 from transforms.scans import key_ranges, series_index
+from transforms.scans.key_ranges import Window
 from transforms.text import keys
 
 __all__ = ["SeriesIndex", "discover_entries"]
@@ -90,11 +91,11 @@ class SeriesIndex:
         reader: Reader,
         source: Source,
         filters: Sequence[TagFilter],
-        window_ms: tuple[int, int] | None = None,
+        window: Window | None = None,
         limit: int = 0,
     ) -> list[dict[str, str]]:
         """The tag values of the series of ``source``'s metric that pass ``filters`` (pinned
-        to the tenant), seen in ``window_ms`` when given, at most ``limit`` (0: all)."""
+        to the tenant), seen in the ``window`` when given, at most ``limit`` (0: all)."""
         self._check(source)
         tags = source.tags
         fixed = _fixed(tags, filters, self.tenant, source)
@@ -111,16 +112,16 @@ class SeriesIndex:
         def keep(values: tuple[str, ...]) -> bool:
             return len(values) == len(tags) and all(match(values[i]) for i, match in checks)
 
-        window = None
-        if window_ms is not None:
+        cells = None
+        if window is not None:
             decl = source.table.decl
-            window = (
-                max(decl.cell_micros(window_ms[0]), 0),
-                max(decl.cell_micros(window_ms[1]), 0),
+            cells = (
+                max(decl.cell_micros(window.start_ms), 0),
+                max(decl.cell_micros(window.end_ms), 0),
             )
         found = series_lib.series(
             reader.read, self.name(source), source.table.name, (source.field, source.entry),
-            fixed, keep if checks else None, window, limit,
+            fixed, keep if checks else None, cells, limit,
         )  # fmt: skip
         return [dict(zip(tags, s.values, strict=True)) for s in found]
 

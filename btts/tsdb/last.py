@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from btts.tsdb import answer, lookup, mquery, request, series, tsuids
+from btts.tsdb import answer, lookup, mquery, planning, request, series, tsuids
 from btts.tsdb.errors import BadRequest, UnknownName
 from btts.tsdb.request import SubQuery, TsQuery
 from btts.tsdb.service import Service
@@ -107,7 +107,7 @@ def parse_last_body(body: object) -> LastQuery:
     raw = body.get("queries")
     if not isinstance(raw, list) or not raw:
         raise BadRequest("Missing sub queries")
-    subs = [s for q in raw for s in _body_sub(q)]
+    subs = [s for one in raw for s in _body_sub(one)]
     back = _back_scan(body.get("backScan", 0) if body.get("backScan") is not None else 0)
     return LastQuery(tuple(subs), request.truth(body.get("resolveNames")), back)
 
@@ -118,10 +118,13 @@ def parse_last_body(body: object) -> LastQuery:
 def _window(svc: Service, reader, sub: LastSub, start: int, end: int) -> dict[tuple, tuple]:
     """``{series key: (ts, value)}``: each series' latest point in ``[start, end]``."""
     filters = tuple(request.tag_filter(k, "literal_or", v, False) for k, v in sub.tags)
-    q = SubQuery(0, sub.metric, "none", filters=filters)
-    tq = TsQuery(max(start, request.EARLIEST_MS), end, (q,))
+    sub_query = SubQuery(0, sub.metric, "none", filters=filters)
+    ts_query = TsQuery(max(start, request.EARLIEST_MS), end, (sub_query,))
+    asked = planning.asked(sub_query, ts_query)
+    metric = svc.catalog.get(sub.metric)
+    planned = planning.plan_sub(reader, metric, asked)  # no downsample: no budget to check
     out = {}
-    for r in answer.run_sub(reader, svc.catalog, q, tq, svc.limits):
+    for r in answer.run_sub(reader, planned):
         if r.dps:
             out[tuple(sorted(r.tags.items()))] = r.dps[-1]
     return out
@@ -182,19 +185,21 @@ def _latest(svc: Service, reader, sub: LastSub, back_scan: int, now_ms: int) -> 
     return {k: p for k, p in found.items() if not sub.exact or k == sub.tags}
 
 
-def answer_last(svc: Service, lq: LastQuery, now_ms: int | None = None) -> list[dict]:
+def answer_last(svc: Service, last_query: LastQuery, now_ms: int | None = None) -> list[dict]:
     """The answer: one ``{timestamp, value, tsuid}`` per series (with ``metric`` and
     ``tags`` when ``resolve``), the value as text (``IncomingDataPoint``), the time in ms."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     reader = svc.reader()
     out = []
-    for sub in lq.subs:
+    for sub in last_query.subs:
         _check(svc, reader, sub)
-        for key, (ts, value) in sorted(_latest(svc, reader, sub, lq.back_scan, now_ms).items()):
+        for key, (ts, value) in sorted(
+            _latest(svc, reader, sub, last_query.back_scan, now_ms).items()
+        ):
             tags = dict(key)
-            point: dict = {"metric": sub.metric} if lq.resolve else {}
+            point: dict = {"metric": sub.metric} if last_query.resolve else {}
             point.update(timestamp=ts, value=series.render_number(value).strip('"'))
-            if lq.resolve:
+            if last_query.resolve:
                 point["tags"] = tags
             point["tsuid"] = tsuids.encode(sub.metric, tags)
             out.append(point)

@@ -149,5 +149,5 @@ def parse_get(params: Mapping[str, list[str]], now_ms: int | None = None) -> req
         "timezone": (params.get("timezone") or [None])[0],
         "useCalendar": flag(params, "use_calendar", "useCalendar"),
     }
-    tq = request.parse_body(body, now_ms)
-    return replace(tq, arrays=flag(params, "arrays"))
+    ts_query = request.parse_body(body, now_ms)
+    return replace(ts_query, arrays=flag(params, "arrays"))

@@ -19,15 +19,21 @@ map entry's or a field column's points are taken straight from its cells
 record per event), its column selected on the server by a column range, not a qualifier regex.
 A read past the deadline, or cancelled, is a ``Timeout``; Bigtable failing it, ``Unavailable``;
 a table the instance lacks, :class:`~btts.errors.MissingTable` (the routes say which HTTP status).
+
+The layer stands on its own, whatever the query language above it: a :class:`Reader` (one
+request's deadline), :func:`choose` (the point table of a metric for some tag filters),
+:func:`plan` (its key ranges over a :class:`Window`) and :func:`read_points` (the
+series' points, read in parallel); ``/api/query`` reaches it through
+:mod:`btts.tsdb.planning`.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from google.api_core import exceptions as gexc
@@ -54,11 +60,12 @@ from transforms.errors import DataError, Timeout, Unavailable
 from transforms.mutations import ReadRow
 from transforms.rollup import core
 from transforms.scans import key_ranges
-from transforms.scans.key_ranges import Scan
+from transforms.scans.key_ranges import Scan, Window
 from transforms.text import keys
 
 __all__ = [
     "HOUR_MS",
+    "Plan",
     "Reader",
     "choose",
     "plan",
@@ -76,14 +83,15 @@ PARALLEL_SCANS = 8
 SeriesKey = tuple[tuple[str, str], ...]  # sorted (tag, value) pairs
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    """The reads of one query on one table, and what to tell ``showQuery``."""
+    """The reads of one query on one table (its key ranges), and what to tell
+    ``showQuery``."""
 
     source: Source
-    scans: list[Scan] = field(default_factory=list)
-    combos: list[dict] = field(default_factory=list)  # the key fields' values before the time
-    notes: list[str] = field(default_factory=list)
+    scans: tuple[Scan, ...] = ()
+    combos: tuple[dict, ...] = ()  # the key fields' values before the time, one per series
+    notes: tuple[str, ...] = ()
 
     def describe(self) -> list[str]:
         """Each scan in words (the first :data:`DESCRIBED` of many, then how many more)."""
@@ -92,7 +100,26 @@ class Plan:
             shown.append(
                 f"… and {len(self.scans) - DESCRIBED} more ranges of {self.scans[0].table}"
             )
-        return shown + self.notes
+        return [*shown, *self.notes]
+
+    def series_keys(self, tags: Collection[str]) -> list[SeriesKey]:
+        """Each combo's series, as :func:`read_points` keys it: its ``tags`` and their values."""
+        return [tuple(sorted((t, str(v)) for t, v in c.items() if t in tags)) for c in self.combos]
+
+    def without(self, answered: Collection[SeriesKey]) -> Plan | None:
+        """This plan less the series another table answers (``answered``, keyed by the tags
+        they name); None when none is left, or the ranges are not one per series (a salt)."""
+        if not self.combos or len(self.combos) != len(self.scans):
+            return None
+        tags = {t for key in answered for t, _ in key}
+        keep = [i for i, key in enumerate(self.series_keys(tags)) if key not in answered]
+        if not keep:
+            return None
+        return replace(
+            self,
+            scans=tuple(self.scans[i] for i in keep),
+            combos=tuple(self.combos[i] for i in keep),
+        )
 
 
 class Reader:
@@ -267,29 +294,22 @@ def choose(metric: Metric, filters: Sequence[TagFilter], tenant: str | None) -> 
     )
 
 
-def plan(
-    reader: Reader,
-    source: Source,
-    filters: Sequence[TagFilter],
-    start_ms: int,
-    end_ms: int,
-) -> Plan:
-    """The scans of ``source`` for ``filters`` in ``[start_ms, end_ms)``: literal tags fix
-    segments, others enumerate, a salt fans out, the time segment bounds each range. A tag
-    value no key can hold (a delimiter, text for a number) is a :class:`BadRequest`."""
+def plan(reader: Reader, source: Source, filters: Sequence[TagFilter], window: Window) -> Plan:
+    """The scans of ``source`` for ``filters`` in the ``window`` (``[start_ms, end_ms)``):
+    literal tags fix segments, others enumerate, a salt fans out, the time segment bounds each
+    range. A tag value no key can hold (a delimiter, text for a number) is a
+    :class:`BadRequest`."""
     # a window reaching before the times the key can hold reads from its earliest; one wholly
     # before reads nothing (but still finds the series: a lookup plans over [0, 1))
-    start_ms = max(start_ms, earliest_ms(source))
-    empty = end_ms <= start_ms
+    start_ms = max(window.start_ms, earliest_ms(source))
+    empty = window.end_ms <= start_ms
     try:
-        out = _plan(reader, source, filters, start_ms, max(end_ms, start_ms + 1))
+        out = _plan(reader, source, filters, Window(start_ms, max(window.end_ms, start_ms + 1)))
     except BadRequest:
         raise
     except ValueError as exc:
         raise BadRequest(f"{source.name}: {exc}") from exc
-    if empty:
-        out.scans = []
-    return out
+    return replace(out, scans=()) if empty else out
 
 
 def earliest_ms(source: Source) -> int:
@@ -319,17 +339,31 @@ def _open_fields(source: Source, filters: Sequence[TagFilter], tenant: str | Non
     return out
 
 
-def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -> Plan:
-    """The scans of the series the index lists for ``filters`` seen in the window: one range
-    per series (the key's fields before the time), never a read of the data to find them."""
+def _plan(reader, source: Source, filters, window: Window) -> Plan:
+    """Which series the filters name (the key's fields before the time, one dict per series),
+    then their key ranges over the ``window``, planned in one place
+    (:mod:`transforms.scans.key_ranges`); a key led by a salt reads every bucket."""
+    index = reader.index
+    if index is not None and index.covers(source) and _open_fields(source, filters, reader.tenant):
+        combos, notes = _indexed_combos(reader, source, filters, window)
+    else:
+        combos, notes = _key_combos(reader, source, filters)
+    decl = source.table.decl
+    if combos is not None:
+        return Plan(source, tuple(key_ranges.time_scans(decl, combos, window)), combos, notes)
+    return Plan(source, key_ranges.salted_scans(decl, window), (), notes)
+
+
+def _indexed_combos(reader, source: Source, filters, window: Window) -> tuple[tuple, tuple]:
+    """The series the index lists for ``filters`` seen in the ``window``: one range each
+    (the key's fields before the time), never a read of the data to find them."""
     table = source.table
-    found = reader.index.series(reader, source, filters, (start_ms, end_ms), MAX_SERIES + 1)
+    found = reader.index.series(reader, source, filters, window, MAX_SERIES + 1)
     if len(found) > MAX_SERIES:
         raise TooLarge(f"More than {MAX_SERIES} series of {source.name} match: narrow the tags")
-    decl = table.decl
     per = table.rows_per.name if table.rows_per is not None else None
     before = []
-    for seg in decl.key.segments:
+    for seg in table.decl.key.segments:
         if seg.kind in table_model.TIME_KINDS:
             break
         if seg.field:
@@ -339,12 +373,8 @@ def _plan_indexed(reader, source: Source, filters, start_ms: int, end_ms: int) -
     for tags in found:
         combo = {f: (source.field if f == per else typed(f, tags[f])) for f in before}
         combos.setdefault(tuple(combo.values()), combo)
-    out = Plan(source, combos=list(combos.values()))
-    out.scans = key_ranges.time_scans(decl, out.combos, start_ms, end_ms)
-    out.notes.append(
-        f"{table.name}: {len(found)} series from the index {reader.index.name(source)}"
-    )
-    return out
+    note = f"{table.name}: {len(found)} series from the index {reader.index.name(source)}"
+    return tuple(combos.values()), (note,)
 
 
 def _typer(source: Source):
@@ -361,15 +391,15 @@ def _typer(source: Source):
     return typed
 
 
-def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
+def _key_combos(reader, source: Source, filters) -> tuple[tuple | None, tuple]:
+    """The key fields' values before the time, one dict per series: a literal tag fixes its
+    field, the tenant and the rows' field are known, any other field is enumerated from the
+    keys. None when a salt leads the key (every bucket is read)."""
     schema, table = source.schema, source.table
-    index = reader.index
-    if index is not None and index.covers(source) and _open_fields(source, filters, reader.tenant):
-        return _plan_indexed(reader, source, filters, start_ms, end_ms)
     decl = table.decl
     given = _by_tag(filters)
     per = table.rows_per.name if table.rows_per is not None else None
-    out = Plan(source)
+    notes: list[str] = []
     combos: list[dict] = [{}]
     for seg in decl.key.segments:
         if seg.kind == "const":
@@ -377,14 +407,10 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
         if seg.kind == "salt":
             if combos != [{}]:
                 raise BadRequest(f"{table.name}: a salt after key fields cannot be ranged")
-            out.scans.extend(engine.salted_scans(decl, start_ms, end_ms))
-            out.notes.append(f"{table.name}: one range per salt bucket, merged in time order")
-            return out
+            notes.append(f"{table.name}: one range per salt bucket, merged in time order")
+            return None, tuple(notes)
         if seg.kind in table_model.TIME_KINDS:
-            out.combos = combos
-            for combo in combos:
-                out.scans.append(key_ranges.time_scan(decl, combo, start_ms, end_ms))
-            return out
+            return tuple(combos), tuple(notes)
         name = seg.field
         if name == per:
             values: list[object] = [source.field]
@@ -404,10 +430,10 @@ def _plan(reader, source, filters, start_ms, end_ms) -> Plan:
                         v for v in found if all(f.match(str(v)) for f in given.get(name, []))
                     ]
                     values += [v for v in matched if v not in values]
-                out.notes.append(f"{table.name}: {len(values)} value(s) of {name} from the keys")
+                notes.append(f"{table.name}: {len(values)} value(s) of {name} from the keys")
         combos = [{**c, name: v} for c in combos for v in dict.fromkeys(values)]
         if not combos:
-            return out
+            return (), tuple(notes)
     raise BadRequest(f"{table.name}: the key {decl.key.describe()} holds no time")
 
 
@@ -423,13 +449,15 @@ def _cells_filter(source: Source) -> row_filters.RowFilter | None:
     return one_column([col.family], col.qualifier.encode("utf-8"))
 
 
-def read_points(reader: Reader, p: Plan, filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
+def read_points(
+    reader: Reader, planned: Plan, filters: Sequence[TagFilter]
+) -> dict[SeriesKey, list]:
     """Every series of the plan: ``{(tag, value)…: [(ts_ms, value), …]}`` in time order, each
     part of the reads turned into points while the next is read."""
-    cells = _cells_filter(p.source)
+    cells = _cells_filter(planned.source)
     out: dict[SeriesKey, list] = {}
-    for rows in reader.scan_parts(p.scans, cells):
-        for labels, points in _part_points(p.source, rows, filters).items():
+    for rows in reader.scan_parts(planned.scans, cells):
+        for labels, points in _part_points(planned.source, rows, filters).items():
             got = out.get(labels)
             if got is None:
                 out[labels] = points
@@ -499,12 +527,10 @@ def _passes(labels: Mapping[str, str], filters: Sequence[TagFilter]) -> bool:
 # -- rollups ----------------------------------------------------------------------------------
 
 
-def read_rollup(
-    reader: Reader, p: Plan, filters, start_ms: int, end_ms: int
-) -> dict[SeriesKey, list]:
-    """``{series: [(hour start, sum, count), …]}`` from a rollup table: the exact_* totals
-    (latest cell) when the rollup wrote them, else the AddToCell sum/count."""
-    source = p.source
+def read_rollup(reader: Reader, planned: Plan, filters, hours: Window) -> dict[SeriesKey, list]:
+    """``{series: [(hour start, sum, count), …]}`` of the ``hours`` from a rollup table: the
+    exact_* totals (latest cell) when the rollup wrote them, else the AddToCell sum/count."""
+    source = planned.source
     cells = row_filters.RowFilterChain(
         filters=[
             one_column([f.name for f in source.table.decl.families], source.qualifier),
@@ -515,7 +541,7 @@ def read_rollup(
     entity = source.table.rollup.entity
     out: dict[SeriesKey, list] = {}
     verdicts: dict[SeriesKey, bool] = {}
-    for rows in reader.scan_all(p.scans, cells):
+    for rows in reader.scan_all(planned.scans, cells):
         for row in rows:
             got: dict[str, tuple[int, int]] = {}
             for cell in row.cells:
@@ -526,7 +552,7 @@ def read_rollup(
             if total is None or count is None:
                 continue
             hour = total[1] - total[1] % HOUR_MS
-            if not start_ms <= hour < end_ms:
+            if not hours.start_ms <= hour < hours.end_ms:
                 continue
             labels = ((entity, str(key_ranges.split_key(decl, row.key)[entity])),)
             if labels not in verdicts:
@@ -538,7 +564,7 @@ def read_rollup(
     return out
 
 
-def whole_hours(start_ms: int, end_ms: int) -> tuple[int, int]:
-    """``[first whole hour, end of the last whole hour)`` inside ``[start_ms, end_ms)``."""
-    first = start_ms + (-start_ms) % HOUR_MS
-    return first, max(first, end_ms - end_ms % HOUR_MS)
+def whole_hours(window: Window) -> Window:
+    """``[first whole hour, end of the last whole hour)`` inside the ``window``."""
+    first = window.start_ms + (-window.start_ms) % HOUR_MS
+    return Window(first, max(first, window.end_ms - window.end_ms % HOUR_MS))

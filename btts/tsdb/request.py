@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from btts.tsdb import calendar, patterns, series
 from btts.tsdb.calendar import Calendar
 from btts.tsdb.errors import BadRequest, TooLarge
+from btts.tsdb.series import Downsample, Rate
 
 __all__ = [
     "EARLIEST_MS",
@@ -110,26 +111,6 @@ class TagFilter:
         if self.type in _LITERAL_TYPES:
             return frozenset(text.split("|"))
         return text
-
-
-@dataclass(frozen=True)
-class Downsample:
-    interval_ms: int  # 0: one bucket for the whole range ("0all"); nominal for a calendar
-    aggregator: str
-    fill: str = "none"
-    calendar: Calendar | None = field(default=None, compare=False)  # buckets on the calendar
-
-    @property
-    def text(self) -> str:
-        return f"{self.interval_ms}ms-{self.aggregator}-{self.fill}"
-
-
-@dataclass(frozen=True)
-class Rate:
-    counter: bool = False
-    counter_max: float | None = None
-    reset_value: float = 0
-    drop_resets: bool = False
 
 
 @dataclass(frozen=True)
@@ -415,15 +396,15 @@ def _distinct(queries: list[SubQuery]) -> tuple[SubQuery, ...]:
     """The sub-queries without repeats, numbered again (``parseQueryV1`` keeps the first of
     equal ``TSSubQuery`` s: the same metric, aggregator, downsample, rate, filters)."""
     out: list[SubQuery] = []
-    for q in queries:
-        mine = (q.metric, q.aggregator, q.downsample, q.rate, q.explicit_tags)
+    for sub in queries:
+        mine = (sub.metric, sub.aggregator, sub.downsample, sub.rate, sub.explicit_tags)
         if any(
             (o.metric, o.aggregator, o.downsample, o.rate, o.explicit_tags) == mine
-            and _same_filters(o.filters, q.filters)
+            and _same_filters(o.filters, sub.filters)
             for o in out
         ):
             continue
-        out.append(replace(q, index=len(out)))
+        out.append(replace(sub, index=len(out)))
     return tuple(out)
 
 
@@ -459,8 +440,8 @@ def parse_body(body: object, now_ms: int | None = None) -> TsQuery:
     if len(raw_queries) > MAX_QUERIES:
         raise TooLarge(f"More than {MAX_QUERIES} queries in one request")
     use_calendar = truth(body.get("useCalendar"))
-    queries = _distinct([sub_query(i, q, tz, use_calendar) for i, q in enumerate(raw_queries)])
-    if tz is not None and any(q.downsample for q in queries):
+    queries = _distinct([sub_query(i, raw, tz, use_calendar) for i, raw in enumerate(raw_queries)])
+    if tz is not None and any(sub.downsample for sub in queries):
         try:
             calendar.zone(tz)
         except ValueError:  # TSQuery.validateAndSetQuery: a downsample needs a known zone

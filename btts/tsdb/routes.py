@@ -210,10 +210,10 @@ def _post(
         return _json(svc.lookup(lookup.parse_body(body)))
     if isinstance(body, dict) and request.truth(body.get("delete")):
         raise HttpError(_READ_ONLY + " (delete: true is refused)", 405)
-    tq = request.parse_body(body)
+    ts_query = request.parse_body(body)
     if mquery.flag(params, "arrays"):
-        tq = replace(tq, arrays=True)
-    return Reply(200, svc.query(tq))
+        ts_query = replace(ts_query, arrays=True)
+    return Reply(200, svc.query(ts_query))
 
 
 def _suggest_body(svc: Service, body: object) -> list[str]:

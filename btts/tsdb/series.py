@@ -19,12 +19,16 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from btts.tsdb.calendar import Calendar
+from transforms.scans.key_ranges import Window
 
 __all__ = [
     "AGGREGATORS",
+    "Downsample",
+    "Rate",
     "aggregate",
     "bucket_count",
     "clip",
@@ -39,6 +43,31 @@ Value = Decimal | float | int | None
 Series = list[tuple[int, Value]]
 NAN = float("nan")
 ROW_MS = 3_600_000  # OpenTSDB's row: one hour (Const.MAX_TIMESPAN)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A sub-query's ``rate`` and its ``rateOptions`` (OpenTSDB's ``RateOptions``)."""
+
+    counter: bool = False
+    counter_max: float | None = None
+    reset_value: float = 0
+    drop_resets: bool = False
+
+
+@dataclass(frozen=True)
+class Downsample:
+    """A sub-query's ``downsample``: ``interval_ms`` 0 is one bucket for the whole range
+    (``0all``); with a ``calendar`` the buckets follow it and the interval is nominal."""
+
+    interval_ms: int
+    aggregator: str
+    fill: str = "none"
+    calendar: Calendar | None = field(default=None, compare=False)
+
+    @property
+    def text(self) -> str:
+        return f"{self.interval_ms}ms-{self.aggregator}-{self.fill}"
 
 
 def is_nan(value: object) -> bool:
@@ -93,11 +122,11 @@ def estimate(p: float, kind: str) -> Callable:
 
     def run(values):
         ordered = sorted(float(v) for v in values)
-        n, q = len(ordered), p / 100
+        n, quantile = len(ordered), p / 100
         if kind == "r3":
-            pos = 0.0 if q <= 0.5 / n else float(round(n * q))  # rint: halves to even
+            pos = 0.0 if quantile <= 0.5 / n else float(round(n * quantile))  # rint: halves to even
         else:
-            pos = float(n) if q == 1 else 1 + (n - 1) * q
+            pos = float(n) if quantile == 1 else 1 + (n - 1) * quantile
         if pos < 1:
             return ordered[0]
         if pos >= n:
@@ -263,50 +292,45 @@ def bucket_count(start_ms: int, end_ms: int, interval_ms: int) -> int:
 
 
 def downsample(
-    points: Series,
-    interval_ms: int,
-    aggregator: str,
-    fill: str,
-    start_ms: int,
-    end_ms: int,
-    calendar: Calendar | None = None,
-    span: tuple[int, int] | None = None,
+    points: Series, downsampling: Downsample, window: Window, span: Window | None = None
 ) -> Series:
-    """One value per bucket of ``interval_ms`` over the read window ``[start_ms, end_ms)``:
-    buckets start at the first interval boundary at or after ``start_ms`` (``Downsampler``'s
-    seek); an empty bucket is left out (``none``) or holds the fill value, up to the last whole
+    """One value per bucket of ``downsampling`` over the read ``window`` (``[start, end)``): buckets
+    start at the first interval boundary at or after its start (``Downsampler``'s seek); an
+    empty bucket is left out (fill ``none``) or holds the fill value, up to the last whole
     interval of the window (``FillingDownsampler``), only inside ``span`` when given (the
     buckets an answer can show and the one before: a millisecond fill over the hours around
-    a range would be millions). ``interval_ms`` 0 (``0all``): one bucket at ``start_ms`` over
-    the points in the window."""
-    if interval_ms == 0:
+    a range would be millions). An interval of 0 (``0all``): one bucket at the window's start
+    over the points in the window."""
+    start_ms, end_ms = window.start_ms, window.end_ms
+    if downsampling.interval_ms == 0:
         inside = [v for t, v in points if start_ms <= t < end_ms]
-        return [(start_ms, run_aggregator(aggregator, inside))] if inside else []
-    if calendar is not None:
-        return _calendar_downsample(points, calendar, aggregator, fill, start_ms, end_ms, span)
+        return [(start_ms, run_aggregator(downsampling.aggregator, inside))] if inside else []
+    if downsampling.calendar is not None:
+        return _calendar_downsample(points, downsampling, window, span)
+    interval_ms = downsampling.interval_ms
     first = start_ms + (-start_ms) % interval_ms
     grouped: dict[int, list] = {}
     for ts, value in points:
         if ts >= first:
             grouped.setdefault(ts - ts % interval_ms, []).append(value)
-    out = {b: run_aggregator(aggregator, vals) for b, vals in grouped.items()}
-    if fill != "none":
+    out = {b: run_aggregator(downsampling.aggregator, vals) for b, vals in grouped.items()}
+    if downsampling.fill != "none":
         last = end_ms - end_ms % interval_ms  # exclusive
         out = {b: v for b, v in out.items() if b < last}
-        _fill(out, fill, range(first, last, interval_ms), span)
+        _fill(out, downsampling.fill, range(first, last, interval_ms), span)
     return sorted(out.items())
 
 
-def _fill(out: dict, fill: str, grid: range, span: tuple[int, int] | None) -> None:
+def _fill(out: dict, fill: str, grid: range, span: Window | None) -> None:
     """Empty buckets of ``grid`` take the fill value: only around ``span``, from two empty
     buckets before it to two after the data that follows it (a rate dropping resets reads back
     past a run of buckets with data, and a series lasts as long as its rates do)."""
     if span is not None and grid:
         step = grid.step
-        lo = max(grid.start, grid.start + -(-(span[0] - grid.start) // step) * step)
+        lo = max(grid.start, grid.start + -(-(span.start_ms - grid.start) // step) * step)
         while lo > grid.start and (lo in out or lo - step in out):
             lo -= step  # two empty buckets in a row: the rate between them is not a reset
-        hi = lo + max(0, (span[1] - lo) // step) * step
+        hi = lo + max(0, (span.end_ms - lo) // step) * step
         lo = max(grid.start, lo - step)
         while hi + step in out:
             hi += step
@@ -317,15 +341,11 @@ def _fill(out: dict, fill: str, grid: range, span: tuple[int, int] | None) -> No
 
 
 def _calendar_downsample(
-    points: Series,
-    calendar: Calendar,
-    aggregator: str,
-    fill: str,
-    start_ms: int,
-    end_ms: int,
-    span: tuple[int, int] | None,
+    points: Series, downsampling: Downsample, window: Window, span: Window | None
 ) -> Series:
     """:func:`downsample` into calendar buckets (``1dc``; ``useCalendar`` and ``timezone``)."""
+    calendar, aggregator, fill = downsampling.calendar, downsampling.aggregator, downsampling.fill
+    start_ms, end_ms = window.start_ms, window.end_ms
     first = calendar.ceil(start_ms)
     grouped: dict[int, list] = {}
     origin = None
@@ -339,12 +359,12 @@ def _calendar_downsample(
         if last == calendar.floor(start_ms):
             last = calendar.add(last)
         out = {b: v for b, v in out.items() if b < last}
-        b = first if span is None else max(first, calendar.floor(span[0]))
+        b = first if span is None else max(first, calendar.floor(span.start_ms))
         while b > first and b in out:  # as _fill: from an empty bucket before the span
             b = calendar.add(b, -1)
         stop = last
         if span is not None:  # to two buckets after the data that follows the span
-            hi = calendar.floor(span[1])
+            hi = calendar.floor(span.end_ms)
             while calendar.add(hi) in out:
                 hi = calendar.add(hi)
             stop = min(last, calendar.add(hi, 3))
@@ -356,15 +376,18 @@ def _calendar_downsample(
 
 def downsample_partials(
     partials: Sequence[tuple[int, Decimal, int]],
-    interval_ms: int,
-    aggregator: str,
-    fill: str,
-    start_ms: int,
-    end_ms: int,
-    span: tuple[int, int] | None = None,
+    downsampling: Downsample,
+    window: Window,
+    span: Window | None = None,
 ) -> Series:
     """:func:`downsample` from per-hour ``(hour start, sum, count)`` (a rollup table's cells):
     ``sum``, ``count`` and ``avg`` of buckets that are whole multiples of an hour."""
+    interval_ms, aggregator, fill = (
+        downsampling.interval_ms,
+        downsampling.aggregator,
+        downsampling.fill,
+    )
+    start_ms, end_ms = window.start_ms, window.end_ms
     grouped: dict[int, list] = {}
     first = start_ms if interval_ms == 0 else start_ms + (-start_ms) % interval_ms
     for ts, total, count in partials:
@@ -385,21 +408,16 @@ def downsample_partials(
     return sorted(out.items())
 
 
-def rate_span(
-    points: Series,
-    counter: bool = False,
-    counter_max: float | None = None,
-    reset_value: float = 0,
-    drop_resets: bool = False,
-) -> Series:
+def rate_span(points: Series, rate: Rate = Rate()) -> Series:
     """OpenTSDB's ``RateSpan``: the per-second change into each point, the first one taken
     from time zero and value zero (OpenTSDB's start; a point at or before 1970 gets NaN there,
     where OpenTSDB fails). A NaN value makes its rate and the next NaN. A counter that goes
-    down wrapped at ``counter_max`` (default 2^63-1), unless ``drop_resets`` drops that point;
-    a rate above a non-zero ``reset_value`` is a reset and reads 0."""
+    down (``rate.counter``) wrapped at ``counter_max`` (default 2^63-1), unless ``drop_resets``
+    drops that point; a rate above a non-zero ``reset_value`` is a reset and reads 0."""
     out: Series = []
     prev: tuple[int, Value] = (0, 0)
-    cmax = 2**63 - 1 if counter_max is None else counter_max
+    counter, drop_resets, reset_value = rate.counter, rate.drop_resets, rate.reset_value
+    cmax = 2**63 - 1 if rate.counter_max is None else rate.counter_max
     for ts, value in points:
         y = NAN if value is None else value
         if ts <= prev[0]:

@@ -21,13 +21,14 @@ from collections.abc import Callable, Sequence
 
 from btts.config import Target
 from btts.errors import MissingTable
-from btts.tsdb import answer, budget, index, reads, request, tsuids
+from btts.tsdb import answer, budget, index, planning, reads, request, tsuids
 from btts.tsdb import lookup as lookup_lib
 from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Catalog, Metric
 from btts.tsdb.errors import BadRequest, NotFound, TooLarge, UnknownName, Unlisted
 from btts.tsdb.request import TagFilter
 from transforms.errors import BttsError, Timeout, Unavailable
+from transforms.scans.key_ranges import Window
 
 __all__ = ["Service"]
 
@@ -111,22 +112,31 @@ class Service:
         if self.index.unlisted:
             self.refresh_catalog(REFRESH_MISS_S)
 
-    def query(self, tq: request.TsQuery) -> bytes:
+    def query(self, ts_query: request.TsQuery) -> bytes:
+        """``/api/query``: the request understood once (each sub-query as
+        :func:`planning.asked` sees it, the budget checked before any read), its tag values
+        resolved, then :func:`answer.answer` plans the key ranges and reads."""
         self._recheck()
-        if any(q.metric not in self.catalog.metrics for q in tq.queries):
+        if any(s.metric not in self.catalog.metrics for s in ts_query.queries):
             self.refresh_catalog(REFRESH_MISS_S)
-        moment = (tq.start_ms // 10_000, tq.end_ms // 10_000)  # a refresh asks it again
-        shown = (tq.show_query, tq.show_stats, tq.show_summary, tq.show_tsuids)
-        key = ("query", tq.queries, moment, tq.ms_resolution, tq.arrays, shown)
+        moment = (ts_query.start_ms // 10_000, ts_query.end_ms // 10_000)  # a refresh asks again
+        shown = (
+            ts_query.show_query,
+            ts_query.show_stats,
+            ts_query.show_summary,
+            ts_query.show_tsuids,
+        )
+        key = ("query", ts_query.queries, moment, ts_query.ms_resolution, ts_query.arrays, shown)
 
         def work() -> bytes:
             reader = self.reader()
-            budget.check_request(tq, self.limits.max_points)  # before any read, this one too
-            for q in tq.queries:
-                self._resolve_tag_values(reader, q)
-            stats = answer.Stats() if tq.show_stats or tq.show_summary else None
-            results = answer.answer(reader, self.catalog, tq, self.limits, stats)
-            return answer.render(results, tq.ms_resolution, tq.arrays, tq, stats)
+            subs = [planning.asked(s, ts_query) for s in ts_query.queries]
+            budget.check_request(subs, self.limits.max_points)  # once, before any read
+            for sub in subs:
+                self._resolve_tag_values(reader, sub)
+            stats = answer.Stats() if ts_query.show_stats or ts_query.show_summary else None
+            results = answer.answer(reader, self.catalog, subs, self.limits, stats)
+            return answer.render(results, ts_query.ms_resolution, ts_query.arrays, ts_query, stats)
 
         return self._remembered(key, work)
 
@@ -134,20 +144,20 @@ class Service:
         """The source of ``metric`` a served index lists (None: none does)."""
         return _indexed_source(metric, self.index)
 
-    def _resolve_tag_values(self, reader: reads.Reader, q: request.SubQuery) -> None:
+    def _resolve_tag_values(self, reader: reads.Reader, sub: planning.SubPlan) -> None:
         """OpenTSDB resolves each value of a case-sensitive ``literal_or`` (of a ``tags``
         value) to its UID before it reads, and fails the query on one it has never seen
         (``tsd.query.skip_unresolved_tagvs`` is false by default): refused, not an empty
         answer. Here a value is known when a served index lists it (metrics of a schema without
         an index are not checked)."""
-        metric = self.catalog.metrics.get(q.metric)
+        metric = self.catalog.metrics.get(sub.metric)
         source = _indexed_source(metric, self.index) if metric is not None else None
         if source is None:
             return
         pinned = {s.field for s in source.table.decl.key.segments if s.kind == "tenant"}
         values = [
             v
-            for f in q.filters
+            for f in sub.filters
             if f.type == "literal_or"
             and f.filter.count("|") < RESOLVED_LITERALS
             and f.tagk in metric.tags  # an unknown tag key is refused as such, later
@@ -216,30 +226,32 @@ class Service:
             request.tag_filter(t, "wildcard", "*", True) for t in source.tags if t not in given
         ]
         try:
-            p = reads.plan(reader, source, [*filters, *open_tags], 0, 1)
+            planned = reads.plan(reader, source, [*filters, *open_tags], Window(0, 1))
         except (TooLarge, Timeout) as exc:
             hint = "; declare `index:` in the schema and run `btts index rebuild`"
             raise type(exc)(f"{exc}{hint}") from exc
-        combos = [{t: str(v) for t, v in combo.items() if t in source.tags} for combo in p.combos]
+        combos = [
+            {t: str(v) for t, v in combo.items() if t in source.tags} for combo in planned.combos
+        ]
         self._cache.put(key, combos)
         return combos
 
-    def lookup(self, lk: lookup_lib.Lookup) -> dict:
+    def lookup(self, search: lookup_lib.Lookup) -> dict:
         """``/api/search/lookup`` (:mod:`btts.tsdb.lookup`): the series of the metric (every
         served one when none is named) that have the tag keys and pass the pairs, from the
         indexes; at most ``limit`` (0 or less: all, as OpenTSDB)."""
         self._recheck()
-        if lk.metric is not None and lk.metric not in self.catalog.metrics:
+        if search.metric is not None and search.metric not in self.catalog.metrics:
             self.refresh_catalog(REFRESH_MISS_S)
-        metrics = self._lookup_metrics(lk)
-        wanted = lk.limit if lk.limit > 0 else MAX_LOOKUP
+        metrics = self._lookup_metrics(search)
+        wanted = search.limit if search.limit > 0 else MAX_LOOKUP
 
         def work() -> list[dict]:
             reader = self.reader()  # one deadline for the whole lookup
             out: list[dict] = []
             resolved: set[str] = set()  # index tables the lookup's values were checked on
             for metric in metrics:
-                needed = lk.tag_keys
+                needed = search.tag_keys
                 source = next(
                     (s for s in metric.points + metric.rollups if needed <= set(s.tags)), None
                 )
@@ -247,9 +259,9 @@ class Service:
                     continue
                 own = self.index.name(source) if self.index.covers(source) else None
                 if own is not None and own not in resolved:  # the metrics of one index: once
-                    self._resolve_lookup(reader, source, lk)
+                    self._resolve_lookup(reader, source, search)
                     resolved.add(own)
-                for combo in self._lookup_series(reader, source, lk, wanted - len(out)):
+                for combo in self._lookup_series(reader, source, search, wanted - len(out)):
                     out.append(
                         {"tsuid": tsuids.encode(metric.name, combo), "metric": metric.name,
                          "tags": combo}
@@ -258,51 +270,53 @@ class Service:
                     break
             return out[:wanted]
 
-        results = self._remembered(("lookup", lk, wanted), work)
-        head = {"type": "LOOKUP"} | ({"metric": metrics[0].name} if lk.metric else {})
+        results = self._remembered(("lookup", search, wanted), work)
+        head = {"type": "LOOKUP"} | ({"metric": metrics[0].name} if search.metric else {})
         return head | {
-            "tags": [{"key": k, "value": v} for k, v in lk.pairs],
-            "limit": lk.limit,
+            "tags": [{"key": k, "value": v} for k, v in search.pairs],
+            "limit": search.limit,
             "time": 0,
             "results": results,
             "startIndex": 0,
             "totalResults": len(results),  # OpenTSDB: the series it returns
         }
 
-    def _lookup_metrics(self, lk: lookup_lib.Lookup) -> list[Metric]:
+    def _lookup_metrics(self, search: lookup_lib.Lookup) -> list[Metric]:
         """The metrics a lookup lists series of; an unknown metric, or a tag key no served
         metric has, is OpenTSDB's "not found" (its name has no UID)."""
-        if lk.metric is not None:
+        if search.metric is not None:
             try:
-                metrics = [self.catalog.get(lk.metric)]
+                metrics = [self.catalog.get(search.metric)]
             except UnknownName as exc:  # OpenTSDB's lookup answers "not found", its query a 400
                 raise NotFound(*exc.args) from exc
         else:
             metrics = [self.catalog.metrics[n] for n in sorted(self.catalog.metrics)]
         known = {t for m in self.catalog.metrics.values() for t in m.tags}
-        missing = sorted(lk.tag_keys - known)
+        missing = sorted(search.tag_keys - known)
         if missing:
             why = f"No such name for 'tagk': '{missing[0]}'"
             raise NotFound("Unable to resolve one or more UIDs", details=why)
         return metrics
 
     def _lookup_series(
-        self, reader: reads.Reader, source, lk: lookup_lib.Lookup, wanted: int
+        self, reader: reads.Reader, source, search: lookup_lib.Lookup, wanted: int
     ) -> list[dict]:
         """The tag values of the series of ``source`` a lookup lists: a key alone is any
         value of it; a value alone (OR'd with the others) checked on what the index gives."""
-        any_value = [request.tag_filter(k, "wildcard", "*", False) for k in lk.keys]
-        filters = (*lk.filters, *any_value)
-        if not lk.values:
+        any_value = [request.tag_filter(k, "wildcard", "*", False) for k in search.keys]
+        filters = (*search.filters, *any_value)
+        if not search.values:
             return self._series_of(reader, source, filters, wanted)[:wanted]
         found = self._series_of(reader, source, filters)
-        return [c for c in found if any(v in lk.values for v in c.values())][:wanted]
+        return [c for c in found if any(v in search.values for v in c.values())][:wanted]
 
-    def _resolve_lookup(self, reader: reads.Reader, source, lk: lookup_lib.Lookup) -> None:
+    def _resolve_lookup(self, reader: reads.Reader, source, search: lookup_lib.Lookup) -> None:
         """A lookup's tag value nobody has: OpenTSDB's "not found" (SearchRpc,
         NoSuchUniqueName)."""
-        values = [f.filter for f in lk.filters if f.type == "literal_or" and "|" not in f.filter]
-        values += lk.values
+        values = [
+            f.filter for f in search.filters if f.type == "literal_or" and "|" not in f.filter
+        ]
+        values += search.values
         missing = self.missing_value(reader, source, values)
         if missing is not None:
             why = f"No such name for 'tagv': '{missing}'"

@@ -174,15 +174,17 @@ def test_salt_spreads_one_second_of_events_over_every_bucket():
 
 
 def test_salted_time_ranges_are_one_range_per_bucket():
-    assert salted_reads.salted_time_ranges(BATTERY_SALTED, 1425213901001, 1425213902000) == [
+    assert key_ranges.salted_time_ranges(
+        BATTERY_SALTED, key_ranges.Window(1425213901001, 1425213902000)
+    ) == [
         (b"BATTERY#0#20150301124501001", b"BATTERY#0#20150301124502000"),
         (b"BATTERY#1#20150301124501001", b"BATTERY#1#20150301124502000"),
         (b"BATTERY#2#20150301124501001", b"BATTERY#2#20150301124502000"),
     ]
     with pytest.raises(ValueError, match="no salt segment"):
-        salted_reads.salted_time_ranges(BATTERY, 0, 1)
+        key_ranges.salted_time_ranges(BATTERY, key_ranges.Window(0, 1))
     with pytest.raises(ValueError, match="ends"):
-        salted_reads.salted_time_ranges(BATTERY_SALTED, 2, 1)
+        key_ranges.salted_time_ranges(BATTERY_SALTED, key_ranges.Window(2, 1))
 
 
 def test_merge_in_time_order_ignores_the_salt():

@@ -12,6 +12,8 @@ executes the scans and decodes the rows.
 * :func:`time_range` — the rows of ``start_ms <= t < end_ms`` after the fixed leading segments:
   the time segment that follows them gives the bounds (13-digit epoch ms, a calendar label, or a
   reversed timestamp, whose newest row sorts first).
+* :func:`time_scans` / :func:`salted_scans` — a time window over many series, or over every salt
+  bucket: the key ranges a time-series read (``btts query``, ``btts serve``) plans.
 
 Calendar labels (days, weeks, months) are coarser than a time range, so a bucket row can hold
 cells outside it: scans carry the time window, which the reader applies to cell timestamps (the
@@ -22,20 +24,30 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from transforms.errors import InvalidEvent
-from transforms.table_model import TIME_KINDS, KeyRecipe, Segment, TableDecl, cell_micros
+from transforms.table_model import (
+    TIME_FORMATS,
+    TIME_KINDS,
+    KeyRecipe,
+    Segment,
+    TableDecl,
+    cell_micros,
+)
 from transforms.text import keys, timefmt
 
 __all__ = [
     "WHOLE_TABLE",
     "KeyRange",
     "Scan",
+    "Window",
     "key_prefix",
     "prefix_range",
     "prefix_scan",
     "row_scan",
+    "salt_prefixes",
+    "salted_scans",
     "split_key",
     "time_scan",
     "time_scans",
@@ -44,6 +56,16 @@ __all__ = [
 KeyRange = tuple[bytes, bytes]  # [start, end); b"" as end = to the end of the table
 WHOLE_TABLE: KeyRange = (b"", b"")
 UTC = timefmt.UTC
+
+
+@dataclass(frozen=True)
+class Window:
+    """A span of time in epoch ms, planned once and passed whole: ``[start_ms, end_ms)`` read
+    or bucketed, or the ``[start_ms, end_ms]`` an OpenTSDB answer shows (it includes the
+    end)."""
+
+    start_ms: int
+    end_ms: int
 
 
 @dataclass(frozen=True)
@@ -222,15 +244,15 @@ def time_range(
 
 
 def time_scan(
-    decl: TableDecl, values: Mapping[str, object], start_ms: int, end_ms: int, tz: dt.tzinfo = UTC
+    decl: TableDecl, values: Mapping[str, object], window: Window, tz: dt.tzinfo = UTC
 ) -> Scan:
-    """The range of :func:`time_range`, keeping only cells stamped in ``[start_ms, end_ms)``."""
-    span = time_range(decl, values, start_ms, end_ms, tz)
+    """The range of :func:`time_range`, keeping only cells stamped in the ``window``."""
+    span = time_range(decl, values, window.start_ms, window.end_ms, tz)
     return Scan(
         decl.name,
         ranges=(span,),
-        start_ms=start_ms,
-        end_ms=end_ms,
+        start_ms=window.start_ms,
+        end_ms=window.end_ms,
         cell_timestamp=decl.cell_timestamp,
     )
 
@@ -238,8 +260,7 @@ def time_scan(
 def time_scans(
     decl: TableDecl,
     combos: Sequence[Mapping[str, object]],
-    start_ms: int,
-    end_ms: int,
+    window: Window,
     tz: dt.tzinfo = UTC,
 ) -> list[Scan]:
     """:func:`time_scan` of each of ``combos`` (the same fields given in each), the time
@@ -247,22 +268,86 @@ def time_scans(
     text (a ``*`` over 10,000 series is 10,000 ranges)."""
     if not combos:
         return []
-    first = time_scan(decl, combos[0], start_ms, end_ms, tz)
+    first = time_scan(decl, combos[0], window, tz)
     count = _fixed_count(decl, combos[0])
     if any(s.kind == "salt" for s in decl.key.segments[: count + 1]):
-        return [first] + [time_scan(decl, c, start_ms, end_ms, tz) for c in combos[1:]]
+        return [first] + [time_scan(decl, c, window, tz) for c in combos[1:]]
     recipe, delimiter = _partial(decl, count), decl.key.delimiter.encode("utf-8")
     head = recipe.build(combos[0], tz) + delimiter
     (low, high), tail = first.ranges[0], []
     if not (low.startswith(head) and high.startswith(head)):  # a bound past every prefix
-        return [first] + [time_scan(decl, c, start_ms, end_ms, tz) for c in combos[1:]]
+        return [first] + [time_scan(decl, c, window, tz) for c in combos[1:]]
     tail = [low[len(head) :], high[len(head) :]]
     out = [first]
     for combo in combos[1:]:
         prefix = recipe.build(combo, tz) + delimiter
         span = (prefix + tail[0], prefix + tail[1])
-        out.append(Scan(decl.name, (span,), (), start_ms, end_ms, False, None, decl.cell_timestamp))
+        out.append(replace(first, ranges=(span,)))
     return out
+
+
+def salt_prefixes(decl: TableDecl) -> tuple[list[str], object]:
+    """The key text before the time segment in each salt bucket (``BATTERY#0#``…, in key order),
+    and that segment. Only constants may precede the salt and a time must follow it — a label,
+    epoch ms or a reversed time (the draft's ``salt, epoch_ms``): otherwise a time range is not
+    one contiguous range per bucket."""
+    segments = decl.key.segments
+    at = next((i for i, s in enumerate(segments) if s.kind == "salt"), None)
+    if at is None:
+        raise ValueError(f"{decl.name}: the key has no salt segment")
+    if any(s.kind != "const" for s in segments[:at]):
+        raise ValueError(f"{decl.name}: only constant segments may precede the salt")
+    after = segments[at + 1] if at + 1 < len(segments) else None
+    plain = after is not None and (after.kind in ("time", "epoch_ms") or (after.kind == "reverse_ts"
+                                   and not after.arg))  # fmt: skip
+    if not plain:
+        raise ValueError(f"{decl.name}: the salt must be followed by a time segment")
+    delimiter = decl.key.delimiter
+    head = "".join(s.arg + delimiter for s in segments[:at])
+    buckets = keys.salt_buckets(segments[at].width or 1)
+    return [f"{head}{salt}{delimiter}" for salt in buckets], after
+
+
+def salted_time_ranges(decl: TableDecl, window: Window, tz: dt.tzinfo = UTC) -> list[KeyRange]:
+    """``[start, end)`` key ranges, one per salt bucket in key order, covering the events of
+    the ``window`` (at the time segment's granularity: exact for milliseconds). A salted key is
+    ``<constants>#<salt>#<time>…``: rows of one time range sit in every bucket."""
+    start_ms, end_ms = window.start_ms, window.end_ms
+    if end_ms < start_ms:
+        raise ValueError(f"time range ends ({end_ms}) before it starts ({start_ms})")
+    prefixes, seg = salt_prefixes(decl)
+    if seg.kind == "time":
+        label = TIME_FORMATS[seg.arg]
+        low, high = label(start_ms, tz), label(end_ms, tz)
+    elif seg.kind == "epoch_ms":  # (epoch keys hold no time before 1970)
+        low, high = keys.epoch_ms(max(start_ms, 0)), keys.epoch_ms(max(end_ms, 0))
+    else:  # reversed: the newest first, so the end bound gives the smallest key
+        if end_ms <= 0:
+            return [(p.encode("utf-8"), p.encode("utf-8")) for p in prefixes]
+        low = keys.reverse_timestamp(end_ms - 1)
+        return [
+            ((p + low).encode("utf-8"),
+             keys.prefix_end((p + keys.reverse_timestamp(max(start_ms, 0))).encode("utf-8")))
+            for p in prefixes
+        ]  # fmt: skip
+    return [((p + low).encode("utf-8"), (p + high).encode("utf-8")) for p in prefixes]
+
+
+def salted_scans(decl: TableDecl, window: Window, tz: dt.tzinfo = UTC) -> tuple[Scan, ...]:
+    """A salted table's time ``window``: one range per salt bucket
+    (:func:`salted_time_ranges`), each keeping only cells
+    stamped in the window; the reader merges them in time order."""
+    ranges = salted_time_ranges(decl, window, tz)
+    return tuple(
+        Scan(
+            decl.name,
+            ranges=(r,),
+            start_ms=window.start_ms,
+            end_ms=window.end_ms,
+            cell_timestamp=decl.cell_timestamp,
+        )
+        for r in ranges
+    )
 
 
 def row_scan(decl: TableDecl, rows: Sequence[Mapping[str, object]], tz: dt.tzinfo = UTC) -> Scan:

@@ -214,11 +214,11 @@ def _salted(kind: str) -> TableDecl:
 def test_a_salted_epoch_key_is_in_its_bucket_range_exactly_when_its_time_is(kind, t, start, width):
     decl = _salted(kind)
     key = decl.key.build({"t": t, "id": 7})
-    ranges = salted_reads.salted_time_ranges(decl, start, start + width)
+    ranges = key_ranges.salted_time_ranges(decl, key_ranges.Window(start, start + width))
     inside = [low <= key < high for low, high in ranges]
     assert sum(inside) == (start <= t < start + width)
     rows = [SimpleNamespace(key=decl.key.build({"t": m, "id": 1})) for m in (5, 900, 40)]
-    prefixes = salted_reads.salt_prefixes(decl)[0]
+    prefixes = key_ranges.salt_prefixes(decl)[0]
     buckets = [[r for r in rows if r.key.startswith(p.encode())] for p in prefixes]
     merged = salted_reads.merge_in_time_order(
         decl, [sorted(b, key=lambda r: r.key) for b in buckets]
@@ -246,7 +246,9 @@ def test_scans_become_client_queries():
         key_ranges.Scan("T", ranges=(key_ranges.WHOLE_TABLE,), latest_only=True)
     )
     assert whole.row_ranges == [] and whole.row_keys == [] and whole.filter is not None
-    timed = filters.read_query(key_ranges.time_scan(METRIC, {"hostname": "h"}, T0, T0 + 1000))
+    timed = filters.read_query(
+        key_ranges.time_scan(METRIC, {"hostname": "h"}, key_ranges.Window(T0, T0 + 1000))
+    )
     (span,) = timed.row_ranges
     assert (span.start_key, span.end_key) == (b"h#1426535612045", b"h#1426535613045")
     assert (span.start_is_inclusive, span.end_is_inclusive) == (True, False)

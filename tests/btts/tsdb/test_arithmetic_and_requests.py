@@ -45,7 +45,7 @@ def test_dev_is_the_population_deviation_and_percentiles_follow_commons_math():
 )
 def test_downsample_fills_empty_buckets(fill, value):
     points = [(0, D(1)), (5, D(3)), (25, D(5))]
-    out = dict(series.downsample(points, 10, "avg", fill, 0, 30))
+    out = dict(series.downsample(points, series.Downsample(10, "avg", fill), series.Window(0, 30)))
     assert out[0] == 2 and out[20] == 5
     if value == "absent":
         assert 10 not in out
@@ -61,13 +61,16 @@ def test_rate_counter_wrap_reset_value_and_dropped_resets():
     first = series.rate_span(pts)[0]  # the rate from time zero: none for a point at 1970
     assert first[0] == 0 and math.isnan(first[1])
     assert series.rate_span([(2000, 10)]) == [(2000, 5.0)]
-    assert series.rate_span(pts, counter=True, drop_resets=True)[1:] == [(1000, 10.0), (3000, 10.0)]
-    assert series.rate_span(pts, counter=True, counter_max=30)[1:] == [
+    assert series.rate_span(pts, series.Rate(counter=True, drop_resets=True))[1:] == [
+        (1000, 10.0),
+        (3000, 10.0),
+    ]
+    assert series.rate_span(pts, series.Rate(counter=True, counter_max=30))[1:] == [
         (1000, 10.0),
         (2000, 15.0),
         (3000, 10.0),
     ]
-    assert series.rate_span(pts, counter=True, counter_max=30, reset_value=12)[1:] == [
+    assert series.rate_span(pts, series.Rate(counter=True, counter_max=30, reset_value=12))[1:] == [
         (1000, 10.0),
         (2000, 0.0),
         (3000, 10.0),
@@ -214,8 +217,10 @@ def test_a_fill_makes_only_the_buckets_an_answer_can_show():
     # the read window is whole hours; a 1 ms fill over it would be 7.2 million buckets
     start, end = 1_426_536_000_000, 1_426_536_000_000 + 7_200_000
     pts = [(start + 3_600_050, D(1))]
-    span = (start + 3_600_000 - 1, start + 3_600_100 + 1)
-    out = series.downsample(pts, 1, "sum", "zero", start, end, None, span)
+    span = series.Window(start + 3_600_000 - 1, start + 3_600_100 + 1)
+    out = series.downsample(
+        pts, series.Downsample(1, "sum", "zero"), series.Window(start, end), span
+    )
     assert len(out) == 106 and dict(out)[start + 3_600_050] == 1  # the span, one before, two after
     assert dict(out)[start + 3_600_049] == 0
 

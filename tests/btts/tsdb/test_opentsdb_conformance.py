@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from btts.tsdb import answer, request, series
+from btts.tsdb import answer, planning, request, series
 from tests.support.opentsdb_conformance import (
     NAN,
     SETS,
@@ -91,7 +91,7 @@ DAY_POINTS = [
 
 def _cal(points, spec, tz):
     ds = request.parse_downsample(spec, tz)
-    return series.downsample(points, ds.interval_ms, ds.aggregator, ds.fill, 0, 2**50, ds.calendar)
+    return series.downsample(points, ds, series.Window(0, 2**50))
 
 
 def _agg(groups, agg, rates=False):
@@ -100,7 +100,7 @@ def _agg(groups, agg, rates=False):
 
 def _ds(points, spec, start, end):
     iv, agg, fill = spec
-    return series.downsample(points, iv, agg, fill, start, end)
+    return series.downsample(points, series.Downsample(iv, agg, fill), series.Window(start, end))
 
 
 VECTORS = [
@@ -141,7 +141,7 @@ VECTORS = [
     ),
     (
         "RateSpan counter, counterMax 70",
-        lambda: series.rate_span(RATE_POINTS, counter=True, counter_max=70),
+        lambda: series.rate_span(RATE_POINTS, series.Rate(counter=True, counter_max=70)),
         [
             (1356998400000, 40.0 / 1356998400),
             (1356998400000 + 2000000, 10.0 / 2000.0),
@@ -153,7 +153,7 @@ VECTORS = [
     ),
     (
         "RateSpan counter, drop resets",
-        lambda: series.rate_span(RATE_POINTS, counter=True, drop_resets=True),
+        lambda: series.rate_span(RATE_POINTS, series.Rate(counter=True, drop_resets=True)),
         [
             (1356998400000, 40.0 / 1356998400),
             (1356998400000 + 2000000, 10.0 / 2000.0),
@@ -164,7 +164,7 @@ VECTORS = [
     (
         "RateSpan counter with a reset value: a too big change reads 0",
         lambda: series.rate_span(
-            [(B, D(40)), (B + 1000, D(50)), (B + 2000, D(40))], True, 70, reset_value=1
+            [(B, D(40)), (B + 1000, D(50)), (B + 2000, D(40))], series.Rate(True, 70, reset_value=1)
         ),
         [(B, 40 / 1356998400.0), (B + 1000, 10), (B + 2000, 0)],
     ),
@@ -172,8 +172,7 @@ VECTORS = [
         "RateSpan counter at Long.MAX_VALUE",
         lambda: series.rate_span(
             [(B + 30_000, D(2**63 - 56)), (B + 60_000, D(2**63 - 26)), (B + 90_000, D(5))],
-            True,
-            2**63 - 1,
+            series.Rate(True, 2**63 - 1),
         ),
         [(B + 30_000, (2**63 - 56) / 1356998430.0), (B + 60_000, 1), (B + 90_000, 1)],
     ),
@@ -181,17 +180,14 @@ VECTORS = [
         "RateSpan counter dropping resets",
         lambda: series.rate_span(
             [(B, D(40)), (B + 1000, D(50)), (B + 2000, D(40)), (B + 3000, D(50))],
-            True,
-            70,
-            1,
-            True,
+            series.Rate(True, 70, 1, True),
         ),
         [(B, 40 / 1356998400.0), (B + 1000, 10), (B + 3000, 10)],
     ),
     (
         "RateSpan counter dropping resets, nothing after",
         lambda: series.rate_span(
-            [(B, D(40)), (B + 1000, D(50)), (B + 2000, D(40))], True, 70, 1, True
+            [(B, D(40)), (B + 1000, D(50)), (B + 2000, D(40))], series.Rate(True, 70, 1, True)
         ),
         [(B, 40 / 1356998400.0), (B + 1000, 10)],
     ),
@@ -379,7 +375,7 @@ def btts_answer(stored: dict, body: dict) -> list:
     iv = q.downsample.interval_ms if q.downsample else 0
     ws, we = series.scan_window(tq.start_ms, tq.end_ms, iv)
     data = {(("host", h),): [(t, v) for t, v in pts if ws <= t < we] for h, pts in stored.items()}
-    results = answer.compute("m", data, q, tq)
+    results = answer.compute(planning.asked(q, tq), data)
     text = answer.render(results, True).decode()
     return json.loads(text, parse_constant=_refuse)
 

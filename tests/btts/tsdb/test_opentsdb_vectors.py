@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from btts.tsdb import answer, mquery, request, series
+from btts.tsdb import answer, mquery, planning, request, series
 from btts.tsdb.errors import BadRequest
 from tests.support.opentsdb_vectors import DATA, DIFFERENCES, load
 
@@ -248,7 +248,7 @@ def run_aggregator(v: dict, d: dict) -> None:
 
 def run_rate(v: dict, d: dict) -> None:
     pts = [p for p in points(v["points"]) if p[0] >= v.get("seek", p[0])]
-    got = series.rate_span(pts, v["counter"], v["counter_max"], v["reset"], v["drop"])
+    got = series.rate_span(pts, series.Rate(v["counter"], v["counter_max"], v["reset"], v["drop"]))
     got = got[1:] if v.get("skip_first") else got
     same_points(got[: len(v["expect"])] if v.get("prefix") else got, v["expect"], 1e-7)
 
@@ -256,9 +256,7 @@ def run_rate(v: dict, d: dict) -> None:
 def run_downsample(v: dict, d: dict) -> None:
     ds = request.parse_downsample(v["spec"], v.get("tz", "UTC"), v.get("use_calendar", False))
     pts = points(v["points"])
-    got = series.downsample(
-        pts, ds.interval_ms, ds.aggregator, ds.fill, v["start"], v["end"], ds.calendar
-    )
+    got = series.downsample(pts, ds, series.Window(v["start"], v["end"]))
     same_points(got, v["expect"], 1e-7)
 
 
@@ -314,10 +312,10 @@ def btts_query(stores: dict, store: str, body: dict, ms: bool = True) -> list:
             if spec["metric"] == q.metric and all(f.matches(spec["tags"]) for f in q.filters):
                 key = tuple(sorted(spec["tags"].items()))
                 data[key] = [(t, v) for t, v in stored(spec) if first <= t < last]
-        results = answer.compute(q.metric, data, q, tq)
+        results = answer.compute(planning.asked(q, tq), data)
         stats.add(q, sum(len(p) for p in data.values()), 0.0, results)
         out += results
-    return json.loads(answer.render(out, ms or tq.ms_resolution, tq=tq, stats=stats))
+    return json.loads(answer.render(out, ms or tq.ms_resolution, ts_query=tq, stats=stats))
 
 
 def _compare(got: list, want: list, start: int, end: int) -> None:
