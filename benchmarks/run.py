@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from benchmarks import data, startup
+from benchmarks import data, init_flights, startup
 from btts import admin, config, emulator
 from transforms.schema import builtin_tables
 
@@ -62,9 +62,13 @@ TARGETS = {
 }
 
 
-SECTIONS = ("datasets", "scaling", "nightly", "startup", "index_cost", "read_scale", "flights")
+SECTIONS = (
+    "datasets", "scaling", "nightly", "startup", "index_cost", "read_scale", "flights",
+    "init_flights",
+)  # fmt: skip
 READ_SIZES = ("1000,10000", "1000,10000,100000")  # series of the read-scale figures (quick, full)
 FLIGHTS = (20_000, 336_776)  # flights landed for the flights figures (quick, full)
+INIT_FLIGHTS = ("1", "1,3")  # years of flights drafted by btts init (quick, full; 3: ~110 MB)
 
 _EMULATOR_PID: list[int] = []  # the running emulator's process, while there is one
 
@@ -471,6 +475,7 @@ def _read_lines(report: dict) -> list[str]:
             f"{flights['landing']['pairs']:,} series): every metric with carrier=*, flight=* "
             f"in at most {flights['slowest_s']:.1f}s, {wrong} value(s) wrong"
         )
+    lines += init_flights.lines(report.get("init_flights"))
     return lines
 
 
@@ -517,6 +522,7 @@ def run_sections(
     for name, module, args in (
         ("read_scale", "benchmarks.read_scale", ["--sizes", READ_SIZES[pick]]),
         ("flights", "benchmarks.flights", ["--records", str(FLIGHTS[pick])]),
+        ("init_flights", "benchmarks.init_flights", ["--sizes", INIT_FLIGHTS[pick]]),
     ):
         if name in sections:
             with fresh_emulator():

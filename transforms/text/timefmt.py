@@ -394,6 +394,17 @@ def local_to_ms(
     return _in_range((first - EPOCH) // MILLISECOND, field, raw, earliest, advice)
 
 
+# strptime formats whose every value of fixed-width digits is read here as strptime would (same
+# fields, same range checks: datetime's), at a tenth of its cost: a time made from parts
+# (transforms/build/shaping.py) is written this way for each record
+_FIXED_WIDTH = {
+    "%Y-%m-%dT%H:%M:%S.%f": re.compile(
+        r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{6})"
+    ),
+}
+_strptime = dt.datetime.strptime
+
+
 def make_parser(
     fmt: str = "auto",
     field: str = "timestamp",
@@ -435,6 +446,7 @@ def make_parser(
 
         return iso
     offset = "%z" in fmt
+    fixed = _FIXED_WIDTH.get(fmt)  # a format with one spelling: read without strptime
 
     def pattern(value: object) -> int:
         if type(value) is Num and value.isdigit():  # 20240501 as a JSON number: its digits
@@ -442,7 +454,8 @@ def make_parser(
         elif type(value) is not str and type(value) is not CsvText:
             raise InvalidEvent(f"field {field!r}: expected a time {fmt!r}, got {describe(value)}")
         try:
-            moment = dt.datetime.strptime(value, fmt)
+            digits = fixed.fullmatch(value) if fixed is not None else None
+            moment = dt.datetime(*map(int, digits.groups())) if digits else _strptime(value, fmt)
         except ValueError:
             raise InvalidEvent(
                 f"field {field!r}: {value[:60]!r} does not match format {fmt} (declare the "
