@@ -35,6 +35,7 @@ _BATCH = 1 << 16
 _BLOCK = 1 << 12  # records a process builds in a row (its share: every n-th block)
 _PROCESSES = 2  # at most: the check's building is shared by one process per core
 _PARALLEL_BYTES = 16 << 20  # a smaller file is built in one process (a fork costs more)
+_PROBE = 1 << 15  # a check that may stop early looks for an overwrite after each this many
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Check:
     clashes: int = 0  # records whose row another record of the file overwrites
     clash: str = ""  # the first such key
     offenders: list[dict] = field(default_factory=list)  # refused or colliding records
+    partial: bool = False  # stopped at its first overwrite or KEEP refusals (not final)
 
     def describe(self) -> str:
         where = "the whole file" if self.whole else "the sample"
@@ -128,17 +130,32 @@ class _Part:
     dead: list[int] = field(default_factory=list)  # indices of refused records (new: KEEP)
     dead_count: int = 0
     reason: tuple[int, str] | None = None  # the first refusal: (index, reason)
+    stopped: bool = False  # before its share's end (a check that is not final)
 
 
-def _build_part(builder, samples: list[Sample], whole: bool, share: tuple[int, int]) -> _Part:
+def _stops(part: _Part, stop) -> bool:
+    """Whether a check that is not final stops here (and tells the other processes)."""
+    if not stop.is_set() and (len(part.dead) >= KEEP or _clashing(part, Check(False))):
+        stop.set()
+    return stop.is_set()
+
+
+def _build_part(
+    builder, samples: list[Sample], whole: bool, share: tuple[int, int], stop=None
+) -> _Part:
     """Build the records of ``share`` = (k, n): blocks of :data:`_BLOCK` records, every n-th
-    from the k-th (every record when n is 1)."""
+    from the k-th (every record when n is 1). ``stop`` (an event the processes share, None for
+    a final check): set and stop at the first overwrite or :data:`KEEP` refusals found, or
+    once another process has set it."""
     k, n = share
     mine = None if n == 1 else (lambda index: (index // _BLOCK) % n == k)
     adapt = builder.csv_adapter if samples[0].fmt == "csv" else None
     part = _Part()
     for index, (record, new) in enumerate(_records(samples, whole, mine)):
         part.records += 1
+        if stop is not None and index % _PROBE == _PROBE - 1 and _stops(part, stop):
+            part.stopped = True
+            break
         if record is None:
             continue
         try:
@@ -172,24 +189,29 @@ _FORKED: tuple = ()  # what forked processes build (set by the parent before it 
 
 
 def _forked_part(share: tuple[int, int]) -> _Part:
-    return _build_part(*_FORKED, share)
+    builder, samples, whole, stop = _FORKED
+    return _build_part(builder, samples, whole, share, stop)
 
 
-def _build_all(builder, samples: list[Sample], whole: bool) -> _Part:
-    """Every record built, by :func:`_shares` processes, their findings merged."""
+def _build_all(builder, samples: list[Sample], whole: bool, final: bool) -> _Part:
+    """Every record built (a check that is not final: up to the first overwrite), by
+    :func:`_shares` processes, their findings merged."""
     global _FORKED
+    import multiprocessing
+    import threading
+
     n = _shares(samples, whole)
     if n == 1:
-        return _build_part(builder, samples, whole, (0, 1))
-    import multiprocessing
-
-    _FORKED = (builder, samples, whole)
+        stop = None if final else threading.Event()
+        return _build_part(builder, samples, whole, (0, 1), stop)
+    context = multiprocessing.get_context("fork")
+    _FORKED = (builder, samples, whole, None if final else context.Event())
     try:
-        with multiprocessing.get_context("fork").Pool(n) as pool:
+        with context.Pool(n) as pool:
             parts = pool.map(_forked_part, [(k, n) for k in range(n)])
     finally:
         _FORKED = ()
-    merged = _Part(records=parts[0].records)
+    merged = _Part(records=max(p.records for p in parts), stopped=any(p.stopped for p in parts))
     for part in parts:
         for name in ("keys", "cells", "owner"):
             getattr(merged, name).extend(getattr(part, name))
@@ -200,18 +222,21 @@ def _build_all(builder, samples: list[Sample], whole: bool) -> _Part:
     return merged
 
 
-def check(schema_text: str, samples: list[Sample]) -> Check:
+def check(schema_text: str, samples: list[Sample], final: bool = True) -> Check:
     """Build every record (the whole files when :func:`_whole`, else the samples) with the
     drafted schema's builder: refusals and overwrites, with offenders. The building is shared
-    by processes (:func:`_shares`); a second read (no building) gathers the offenders."""
+    by processes (:func:`_shares`); a second read (no building) gathers the offenders. A check
+    that is not ``final`` (its draft is made again when it finds offenders) may stop at the
+    first overwrite or :data:`KEEP` refusals: ``partial``, its counts those of the records
+    built so far."""
     from transforms import schema as schema_lib
     from transforms.build.builder import Builder
 
     builder = Builder(schema_lib.loads(schema_text, "draft.yaml"))
     whole = _whole(samples)
     found = Check(whole)
-    part = _build_all(builder, samples, whole)
-    found.records, found.dead = part.records, part.dead_count
+    part = _build_all(builder, samples, whole, final)
+    found.records, found.dead, found.partial = part.records, part.dead_count, part.stopped
     found.reason = part.reason[1] if part.reason else ""
     clashing = _clashing(part, found)
     if not (part.dead or clashing):

@@ -82,3 +82,18 @@ def test_a_made_time_is_read_as_strptime_reads_it(text):
         assert parse(text) == (
             moment.replace(tzinfo=dt.timezone.utc) - timefmt.EPOCH
         ) // dt.timedelta(milliseconds=1)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_check_that_is_not_final_stops_at_its_first_overwrite(tmp_path, monkeypatch, processes):
+    """A round whose draft is made again anyway need not build the rest of the file; the
+    overwrite it stopped at is among its offenders."""
+    sample = _file(tmp_path)
+    monkeypatch.setattr(check_mod, "_shares", lambda samples, whole: processes)
+    monkeypatch.setattr(check_mod, "_BLOCK", 64)
+    monkeypatch.setattr(check_mod, "_PROBE", 1024)
+    early = check_mod.check(SCHEMA, [sample], final=False)
+    assert early.partial and early.clashes >= 1 and early.records < 30_018
+    assert any(r.get("probe") == "b" for r in early.offenders)
+    full = check_mod.check(SCHEMA, [sample])
+    assert not full.partial and (full.records, full.clashes) == (30_018, 12)
