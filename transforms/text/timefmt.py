@@ -405,6 +405,14 @@ _FIXED_WIDTH = {
 _strptime = dt.datetime.strptime
 
 
+def _fixed_width(value: str, fmt: str) -> dt.datetime | None:
+    """The time of ``value`` in a format of :data:`_FIXED_WIDTH` when it has that spelling
+    (ValueError: a date or time that does not exist, as strptime says), else None."""
+    pattern = _FIXED_WIDTH.get(fmt)
+    digits = pattern.fullmatch(value) if pattern is not None else None
+    return dt.datetime(*map(int, digits.groups())) if digits else None
+
+
 def make_parser(
     fmt: str = "auto",
     field: str = "timestamp",
@@ -446,7 +454,6 @@ def make_parser(
 
         return iso
     offset = "%z" in fmt
-    fixed = _FIXED_WIDTH.get(fmt)  # a format with one spelling: read without strptime
 
     def pattern(value: object) -> int:
         if type(value) is Num and value.isdigit():  # 20240501 as a JSON number: its digits
@@ -454,8 +461,7 @@ def make_parser(
         elif type(value) is not str and type(value) is not CsvText:
             raise InvalidEvent(f"field {field!r}: expected a time {fmt!r}, got {describe(value)}")
         try:
-            digits = fixed.fullmatch(value) if fixed is not None else None
-            moment = dt.datetime(*map(int, digits.groups())) if digits else _strptime(value, fmt)
+            moment = _fixed_width(value, fmt) or _strptime(value, fmt)
         except ValueError:
             raise InvalidEvent(
                 f"field {field!r}: {value[:60]!r} does not match format {fmt} (declare the "
