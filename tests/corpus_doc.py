@@ -151,7 +151,7 @@ def rendered(text: str) -> str:
     return _pattern().sub(fill, text)
 
 
-_MARKED = re.compile(r"<!-- ([a-z ]+): begin -->\n.*?<!-- \\1: end -->", re.S)
+_MARKED = re.compile(r"<!-- ([a-z ]+): begin -->\n.*?<!-- \1: end -->", re.S)
 
 
 def marked(text: str) -> str:

