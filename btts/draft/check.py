@@ -9,7 +9,15 @@ offending records are given back, so that the draft is made again with them in i
 the draft then reads everything the file says, not only what its sample happened to hold.
 
 Each row is kept as two 64-bit hashes, of its key and of its cells (16 bytes, sorted at the
-end), so a file of 10 million records takes about 160 MB. Reading is the job's: CSV cells as
+end; and its record's index, 8 more), so a file of 10 million records takes about 240 MB.
+
+Speed (a 100 MB file in under 30 s on 2 cores): the building is shared by a process per core
+(forked, so that their string hashes agree; each reads the file and builds every other block
+of records), the offenders are gathered by index in one more read without building, and a
+check whose draft will be made again anyway (not ``final``) stops at its first overwrite.
+Every verdict the draft reports still comes from a check that built every record.
+
+Reading is the job's: CSV cells as
 :class:`~transforms.text.events.CsvText` (an empty cell absent), JSON numbers as
 :class:`~transforms.text.events.Num`, Parquet rows as the ingest reader gives them.
 """
