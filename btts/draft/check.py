@@ -250,8 +250,10 @@ def check(schema_text: str, samples: list[Sample], final: bool = True) -> Check:
     if not (part.dead or clashing):
         return found
     wanted = set(part.dead) | clashing
-    first_clash = min(clashing, default=-1)
+    first_clash, last = min(clashing, default=-1), max(wanted)
     for index, (record, new) in enumerate(_records(samples, whole, wanted.__contains__)):
+        if index > last:
+            break  # (the rest of the file holds none of them)
         if record is None:
             continue
         if index == first_clash:
