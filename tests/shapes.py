@@ -351,9 +351,10 @@ def table(results: list[Result]) -> list[str]:
             continue
         count = Counter(r.verdict for r in mine)
         reason = next((r.reason for r in mine if r.reason), "").replace("|", "\\|")
+        landed = f"{count['landed']} ({100 * count['landed'] / len(mine):.0f}%)"
         lines.append(
-            f"| {mutation} | {len(mine)} | {count['landed']} | {count['refused']} | "
-            f"{count['lossy']} | {reason[:160]} |"
+            f"| {mutation} | {len(mine)} | {landed} | {count['refused']} | {count['lossy']} | "
+            f"{reason[:160]} |"
         )
     return lines
 
