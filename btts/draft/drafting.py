@@ -180,19 +180,21 @@ def draft(
     ask = _remembered(ask)
     wanted = _Wanted(_dataset(paths, dataset), rate, list(query), ask, latest)
     extra: list[dict] = []
-    for _ in range(ROUNDS):
+    for round_ in range(ROUNDS):  # (a round before the last may stop at its first offenders)
         result = _draft_once(samples, extra, wanted, paths)
         if result.schema.refusals or not _loads(result.text):
             return result  # (the loader's refusal is said by btts init)
-        found = check_mod.check(result.text, samples)
+        found = check_mod.check(result.text, samples, final=round_ == ROUNDS - 1)
         if found.reason.startswith("no column to unpivot") and not wanted.flat:
             wanted.flat = found.dead  # records with no series value: a column per field
             result = _draft_once(samples, extra, wanted, paths)
-            found = check_mod.check(result.text, samples)
+            found = check_mod.check(result.text, samples, final=round_ == ROUNDS - 1)
         new = [r for r in found.offenders if r not in extra]
         if not (found.dead or found.clashes) or not new:
             break
         extra += new
+    if found.partial:  # what the draft would lose is said of every record
+        found = check_mod.check(result.text, samples)
     if found.dead or found.clashes:
         if not result.schema.losses:  # (those already say why)
             result.schema.losses.append(_unlanded(found))

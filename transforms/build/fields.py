@@ -116,15 +116,18 @@ def _integer_parser(spec: FieldSpec) -> FieldParser:
 
     def integer(value: object) -> int:
         """Raises InvalidEvent (a DataError: the record's dead-letter reason)."""
-        if type(value) is not Num:
-            value = events.as_number(value)
-        if type(value) is Num and "." in value:  # 1.0: a whole number written as a float
-            value = Num(events.integral_text(value))
-        if type(value) is not Num or not value.lstrip("-").isdigit():
-            raise InvalidEvent(
-                f"field {name!r}: expected an integer, got {_describe(value)} {value!r}"
-            )
-        number = int(value)
+        if type(value) is CsvText and value.isascii() and value.isdigit() and value[0] != "0":
+            number = int(value)  # the commonest cell (1956): what the general reading gives it
+        else:
+            if type(value) is not Num:
+                value = events.as_number(value)
+            if type(value) is Num and "." in value:  # 1.0: a whole number written as a float
+                value = Num(events.integral_text(value))
+            if type(value) is not Num or not value.lstrip("-").isdigit():
+                raise InvalidEvent(
+                    f"field {name!r}: expected an integer, got {_describe(value)} {value!r}"
+                )
+            number = int(value)
         if not low <= number <= high:
             raise InvalidEvent(f"field {name!r}: {number} is outside {low}..{high}")
         if bounds is not None:

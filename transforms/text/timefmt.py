@@ -390,6 +390,25 @@ def local_to_ms(
     return _in_range((first - EPOCH) // MILLISECOND, field, raw, earliest, advice)
 
 
+# strptime formats whose every value of fixed-width digits is read here as strptime would (same
+# fields, same range checks: datetime's), at a tenth of its cost: a time made from parts
+# (transforms/build/shaping.py) is written this way for each record
+_FIXED_WIDTH = {
+    "%Y-%m-%dT%H:%M:%S.%f": re.compile(
+        r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{6})"
+    ),
+}
+_strptime = dt.datetime.strptime
+
+
+def _fixed_width(value: str, fmt: str) -> dt.datetime | None:
+    """The time of ``value`` in a format of :data:`_FIXED_WIDTH` when it has that spelling
+    (ValueError: a date or time that does not exist, as strptime says), else None."""
+    pattern = _FIXED_WIDTH.get(fmt)
+    digits = pattern.fullmatch(value) if pattern is not None else None
+    return dt.datetime(*map(int, digits.groups())) if digits else None
+
+
 def make_parser(
     fmt: str = "auto",
     field: str = "timestamp",
@@ -427,7 +446,7 @@ def make_parser(
         elif type(value) is not str and type(value) is not CsvText:
             raise InvalidEvent(f"field {field!r}: expected a time {fmt!r}, got {describe(value)}")
         try:
-            moment = read(value)
+            moment = _fixed_width(value, fmt) or read(value)
         except ValueError:
             raise InvalidEvent(
                 f"field {field!r}: {value[:60]!r} does not match format {fmt} (declare the "
