@@ -16,7 +16,6 @@ end), so a file of 10 million records takes about 160 MB. Reading is the job's: 
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 from array import array
@@ -25,7 +24,7 @@ from dataclasses import dataclass, field
 
 from btts.draft.sample import Sample, open_input
 from transforms.errors import InvalidEvent
-from transforms.text import events
+from transforms.text import csv_dialect, events
 
 __all__ = ["Check", "check"]
 
@@ -61,13 +60,14 @@ def _file_records(sample: Sample) -> Iterator[dict]:
         for batch in pq.ParquetFile(sample.path).iter_batches(batch_size=_BATCH):
             yield from (columnar_record(r) for r in batch.to_pylist())
         return
+    dialect = sample.dialect
     with open_input(sample.path, sample.compression) as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+        text = io.TextIOWrapper(raw, encoding=dialect.encoding, errors="replace", newline="")
         if sample.fmt == "csv":
-            rows = csv.reader(text)
-            header = tuple(n.strip() for n in next(rows, []))
-            if header:
-                header = (header[0].removeprefix(codecs.BOM_UTF8.decode()), *header[1:])
+            for _ in range(dialect.skip):
+                text.readline()
+            rows = csv.reader(text, **csv_dialect.reader_args(dialect))
+            header = csv_dialect.named(next(rows, []), dialect)  # as the job names them
             for cells in rows:
                 if len(cells) == len(header):
                     yield {n: events.CsvText(c) for n, c in zip(header, cells, strict=True) if c}
