@@ -146,5 +146,7 @@ def test_names_that_plain_alike_draft_distinct_fields_that_land(
     drafted, back = _land(tmp_path, "colliding.csv", COLLIDING, capsys)
     refs = [spec.get("as", name) for name, spec in drafted["event"]["fields"].items()]
     assert len(refs) == len(set(refs)) == 4
-    values = sorted(v for record in back for k, v in record.items() if k not in ("time", "key", "ts_ms"))
+    values = sorted(
+        v for record in back for k, v in record.items() if k not in ("time", "key", "ts_ms")
+    )
     assert values == [1, 2, 3, 4, 5, 6]
