@@ -50,12 +50,12 @@ from transforms.table_model import (
     segment_builder,
 )
 from transforms.text import csv_dialect, keys, timefmt
-from transforms.text.events import CsvText
 
 __all__ = ["Builder"]
 
 # JSON blobs keep numbers as the source wrote them (no float round trip); times as epoch ms.
 _RAW_JSON = ("number", "integer", "time")
+_NUMBERS = ("number", "integer")  # the fields a CSV dialect's decimal marks apply to
 _new = tuple.__new__  # NamedTuple construction without its Python-level __new__
 
 
@@ -491,7 +491,8 @@ class Builder:
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
         self.key_delimiters = _checked_key_fields(schema)
         self._shape = shaping.shaper(schema)  # None: records are events as they come
-        self._csv_numbers = _csv_numbers(schema)  # None: a CSV's numbers are plain decimals
+        self._csv_numbers = csv_dialect.numbers_in_place(schema.csv)  # None: plain decimals
+        self._number_fields = tuple(f.name for f in schema.fields if f.type in _NUMBERS)
         # the generated source, or (BTTS_OFFICIAL=builder) the plain loop over the same rules
         self._compiler = interpreted if official.uses("builder") else codegen
         self._call = self._compiler.build_function(build_plan(schema, chosen, tz))
@@ -583,11 +584,10 @@ class Builder:
 
     def csv_adapter(self, record: dict) -> dict:
         """CSV is flat: with a map field, every column that is not another field is one of its
-        entries (``hostname,timestamp,cpu,mem`` → ``metrics: {cpu, mem}``). Numbers written
-        with a decimal comma or thousands marks (``event.csv``) become the plain decimal text
-        the number fields read, once per value; a mark where none fits is an InvalidEvent."""
+        entries (``hostname,timestamp,cpu,mem`` → ``metrics: {cpu, mem}``). Numbers with a
+        decimal comma or thousands marks (``event.csv``) become plain decimals, once per value."""
         if self._csv_numbers is not None:
-            _read_numbers(record, *self._csv_numbers)
+            self._csv_numbers(record, self._number_fields)
         if not self.map_fields:
             return record
         target = self.map_fields[0]
@@ -595,25 +595,6 @@ class Builder:
         out = {k: v for k, v in record.items() if k in named}
         entries = {k: v for k, v in record.items() if k not in named}
         if self._csv_numbers is not None:
-            _read_numbers(entries, self._csv_numbers[0], tuple(entries))
+            self._csv_numbers(entries, tuple(entries))
         out[target] = entries
         return out
-
-
-def _csv_numbers(schema: Schema) -> tuple[Callable[[str], str], tuple[str, ...]] | None:
-    """The dialect's number reader and the fields it reads (None: numbers are plain)."""
-    read = csv_dialect.number_reader(schema.csv)
-    if read is None:
-        return None
-    return read, tuple(f.name for f in schema.fields if f.type in ("number", "integer"))
-
-
-def _read_numbers(record: dict, read: Callable[[str], str], names: tuple[str, ...]) -> None:
-    """``record``'s cells of ``names`` read as numbers of the file's dialect, in place."""
-    for name in names:
-        value = record.get(name)
-        if value is not None:
-            try:
-                record[name] = CsvText(read(value))
-            except InvalidEvent as err:
-                raise InvalidEvent(f"field {name!r}: {err}") from None

@@ -11,7 +11,7 @@ from decimal import Decimal
 from transforms.errors import DataError
 from transforms.text import events
 
-__all__ = ["RepeatedColumn", "columnar_names", "columnar_record"]
+__all__ = ["columnar_names", "columnar_record"]
 
 
 def columnar_record(record: dict) -> dict:

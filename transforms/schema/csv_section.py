@@ -21,7 +21,7 @@ from transforms.schema.problems import Problems, suggest
 from transforms.schema.yaml_lines import Map, line_of
 from transforms.text.csv_dialect import DEFAULT, DELIMITERS, ENCODINGS, QUOTES, CsvDialect
 
-__all__ = ["CSV_KEYS", "column_position", "dialect", "written"]
+__all__ = ["column_position", "dialect", "written"]
 
 CSV_KEYS = ("delimiter", "quote", "encoding", "skip_lines", "decimal", "thousands")
 _DECIMALS = (".", ",")

@@ -29,8 +29,8 @@ __all__ = [
     "line_parser",
     "named",
     "number_reader",
+    "numbers_in_place",
     "reader_args",
-    "repeated",
 ]
 
 DELIMITERS = {",": ",", ";": ";", "tab": "\t", "\t": "\t", "|": "|"}
@@ -85,6 +85,8 @@ def _decode(raw: bytes, encoding: str) -> str:
 
 def header_names(raw: bytes | str, dialect: CsvDialect = DEFAULT) -> tuple[str, ...]:
     """A header record's column names as the schema sees them (:func:`named`)."""
+    if dialect == DEFAULT:
+        return events.parse_csv_header(raw)
     if isinstance(raw, bytes):
         raw = raw.decode(dialect.encoding, errors="replace")
     (names,) = csv.reader([raw], **reader_args(dialect))
@@ -189,3 +191,24 @@ def number_reader(dialect: CsvDialect) -> Callable[[str], str] | None:
         return cell.replace(decimal, ".") if decimal != "." else cell
 
     return read
+
+
+def numbers_in_place(dialect: CsvDialect) -> Callable[[dict, Sequence[str]], None] | None:
+    """``(record, names) → None``: the cells of ``names`` read as numbers of the dialect
+    (:func:`number_reader`), in place; an InvalidEvent names the field. None when the dialect
+    writes numbers as JSON does."""
+    read = number_reader(dialect)
+    if read is None:
+        return None
+    cell = events.CsvText
+
+    def numbers(record: dict, names: Sequence[str]) -> None:
+        for name in names:
+            value = record.get(name)
+            if value is not None:
+                try:
+                    record[name] = cell(read(value))
+                except InvalidEvent as err:
+                    raise InvalidEvent(f"field {name!r}: {err}") from None
+
+    return numbers
