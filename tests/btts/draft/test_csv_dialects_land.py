@@ -150,3 +150,24 @@ def test_names_that_plain_alike_draft_distinct_fields_that_land(
         v for record in back for k, v in record.items() if k not in ("time", "key", "ts_ms")
     )
     assert values == [1, 2, 3, 4, 5, 6]
+
+
+def test_every_field_takes_a_name_of_its_own_and_the_draft_loads(tmp_path):
+    """Names that plain alike, and plain names a record read back already uses (``key``,
+    ``time``): each its own, an already plain name kept."""
+    from btts.draft import draft, review
+    from btts.draft.design import unique_refs
+
+    assert unique_refs(["date", "a.b", "a_b", "a-b", "key", "key_value", "time"], "date") == {
+        "date": "date",
+        "a.b": "a_b_2",
+        "a_b": "a_b",
+        "a-b": "a_b_3",
+        "key": "key_value_2",
+        "key_value": "key_value",
+        "time": "time_value",
+    }
+    source = tmp_path / "names.csv"
+    source.write_text("date,a.b,a_b,a-b,key,key_value,time\n2020-01-01,1,2,3,4,5,6\n")
+    problems, _ = review(draft([str(source)]).text)
+    assert problems is None
