@@ -12,6 +12,7 @@ Pure (no Beam). The default dialect reads as the readers always did, through the
 from __future__ import annotations
 
 import csv
+import functools
 import re
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
@@ -138,15 +139,18 @@ def line_parser(header: Sequence[str], dialect: CsvDialect = DEFAULT) -> Callabl
         return refuse
     if dialect.plain_text:
         return lambda raw: events.parse_csv_line(raw, header)
-    args = reader_args(dialect)
+    split = _splitter(dialect)
     encoding, width = dialect.encoding, len(header)
     cell = events.CsvText
 
     def parse(raw: bytes | str) -> dict:
-        if isinstance(raw, bytes):
-            raw = _decode(raw, encoding)
+        if type(raw) is bytes:
+            try:
+                raw = raw.decode(encoding)
+            except UnicodeDecodeError:
+                raw = _decode(raw, encoding)  # raises, naming the byte
         try:
-            (cells,) = csv.reader([raw], strict=True, **args)
+            (cells,) = split([raw])
         except (csv.Error, ValueError) as err:
             raise InvalidEvent(f"invalid CSV: {err}") from None
         if len(cells) != width:
@@ -154,6 +158,15 @@ def line_parser(header: Sequence[str], dialect: CsvDialect = DEFAULT) -> Callabl
         return {name: cell(c) for name, c in zip(header, cells, strict=True) if c != ""}
 
     return parse
+
+
+def _splitter(dialect: CsvDialect) -> Callable:
+    """``csv.reader`` bound to one dialect object: its options checked once, not per line."""
+    options = {"strict": True, "lineterminator": "\n", **reader_args(dialect)}
+    if dialect.quote:
+        options["doublequote"] = True
+    fixed = type("_Dialect", (csv.Dialect,), {"quoting": csv.QUOTE_MINIMAL, **options})()
+    return functools.partial(csv.reader, dialect=fixed)
 
 
 def number_reader(dialect: CsvDialect) -> Callable[[str], str] | None:
