@@ -252,7 +252,7 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     )  # fmt: skip
     schema = design_mod.design(inputs, ents)
     schema.questions = questions
-    _csv_choice(schema, samples[0])
+    _csv_choice(schema, samples)
     if wide and wide.how == "unpivot":
         _unpivot_choice(schema, wide)
     if wanted.flat:
@@ -264,11 +264,12 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     return Draft(schema, render(schema), samples)
 
 
-def _csv_choice(schema: DraftSchema, sample: Sample) -> None:
+def _csv_choice(schema: DraftSchema, samples: Sequence[Sample]) -> None:
     """``event.csv`` when the file is not written as plain CSV, and ``from: N`` on each field
     of a repeated column (read by its position: the header alone would lose one)."""
     from btts.draft.model import Choice
 
+    sample = samples[0]
     dialect = sample.dialect
     for position, name in dialect.columns:
         if name in schema.fields:
@@ -278,8 +279,20 @@ def _csv_choice(schema: DraftSchema, sample: Sample) -> None:
                 f"column too; {schema.fields[name].comment}"
             ).rstrip("; ")
     said = csv_section.written(dialect)
+    others = [s for s in samples[1:] if s.fmt == "csv" and s.dialect != dialect]
+    if others:  # one schema reads every file in one dialect: the others would be misread
+        schema.refusals.append(
+            f"{os.path.basename(others[0].path)} is not written in the CSV dialect of "
+            f"{os.path.basename(sample.path)} ({flow_text(said) or 'plain CSV'} against "
+            f"{flow_text(csv_section.written(others[0].dialect)) or 'plain CSV'}): draft each "
+            "dialect's files apart"
+        )
     if said:
         schema.csv = Choice(said, _csv_why(dialect))
+
+
+def flow_text(values: dict) -> str:
+    return ", ".join(f"{k}: {v!r}" for k, v in values.items())
 
 
 def _csv_why(dialect) -> str:

@@ -171,3 +171,14 @@ def test_every_field_takes_a_name_of_its_own_and_the_draft_loads(tmp_path):
     source.write_text("date,a.b,a_b,a-b,key,key_value,time\n2020-01-01,1,2,3,4,5,6\n")
     problems, _ = review(draft([str(source)]).text)
     assert problems is None
+
+
+def test_files_of_two_dialects_are_refused_in_one_line(tmp_path, capsys):
+    """One schema reads its files in one dialect: a second file written otherwise would be
+    misread, so init refuses naming both."""
+    (tmp_path / "eu.csv").write_bytes(EUROPEAN)
+    (tmp_path / "plain.csv").write_text("datum,temp,druck,ort\n2020-02-01,1.5,1013.25,Bonn\n")
+    argv = ["init", str(tmp_path / "eu.csv"), str(tmp_path / "plain.csv")]
+    assert cli.main([*argv, "-o", str(tmp_path / "s.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert "plain.csv is not written in the CSV dialect of eu.csv" in err
