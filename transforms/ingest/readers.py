@@ -15,7 +15,10 @@ Formats, chosen per file by :func:`detect` (content first, then the name) or for
 - ``csv``: a header, then one record per line; a quoted field may span lines (a record goes on
   while its count of ``"`` is odd, RFC 4180's doubled quotes keep that count even). A large
   uncompressed file is cut, in one counting pass, at line starts outside quoted fields
-  (:func:`csv_boundaries`), so several workers read it, each knowing its line numbers.
+  (:func:`~transforms.ingest.csv_lines.csv_boundaries`), so several workers read it, each
+  knowing its line numbers. Its dialect (delimiter, quote, encoding, lines before the header,
+  columns read by position) is the schema's ``event.csv``
+  (:class:`~transforms.text.csv_dialect.CsvDialect`): the blocks carry it to the decoder.
 - ``parquet`` / ``avro``: Beam's own columnar readers, chosen by :class:`ReadRecords`.
 
 gzip and bzip2 are recognised by their magic bytes as well as by ``.gz``/``.bz2``; compressed
