@@ -11,7 +11,8 @@ workers.
 
 The rule: of every delimiter and quote, the one under which most records (from the header on)
 have one and the same width of two or more cells; the lines before that run are a preamble to
-skip; ties go to the comma and the double quote.
+skip (and one more record when it holds values where the next holds only names: a preamble
+line as wide as the data); ties go to the comma and the double quote.
 """
 
 from __future__ import annotations
@@ -109,7 +110,42 @@ def sniff(text: str, whole: bool = False) -> CsvDialect | None:
             score = _score(records)
             if score > best:
                 best, chosen = score, CsvDialect(delimiter, quote, skip=-score[2])
-    return chosen
+    return chosen and _past_a_record_like_preamble(head, chosen)
+
+
+_MISSING = {"", "NA", "NaN", "nan", "N/A", "null", "NULL", "None", "-", "."}
+_VALUE = re.compile(r"[-+]?[0-9][0-9.,:/ T-]*\Z")  # a number, a date, a time: not a name
+
+
+def _past_a_record_like_preamble(head: str, dialect: CsvDialect) -> CsvDialect:
+    """The dialect with the header one record further on when the first record of the run
+    holds values (a number, a date) where the next holds none and every record after it
+    (up to :data:`MIN_RUN` × 4) holds one: a preamble line that happens to have as many cells
+    as the data (``Exported …, 2024-05-01`` above ``rownames,value``), which no header is."""
+    text = head.split("\n", dialect.skip)[-1] if dialect.skip else head
+    reader = csv.reader(io.StringIO(text, newline=""), **reader_args(dialect))
+    rows: list[list[bool]] = []
+    texts: list[list[str]] = []
+    first_lines = 0
+    try:
+        for cells in reader:
+            texts.append([c.strip() for c in cells])
+            rows.append([bool(_VALUE.match(c)) for c in texts[-1]])
+            first_lines = first_lines or reader.line_num
+            if len(rows) == 2 + MIN_RUN * 4:
+                break
+    except csv.Error:
+        return dialect
+    # in doubt the header stays: a year as a column's name (``2020``), a first record that
+    # may be missing values (``NA``) rather than names
+    dated = any(v and not c.isdigit() for v, c in zip(rows[0], texts[0], strict=True))
+    if len(rows) < 3 or any(rows[1]) or not dated or set(texts[1]) & _MISSING:
+        return dialect
+    data = rows[2:]
+    columns = [i for i, value in enumerate(rows[0]) if value]
+    if all(len(r) == len(rows[0]) and all(r[i] for i in columns) for r in data):
+        return dialect._replace(skip=dialect.skip + first_lines)
+    return dialect
 
 
 def repeated_columns(names: Sequence[str]) -> tuple[tuple[int, str], ...]:

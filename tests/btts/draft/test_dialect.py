@@ -62,3 +62,16 @@ def test_decimal_marks_only_where_numbers_show_them(text, decimal, thousands, tm
 def test_a_repeated_header_gets_a_name_per_column_never_one_the_header_has():
     names = ["date", "ISE", "ISE", "ISE_2", "ISE"]
     assert dialect.repeated_columns(names) == ((2, "ISE"), (3, "ISE_3"), (5, "ISE_4"))
+
+
+@pytest.mark.parametrize(
+    "text, skip",
+    [
+        ("Exported by a logger, 2024-05-01\nrownames,dat\n1980-01-01,838.7\n1980-01-02,824.5\n", 1),
+        ("id,2020\na,NA\nb,5\nc,6\n", 0),  # a year as a column's name: the header stays
+        ("date,temp\n2020-01-01,5\n2020-01-02,6\n", 0),
+        ("Station 4711\n\ndate;temp\n2020-01-01;5\n2020-01-02;6\n2020-01-03;7\n", 2),
+    ],
+)
+def test_a_preamble_line_as_wide_as_the_data_is_skipped_a_header_never(text, skip):
+    assert dialect.sniff(text, whole=True).skip == skip
