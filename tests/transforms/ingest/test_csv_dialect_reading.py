@@ -67,3 +67,24 @@ def test_a_declared_dialect_is_read_whole_in_ranges_too(tmp_path, monkeypatch, s
             ),
             label="DeadLetters",
         )
+
+
+def test_the_overwrite_check_reads_the_file_again_in_its_dialect(bigtable_emulator, tmp_path):
+    """Two records of one day with other readings: the check reads both again (as the job read
+    them: cp1252, ';', the preamble skipped) and names their lines."""
+    import uuid
+
+    from btts import config
+    from pipelines.common.report import JobFailed
+    from tests.support.jobs import run_job
+
+    schema = tmp_path / "w.yaml"
+    schema.write_text(SCHEMA, encoding="utf-8")
+    text = "Station Köln-Bonn; 92 m\n\ndatum;druck;ort\n"
+    text += "2020-02-01;1.013,5;Köln\n2020-02-02;1.012,5;Köln\n2020-02-01;1.011,5;Köln\n"
+    source = tmp_path / "w.csv"
+    source.write_bytes(text.encode("cp1252"))
+    target = config.Target("test-project", f"t{uuid.uuid4().hex[:12]}")
+    with pytest.raises(JobFailed) as failed:
+        run_job("generic", target, source, tmp_path / "dead", [f"--schema={schema}"])
+    assert f"(first: {source}:4 and {source}:6 both write W row " in str(failed.value)
