@@ -111,6 +111,10 @@ setup(
             # files these two ship inside their wheels
             "statsmodels==0.15.0",
             "vega_datasets==0.9.0",
+            # the reference btts init's CSV dialect is held to (DuckDB's sniff_csv:
+            # tests/btts/draft/test_dialect.py, python -m tests.dialect_corpus); never needed
+            # by init itself nor by the workers (docs/init.md says why)
+            "duckdb>=1.1",
         ],
     },
     entry_points={"console_scripts": ["btts = btts_cli.main:main"]},

@@ -242,10 +242,21 @@ def _dumped(make: Callable[[], object]) -> str:
 
 
 # Keys of the input shapes (extra_fields, unpivot, times made from fields and their constant
-# parts, missing-value tokens, decimal years' rounding): dumped only when a file uses them, so
-# that every file from before them loads to the very same dump.
+# parts, missing-value tokens, decimal years' rounding, a CSV's dialect and columns read by
+# position): dumped only when a file uses them, so that every file from before them loads to the
+# very same dump.
 _SHAPE_KEYS = frozenset(
-    {"extra_fields", "unpivot", "sources", "constants", "round", "missing", "date_format"}
+    {
+        "extra_fields",
+        "unpivot",
+        "sources",
+        "constants",
+        "round",
+        "missing",
+        "csv",
+        "column",
+        "date_format",
+    }
 )
 
 

@@ -24,7 +24,6 @@ Reading is the job's: CSV cells as
 
 from __future__ import annotations
 
-import codecs
 import csv
 import io
 from array import array
@@ -33,7 +32,7 @@ from dataclasses import dataclass, field
 
 from btts.draft.sample import Sample, open_input
 from transforms.errors import InvalidEvent
-from transforms.text import events
+from transforms.text import csv_dialect, events
 
 __all__ = ["Check", "check"]
 
@@ -75,10 +74,14 @@ def _file_records(sample: Sample, mine=None, first: int = 0) -> Iterator[dict | 
         for batch in pq.ParquetFile(sample.path).iter_batches(batch_size=_BATCH):
             yield from (columnar_record(r) for r in batch.to_pylist())
         return
+    dialect = sample.dialect
     with open_input(sample.path, sample.compression) as raw:
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+        text = io.TextIOWrapper(raw, encoding=dialect.encoding, errors="replace", newline="")
         if sample.fmt == "csv":
-            yield from _csv_records(csv.reader(text), mine, first)
+            for _ in range(dialect.skip):
+                text.readline()
+            rows = csv.reader(text, **csv_dialect.reader_args(dialect))
+            yield from _csv_records(rows, dialect, mine, first)
             return
         if sample.fmt == "jsonl":
             for line in text:
@@ -91,10 +94,8 @@ def _file_records(sample: Sample, mine=None, first: int = 0) -> Iterator[dict | 
     yield from sample.records  # a JSON array: as sampled (read whole up to its bound)
 
 
-def _csv_records(rows, mine, index: int) -> Iterator[dict | None]:
-    header = tuple(n.strip() for n in next(rows, []))
-    if header:
-        header = (header[0].removeprefix(codecs.BOM_UTF8.decode()), *header[1:])
+def _csv_records(rows, dialect, mine, index: int) -> Iterator[dict | None]:
+    header = csv_dialect.named(next(rows, []), dialect)  # as the job names them
     width, text = len(header), events.CsvText
     for cells in rows:
         if mine is not None and not mine(index):

@@ -32,11 +32,29 @@ _PERIOD_S = {"year": 365.25 * 86_400, "month": 30.44 * 86_400, "day": 86_400, "h
 _RESERVED = {"key", "ts_ms", "time"}  # names a record read back gives its row key and time
 
 
-def ref(name: str, time: bool = False) -> str:
+def _plain_ref(name: str, time: bool = False) -> str:
     """The name keys and columns use for a field: the plain name, and for a field other than
     the event time one a record read back does not already use for its key or time."""
     plain = plain_name(name)
     return f"{plain}_value" if plain in _RESERVED and not time else plain
+
+
+def unique_refs(names: Sequence[str], time: str) -> dict[str, str]:
+    """Each field's name for keys and columns, no two alike (the loader refuses a draft whose
+    ``a.b`` and ``a_b`` both become ``a_b``): a name that is already plain keeps it, another
+    takes its plain name, or that name with ``_2``, ``_3``… when another field has it."""
+    wanted = {name: _plain_ref(name, name == time) for name in dict.fromkeys(names)}
+    out = {name: plain for name, plain in wanted.items() if plain == name}
+    taken = set(out.values())
+    for name, plain in wanted.items():
+        if name in out:
+            continue
+        new, n = plain, 2
+        while new in taken:
+            new, n = f"{plain}_{n}", n + 1
+        out[name] = new
+        taken.add(new)
+    return out
 
 
 @dataclass
@@ -59,6 +77,14 @@ class Inputs:
     missing: list[str] = field(default_factory=list)  # the texts the file writes for no value
     keep: list[str] = field(default_factory=list)  # JSON text fields where a token is a value
     record_id: str | None = None  # the key's field after the time, when it has one
+    refs: dict[str, str] = field(default_factory=dict)  # each field's name in keys and columns
+
+    def __post_init__(self) -> None:
+        self.refs = unique_refs([*self.columns, self.time.field], self.time.field)
+
+    def ref(self, name: str, time: bool = False) -> str:
+        """The field's name in keys and columns (:func:`unique_refs`)."""
+        return self.refs.get(name) or _plain_ref(name, time)
 
 
 def _earliest(ms: Sequence[int], complete: bool) -> str | None:
@@ -174,12 +200,12 @@ def _fields(inputs: Inputs, keys: Sequence[str], earliest: str | None) -> dict[s
             continue  # (a value no type takes: a loss, said by _losses)
         if name == inputs.time.field:
             out[name] = _time_spec(inputs, earliest)
-            if ref(name, True) != name:
-                out[name].value["as"] = ref(name, True)
+            if inputs.ref(name, True) != name:
+                out[name].value["as"] = inputs.ref(name, True)
             continue
         choice = _field_spec(column, inputs.complete, name in keys)
-        if ref(name) != name:
-            choice.value["as"] = ref(name)
+        if inputs.ref(name) != name:
+            choice.value["as"] = inputs.ref(name)
         _missing_notes(choice, name, inputs)
         out[name] = choice
     if inputs.time.derived:
@@ -227,28 +253,25 @@ def _time_segment(inputs: Inputs, earliest: str | None, time_name: str) -> Choic
     )
 
 
-def _entity_segment(column: Column | None, name: str, complete: bool) -> dict:
+def _entity_segment(inputs: Inputs, name: str) -> dict:
     """A text field as it is; a non-negative integer zero-padded (``10`` sorts after ``9``),
     two digits wider than the sample's largest when the sample is a part of the file."""
+    column = inputs.columns.get(name)
     if column is not None and column.type == "integer" and (column.low or 0) >= 0:
-        width = len(str(column.high)) + (0 if complete else 2)
-        return {"zero_pad": ref(name), "width": width}
-    return {"text": ref(name)}
+        width = len(str(column.high)) + (0 if inputs.complete else 2)
+        return {"zero_pad": inputs.ref(name), "width": width}
+    return {"text": inputs.ref(name)}
 
 
 def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float) -> list[Choice]:
     keys = ents.names
-    time_name = ref(inputs.time.field, True)
+    time_name = inputs.ref(inputs.time.field, True)
     out = []
     for index, name in enumerate(keys):
         card = inputs.columns[name].cardinality if name in inputs.columns else 0
         why = "selected by --query" if name in inputs.query else f"{card} values"
         lead = "leads the key (field promotion)" if index == 0 else "then"
-        out.append(
-            Choice(
-                _entity_segment(inputs.columns.get(name), name, inputs.complete), f"{lead}: {why}"
-            )
-        )
+        out.append(Choice(_entity_segment(inputs, name), f"{lead}: {why}"))
     if not keys:
         out.append(Choice(
             {"const": inputs.dataset.upper()[:20]},
@@ -267,7 +290,7 @@ def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float
     if ents.record_id:
         ident = ents.record_id
         out.append(Choice(
-            _entity_segment(inputs.columns.get(ident), ident, inputs.complete),
+            _entity_segment(inputs, ident),
             f"then {ident}, a value of its own in every record: records of one time are told "
             "apart by it (no other field does)",
         ))  # fmt: skip
@@ -297,16 +320,18 @@ def _rate(inputs: Inputs) -> tuple[float, str]:
     )
 
 
-def _queries(draft: DraftSchema, table: str, keys: Sequence[str], latest: bool) -> None:
+def _queries(
+    draft: DraftSchema, table: str, keys: Sequence[str], latest: bool, inputs: Inputs
+) -> None:
     salted = any("salt" in c.value for c in draft.key)
     if keys and latest:
         draft.queries.append(Choice(
-            {"name": "latest", "table": table, "select": [ref(k) for k in keys],
+            {"name": "latest", "table": table, "select": [inputs.ref(k) for k in keys],
              "read": "prefix", "limit": 1},
             "the newest event of one series: the first row of its prefix",
         ))  # fmt: skip
     if keys:
-        select = [ref(k) for k in keys]
+        select = [inputs.ref(k) for k in keys]
         draft.queries.append(Choice(
             {"name": "series", "table": table, "select": select},
             f"one {'/'.join(select)} over a time range: one key range",
@@ -325,13 +350,13 @@ def _advisor(draft: DraftSchema, inputs: Inputs, keys: Sequence[str], rate: floa
     draft.advisor_comments["events_per_second"] = note
     if keys:
         draft.advisor["fields"] = {
-            ref(k): {"cardinality": max(2, inputs.columns[k].cardinality)}
+            inputs.ref(k): {"cardinality": max(2, inputs.columns[k].cardinality)}
             for k in keys if k in inputs.columns
         }  # fmt: skip
         draft.advisor_comments["fields"] = "distinct values seen in the sample" + (
             "" if inputs.complete else " (a part of the file: raise them to the real counts)"
         )
-        draft.advisor["query_fields"] = [ref(k) for k in keys if k != inputs.record_id]
+        draft.advisor["query_fields"] = [inputs.ref(k) for k in keys if k != inputs.record_id]
 
 
 def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
@@ -342,7 +367,7 @@ def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
     draft = DraftSchema(inputs.dataset, f"Drafted by btts init from {inputs.described[0]}.")
     earliest = _earliest(inputs.time.ms, inputs.complete)
     rate, rate_note = _rate(inputs)
-    draft.time = ref(inputs.time.field, True)
+    draft.time = inputs.ref(inputs.time.field, True)
     draft.time_comment = "the event time: it stamps every cell and is the key's time"
     if inputs.others:
         draft.time_comment += f"; other fields that read as times: {', '.join(inputs.others)}"
@@ -364,7 +389,7 @@ def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
     ))  # fmt: skip
     draft.key = _key(inputs, ents, earliest, rate)
     _columns(draft, inputs, keys)
-    _queries(draft, table, ents.names, inputs.latest and not earliest)
+    _queries(draft, table, ents.names, inputs.latest and not earliest, inputs)
     _advisor(draft, inputs, keys, rate, rate_note)
     draft.losses += _losses(inputs.columns.values())
     if inputs.missing:
@@ -424,7 +449,7 @@ def _columns(draft: DraftSchema, inputs: Inputs, keys: Sequence[str]) -> None:
             draft.columns.append(Choice({"family": "m", "qualifier": used, "value": used}))
     if not always:
         draft.columns.append(Choice(
-            {"family": "m", "qualifier": "t", "value": ref(inputs.time.field, True)},
+            {"family": "m", "qualifier": "t", "value": inputs.ref(inputs.time.field, True)},
             "the time as a value (13-digit epoch ms): every event writes this cell, so one "
             "whose other fields are all missing still lands as a row",
         ))  # fmt: skip

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 
 from btts.draft import check as check_mod
 from btts.draft import design as design_mod
+from btts.draft import dialect as dialect_mod
 from btts.draft import missing, shape, zones
 from btts.draft.fields import infer_columns
 from btts.draft.model import DraftSchema, Question
 from btts.draft.render import render
 from btts.draft.sample import DraftError, Sample, read_sample
 from btts.draft.times import TimeGuess, guess_times, hinted, resolution, unread_time
+from transforms.schema import csv_section
 from transforms.text import timefmt
 
 __all__ = ["draft", "review"]
@@ -260,7 +262,7 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     """One draft from the samples and ``extra`` records (that a previous draft did not land)."""
     raw = [r for s in samples for r in s.records] + extra
     tokens, keep = missing.detect(raw)
-    records = missing.strip(raw, tokens, keep)
+    records = dialect_mod.inference_numbers(missing.strip(raw, tokens, keep), samples[0].dialect)
     order = list(dict.fromkeys(c for s in samples for c in s.columns))
     columns = infer_columns(records, order)
     time, questions, others = _time(columns, records, wanted.ask)
@@ -293,6 +295,7 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     )  # fmt: skip
     schema = design_mod.design(inputs, ents)
     schema.questions = questions
+    _csv_choice(schema, samples)
     if wide and wide.how == "unpivot":
         _unpivot_choice(schema, wide)
     if wanted.flat:
@@ -302,6 +305,54 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
         )
     schema.header = _header(samples, schema, paths)
     return Draft(schema, render(schema), samples)
+
+
+def _csv_choice(schema: DraftSchema, samples: Sequence[Sample]) -> None:
+    """``event.csv`` when the file is not written as plain CSV, and ``from: N`` on each field
+    of a repeated column (read by its position: the header alone would lose one)."""
+    from btts.draft.model import Choice
+
+    sample = samples[0]
+    dialect = sample.dialect
+    for position, name in dialect.columns:
+        if name in schema.fields:
+            schema.fields[name].value["from"] = position
+            schema.fields[name].comment = (
+                f"column {position}, read by position: the header gives its name to another "
+                f"column too; {schema.fields[name].comment}"
+            ).rstrip("; ")
+    said = csv_section.written(dialect)
+    others = [s for s in samples[1:] if s.fmt == "csv" and s.dialect != dialect]
+    if others:  # one schema reads every file in one dialect: the others would be misread
+        schema.refusals.append(
+            f"{os.path.basename(others[0].path)} is not written in the CSV dialect of "
+            f"{os.path.basename(sample.path)} ({flow_text(said) or 'plain CSV'} against "
+            f"{flow_text(csv_section.written(others[0].dialect)) or 'plain CSV'}): draft each "
+            "dialect's files apart"
+        )
+    if said:
+        schema.csv = Choice(said, _csv_why(dialect))
+
+
+def flow_text(values: dict) -> str:
+    return ", ".join(f"{k}: {v!r}" for k, v in values.items())
+
+
+def _csv_why(dialect) -> str:
+    notes = []
+    if dialect.delimiter != ",":
+        shown = "tab" if dialect.delimiter == "\t" else repr(dialect.delimiter)
+        notes.append(f"cells split by {shown}")
+    if dialect.skip:
+        notes.append(f"the header is line {dialect.skip + 1} (the lines before it are skipped)")
+    if dialect.encoding != "utf-8":
+        notes.append(f"the file is not UTF-8: read as {dialect.encoding}")
+    if dialect.decimal != ".":
+        example = "1.013,25" if dialect.thousands else "1,5"
+        notes.append(f"numbers written with a decimal comma ({example})")
+    elif dialect.thousands:
+        notes.append("numbers written with thousands marks (1,013.25)")
+    return "the file's own CSV dialect, as btts init read it: " + "; ".join(notes)
 
 
 def _estimate(samples: Sequence[Sample], wide: shape.Wide | None) -> int:

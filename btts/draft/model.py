@@ -53,4 +53,5 @@ class DraftSchema:
     losses: list[str] = field(default_factory=list)  # records the draft would lose: exit 1
     refusals: list[str] = field(default_factory=list)  # what the user must add first: exit 1
     missing: Choice | None = None  # event.missing: the texts the file writes for no value
+    csv: Choice | None = None  # event.csv: the CSV file's dialect, when not the default
     checked: str = ""  # what the draft was checked over by the job's builder

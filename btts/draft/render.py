@@ -71,6 +71,9 @@ def _fields(lines: list[str], draft: DraftSchema) -> None:
     if draft.time_comment:
         _comment(lines, draft.time_comment, "  ")
     lines.append(f"  time: {scalar(draft.time)}")
+    if draft.csv is not None:
+        _comment(lines, draft.csv.comment, "  ")
+        lines.append(f"  csv: {flow(draft.csv.value)}")
     if draft.unpivot is not None:
         _comment(lines, draft.unpivot.comment, "  ")
         lines.append(f"  unpivot: {flow(draft.unpivot.value)}")

@@ -20,12 +20,15 @@ import csv
 import gzip
 import io
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from btts.draft import dialect as dialect_mod
 from transforms.errors import InvalidEvent, UserError
 from transforms.ingest import json_array
-from transforms.text import events
+from transforms.text import csv_dialect, events
+from transforms.text.csv_dialect import CsvDialect
 
 __all__ = ["DraftError", "Sample", "open_input", "read_sample"]
 
@@ -53,6 +56,7 @@ class Sample:
     size: int = 0
     skipped: int = 0  # lines of the sample that did not parse (a window's cut record)
     total: int | None = None  # the file's record count, where its metadata says (Parquet)
+    dialect: CsvDialect = csv_dialect.DEFAULT  # a CSV file's, as init saw it
 
     def describe(self) -> str:
         how = "the whole file" if self.complete else f"{self.bytes_read:,} of {self.size:,} bytes"
@@ -106,7 +110,7 @@ def detect(path: str) -> tuple[str, str]:
         text = text.decode("utf-8", errors="replace")
         if text[:1] in ("[", "{"):
             return ("json_array" if text[:1] == "[" else "jsonl"), compression
-        if fmt is None and events.looks_like_csv(text):
+        if fmt is None and (events.looks_like_csv(text) or dialect_mod.sniff(text)):
             fmt = "csv"
     return fmt or "jsonl", compression
 
@@ -143,22 +147,33 @@ def _quota(index: int, chunks: int) -> int | None:
 
 
 def _csv_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
+    """The records of the sample's chunks, read in the dialect the head shows (its encoding
+    from every chunk): the one the draft declares, so the job reads them the same way."""
+    encoding = dialect_mod.encoding_of(chunk for chunk, _ in chunks)
+    head = chunks[0][0].decode(encoding, errors="replace").removeprefix("\ufeff")
+    found = dialect_mod.sniff(head, chunks[0][1]) or csv_dialect.DEFAULT
+    dialect = found._replace(encoding=encoding)
+    args = csv_dialect.reader_args(dialect)
     header: tuple[str, ...] = ()
+    cells_seen: list[list[str]] = []
     for index, (chunk, whole) in enumerate(chunks):
-        text = chunk.decode("utf-8", errors="replace")
+        text = chunk.decode(encoding, errors="replace")
         if not header:
-            text = text.removeprefix("\ufeff")
-            rows = csv.reader(io.StringIO(text, newline=""), strict=True)
+            text = head.split("\n", dialect.skip)[-1] if dialect.skip else head
+            rows = csv.reader(io.StringIO(text, newline=""), strict=True, **args)
             try:
-                header = tuple(name.strip() for name in next(rows))  # as parse_csv_header
+                names = next(rows)
             except (StopIteration, csv.Error) as err:
                 raise SampleError(f"{sample.path}: no CSV header ({err})") from None
+            dialect = dialect.with_columns(dialect_mod.repeated_columns(csv_dialect.named(names)))
+            header = csv_dialect.named(names, dialect)  # as the job names them
             sample.columns = list(header)
         else:
-            rows = csv.reader(io.StringIO(text.split("\n", 1)[-1], newline=""), strict=True)
+            rows = csv.reader(io.StringIO(text.split("\n", 1)[-1], newline=""), strict=True, **args)
         rows_list = _safe_rows(rows)
         if not whole and rows_list:
             rows_list = rows_list[:-1]  # the window's last record may be cut
+        cells_seen += rows_list[:_MARK_ROWS]
         for cells in rows_list[: _quota(index, len(chunks))]:
             if len(cells) != len(header):
                 sample.skipped += 1
@@ -166,6 +181,10 @@ def _csv_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
             sample.records.append(
                 {n: events.CsvText(c) for n, c in zip(header, cells, strict=True) if c != ""}
             )
+    sample.dialect = dialect_mod.decimal_marks(dialect, cells_seen)
+
+
+_MARK_ROWS = 2_000  # rows of each chunk whose numbers show the decimal marks
 
 
 def _safe_rows(rows) -> list[list[str]]:
@@ -225,6 +244,11 @@ def _columnar(sample: Sample) -> None:
     )
     per_group = max(1, MAX_RECORDS // len(picks))
     sample.columns = list(handle.schema_arrow.names)
+    twice = [n for n, count in Counter(sample.columns).items() if count > 1]
+    if twice:  # (read as records, one column of the name would be lost)
+        raise SampleError(
+            f"{sample.path}: two columns are named {twice[0]!r}: one would be lost; rename one"
+        )
     for group in picks:  # the first batch of each picked group only: never a whole group
         batch = next(handle.iter_batches(batch_size=per_group, row_groups=[group]), None)
         if batch is not None:

@@ -59,7 +59,9 @@ class Ingest(beam.PTransform):
             lines = pbegin | "ReadMessages" >> ReadPubSubLines(config.subscription)
         else:
             # a remote runner's inputs are URIs; nothing of them is opened here to pick readers
-            read = ReadRecords(list(config.inputs), config.input_format, not config.remote)
+            read = ReadRecords(
+                list(config.inputs), config.input_format, not config.remote, job.schema.csv
+            )
             lines = pbegin | "ReadLines" >> read
         check = config.overwrites
         built = lines | "ParseAndBuild" >> BuildRows(
@@ -73,7 +75,7 @@ class Ingest(beam.PTransform):
         rows = built[ROWS]
         if check is not None and not check.recent_rows:  # batch: every row, every worker
             built[PRINTS] | "CheckOverwrites" >> CheckOverwrites(
-                job.rows_fn(), job.csv_adapter, config.input_format, check.tables
+                job.rows_fn(), job.csv_adapter, config.input_format, check.tables, job.schema.csv
             )
         if config.validate_only:  # counted by BuildRows; no writes
             return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}

@@ -49,12 +49,13 @@ from transforms.table_model import (
     bucket_start_ms,
     segment_builder,
 )
-from transforms.text import keys, timefmt
+from transforms.text import csv_dialect, keys, timefmt
 
 __all__ = ["Builder"]
 
 # JSON blobs keep numbers as the source wrote them (no float round trip); times as epoch ms.
 _RAW_JSON = ("number", "integer", "time")
+_NUMBERS = ("number", "integer")  # the fields a CSV dialect's decimal marks apply to
 _new = tuple.__new__  # NamedTuple construction without its Python-level __new__
 
 
@@ -496,6 +497,8 @@ class Builder:
         self.map_fields = tuple(f.name for f in schema.fields if f.type == "map")
         self.key_delimiters = _checked_key_fields(schema)
         self._shape = shaping.shaper(schema)  # None: records are events as they come
+        self._csv_numbers = csv_dialect.numbers_in_place(schema.csv)  # None: plain decimals
+        self._number_fields = tuple(f.name for f in schema.fields if f.type in _NUMBERS)
         # the generated source, or (BTTS_OFFICIAL=builder) the plain loop over the same rules
         self._compiler = interpreted if official.uses("builder") else codegen
         self._call = self._compiler.build_function(build_plan(schema, chosen, tz))
@@ -587,11 +590,17 @@ class Builder:
 
     def csv_adapter(self, record: dict) -> dict:
         """CSV is flat: with a map field, every column that is not another field is one of its
-        entries (``hostname,timestamp,cpu,mem`` → ``metrics: {cpu, mem}``)."""
+        entries (``hostname,timestamp,cpu,mem`` → ``metrics: {cpu, mem}``). Numbers with a
+        decimal comma or thousands marks (``event.csv``) become plain decimals, once per value."""
+        if self._csv_numbers is not None:
+            self._csv_numbers(record, self._number_fields)
         if not self.map_fields:
             return record
         target = self.map_fields[0]
         named = {f.name for f in self.schema.fields}
         out = {k: v for k, v in record.items() if k in named}
-        out[target] = {k: v for k, v in record.items() if k not in named}
+        entries = {k: v for k, v in record.items() if k not in named}
+        if self._csv_numbers is not None:
+            self._csv_numbers(entries, tuple(entries))
+        out[target] = entries
         return out

@@ -40,7 +40,7 @@ from transforms.metrics import (
     TIMED_ROWS,
 )
 from transforms.mutations import FramedRows, RowMutation, without_empty_rows
-from transforms.text import events
+from transforms.text import csv_dialect, events
 
 __all__ = ["DEAD_LETTER", "PRINTS", "ROWS", "BuildRows", "CsvAdapter", "OverwriteCheck", "decoder"]
 
@@ -61,10 +61,10 @@ CsvAdapter = Callable[[dict], dict]
 def decoder(block: Block, csv_adapter: CsvAdapter | None = None) -> Callable[[object], dict]:
     """``raw item → record`` for the items of ``block`` (``csv_adapter`` reshapes CSV records)."""
     if block.kind == "csv":
-        header = block.header
+        parse = csv_dialect.line_parser(block.header, block.dialect or csv_dialect.DEFAULT)
         if csv_adapter is None:
-            return lambda raw: events.parse_csv_line(raw, header)
-        return lambda raw: csv_adapter(events.parse_csv_line(raw, header))
+            return parse
+        return lambda raw: csv_adapter(parse(raw))
     if block.kind == "json_array":
         return _array_element
     if block.kind == "record":

@@ -8,9 +8,10 @@ import datetime as dt
 import math
 from decimal import Decimal
 
+from transforms.errors import DataError
 from transforms.text import events
 
-__all__ = ["columnar_record"]
+__all__ = ["columnar_names", "columnar_record"]
 
 
 def columnar_record(record: dict) -> dict:
@@ -41,3 +42,34 @@ def _json_like(value: object) -> object:
     if isinstance(value, list | tuple):
         return [_json_like(v) for v in value]
     return str(value)
+
+
+class RepeatedColumn(DataError, ValueError):
+    """A Parquet or Avro file naming two columns alike: read as records, one would be lost."""
+
+
+def columnar_names(path: str, kind: str) -> tuple[str, ...]:
+    """The column names of a Parquet file (its footer) or an Avro file (its header's schema),
+    or :class:`RepeatedColumn` naming two that are alike: a record holds one value per name, so
+    the reader would keep one column's values and drop the other's in silence."""
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(path) as handle:
+        if kind == "parquet":
+            import pyarrow.parquet as pq
+
+            names = tuple(pq.read_schema(handle).names)
+        else:
+            import fastavro
+
+            schema = fastavro.reader(handle).writer_schema
+            names = tuple(f["name"] for f in schema.get("fields", ()))
+    seen: dict[str, int] = {}
+    for position, name in enumerate(names, start=1):
+        if name in seen:
+            raise RepeatedColumn(
+                f"{path}: columns {seen[name]} and {position} are both named {name!r}: one "
+                "would be lost; rename one in the file"
+            )
+        seen[name] = position
+    return names

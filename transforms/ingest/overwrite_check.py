@@ -31,6 +31,7 @@ from transforms.ingest.overwrites import (
 )
 from transforms.ingest.readers import line_at
 from transforms.metrics import NAMESPACE
+from transforms.text.csv_dialect import DEFAULT, CsvDialect
 
 __all__ = ["CheckOverwrites"]
 
@@ -62,11 +63,13 @@ class _ResolveFn(beam.DoFn):
         csv_adapter: CsvAdapter | None,
         input_format: str,
         tables: Mapping[str, bool],
+        dialect: CsvDialect = DEFAULT,
     ) -> None:
         self._build = build
         self._csv_adapter = csv_adapter
         self._input_format = input_format
         self._tables = dict(tables)
+        self._dialect = dialect
 
     def process(self, element: tuple[None, Iterable[fingerprints.Candidates]]) -> None:
         wanted, sources = _wanted(element[1])
@@ -78,7 +81,9 @@ class _ResolveFn(beam.DoFn):
             share = {t: ids[ids % np.uint64(passes) == part] for t, ids in wanted.items()}
             records: dict[Place, list] = {}
             for source, offsets in sorted(sources.items(), key=lambda item: item[0]):
-                for block, places in reread.records_again(source, offsets, self._input_format):
+                for block, places in reread.records_again(
+                    source, offsets, self._input_format, self._dialect
+                ):
                     self._collect(block, places, share, records, signatures)
             _merge(found, analyze(records.items()))
         found.records = len(found.conflicting)
@@ -193,7 +198,8 @@ def _with_line(place: Place, partial: set[str]) -> Place:
 class CheckOverwrites(beam.PTransform):
     """BuildRows' fingerprints (``(shard, Prints)``) → the check's counters (see the module
     docstring). ``build``: the job's plain builder (records → rows), to build the candidates
-    again; ``tables``: the checked tables, each with whether its key holds its stamp."""
+    again; ``tables``: the checked tables, each with whether its key holds its stamp;
+    ``dialect``: how the CSV files are written, to read them again as the job did."""
 
     def __init__(
         self,
@@ -201,9 +207,10 @@ class CheckOverwrites(beam.PTransform):
         csv_adapter: CsvAdapter | None,
         input_format: str,
         tables: Mapping[str, bool],
+        dialect: CsvDialect = DEFAULT,
     ) -> None:
         super().__init__()
-        self._resolve = _ResolveFn(build, csv_adapter, input_format, tables)
+        self._resolve = _ResolveFn(build, csv_adapter, input_format, tables, dialect)
 
     def expand(self, prints: beam.PCollection) -> beam.PCollection:
         return (

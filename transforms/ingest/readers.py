@@ -15,7 +15,10 @@ Formats, chosen per file by :func:`detect` (content first, then the name) or for
 - ``csv``: a header, then one record per line; a quoted field may span lines (a record goes on
   while its count of ``"`` is odd, RFC 4180's doubled quotes keep that count even). A large
   uncompressed file is cut, in one counting pass, at line starts outside quoted fields
-  (:func:`csv_boundaries`), so several workers read it, each knowing its line numbers.
+  (:func:`~transforms.ingest.csv_lines.csv_boundaries`), so several workers read it, each
+  knowing its line numbers. Its dialect (delimiter, quote, encoding, lines before the header,
+  columns read by position) is the schema's ``event.csv``
+  (:class:`~transforms.text.csv_dialect.CsvDialect`): the blocks carry it to the decoder.
 - ``parquet`` / ``avro``: Beam's own columnar readers, chosen by :class:`ReadRecords`.
 
 gzip and bzip2 are recognised by their magic bytes as well as by ``.gz``/``.bz2``; compressed
@@ -29,8 +32,7 @@ import codecs
 import csv
 import itertools
 import operator
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
 import apache_beam as beam
@@ -38,10 +40,12 @@ from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
 from transforms.ingest import json_array
-from transforms.ingest.columnar import columnar_record
+from transforms.ingest.columnar import columnar_names, columnar_record
+from transforms.ingest.csv_lines import csv_boundaries, csv_records
 from transforms.ingest.formats import INPUT_FORMATS
 from transforms.metrics import WorkerTally
-from transforms.text import events
+from transforms.text import csv_dialect, events
+from transforms.text.csv_dialect import CsvDialect
 
 __all__ = ["BLOCK_ITEMS", "Block", "FileRange", "ReadRecords", "detect", "line_at", "range_blocks"]
 
@@ -51,8 +55,7 @@ __all__ = ["BLOCK_ITEMS", "Block", "FileRange", "ReadRecords", "detect", "line_a
 # (and 128 or 512 no less than 256).
 BLOCK_ITEMS = 256
 CHUNK_BYTES = 1 << 20  # read size
-SPLIT_BYTES = 64 << 20  # a JSON-lines file larger than this is read as several ranges
-MAX_CSV_RECORD_LINES = 1_000  # a quoted field spans at most this many lines
+SPLIT_BYTES = 64 << 20  # a JSON-lines or CSV file larger than this is read as several ranges
 
 _EXTENSIONS = {
     ".jsonl": "jsonl",
@@ -79,6 +82,7 @@ class Block(NamedTuple):
     offset: int = 0
     lines: tuple | None = None
     header: tuple | None = None
+    dialect: CsvDialect | None = None  # a CSV file's, when not the default
 
     def line(self, index: int) -> int | None:
         if self.lines is not None:
@@ -137,20 +141,26 @@ def _text_head(path: str, compression: str) -> str:
     return ""
 
 
-def _by_content(path: str, compression: str) -> str | None:
+def _by_content(path: str, compression: str, dialect: CsvDialect) -> str | None:
     """The text format the content shows, or None when it shows none: ``[`` first is one JSON
-    array, ``{`` first JSON lines, records of two or more comma-separated fields CSV."""
+    array, ``{`` first JSON lines, records of two or more fields split by the dialect's
+    delimiter CSV (after the lines it skips)."""
     head = _text_head(path, compression)
     first = head[:1]
     if first in ("[", "{"):
         return "json_array" if first == "[" else "jsonl"
-    return "csv" if events.looks_like_csv(head) else None
+    if dialect.skip:
+        head = head.split("\n", dialect.skip)[-1]
+    return "csv" if events.looks_like_csv(head, dialect.delimiter) else None
 
 
-def detect(path: str, forced: str = "auto") -> tuple[str, str]:
+def detect(
+    path: str, forced: str = "auto", dialect: CsvDialect = csv_dialect.DEFAULT
+) -> tuple[str, str]:
     """``(format, compression)`` of ``path``: its compression from its first bytes; its format
     forced; else a text file's content when it shows JSON (an array or lines, whatever the
-    name); else its name; else content that shows CSV (a ``data.gz`` of CSV); else JSON lines."""
+    name); else its name; else content that shows CSV as ``dialect`` writes it (a ``data.gz``
+    of CSV); else JSON lines."""
     with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
         head = handle.read(4)
     compression = _magic(head, _COMPRESSION_MAGIC, CompressionTypes.UNCOMPRESSED)
@@ -159,7 +169,7 @@ def detect(path: str, forced: str = "auto") -> tuple[str, str]:
         return fmt, compression
     fmt = _magic(head, _COLUMNAR_MAGIC) or format_from_name(path)
     if fmt in (None, "jsonl", "csv"):
-        shown = _by_content(path, compression)
+        shown = _by_content(path, compression, dialect)
         # JSON shows itself whatever the name says; CSV only where the name claims no format
         # (a .jsonl of CSV lines stays JSON lines, each dead letter saying it looks like CSV).
         if shown in ("json_array", "jsonl") or (shown and fmt is None):
@@ -167,11 +177,13 @@ def detect(path: str, forced: str = "auto") -> tuple[str, str]:
     return fmt or "jsonl", compression
 
 
-def file_ranges(path: str, size: int, forced: str = "auto") -> list[FileRange]:
+def file_ranges(
+    path: str, size: int, forced: str = "auto", dialect: CsvDialect = csv_dialect.DEFAULT
+) -> list[FileRange]:
     """The ranges ``path`` is read as, fixed up front (as Beam's ReadAllFromText does) so that
     every runner reads each record exactly once without claiming records one by one: about
     ``SPLIT_BYTES`` each for an uncompressed JSON-lines or CSV file, else the whole file."""
-    fmt, compression = detect(path, forced)
+    fmt, compression = detect(path, forced, dialect)
     whole = [FileRange(path, fmt, compression, 0, size)]
     if compression != CompressionTypes.UNCOMPRESSED or size <= SPLIT_BYTES:
         return whole
@@ -182,7 +194,11 @@ def file_ranges(path: str, size: int, forced: str = "auto") -> list[FileRange]:
         ]
     if fmt == "csv":
         with FileSystems.open(path, compression_type=compression) as handle:
-            cuts = [(0, 1), *csv_boundaries(handle), (size, 0)]
+            cuts = [
+                (0, 1),
+                *csv_boundaries(handle, dialect.quote_byte, SPLIT_BYTES, CHUNK_BYTES),
+                (size, 0),
+            ]
         return [
             FileRange(path, fmt, compression, start, end, line, end_line)
             for (start, line), (end, end_line) in itertools.pairwise(cuts)
@@ -190,41 +206,13 @@ def file_ranges(path: str, size: int, forced: str = "auto") -> list[FileRange]:
     return whole
 
 
-def csv_boundaries(handle) -> list[tuple[int, int]]:
-    """``(offset, line)`` of record starts about every ``SPLIT_BYTES`` of a CSV file: line
-    starts where the count of ``"`` before them is even, i.e. outside any quoted field. One
-    pass at the speed of ``bytes.count``; it is what lets a CSV whose fields span lines be
-    read by several workers, each from a record's first line and knowing its number."""
-    out: list[tuple[int, int]] = []
-    pos = quotes = 0
-    line = 1  # the number of the line that starts at ``pos``
-    target = SPLIT_BYTES
-    while True:
-        chunk = handle.read(CHUNK_BYTES)
-        if not chunk:
-            return [cut for cut in out if cut[0] < pos]
-        search = max(0, target - pos)
-        while search < len(chunk):
-            i = chunk.find(b"\n", search)
-            if i < 0:
-                break
-            if (quotes + chunk.count(b'"', 0, i)) % 2 == 0:
-                out.append((pos + i + 1, line + chunk.count(b"\n", 0, i) + 1))
-                target = pos + i + 1 + SPLIT_BYTES
-                search = max(i + 1, target - pos)
-            else:
-                search = i + 1
-        quotes += chunk.count(b'"')
-        line += chunk.count(b"\n")
-        pos += len(chunk)
-
-
-def csv_header(path: str, compression: str) -> tuple:
-    """A CSV file's column names (its first record), for ranges that start further on."""
+def csv_header(path: str, compression: str, dialect: CsvDialect) -> tuple:
+    """A CSV file's column names (its first record after the lines the dialect skips), for
+    ranges that start further on."""
     with FileSystems.open(path, compression_type=compression) as handle:
-        chunks = _line_chunks(handle, 0)
-        for _start, record in _csv_records(_numbered(chunks), lambda r: True):
-            return events.parse_csv_header(record)
+        numbered = itertools.islice(_numbered(_line_chunks(handle, 0)), dialect.skip, None)
+        for _start, record in csv_records(numbered, lambda r: True, dialect.quote_byte):
+            return csv_dialect.header_names(record, dialect)
     return ()
 
 
@@ -277,18 +265,20 @@ def _blocks(
         )
 
 
-def range_blocks(part: FileRange) -> Iterator[Block]:
+def range_blocks(part: FileRange, dialect: CsvDialect = csv_dialect.DEFAULT) -> Iterator[Block]:
     """A file range's records as blocks (see the module docstring for each format): what the
-    job reads, and what the overwrite check reads again."""
+    job reads, and what the overwrite check reads again. ``dialect``: how CSV is written."""
     with FileSystems.open(part.path, compression_type=part.compression) as handle:
         if part.format == "jsonl":
             yield from jsonl_blocks(part, handle)
         elif part.format == "csv":
-            header = None if part.start == 0 else csv_header(part.path, part.compression)
+            header = None if part.start == 0 else csv_header(part.path, part.compression, dialect)
             if part.start:
                 handle.seek(part.start)
             chunks = _line_chunks(handle, part.start)
-            yield from csv_blocks(part.path, chunks, header, part.first_line, part.end_line)
+            yield from csv_blocks(
+                part.path, chunks, header, part.first_line, part.end_line, dialect
+            )
         elif part.format == "json_array":
             yield from array_blocks(part.path, handle)
         else:
@@ -298,11 +288,14 @@ def range_blocks(part: FileRange) -> Iterator[Block]:
 class _ReadBlocksFn(beam.DoFn):
     """A file range's records as blocks."""
 
+    def __init__(self, dialect: CsvDialect = csv_dialect.DEFAULT) -> None:
+        self._dialect = dialect
+
     def setup(self) -> None:
         self._tally = WorkerTally("read")  # records per worker process, when asked for
 
     def process(self, part: FileRange) -> Iterable[Block]:
-        for block in range_blocks(part):
+        for block in range_blocks(part, self._dialect):
             self._tally.add(len(block.items))
             yield block
 
@@ -360,33 +353,44 @@ def csv_blocks(
     header: tuple | None = None,
     first_line: int = 1,
     end_line: int = 0,
+    dialect: CsvDialect = csv_dialect.DEFAULT,
 ) -> Iterator[Block]:
-    """Records of a CSV file (header first, unless given) with the line each starts on, from
-    line ``first_line`` up to (not including) ``end_line`` (0: the end)."""
+    """Records of a CSV file (header first, after the lines the dialect skips, unless given)
+    with the line each starts on, from line ``first_line`` up to (not including) ``end_line``
+    (0: the end)."""
+    args = csv_dialect.reader_args(dialect)
 
     def fits(record: bytes) -> bool:
         try:
-            (cells,) = csv.reader([record.decode("utf-8")], strict=True)
+            (cells,) = csv.reader([record.decode(dialect.encoding)], strict=True, **args)
         except (csv.Error, ValueError):
             return False
         return header is None or len(cells) == len(header)
 
-    records = _csv_records(_numbered(chunks, first_line, end_line), fits)
+    numbered = _numbered(chunks, first_line, end_line)
+    if header is None and dialect.skip:
+        numbered = itertools.islice(numbered, dialect.skip, None)
+    records = csv_records(numbered, fits, dialect.quote_byte)
     if header is None:
         first = next(records, None)
         if first is None:
             return
-        header = events.parse_csv_header(first[1])
-    yield from _numbered_blocks(source, "csv", records, header)
+        header = csv_dialect.header_names(first[1], dialect)
+    shown = None if dialect == csv_dialect.DEFAULT else dialect
+    yield from _numbered_blocks(source, "csv", records, header, shown)
 
 
 def _numbered_blocks(
-    source: str, kind: str, numbered: Iterator[tuple[int, object]], header: tuple | None = None
+    source: str,
+    kind: str,
+    numbered: Iterator[tuple[int, object]],
+    header: tuple | None = None,
+    dialect: CsvDialect | None = None,
 ) -> Iterator[Block]:
     """``(line, item)`` pairs as blocks of ``BLOCK_ITEMS``, each item keeping its line."""
     while chunk := list(itertools.islice(numbered, BLOCK_ITEMS)):
         lines, items = zip(*chunk, strict=True)
-        yield Block(source, kind, list(items), 0, 0, lines, header)
+        yield Block(source, kind, list(items), 0, 0, lines, header, dialect)
 
 
 def _numbered(
@@ -399,56 +403,6 @@ def _numbered(
                 return
             yield number, text
             number += 1
-
-
-def _csv_records(
-    physical: Iterator[tuple[int, bytes]], fits: Callable[[bytes], bool]
-) -> Iterator[tuple[int, bytes]]:
-    """``(first line, record)``: a line whose ``"`` count is odd opens a quoted field that goes
-    on to the next line with an odd count (RFC 4180 doubles quotes inside fields, so the count
-    of a closed record is even). The joined lines are one record only if they make a record of
-    the header's width; otherwise, or after ``MAX_CSV_RECORD_LINES`` lines or at the end, the
-    opening line is a record alone (a bad one) and the lines after it are read again, so one
-    stray quote costs one line, not the rest of the file. Lines come with their ``\r``: only a
-    record's last one ends the record (a CRLF ending, dropped); one inside a quoted field is the
-    field's own text (R writes a value's ``\r\n`` as it is), kept."""
-    queue: deque[tuple[int, bytes]] = deque()
-    pending: list[tuple[int, bytes]] = []
-    while True:
-        if queue:
-            number, text = queue.popleft()
-        else:
-            step = next(physical, None)
-            if step is None:
-                if not pending:
-                    return
-                yield _ended(*pending[0])
-                queue.extend(pending[1:])
-                pending = []
-                continue
-            number, text = step
-        odd = text.count(b'"') % 2
-        if not pending:
-            if odd:
-                pending = [(number, text)]
-            else:
-                yield _ended(number, text)
-            continue
-        pending.append((number, text))
-        if not odd and len(pending) < MAX_CSV_RECORD_LINES:
-            continue
-        record = b"\n".join(t for _, t in pending)
-        if odd and fits(_ended(0, record)[1]):
-            yield _ended(pending[0][0], record)
-        else:
-            yield _ended(*pending[0])
-            queue.extendleft(reversed(pending[1:]))
-        pending = []
-
-
-def _ended(number: int, record: bytes) -> tuple[int, bytes]:
-    """A record without the ``\r`` of its CRLF ending."""
-    return number, record[:-1] if record.endswith(b"\r") else record
 
 
 # -- JSON arrays -------------------------------------------------------------------------------
@@ -477,12 +431,15 @@ COLUMNAR = ("parquet", "avro")
 class _RangesFn(beam.DoFn):
     """Each matched file's ranges; Parquet and Avro paths to their own outputs."""
 
-    def __init__(self, forced: str, kinds: frozenset[str]) -> None:
+    def __init__(
+        self, forced: str, kinds: frozenset[str], dialect: CsvDialect = csv_dialect.DEFAULT
+    ) -> None:
         self._forced = forced
         self._kinds = kinds
+        self._dialect = dialect
 
     def process(self, metadata) -> Iterable:
-        ranges = file_ranges(metadata.path, metadata.size_in_bytes, self._forced)
+        ranges = file_ranges(metadata.path, metadata.size_in_bytes, self._forced, self._dialect)
         kind = ranges[0].format if ranges[0].format in COLUMNAR else "text"
         if kind not in self._kinds:  # it changed since the job was built: never drop it
             raise ValueError(
@@ -490,6 +447,7 @@ class _RangesFn(beam.DoFn):
                 f"the job was built): run it again"
             )
         if kind in COLUMNAR:
+            columnar_names(metadata.path, kind)  # two columns of one name: refused
             yield beam.pvalue.TaggedOutput(ranges[0].format, metadata.path)
         else:
             yield from ranges
@@ -503,10 +461,15 @@ class ReadRecords(beam.PTransform):
     ``input_format`` forces one format for every file; ``auto`` lets each file's content and
     name decide, so one glob may match files of several formats. ``inspect``: whether local
     files may be opened now to leave out readers no file needs (not where the workers do not
-    share this machine's disk: then every reader is in the graph and each file's own decides)."""
+    share this machine's disk: then every reader is in the graph and each file's own decides).
+    ``dialect``: how the CSV files are written (the schema's ``event.csv``)."""
 
     def __init__(
-        self, patterns: list[str], input_format: str = "auto", inspect: bool = True
+        self,
+        patterns: list[str],
+        input_format: str = "auto",
+        inspect: bool = True,
+        dialect: CsvDialect = csv_dialect.DEFAULT,
     ) -> None:
         super().__init__()
         if input_format not in INPUT_FORMATS:
@@ -516,6 +479,7 @@ class ReadRecords(beam.PTransform):
         self._patterns = list(patterns)
         self._format = input_format
         self._inspect = inspect
+        self._dialect = dialect
 
     def _kinds(self) -> frozenset[str]:
         """The readers this job needs: ``text`` (this module), ``parquet``, ``avro``. Only
@@ -553,15 +517,15 @@ class ReadRecords(beam.PTransform):
         ]
         files = matches | "FlattenMatches" >> beam.Flatten() if len(matches) > 1 else matches[0]
         kinds = self._kinds()
-        parts = files | "Ranges" >> beam.ParDo(_RangesFn(self._format, kinds)).with_outputs(
-            *COLUMNAR, main="ranges"
-        )
+        parts = files | "Ranges" >> beam.ParDo(
+            _RangesFn(self._format, kinds, self._dialect)
+        ).with_outputs(*COLUMNAR, main="ranges")
         branches = []
         if "text" in kinds:
             branches.append(
                 parts.ranges
                 | "Reshuffle" >> beam.Reshuffle()  # ranges of one file to several workers
-                | "ReadBlocks" >> beam.ParDo(_ReadBlocksFn())
+                | "ReadBlocks" >> beam.ParDo(_ReadBlocksFn(self._dialect))
             )
         for fmt, read_all in (("parquet", ReadAllFromParquet), ("avro", ReadAllFromAvro)):
             if fmt in kinds:

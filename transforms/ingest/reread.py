@@ -25,17 +25,21 @@ from transforms.ingest.readers import (
     detect,
     range_blocks,
 )
+from transforms.text.csv_dialect import DEFAULT, CsvDialect
 
 __all__ = ["records_again"]
 
 
 def records_again(
-    source: str, offsets: Collection[int] | None, input_format: str = "auto"
+    source: str,
+    offsets: Collection[int] | None,
+    input_format: str = "auto",
+    dialect: CsvDialect = DEFAULT,
 ) -> Iterator[tuple[Block, list[Place]]]:
     """The blocks of ``source`` to build again and the place of each of their items:
     ``offsets`` of JSON-lines blocks (an uncompressed JSON-lines file: just those blocks), or
-    None for the whole source."""
-    fmt, compression = detect(source, input_format)
+    None for the whole source; CSV read as ``dialect`` writes it."""
+    fmt, compression = detect(source, input_format, dialect)
     if fmt in ("parquet", "avro"):
         yield from _columnar(source, fmt)
     elif offsets is not None and fmt == "jsonl" and compression == CompressionTypes.UNCOMPRESSED:
@@ -44,7 +48,7 @@ def records_again(
     else:
         size = FileSystems.match([source])[0].metadata_list[0].size_in_bytes
         ordinal = 0  # one reader takes the whole file: no ranges to cut (nor a CSV pass for them)
-        for block in range_blocks(FileRange(source, fmt, compression, 0, size)):
+        for block in range_blocks(FileRange(source, fmt, compression, 0, size), dialect):
             n = len(block.items)
             places = [Place(source, ordinal + i, block.line(i), ordinal + i) for i in range(n)]
             ordinal += n

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from transforms.schema.csv_section import column_position
 from transforms.schema.era import earliest_day
 from transforms.schema.model import (
     CASES,
@@ -103,6 +104,7 @@ def _field(problems: Problems, node: Map, name: object) -> FieldSpec | None:
         max_entries=problems.integer(spec, "max_entries", what),
         doc=problems.text(spec, "doc", what),
         missing=missing,
+        column=column_position(problems, spec, what),
         line=line,
         **times,
         **text,

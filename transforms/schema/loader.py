@@ -14,6 +14,7 @@ import yaml
 
 from transforms.errors import SchemaError
 from transforms.schema import advisor as advisor_rules
+from transforms.schema import csv_section
 from transforms.schema import event as event_rules
 from transforms.schema import queries as query_rules
 from transforms.schema import shape as shape_rules
@@ -27,7 +28,7 @@ from transforms.text import timefmt
 __all__ = ["builtin", "load", "loads", "with_times"]
 
 _TOP_KEYS = ("dataset", "doc", "event", "tables", "queries", "advisor", "index")
-_EVENT_KEYS = ("time", "fields", "example", "extra_fields", "unpivot", "missing")
+_EVENT_KEYS = ("time", "fields", "example", "extra_fields", "unpivot", "missing", "csv")
 
 
 def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) -> Schema | None:
@@ -54,6 +55,7 @@ def check(problems: Problems, doc: object, proto_modules: Sequence[str] = ()) ->
             "extra_fields": shape_rules.extra_fields(problems, event),
             "unpivot": shape_rules.unpivot(problems, event, fields),
             "missing": shape_rules.missing_tokens(problems, event, "event") or (),
+            "csv": csv_section.dialect(problems, event, fields),
         }
     tables = _tables(problems, top, fields, time, proto_modules)
     _check_across_tables(problems, tables, fields, time)

@@ -22,6 +22,8 @@ from transforms.table_model import (
     TableDecl,
 )
 from transforms.text import timefmt
+from transforms.text.csv_dialect import DEFAULT as CSV_DEFAULT
+from transforms.text.csv_dialect import CsvDialect
 
 __all__ = [
     "ADVISOR_FAMILY_KEYS",
@@ -133,6 +135,9 @@ class FieldSpec:
     # texts that mean "no value" in this field (None: the event's ``missing``)
     missing: tuple[str, ...] | None = None
     doc: str = ""
+    # a CSV file's column read by position (1 is the first), whatever its header says
+    # (``from: N``: two columns of one name are two fields)
+    column: int = 0
     line: int = field(default=0, compare=False)
 
     @property
@@ -150,8 +155,9 @@ _FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max", "sources": "fro
 FIELD_KEYS = tuple(
     _FILE_KEYS.get(f.name, f.name)
     for f in dataclasses.fields(FieldSpec)
-    # (constants are written in ``from``; a made time's date format is its ``format``)
-    if f.name not in ("name", "line", "constants", "date_format")
+    # (constants and a column's position are written in ``from``; a made time's date format is
+    # its ``format``)
+    if f.name not in ("name", "line", "constants", "column", "date_format")
 )
 
 
@@ -347,6 +353,7 @@ class Schema:
     unpivot: Unpivot | None = None
     index: IndexSpec | None = None  # the series index ``btts serve`` lists series from
     missing: tuple[str, ...] = ()  # texts that mean "no value" in any field (``event.missing``)
+    csv: CsvDialect = CSV_DEFAULT  # how its CSV files are written (``event.csv``)
 
     def table(self, name: str) -> TableSpec:
         """Raises Undeclared (a UserError naming the names there are)."""

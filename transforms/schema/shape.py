@@ -130,7 +130,7 @@ def time_sources(
     """A time field's ``from: {year: Y, quarter: Q}``: the roles and the fields giving them
     (checked against the declared fields once all are known: :func:`check_sources`), and the
     roles given as constants (a whole number: ``year: 1973``)."""
-    if "from" not in spec:
+    if "from" not in spec or type(spec["from"]) is int:  # (a CSV column: csv_section)
         return (), ()
     node = problems.mapping(spec["from"], f"{what}: from", line_of(spec, "from"))
     if node is None:

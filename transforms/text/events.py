@@ -93,13 +93,14 @@ def array_hint(raw: bytes | str, reason: str) -> str:
     return reason
 
 
-def looks_like_csv(text: str) -> bool:
-    """Whether the first lines of ``text`` read as CSV records of two or more fields, the same
-    number on each, and not as JSON (a line of JSON starts with ``{`` or ``[``)."""
+def looks_like_csv(text: str, delimiter: str = ",") -> bool:
+    """Whether the first lines of ``text`` read as CSV records of two or more fields split by
+    ``delimiter``, the same number on each, and not as JSON (a line of JSON starts with ``{``
+    or ``[``)."""
     lines = text.removeprefix("\ufeff").lstrip().splitlines()[:2]
-    if not lines or lines[0][:1] in ("{", "[") or "," not in lines[0]:
+    if not lines or lines[0][:1] in ("{", "[") or delimiter not in lines[0]:
         return False
-    widths = {len(record) for record in csv.reader(lines)}
+    widths = {len(record) for record in csv.reader(lines, delimiter=delimiter)}
     return len(widths) == 1 and widths.pop() >= 2
 
 

@@ -1,0 +1,184 @@
+"""CSV files as people's tools write them land whole from their untouched drafts (issue 57):
+``btts init FILE -o s.yaml`` (exit 0), the generic job on the test emulator (no dead letter),
+``btts query`` reads back every value equal to what the file says.
+
+The files are written here, and the values expected are stated here by hand, not computed by
+the code under test: a European Excel file (``;``, decimal comma, thousands dots, cp1252 with
+umlauts, CRLF), a weather station's file whose header is on line 2, a header that names one
+column twice, tab and pipe delimiters, a UTF-8 byte-order mark, names that plain only to one
+name (``a.b`` and ``a_b``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import yaml
+
+from btts import config
+from btts_cli import main as cli
+from tests.support.jobs import read_dead_letters, run_job
+
+EUROPEAN = (
+    "datum;temp;druck;ort\r\n"
+    "2020-01-01;1,5;1013,25;Köln\r\n"
+    "2020-01-02;-2,0;1.013,5;München\r\n"
+    "2020-01-03;3;999,75;Düsseldorf\r\n"
+).encode("cp1252")
+EUROPEAN_BACK = [
+    {"temp": "1.5", "druck": "1013.25", "ort": "Köln"},
+    {"temp": "-2.0", "druck": "1013.5", "ort": "München"},
+    {"temp": "3", "druck": "999.75", "ort": "Düsseldorf"},
+]
+
+PREAMBLE = (
+    b"Station 4711 Hamburg-Fuhlsbuettel, 11 m\n"
+    b"date,temp,rain\n"
+    b"2020-01-01,1.5,0\n2020-01-02,2.5,1.2\n2020-01-03,-0.5,0\n"
+)
+PREAMBLE_BACK = [
+    {"temp": "1.5", "rain": "0"},
+    {"temp": "2.5", "rain": "1.2"},
+    {"temp": "-0.5", "rain": "0"},
+]
+
+REPEATED = b"date,ISE,ISE,SP\n2020-01-01,1.5,2.5,3\n2020-01-02,1.6,2.6,4\n2020-01-03,1.7,2.7,5\n"
+REPEATED_BACK = [
+    {"ISE": "1.5", "ISE_2": "2.5", "SP": "3"},
+    {"ISE": "1.6", "ISE_2": "2.6", "SP": "4"},
+    {"ISE": "1.7", "ISE_2": "2.7", "SP": "5"},
+]
+
+TABS = b"\xef\xbb\xbfdate\tvalue\tnote\n2020-01-01\t1.25\ta, b\n2020-01-02\t2.5\tc\n"
+TABS_BACK = [{"value": "1.25", "note": "a, b"}, {"value": "2.5", "note": "c"}]
+
+PIPES = b"date|value|n\n2020-01-01|1,013.5|1\n2020-01-02|2,000.25|2\n2020-01-03|7.5|3\n"
+PIPES_BACK = [
+    {"value": "1013.5", "n": "1"},
+    {"value": "2000.25", "n": "2"},
+    {"value": "7.5", "n": "3"},
+]
+
+COLLIDING = b"date,a.b,a_b,a-b\n2020-01-01,1,2,3\n2020-01-02,4,5,6\n"
+
+CASES = {
+    "european.csv": (EUROPEAN, EUROPEAN_BACK),
+    "station.csv": (PREAMBLE, PREAMBLE_BACK),
+    "repeated.csv": (REPEATED, REPEATED_BACK),
+    "tabs.tsv": (TABS, TABS_BACK),
+    "pipes.txt": (PIPES, PIPES_BACK),
+}
+
+
+def _number(value: object) -> object:
+    """A number's value as a decimal text (``-2.0`` and ``-2`` alike); any other text as is."""
+    try:
+        return str(Decimal(str(value)).normalize())
+    except ArithmeticError:
+        return value
+
+
+def _values(record: dict, names) -> dict:
+    return {name: _number(record[name]) for name in names}
+
+
+def _normal(expected: list[dict]) -> list[dict]:
+    return [{k: _number(v) for k, v in record.items()} for record in expected]
+
+
+def _land(tmp_path: Path, name: str, data: bytes, capsys) -> tuple[dict, list[dict]]:
+    """``btts init`` → the generic job → ``btts query``: the draft and what reads back."""
+    source = tmp_path / name
+    source.write_bytes(data)
+    schema_path = tmp_path / "s.yaml"
+    code = cli.main(["init", str(source), "-o", str(schema_path)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    drafted = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
+    target = config.Target("test-project", f"t{uuid.uuid4().hex[:12]}")
+    run_job("generic", target, source, tmp_path / "dead", [f"--schema={schema_path}"])
+    assert read_dead_letters(tmp_path / "dead") == []
+    capsys.readouterr()
+    table = drafted["tables"][0]["name"]
+    where = ["--project", target.project, "--instance", target.instance]
+    argv = ["query", "--schema", str(schema_path), "--table", table, "--format", "json"]
+    assert cli.main([*argv, *where]) == 0
+    return drafted, json.loads(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_a_csv_in_its_own_dialect_lands_whole_from_its_draft(
+    name, bigtable_emulator, tmp_path, capsys
+):
+    data, expected = CASES[name]
+    drafted, back = _land(tmp_path, name, data, capsys)
+    names = list(expected[0])
+    assert [_values(r, names) for r in back] == _normal(expected)
+    assert [r["time"][:10] for r in back] == [f"2020-01-0{i}" for i in range(1, len(back) + 1)]
+    if name == "repeated.csv":  # each ISE column read by its position
+        fields = drafted["event"]["fields"]
+        assert (fields["ISE"]["from"], fields["ISE_2"]["from"]) == (2, 3)
+
+
+def test_the_european_draft_declares_the_dialect_it_read(tmp_path, capsys):
+    source = tmp_path / "european.csv"
+    source.write_bytes(EUROPEAN)
+    assert cli.main(["init", str(source), "-o", str(tmp_path / "s.yaml")]) == 0
+    drafted = yaml.safe_load((tmp_path / "s.yaml").read_text(encoding="utf-8"))
+    assert drafted["event"]["csv"] == {
+        "delimiter": ";",
+        "encoding": "cp1252",
+        "decimal": ",",
+        "thousands": ".",
+    }
+    assert drafted["event"]["fields"]["temp"]["type"] == "number"
+
+
+def test_names_that_plain_alike_draft_distinct_fields_that_land(
+    bigtable_emulator, tmp_path, capsys
+):
+    """``a.b``, ``a_b`` and ``a-b`` all plain to ``a_b``: the draft loads (each its own name)
+    and every value lands."""
+    drafted, back = _land(tmp_path, "colliding.csv", COLLIDING, capsys)
+    refs = [spec.get("as", name) for name, spec in drafted["event"]["fields"].items()]
+    assert len(refs) == len(set(refs)) == 4
+    values = sorted(
+        v for record in back for k, v in record.items() if k not in ("time", "key", "ts_ms")
+    )
+    assert values == [1, 2, 3, 4, 5, 6]
+
+
+def test_every_field_takes_a_name_of_its_own_and_the_draft_loads(tmp_path):
+    """Names that plain alike, and plain names a record read back already uses (``key``,
+    ``time``): each its own, an already plain name kept."""
+    from btts.draft import draft, review
+    from btts.draft.design import unique_refs
+
+    assert unique_refs(["date", "a.b", "a_b", "a-b", "key", "key_value", "time"], "date") == {
+        "date": "date",
+        "a.b": "a_b_2",
+        "a_b": "a_b",
+        "a-b": "a_b_3",
+        "key": "key_value_2",
+        "key_value": "key_value",
+        "time": "time_value",
+    }
+    source = tmp_path / "names.csv"
+    source.write_text("date,a.b,a_b,a-b,key,key_value,time\n2020-01-01,1,2,3,4,5,6\n")
+    problems, _ = review(draft([str(source)]).text)
+    assert problems is None
+
+
+def test_files_of_two_dialects_are_refused_in_one_line(tmp_path, capsys):
+    """One schema reads its files in one dialect: a second file written otherwise would be
+    misread, so init refuses naming both."""
+    (tmp_path / "eu.csv").write_bytes(EUROPEAN)
+    (tmp_path / "plain.csv").write_text("datum,temp,druck,ort\n2020-02-01,1.5,1013.25,Bonn\n")
+    argv = ["init", str(tmp_path / "eu.csv"), str(tmp_path / "plain.csv")]
+    assert cli.main([*argv, "-o", str(tmp_path / "s.yaml")]) == 1
+    err = capsys.readouterr().err
+    assert "plain.csv is not written in the CSV dialect of eu.csv" in err
