@@ -3,10 +3,13 @@ indexes, the bounded caches; the endpoints' answers as Python values (a refusal 
 error of :mod:`btts.tsdb.errors`, which the routes turn into an HTTP status).
 
 Suggest, lookup and the expansion of a query's ``*``, wildcards and regexps read the series
-indexes (:mod:`btts.tsdb.index`), never the data. A request that fails for want of time or of
-Bigtable (``Timeout``, ``Unavailable``) is remembered for :data:`FAIL_S` seconds: the same
-request in that time gets the same error at once instead of spending the server's time again
-(a dashboard refreshing a panel that times out would otherwise keep the server busy with it).
+indexes (:mod:`btts.tsdb.index`), never the data; a schema without an index has its series
+enumerated from the keys, and a lookup there keeps those whose rows hold the metric
+(:mod:`btts.tsdb.holding`: keys and qualifiers read, never values). A request that fails for
+want of time or of Bigtable (``Timeout``, ``Unavailable``) is remembered for :data:`FAIL_S`
+seconds: the same request in that time gets the same error at once instead of spending the
+server's time again (a dashboard refreshing a panel that times out would otherwise keep the
+server busy with it).
 
 With ``tenant`` only tables keyed by a tenant are served, and every read is pinned to that
 tenant's key prefix (the index's too).
@@ -21,7 +24,7 @@ from collections.abc import Callable, Sequence
 
 from btts.config import Target
 from btts.errors import MissingTable
-from btts.tsdb import answer, budget, index, planning, reads, request, tsuids
+from btts.tsdb import answer, budget, holding, index, planning, reads, request, tsuids
 from btts.tsdb import lookup as lookup_lib
 from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Catalog, Metric
@@ -217,6 +220,14 @@ class Service:
         request's ``reader`` (one deadline for all its reads)."""
         if self.index.covers(source):
             return self.index.series(reader, source, filters, None, limit)
+        return [_tags(source, combo) for combo in self._key_series(reader, source, filters)]
+
+    def _key_series(
+        self, reader: reads.Reader, source, filters: Sequence[TagFilter]
+    ) -> tuple[dict, ...]:
+        """The series of ``source`` passing ``filters`` as the keys of a schema without an
+        index list them (its key fields before the time, :func:`reads.plan`'s combos), bounded,
+        cached a while; over the bound or the deadline the error names the index."""
         key = (source.schema.dataset, source.table.name, tuple(filters))
         hit = self._cache.get(key)
         if hit is not None:
@@ -228,18 +239,15 @@ class Service:
         try:
             planned = reads.plan(reader, source, [*filters, *open_tags], Window(0, 1))
         except (TooLarge, Timeout) as exc:
-            hint = "; declare `index:` in the schema and run `btts index rebuild`"
-            raise type(exc)(f"{exc}{hint}") from exc
-        combos = [
-            {t: str(v) for t, v in combo.items() if t in source.tags} for combo in planned.combos
-        ]
-        self._cache.put(key, combos)
-        return combos
+            raise type(exc)(f"{exc}; {holding.INDEX_HINT}") from exc
+        self._cache.put(key, planned.combos)
+        return planned.combos
 
     def lookup(self, search: lookup_lib.Lookup) -> dict:
         """``/api/search/lookup`` (:mod:`btts.tsdb.lookup`): the series of the metric (every
-        served one when none is named) that have the tag keys and pass the pairs, from the
-        indexes; at most ``limit`` (0 or less: all, as OpenTSDB)."""
+        served one when none is named) that have the tag keys, pass the pairs and hold the
+        metric, from the indexes (or, without one, the keys and the rows' qualifiers); at most
+        ``limit`` (0 or less: all, as OpenTSDB)."""
         self._recheck()
         if search.metric is not None and search.metric not in self.catalog.metrics:
             self.refresh_catalog(REFRESH_MISS_S)
@@ -288,7 +296,7 @@ class Service:
             try:
                 metrics = [self.catalog.get(search.metric)]
             except UnknownName as exc:  # OpenTSDB's lookup answers "not found", its query a 400
-                raise NotFound(*exc.args) from exc
+                raise NotFound.because(exc) from exc
         else:
             metrics = [self.catalog.metrics[n] for n in sorted(self.catalog.metrics)]
         known = {t for m in self.catalog.metrics.values() for t in m.tags}
@@ -302,13 +310,31 @@ class Service:
         self, reader: reads.Reader, source, search: lookup_lib.Lookup, wanted: int
     ) -> list[dict]:
         """The tag values of the series of ``source`` a lookup lists: a key alone is any
-        value of it; a value alone (OR'd with the others) checked on what the index gives."""
+        value of it; a value alone (OR'd with the others) checked on what the index gives.
+        Without an index the keys list series, not metrics: only those whose rows hold the
+        metric are kept (:func:`holding.held`: keys and qualifiers read, never values)."""
         any_value = [request.tag_filter(k, "wildcard", "*", False) for k in search.keys]
         filters = (*search.filters, *any_value)
+
+        def asked(tags: dict) -> bool:
+            return not search.values or any(v in search.values for v in tags.values())
+
+        if not self.index.covers(source):
+            key = ("held", source.schema.dataset, source.name, source.field, source.entry)
+            key += (filters, search.values, wanted)
+            hit = self._cache.get(key)
+            if hit is None:
+                combos = self._key_series(reader, source, filters)
+                found = holding.held(
+                    reader, source, combos, wanted, lambda c: asked(_tags(source, c))
+                )
+                hit = [_tags(source, c) for c in found]
+                self._cache.put(key, hit)
+            return hit
         if not search.values:
             return self._series_of(reader, source, filters, wanted)[:wanted]
         found = self._series_of(reader, source, filters)
-        return [c for c in found if any(v in search.values for v in c.values())][:wanted]
+        return [c for c in found if asked(c)][:wanted]
 
     def _resolve_lookup(self, reader: reads.Reader, source, search: lookup_lib.Lookup) -> None:
         """A lookup's tag value nobody has: OpenTSDB's "not found" (SearchRpc,
@@ -331,6 +357,11 @@ class Service:
         if known is None:  # no index table yet (nothing landed): nothing to resolve against
             return None
         return next((v for v in values if v not in known), None)
+
+
+def _tags(source, combo: dict) -> dict:
+    """A series' tags as text, from its key fields' values (the rows' field left out)."""
+    return {t: str(v) for t, v in combo.items() if t in source.tags}
 
 
 def _indexed_source(metric: Metric, series_index: index.SeriesIndex):
