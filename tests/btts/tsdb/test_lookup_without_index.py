@@ -19,6 +19,7 @@ from pipelines import load
 from tests.support import REPO, serving
 from transforms import schema as schema_lib
 from transforms.bigtable.filters import KEYS_ONLY
+from transforms.errors import Timeout
 
 METRIC = "flights.arr_delay"
 MAPPED = "server_metrics.metrics"
@@ -135,6 +136,17 @@ def test_more_series_than_a_lookup_may_check_is_a_413_naming_the_rebuild(landed,
     assert "btts index rebuild" in str(err.value) and "index:" in str(err.value)
     found = svc.lookup(lookup.parse_m(METRIC, 3))  # a few holding series are found in time
     assert found["totalResults"] == 3
+
+
+def test_running_out_of_time_while_checking_is_a_504_naming_the_rebuild(landed):
+    target, _, bare, _ = landed
+    svc = service.Service(catalog.Catalog([schema_lib.load(bare)]), target, answer.Limits())
+    assert svc.lookup(lookup.parse_m(METRIC, 2))["totalResults"] == 2  # the keys listed once
+    svc.limits = answer.Limits(deadline_s=1e-6)  # the checks have no time left
+    with pytest.raises(Timeout) as err:
+        svc.lookup(lookup.parse_m(METRIC, 7))
+    assert routes.status(err.value) == 504 and "btts index rebuild" in str(err.value)
+    assert "holding flights.arr_delay" in str(err.value)
 
 
 def test_a_rows_per_key_proves_the_metric_by_its_prefix():
