@@ -320,7 +320,9 @@ def test_a_stale_module_is_regenerated(tmp_path):
 
 def test_generate_writes_into_another_root(tmp_path):
     made = protos.generate(tmp_path)
-    assert made == [tmp_path / "protos" / "balloon_pb2.py"]
+    sources = sorted(protos.PACKAGE_DIR.glob("*.proto"))
+    assert "balloon" in [p.stem for p in sources]
+    assert made == [tmp_path / "protos" / f"{p.stem}_pb2.py" for p in sources]
     assert (tmp_path / "protos" / "balloon_pb2.pyi").is_file()
 
 
