@@ -25,8 +25,6 @@ from tests.support.prom import write as remote_write
 from tests.support.serving import Server
 from transforms.schema import DECLARATIONS
 
-pytestmark = pytest.mark.slow
-
 WAKE = b"btts test: the job is being cancelled"  # not JSON: a dead letter, never a row
 QUERIES = [(0, 5000, [(2, "__name__", ".+")]), (T0, T0 + 400 * 15_000, [(2, "__name__", ".+")])]
 REPEATS = re.compile(r"overwrite check: (\d+) records wrote \d+ cells .*?, (\d+) records repeated")
