@@ -1,7 +1,7 @@
 """The production path of remote write: ``btts serve --remote_write_topic`` publishes every
 sample to Pub/Sub and answers 204 once Pub/Sub has taken them; the events are what the
-pipelines land: the generic job over the published lines (the streaming job reads a message's
-lines the same way) writes the cells remote read returns bit for bit."""
+pipelines land: the generic batch job over the published lines writes the cells remote read
+returns bit for bit (the streaming job on the subscription itself: test_pubsub_stream.py)."""
 
 from __future__ import annotations
 
