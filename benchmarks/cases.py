@@ -82,7 +82,7 @@ def _emit(**fields) -> None:
 
 def _builder(dataset: str):
     """decode + the compiled schema builder: what every job runs per line."""
-    from transforms.build.builder import Builder
+    from transforms.builder.builder import Builder
     from transforms.text import events
 
     build = Builder(schema_of(dataset)).rows  # plain (table, key, cells) tuples
@@ -247,7 +247,7 @@ def ceiling(dataset: str, path: str, instance: str, processes: str = "1") -> Non
 
 
 def _requests(dataset: str, path: str, instance: str, per_request: int):
-    from transforms.build.wire import entry, framed
+    from transforms.builder.wire import entry, framed
 
     build = _builder(dataset)
     by_table: dict[str, list] = {}
@@ -283,7 +283,7 @@ def _send_requests(requests: list, start: int, step: int) -> None:
         mutate_rows_call,
         parse_response,
     )
-    from transforms.build.wire import request_head
+    from transforms.builder.wire import request_head
 
     channel = open_channel()
     calls = {}
@@ -316,7 +316,7 @@ def wire(dataset: str, path: str, instance: str, processes: str = "1") -> None:
 
 
 def core(dataset: str, path: str, passes: str = "10") -> None:
-    from transforms.build.builder import Builder
+    from transforms.builder.builder import Builder
     from transforms.text import events
 
     # What the job's BuildRows does per record of a block: lines without their newline,

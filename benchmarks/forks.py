@@ -75,7 +75,7 @@ def _records(work: Path, count: int) -> list[dict]:
 
 
 def bench_builder(records: list[dict], rounds: int, monkeypatch_env) -> dict:
-    from transforms.build.builder import Builder
+    from transforms.builder.builder import Builder
 
     schema = schema_lib.builtin("server_metrics")
     fork = Builder(schema)
@@ -91,8 +91,8 @@ def bench_builder(records: list[dict], rounds: int, monkeypatch_env) -> dict:
 
 def bench_wire(records: list[dict], rounds: int) -> dict:
     from transforms.bigtable.client_entries import protobuf_entry
-    from transforms.build import wire
-    from transforms.build.builder import Builder
+    from transforms.builder import wire
+    from transforms.builder.builder import Builder
 
     builder = Builder(schema_lib.builtin("server_metrics"))
     rows = [row for r in records for row in builder.rows(r)]
@@ -202,7 +202,7 @@ def bench_mutate(target, count: int, rounds: int) -> dict:
 
     from transforms.bigtable import transport
     from transforms.bigtable.channel import open_channel
-    from transforms.build import wire
+    from transforms.builder import wire
     from transforms.mutations import Cell
 
     name = _table(target, "WRITES")

@@ -43,7 +43,7 @@ from btts import config
 from btts.admin import Admin
 from btts.emulator import ENV_HOST, Emulator
 from btts.prom import labels as labels_lib
-from transforms.build.builder import Builder
+from transforms.builder.builder import Builder
 from transforms.schema import builtin
 from transforms.text import timefmt
 from transforms.text.events import Num

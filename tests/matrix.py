@@ -44,7 +44,7 @@ SMOKE = [
     "tests/transforms/test_early_times.py",
     "tests/transforms/text/test_events.py",
     "tests/transforms/text/test_keys.py",
-    "tests/transforms/build/test_codegen.py",
+    "tests/transforms/builder/test_codegen.py",
     "tests/pipelines/test_golden.py",
     "tests/transforms/schema/test_schema_files.py",
     "tests/btts/draft/test_draft.py",

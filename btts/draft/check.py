@@ -239,7 +239,7 @@ def check(schema_text: str, samples: list[Sample], final: bool = True) -> Check:
     first overwrite or :data:`KEEP` refusals: ``partial``, its counts those of the records
     built so far."""
     from transforms import schema as schema_lib
-    from transforms.build.builder import Builder
+    from transforms.builder.builder import Builder
 
     builder = Builder(schema_lib.loads(schema_text, "draft.yaml"))
     whole = _whole(samples)

@@ -3,7 +3,7 @@ second; a date and a time of day. The finest combination every sampled record re
 derived time (``{type: time, from: {...}}``); a month and a day with no year is a time that
 needs its year from the user (a constant part, ``from: {year: 1973, ...}``).
 
-Each combination is read by the job's own code (:func:`transforms.build.shaping.made_time`, then
+Each combination is read by the job's own code (:func:`transforms.builder.shaping.made_time`, then
 the derived time's parser), so a drafted ``from:`` lands the sample by construction. Pure.
 """
 
@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from btts.draft.fields import Column
-from transforms.build.shaping import made_time
+from transforms.builder.shaping import made_time
 from transforms.errors import InvalidEvent
 from transforms.schema.shape import DERIVED_TIME_FORMAT
 from transforms.text import timefmt

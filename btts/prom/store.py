@@ -17,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from btts.config import Target
 from transforms.bigtable.transport import Batch, open_sender
-from transforms.build import wire
-from transforms.build.builder import Builder
+from transforms.builder import wire
+from transforms.builder.builder import Builder
 from transforms.errors import Unavailable, UserError
 from transforms.schema import Schema
 

@@ -51,7 +51,7 @@ from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import KEYS_ONLY, read_query
-from transforms.build import fields
+from transforms.builder import fields
 from transforms.mutations import ReadRow
 from transforms.scans import key_ranges
 from transforms.scans.key_ranges import Scan, Window

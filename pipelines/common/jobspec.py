@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from btts import errors
 from transforms import schema as schema_lib
-from transforms.build import builder as schema_builder
+from transforms.builder import builder as schema_builder
 from transforms.ingest.build_rows import CsvAdapter
 from transforms.rollup.core import RollupSpec, schema_rollups
 from transforms.table_model import TableDecl

@@ -639,7 +639,8 @@ def test_wheel_and_sdist_package_what_workers_need_and_install_into_a_fresh_venv
     where = run(
         python,
         "-c",
-        "import protos.balloon_pb2, transforms.build.builder, pipelines; print(pipelines.__file__)",
+        "import protos.balloon_pb2, transforms.builder.builder, pipelines; "
+        "print(pipelines.__file__)",
     )
     assert str(venv) in where
     print(f"wheel build + fresh venv install + checks: {time.monotonic() - started:.0f}s")

@@ -37,7 +37,7 @@ def _verified() -> str:
 
 
 def wire_field_numbers():
-    """transforms/build/wire.py writes these field numbers and types by hand."""
+    """transforms/builder/wire.py writes these field numbers and types by hand."""
     from google.cloud.bigtable_v2.types import bigtable, data
 
     def fields(message):

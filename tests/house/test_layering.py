@@ -25,7 +25,7 @@ LAYERS = [
     ["transforms.text"],  # times, key segments, event records
     ["transforms.mutations", "transforms.table_model"],  # the shared vocabulary
     ["transforms.declarations", "transforms.schema"],  # schema files, the built-in ones
-    ["transforms.build", "transforms.scans", "transforms.ingest"],  # builder; scans; Beam input
+    ["transforms.builder", "transforms.scans", "transforms.ingest"],  # builder; scans; Beam input
     ["transforms.bigtable"],  # the connector
     ["transforms.rollup"],
     ["btts.errors", "btts.lazy"],

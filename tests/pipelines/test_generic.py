@@ -17,7 +17,7 @@ from tests.support.golden_runs import RUNS, check_row, table_of
 from tests.support.jobs import read_dead_letters, run_job, write_lines
 from tests.support.worked_examples import load_golden_ids
 from transforms import schema as sf
-from transforms.build import builder as generic
+from transforms.builder import builder as generic
 from transforms.text.events import parse_json_object
 
 IOT = REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"

@@ -115,7 +115,7 @@ def snapshot(target: config.Target) -> dict[str, list[tuple]]:
 def compiled(dataset: str, tables: tuple[str, ...] = (), tz: dt.tzinfo = dt.timezone.utc):
     """The compiled builder of a built-in schema file (what the dataset's job runs)."""
     from transforms import schema as schema_lib
-    from transforms.build import builder as generic
+    from transforms.builder import builder as generic
 
     return generic.Builder(schema_lib.builtin(dataset), list(tables) or None, tz)
 

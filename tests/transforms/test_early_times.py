@@ -15,7 +15,7 @@ from btts.query import records as query_records
 from btts_cli import main as cli
 from tests.support.jobs import dump, read_dead_letters, run_job
 from transforms import schema as schema_file
-from transforms.build import builder as generic
+from transforms.builder import builder as generic
 from transforms.errors import InvalidEvent
 from transforms.table_model import CELL_TIMESTAMPS, cell_micros, event_ms
 from transforms.text import timefmt

@@ -13,7 +13,7 @@ from google.cloud.bigtable.data import row_filters as rf
 
 from transforms import official
 from transforms.bigtable import client_entries, rows_stream, transport
-from transforms.build import builder, codegen, interpreted
+from transforms.builder import builder, codegen, interpreted
 from transforms.schema import builtin
 
 SWITCHED = official.components()  # what this run of the suite was started with

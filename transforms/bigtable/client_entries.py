@@ -2,7 +2,7 @@
 writer sends (:mod:`transforms.bigtable.write`), from the entry's public attributes: what the
 client itself would send for it.
 
-Also the official counterpart of :mod:`transforms.build.wire` (``BTTS_OFFICIAL=wire``): a
+Also the official counterpart of :mod:`transforms.builder.wire` (``BTTS_OFFICIAL=wire``): a
 builder row's entry and a request's head serialized by the protobuf runtime the client uses,
 not written by hand."""
 
@@ -14,7 +14,7 @@ from google.cloud.bigtable.data import mutations as data_mutations
 from google.cloud.bigtable_v2.types import bigtable as bigtable_types
 
 from transforms import official
-from transforms.build import wire
+from transforms.builder import wire
 from transforms.mutations import AddCell
 
 __all__ = ["encoding", "entry_bytes"]
@@ -97,7 +97,7 @@ def protobuf_entry(row) -> bytes:
 
 def encoding(table_name: str) -> tuple[Callable, bytes]:
     """The writer's entry encoder and request head for ``table_name``: written by hand
-    (:class:`transforms.build.wire.EntryEncoder`, which learns the table's layouts: keep it), or
+    (:class:`transforms.builder.wire.EntryEncoder`, which learns the table's layouts: keep it), or
     by the protobuf runtime with ``BTTS_OFFICIAL=wire``."""
     if official.uses("wire"):
         return protobuf_entry, protobuf_head(table_name)

@@ -10,7 +10,7 @@ sink as shipped is where a job spends most of its time and can hang for most of 
 * **Lean requests.** The sink's client batcher turns every row into a ``DirectRow``, then a
   ``RowMutationEntry``, then a proto-plus message, and sizes each one through a dict: several
   times the cost of building the row. Here each row is written once, straight into the bytes of
-  its ``MutateRowsRequest`` entry (:mod:`transforms.build.wire`, byte-identical to the client's),
+  its ``MutateRowsRequest`` entry (:mod:`transforms.builder.wire`, byte-identical to the client's),
   and sent by :mod:`transforms.bigtable.transport`, four requests at a time so that building and
   writing overlap. The data client's ``RowMutationEntry`` takes the same path; the legacy
   ``DirectRow`` goes through the client's own public ``Table.mutate_rows``.
@@ -59,7 +59,7 @@ from transforms.bigtable.transport import (
     direct_rows_sender,
     open_sender,
 )
-from transforms.build import wire
+from transforms.builder import wire
 from transforms.errors import WriteFailed
 from transforms.metrics import NAMESPACE, WorkerTally
 from transforms.mutations import (

@@ -392,7 +392,7 @@ def local_to_ms(
 
 # strptime formats whose every value of fixed-width digits is read here as strptime would (same
 # fields, same range checks: datetime's), at a tenth of its cost: a time made from parts
-# (transforms/build/shaping.py) is written this way for each record
+# (transforms/builder/shaping.py) is written this way for each record
 _FIXED_WIDTH = {
     "%Y-%m-%dT%H:%M:%S.%f": re.compile(
         r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{6})"

@@ -19,7 +19,7 @@ from btts.draft.fields import infer_columns
 from btts.draft.sample import DraftError
 from btts.draft.times import guess_times
 from transforms import schema as schema_lib
-from transforms.build.shaping import made_time
+from transforms.builder.shaping import made_time
 from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 from transforms.text.events import CsvText

@@ -17,7 +17,7 @@ from btts_cli import main as cli
 from pipelines import common, server_metrics
 from tests.support import REPO
 from tests.support.jobs import write_lines
-from transforms.build.builder import Builder
+from transforms.builder.builder import Builder
 
 IOT = REPO / "docs" / "schemas" / "tb-cell-iot-temperatures.yaml"
 SUBSCRIPTION = "--input_subscription=projects/p/subscriptions/s"

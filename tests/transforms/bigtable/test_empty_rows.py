@@ -15,7 +15,7 @@ from tests.support.jobs import run_job, write_lines
 from transforms.bigtable import transport
 from transforms.bigtable.channel import open_channel
 from transforms.bigtable.write import BoundedWriteToBigTable, WriteRows
-from transforms.build import wire
+from transforms.builder import wire
 from transforms.mutations import FramedRows, RowMutation, without_empty_rows
 
 ENV_HOST = "BIGTABLE_EMULATOR_HOST"

@@ -21,7 +21,7 @@ from tests.support.fake_bigtable import Answer, FakeBigtable
 from transforms.bigtable import transport
 from transforms.bigtable.channel import open_channel
 from transforms.bigtable.write import BoundedWriteToBigTable
-from transforms.build import wire
+from transforms.builder import wire
 from transforms.mutations import Cell, RowMutation
 
 UNAVAILABLE, RESOURCE_EXHAUSTED = 14, 8

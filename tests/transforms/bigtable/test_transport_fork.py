@@ -1,4 +1,4 @@
-"""MutateRows by hand (transforms/build/wire.py's bytes, transforms/bigtable/transport.py's
+"""MutateRows by hand (transforms/builder/wire.py's bytes, transforms/bigtable/transport.py's
 sender) against the data client's own ``bulk_mutate_rows`` (``BTTS_OFFICIAL=wire,mutate``), both
 caught by one in-process gRPC server (tests/support/fake_bigtable.py) that answers from a script of
 faults: whole calls refused (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, a permanent
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from tests.support.fake_bigtable import Answer, FakeBigtable
 from transforms.bigtable import client_entries, transport
 from transforms.bigtable.channel import EMULATOR_ENV, open_channel
-from transforms.build import wire
+from transforms.builder import wire
 from transforms.mutations import Cell, RowMutation
 
 TABLE = "projects/p/instances/i/tables/t"

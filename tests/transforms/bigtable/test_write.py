@@ -14,7 +14,7 @@ from google.rpc import status_pb2
 from transforms.bigtable import write as bigtable_write
 from transforms.bigtable.transport import Attempt, Batch, RequestSender
 from transforms.bigtable.write import _LeanBatcher
-from transforms.build import wire
+from transforms.builder import wire
 from transforms.mutations import AddCell, Cell, RowMutation
 
 ROW = RowMutation(

@@ -11,7 +11,7 @@ from google.cloud.bigtable.data import BigtableDataClient, RowMutationEntry, Set
 from btts import admin, config
 from btts.query import engine
 from transforms import schema as sf
-from transforms.build import builder
+from transforms.builder import builder
 from transforms.errors import InvalidEvent
 from transforms.mutations import Cell, RowMutation
 from transforms.schema import builtin_tables

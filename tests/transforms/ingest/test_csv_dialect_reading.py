@@ -11,7 +11,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from transforms import schema as schema_lib
-from transforms.build.builder import Builder
+from transforms.builder.builder import Builder
 from transforms.ingest import readers
 from transforms.ingest.build_rows import DEAD_LETTER, ROWS, BuildRows
 from transforms.ingest.readers import ReadRecords

@@ -13,7 +13,7 @@ from apache_beam.testing.util import assert_that, equal_to
 
 from tests.support.jobs import write_lines
 from transforms import schema as schema_lib
-from transforms.build.builder import Builder
+from transforms.builder.builder import Builder
 from transforms.ingest.build_rows import DEAD_LETTER, ROWS, BuildRows
 from transforms.ingest.columnar import RepeatedColumn, columnar_names
 from transforms.ingest.readers import ReadRecords

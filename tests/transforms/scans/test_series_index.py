@@ -25,7 +25,7 @@ from tests.support import REPO
 from tests.support.jobs import compiled, dump, run_job, write_lines
 from tests.support.jobs import retry_harness as harness_on
 from transforms import schema as schema_lib
-from transforms.build import builder as generic
+from transforms.builder import builder as generic
 from transforms.scans import series_fold
 from transforms.scans import series_index as layout
 from transforms.text import events

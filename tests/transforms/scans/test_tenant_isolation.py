@@ -24,7 +24,7 @@ from btts.query import engine
 from btts_cli import demo
 from tests.support.jobs import dump, read_dead_letters, write_lines
 from transforms import schema as sf
-from transforms.build import builder
+from transforms.builder import builder
 from transforms.errors import InvalidEvent
 from transforms.scans import key_ranges
 from transforms.schema import builtin_tables

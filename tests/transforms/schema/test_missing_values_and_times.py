@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from tests.support.codegen_inputs import GENERATED_LITERALS, HOSTILE, literals, quoted
 from transforms import schema as sf
-from transforms.build import builder as generic
-from transforms.build import shaping
+from transforms.builder import builder as generic
+from transforms.builder import shaping
 from transforms.errors import InvalidEvent
 from transforms.text import decimal_year, timefmt
 from transforms.text.events import CsvText, Num, parse_csv_line, parse_json_object
@@ -284,7 +284,7 @@ tables:
 
 def _source(builder: generic.Builder) -> str:
     """The generated source of ``builder`` (under its shaper, when it has one)."""
-    from transforms.build import codegen
+    from transforms.builder import codegen
 
     plan = generic.build_plan(builder.schema, builder.tables, builder.tz)
     return codegen.build_function(plan).source

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from transforms import schema as sf
-from transforms.build import builder as generic
+from transforms.builder import builder as generic
 from transforms.schema import protobuf, queries
 from transforms.schema.problems import Problems
 from transforms.text import events

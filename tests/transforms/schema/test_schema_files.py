@@ -255,7 +255,7 @@ def test_reverse_ts_bucket_keys_newest_hour_first():
 
 @pytest.mark.parametrize("dataset", builtin_tables.builtin_datasets())
 def test_every_builtin_schema_has_an_example_line_that_builds(dataset):
-    from transforms.build import builder as generic
+    from transforms.builder import builder as generic
     from transforms.text.events import parse_json_object
 
     schema = sf.builtin(dataset)

@@ -13,7 +13,7 @@ from btts.query import engine
 from pipelines import common
 from tests.support.jobs import read_dead_letters, run_job, write_lines
 from transforms import schema as sf
-from transforms.build import builder as generic
+from transforms.builder import builder as generic
 from transforms.errors import InvalidEvent
 from transforms.text import timefmt
 from transforms.text.events import Num, parse_csv_header, parse_csv_line

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from transforms.build import fields
+from transforms.builder import fields
 from transforms.errors import InvalidEvent
 from transforms.schema import FieldSpec
 from transforms.text import events

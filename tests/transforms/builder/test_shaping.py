@@ -1,5 +1,5 @@
 """Input records → events: integral floats, times made from several fields, unpivot of wide
-files and extra fields (transforms/build/shaping.py and the schema checks in
+files and extra fields (transforms/builder/shaping.py and the schema checks in
 transforms/schema/shape.py).
 """
 
@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from transforms import schema as sf
-from transforms.build import builder as generic
-from transforms.build import shaping
+from transforms.builder import builder as generic
+from transforms.builder import shaping
 from transforms.errors import InvalidEvent
 from transforms.text.events import CsvText, integral_text, parse_csv_line, parse_json_object
 

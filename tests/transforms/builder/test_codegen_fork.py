@@ -1,5 +1,5 @@
-"""The generated builder (transforms/build/codegen.py) against its official counterpart, the plain
-loop over the same rules (transforms/build/interpreted.py, ``BTTS_OFFICIAL=builder``): for every
+"""The generated builder (transforms/builder/codegen.py) against its official counterpart, the plain
+loop over the same rules (transforms/builder/interpreted.py, ``BTTS_OFFICIAL=builder``): for every
 schema file of the repository and records generated from its fields (valid ones, and ones with a
 field missing, unknown, or of another type or range), the same rows or the same refusal."""
 
@@ -20,8 +20,8 @@ from tests.support.codegen_inputs import every_path_schema
 from transforms import official
 from transforms import schema as sf
 from transforms.bigtable.client_entries import protobuf_entry
-from transforms.build import builder as generic
-from transforms.build import codegen, interpreted
+from transforms.builder import builder as generic
+from transforms.builder import codegen, interpreted
 from transforms.text import events
 
 # Every path of the general closures at once: salted keys holding a zero-padded integer, a

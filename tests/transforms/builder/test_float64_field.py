@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from transforms.build.builder import Builder
+from transforms.builder.builder import Builder
 from transforms.errors import InvalidEvent, SchemaError
 from transforms.schema import builtin, loads
 from transforms.text.events import Num

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from benchmarks import data
 from transforms import schema as schema_lib
-from transforms.build import builder as generic
-from transforms.build import wire
+from transforms.builder import builder as generic
+from transforms.builder import wire
 from transforms.mutations import Cell
 from transforms.text import events
 

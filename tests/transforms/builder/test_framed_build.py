@@ -21,8 +21,8 @@ from tests.support.codegen_inputs import (
     literals,
 )
 from transforms import schema as sf
-from transforms.build import builder as generic
-from transforms.build import wire
+from transforms.builder import builder as generic
+from transforms.builder import wire
 from transforms.ingest import build_rows
 from transforms.mutations import FramedRows
 from transforms.text import events

@@ -5,12 +5,12 @@ Why: a loop over column rules pays a call, a tuple unpack and a branch per cell;
 function reads each field once into a local and writes every cell as one tuple, which is what a
 hand-written builder does.
 
-One direction: :class:`transforms.build.builder.Builder` states what it needs as a
+One direction: :class:`transforms.builder.builder.Builder` states what it needs as a
 :class:`BuildPlan` (plain frozen values: the schema's field and table declarations, and the general
-closures of :mod:`transforms.build.builder` for what the fast path does not cover),
+closures of :mod:`transforms.builder.builder` for what the fast path does not cover),
 :func:`build_function` turns the plan into a function. This module never sees the builder.
 :class:`SourceWriter` is the generated source and its namespace, shared with
-:mod:`transforms.build.wire`'s encoders.
+:mod:`transforms.builder.wire`'s encoders.
 
 Safety: **no text of the schema file is ever part of the source**. Field names, table names,
 families, qualifiers, delimiters and constants are values in the function's namespace, under
@@ -29,8 +29,8 @@ from functools import lru_cache, partial
 from typing import TYPE_CHECKING
 
 from transforms import limits
-from transforms.build import wire
-from transforms.build.source import SourceWriter
+from transforms.builder import wire
+from transforms.builder.source import SourceWriter
 from transforms.errors import InvalidEvent
 from transforms.mutations import RowMutation
 from transforms.table_model import TIME_FORMATS, bucket_start_ms
@@ -131,7 +131,7 @@ def build_function(
 
     ``framed``: ``(record, out, ent) → None`` that appends the rows to ``out`` and to ``ent``
     each row's framed request entry made while building it
-    (:class:`transforms.build.wire.MutationSource`; None for every row without ``entries``), or
+    (:class:`transforms.builder.wire.MutationSource`; None for every row without ``entries``), or
     None where the writer must encode the row itself; both only once nothing can fail any more
     (a bad record appends nothing)."""
 

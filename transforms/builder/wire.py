@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from transforms.build.source import SourceWriter
+from transforms.builder.source import SourceWriter
 from transforms.mutations import AddCell
 
 __all__ = ["EntryEncoder", "MutationSource", "framed", "request_head"]
@@ -349,7 +349,7 @@ class _QualifierHeads:
 
 
 class MutationSource:
-    """Writes, into a generated builder (:mod:`transforms.build.codegen`), the source that makes a
+    """Writes, into a generated builder (:mod:`transforms.builder.codegen`), the source that makes a
     row's framed ``MutateRowsRequest`` entry while the row is built: the same bytes
     :class:`EntryEncoder` makes from the finished row (tests compare them), without walking
     the row's cells again. Anything but the common case (a timestamp before 1987, an empty or

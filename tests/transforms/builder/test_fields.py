@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from transforms.build.fields import field_parser
+from transforms.builder.fields import field_parser
 from transforms.errors import InvalidEvent
 from transforms.schema import FieldSpec
 from transforms.text.events import CsvText, Num

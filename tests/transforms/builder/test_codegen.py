@@ -1,4 +1,4 @@
-"""The schema compiler (transforms/build/codegen.py): schema files come from users, so no text of
+"""The schema compiler (transforms/builder/codegen.py): schema files come from users, so no text of
 theirs may ever become code. Hostile names compile, build exactly the bytes the schema says,
 and never run anything; the generated source holds none of their text."""
 
@@ -22,8 +22,8 @@ from tests.support.codegen_inputs import (
     quoted,
 )
 from transforms import schema as sf
-from transforms.build import builder as generic
-from transforms.build import fields
+from transforms.builder import builder as generic
+from transforms.builder import fields
 from transforms.mutations import AddCell, Cell
 from transforms.text.events import parse_json_object
 
@@ -243,11 +243,11 @@ def test_hostile_names_on_every_generated_path(where, name, tmp_path):
 
 
 def test_code_generation_runs_one_way_from_a_plain_plan():
-    """The builder hands a frozen BuildPlan to transforms.build.codegen and gets a function back;
-    codegen knows nothing of the builder (it does not import transforms.build.builder)."""
+    """The builder hands a frozen BuildPlan to transforms.builder.codegen and gets a function back;
+    codegen knows nothing of the builder (it does not import transforms.builder.builder)."""
     import dataclasses
 
-    from transforms.build import codegen
+    from transforms.builder import codegen
     from transforms.text import timefmt
 
     schema = sf.builtin("server_metrics")

@@ -8,12 +8,12 @@ otherwise. The built-in datasets are schema files too, so this is the only build
 
 It is the hot path of every job, so the schema is compiled once per worker (the builder pickles
 as the schema's text and compiles again on unpickling). This module makes the general rules as
-closures specialised per field (:mod:`transforms.build.fields`), per key segment and per
+closures specialised per field (:mod:`transforms.builder.fields`), per key segment and per
 column: qualifiers encoded once, the checked qualifiers of a map field's name list cached (a
 fleet reports the same names over and over), calendar labels cached per hour. It states them
-as a :class:`~transforms.build.codegen.BuildPlan`, and :mod:`transforms.build.codegen` writes the
-function that runs them (common cases inline, keys made only of text cached per entity, one tuple of
-cells shared by the tables that hold the same cells, as METRIC and CURRENT_METRIC do).
+as a :class:`~transforms.builder.codegen.BuildPlan`, and :mod:`transforms.builder.codegen` writes
+the function that runs them (common cases inline, keys made only of text cached per entity, one
+tuple of cells shared by the tables that hold the same cells, as METRIC and CURRENT_METRIC do).
 No text of the schema file ever becomes code: names and values are constants and closures.
 Keys come from the same :class:`~transforms.table_model.KeyRecipe` as queries and table creation;
 cells are stamped with the event time (or the start of its bucket for aggregates); values are
@@ -28,10 +28,10 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 
 from transforms import official
-from transforms.build import codegen, interpreted, shaping
-from transforms.build.advice import early_advice
-from transforms.build.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
-from transforms.build.fields import field_parser
+from transforms.builder import codegen, interpreted, shaping
+from transforms.builder.advice import early_advice
+from transforms.builder.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
+from transforms.builder.fields import field_parser
 from transforms.errors import InvalidEvent
 from transforms.limits import MAX_QUALIFIER_BYTES
 from transforms.mutations import AddCell, Cell, RowMutation
@@ -381,7 +381,7 @@ def _after_failure(name: str, after_name: str) -> Callable[[dict], None]:
 
 def build_plan(schema: Schema, tables: list[str], tz: dt.tzinfo) -> BuildPlan:
     """The code generator's input for ``tables`` of ``schema``: every field's parser, the order
-    checks, and each table's general closures (:mod:`transforms.build.codegen` writes the rest)."""
+    checks, and each table's general closures (:mod:`.codegen` writes the rest)."""
     key_fields = _checked_key_fields(schema)
     names = {f.ref: f.name for f in schema.fields}
     checked = frozenset(key_fields)
@@ -415,7 +415,7 @@ def _unpickled_schema(text: str, source: str, proto_modules: tuple[str, ...] = (
 
 
 def _shaped(shape: Callable, build: Callable) -> Callable[[dict], list]:
-    """``build`` over each event a record makes (:mod:`transforms.build.shaping`)."""
+    """``build`` over each event a record makes (:mod:`transforms.builder.shaping`)."""
 
     def rows(record: dict) -> list:
         out: list = []

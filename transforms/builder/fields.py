@@ -4,7 +4,7 @@
 Each parser is a closure specialised for one field (its type, limits, whitespace and case
 rules, the delimiters of the keys it is text of), so the builder's hot path pays no dispatch.
 Every refusal is an :class:`~transforms.errors.InvalidEvent` naming the field. The generated
-builder (:mod:`transforms.build.codegen`) writes the common case of some checks inline and calls
+builder (:mod:`transforms.builder.codegen`) writes the common case of some checks inline and calls
 these for everything else, so these are what a value must pass.
 """
 

@@ -1,12 +1,12 @@
 """The schema's rules run as they are stated: a plain loop over a :class:`BuildPlan`'s closures,
-no generated source. The official counterpart of :mod:`transforms.build.codegen`.
+no generated source. The official counterpart of :mod:`transforms.builder.codegen`.
 
 Why keep it: the generated function is a fork of these rules written out for speed (inline
 parsing, cached keys, shared cells, request bytes made while building). This loop calls the
 same field parsers, order checks, key recipes (the :class:`~transforms.table_model.KeyRecipe`
 queries and table creation use) and cell closures, one after another, so it is what the schema
 says and nothing else. Tests compare the two over generated records (rows equal, refusals equal);
-``BTTS_OFFICIAL=builder`` makes every :class:`~transforms.build.builder.Builder` run it
+``BTTS_OFFICIAL=builder`` makes every :class:`~transforms.builder.builder.Builder` run it
 (:mod:`transforms.official`); benchmarks/forks.py measures what the generated source buys.
 Pure: no Beam, no client.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from transforms.build.codegen import BuildPlan, TablePlan
+from transforms.builder.codegen import BuildPlan, TablePlan
 from transforms.text.events import check_fields
 
 __all__ = ["build_function"]
@@ -34,7 +34,7 @@ def _table_rows(table: TablePlan, values: dict) -> list[tuple]:
 def build_function(plan: BuildPlan, framed: bool = False) -> Callable:
     """``record → rows`` for ``plan`` (``framed``: ``(record, out, ent) → None`` appending the
     rows and a None entry per row, which the writer encodes), as
-    :func:`transforms.build.codegen.build_function` makes it."""
+    :func:`transforms.builder.codegen.build_function` makes it."""
     required = tuple(f.spec.name for f in plan.fields if not f.spec.optional)
     optional = tuple(f.spec.name for f in plan.fields if f.spec.optional)
     fields = tuple((f.spec.ref, f.spec.name, f.parse, f.spec.optional) for f in plan.fields)
