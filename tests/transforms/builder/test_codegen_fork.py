@@ -92,8 +92,9 @@ def _formatted(moment: dt.datetime, fmt: str) -> object:
     return named[fmt] if fmt in named else moment.strftime(fmt)
 
 
-def _valid(field) -> st.SearchStrategy:
-    """Values ``field`` takes (mostly: bounds given as decimals are kept to integers)."""
+def _valid(field, width: int = 12) -> st.SearchStrategy:
+    """Values ``field`` takes (mostly: bounds given as decimals are kept to integers); a text is
+    at most ``width`` characters (a space-padded key segment's width)."""
     kind = field.type
     if kind == "time":
         if field.format in ("auto", "rfc3339"):
@@ -116,13 +117,24 @@ def _valid(field) -> st.SearchStrategy:
         names = st.sampled_from(["cpu", "mem", "disk_io", "load1"])
         return st.dictionaries(names, st.integers(0, 10**6) | st.floats(0, 100), max_size=3)
     alphabet = "abcXYZ09-_." + (" " if field.whitespace == "allow" else "")
-    text = st.text(alphabet=alphabet, min_size=1, max_size=min(field.max_length or 12, 12))
+    text = st.text(alphabet=alphabet, min_size=1, max_size=min(field.max_length or 12, width))
     text = text.filter(lambda t: t.strip() == t and t.strip())
     if field.case == "lower":
         text = text.map(str.lower)
     elif field.case == "upper":
         text = text.map(str.upper)
     return text | st.integers(1, 10**6).map(str) if kind == "id" else text
+
+
+def _pad_widths(schema: sf.Schema) -> dict[str, int]:
+    """Field → the narrowest space-padded key segment holding it: a longer text is refused, and
+    records refused there would seldom reach the tables' other rules."""
+    out: dict[str, int] = {}
+    for table in schema.written():
+        for seg in table.decl.key.segments:
+            if seg.kind == "space_pad" and seg.width:
+                out[seg.field] = min(seg.width, out.get(seg.field, 12))
+    return out
 
 
 def _input_fields(schema: sf.Schema) -> list:
@@ -137,8 +149,9 @@ def records(draw, schema: sf.Schema, bases: list[dict]) -> dict:
     if bases:
         record = dict(draw(st.sampled_from(bases)))
     else:
+        widths = _pad_widths(schema)
         record = {
-            f.name: draw(_valid(f))
+            f.name: draw(_valid(f, widths.get(f.ref, 12)))
             for f in _input_fields(schema)
             if not (f.optional and draw(st.booleans()))
         }
