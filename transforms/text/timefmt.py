@@ -398,7 +398,6 @@ _FIXED_WIDTH = {
         r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2}):([0-9]{2}):([0-9]{2})\.([0-9]{6})"
     ),
 }
-_strptime = dt.datetime.strptime
 
 
 def _fixed_width(value: str, fmt: str) -> dt.datetime | None:
