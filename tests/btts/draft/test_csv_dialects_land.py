@@ -176,6 +176,22 @@ def test_a_repeated_column_among_a_maps_series_lands_under_a_name_of_its_own(
     assert all(len(s) == 10 for s in series)
 
 
+def test_a_repeated_column_an_unpivot_reads_lands_under_a_name_of_its_own(
+    bigtable_emulator, tmp_path, capsys
+):
+    """Past 100 series the draft unpivots (one event per series and time), reading the columns
+    by their header names: the second ``s1`` is named by position, and every cell lands."""
+    names = ["s1", "s1", *(f"s{i}" for i in range(3, 106))]
+    rows = [f"2020-01-0{d}," + ",".join(str(d * 1000 + i) for i in range(105)) for d in (1, 2)]
+    data = "\n".join(["date," + ",".join(names), *rows, ""]).encode()
+    drafted, back = _land(tmp_path, "wider.csv", data, capsys)
+    assert drafted["event"]["csv"] == {"names": {2: "s1", 3: "s1_2"}}
+    got = {(r["time"][:10], r["series"]): r["value"] for r in back}
+    assert len(got) == len(back) == 210
+    assert (got[("2020-01-01", "s1")], got[("2020-01-01", "s1_2")]) == (1000, 1001)
+    assert (got[("2020-01-02", "s1_2")], got[("2020-01-02", "s105")]) == (2001, 2104)
+
+
 def test_every_field_takes_a_name_of_its_own_and_the_draft_loads(tmp_path):
     """Names that plain alike, and plain names a record read back already uses (``key``,
     ``time``): each its own, an already plain name kept."""
