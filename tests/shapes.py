@@ -1,8 +1,9 @@
 """The shapes suite: corpus files rewritten the ways people's tools write them — European
 Excel (``;`` and decimal commas), cp1252, a preamble line before the header, CRLF, a header that
 names one column twice, dates as other tools print them (``5-Jan-09``, ``Jan 5 2009``, day first
-``31/01/2009``, ``1991 Jul``, ``1970 Q1``), a JSON array, gzip — each drafted by ``btts init``
-untouched and landed (tests/corpus.py's harness, :func:`tests.corpus.draft_and_land`).
+``31/01/2009``, ``1991 Jul``, ``Jul 1991``, ``1970 Q1``, ``1970Q1``, ``1970-Q1``), a JSON array,
+gzip — each drafted by ``btts init`` untouched and landed (tests/corpus.py's harness,
+:func:`tests.corpus.draft_and_land`).
 
     python -m tests.shapes                  # every base file and mutation: the table
     python -m tests.shapes --sample         # the CI sample (tests/btts/draft/test_shapes.py)
@@ -176,23 +177,28 @@ def _date_cell(row, col, fmt):
     return [fmt(dt.date.fromisoformat(c)) if i == col else c for i, c in enumerate(row)]
 
 
-def month_year(header, rows, base):
-    if base.every != "month":
-        return None
-    col = header.index(base.time)
-    return ".csv", _csv(
-        header, [_date_cell(r, col, lambda d: d.strftime("%Y %b")) for r in rows]
-    ).encode()
+def _monthly(fmt: str):
+    def mutate(header, rows, base):
+        if base.every != "month":
+            return None
+        col = header.index(base.time)
+        dated = [_date_cell(r, col, lambda d: d.strftime(fmt)) for r in rows]
+        return ".csv", _csv(header, dated).encode()
+
+    return mutate
 
 
-def year_quarter(header, rows, base):
-    if base.every != "quarter":
-        return None
-    y, q = header.index("year"), header.index("quarter")
-    keep = [i for i in range(len(header)) if i not in (y, q)]
-    out = [["period", *(header[i] for i in keep)]]
-    out += [[f"{r[y]} Q{r[q]}", *(r[i] for i in keep)] for r in rows]
-    return ".csv", _csv(out[0], out[1:]).encode()
+def _quarterly(between: str):
+    def mutate(header, rows, base):
+        if base.every != "quarter":
+            return None
+        y, q = header.index("year"), header.index("quarter")
+        keep = [i for i in range(len(header)) if i not in (y, q)]
+        out = [["period", *(header[i] for i in keep)]]
+        out += [[f"{r[y]}{between}Q{r[q]}", *(r[i] for i in keep)] for r in rows]
+        return ".csv", _csv(out[0], out[1:]).encode()
+
+    return mutate
 
 
 MUTATIONS: dict[str, Callable] = {
@@ -206,8 +212,11 @@ MUTATIONS: dict[str, Callable] = {
     "date_5-Jan-09": _daily(lambda d: f"{d.day}-{d.strftime('%b-%y')}"),
     "date_Jan_5_2009": _daily(lambda d: f"{d.strftime('%b')} {d.day} {d.year}"),
     "date_day_first": _daily(lambda d: d.strftime("%d/%m/%Y")),
-    "date_1991_Jul": month_year,
-    "date_1970_Q1": year_quarter,
+    "date_1991_Jul": _monthly("%Y %b"),
+    "date_Jul_1991": _monthly("%b %Y"),
+    "date_1970_Q1": _quarterly(" "),
+    "date_1970Q1": _quarterly(""),
+    "date_1970-Q1": _quarterly("-"),
 }
 
 
@@ -314,11 +323,12 @@ HEADING = [
     "the second corpus (dates written as ISO dates), each rewritten as European Excel writes it",
     "(`;`, decimal commas), in cp1252, with a preamble line, with CRLF, with a header naming one",
     "column twice, with its dates as other tools print them (`5-Jan-09`, `Jan 5 2009`,",
-    "`31/01/2009`, `1991 Jul`, `1970 Q1`), as a JSON array and gzipped. Each mutant is drafted by",
-    "`btts init` untouched, landed and compared with its base landed the same way (every record's",
-    "time and values; names aside). `lossy` must stay 0, and at least `LANDED_THRESHOLD`",
-    "(tests/shapes.py, 97%) must land: tests/btts/draft/test_shapes.py asserts both on its",
-    "sample, and a full run exits 1 when either fails.",
+    "`31/01/2009`, `1991 Jul`, `Jul 1991`, `1970 Q1`, `1970Q1`, `1970-Q1`), as a JSON array and",
+    "gzipped. Each mutant is drafted by `btts init` untouched, landed and compared with its base",
+    "landed the same way (every record's time and values; names aside). `lossy` must stay 0, and",
+    "at least `LANDED_THRESHOLD` (tests/shapes.py, 97%) must land:",
+    "tests/btts/draft/test_shapes.py asserts both on its sample, and a full run exits 1 when",
+    "either fails.",
     "",
 ]
 
