@@ -322,6 +322,9 @@ def _csv_choice(schema: DraftSchema, samples: Sequence[Sample]) -> None:
                 f"column too; {schema.fields[name].comment}"
             ).rstrip("; ")
     said = csv_section.written(dialect)
+    unfielded = {p: n for p, n in dialect.columns if n not in schema.fields}
+    if unfielded:  # a map's entry or an unpivoted column: named by position in event.csv
+        said["names"] = unfielded
     others = [s for s in samples[1:] if s.fmt == "csv" and s.dialect != dialect]
     if others:  # one schema reads every file in one dialect: the others would be misread
         schema.refusals.append(
@@ -331,14 +334,14 @@ def _csv_choice(schema: DraftSchema, samples: Sequence[Sample]) -> None:
             "dialect's files apart"
         )
     if said:
-        schema.csv = Choice(said, _csv_why(dialect))
+        schema.csv = Choice(said, _csv_why(dialect, schema.fields))
 
 
 def flow_text(values: dict) -> str:
     return ", ".join(f"{k}: {v!r}" for k, v in values.items())
 
 
-def _csv_why(dialect) -> str:
+def _csv_why(dialect, schema_fields) -> str:
     notes = []
     if dialect.delimiter != ",":
         shown = "tab" if dialect.delimiter == "\t" else repr(dialect.delimiter)
@@ -347,6 +350,8 @@ def _csv_why(dialect) -> str:
         notes.append(f"the header is line {dialect.skip + 1} (the lines before it are skipped)")
     if dialect.encoding != "utf-8":
         notes.append(f"the file is not UTF-8: read as {dialect.encoding}")
+    if any(n not in schema_fields for _, n in dialect.columns):
+        notes.append("the header names a column twice: names gives each its own, by position")
     if dialect.decimal != ".":
         example = "1.013,25" if dialect.thousands else "1,5"
         notes.append(f"numbers written with a decimal comma ({example})")

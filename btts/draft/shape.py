@@ -132,8 +132,12 @@ def row_number(column: Column) -> bool:
 def record_id(columns: Mapping[str, Column], exclude: Sequence[str]) -> Column | None:
     """A required field with a value of its own in every record (a row number first, else an
     id): what tells records of one time apart when no entity does, after the time in the
-    key."""
-    pool = [c for c in columns.values() if c.name not in exclude and not c.optional]
+    key. Never a field named like personal data (a person's name: the advisor refuses it in a
+    key, as it does an entity's)."""
+    pool = [
+        c for c in columns.values()
+        if c.name not in exclude and not c.optional and guess_kind(c.name) != "pii"
+    ]  # fmt: skip
     for column in sorted(pool, key=lambda c: not row_number(c)):
         if column.type not in ("text", "integer", "number") or column.max_length > MAX_KEY_TEXT:
             continue

@@ -552,15 +552,6 @@ class Builder:
         """CSV is flat: with a map field, every column that is not another field is one of its
         entries (``hostname,timestamp,cpu,mem`` → ``metrics: {cpu, mem}``). Numbers with a
         decimal comma or thousands marks (``event.csv``) become plain decimals, once per value."""
-        if self._csv_numbers is not None:
-            self._csv_numbers(record, self._number_fields)
-        if not self.map_fields:
-            return record
-        target = self.map_fields[0]
-        named = {f.name for f in self.schema.fields}
-        out = {k: v for k, v in record.items() if k in named}
-        entries = {k: v for k, v in record.items() if k not in named}
-        if self._csv_numbers is not None:
-            self._csv_numbers(entries, tuple(entries))
-        out[target] = entries
-        return out
+        target = self.map_fields[0] if self.map_fields else ""
+        named = {f.name for f in self.schema.fields} if target else set()
+        return csv_dialect.as_fields(record, self._csv_numbers, self._number_fields, named, target)

@@ -10,6 +10,10 @@ saw::
         ISE: {type: number, from: 2}      # the second column, whatever the header names it
         ISE_2: {type: number, from: 3}
 
+A repeated column that is no field of its own (an entry of a map field that takes every other
+column, or a column an unpivot reads) is named by position in the section, ``names: {3:
+ISE_2}``, so the header gives every column a name of its own.
+
 Each function reports every mistake, with its line and the fix, into the file's
 :class:`~.problems.Problems`.
 """
@@ -23,7 +27,7 @@ from transforms.text.csv_dialect import DEFAULT, DELIMITERS, ENCODINGS, QUOTES, 
 
 __all__ = ["column_position", "dialect", "written"]
 
-CSV_KEYS = ("delimiter", "quote", "encoding", "skip_lines", "decimal", "thousands")
+CSV_KEYS = ("delimiter", "quote", "encoding", "skip_lines", "decimal", "thousands", "names")
 _DECIMALS = (".", ",")
 _THOUSANDS = ("", ".", ",", " ", "'")
 
@@ -53,14 +57,15 @@ def _choice(problems: Problems, node: Map, key: str, allowed: dict | tuple, defa
 
 
 def dialect(problems: Problems, event: Map, fields: tuple[FieldSpec, ...]) -> CsvDialect:
-    """The section's dialect (the default when absent), with the fields read by position."""
-    columns = _columns(problems, fields)
+    """The section's dialect (the default when absent), with the fields and the section's
+    ``names`` read by position."""
     if "csv" not in event:
-        return DEFAULT.with_columns(columns)
+        return DEFAULT.with_columns(_columns(problems, fields, {}))
     node = problems.mapping(event["csv"], "event.csv", line_of(event, "csv"))
     if node is None:
-        return DEFAULT.with_columns(columns)
+        return DEFAULT.with_columns(_columns(problems, fields, {}))
     problems.keys(node, CSV_KEYS, "event.csv")
+    columns = _columns(problems, fields, _names(problems, node), line_of(node, "names"))
     skip = problems.integer(node, "skip_lines", "event.csv", minimum=0) or 0
     out = CsvDialect(
         delimiter=_choice(problems, node, "delimiter", DELIMITERS, ","),
@@ -81,8 +86,40 @@ def dialect(problems: Problems, event: Map, fields: tuple[FieldSpec, ...]) -> Cs
     return out
 
 
-def _columns(problems: Problems, fields: tuple[FieldSpec, ...]) -> list[tuple[int, str]]:
-    """The fields read by position, each position once."""
+def _names(problems: Problems, node: Map) -> dict[int, str]:
+    """``names: {3: ISE_2}``: columns named by position (1 is the first), each a name of its
+    own; a mistake is reported with its line and ignored."""
+    if "names" not in node:
+        return {}
+    line = line_of(node, "names")
+    names = problems.mapping(node["names"], "event.csv.names", line)
+    out: dict[int, str] = {}
+    for position, name in (names or {}).items():
+        if type(position) is not int or position < 1 or not isinstance(name, str) or not name:
+            problems.bad(
+                line,
+                f"event.csv.names: {position!r}: {name!r}: give a column's position (1 is the "
+                "first) and its name, e.g. names: {3: ISE_2}",
+            )
+        elif name in out.values():
+            problems.bad(line, f"event.csv.names: {name!r} is given to two columns")
+        else:
+            out[position] = name
+    return out
+
+
+def _columns(
+    problems: Problems, fields: tuple[FieldSpec, ...], names: dict[int, str], line: int = 0
+) -> list[tuple[int, str]]:
+    """The fields read by position and the columns ``names`` names, each position once."""
+    declared = {spec.name for spec in fields}
+    for position, name in names.items():
+        if name in declared:
+            problems.bad(
+                line,
+                f"event.csv.names: {name!r} is a field's name: give the field from: {position} "
+                "instead",
+            )
     taken: dict[int, FieldSpec] = {}
     for spec in fields:
         if not spec.column:
@@ -94,16 +131,28 @@ def _columns(problems: Problems, fields: tuple[FieldSpec, ...]) -> list[tuple[in
                 f"{taken[spec.column].name!r}'s column; give each field its own",
             )
         taken[spec.column] = spec
-    return sorted((position, spec.name) for position, spec in taken.items())
+    for position in names:
+        if position in taken:
+            problems.bad(
+                line,
+                f"event.csv.names: column {position} is already field {taken[position].name!r} "
+                f"(from: {position}); name it once",
+            )
+    out = {position: spec.name for position, spec in taken.items()}
+    out.update((p, n) for p, n in names.items() if p not in out and n not in declared)
+    return sorted(out.items())
 
 
 def written(dialect: CsvDialect) -> dict:
-    """The ``event.csv`` keys that say ``dialect`` (its columns are the fields' ``from: N``),
-    only those that differ from the default: ``{}`` for a plain CSV file."""
+    """The ``event.csv`` keys that say ``dialect`` (its columns are the fields' ``from: N`` or
+    ``names``, which the draft writes), only those that differ from the default: ``{}`` for a
+    plain CSV file."""
     out: dict = {}
     names = {"delimiter": {"\t": "tab"}, "quote": {"": "none"}}
     for key, attr in zip(
-        CSV_KEYS, ("delimiter", "quote", "encoding", "skip", "decimal", "thousands"), strict=True
+        CSV_KEYS[:6],
+        ("delimiter", "quote", "encoding", "skip", "decimal", "thousands"),
+        strict=True,
     ):
         value = getattr(dialect, attr)
         if value != getattr(DEFAULT, attr):

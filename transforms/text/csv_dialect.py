@@ -26,6 +26,7 @@ __all__ = [
     "ENCODINGS",
     "QUOTES",
     "CsvDialect",
+    "as_fields",
     "header_names",
     "line_parser",
     "named",
@@ -225,3 +226,26 @@ def numbers_in_place(dialect: CsvDialect) -> Callable[[dict, Sequence[str]], Non
                     raise InvalidEvent(f"field {name!r}: {err}") from None
 
     return numbers
+
+
+def as_fields(
+    record: dict,
+    numbers: Callable[[dict, Sequence[str]], None] | None,
+    number_fields: Sequence[str],
+    named: set[str],
+    target: str,
+) -> dict:
+    """A flat CSV record as the schema's fields: the cells of ``number_fields`` read by
+    ``numbers`` (:func:`numbers_in_place`; None: plain decimals) and, with a map field
+    ``target``, every column not ``named`` one of its entries, each read as a number too.
+    Raises InvalidEvent (a DataError) for a number the dialect does not write."""
+    if numbers is not None:
+        numbers(record, number_fields)
+    if not target:
+        return record
+    out = {k: v for k, v in record.items() if k in named}
+    entries = {k: v for k, v in record.items() if k not in named}
+    if numbers is not None:
+        numbers(entries, tuple(entries))
+    out[target] = entries
+    return out

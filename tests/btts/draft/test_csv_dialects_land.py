@@ -63,6 +63,14 @@ PIPES_BACK = [
     {"value": "7.5", "n": "3"},
 ]
 
+# ten series side by side (a map field takes them), two of them under one name
+WIDE = (
+    b"date,s1,s1,s3,s4,s5,s6,s7,s8,s9,s10\n"
+    b"2020-01-01,1.5,2.5,3,4,5,6,7,8,9,10\n"
+    b"2020-01-02,1.6,2.6,3,4,5,6,7,8,9,11\n"
+    b"2020-01-03,1.7,2.7,3,4,5,6,7,8,9,12\n"
+)
+
 COLLIDING = b"date,a.b,a_b,a-b\n2020-01-01,1,2,3\n2020-01-02,4,5,6\n"
 
 CASES = {
@@ -150,6 +158,38 @@ def test_names_that_plain_alike_draft_distinct_fields_that_land(
         v for record in back for k, v in record.items() if k not in ("time", "key", "ts_ms")
     )
     assert values == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_repeated_column_among_a_maps_series_lands_under_a_name_of_its_own(
+    bigtable_emulator, tmp_path, capsys
+):
+    """The map field takes every other column by its header name: the second ``s1`` is named
+    by position in ``event.csv.names``, so both land (before, every record was a dead letter)."""
+    drafted, back = _land(tmp_path, "wide.csv", WIDE, capsys)
+    assert drafted["event"]["csv"] == {"names": {2: "s1", 3: "s1_2"}}
+    series = [{k: Decimal(str(v)) for k, v in r["series"].items()} for r in back]
+    assert [(s["s1"], s["s1_2"], s["s10"]) for s in series] == [
+        (Decimal("1.5"), Decimal("2.5"), 10),
+        (Decimal("1.6"), Decimal("2.6"), 11),
+        (Decimal("1.7"), Decimal("2.7"), 12),
+    ]
+    assert all(len(s) == 10 for s in series)
+
+
+def test_a_repeated_column_an_unpivot_reads_lands_under_a_name_of_its_own(
+    bigtable_emulator, tmp_path, capsys
+):
+    """Past 100 series the draft unpivots (one event per series and time), reading the columns
+    by their header names: the second ``s1`` is named by position, and every cell lands."""
+    names = ["s1", "s1", *(f"s{i}" for i in range(3, 106))]
+    rows = [f"2020-01-0{d}," + ",".join(str(d * 1000 + i) for i in range(105)) for d in (1, 2)]
+    data = "\n".join(["date," + ",".join(names), *rows, ""]).encode()
+    drafted, back = _land(tmp_path, "wider.csv", data, capsys)
+    assert drafted["event"]["csv"] == {"names": {2: "s1", 3: "s1_2"}}
+    got = {(r["time"][:10], r["series"]): r["value"] for r in back}
+    assert len(got) == len(back) == 210
+    assert (got[("2020-01-01", "s1")], got[("2020-01-01", "s1_2")]) == (1000, 1001)
+    assert (got[("2020-01-02", "s1_2")], got[("2020-01-02", "s105")]) == (2001, 2104)
 
 
 def test_every_field_takes_a_name_of_its_own_and_the_draft_loads(tmp_path):

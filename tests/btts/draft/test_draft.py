@@ -394,3 +394,22 @@ def test_a_record_id_among_a_csvs_series_leaves_the_map_for_the_key(tmp_path):
     assert not result.schema.losses
     assert {"zero_pad": "rownames", "width": 3} in [c.value for c in result.schema.key]
     assert result.schema.fields["series"].value["type"] == "map"
+
+
+def test_a_persons_name_never_tells_records_apart_in_the_key(tmp_path):
+    """vega_datasets' la-riots: the people of one death date are told apart by first_name alone
+    (each its own), and the draft keyed on it — a draft its own advisor refused (KEY-PII). The
+    key takes another field with a value of its own in every record instead, and loads."""
+    rows = [
+        f"{name},{smith},1992-04-{29 + n % 2},-118.{n:04d}"
+        for n, (name, smith) in enumerate(
+            [("Ann", "Lee"), ("Bo", "Kim"), ("Cy", "Ray"), ("Di", "Fox"), ("Ed", "Orr")]
+        )
+    ]
+    result = draft([str(_csv(tmp_path / "r.csv", "first_name,last_name,date,longitude", rows))])
+    segments = [c.value for c in result.schema.key]
+    assert {"text": "first_name"} not in segments and {"text": "last_name"} not in segments
+    assert not result.schema.losses
+    problems, findings = review(result.text)
+    assert problems is None
+    assert not [f for fs in findings.values() for f in fs if f.rule == "KEY-PII"]

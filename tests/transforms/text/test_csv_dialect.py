@@ -92,6 +92,14 @@ def test_the_section_loads_into_the_schema():
     assert loaded.csv == CsvDialect("\t", "", "latin-1", 2, ",", "", ((3, "v"),))
 
 
+def test_a_column_that_is_no_field_is_named_by_position_in_the_section():
+    """A repeated column that is a map's entry (no field of its own) takes its name from
+    ``names:``; the header then names each column once, so no record is refused."""
+    loaded = schema_lib.loads(SCHEMA % ("{names: {4: v_2}}", ", from: 3"), "x.yaml")
+    assert loaded.csv.columns == ((3, "v"), (4, "v_2"))
+    assert csv_dialect.header_names(b"d,x,v,v", loaded.csv) == ("d", "x", "v", "v_2")
+
+
 @pytest.mark.parametrize(
     "section, field, message",
     [
@@ -101,6 +109,10 @@ def test_the_section_loads_into_the_schema():
         ("{skip_lines: -1}", "", "skip_lines"),
         ("{sep: ';'}", "", "event.csv: unknown key 'sep'"),
         ("{}", ", from: 0", "from: 0: a CSV column is 1 or more"),
+        ("{names: {0: w}}", "", "event.csv.names: 0: 'w': give a column's position"),
+        ("{names: {2: w, 4: w}}", "", "event.csv.names: 'w' is given to two columns"),
+        ("{names: {4: v}}", "", "event.csv.names: 'v' is a field's name: give the field from: 4"),
+        ("{names: {3: w}}", ", from: 3", "event.csv.names: column 3 is already field 'v'"),
     ],
 )
 def test_a_mistake_in_the_section_is_one_line_naming_the_fix(section, field, message):
