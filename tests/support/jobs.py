@@ -228,3 +228,29 @@ def parsed_flags(classes: Sequence[type]) -> dict[str, argparse.Action]:
     """The flags option classes add to a parser the way Beam's parsing does (each class's
     ``_add_argparse_args`` hook): what a job's run parses (see :func:`added_flags`)."""
     return added_flags(*(cls._add_argparse_args for cls in classes))
+
+
+def draft_land_and_query(source: Path, work: Path, capsys) -> tuple[dict, list[dict]]:
+    """``btts init`` of ``source`` untouched, the generic job landing it with that draft on a
+    fresh instance of the test emulator (no dead letter), and ``btts query`` of the draft's first
+    table as JSON: the draft and the records read back."""
+    import uuid
+
+    import yaml
+
+    from btts_cli import main as cli
+
+    schema_path = work / "s.yaml"
+    code = cli.main(["init", str(source), "-o", str(schema_path)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    drafted = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
+    target = config.Target("test-project", f"t{uuid.uuid4().hex[:12]}")
+    run_job("generic", target, source, work / "dead", [f"--schema={schema_path}"])
+    assert read_dead_letters(work / "dead") == []
+    capsys.readouterr()
+    table = drafted["tables"][0]["name"]
+    where = ["--project", target.project, "--instance", target.instance]
+    argv = ["query", "--schema", str(schema_path), "--table", table, "--format", "json"]
+    assert cli.main([*argv, *where]) == 0
+    return drafted, json.loads(capsys.readouterr().out)

@@ -11,17 +11,14 @@ name (``a.b`` and ``a_b``).
 
 from __future__ import annotations
 
-import json
-import uuid
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 import yaml
 
-from btts import config
 from btts_cli import main as cli
-from tests.support.jobs import read_dead_letters, run_job
+from tests.support.jobs import draft_land_and_query
 
 EUROPEAN = (
     "datum;temp;druck;ort\r\n"
@@ -102,20 +99,7 @@ def _land(tmp_path: Path, name: str, data: bytes, capsys) -> tuple[dict, list[di
     """``btts init`` → the generic job → ``btts query``: the draft and what reads back."""
     source = tmp_path / name
     source.write_bytes(data)
-    schema_path = tmp_path / "s.yaml"
-    code = cli.main(["init", str(source), "-o", str(schema_path)])
-    err = capsys.readouterr().err
-    assert code == 0, err
-    drafted = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
-    target = config.Target("test-project", f"t{uuid.uuid4().hex[:12]}")
-    run_job("generic", target, source, tmp_path / "dead", [f"--schema={schema_path}"])
-    assert read_dead_letters(tmp_path / "dead") == []
-    capsys.readouterr()
-    table = drafted["tables"][0]["name"]
-    where = ["--project", target.project, "--instance", target.instance]
-    argv = ["query", "--schema", str(schema_path), "--table", table, "--format", "json"]
-    assert cli.main([*argv, *where]) == 0
-    return drafted, json.loads(capsys.readouterr().out)
+    return draft_land_and_query(source, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

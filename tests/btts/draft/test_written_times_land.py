@@ -12,17 +12,12 @@ The shapes: ``5-Jan-09``, ``1991 Jul``, ``1970 Q1``, an ISO week, day numbers of
 from __future__ import annotations
 
 import datetime as dt
-import json
-import uuid
 import zoneinfo
 from pathlib import Path
 
 import pytest
-import yaml
 
-from btts import config
-from btts_cli import main as cli
-from tests.support.jobs import read_dead_letters, run_job
+from tests.support.jobs import draft_land_and_query
 
 UTC = dt.timezone.utc
 NEW_YORK = zoneinfo.ZoneInfo("America/New_York")
@@ -85,20 +80,7 @@ def _land(tmp_path: Path, name: str, lines: list[str], capsys) -> tuple[dict, li
     its table back as JSON records."""
     source = tmp_path / name
     source.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    schema_path = tmp_path / "s.yaml"
-    code = cli.main(["init", str(source), "-o", str(schema_path)])
-    err = capsys.readouterr().err
-    assert code == 0, err
-    drafted = yaml.safe_load(schema_path.read_text(encoding="utf-8"))
-    target = config.Target("test-project", f"t{uuid.uuid4().hex[:12]}")
-    run_job("generic", target, source, tmp_path / "dead", [f"--schema={schema_path}"])
-    assert read_dead_letters(tmp_path / "dead") == []
-    capsys.readouterr()
-    table = drafted["tables"][0]["name"]
-    where = ["--project", target.project, "--instance", target.instance]
-    argv = ["query", "--schema", str(schema_path), "--table", table, "--format", "json"]
-    assert cli.main([*argv, *where]) == 0
-    return drafted, json.loads(capsys.readouterr().out)
+    return draft_land_and_query(source, tmp_path, capsys)
 
 
 @pytest.mark.parametrize("case", sorted(ONE_COLUMN))
