@@ -27,14 +27,14 @@ _LOCK = threading.Lock()
 
 
 def _store(service) -> store.Store:
-    """The service's Prometheus store, made on first use and kept with the service. The first
-    request also loads this package's modules, under the lock: importlib's ``LazyLoader`` is not
+    """The service's Prometheus store, made on first use and kept with the service. Making it
+    also loads this package's modules, under the lock: importlib's ``LazyLoader`` is not
     thread-safe before Python 3.12, and concurrent first writes saw a half-loaded module."""
     with _LOCK:
-        for module in (read, store, write):
-            _ = module.__name__  # any attribute loads a lazy module, here in one thread
         found = _STORES.get(service)
         if found is None:
+            for module in (read, store, write):
+                _ = module.__name__  # any attribute loads a lazy module, here in one thread
             schema = store.prometheus_schema(service.catalog.schemas)
             if schema is None:
                 raise NotFound(
