@@ -105,20 +105,25 @@ def samples_answer(body: bytes) -> list[dict]:
     ]
 
 
+def uvarint_at(data: bytes, at: int) -> tuple[int, int]:
+    """The unsigned varint at ``data[at]`` and the offset just past it."""
+    number = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        number |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return number, at
+
+
 def streamed_answer(body: bytes) -> dict[int, dict]:
     """Per query index: {labels: [(ms, value bits)…]} of a STREAMED_XOR_CHUNKS answer, every
     frame's CRC checked and every chunk decoded."""
     out: dict[int, dict] = {}
     at = 0
     while at < len(body):
-        length = shift = 0
-        while True:
-            byte = body[at]
-            at += 1
-            length |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                break
+        length, at = uvarint_at(body, at)
         crc, data = body[at : at + 4], body[at + 4 : at + 4 + length]
         at += 4 + length
         assert int.from_bytes(crc, "big") == google_crc32c.value(data)

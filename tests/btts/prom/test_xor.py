@@ -15,6 +15,7 @@ import google_crc32c
 import pytest
 
 from btts.prom import xor
+from tests.support.prom import uvarint_at
 from transforms.errors import DataError
 
 PROMTOOL = shutil.which("promtool")
@@ -66,14 +67,7 @@ def _chunks(path) -> list[bytes]:
     assert data[:4] == bytes.fromhex("85bd40dd")
     at, out = 8, []
     while at < len(data):
-        length = shift = 0
-        while True:
-            byte = data[at]
-            at += 1
-            length |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                break
+        length, at = uvarint_at(data, at)
         encoding, chunk = data[at], data[at + 1 : at + 1 + length]
         crc = data[at + 1 + length : at + 5 + length]
         assert int.from_bytes(crc, "big") == google_crc32c.value(data[at : at + 1 + length])
