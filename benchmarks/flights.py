@@ -15,7 +15,6 @@ or a metric takes ``--max_s`` seconds or more.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -29,8 +28,8 @@ from decimal import Decimal
 from pathlib import Path
 
 from benchmarks import read_scale, serve_load
+from benchmarks.report import run_and_write
 from btts import config
-from btts.emulator import ENV_HOST, Emulator
 from btts.samples import data as samples
 from pipelines import load
 
@@ -235,13 +234,8 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=ROOT / "results" / "flights.json", help="report file"
     )
     args = parser.parse_args(argv)
-    with contextlib.ExitStack() as stack:
-        if not os.environ.get(ENV_HOST):
-            stack.enter_context(Emulator())
-        report = run(args.records)
     out = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
+    report = run_and_write(out, lambda: run(args.records))
     print(json.dumps({k: v for k, v in report.items() if k != "metrics"}, indent=2))
     for m, r in report["metrics"].items():
         print(f"  {m:<16}{r['seconds']:>7.2f}s {r['series']:>6} series {r['points']:>8} points")

@@ -15,9 +15,7 @@ Writes benchmarks/results/prom_remote.json and prints one line per figure.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
-import json
 import os
 import statistics
 import time
@@ -39,9 +37,9 @@ from google.cloud.bigtable.data import (
 
 import protos.prometheus_pb2 as pb
 from benchmarks import serve_load
+from benchmarks.report import run_and_write
 from btts import config
 from btts.admin import Admin
-from btts.emulator import ENV_HOST, Emulator
 from btts.prom import labels as labels_lib
 from transforms.builder.builder import Builder
 from transforms.schema import builtin
@@ -234,13 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=ROOT / "results" / "prom_remote.json", help="report file"
     )
     args = parser.parse_args(argv)
-    with contextlib.ExitStack() as stack:
-        if not os.environ.get(ENV_HOST):
-            stack.enter_context(Emulator())
-        report = run(args.series, args.rounds)
     out = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
+    report = run_and_write(out, lambda: run(args.series, args.rounds))
     w, r = report["write"], report["read"]
     print(
         f"remote write {w['remote_write_samples_per_s']:,} samples/s, batcher "

@@ -22,7 +22,6 @@ Writes benchmarks/results/read_scale.json. Targets: suggest and lookup p50 at mo
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -39,8 +38,8 @@ from pathlib import Path
 from google.cloud.bigtable.data import BigtableDataClient, ReadRowsQuery, RowRange, row_filters
 
 from benchmarks import serve_load
+from benchmarks.report import run_and_write
 from btts import config
-from btts.emulator import ENV_HOST, Emulator
 from btts.samples import data as samples
 from pipelines import load
 from transforms.text import timefmt
@@ -204,13 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     sizes = sorted(int(s) for s in args.sizes.split(","))
-    with contextlib.ExitStack() as stack:
-        if not os.environ.get(ENV_HOST):
-            stack.enter_context(Emulator())
-        report = run(sizes, args.points, args.rounds)
     out = args.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2))
+    report = run_and_write(out, lambda: run(sizes, args.points, args.rounds))
     print(table(report))
     print(f"report: {out}")
     return 0
