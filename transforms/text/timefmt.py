@@ -401,9 +401,8 @@ _FIXED_WIDTH = {
 
 
 def _compile_reader(fmt: str) -> Callable[[str], dt.datetime]:
-    """``text → naive datetime`` for the strptime pattern ``fmt`` (ValueError: a value it does
-    not read). A format of :data:`_FIXED_WIDTH` reads a value of that spelling by its regex,
-    looked up here once rather than for each value; any other value goes to the general reader."""
+    """``text → naive datetime`` for ``fmt`` (ValueError: a value it does not read); a value
+    spelled as :data:`_FIXED_WIDTH` says by its regex, looked up once here, not per value."""
     general = timepatterns.compile_pattern(fmt)
     fixed = _FIXED_WIDTH.get(fmt)
     if fixed is None:
