@@ -40,7 +40,7 @@ from pathlib import Path
 from tests import corpus_doc
 from tests.support import rdatasets_corpus
 
-__all__ = ["Outcome", "land", "land_frame", "main", "read_index", "sample"]
+__all__ = ["Outcome", "failed", "land", "land_frame", "main", "read_index", "sample", "suite_args"]
 
 SAMPLE_SIZE = 36  # the CI sample: at least this many datasets, each in one format
 SAMPLE_MAX_ROWS = 2_000  # of at most this many rows (the CI's time budget)
@@ -107,7 +107,24 @@ def _refusal(stderr: str) -> str:
             if line.startswith(prefix):
                 return line.removeprefix(prefix)
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
-    return "NOT ONE LINE: " + " | ".join(lines[:3])
+    return _NOT_ONE_LINE + " | ".join(lines[:3])
+
+
+_NOT_ONE_LINE = "NOT ONE LINE: "
+
+
+def failed(outcomes: list) -> list:
+    """The outcomes a run exits 1 on: lossy, or a refusal that is not one line
+    (:func:`_refusal`); the corpus, wheel-corpus and shapes suites alike."""
+    return [o for o in outcomes if o.verdict == "lossy" or o.reason.startswith(_NOT_ONE_LINE)]
+
+
+def suite_args(argv: list[str] | None, description: str, doc_help: str) -> argparse.Namespace:
+    """The ``--sample`` and ``--doc`` flags of the wheel-corpus and shapes suites."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--sample", action="store_true", help="the CI sample only")
+    parser.add_argument("--doc", type=Path, help=doc_help)
+    return parser.parse_args(argv)
 
 
 def _read_back(schema: Path, table: str, instance: str) -> list[dict]:
@@ -472,8 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         doc(outcomes, len(chosen), wall, args.doc)
         if args.doc.resolve() == corpus_doc.REPORT:  # the README's lines come from it
             corpus_doc.publish()
-    bad = [o for o in outcomes if o.verdict == "lossy" or o.reason.startswith("NOT ONE LINE")]
-    return 1 if bad else 0
+    return 1 if failed(outcomes) else 0
 
 
 if __name__ == "__main__":

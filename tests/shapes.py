@@ -20,7 +20,6 @@ asserted by the CI test and by the full run's exit code.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import datetime as dt
 import gzip
@@ -363,16 +362,15 @@ def table(results: list[Result]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sample", action="store_true", help="the CI sample only")
-    parser.add_argument("--doc", type=Path, help="rewrite the suite's table in this file")
-    args = parser.parse_args(argv)
+    args = corpus.suite_args(
+        argv, __doc__.split("\n\n")[0], "rewrite the suite's table in this file"
+    )
     results = run(SAMPLE_BASES if args.sample else BASES)
     lines = table(results)
     print("\n".join(lines))
     if args.doc:
         corpus_doc.write_marked("shapes suite", HEADING + lines, args.doc)
-    bad = [r for r in results if r.verdict == "lossy" or r.reason.startswith("NOT ONE LINE")]
+    bad = corpus.failed(results)
     landed = sum(r.verdict == "landed" for r in results)
     return 1 if bad or landed < LANDED_THRESHOLD * len(results) else 0
 

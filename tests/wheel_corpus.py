@@ -18,7 +18,6 @@ docs/corpus.md (its section ``wheel corpus``, :func:`tests.corpus_doc.write_mark
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import json
 import sys
@@ -156,17 +155,15 @@ def run(files, echo=print) -> list[corpus.Outcome]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sample", action="store_true", help="the CI sample only")
-    parser.add_argument("--doc", type=Path, help="rewrite the corpus's table in this file")
-    args = parser.parse_args(argv)
+    args = corpus.suite_args(
+        argv, __doc__.split("\n\n")[0], "rewrite the corpus's table in this file"
+    )
     outcomes = run(SAMPLE if args.sample else FILES)
     lines = table(outcomes)
     print("\n".join(lines[:1]))
     if args.doc:
         corpus_doc.write_marked("wheel corpus", HEADING + lines, args.doc)
-    bad = [o for o in outcomes if o.verdict == "lossy" or o.reason.startswith("NOT ONE LINE")]
-    return 1 if bad else 0
+    return 1 if corpus.failed(outcomes) else 0
 
 
 if __name__ == "__main__":

@@ -157,8 +157,7 @@ def _csv_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
     header: tuple[str, ...] = ()
     cells_seen: list[list[str]] = []
     for index, (chunk, whole) in enumerate(chunks):
-        text = chunk.decode(encoding, errors="replace")
-        if not header:
+        if not header:  # the head: decoded once, above
             text = head.split("\n", dialect.skip)[-1] if dialect.skip else head
             rows = csv.reader(io.StringIO(text, newline=""), strict=True, **args)
             try:
@@ -169,7 +168,8 @@ def _csv_records(sample: Sample, chunks: list[tuple[bytes, bool]]) -> None:
             header = csv_dialect.named(names, dialect)  # as the job names them
             sample.columns = list(header)
         else:
-            rows = csv.reader(io.StringIO(text.split("\n", 1)[-1], newline=""), strict=True, **args)
+            text = chunk.decode(encoding, errors="replace").split("\n", 1)[-1]
+            rows = csv.reader(io.StringIO(text, newline=""), strict=True, **args)
         rows_list = _safe_rows(rows)
         if not whole and rows_list:
             rows_list = rows_list[:-1]  # the window's last record may be cut

@@ -400,12 +400,20 @@ _FIXED_WIDTH = {
 }
 
 
-def _fixed_width(value: str, fmt: str) -> dt.datetime | None:
-    """The time of ``value`` in a format of :data:`_FIXED_WIDTH` when it has that spelling
-    (ValueError: a date or time that does not exist, as strptime says), else None."""
-    pattern = _FIXED_WIDTH.get(fmt)
-    digits = pattern.fullmatch(value) if pattern is not None else None
-    return dt.datetime(*map(int, digits.groups())) if digits else None
+def _compile_reader(fmt: str) -> Callable[[str], dt.datetime]:
+    """``text → naive datetime`` for ``fmt`` (ValueError: a value it does not read); a value
+    spelled as :data:`_FIXED_WIDTH` says by its regex, looked up once here, not per value."""
+    general = timepatterns.compile_pattern(fmt)
+    fixed = _FIXED_WIDTH.get(fmt)
+    if fixed is None:
+        return general
+    match = fixed.fullmatch
+
+    def read(value: str) -> dt.datetime:
+        digits = match(value)
+        return dt.datetime(*map(int, digits.groups())) if digits else general(value)
+
+    return read
 
 
 def make_parser(
@@ -437,7 +445,7 @@ def make_parser(
     if fmt in ("auto", "rfc3339"):
         return _iso_parser(fmt, field, tz, ambiguous, earliest, advice)
     offset = "%z" in fmt
-    read = timepatterns.compile_pattern(fmt)  # once: the hot path only reads
+    read = _compile_reader(fmt)  # once: the hot path only reads
 
     def pattern(value: object) -> int:
         if type(value) is Num and value.isdigit():  # 20240501 as a JSON number: its digits
@@ -445,7 +453,7 @@ def make_parser(
         elif type(value) is not str and type(value) is not CsvText:
             raise InvalidEvent(f"field {field!r}: expected a time {fmt!r}, got {describe(value)}")
         try:
-            moment = _fixed_width(value, fmt) or read(value)
+            moment = read(value)
         except ValueError:
             raise InvalidEvent(
                 f"field {field!r}: {value[:60]!r} does not match format {fmt} (declare the "
