@@ -34,7 +34,7 @@ __all__ = ["INDEX_HINT", "held"]
 
 INDEX_HINT = "declare `index:` in the schema and run `btts index rebuild`"
 MAX_CHECKED = 10_000  # series one lookup may check, one read each (as many as key values)
-PARALLEL = 8  # checks at once
+PARALLEL = reads.PARALLEL_SCANS  # checks at once, as many as a read's scans at once
 BATCH = PARALLEL * 4  # checks started before looking whether enough series hold the metric
 
 
