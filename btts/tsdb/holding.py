@@ -106,22 +106,17 @@ def held(
             if start >= MAX_CHECKED:
                 raise TooLarge(
                     f"More than {MAX_CHECKED} series of {source.name} to check for the metric "
-                    f"{_metric_name(source)}: narrow the tags, or {INDEX_HINT}"
+                    f"{source.metric}: narrow the tags, or {INDEX_HINT}"
                 )
             batch = candidates[start : start + BATCH]
             try:
                 verdicts = list(pool.map(holds, batch))
             except Timeout as exc:
                 raise Timeout(
-                    f"Listing the series of {source.name} holding {_metric_name(source)} took "
+                    f"Listing the series of {source.name} holding {source.metric} took "
                     f"longer than the deadline: narrow the tags, or {INDEX_HINT}"
                 ) from exc
             out += [c for c, ok in zip(batch, verdicts, strict=True) if ok]
             if len(out) >= wanted:
                 break
     return out[:wanted]
-
-
-def _metric_name(source: Source) -> str:
-    name = f"{source.schema.dataset}.{source.field}"
-    return f"{name}.{source.entry}" if source.entry else name
