@@ -28,7 +28,7 @@ from transforms.scans.series_index import (
 )
 from transforms.schema import Schema, TableSpec
 
-__all__ = ["Catalog", "Metric", "Source", "builtin_schemas", "metric_name"]
+__all__ = ["Catalog", "Metric", "Source", "builtin_schemas"]
 
 
 def metric_name(dataset: str, field_name: str, entry: str = "") -> str:
