@@ -31,6 +31,11 @@ from transforms.schema import Schema, TableSpec
 __all__ = ["Catalog", "Metric", "Source", "builtin_schemas"]
 
 
+def metric_name(dataset: str, field_name: str, entry: str = "") -> str:
+    """A metric's name: ``dataset.field``, and ``.entry`` for a map entry."""
+    return f"{dataset}.{field_name}" + (f".{entry}" if entry else "")
+
+
 @dataclass(frozen=True)
 class Source:
     """One table that answers a metric: its points (``rollup`` False) or hourly sums/counts."""
@@ -50,6 +55,11 @@ class Source:
     def tags(self) -> tuple[str, ...]:
         """The key's fields a query can name as tags, in key order (no time, no salt)."""
         return tag_fields(self.table)
+
+    @property
+    def metric(self) -> str:
+        """The name of the metric this table answers (``dataset.field[.entry]``)."""
+        return metric_name(self.schema.dataset, self.field, self.entry)
 
 
 @dataclass
@@ -100,7 +110,7 @@ class Catalog:
                         self._add_rollup(schema, table, source, entries)
 
     def _metric(self, schema: Schema, field_name: str, entry: str) -> Metric:
-        name = f"{schema.dataset}.{field_name}" + (f".{entry}" if entry else "")
+        name = metric_name(schema.dataset, field_name, entry)
         return self.metrics.setdefault(name, Metric(name, schema.dataset, field_name, entry))
 
     def _add(self, source: Source) -> None:

@@ -34,7 +34,7 @@ __all__ = ["INDEX_HINT", "held"]
 
 INDEX_HINT = "declare `index:` in the schema and run `btts index rebuild`"
 MAX_CHECKED = 10_000  # series one lookup may check, one read each (as many as key values)
-PARALLEL = 8  # checks at once
+PARALLEL = reads.PARALLEL_SCANS  # checks at once, as many as a read's scans at once
 BATCH = PARALLEL * 4  # checks started before looking whether enough series hold the metric
 
 
@@ -106,22 +106,17 @@ def held(
             if start >= MAX_CHECKED:
                 raise TooLarge(
                     f"More than {MAX_CHECKED} series of {source.name} to check for the metric "
-                    f"{_metric_name(source)}: narrow the tags, or {INDEX_HINT}"
+                    f"{source.metric}: narrow the tags, or {INDEX_HINT}"
                 )
             batch = candidates[start : start + BATCH]
             try:
                 verdicts = list(pool.map(holds, batch))
             except Timeout as exc:
                 raise Timeout(
-                    f"Listing the series of {source.name} holding {_metric_name(source)} took "
+                    f"Listing the series of {source.name} holding {source.metric} took "
                     f"longer than the deadline: narrow the tags, or {INDEX_HINT}"
                 ) from exc
             out += [c for c, ok in zip(batch, verdicts, strict=True) if ok]
             if len(out) >= wanted:
                 break
     return out[:wanted]
-
-
-def _metric_name(source: Source) -> str:
-    name = f"{source.schema.dataset}.{source.field}"
-    return f"{name}.{source.entry}" if source.entry else name

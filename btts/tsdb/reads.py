@@ -65,6 +65,7 @@ from transforms.text import keys
 
 __all__ = [
     "HOUR_MS",
+    "PARALLEL_SCANS",
     "Plan",
     "Reader",
     "choose",

@@ -228,7 +228,8 @@ class Service:
         """The series of ``source`` passing ``filters`` as the keys of a schema without an
         index list them (its key fields before the time, :func:`reads.plan`'s combos), bounded,
         cached a while; over the bound or the deadline the error names the index."""
-        key = (source.schema.dataset, source.table.name, tuple(filters))
+        per = source.field if source.table.rows_per is not None else None  # in the key's prefix
+        key = (source.schema.dataset, source.table.name, per, tuple(filters))
         hit = self._cache.get(key)
         if hit is not None:
             return hit

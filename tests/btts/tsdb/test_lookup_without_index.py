@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import flights
 from btts import config
-from btts.tsdb import answer, catalog, holding, lookup, routes, service
+from btts.tsdb import answer, catalog, holding, lookup, reads, routes, service
 from btts.tsdb.errors import TooLarge
 from pipelines import load
 from tests.support import REPO, serving
@@ -155,3 +155,23 @@ def test_a_rows_per_key_proves_the_metric_by_its_prefix():
     metric = cat.get("weather_balloons.pressure")
     source = next(s for s in metric.points if s.table.name == "BALLOON_TB_COL")
     assert holding.proof(source) is KEYS_ONLY
+
+
+def test_a_rows_per_table_lists_each_metrics_own_series(monkeypatch):
+    """The rows' field is in the key's prefix: the series listed for one metric of a
+    ``rows_per`` table are not another's (a cache shared across them would check the first
+    metric's rows for the second)."""
+    cat = catalog.Catalog([schema_lib.builtin("weather_balloons")])
+    sources = [
+        next(s for s in cat.get(name).points if s.table.name == "BALLOON_TB_COL")
+        for name in ("weather_balloons.pressure", "weather_balloons.humidity")
+    ]
+    per = sources[0].table.rows_per.name
+
+    def plan(reader, source, filters, window):
+        return reads.Plan(source, combos=({per: source.field},))
+
+    monkeypatch.setattr(reads, "plan", plan)
+    svc = service.Service(cat, config.Target("p", "i"), answer.Limits())
+    listed = [svc._key_series(None, s, ())[0][per] for s in sources]
+    assert listed == [s.field for s in sources]
