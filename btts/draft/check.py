@@ -184,13 +184,16 @@ def _build_part(
 
 def _shares(samples: list[Sample], whole: bool) -> int:
     """How many processes build the records: one per core (at most :data:`_PROCESSES`) for a
-    whole file of over :data:`_PARALLEL_BYTES` where processes can fork (their string hashes
-    then agree), else one."""
+    whole file of over :data:`_PARALLEL_BYTES` where this process can fork children (their
+    string hashes then agree; a daemonic process cannot), else one."""
     import multiprocessing
     import os
 
     size = sum(s.size for s in samples if whole and not s.complete)
     forks = "fork" in multiprocessing.get_all_start_methods()
+    # a daemonic process (a pool's worker, as a corpus run or a user's own pool makes) may not
+    # have children: it builds every record itself
+    forks = forks and not multiprocessing.current_process().daemon
     return min(_PROCESSES, os.cpu_count() or 1) if forks and size > _PARALLEL_BYTES else 1
 
 

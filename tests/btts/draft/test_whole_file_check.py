@@ -97,3 +97,33 @@ def test_a_check_that_is_not_final_stops_at_its_first_overwrite(tmp_path, monkey
     assert any(r.get("probe") == "b" for r in early.offenders)
     full = check_mod.check(SCHEMA, [sample])
     assert not full.partial and (full.records, full.clashes) == (30_018, 12)
+
+
+def _check_in_this_process(path: str, queue) -> None:
+    sample = read_sample(path)
+    sample.complete = False
+    check_mod._PARALLEL_BYTES = 0  # (the file counts as large: one process per core)
+    try:
+        found = check_mod.check(SCHEMA, [sample])
+    except Exception as err:  # (reported to the test, which fails naming it)
+        queue.put(repr(err))
+    else:
+        queue.put((found.records, found.clashes))
+
+
+def test_a_daemonic_process_checks_a_large_file_itself(tmp_path):
+    """A pool's worker may have no children of its own (``daemonic processes are not allowed
+    to have children``): the check there builds every record in the one process."""
+    import multiprocessing
+
+    _file(tmp_path)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    worker = context.Process(
+        target=_check_in_this_process, args=(str(tmp_path / "p.csv"), queue), daemon=True
+    )
+    worker.start()
+    found = queue.get(timeout=120)
+    worker.join(timeout=30)
+    assert worker.exitcode == 0
+    assert found == (30_018, 12)
