@@ -3,7 +3,7 @@
 (:mod:`btts.tsdb.series`) on the planned value, then the response list, rendered as JSON with
 decimals exactly as stored.
 
-A sub-query a rollup table answers (:class:`~btts.tsdb.planning.RollupReads`) reads the
+A sub-query a rollup table answers (:class:`~btts.tsdb.reads.QueryReads`' ``rollup``) reads the
 rollup's hourly sums and counts for the whole hours of its read window and the points only for
 any partial hour at its edges; ``showQuery`` says which tables and ranges answered.
 """
@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from btts.tsdb import budget, planning, reads, series, tsuids
+from btts.tsdb import budget, planning, points, reads, series, tsuids
 from btts.tsdb.catalog import Catalog
 from btts.tsdb.errors import TooLarge
 from btts.tsdb.planning import SubPlan
@@ -46,16 +46,16 @@ def _rollup_data(reader: reads.Reader, sub: SubPlan) -> dict:
     """``{series: downsampled points}`` of a sub-query a rollup answers: the rollup's hourly
     ``(hour, sum, count)``, the points of the partial hours summed by hour, then the series
     the rollup lacks downsampled from their points."""
-    parts = sub.rollup
+    parts = sub.tables.rollup
     partials: dict = {}
     if parts.hours is not None:
-        found = reads.read_rollup(reader, parts.hours, sub.filters, parts.whole_hours)
+        found = points.read_rollup(reader, parts.hours, sub.filters, parts.whole_hours)
         for key, sums in found.items():
             partials.setdefault(key, []).extend(sums)
     for edge in parts.edges:
-        for key, points in reads.read_points(reader, edge, sub.filters).items():
+        for key, pts in points.read_points(reader, edge, sub.filters).items():
             by_hour: dict[int, list] = {}
-            for ts, v in points:
+            for ts, v in pts:
                 acc = by_hour.setdefault(ts - ts % reads.HOUR_MS, [0, 0])
                 acc[0] += v
                 acc[1] += 1
@@ -65,21 +65,22 @@ def _rollup_data(reader: reads.Reader, sub: SubPlan) -> dict:
         for key, sums in partials.items()
     }
     if parts.uncovered is not None:
-        for key, points in reads.read_points(reader, parts.uncovered, sub.filters).items():
-            data[key] = series.downsample(points, sub.downsample, sub.read, sub.fill_span)
+        for key, pts in points.read_points(reader, parts.uncovered, sub.filters).items():
+            data[key] = series.downsample(pts, sub.downsample, sub.read, sub.fill_span)
     return data
 
 
 def run_sub(reader: reads.Reader, sub: SubPlan) -> list[Result]:
     """One planned sub-query: read its rows (the window OpenTSDB would read, from the tables
     whose keys serve it), then :func:`compute`."""
-    if sub.rollup is not None:
+    tables = sub.tables
+    if tables.rollup is not None:
         results = compute(sub, _rollup_data(reader, sub), downsampled=True)
     else:
-        results = compute(sub, reads.read_points(reader, sub.points, sub.filters))
+        results = compute(sub, points.read_points(reader, tables.points, sub.filters))
     for r in results:
         if r.query is not None:  # showQuery: which tables and ranges answered
-            r.query["btts"] = {"reads": list(sub.described)}
+            r.query["btts"] = {"reads": list(tables.described)}
     return results
 
 

@@ -6,13 +6,15 @@ tables and their key ranges), as one frozen :class:`SubPlan` that the reads
 
 :func:`asked` is the pure half, made once per request where it is understood
 (:meth:`btts.tsdb.service.Service.query`; the conformance suite computes from it directly);
-:func:`plan_sub` adds the key ranges, which may read the series index or enumerate a key
-field. What a plan may cost is judged from the plan by :mod:`btts.tsdb.budget`: the request's
-asked sub-queries once before any read, each planned one before its rows are read.
+:func:`plan_sub` decides whether the metric's rollup table answers the downsample, then asks
+the reads once (:func:`btts.tsdb.reads.plan_query`) for the tables and key ranges, which may
+read the series index or enumerate a key field. What a plan may cost is judged from the plan
+by :mod:`btts.tsdb.budget`: the request's asked sub-queries once before any read, each
+planned one before its rows are read.
 
 A downsample of whole hours with ``avg``, ``sum`` or ``count`` is answered from the metric's
 rollup table (hourly sums and counts) for the whole hours of the read window, and from the
-points for any partial hour at its edges (:class:`RollupReads`).
+points for any partial hour at its edges (:class:`btts.tsdb.reads.QueryReads`).
 """
 
 from __future__ import annotations
@@ -33,18 +35,6 @@ ROLLUP_AGGREGATORS = ("avg", "sum", "count")
 
 
 @dataclass(frozen=True)
-class RollupReads:
-    """The reads of a sub-query a rollup table answers: its whole ``hours`` (None when the
-    window holds none), the points of the partial hours at the ``edges``, and the points of
-    the series the rollup lacks (``uncovered``: landed without ``--hourly_rollup``)."""
-
-    hours: reads.Plan | None
-    whole_hours: Window
-    edges: tuple[reads.Plan, ...] = ()
-    uncovered: reads.Plan | None = None
-
-
-@dataclass(frozen=True)
 class SubPlan:
     """One sub-query as it is answered: asked, then planned (see the module's text)."""
 
@@ -61,9 +51,7 @@ class SubPlan:
     rate: Rate | None = None
     explicit_tags: bool = False  # only series whose tags are exactly the ones named
     shown_query: Mapping | None = None  # showQuery: the sub-query as asked, with its index
-    points: reads.Plan | None = None  # the point table's reads
-    rollup: RollupReads | None = None  # or the rollup table's
-    described: tuple[str, ...] = ()  # showQuery: which tables and ranges answer
+    tables: reads.QueryReads | None = None  # which tables and key ranges answer it
 
     @property
     def fill(self) -> str:
@@ -73,7 +61,7 @@ class SubPlan:
     def series_read(self) -> reads.Plan | None:
         """The reads whose key ranges count the series (the point table's, or the rollup's
         whole hours); None before :func:`plan_sub`, or when no whole hour is read."""
-        return self.points if self.rollup is None else self.rollup.hours
+        return self.tables.series_read if self.tables is not None else None
 
 
 def asked(sub_query: SubQuery, ts_query: TsQuery) -> SubPlan:
@@ -118,11 +106,8 @@ def plan_sub(reader: reads.Reader, metric: Metric, sub: SubPlan) -> SubPlan:
             f"{metric.name} is only kept as hourly sums and counts ({metric.rollups[0].name}): "
             "downsample it by 1h (or a multiple) with avg, sum or count"
         )
-    if rollup is not None:
-        return _plan_rollup(reader, metric, rollup, sub)
-    source = reads.choose(metric, sub.filters, reader.tenant)
-    points = reads.plan(reader, source, sub.filters, sub.read)
-    return replace(sub, points=points, described=tuple(points.describe()))
+    tables = reads.plan_query(reader, metric, sub.filters, sub.read, rollup)
+    return replace(sub, tables=tables)
 
 
 def _rollup_source(metric: Metric, sub: SubPlan) -> Source | None:
@@ -137,39 +122,3 @@ def _rollup_source(metric: Metric, sub: SubPlan) -> Source | None:
         return None
     tags = {f.tagk for f in sub.filters}
     return next((s for s in metric.rollups if tags <= set(s.tags)), None)
-
-
-def _plan_rollup(reader: reads.Reader, metric: Metric, rollup: Source, sub: SubPlan) -> SubPlan:
-    """The rollup's whole hours of the read window, the points of any partial hour at its
-    edges, and the points of the series the rollup lacks (landed without
-    ``--hourly_rollup``: a rollup answers only for what it covers)."""
-    read, filters = sub.read, sub.filters
-    whole = reads.whole_hours(read)
-    described: list[str] = []
-    hours = covered = None
-    if whole.start_ms < whole.end_ms:
-        planned = reads.plan(reader, rollup, filters, whole)
-        covered = set(planned.series_keys(rollup.tags))
-        unbounded = tuple(replace(s, start_ms=None, end_ms=None) for s in planned.scans)
-        hours = replace(planned, scans=unbounded)
-        described += [f"rollup {rollup.name} (hourly sum/count) for whole hours", *hours.describe()]
-    parts = RollupReads(hours, whole)
-    before, after = Window(read.start_ms, whole.start_ms), Window(whole.end_ms, read.end_ms)
-    edges = [edge for edge in (before, after) if edge.start_ms < edge.end_ms]
-    if not metric.points:
-        if edges:
-            described.append("no point table: the partial hours at the edges are left out")
-        return replace(sub, rollup=parts, described=tuple(described))
-    source = reads.choose(metric, filters, reader.tenant)
-    at_edges = tuple(reads.plan(reader, source, filters, edge) for edge in edges)
-    for planned in at_edges:
-        described += [f"points of the partial hour(s) from {source.name}", *planned.describe()]
-    uncovered = None
-    if covered is not None:
-        everything = reads.plan(reader, source, filters, read)
-        uncovered = everything.without(covered)
-    if uncovered is not None:
-        described.append(f"{len(uncovered.combos)} series the rollup lacks, from {source.name}")
-        described += uncovered.describe()
-    parts = replace(parts, edges=at_edges, uncovered=uncovered)
-    return replace(sub, rollup=parts, described=tuple(described))

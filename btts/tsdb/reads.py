@@ -10,31 +10,32 @@ keys, one one-row keys-only read per value, bounded); a salt fans out over its b
 time segment bounds each range (reversed timestamps swap the bounds, via
 :mod:`transforms.scans.key_ranges`). A table whose key the query names fully is preferred.
 
+A downsample of whole hours that the planner answers from a rollup table (hourly sums and
+counts) reads the rollup for the whole hours of the read window, and the point table for any
+partial hour at its edges and for the series the rollup lacks: which tables answer, and their
+key ranges, are planned here in one call (:func:`plan_query`), the point table chosen after
+the rollup's ranges.
+
 Rows are read with :mod:`transforms.bigtable.rows_stream` (ReadRows straight from gRPC), many
-ranges as a few multi-range reads at once, each part turned into points while the next is read
-(:mod:`btts.tsdb.multi_range`), and decoded by the query engine's declared-query decoder, so
-every layout (columns, blobs, one row per field) gives the same records as ``btts query``; a
-map entry's or a field column's points are taken straight from its cells
-(:func:`btts.query.records.map_entry_points`, ``field_points``: the same values without a
-record per event), its column selected on the server by a column range, not a qualifier regex.
-A read past the deadline, or cancelled, is a ``Timeout``; Bigtable failing it, ``Unavailable``;
-a table the instance lacks, :class:`~btts.errors.MissingTable` (the routes say which HTTP status).
+ranges as a few multi-range reads at once (:mod:`btts.tsdb.multi_range`); turning them into
+points is :mod:`btts.tsdb.points`'s. A read past the deadline, or cancelled, is a ``Timeout``;
+Bigtable failing it, ``Unavailable``; a table the instance lacks,
+:class:`~btts.errors.MissingTable` (the routes say which HTTP status).
 
 The layer stands on its own, whatever the query language above it: a :class:`Reader` (one
-request's deadline), :func:`choose` (the point table of a metric for some tag filters),
-:func:`plan` (its key ranges over a :class:`Window`) and :func:`read_points` (the
-series' points, read in parallel); ``/api/query`` reaches it through
-:mod:`btts.tsdb.planning`.
+request's deadline), :func:`plan_query` (the tables and key ranges answering some tag
+filters of a metric over a :class:`Window`: a :class:`QueryReads`) and :func:`plan` (one
+table's key ranges); ``/api/query`` reaches it through :mod:`btts.tsdb.planning`, and reads
+the rows with :mod:`btts.tsdb.points`.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from decimal import Decimal
 
 from google.api_core import exceptions as gexc
 from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
@@ -42,18 +43,15 @@ from google.cloud.bigtable.data import ReadRowsQuery, RowRange, row_filters
 from btts.config import Target
 from btts.errors import MissingTable
 from btts.query import engine
-from btts.query import records as query_records
 from btts.tsdb import multi_range
 from btts.tsdb.cache import TtlLru
 from btts.tsdb.catalog import Metric, Source
 from btts.tsdb.errors import BadRequest, TooLarge
 from btts.tsdb.request import TagFilter
-from transforms import schema as schema_lib
 from transforms import table_model
 from transforms.bigtable import rows_stream
 from transforms.bigtable.filters import (
     KEYS_ONLY,
-    one_column,
     read_query,
 )
 from transforms.errors import DataError, Timeout, Unavailable
@@ -67,12 +65,11 @@ __all__ = [
     "HOUR_MS",
     "PARALLEL_SCANS",
     "Plan",
+    "QueryReads",
     "Reader",
-    "choose",
+    "SeriesKey",
     "plan",
-    "read_points",
-    "read_rollup",
-    "whole_hours",
+    "plan_query",
 ]
 
 HOUR_MS = core.HOUR_MS
@@ -104,7 +101,8 @@ class Plan:
         return [*shown, *self.notes]
 
     def series_keys(self, tags: Collection[str]) -> list[SeriesKey]:
-        """Each combo's series, as :func:`read_points` keys it: its ``tags`` and their values."""
+        """Each combo's series, as :func:`btts.tsdb.points.read_points` keys it: its
+        ``tags`` and their values."""
         return [tuple(sorted((t, str(v)) for t, v in c.items() if t in tags)) for c in self.combos]
 
     def without(self, answered: Collection[SeriesKey]) -> Plan | None:
@@ -121,6 +119,35 @@ class Plan:
             scans=tuple(self.scans[i] for i in keep),
             combos=tuple(self.combos[i] for i in keep),
         )
+
+
+@dataclass(frozen=True)
+class RollupReads:
+    """The reads of a query a rollup table answers: its whole ``hours`` (None when the
+    window holds none), the points of the partial hours at the ``edges``, and the points of
+    the series the rollup lacks (``uncovered``: landed without ``--hourly_rollup``)."""
+
+    hours: Plan | None
+    whole_hours: Window
+    edges: tuple[Plan, ...] = ()
+    uncovered: Plan | None = None
+
+
+@dataclass(frozen=True)
+class QueryReads:
+    """Which tables and key ranges answer one query's filters over its read window
+    (:func:`plan_query`): the point table's (``points``) or a rollup table's (``rollup``),
+    and what ``showQuery`` says of them."""
+
+    points: Plan | None = None
+    rollup: RollupReads | None = None
+    described: tuple[str, ...] = ()
+
+    @property
+    def series_read(self) -> Plan | None:
+        """The reads whose key ranges count the series (the point table's, or the rollup's
+        whole hours); None when no whole hour is read."""
+        return self.points if self.rollup is None else self.rollup.hours
 
 
 class Reader:
@@ -295,6 +322,62 @@ def choose(metric: Metric, filters: Sequence[TagFilter], tenant: str | None) -> 
     )
 
 
+def plan_query(
+    reader: Reader,
+    metric: Metric,
+    filters: Sequence[TagFilter],
+    window: Window,
+    rollup: Source | None = None,
+) -> QueryReads:
+    """The tables and key ranges answering ``filters`` of ``metric`` (its catalog entry) over
+    the read ``window``: the ``rollup`` table the planner chose for a downsample of whole
+    hours (:func:`_plan_rollup`), else the point table whose key serves the filters
+    (:func:`choose`). A tag the metric lacks, or a value no key can hold, is a
+    :class:`BadRequest`; too many series a :class:`TooLarge`."""
+    if rollup is not None:
+        return _plan_rollup(reader, metric, rollup, filters, window)
+    source = choose(metric, filters, reader.tenant)
+    points = plan(reader, source, filters, window)
+    return QueryReads(points=points, described=tuple(points.describe()))
+
+
+def _plan_rollup(
+    reader: Reader, metric: Metric, rollup: Source, filters: Sequence[TagFilter], window: Window
+) -> QueryReads:
+    """The rollup's whole hours of the read ``window``, the points of any partial hour at its
+    edges, and the points of the series the rollup lacks (landed without
+    ``--hourly_rollup``: a rollup answers only for what it covers). The rollup is planned
+    before the point table is chosen: a refusal of the rollup's reads comes first."""
+    whole = whole_hours(window)
+    described: list[str] = []
+    hours = covered = None
+    if whole.start_ms < whole.end_ms:
+        planned = plan(reader, rollup, filters, whole)
+        covered = set(planned.series_keys(rollup.tags))
+        unbounded = tuple(replace(s, start_ms=None, end_ms=None) for s in planned.scans)
+        hours = replace(planned, scans=unbounded)
+        described += [f"rollup {rollup.name} (hourly sum/count) for whole hours", *hours.describe()]
+    parts = RollupReads(hours, whole)
+    before, after = Window(window.start_ms, whole.start_ms), Window(whole.end_ms, window.end_ms)
+    edges = [edge for edge in (before, after) if edge.start_ms < edge.end_ms]
+    if not metric.points:
+        if edges:
+            described.append("no point table: the partial hours at the edges are left out")
+        return QueryReads(rollup=parts, described=tuple(described))
+    source = choose(metric, filters, reader.tenant)
+    at_edges = tuple(plan(reader, source, filters, edge) for edge in edges)
+    for planned in at_edges:
+        described += [f"points of the partial hour(s) from {source.name}", *planned.describe()]
+    uncovered = None
+    if covered is not None:
+        uncovered = plan(reader, source, filters, window).without(covered)
+    if uncovered is not None:
+        described.append(f"{len(uncovered.combos)} series the rollup lacks, from {source.name}")
+        described += uncovered.describe()
+    parts = replace(parts, edges=at_edges, uncovered=uncovered)
+    return QueryReads(rollup=parts, described=tuple(described))
+
+
 def plan(reader: Reader, source: Source, filters: Sequence[TagFilter], window: Window) -> Plan:
     """The scans of ``source`` for ``filters`` in the ``window`` (``[start_ms, end_ms)``):
     literal tags fix segments, others enumerate, a salt fans out, the time segment bounds each
@@ -436,133 +519,6 @@ def _key_combos(reader, source: Source, filters) -> tuple[tuple | None, tuple]:
         if not combos:
             return (), tuple(notes)
     raise BadRequest(f"{table.name}: the key {decl.key.describe()} holds no time")
-
-
-def _cells_filter(source: Source) -> row_filters.RowFilter | None:
-    """Only the metric's own column travels: a map entry (in the map's families), or a field
-    kept in one column of its own (a row of 13 metrics sends one)."""
-    if source.entry:
-        families = [c.family for c in source.table.columns if c.each == source.field]
-        return one_column(families, source.entry.encode("utf-8"))
-    col = query_records.field_column(source.table, source.field)
-    if col is None or source.table.rows_per is not None:
-        return None
-    return one_column([col.family], col.qualifier.encode("utf-8"))
-
-
-def read_points(
-    reader: Reader, planned: Plan, filters: Sequence[TagFilter]
-) -> dict[SeriesKey, list]:
-    """Every series of the plan: ``{(tag, value)…: [(ts_ms, value), …]}`` in time order, each
-    part of the reads turned into points while the next is read."""
-    cells = _cells_filter(planned.source)
-    out: dict[SeriesKey, list] = {}
-    for rows in reader.scan_parts(planned.scans, cells):
-        for labels, points in _part_points(planned.source, rows, filters).items():
-            got = out.get(labels)
-            if got is None:
-                out[labels] = points
-            else:
-                got += points
-        reader.check_deadline()
-    for points in out.values():
-        points.sort(key=_first)
-    return out
-
-
-def _part_points(source: Source, rows: list, filters: Sequence[TagFilter]) -> dict:
-    """The points of one part of the rows (unsorted), per series passing the filters."""
-    tags, name = source.tags, source.table.name
-    if source.entry:
-        found = query_records.map_entry_points(
-            source.schema, name, rows, source.field, source.entry, tags
-        )
-    else:
-        found = query_records.field_points(source.schema, name, rows, source.field, tags)
-    if found is not None:
-        return _kept(found, filters)
-    spec = schema_lib.QuerySpec(name="tsdb", table=name)
-    records = query_records.decode_declared(source.schema, spec, rows)
-    out: dict[SeriesKey, list] = {}
-    verdicts: dict[SeriesKey, bool] = {}  # the filters run once per series, not per row
-    for record in records:
-        value = record.get(source.field)
-        if source.entry:
-            value = value.get(source.entry) if isinstance(value, dict) else None
-        if isinstance(value, bool) or not isinstance(value, (int, Decimal)):
-            continue
-        labels = tuple(sorted((t, str(record.get(t, ""))) for t in tags))
-        passed = verdicts.get(labels)
-        if passed is None:
-            passed = verdicts[labels] = _passes(dict(labels), filters)
-        if not passed:
-            continue
-        out.setdefault(labels, []).append((record["ts_ms"], value))
-    return out
-
-
-def _kept(found: dict[SeriesKey, list], filters: Sequence[TagFilter]) -> dict[SeriesKey, list]:
-    """The series of :func:`query_records.map_entry_points` (or ``field_points``) that pass
-    the filters, their numbers only (what :func:`read_points` keeps of the records)."""
-    out: dict[SeriesKey, list] = {}
-    for labels, points in found.items():
-        if not _passes(dict(labels), filters):
-            continue
-        kept = [p for p in points if type(p[1]) in _NUMBERS]  # _loose gives Decimal or text
-        if kept:
-            out[labels] = kept
-    return out
-
-
-_NUMBERS = frozenset((int, Decimal))
-
-
-def _first(point: tuple) -> int:
-    return point[0]
-
-
-def _passes(labels: Mapping[str, str], filters: Sequence[TagFilter]) -> bool:
-    return all(f.match(labels.get(f.tagk, "")) for f in filters)
-
-
-# -- rollups ----------------------------------------------------------------------------------
-
-
-def read_rollup(reader: Reader, planned: Plan, filters, hours: Window) -> dict[SeriesKey, list]:
-    """``{series: [(hour start, sum, count), …]}`` of the ``hours`` from a rollup table: the
-    exact_* totals (latest cell) when the rollup wrote them, else the AddToCell sum/count."""
-    source = planned.source
-    cells = row_filters.RowFilterChain(
-        filters=[
-            one_column([f.name for f in source.table.decl.families], source.qualifier),
-            row_filters.CellsColumnLimitFilter(1),
-        ]
-    )
-    decl = source.table.decl
-    entity = source.table.rollup.entity
-    out: dict[SeriesKey, list] = {}
-    verdicts: dict[SeriesKey, bool] = {}
-    for rows in reader.scan_all(planned.scans, cells):
-        for row in rows:
-            got: dict[str, tuple[int, int]] = {}
-            for cell in row.cells:
-                stamp = decl.event_ms(cell.timestamp_us)  # as the table holds times
-                got[cell.family] = (query_records.int64(cell.value), stamp)
-            total = got.get(core.EXACT_SUM_FAMILY) or got.get(core.SUM_FAMILY)
-            count = got.get(core.EXACT_COUNT_FAMILY) or got.get(core.COUNT_FAMILY)
-            if total is None or count is None:
-                continue
-            hour = total[1] - total[1] % HOUR_MS
-            if not hours.start_ms <= hour < hours.end_ms:
-                continue
-            labels = ((entity, str(key_ranges.split_key(decl, row.key)[entity])),)
-            if labels not in verdicts:
-                verdicts[labels] = _passes(dict(labels), filters)
-            if verdicts[labels]:
-                out.setdefault(labels, []).append((hour, core.unscale(total[0]), count[0]))
-    for parts in out.values():
-        parts.sort(key=lambda p: p[0])
-    return out
 
 
 def whole_hours(window: Window) -> Window:
