@@ -44,23 +44,24 @@ __all__ = [
 class BttsError(Exception):
     """The base of every error this project raises on purpose; anything else is a bug."""
 
+    cause: BaseException | None = None
+
+    @classmethod
+    def because(cls, cause: BaseException, hint: str = "", **kwargs):
+        """This kind of error for one a lower layer raised, where the context, not that layer,
+        knows whose mistake it is (a ValueError of the user's time, key value or file) or what
+        to do about it (``hint``, said after the cause's message: "declare an index"): the
+        error kept as a value (``cause``; its message is the line the user reads), not its text
+        copied into another (``make lint`` refuses ``Kind(str(err))``). Raise it ``from`` the
+        cause."""
+        made = cls(f"{cause}; {hint}" if hint else str(cause), **kwargs)
+        made.cause = cause
+        return made
+
 
 class UserError(BttsError):
     """A mistake the user can fix: a flag, a schema file, a request. Its message is the one
     line they read, so it names the value and what to do instead."""
-
-    cause: BaseException | None = None
-
-    @classmethod
-    def because(cls, cause: BaseException, **kwargs):
-        """This kind of mistake for an error a lower layer raised about the user's value (a
-        ValueError of a time, a key value, a file), where the context, not that layer, knows
-        whose mistake it is: the error kept as a value (``cause``; its message is the line the
-        user reads), not its text copied into another (``make lint`` refuses
-        ``Kind(str(err))``). Raise it ``from`` the cause."""
-        made = cls(str(cause), **kwargs)
-        made.cause = cause
-        return made
 
 
 class Undeclared(UserError, KeyError):

@@ -239,8 +239,10 @@ class Service:
         ]
         try:
             planned = reads.plan(reader, source, [*filters, *open_tags], Window(0, 1))
-        except (TooLarge, Timeout) as exc:
-            raise type(exc)(f"{exc}; {holding.INDEX_HINT}") from exc
+        except TooLarge as exc:  # the keys hold too many series: an index lists them
+            raise TooLarge.because(exc, hint=holding.INDEX_HINT) from exc
+        except Timeout as exc:  # or take too long to list
+            raise Timeout.because(exc, hint=holding.INDEX_HINT) from exc
         self._cache.put(key, planned.combos)
         return planned.combos
 

@@ -138,6 +138,19 @@ def test_more_series_than_a_lookup_may_check_is_a_413_naming_the_rebuild(landed,
     assert found["totalResults"] == 3
 
 
+def test_more_key_values_than_may_be_enumerated_is_a_413_naming_the_rebuild(landed, monkeypatch):
+    """The keys of a schema without an index hold more series than may be listed: the reads'
+    refusal, its own line kept as the cause, says what to do (declare an index)."""
+    target, _, bare, _ = landed
+    svc = service.Service(catalog.Catalog([schema_lib.load(bare)]), target, answer.Limits())
+    monkeypatch.setattr(reads, "MAX_DISTINCT", 1)
+    with pytest.raises(TooLarge) as err:
+        svc.lookup(lookup.parse_m(METRIC, 0))
+    assert routes.status(err.value) == 413
+    assert str(err.value) == f"{err.value.cause}; {holding.INDEX_HINT}"
+    assert str(err.value.cause).startswith("More than 1 values of ")
+
+
 def test_running_out_of_time_while_checking_is_a_504_naming_the_rebuild(landed):
     target, _, bare, _ = landed
     svc = service.Service(catalog.Catalog([schema_lib.load(bare)]), target, answer.Limits())
