@@ -378,6 +378,12 @@ def _plan_rollup(
     return QueryReads(rollup=parts, described=tuple(described))
 
 
+def whole_hours(window: Window) -> Window:
+    """``[first whole hour, end of the last whole hour)`` inside the ``window``."""
+    first = window.start_ms + (-window.start_ms) % HOUR_MS
+    return Window(first, max(first, window.end_ms - window.end_ms % HOUR_MS))
+
+
 def plan(reader: Reader, source: Source, filters: Sequence[TagFilter], window: Window) -> Plan:
     """The scans of ``source`` for ``filters`` in the ``window`` (``[start_ms, end_ms)``):
     literal tags fix segments, others enumerate, a salt fans out, the time segment bounds each
@@ -519,9 +525,3 @@ def _key_combos(reader, source: Source, filters) -> tuple[tuple | None, tuple]:
         if not combos:
             return (), tuple(notes)
     raise BadRequest(f"{table.name}: the key {decl.key.describe()} holds no time")
-
-
-def whole_hours(window: Window) -> Window:
-    """``[first whole hour, end of the last whole hour)`` inside the ``window``."""
-    first = window.start_ms + (-window.start_ms) % HOUR_MS
-    return Window(first, max(first, window.end_ms - window.end_ms % HOUR_MS))
