@@ -156,14 +156,20 @@ def marks_entry(key: bytes, family: str, marks: Sequence[tuple[bytes, int]]) -> 
     if not key:
         cells = [(family, qualifier, b"", stamp_us) for qualifier, stamp_us in marks]
         return framed(entry((None, key, cells)))
-    parts = [b"\x0a%b%b" % (varint(len(key)), key)]
+    size = len(key)
+    parts = [b"\x0a%b%b" % (_ONE_BYTE[size] if size < 128 else varint(size), key)]
     for qualifier, stamp_us in marks:
         head = _HEADS.get((family, qualifier)) or _head(family, qualifier)
         if stamp_us:
             head += b"\x18" + (_STAMPS.get(stamp_us) or _stamp(stamp_us))
-        size = varint(len(head))
-        parts.append(b"\x12%b\x0a%b%b" % (varint(len(head) + 1 + len(size)), size, head))
-    return framed(b"".join(parts))
+        size = len(head)
+        if size < 126:  # every length one byte (nearly always): one formatting call
+            parts.append(b"\x12%b\x0a%b%b" % (_ONE_BYTE[size + 2], _ONE_BYTE[size], head))
+        else:
+            parts.append(_field(0x12, _field(0x0A, head)))
+    body = b"".join(parts)
+    size = len(body)
+    return b"\x12%b%b" % (_ONE_BYTE[size] if size < 128 else varint(size), body)
 
 
 class EntryEncoder:
