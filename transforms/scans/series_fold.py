@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from operator import itemgetter
 
+from transforms.mutations import table_parts, take
 from transforms.scans.series_index import TableSeries, metric_key
 
 __all__ = ["fold", "fold_built", "index_rows", "spans"]
@@ -56,39 +57,44 @@ def fold_built(accs: dict[str, dict], series: Mapping[str, TableSeries], rows: S
     Why not :func:`fold` per row: the index rides on every ingest job, and a call per row cost
     the job a third of its CPU. A builder stamps every cell of a row with one time, so a row of
     a :attr:`TableSeries.built` table folds as its key's head, its qualifiers and its first
-    cell's time: a slice, a tuple and one dictionary update, inline. Heads and qualifiers
-    become series once per distinct pair, when the bundle ends (:func:`spans`)."""
+    cell's time: a slice, a tuple and one dictionary update, inline. A batch's rows of each
+    table are cut out in C (a builder's batch repeats its tables in one order: a stride). Heads
+    and qualifiers become series once per distinct pair, when the bundle ends (:func:`spans`)."""
+    if not rows:
+        return 0
     skipped = 0
-    names = set(map(_TABLE, rows))
-    for name in names:
+    for name, where in table_parts(list(map(_TABLE, rows))):
         spec = series.get(name)
         if spec is None:
             continue
-        mine = rows if len(names) == 1 else [row for row in rows if row[0] == name]
+        mine = take(rows, where)
         acc = accs.get(name)
         if acc is None:
             acc = accs[name] = {}
-        if not spec.built:
+        if spec.built:
+            _fold_heads(acc, spec, mine)
+        else:
             skipped += sum(not fold(acc, spec, row[1], row[2]) for row in mine)
-            continue
-        get, columns_of, delimiter = acc.get, spec.columns_of, spec.delimiter
-        cut = spec.time_last
-        for _, key, cells in mine:
-            if not cells:  # a row without a cell holds no value
-                continue
-            folded = (
-                key.rpartition(delimiter)[0] if cut else key,
-                tuple(map(columns_of, cells)),
-            )
-            stamp = cells[0][3]
-            span = get(folded)
-            if span is None:
-                acc[folded] = [stamp, stamp]
-            elif stamp > span[1]:
-                span[1] = stamp
-            elif stamp < span[0]:
-                span[0] = stamp
     return skipped
+
+
+def _fold_heads(acc: dict, spec: TableSeries, rows: Sequence) -> None:
+    """:func:`fold_built`'s inner loop over one table's rows: per row a head, its columns and
+    one dictionary update (a row without a cell holds no value)."""
+    get, columns_of, delimiter = acc.get, spec.columns_of, spec.delimiter
+    cut = spec.time_last
+    for _, key, cells in rows:
+        if not cells:
+            continue
+        folded = (key.rpartition(delimiter)[0] if cut else key, tuple(map(columns_of, cells)))
+        stamp = cells[0][3]
+        span = get(folded)
+        if span is None:
+            acc[folded] = [stamp, stamp]
+        elif stamp > span[1]:
+            span[1] = stamp
+        elif stamp < span[0]:
+            span[0] = stamp
 
 
 _TABLE = itemgetter(0)

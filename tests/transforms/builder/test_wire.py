@@ -189,3 +189,17 @@ def test_a_few_rows_of_unknown_layouts_among_many_known_keep_the_generated_path(
 def test_a_stamp_is_the_timestamps_varint(n):
     assert wire.stamp(n) == wire.varint(n)
     assert wire.stamp(n) == wire.stamp(n)  # from the cache, the second time
+
+
+@given(
+    key=_bytes,
+    family=st.sampled_from(["s", "f" * 200]) | st.text(min_size=1, max_size=20),
+    marks=st.lists(st.tuples(_bytes, _timestamps), max_size=4),
+)
+def test_an_index_row_of_marks_encodes_as_the_protobuf_runtime_does(key, family, marks):
+    """The series index's rows (cells without a value) framed in one go: what the general
+    path frames, which is the client's own encoding."""
+    cells = [(family, qualifier, b"", stamp) for qualifier, stamp in marks]
+    got = wire.marks_entry(key, family, marks)
+    assert got == wire.framed(wire.entry(("T", key, cells)))
+    assert got == wire.framed(_protobufs(("T", key, cells)))

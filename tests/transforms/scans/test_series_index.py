@@ -26,6 +26,7 @@ from tests.support.jobs import compiled, dump, run_job, write_lines
 from tests.support.jobs import retry_harness as harness_on
 from transforms import schema as schema_lib
 from transforms.builder import builder as generic
+from transforms.builder import wire
 from transforms.scans import series_fold
 from transforms.scans import series_index as layout
 from transforms.text import events
@@ -210,6 +211,24 @@ def test_index_keys_sort_as_their_components(a, b):
     assert layout.decode(layout.encode(a)) == a
     assert (layout.encode(a) < layout.encode(b)) == (a < b)
     assert layout.encode(a + b).startswith(layout.encode(a))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.dictionaries(
+        st.binary(min_size=1, max_size=200),
+        st.tuples(st.integers(0, 2**53), st.integers(0, 2**53)).map(sorted),
+        max_size=5,
+    )
+)
+def test_index_rows_carry_the_entries_the_writer_would_frame(spans):
+    """The index's rows come with their request entries made (the writer sends them as they
+    are): each the general encoder's framing of that row, whose cells are :func:`cells`."""
+    batch = layout.mutations("IDX", spans)
+    assert [key for _, key, _ in batch] == sorted(spans)
+    for (table, key, row_cells), entry in zip(batch, batch.entries, strict=True):
+        assert table == "IDX" and row_cells == layout.cells(*spans[key])
+        assert entry == wire.framed(wire.entry((table, key, row_cells)))
 
 
 @settings(max_examples=25, deadline=None)
