@@ -65,8 +65,8 @@ def records_again(
             yield block, places
 
 
-def _jsonl_block_at(source: str, offset: int, line: int = 0) -> tuple[Block, list[Place]]:
-    """The lines from byte ``offset`` (a line start, line number ``line``, 0: not counted) as
+def _jsonl_block_at(source: str, offset: int, number: int = 0) -> tuple[Block, list[Place]]:
+    """The lines from byte ``offset`` (a line start, line number ``number``, 0: not counted) as
     the reader cut them: up to a block's worth, without their ``\\n`` and a ``\\r`` before
     it; each placed at its own offset."""
     items: list[bytes] = []
@@ -82,7 +82,7 @@ def _jsonl_block_at(source: str, offset: int, line: int = 0) -> tuple[Block, lis
             position += len(line)
             line = line[:-1] if line.endswith(b"\n") else line
             items.append(line[:-1] if line.endswith(b"\r") else line)
-    return Block(source, "jsonl", items, 0, offset, first_record=line), places
+    return Block(source, "jsonl", items, 0, offset, first_record=number), places
 
 
 def _columnar(source: str, fmt: str) -> Iterator[tuple[Block, list[Place]]]:
