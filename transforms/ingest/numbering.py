@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 __all__ = ["first_lines", "records_before"]
 
 
-def first_lines(handle, starts: Sequence[int], chunk_bytes: int) -> list[int]:
+def first_lines(handle, starts: Sequence[int], chunk_bytes: int = 1 << 20) -> list[int]:
     """The number of the first line that starts at or after each byte offset of ``starts``
     (ascending) in ``handle`` (bytes, from its start): 1 for offset 0, else 2 plus the newlines
     before byte ``start - 1`` — the line a JSON-lines range owns first (the line that begins

@@ -21,7 +21,6 @@ from transforms.ingest.numbering import first_lines
 from transforms.ingest.overwrites import Place
 from transforms.ingest.readers import (
     BLOCK_ITEMS,
-    CHUNK_BYTES,
     Block,
     FileRange,
     detect,
@@ -52,7 +51,7 @@ def records_again(
         lines = [0] * len(starts)
         if numbered:
             with FileSystems.open(source, compression_type=compression) as handle:
-                lines = first_lines(handle, starts, CHUNK_BYTES)
+                lines = first_lines(handle, starts)
         for offset, line in zip(starts, lines, strict=True):
             yield _jsonl_block_at(source, offset, line)
     else:

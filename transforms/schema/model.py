@@ -38,6 +38,7 @@ __all__ = [
     "INDEX_FAMILY",
     "MAP_QUALIFIERS",
     "QUALIFIER_TIME_FORMATS",
+    "RECORD_NUMBER",
     "SEGMENT_KINDS",
     "TIME_ROLES",
     "WHITESPACE",
