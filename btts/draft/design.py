@@ -316,7 +316,9 @@ def _number_segment(inputs: Inputs, clashes: int) -> Choice:
         {"zero_pad": _number_name(inputs), "width": width},
         f"then the record's number in the file: {clashes} sampled records share their key "
         "fields and time with an earlier one and differ from it, and no field tells them "
-        "apart (give the file an id column, or btts init --query FIELD, to key by it instead)",
+        "apart (give the file an id column, or btts init --query FIELD, to key by it "
+        f"instead); width {width}: numbers up to {10**width - 1:,} (the file holds about "
+        f"{inputs.estimated_records:,} records)",
     )
 
 
