@@ -112,6 +112,8 @@ def _report(draft, problems, findings) -> bool:
     """Say on stderr what the advisor and the loader think of the draft; True when it fails."""
     from btts.advisor.findings import failing
 
+    for note in draft.schema.notes:
+        print(f"btts init: note: {note}", file=sys.stderr)
     for refusal in draft.schema.refusals:
         print(f"btts init: refused: {refusal}", file=sys.stderr)
     if draft.schema.refusals:

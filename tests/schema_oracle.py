@@ -243,8 +243,8 @@ def _dumped(make: Callable[[], object]) -> str:
 
 # Keys of the input shapes (extra_fields, unpivot, times made from fields and their constant
 # parts, missing-value tokens, decimal years' rounding, a CSV's dialect and columns read by
-# position): dumped only when a file uses them, so that every file from before them loads to the
-# very same dump.
+# position, a record's number in its file): dumped only when a file uses them, so that every
+# file from before them loads to the very same dump.
 _SHAPE_KEYS = frozenset(
     {
         "extra_fields",
@@ -256,6 +256,7 @@ _SHAPE_KEYS = frozenset(
         "csv",
         "column",
         "date_format",
+        "numbered",
     }
 )
 

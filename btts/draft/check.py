@@ -113,19 +113,33 @@ def _whole(samples: list[Sample]) -> bool:
     return all(s.complete or s.fmt != "json_array" for s in samples) and size <= FULL_CHECK_BYTES
 
 
-def _records(samples: list[Sample], whole: bool, mine=None) -> Iterator[tuple[dict | None, bool]]:
-    """Each record (None where ``mine(index)`` says another process builds it), and whether it
-    is new to the draft (read from the file, not sampled)."""
+def _records(
+    samples: list[Sample], whole: bool, mine=None
+) -> Iterator[tuple[dict | None, bool, int]]:
+    """Each record (None where ``mine(index)`` says another process builds it), whether it
+    is new to the draft (read from the file, not sampled), and its number in its file (1 the
+    first; a sample's records numbered in the sample's order: the check needs numbers that
+    tell apart the records of one file, as the job's do, not the job's own)."""
     index = 0
     for sample in samples:
         if whole and not sample.complete:
-            for record in _file_records(sample, mine, index):
-                yield (record if mine is None or mine(index) else None), True
-                index += 1
+            records, new = _file_records(sample, mine, index), True
         else:
-            for record in sample.records:
-                yield (record if mine is None or mine(index) else None), False
-                index += 1
+            records, new = iter(sample.records), False
+        for number, record in enumerate(records, start=1):
+            yield (record if mine is None or mine(index) else None), new, number
+            index += 1
+
+
+def _rows(builder, samples: list[Sample], record: dict, number: int) -> list:
+    """The record's rows as the job builds them: CSV records reshaped by the builder's adapter,
+    then given their number when the schema numbers records (``from: record_number``)."""
+    if samples[0].fmt == "csv":
+        record = builder.csv_adapter(record)
+    numbered = builder.schema.record_number
+    if numbered:
+        record = {**record, numbered: events.Num(str(number))}
+    return builder.rows(record)
 
 
 @dataclass
@@ -158,9 +172,8 @@ def _build_part(
     once another process has set it."""
     k, n = share
     mine = None if n == 1 else (lambda index: (index // _BLOCK) % n == k)
-    adapt = builder.csv_adapter if samples[0].fmt == "csv" else None
     part = _Part()
-    for index, (record, new) in enumerate(_records(samples, whole, mine)):
+    for index, (record, new, number) in enumerate(_records(samples, whole, mine)):
         part.records += 1
         if stop is not None and index % _PROBE == _PROBE - 1 and _stops(part, stop):
             part.stopped = True
@@ -168,7 +181,7 @@ def _build_part(
         if record is None:
             continue
         try:
-            rows = builder.rows(adapt(record) if adapt else record)
+            rows = _rows(builder, samples, record, number)
         except InvalidEvent as err:
             part.dead_count += 1
             part.reason = part.reason or (index, str(err))
@@ -255,14 +268,13 @@ def check(schema_text: str, samples: list[Sample], final: bool = True) -> Check:
         return found
     wanted = set(part.dead) | clashing
     first_clash, last = min(clashing, default=-1), max(wanted)
-    for index, (record, new) in enumerate(_records(samples, whole, wanted.__contains__)):
+    for index, (record, new, number) in enumerate(_records(samples, whole, wanted.__contains__)):
         if index > last:
             break  # (the rest of the file holds none of them)
         if record is None:
             continue
         if index == first_clash:
-            adapt = builder.csv_adapter if samples[0].fmt == "csv" else None
-            rows = builder.rows(adapt(record) if adapt else record)
+            rows = _rows(builder, samples, record, number)
             found.clash = rows[0][1].decode("utf-8", "replace")
         if new and len(found.offenders) < KEEP:
             found.offenders.append(record)

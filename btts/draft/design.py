@@ -276,7 +276,7 @@ def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float
         out.append(Choice(
             {"const": inputs.dataset.upper()[:20]},
             "no field names an entity"
-            + ("" if ents.record_id else " (the time alone tells records apart)")
+            + ("" if ents.record_id or ents.numbered else " (the time alone tells records apart)")
             + ": a constant prefix, so the key can later take other series beside this one",
         ))  # fmt: skip
         if rate >= HOT_RATE:
@@ -287,6 +287,8 @@ def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float
                 "salt buckets spread them (a time read fans out over every bucket)",
             ))  # fmt: skip
     out.append(_time_segment(inputs, earliest, time_name))
+    if ents.numbered:
+        out.append(_number_segment(inputs, ents.numbered))
     if ents.record_id:
         ident = ents.record_id
         out.append(Choice(
@@ -295,6 +297,38 @@ def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float
             "apart by it (no other field does)",
         ))  # fmt: skip
     return out
+
+
+def _number_name(inputs: Inputs) -> str:
+    """The record number's field: ``record_number``, or with ``_2``… when a field has it."""
+    taken = {*inputs.columns, *inputs.refs.values()}
+    name, n = "record_number", 2
+    while name in taken:
+        name, n = f"record_number_{n}", n + 1
+    return name
+
+
+def _number_segment(inputs: Inputs, clashes: int) -> Choice:
+    """The record number after the time, zero-padded (``10`` after ``9``): a digit wider than
+    the file's count of records (two when the count is the sample's estimate)."""
+    width = len(str(inputs.estimated_records)) + (1 if inputs.complete else 2)
+    return Choice(
+        {"zero_pad": _number_name(inputs), "width": width},
+        f"then the record's number in the file: {clashes} sampled records share their key "
+        "fields and time with an earlier one and differ from it, and no field tells them "
+        "apart (give the file an id column, or btts init --query FIELD, to key by it "
+        f"instead); width {width}: numbers up to {10**width - 1:,} (the file holds about "
+        f"{inputs.estimated_records:,} records)",
+    )
+
+
+def _number_spec(clashes: int) -> Choice:
+    return Choice(
+        {"type": "integer", "from": "record_number"},
+        f"not in the file: each record's number in it (1 is the first; the same in every run), "
+        f"which tells apart the {clashes} sampled records that share their key fields and time "
+        "with an earlier one (a record inserted into the file would renumber those after it)",
+    )
 
 
 def note_checked(draft: DraftSchema, checked: str) -> None:
@@ -389,6 +423,13 @@ def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
     ))  # fmt: skip
     draft.key = _key(inputs, ents, earliest, rate)
     _columns(draft, inputs, keys)
+    if ents.numbered:  # (in the key only: no column of its own)
+        draft.fields[_number_name(inputs)] = _number_spec(ents.numbered)
+        draft.notes.append(
+            f"{ents.numbered} sampled records share their key fields and time with an earlier "
+            "one and differ from it, and no field tells them apart: the key ends with each "
+            f"record's number in the file (field {_number_name(inputs)}, from: record_number)"
+        )
     _queries(draft, table, ents.names, inputs.latest and not earliest, inputs)
     _advisor(draft, inputs, keys, rate, rate_note)
     draft.losses += _losses(inputs.columns.values())

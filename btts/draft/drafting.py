@@ -281,13 +281,14 @@ def _draft_once(samples: list[Sample], extra: list[dict], wanted: _Wanted, paths
     sources = [time.field, *time.sources.values()]
     if wide and wide.how == "map":
         sources += wide.columns  # (entries of the map field: not fields of their own)
-    ents = shape.entities(columns, records, time.ms, wanted.query, sources)
-    if ents.clashes and wide and wide.how == "map":  # a record id among the series: its own
-        ident = shape.record_id({n: columns[n] for n in wide.columns}, [])
+    one_file = len(samples) == 1 and not (wide and wide.how == "unpivot")
+    ents = shape.entities(columns, records, time.ms, wanted.query, sources, one_file)
+    if (ents.clashes or ents.numbered) and wide and wide.how == "map":  # a record id among
+        ident = shape.record_id({n: columns[n] for n in wide.columns}, [])  # the series
         if ident is not None:
             wide.columns.remove(ident.name)
             sources.remove(ident.name)
-            ents = shape.entities(columns, records, time.ms, wanted.query, sources)
+            ents = shape.entities(columns, records, time.ms, wanted.query, sources, one_file)
     inputs = design_mod.Inputs(
         wanted.dataset, [s.describe() for s in samples], samples[0].fmt,
         all(s.complete for s in samples), _estimate(samples, wide), columns, records, time,
@@ -398,6 +399,7 @@ def _header(samples: Sequence[Sample], schema: DraftSchema, paths: Sequence[str]
             f"Checked by the job's own builder over {schema.checked}: every record lands, and "
             "no two share a row key."
         )
+    lines += [f"NOTE: {w}" for w in schema.notes]
     lines += [f"REFUSED: {w}" for w in schema.refusals]
     lines += [f"WOULD LOSE RECORDS: {w}" for w in schema.losses]
     return lines

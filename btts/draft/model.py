@@ -55,3 +55,4 @@ class DraftSchema:
     missing: Choice | None = None  # event.missing: the texts the file writes for no value
     csv: Choice | None = None  # event.csv: the CSV file's dialect, when not the default
     checked: str = ""  # what the draft was checked over by the job's builder
+    notes: list[str] = field(default_factory=list)  # decisions btts init also says on stderr

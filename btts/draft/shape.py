@@ -168,6 +168,9 @@ class Entities:
     names: list[str]
     clashes: int = 0
     record_id: str | None = None
+    # records that share their key fields and time with an earlier one and differ from it,
+    # told apart by each record's number in its file after the time (``from: record_number``)
+    numbered: int = 0
 
 
 def entities(
@@ -176,10 +179,12 @@ def entities(
     times: Sequence[int],
     chosen: Sequence[str],
     exclude: Sequence[str],
+    one_file: bool = False,
 ) -> Entities:
     """The entity fields (``chosen`` first, e.g. the fields queries select), the fewest that
-    tell the sampled records apart with the time; else a record id after the time; and how
-    many records still collide."""
+    tell the sampled records apart with the time; else a record id after the time; else, for
+    the records of ``one_file``, each record's number in it after the time; and how many
+    records still collide (a record number tells apart the records of one file only)."""
     pool = [c for c in candidates(columns, [*exclude, *chosen])]
     names = list(chosen)
     names += [c.name for c in pool if _tokens(c.name) & ENTITY_WORDS and c.type == "text"]
@@ -193,5 +198,7 @@ def entities(
     ident = record_id(columns, [*exclude, *names])
     if ident is not None:
         return Entities(names, 0, ident.name)
+    if one_file:
+        return Entities(names, numbered=collisions(records, names, times))
     every = [*names, *rest]
     return Entities(every, collisions(records, every, times))

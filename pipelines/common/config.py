@@ -176,6 +176,12 @@ def _check_flags(
             raise errors.ConfigError(
                 "--validate_only reads files: pass --input, not a subscription"
             )
+        if job.schema.record_number:
+            raise errors.ConfigError(
+                f"field {job.schema.record_number!r} is each record's number in its file "
+                "(from: record_number), and a subscription's messages come from no file: "
+                "give the messages a field that tells records apart instead"
+            )
     if stream.hourly_rollup and job.rollup is None:
         raise errors.ConfigError(f"{job.name} has no hourly rollup")
     ratio = files.max_dead_letter_ratio

@@ -60,7 +60,11 @@ class Ingest(beam.PTransform):
         else:
             # a remote runner's inputs are URIs; nothing of them is opened here to pick readers
             read = ReadRecords(
-                list(config.inputs), config.input_format, not config.remote, job.schema.csv
+                list(config.inputs),
+                config.input_format,
+                not config.remote,
+                job.schema.csv,
+                numbered=bool(job.schema.record_number),
             )
             lines = pbegin | "ReadLines" >> read
         check = config.overwrites
@@ -71,11 +75,17 @@ class Ingest(beam.PTransform):
             event_ms=_event_times(job),
             framed=job.framed_fn(),
             check=check,
+            numbered=job.schema.record_number,
         )
         rows = built[ROWS]
         if check is not None and not check.recent_rows:  # batch: every row, every worker
             built[PRINTS] | "CheckOverwrites" >> CheckOverwrites(
-                job.rows_fn(), job.csv_adapter, config.input_format, check.tables, job.schema.csv
+                job.rows_fn(),
+                job.csv_adapter,
+                config.input_format,
+                check.tables,
+                job.schema.csv,
+                job.schema.record_number,
             )
         if config.validate_only:  # counted by BuildRows; no writes
             return {ROWS: rows, DEAD_LETTER: built[DEAD_LETTER]}

@@ -325,6 +325,8 @@ class _Schema:
         self.times = {n for n, s in self.fields.items() if s.get("type") == "time"}
         spec = self.fields[self.time]
         self.sources = set(spec.get("from", {}).values()) - {None}
+        # fields that are each record's number in its file: the row's position, 1 the first
+        self.numbered = [n for n, s in self.fields.items() if s.get("from") == "record_number"]
 
 
 def _expected_event(values: dict, schema: _Schema) -> tuple:
@@ -358,6 +360,7 @@ def expected(frame, fmt: str, drafted: dict) -> Counter:
     out: Counter = Counter()
     for i in range(len(frame)):
         values = {c: v[i] for c, v in columns.items() if canon(v[i]) is not None}
+        values.update({name: str(i + 1) for name in schema.numbered})  # its number in the file
         for event in _events(values, schema):
             out[_expected_event(event, schema)] += 1
     return out

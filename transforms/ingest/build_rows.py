@@ -10,6 +10,7 @@ builder, counts what happens, and routes every bad line, with its reason and raw
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 import operator
 import uuid
@@ -58,8 +59,42 @@ FramedBuilder = Callable[[dict, list, list], None]
 CsvAdapter = Callable[[dict], dict]
 
 
-def decoder(block: Block, csv_adapter: CsvAdapter | None = None) -> Callable[[object], dict]:
-    """``raw item → record`` for the items of ``block`` (``csv_adapter`` reshapes CSV records)."""
+def decoder(
+    block: Block, csv_adapter: CsvAdapter | None = None, numbered: str = ""
+) -> Callable[[object], dict]:
+    """``raw item → record`` for the items of ``block`` (``csv_adapter`` reshapes CSV records;
+    ``numbered``: the field given each record's number in its file, ``from: record_number``),
+    called once per item, in order."""
+    decode = _decoder(block, csv_adapter)
+    return _numbering(decode, block, numbered) if numbered else decode
+
+
+def _numbering(decode: Callable[[object], dict], block: Block, name: str):
+    """``decode`` giving each record its number in field ``name``: the block's first record's
+    and one more per item (a blank or broken item takes its number too, as in every read).
+    Raises InvalidEvent for a record that has none (it came from no file) or whose input has a
+    field of that name (the number would replace its value in silence)."""
+    numbers = itertools.count(block.first_record)
+
+    def numbered(raw: object) -> dict:
+        number = next(numbers)
+        record = decode(raw)
+        if not block.first_record:
+            raise InvalidEvent(
+                f"field {name!r} is the record's number in its file (from: record_number), "
+                "but this record comes from no file"
+            )
+        if name in record:
+            raise InvalidEvent(
+                f"field {name!r} is the record's number in its file (from: record_number), "
+                "and the record has a field of that name too: rename the schema's field"
+            )
+        return {**record, name: events.Num(str(number))}
+
+    return numbered
+
+
+def _decoder(block: Block, csv_adapter: CsvAdapter | None) -> Callable[[object], dict]:
     if block.kind == "csv":
         parse = csv_dialect.line_parser(block.header, block.dialect or csv_dialect.DEFAULT)
         if csv_adapter is None:
@@ -118,10 +153,12 @@ class _BuildRowsFn(beam.DoFn):
         event_ms: Mapping[str, Callable[[int], int]] | None = None,
         framed: FramedBuilder | None = None,
         check: OverwriteCheck | None = None,
+        numbered: str = "",
     ) -> None:
         self._builder = builder
         self._pipeline = pipeline
         self._csv_adapter = csv_adapter
+        self._numbered = numbered
         self._event_ms = dict(event_ms or {})
         self._framed = framed
         self._check = check
@@ -214,7 +251,7 @@ class _BuildRowsFn(beam.DoFn):
         block = element if type(element) is Block else as_block(element)
         self._bundle_lines += len(block.items)
         self._progress.add(len(block.items))
-        decode = decoder(block, self._csv_adapter)
+        decode = decoder(block, self._csv_adapter, self._numbered)
         if self._recent is not None:  # each record's rows kept, to compare records
             keep = block_rows.RecordRows(decode, self._builder, self._frame)
             frame = keep.framed if self._frame is not None else None
@@ -308,7 +345,8 @@ class BuildRows(beam.PTransform):
     request entry (``generic.Builder.frame_into``); the batches are then :class:`FramedRows`,
     whose entries the writers send as they are instead of encoding every row again.
     ``check``: the overwrite check (:class:`OverwriteCheck`); a batch run's fingerprints are
-    then the ``prints`` output."""
+    then the ``prints`` output. ``numbered``: the field given each record's number in its
+    file (a schema's ``from: record_number``; the blocks carry the numbers)."""
 
     def __init__(
         self,
@@ -318,9 +356,10 @@ class BuildRows(beam.PTransform):
         event_ms: Mapping[str, Callable[[int], int]] | None = None,
         framed: FramedBuilder | None = None,
         check: OverwriteCheck | None = None,
+        numbered: str = "",
     ) -> None:
         super().__init__()
-        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms, framed, check)
+        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms, framed, check, numbered)
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         # Batches are FramedRows (or lists): coded and sized by transforms.ingest.batches

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Iterator
 from decimal import Decimal
 
 from transforms.errors import DataError
 from transforms.text import events
 
-__all__ = ["columnar_names", "columnar_record"]
+__all__ = ["columnar_names", "columnar_record", "columnar_rows"]
 
 
 def columnar_record(record: dict) -> dict:
@@ -73,3 +74,25 @@ def columnar_names(path: str, kind: str) -> tuple[str, ...]:
             )
         seen[name] = position
     return names
+
+
+def columnar_rows(source: str, fmt: str) -> Iterator[dict]:
+    """A Parquet or Avro file's records in the file's order, as Beam's readers make them
+    (``to_pydict`` of each row group; fastavro's records)."""
+    from apache_beam.io.filesystem import CompressionTypes
+    from apache_beam.io.filesystems import FileSystems
+
+    with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        if fmt == "avro":
+            import fastavro
+
+            yield from fastavro.reader(handle)
+            return
+        import pyarrow.parquet as pq
+
+        parquet = pq.ParquetFile(handle)
+        for index in range(parquet.num_row_groups):
+            table = parquet.read_row_group(index)
+            columns = table.to_pydict().items()
+            for n in range(table.num_rows):
+                yield {column: values[n] for column, values in columns}

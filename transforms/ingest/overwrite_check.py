@@ -64,12 +64,14 @@ class _ResolveFn(beam.DoFn):
         input_format: str,
         tables: Mapping[str, bool],
         dialect: CsvDialect = DEFAULT,
+        numbered: str = "",
     ) -> None:
         self._build = build
         self._csv_adapter = csv_adapter
         self._input_format = input_format
         self._tables = dict(tables)
         self._dialect = dialect
+        self._numbered = numbered
 
     def process(self, element: tuple[None, Iterable[fingerprints.Candidates]]) -> None:
         wanted, sources = _wanted(element[1])
@@ -82,7 +84,7 @@ class _ResolveFn(beam.DoFn):
             records: dict[Place, list] = {}
             for source, offsets in sorted(sources.items(), key=lambda item: item[0]):
                 for block, places in reread.records_again(
-                    source, offsets, self._input_format, self._dialect
+                    source, offsets, self._input_format, self._dialect, bool(self._numbered)
                 ):
                     self._collect(block, places, share, records, signatures)
             _merge(found, analyze(records.items()))
@@ -116,7 +118,8 @@ class _ResolveFn(beam.DoFn):
         hash of all their rows of checked tables into ``signatures`` (for duplicates). Built as
         the build step built them (the same checks: a dead letter of the run writes nothing
         here either)."""
-        keep = block_rows.RecordRows(decoder(block, self._csv_adapter), self._build)
+        decode = decoder(block, self._csv_adapter, self._numbered)
+        keep = block_rows.RecordRows(decode, self._build)
         out = block_rows.build_block(
             block.source, block.kind, block.items, keep.decode, keep.build, None, _LOG
         )
@@ -199,7 +202,8 @@ class CheckOverwrites(beam.PTransform):
     """BuildRows' fingerprints (``(shard, Prints)``) → the check's counters (see the module
     docstring). ``build``: the job's plain builder (records → rows), to build the candidates
     again; ``tables``: the checked tables, each with whether its key holds its stamp;
-    ``dialect``: how the CSV files are written, to read them again as the job did."""
+    ``dialect``: how the CSV files are written, to read them again as the job did;
+    ``numbered``: the field holding each record's number (``from: record_number``), if any."""
 
     def __init__(
         self,
@@ -208,9 +212,10 @@ class CheckOverwrites(beam.PTransform):
         input_format: str,
         tables: Mapping[str, bool],
         dialect: CsvDialect = DEFAULT,
+        numbered: str = "",
     ) -> None:
         super().__init__()
-        self._resolve = _ResolveFn(build, csv_adapter, input_format, tables, dialect)
+        self._resolve = _ResolveFn(build, csv_adapter, input_format, tables, dialect, numbered)
 
     def expand(self, prints: beam.PCollection) -> beam.PCollection:
         return (

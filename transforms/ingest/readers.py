@@ -39,8 +39,8 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.ingest import json_array
-from transforms.ingest.columnar import columnar_names, columnar_record
+from transforms.ingest import json_array, numbering
+from transforms.ingest.columnar import columnar_names, columnar_record, columnar_rows
 from transforms.ingest.csv_lines import csv_boundaries, csv_records
 from transforms.ingest.formats import INPUT_FORMATS
 from transforms.metrics import WorkerTally
@@ -83,6 +83,7 @@ class Block(NamedTuple):
     lines: tuple | None = None
     header: tuple | None = None
     dialect: CsvDialect | None = None  # a CSV file's, when not the default
+    first_record: int = 0  # the record number of ``items[0]`` in its file (0: not known)
 
     def line(self, index: int) -> int | None:
         if self.lines is not None:
@@ -101,6 +102,7 @@ class FileRange(NamedTuple):
     end: int = 0
     first_line: int = 1  # the line at ``start`` (0: not known, a JSON-lines range)
     end_line: int = 0  # CSV: the first line of the next range (0: to the end)
+    first_record: int = 1  # the number of the range's first record (0: not counted)
 
 
 def format_from_name(path: str) -> str | None:
@@ -178,19 +180,29 @@ def detect(
 
 
 def file_ranges(
-    path: str, size: int, forced: str = "auto", dialect: CsvDialect = csv_dialect.DEFAULT
+    path: str,
+    size: int,
+    forced: str = "auto",
+    dialect: CsvDialect = csv_dialect.DEFAULT,
+    numbered: bool = False,
 ) -> list[FileRange]:
     """The ranges ``path`` is read as, fixed up front (as Beam's ReadAllFromText does) so that
     every runner reads each record exactly once without claiming records one by one: about
-    ``SPLIT_BYTES`` each for an uncompressed JSON-lines or CSV file, else the whole file."""
+    ``SPLIT_BYTES`` each for an uncompressed JSON-lines or CSV file, else the whole file;
+    ``numbered``: each knowing its first record's number (one more pass, :mod:`.numbering`)."""
     fmt, compression = detect(path, forced, dialect)
     whole = [FileRange(path, fmt, compression, 0, size)]
     if compression != CompressionTypes.UNCOMPRESSED or size <= SPLIT_BYTES:
         return whole
     if fmt == "jsonl":
+        starts = range(0, size, SPLIT_BYTES)
+        firsts = [int(not start) for start in starts]
+        if numbered:  # a JSON line's number is its line's
+            with FileSystems.open(path, compression_type=compression) as handle:
+                firsts = numbering.first_lines(handle, starts, CHUNK_BYTES)
         return [
-            FileRange(path, fmt, compression, start, min(start + SPLIT_BYTES, size), int(not start))
-            for start in range(0, size, SPLIT_BYTES)
+            FileRange(path, fmt, compression, start, min(start + SPLIT_BYTES, size), n, 0, n)
+            for start, n in zip(starts, firsts, strict=True)
         ]
     if fmt == "csv":
         with FileSystems.open(path, compression_type=compression) as handle:
@@ -199,11 +211,24 @@ def file_ranges(
                 *csv_boundaries(handle, dialect.quote_byte, SPLIT_BYTES, CHUNK_BYTES),
                 (size, 0),
             ]
+        firsts = [1] + [0] * (len(cuts) - 2)
+        if numbered:
+            firsts = [1 + n for n in _csv_records_before(path, dialect, [c[1] for c in cuts[:-1]])]
         return [
-            FileRange(path, fmt, compression, start, end, line, end_line)
-            for (start, line), (end, end_line) in itertools.pairwise(cuts)
+            FileRange(path, fmt, compression, start, end, line, end_line, first)
+            for ((start, line), (end, end_line)), first in zip(
+                itertools.pairwise(cuts), firsts, strict=True
+            )
         ]
     return whole
+
+
+def _csv_records_before(path: str, dialect: CsvDialect, lines: list[int]) -> list[int]:
+    """How many records of an uncompressed CSV file start before each of ``lines``: the file
+    read once by the reader itself, so every range numbers its records as a whole read does."""
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
+        blocks = csv_blocks(path, _line_chunks(handle, 0), dialect=dialect)
+        return numbering.records_before((n for block in blocks for n in block.lines), lines)
 
 
 def csv_header(path: str, compression: str, dialect: CsvDialect) -> tuple:
@@ -260,9 +285,8 @@ def _blocks(
     if crlf:
         items = _strip_cr(items)
     for i in range(0, len(items), BLOCK_ITEMS):
-        yield Block(
-            source, kind, items[i : i + BLOCK_ITEMS], first_line and first_line + i, starts[i]
-        )
+        line = first_line and first_line + i  # (a JSON line's record number is its line's)
+        yield Block(source, kind, items[i : i + BLOCK_ITEMS], line, starts[i], first_record=line)
 
 
 def range_blocks(part: FileRange, dialect: CsvDialect = csv_dialect.DEFAULT) -> Iterator[Block]:
@@ -277,8 +301,9 @@ def range_blocks(part: FileRange, dialect: CsvDialect = csv_dialect.DEFAULT) -> 
                 handle.seek(part.start)
             chunks = _line_chunks(handle, part.start)
             yield from csv_blocks(
-                part.path, chunks, header, part.first_line, part.end_line, dialect
-            )
+                part.path, chunks, header, part.first_line, part.end_line, dialect,
+                part.first_record,
+            )  # fmt: skip
         elif part.format == "json_array":
             yield from array_blocks(part.path, handle)
         else:
@@ -354,10 +379,11 @@ def csv_blocks(
     first_line: int = 1,
     end_line: int = 0,
     dialect: CsvDialect = csv_dialect.DEFAULT,
+    first_record: int = 1,
 ) -> Iterator[Block]:
     """Records of a CSV file (header first, after the lines the dialect skips, unless given)
     with the line each starts on, from line ``first_line`` up to (not including) ``end_line``
-    (0: the end)."""
+    (0: the end); the first numbered ``first_record`` (0: not known)."""
     args = csv_dialect.reader_args(dialect)
 
     def fits(record: bytes) -> bool:
@@ -377,7 +403,7 @@ def csv_blocks(
             return
         header = csv_dialect.header_names(first[1], dialect)
     shown = None if dialect == csv_dialect.DEFAULT else dialect
-    yield from _numbered_blocks(source, "csv", records, header, shown)
+    yield from _numbered_blocks(source, "csv", records, header, shown, first_record)
 
 
 def _numbered_blocks(
@@ -386,11 +412,14 @@ def _numbered_blocks(
     numbered: Iterator[tuple[int, object]],
     header: tuple | None = None,
     dialect: CsvDialect | None = None,
+    first_record: int = 1,
 ) -> Iterator[Block]:
-    """``(line, item)`` pairs as blocks of ``BLOCK_ITEMS``, each item keeping its line."""
+    """``(line, item)`` pairs as blocks of ``BLOCK_ITEMS``, each item keeping its line, the
+    first item numbered ``first_record`` (0: not known)."""
     while chunk := list(itertools.islice(numbered, BLOCK_ITEMS)):
         lines, items = zip(*chunk, strict=True)
-        yield Block(source, kind, list(items), 0, 0, lines, header, dialect)
+        yield Block(source, kind, list(items), 0, 0, lines, header, dialect, first_record)
+        first_record = first_record and first_record + len(items)
 
 
 def _numbered(
@@ -423,6 +452,20 @@ def _record_block(pair: tuple[str, dict]) -> Block:
     return Block(pair[0], "record", [columnar_record(pair[1])], 0, -1)
 
 
+class _NumberedColumnarFn(beam.DoFn):
+    """A Parquet or Avro file's records in the file's order, numbered: read whole by one
+    worker (Beam's readers give no record its place), as Beam's readers make them."""
+
+    def __init__(self, fmt: str) -> None:
+        self._fmt = fmt
+
+    def process(self, path: str) -> Iterable[Block]:
+        rows = enumerate(columnar_rows(path, self._fmt), start=1)
+        while chunk := list(itertools.islice(rows, BLOCK_ITEMS)):
+            items = [columnar_record(row) for _, row in chunk]
+            yield Block(path, "record", items, 0, -1, first_record=chunk[0][0])
+
+
 # -- the transform -----------------------------------------------------------------------------
 
 COLUMNAR = ("parquet", "avro")
@@ -432,14 +475,20 @@ class _RangesFn(beam.DoFn):
     """Each matched file's ranges; Parquet and Avro paths to their own outputs."""
 
     def __init__(
-        self, forced: str, kinds: frozenset[str], dialect: CsvDialect = csv_dialect.DEFAULT
+        self,
+        forced: str,
+        kinds: frozenset[str],
+        dialect: CsvDialect = csv_dialect.DEFAULT,
+        numbered: bool = False,
     ) -> None:
         self._forced = forced
         self._kinds = kinds
         self._dialect = dialect
+        self._numbered = numbered
 
     def process(self, metadata) -> Iterable:
-        ranges = file_ranges(metadata.path, metadata.size_in_bytes, self._forced, self._dialect)
+        path, size = metadata.path, metadata.size_in_bytes
+        ranges = file_ranges(path, size, self._forced, self._dialect, self._numbered)
         kind = ranges[0].format if ranges[0].format in COLUMNAR else "text"
         if kind not in self._kinds:  # it changed since the job was built: never drop it
             raise ValueError(
@@ -462,7 +511,10 @@ class ReadRecords(beam.PTransform):
     name decide, so one glob may match files of several formats. ``inspect``: whether local
     files may be opened now to leave out readers no file needs (not where the workers do not
     share this machine's disk: then every reader is in the graph and each file's own decides).
-    ``dialect``: how the CSV files are written (the schema's ``event.csv``)."""
+    ``dialect``: how the CSV files are written (the schema's ``event.csv``). ``numbered``:
+    every block knows its records' numbers in their file (a schema's ``from: record_number``;
+    :mod:`.numbering`): a large file is then counted once before its ranges are read, and a
+    Parquet or Avro file is read whole by one worker."""
 
     def __init__(
         self,
@@ -470,6 +522,7 @@ class ReadRecords(beam.PTransform):
         input_format: str = "auto",
         inspect: bool = True,
         dialect: CsvDialect = csv_dialect.DEFAULT,
+        numbered: bool = False,
     ) -> None:
         super().__init__()
         if input_format not in INPUT_FORMATS:
@@ -480,6 +533,7 @@ class ReadRecords(beam.PTransform):
         self._format = input_format
         self._inspect = inspect
         self._dialect = dialect
+        self._numbered = numbered
 
     def _kinds(self) -> frozenset[str]:
         """The readers this job needs: ``text`` (this module), ``parquet``, ``avro``. Only
@@ -518,7 +572,7 @@ class ReadRecords(beam.PTransform):
         files = matches | "FlattenMatches" >> beam.Flatten() if len(matches) > 1 else matches[0]
         kinds = self._kinds()
         parts = files | "Ranges" >> beam.ParDo(
-            _RangesFn(self._format, kinds, self._dialect)
+            _RangesFn(self._format, kinds, self._dialect, self._numbered)
         ).with_outputs(*COLUMNAR, main="ranges")
         branches = []
         if "text" in kinds:
@@ -530,6 +584,10 @@ class ReadRecords(beam.PTransform):
         for fmt, read_all in (("parquet", ReadAllFromParquet), ("avro", ReadAllFromAvro)):
             if fmt in kinds:
                 name = fmt.title()  # ReadParquet, ParquetBlocks, ReadAvro, AvroBlocks
+                if self._numbered:
+                    read = beam.ParDo(_NumberedColumnarFn(fmt))
+                    branches.append(parts[fmt] | f"Read{name}Numbered" >> read)
+                    continue
                 branches.append(
                     parts[fmt]
                     | f"Read{name}" >> read_all(with_filename=True)

@@ -16,7 +16,8 @@ from collections.abc import Collection, Iterator
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 
-from transforms.ingest.columnar import columnar_record
+from transforms.ingest.columnar import columnar_record, columnar_rows
+from transforms.ingest.numbering import first_lines
 from transforms.ingest.overwrites import Place
 from transforms.ingest.readers import (
     BLOCK_ITEMS,
@@ -35,16 +36,24 @@ def records_again(
     offsets: Collection[int] | None,
     input_format: str = "auto",
     dialect: CsvDialect = DEFAULT,
+    numbered: bool = False,
 ) -> Iterator[tuple[Block, list[Place]]]:
     """The blocks of ``source`` to build again and the place of each of their items:
     ``offsets`` of JSON-lines blocks (an uncompressed JSON-lines file: just those blocks), or
-    None for the whole source; CSV read as ``dialect`` writes it."""
+    None for the whole source; CSV read as ``dialect`` writes it. ``numbered``: each block
+    with its records' numbers, as the job's reader gave them (a JSON-lines block's first line
+    counted from the file, once for every block)."""
     fmt, compression = detect(source, input_format, dialect)
     if fmt in ("parquet", "avro"):
         yield from _columnar(source, fmt)
     elif offsets is not None and fmt == "jsonl" and compression == CompressionTypes.UNCOMPRESSED:
-        for offset in sorted(offsets):
-            yield _jsonl_block_at(source, offset)
+        starts = sorted(offsets)
+        lines = [0] * len(starts)
+        if numbered:
+            with FileSystems.open(source, compression_type=compression) as handle:
+                lines = first_lines(handle, starts)
+        for offset, line in zip(starts, lines, strict=True):
+            yield _jsonl_block_at(source, offset, line)
     else:
         size = FileSystems.match([source])[0].metadata_list[0].size_in_bytes
         ordinal = 0  # one reader takes the whole file: no ranges to cut (nor a CSV pass for them)
@@ -55,9 +64,10 @@ def records_again(
             yield block, places
 
 
-def _jsonl_block_at(source: str, offset: int) -> tuple[Block, list[Place]]:
-    """The lines from byte ``offset`` (a line start) as the reader cut them: up to a block's
-    worth, without their ``\\n`` and a ``\\r`` before it; each placed at its own offset."""
+def _jsonl_block_at(source: str, offset: int, number: int = 0) -> tuple[Block, list[Place]]:
+    """The lines from byte ``offset`` (a line start, line number ``number``, 0: not counted) as
+    the reader cut them: up to a block's worth, without their ``\\n`` and a ``\\r`` before
+    it; each placed at its own offset."""
     items: list[bytes] = []
     places: list[Place] = []
     with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
@@ -71,28 +81,11 @@ def _jsonl_block_at(source: str, offset: int) -> tuple[Block, list[Place]]:
             position += len(line)
             line = line[:-1] if line.endswith(b"\n") else line
             items.append(line[:-1] if line.endswith(b"\r") else line)
-    return Block(source, "jsonl", items, 0, offset), places
+    return Block(source, "jsonl", items, 0, offset, first_record=number), places
 
 
 def _columnar(source: str, fmt: str) -> Iterator[tuple[Block, list[Place]]]:
     """A Parquet or Avro file's records, one block each (as the job reads them), in order."""
-    for ordinal, record in enumerate(_columnar_records(source, fmt)):
-        block = Block(source, "record", [columnar_record(record)], 0, -1)
+    for ordinal, record in enumerate(columnar_rows(source, fmt)):
+        block = Block(source, "record", [columnar_record(record)], 0, -1, first_record=ordinal + 1)
         yield block, [Place(source, ordinal, None, ordinal)]
-
-
-def _columnar_records(source: str, fmt: str) -> Iterator[dict]:
-    with FileSystems.open(source, compression_type=CompressionTypes.UNCOMPRESSED) as handle:
-        if fmt == "avro":
-            import fastavro
-
-            yield from fastavro.reader(handle)
-            return
-        import pyarrow.parquet as pq
-
-        parquet = pq.ParquetFile(handle)
-        for index in range(parquet.num_row_groups):
-            table = parquet.read_row_group(index)
-            columns = table.to_pydict().items()
-            for n in range(table.num_rows):
-                yield {column: values[n] for column, values in columns}

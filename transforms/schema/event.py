@@ -16,6 +16,7 @@ from transforms.schema.model import (
     FIELD_KEYS,
     FIELD_TYPES,
     MAP_QUALIFIERS,
+    RECORD_NUMBER,
     WHITESPACE,
     FieldSpec,
 )
@@ -105,10 +106,25 @@ def _field(problems: Problems, node: Map, name: object) -> FieldSpec | None:
         doc=problems.text(spec, "doc", what),
         missing=missing,
         column=column_position(problems, spec, what),
+        numbered=_numbered(problems, spec, what, kind, optional),
         line=line,
         **times,
         **text,
     )
+
+
+def _numbered(problems: Problems, spec: Map, what: str, kind: str | None, optional: bool) -> bool:
+    """``from: record_number``: the field is the record's number in its source file (1 is the
+    first record), given by the reader, not read from the input; a whole number, never absent."""
+    if spec.get("from") != RECORD_NUMBER:
+        return False
+    if kind != "integer" or optional:
+        problems.bad(
+            line_of(spec, "from"),
+            f"{what}: from: {RECORD_NUMBER} is a whole number in every record: declare it "
+            "{type: integer} (not optional)",
+        )
+    return True
 
 
 def _time_options(problems: Problems, spec: Map, what: str, kind: str | None) -> dict:

@@ -38,6 +38,7 @@ __all__ = [
     "INDEX_FAMILY",
     "MAP_QUALIFIERS",
     "QUALIFIER_TIME_FORMATS",
+    "RECORD_NUMBER",
     "SEGMENT_KINDS",
     "TIME_ROLES",
     "WHITESPACE",
@@ -58,6 +59,7 @@ __all__ = [
 ]
 
 # docs/user-guide.md's table of field types says what each accepts and keeps, and its options.
+RECORD_NUMBER = "record_number"  # ``from: record_number``: the record's number in its file
 FIELD_TYPES = ("text", "number", "integer", "id", "boolean", "time", "map", "float64")
 # what a field (or a constant) gives a time made of several (``from: {year: Y, quarter: Q}``)
 TIME_ROLES = ("year", "quarter", "month", "week", "day", "hour", "minute", "second", "date", "time")
@@ -138,6 +140,9 @@ class FieldSpec:
     # a CSV file's column read by position (1 is the first), whatever its header says
     # (``from: N``: two columns of one name are two fields)
     column: int = 0
+    # the record's number in its source file (``from: record_number``): not in the input, given
+    # by the reader to each record (1 is the file's first record)
+    numbered: bool = False
     line: int = field(default=0, compare=False)
 
     @property
@@ -155,9 +160,9 @@ _FILE_KEYS = {"alias": "as", "minimum": "min", "maximum": "max", "sources": "fro
 FIELD_KEYS = tuple(
     _FILE_KEYS.get(f.name, f.name)
     for f in dataclasses.fields(FieldSpec)
-    # (constants and a column's position are written in ``from``; a made time's date format is
-    # its ``format``)
-    if f.name not in ("name", "line", "constants", "column", "date_format")
+    # (constants, a column's position and the record number are written in ``from``; a made
+    # time's date format is its ``format``)
+    if f.name not in ("name", "line", "constants", "column", "date_format", "numbered")
 )
 
 
@@ -391,3 +396,9 @@ class Schema:
 
     def field_by_ref(self) -> dict[str, FieldSpec]:
         return {f.ref: f for f in self.fields}
+
+    @property
+    def record_number(self) -> str:
+        """The name of the field that holds each record's number in its file (declared
+        ``from: record_number``), or "" when none does."""
+        return next((f.name for f in self.fields if f.numbered), "")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from transforms.schema.model import TIME_ROLES, FieldSpec, Unpivot
+from transforms.schema.model import RECORD_NUMBER, TIME_ROLES, FieldSpec, Unpivot
 from transforms.schema.problems import Problems, suggest
 from transforms.schema.yaml_lines import Map, line_of
 
@@ -130,7 +130,8 @@ def time_sources(
     """A time field's ``from: {year: Y, quarter: Q}``: the roles and the fields giving them
     (checked against the declared fields once all are known: :func:`check_sources`), and the
     roles given as constants (a whole number: ``year: 1973``)."""
-    if "from" not in spec or type(spec["from"]) is int:  # (a CSV column: csv_section)
+    if "from" not in spec or type(spec["from"]) is int or spec["from"] == RECORD_NUMBER:
+        # (a CSV column: csv_section; the record number: event)
         return (), ()
     node = problems.mapping(spec["from"], f"{what}: from", line_of(spec, "from"))
     if node is None:

@@ -275,12 +275,32 @@ def test_an_advisor_error_is_said_and_fails_the_command(tmp_path, capsys):
 
 
 def test_records_no_field_tells_apart_fail_the_command_before_anything_is_lost(tmp_path, capsys):
-    rows = [f"{h}@example.com,{1714557600000 + i},1" for h in "ab" for i in range(20)]
-    path = _csv(tmp_path / "h.csv", "email,ts,v", rows)  # e-mails never lead a key unasked
-    assert cli.main(["init", str(path), "-o", str(tmp_path / "s.yaml")]) == 1
+    """Across files: a record's number tells apart the records of one file only, so records of
+    two files that collide are refused (in one file they are numbered instead, below)."""
+    for h in "ab":
+        rows = [f"{h}@example.com,{1714557600000 + i},1" for i in range(20)]
+        _csv(tmp_path / f"{h}.csv", "email,ts,v", rows)  # e-mails never lead a key unasked
+    paths = [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
+    assert cli.main(["init", *paths, "-o", str(tmp_path / "s.yaml")]) == 1
     err = capsys.readouterr().err
     assert "btts init: error: 20 sampled records share their key fields and time" in err
     assert "WOULD LOSE RECORDS: 20 sampled records" in (tmp_path / "s.yaml").read_text()
+
+
+def test_records_of_one_file_no_field_tells_apart_are_told_apart_by_their_number(tmp_path, capsys):
+    """The same records in one file: the key ends with each record's number in it, said on
+    stderr and in the draft, and the whole-file check finds every key unique."""
+    rows = [f"{h}@example.com,{1714557600000 + i},1" for h in "ab" for i in range(20)]
+    path = _csv(tmp_path / "h.csv", "email,ts,v", rows)
+    assert cli.main(["init", str(path), "-o", str(tmp_path / "s.yaml")]) == 0
+    err = capsys.readouterr().err
+    assert "btts init: note: 20 sampled records share their key fields and time" in err
+    text = " ".join((tmp_path / "s.yaml").read_text().replace("#", " ").split())  # unwrapped
+    assert "NOTE: 20 sampled records" in text and "no two share a row key" in text
+    drafted = schema_lib.load(tmp_path / "s.yaml")
+    assert drafted.record_number == "record_number"
+    key = drafted.tables[0].decl.key
+    assert [seg.field for seg in key.segments][-2:] == ["ts", "record_number"]
 
 
 def test_json_nulls_are_absent_values_of_an_optional_field(tmp_path, capsys):
