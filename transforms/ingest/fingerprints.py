@@ -197,7 +197,7 @@ class _Buffer:
         self.keys: list[bytes] = []
         self.stamps: list[int] | None = None if stamped_by_key else []
         self.ids: list[np.ndarray] = []
-        self.distinct: list[np.ndarray] = []  # distinct key hashes (stamps not in the key)
+        self.hashes: list[np.ndarray] = []  # key hashes (stamps not in the key): distinct later
 
     def add(self, rows: list) -> None:
         self.keys += map(_KEY, rows)
@@ -211,8 +211,9 @@ class _Buffer:
         if self.stamps is None:
             rid = kh & IDENTITY
         else:
-            rid = row_ids(kh, np.array(self.stamps, np.int64)) & IDENTITY
-            self.distinct.append(np.unique(kh))
+            stamps = np.fromiter(self.stamps, np.int64, len(self.stamps))
+            rid = row_ids(kh, stamps) & IDENTITY
+            self.hashes.append(kh)  # made distinct when handed on: one sort, not one a flush
             self.stamps = []
         self.ids.append(rid | np.uint64(flush) << _FLUSH_SHIFT)
         self.keys = []
@@ -223,9 +224,21 @@ class _Buffer:
         if self.ids:
             for shard, ids in _by_shard(np.concatenate(self.ids)):
                 yield shard, "ids", ids
-        if self.distinct:
-            for shard, unique in _by_shard(np.unique(np.concatenate(self.distinct))):
+        if self.hashes:
+            for shard, unique in _by_shard(_sorted_distinct(np.concatenate(self.hashes))):
                 yield shard, "keys", unique
+
+
+def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of a 1-d array, by one sort (numpy's own unique hashes its input
+    first: several times slower on a flush's hashes)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 class RowPrints:

@@ -112,6 +112,28 @@ def test_the_span_is_the_lowest_and_highest_stamp_of_the_tracked_table(blocks):
     assert spans.drain() == []
 
 
+@given(
+    st.lists(st.integers(1, 10**15), min_size=1, max_size=40),
+    st.sets(st.integers(0, 39)),
+    st.booleans(),
+)
+def test_the_span_of_interleaved_tables_skips_rows_without_a_cell(stamps, empty, tracked_first):
+    """A schema's builder writes its tables in turn (every event: U then T, or T then U): the
+    tracked table's rows are a stride of the batch; a row without a cell counts nothing."""
+    spans = block_rows.EventSpans({"T": lambda us: us})
+    batch = []
+    for i, stamp in enumerate(stamps):
+        mine = ("T", b"k", () if i in empty else (("f", b"q", b"v", stamp),))
+        other = ("U", b"k", (("f", b"q", b"v", 0),))  # untracked: its stamp never counts
+        batch += [mine, other] if tracked_first else [other, mine]
+    spans.track(batch)
+    kept = [s for i, s in enumerate(stamps) if i not in empty]
+    assert spans.rows == len(kept)
+    assert spans.drain() == ([min(kept), max(kept)] if kept else [])
+    spans.track([])  # an empty batch tracks nothing
+    assert spans.drain() == []
+
+
 def test_progress_logs_at_most_once_per_interval(caplog):
     now = [0.0]
     progress = block_rows.Progress("job", 10.0, clock=lambda: now[0])

@@ -38,6 +38,47 @@ def test_key_hashes_are_the_same_in_every_process():
     assert runs == {f"{fingerprints.key_hashes(keys, fingerprints.table_salt('T')).tolist()}\n"}
 
 
+def test_key_hashes_keep_their_values():
+    """The hash is a format (a worker's fingerprints meet another's, and the check's second
+    read hashes its rows again): these values were made by the word-at-a-time loop it was
+    first written as, for keys of one width (read in place, partial last word and not) and of
+    several widths (zero-padded)."""
+    salt = fingerprints.table_salt("T")
+    keys = [b"server0000.example.com#1426535600000", b"0000100000#20170725", b"a", b""]
+    keys += [b"12345678", b"x" * 40]
+    assert [fingerprints.key_hashes([k], salt).tolist()[0] for k in keys] == [
+        17551727266406617383,
+        17598364402716591427,
+        8117346106646389217,
+        12724806855723459793,
+        15864794632928267581,
+        7146420889542305243,
+    ]
+    assert fingerprints.key_hashes(keys, 7).tolist() == [
+        12677190202721808169,
+        8980623464733922044,
+        10733357699840086173,
+        8360697188923789789,
+        3840255164828209211,
+        3325174297304732339,
+    ]
+    hosts = [b"server%04d.example.com" % i for i in range(3)]
+    assert fingerprints.key_hashes(hosts, fingerprints.table_salt("CURRENT_METRIC")).tolist() == [
+        17939023310068883790,
+        3183144736189520072,
+        16097018323556935076,
+    ]
+    kh = fingerprints.key_hashes([b"k1", b"k2"])
+    stamps = np.array([1000, -5], np.int64)
+    assert fingerprints.row_ids(kh, stamps).tolist() == [4873068869386943124, 14609988715947806256]
+
+
+def test_distinct_key_hashes_are_numpys_unique():
+    values = np.array([5, 3, 5, 0, 2**64 - 1, 3, 3], np.uint64)
+    for part in (values, values[:1], values[:0]):
+        assert fingerprints._sorted_distinct(part).tolist() == np.unique(part).tolist()
+
+
 def test_key_hashes_tell_apart_what_padding_and_tables_would_blur():
     hashes = fingerprints.key_hashes([b"a", b"a\x00", b"a\x00\x00", b"\x00a", b""])
     assert len(set(hashes.tolist())) == 5
