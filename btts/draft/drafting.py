@@ -109,8 +109,10 @@ _CLOCKS = ("hour", "minute", "second", "ms")
 def _zone_check(guesses: list[TimeGuess], time: TimeGuess) -> TimeGuess:
     """The event time once a field of wall times (no offset, to the hour or finer) and one of
     instants (an offset or epoch) are checked against each other (:func:`zones.compare`): the
-    wall times in the zone that explains them when they are the finer, else the instants; a
-    DraftError naming both when they look like one instant but no zone explains them."""
+    wall times in the zone that explains them when they are the finer, else the instants (also
+    when the file holds a repeated hour at both its instants: only they tell those apart); a
+    DraftError naming both when they look like one instant but no zone explains them, or when
+    the finer wall times cannot tell a repeated hour's two instants apart."""
     walls = [
         g
         for g in guesses
@@ -125,9 +127,18 @@ def _zone_check(guesses: list[TimeGuess], time: TimeGuess) -> TimeGuess:
         raise DraftError(found)
     if found is None or found.zone == "UTC":
         return time
+    finer = _CLOCKS.index(resolution(wall.ms)) > _CLOCKS.index(resolution(true.ms))
+    if found.both:  # only the instants tell the repeated hour's two records apart
+        if finer:
+            raise DraftError(
+                f"fields {_described(wall)!r} are wall times in {found.zone}, but the file holds "
+                f"an hour its clocks repeat at both its instants, which only {true.field!r} tells "
+                f"apart: declare {true.field!r} the event time (time: {true.field}) in the schema"
+            )
+        true.why = f"{true.why}; {found.why}"
+        return true
     wall.timezone, wall.ambiguous, wall.ms = found.zone, found.ambiguous, found.ms
     wall.why = f"{wall.why}; {found.why}"
-    finer = _CLOCKS.index(resolution(wall.ms)) > _CLOCKS.index(resolution(true.ms))
     return wall if finer else true
 
 

@@ -3,7 +3,9 @@ offset (a flight's scheduled ``year, month, day, hour, minute`` in New York) and
 instants with one (``time_hour``: ``2013-01-01T10:00:00Z``). When the wall times are that
 instant in one time zone (its daylight-saving changes included), the draft declares that
 ``timezone:``; when they look like one instant on two clocks but no zone's offsets explain the
-difference, init refuses naming both.
+difference, init refuses naming both. A file that holds both instants of an autumn change's
+repeated hour (a weather station reporting 01:00 twice) is explained by its zone too, but only
+the instants tell those two records apart (:attr:`Zoned.both`).
 
 Each is compared at the coarser of the two resolutions (``time_hour`` keeps the hour, the parts
 the minute). Zones are tried by the job's own rule for wall times
@@ -50,6 +52,7 @@ class Zoned:
     ambiguous: str  # earliest|latest where some wall time falls in a repeated hour, else ""
     ms: list[int]  # the wall times' instants in that zone
     why: str
+    both: bool = False  # a repeated hour is held at both its instants: no ``ambiguous:`` reads it
 
 
 def _step(ms: Sequence[int], phased: bool = False) -> int:
@@ -111,7 +114,8 @@ def _reading(wall: int, true: int, step: int, tz: dt.tzinfo) -> int:
 
 
 def _fits(name: str, wall: Sequence[int], true: Sequence[int], step: int) -> set[int] | None:
-    """The readings of every record in zone ``name`` (None: some record does not fit)."""
+    """The readings of every record in zone ``name`` (None: some record does not fit); 2 and 3
+    both among them: the file holds a repeated hour at both its instants."""
     tz = timefmt.zone(name)
     seen = set()
     for w, t in zip(wall, true, strict=True):
@@ -119,7 +123,7 @@ def _fits(name: str, wall: Sequence[int], true: Sequence[int], step: int) -> set
         if not reading:
             return None
         seen.add(reading)
-    return None if {2, 3} <= seen else seen
+    return seen
 
 
 def compare(wall: Sequence[int], true: Sequence[int], names: tuple[str, str]) -> Zoned | str | None:
@@ -158,7 +162,8 @@ def compare(wall: Sequence[int], true: Sequence[int], names: tuple[str, str]) ->
 
 def _zoned(name, readings, wall, fitting, names, offsets) -> Zoned:
     tz = timefmt.zone(name)
-    ambiguous = "earliest" if 2 in readings else "latest" if 3 in readings else ""
+    both = {2, 3} <= readings
+    ambiguous = "" if both else "earliest" if 2 in readings else "latest" if 3 in readings else ""
     ms = [
         timefmt.local_to_ms(
             timefmt.to_datetime(w).replace(tzinfo=None), tz, "t", ambiguous or "earliest",
@@ -179,7 +184,11 @@ def _zoned(name, readings, wall, fitting, names, offsets) -> Zoned:
         )
     if ambiguous:
         why += f"; a repeated hour reads as its {ambiguous} instant, as {names[1]!r} says"
-    return Zoned(name, ambiguous, ms, why)
+    if both:
+        why += (
+            f"; a repeated hour is held at both its instants, which only {names[1]!r} tells apart"
+        )
+    return Zoned(name, ambiguous, ms, why, both)
 
 
 def _hours(ms: int) -> str:

