@@ -354,22 +354,34 @@ def _prefixes(head: bytes, extra: int) -> tuple[bytes | None, ...]:
     return tuple(out)
 
 
-class _QualifierHeads:
-    """A map family's ``family field, 0x12, len(q), q`` per qualifier, cached (a map has few
-    keys; past ``limit`` distinct ones the cache starts again)."""
+class _MapOpenings:
+    """A map family's Mutation openings per qualifier: for value length n, the Mutation's
+    opening and ``family field, 0x12, len(q), q`` (what :func:`_prefixes` makes for a constant
+    qualifier), each made the first time a cell of that qualifier and length is seen (a map
+    has few keys and its values few lengths; past ``limit`` distinct qualifiers the cache
+    starts again). A cell then costs one lookup for all it holds before its timestamp."""
 
-    def __init__(self, family: str, limit: int = 65_536) -> None:
+    def __init__(self, family: str, limit: int = 4096) -> None:
         self._family = _field(0x0A, family.encode("utf-8")) + b"\x12"
         self._limit = limit
-        self.heads: dict[bytes, bytes] = {}
+        self.openings: dict[bytes, list[bytes | None]] = {}
 
-    def __call__(self, qualifier: bytes) -> bytes:
+    def __call__(self, qualifier: bytes) -> list[bytes | None]:
+        """A new qualifier's openings, none made yet; TypeError (the writer then encodes the
+        row) for one that is not bytes of a one-byte length."""
         if type(qualifier) is not bytes or not 0 < len(qualifier) < 128:
             raise TypeError("not a one-byte-length qualifier")  # the writer encodes the row
-        if len(self.heads) >= self._limit:
-            self.heads.clear()
-        head = self.heads[qualifier] = self._family + _ONE_BYTE[len(qualifier)] + qualifier
-        return head
+        if len(self.openings) >= self._limit:
+            self.openings.clear()
+        made = self.openings[qualifier] = [None] * 128
+        return made
+
+    def opening(self, made: list[bytes | None], qualifier: bytes, n: int) -> bytes:
+        """The opening for a value of n bytes, kept in ``made`` (the qualifier's openings);
+        TypeError past one-byte lengths, IndexError past 127 (the writer encodes the row)."""
+        head = self._family + _ONE_BYTE[len(qualifier)] + qualifier
+        out = made[n] = _OPEN[len(head) + 11 + n] + head
+        return out
 
 
 class MutationSource:
@@ -425,16 +437,15 @@ class MutationSource:
     def _map_cells(self, c: dict, name: str, i: int, t: str, family: str, pairs: str) -> str:
         """A map's Mutations, one per entry, gathered into a list; returns it starred."""
         src = self._src
-        heads = _QualifierHeads(family)
-        known, make = src.const(heads.heads.get, "QG"), src.const(heads, "QM")
-        e, q, x, h = (f"{name}{k}{i}" for k in "eqxh")
+        heads = _MapOpenings(family)
+        known, make = src.const(heads.openings.get, "QG"), src.const(heads, "QM")
+        fill = src.const(heads.opening, "QF")
+        e, q, x, n, o = (f"{name}{k}{i}" for k in "eqxno")
         src.add(f"{e} = []", 3)
         src.add(f"for {q}, {x} in {pairs}:", 3)
-        src.add(f"{h} = {known}({q}) or {make}({q})", 4)
-        src.add(
-            f"{e} += ({c['OP']}[len({h}) + 11 + len({x})], {h}, {t}, {c['VT']}[len({x})], {x})",
-            4,
-        )
+        src.add(f"{n} = len({x})", 4)
+        src.add(f"{o} = {known}({q}) or {make}({q})", 4)
+        src.add(f"{e} += ({o}[{n}] or {fill}({o}, {q}, {n}), {t}, {c['VT']}[{n}], {x})", 4)
         return f"*{e}"
 
     def _one_cell(

@@ -208,3 +208,43 @@ def test_the_build_and_split_steps_declare_row_batches():
     tables = built[build_rows.ROWS] | WriteRows("p", "i", ["METRIC"])
     split = tables["METRIC"].producer.inputs[0]  # the split's output for METRIC
     assert split.element_type is FramedRows
+
+
+_MAP_SCHEMA = """
+dataset: maps
+event:
+  time: ts
+  fields:
+    host: text
+    when: {type: time, as: ts}
+    metrics: map
+tables:
+  - name: M
+    pattern: TS-COLS
+    families: [{name: m, max_versions: 1}]
+    key:
+      - {text: host}
+      - epoch_ms: ts
+    columns:
+      - {family: m, each: metrics}
+"""
+
+
+def test_a_maps_openings_are_kept_per_qualifier_and_length_and_made_again_when_full():
+    """One builder, many records: a map's cells of one qualifier and value lengths from 1 past
+    the one-byte limits, over more distinct qualifiers than its openings' cache keeps (it
+    starts again). Each row is framed exactly while its lengths fit one byte, and then as the
+    encoder frames it, whatever the records before it left in the cache."""
+    builder = generic.Builder(sf.loads(_MAP_SCHEMA))
+    framed = 0
+    for index in range(5000):
+        name = f"r{index % 7}"  # a few names seen with every length, and a new one each time
+        length = 1 + index % 115
+        metrics = {name: 10**length, f"k{index}": 1}
+        record = {"host": "h", "when": "2015-03-16T19:53:32.045Z", "metrics": metrics}
+        entries = _check(builder, events.parse_json_object(json.dumps(record)))
+        # SetCell: family field (3), qualifier field (2 + its length), stamp (9), value (2 + n)
+        fits = 3 + 2 + len(name) + 9 + 2 + length + 1 < 126
+        assert (entries[0] is not None) == fits
+        framed += fits
+    assert 0 < framed < 5000
