@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from btts.draft import shape
-from btts.draft.fields import Column, plain_name
+from btts.draft.fields import Column, free_name, plain_name
 from btts.draft.model import Choice, DraftSchema
 from btts.draft.times import TimeGuess, resolution
 from transforms.text import timefmt
@@ -49,10 +49,7 @@ def unique_refs(names: Sequence[str], time: str) -> dict[str, str]:
     for name, plain in wanted.items():
         if name in out:
             continue
-        new, n = plain, 2
-        while new in taken:
-            new, n = f"{plain}_{n}", n + 1
-        out[name] = new
+        out[name] = new = free_name(plain, taken)
         taken.add(new)
     return out
 
@@ -301,11 +298,7 @@ def _key(inputs: Inputs, ents: shape.Entities, earliest: str | None, rate: float
 
 def _number_name(inputs: Inputs) -> str:
     """The record number's field: ``record_number``, or with ``_2``… when a field has it."""
-    taken = {*inputs.columns, *inputs.refs.values()}
-    name, n = "record_number", 2
-    while name in taken:
-        name, n = f"record_number_{n}", n + 1
-    return name
+    return free_name("record_number", {*inputs.columns, *inputs.refs.values()})
 
 
 def _number_segment(inputs: Inputs, clashes: int) -> Choice:
@@ -424,11 +417,12 @@ def design(inputs: Inputs, ents: shape.Entities) -> DraftSchema:
     draft.key = _key(inputs, ents, earliest, rate)
     _columns(draft, inputs, keys)
     if ents.numbered:  # (in the key only: no column of its own)
-        draft.fields[_number_name(inputs)] = _number_spec(ents.numbered)
+        numbered = _number_name(inputs)
+        draft.fields[numbered] = _number_spec(ents.numbered)
         draft.notes.append(
             f"{ents.numbered} sampled records share their key fields and time with an earlier "
             "one and differ from it, and no field tells them apart: the key ends with each "
-            f"record's number in the file (field {_number_name(inputs)}, from: record_number)"
+            f"record's number in the file (field {numbered}, from: record_number)"
         )
     _queries(draft, table, ents.names, inputs.latest and not earliest, inputs)
     _advisor(draft, inputs, keys, rate, rate_note)

@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+from btts.draft.fields import free_name
 from transforms.text.csv_dialect import DEFAULT, CsvDialect, reader_args
 
 __all__ = ["decimal_marks", "encoding_of", "inference_numbers", "repeated_columns", "sniff"]
@@ -161,10 +162,7 @@ def repeated_columns(names: Sequence[str]) -> tuple[tuple[int, str], ...]:
         seen[name] += 1
         new = name
         if seen[name] > 1:
-            n = seen[name]
-            while f"{name}_{n}" in taken:
-                n += 1
-            new = f"{name}_{n}"
+            new = free_name(name, taken)
             taken.add(new)
         out.append((position, new))
     return tuple(out)

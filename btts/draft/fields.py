@@ -17,7 +17,7 @@ from decimal import Decimal
 from transforms.text import events
 from transforms.text.events import CsvText, Num
 
-__all__ = ["Column", "infer_columns", "plain_name"]
+__all__ = ["Column", "free_name", "infer_columns", "plain_name"]
 
 MAX_DISTINCT = 5_000  # distinct values remembered per column (cardinality above it: "many")
 _INTEGER = re.compile(r"-?[0-9]+\Z")
@@ -75,6 +75,16 @@ class Column:
         return (bool(self.kinds) and self.kinds <= {"integer"}) or (
             self.integral_floats and self.kinds <= {"integer", "number"} and not self.fractions
         )
+
+
+def free_name(name: str, taken: set[str] | frozenset[str]) -> str:
+    """``name``, or the first of ``name_2``, ``name_3``… that ``taken`` lacks: how a draft names
+    a field beside others (repeated headers, renamed fields, the record number) so that no two
+    collide."""
+    new, n = name, 2
+    while new in taken:
+        new, n = f"{name}_{n}", n + 1
+    return new
 
 
 def plain_name(name: str) -> str:
