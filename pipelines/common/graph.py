@@ -16,9 +16,9 @@ from apache_beam import pvalue
 
 from pipelines.common.config import JobConfig
 from pipelines.common.jobspec import JobSpec
-from pipelines.common.series_step import write_series_index
+from pipelines.common.series_step import build_step_index, write_series_index
 from transforms.bigtable.collapse import latest_only_families
-from transforms.ingest.build_rows import DEAD_LETTER, PRINTS, ROWS, BuildRows
+from transforms.ingest.build_rows import DEAD_LETTER, INDEX, PRINTS, ROWS, BuildRows
 from transforms.ingest.dead_letters import (
     WriteDeadLetterFiles,
     WriteDeadLetters,
@@ -68,6 +68,9 @@ class Ingest(beam.PTransform):
             )
             lines = pbegin | "ReadLines" >> read
         check = config.overwrites
+        index = None
+        if not config.validate_only:
+            index = build_step_index(job.schema, config.indexed, job.tables, config.streaming)
         built = lines | "ParseAndBuild" >> BuildRows(
             job.rows_fn(),
             job.name,
@@ -76,6 +79,7 @@ class Ingest(beam.PTransform):
             framed=job.framed_fn(),
             check=check,
             numbered=job.schema.record_number,
+            index=index,
         )
         rows = built[ROWS]
         if check is not None and not check.recent_rows:  # batch: every row, every worker
@@ -95,8 +99,9 @@ class Ingest(beam.PTransform):
         if config.hourly_rollup:
             out[ROLLUP], too_late = self._rollup(rows)
             dead.append(too_late)
-        parts = [out[k] for k in (ROWS, ROLLUP) if k in out]
-        write_series_index(parts, job.schema, config.indexed, self._set_cells)
+        parts = [out[k] for k in (ROWS, ROLLUP) if k in out and (k != ROWS or index is None)]
+        folded = (built[INDEX], index.tables) if index is not None else (None, ())
+        write_series_index(parts, job.schema, config.indexed, self._set_cells, *folded)
         letters = dead[0] if len(dead) == 1 else dead | "AllDeadLetters" >> beam.Flatten()
         write_dead_letters(letters, config)
         out[DEAD_LETTER] = letters

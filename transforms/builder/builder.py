@@ -24,14 +24,15 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from functools import lru_cache
 
 from transforms import official
 from transforms.builder import codegen, interpreted, shaping
 from transforms.builder.advice import early_advice
 from transforms.builder.codegen import BuildPlan, FieldPlan, OrderCheck, TablePlan
-from transforms.builder.fields import field_parser
+from transforms.builder.fields import field_parser, map_columns_parser
+from transforms.builder.fold_source import TableFold
 from transforms.errors import InvalidEvent
 from transforms.limits import MAX_QUALIFIER_BYTES
 from transforms.mutations import AddCell, Cell, RowMutation
@@ -395,6 +396,7 @@ def build_plan(schema: Schema, tables: list[str], tz: dt.tzinfo) -> BuildPlan:
                 field_parser(f, key_fields.get(f.ref, ""), advice.get(f.ref, "")),
                 key_fields.get(f.ref, ""),
                 advice.get(f.ref, ""),
+                map_columns_parser(f) if f.type == "map" else None,
             )
             for f in schema.fields
         ),
@@ -513,6 +515,19 @@ class Builder:
             if self._shape is not None:
                 self._framed = _shaped_framed(self._shape, self._framed)
         return self._framed
+
+    def folding_framer(self, tables: Collection[str]) -> tuple[Callable, list[TableFold]]:
+        """A fresh :meth:`framer` that also folds each valid record's rows of ``tables`` into
+        the series index's accumulators it returns with it (a fresh one per call: one per
+        build step, which drains them per bundle); a table missing there is not folded (the
+        generated source does not write its cells out, or records are shaped into several
+        events or built by the plain loop: ``BTTS_OFFICIAL=builder``)."""
+        if self._shape is not None or self._compiler is not codegen or not tables:
+            return self.framer(), []
+        plan = build_plan(self.schema, self.tables, self.tz)
+        entries = not official.uses("wire")
+        function = codegen.build_function(plan, True, entries, frozenset(tables))
+        return function, list(function.folds)
 
     def stamp_in_key(self) -> dict[str, bool]:
         """Per table built (SetCell tables only, not aggregates): whether its row key holds the

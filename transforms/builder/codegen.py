@@ -25,20 +25,21 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import partial
 from typing import TYPE_CHECKING
 
 from transforms import limits
 from transforms.builder import wire
+from transforms.builder.fold_source import FoldSource
+from transforms.builder.key_source import key_expression, salted
 from transforms.builder.source import SourceWriter
 from transforms.errors import InvalidEvent
 from transforms.mutations import RowMutation
-from transforms.table_model import TIME_FORMATS, bucket_start_ms
+from transforms.table_model import bucket_start_ms
 from transforms.text import events, isotime, keys, timefmt
 
 if TYPE_CHECKING:
     from transforms.schema import FieldSpec, TableSpec
-    from transforms.table_model import Segment
 
 __all__ = ["BuildPlan", "FieldPlan", "OrderCheck", "TablePlan", "build_function"]
 
@@ -66,6 +67,7 @@ class FieldPlan:
     parse: Callable[[object], object]
     delimiters: str = ""
     advice: str = ""  # a time field's: how to land a time before its earliest
+    parse_columns: Callable[[object], tuple] | None = None  # a map's: (value, its qualifiers)
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ _BUILD_NAMESPACE = {
 
 
 def build_function(
-    plan: BuildPlan, framed: bool = False, entries: bool = True
+    plan: BuildPlan, framed: bool = False, entries: bool = True, fold: frozenset[str] = frozenset()
 ) -> Callable[[dict], list[RowMutation]]:
     """``record → rows`` for ``plan``: every field checked, then every table's row.
 
@@ -133,7 +135,9 @@ def build_function(
     each row's framed request entry made while building it
     (:class:`transforms.builder.wire.MutationSource`; None for every row without ``entries``), or
     None where the writer must encode the row itself; both only once nothing can fail any more
-    (a bad record appends nothing)."""
+    (a bad record appends nothing). ``fold`` (framed): tables whose rows the function also folds
+    into the series index's accumulators, listed as its ``folds``
+    (:class:`~transforms.builder.fold_source.TableFold`; a table it cannot fold is not there)."""
 
     src = SourceWriter(_BUILD_NAMESPACE)
     fields = [f.spec for f in plan.fields]
@@ -143,18 +147,21 @@ def build_function(
     digits = _digits_only(plan, types, optional)
     types.update(dict.fromkeys(digits, "integer_text"))
     src.add("def build(record, out, ent):" if framed else "def build(record):", 0)
-    _add_field_checks(src, plan, local, digits)
-    if any(not _fast_table(t, types) or _salted(t) for t in plan.tables):
+    folder = FoldSource(src, fold) if framed and fold else None
+    _add_field_checks(src, plan, local, digits, folder.maps(plan.tables) if folder else set())
+    if any(not _fast_table(t, types) or salted(t) for t in plan.tables):
         pairs = ", ".join(f"{src.const(ref, 'r')}: {local[ref]}" for ref in local)
         src.add(f"values = {{{pairs}}}")
         if optional:
             src.add("values = {k: v for k, v in values.items() if v is not None}")
     scope = _Scope(src, plan.tz, local, types, optional)
     if framed:
-        _add_framed_rows(scope, plan.tables, wire.MutationSource(src) if entries else None)
+        _add_framed_rows(scope, plan.tables, wire.MutationSource(src) if entries else None, folder)
     else:
         _add_rows(scope, plan.tables)
-    return src.function("build", f"<btts build {_safe_label(plan.label)}>")  # type: ignore[return-value]
+    function = src.function("build", f"<btts build {_safe_label(plan.label)}>")
+    function.folds = folder.folds if folder else []
+    return function  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -170,10 +177,11 @@ class _Scope:
 
 
 def _add_field_checks(
-    src: SourceWriter, plan: BuildPlan, local: dict[str, str], digits: set[str]
+    src: SourceWriter, plan: BuildPlan, local: dict[str, str], digits: set[str], maps: set[str]
 ) -> None:
     """The record's set of fields (one C comparison first; check_fields says precisely what is
-    wrong), each field parsed into its local, then the order checks between fields."""
+    wrong), each field parsed into its local, then the order checks between fields; a map
+    field of ``maps`` also into its qualifiers' local (``v3q``: () when it is absent)."""
     fields = [f.spec for f in plan.fields]
     required = tuple(f.name for f in fields if not f.optional)
     optional_names = tuple(f.name for f in fields if f.optional)
@@ -191,12 +199,20 @@ def _add_field_checks(
         fn = src.const(field.parse, "p")
         key = src.const(spec.name, "n")
         value = local[spec.ref]
+        target = value
+        if spec.ref in maps:  # the qualifiers too, one cached tuple per name list
+            fn = src.const(field.parse_columns, "pc")
+            target = f"{value}, {value}q"
+            src.add(f"{value}q = ()")
         if spec.optional:  # absent, or a JSON null: no value (a Parquet null is never read)
             src.add(f"{value} = record.get({key})")
             src.add(f"if {value} is not None:")
-            src.add(f"{value} = {fn}({value})", 2)
+            src.add(f"{target} = {fn}({value})", 2)
             continue
         src.add(f"{value} = record[{key}]")
+        if target != value:
+            src.add(f"{target} = {fn}({value})")
+            continue
         _parse_inline(src, spec, value, fn, field.delimiters, spec.ref in digits, field.advice)
     for check in plan.ordered:
         fail = src.const(check.fail, "A")
@@ -214,17 +230,20 @@ def _add_rows(scope: _Scope, tables: tuple[TablePlan, ...]) -> None:
             src.add(f"out.extend({src.const(table.rows, 'U')}(values))")
             continue
         cells, _mutations = _table_cells(scope, table, index, None)
-        key = _key(src, table, scope.local, scope.types, scope.tz, index)
+        key, _head = key_expression(src, table, scope.local, scope.types, scope.tz, index)
         name = src.const(table.name, "T")
         src.add(f"out.append(({name}, {key}, {cells}))")
     src.add("return out")
 
 
 def _add_framed_rows(
-    scope: _Scope, tables: tuple[TablePlan, ...], mut: wire.MutationSource | None
+    scope: _Scope,
+    tables: tuple[TablePlan, ...],
+    mut: wire.MutationSource | None,
+    folder: FoldSource | None = None,
 ) -> None:
     """The framed builder's rows and entries: kept in locals and added to the caller's lists
-    at the end, when nothing can raise any more."""
+    at the end, when nothing can raise any more (and then folded, ``folder``)."""
     src = scope.src
     rows_out: list[str] = []
     entries_out: list[str] = []
@@ -235,14 +254,19 @@ def _add_framed_rows(
             entries_out.append(f"*[None] * len(up{index})")
             continue
         cells, mutations = _table_cells(scope, table, index, mut)
-        key = _key(src, table, scope.local, scope.types, scope.tz, index)
+        key, head = key_expression(src, table, scope.local, scope.types, scope.tz, index)
         name = src.const(table.name, "T")
         src.add(f"rk{index} = {key}")
         key = f"rk{index}"
+        if folder and _fast_table(table, scope.types) and folder.wanted(table):
+            stamp = f"u{cells[len('cells') :]}"  # the stamp of the (maybe shared) cells
+            folder.table(table, key, head, stamp, scope.local, scope.optional)
         entries_out.append(mut.framed(mutations, key, f"re{index}") if mutations else "None")
         rows_out.append(f"({name}, {key}, {cells})")
     src.add(f"out += ({', '.join(rows_out)},)")
     src.add(f"ent += ({', '.join(entries_out)},)")
+    if folder:
+        folder.emit()
 
 
 def _table_cells(
@@ -394,10 +418,6 @@ def _fast_table(table: TablePlan, types: dict) -> bool:
     return True
 
 
-def _salted(table: TablePlan) -> bool:
-    return any(s.kind == "salt" for s in table.spec.decl.key.segments)
-
-
 def _stamp(src: SourceWriter, table: TablePlan, local: dict, tz: dt.tzinfo, index: int) -> None:
     """Defines ``t{index}`` (the event ms of the table's cells) and ``u{index}`` (their µs)."""
     first = local[table.time]
@@ -489,104 +509,3 @@ def _time_qualifier(src: SourceWriter, fmt: str, tz: dt.tzinfo, ts: str) -> str:
     else:
         fn = src.const(lambda ms: str(timefmt.to_datetime(ms, tz).day).encode("ascii"), "H")
     return f"{fn}({ts})"
-
-
-def _key(
-    src: SourceWriter, table: TablePlan, local: dict, types: dict, tz: dt.tzinfo, index: int
-) -> str:
-    """An expression of the table's row key (bytes); may define ``key{index}`` first. A salted
-    key is the recipe's own builder."""
-    if _salted(table):
-        return f"{src.const(table.key, 'K')}(values)"
-    recipe = table.spec.decl.key
-    delimiter = src.const(recipe.delimiter, "D")
-    parts: list[str] = []
-    text_only = True
-    segments = recipe.segments
-    part_fns = table.segment_parts
-    lead = _cached_lead(segments, types)
-    if lead:
-        # Entity segments (padded names, constants) before a time: few distinct values, so their
-        # text is cached, and computed once for every table that shares them.
-        prefix = _key_prefix(src, table, segments[:lead], part_fns[:lead], local)
-        text_only = False
-        segments = segments[lead:]
-        part_fns = part_fns[lead:]
-    else:
-        prefix = None
-    for seg, part_fn in zip(segments, part_fns, strict=True):
-        ref = seg.field
-        if seg.kind == "const":
-            parts.append(src.const(keys.check_segment(seg.arg or "", "constant", recipe.delimiter)))
-            continue
-        if seg.kind == "text" and ref in table.checked and types.get(ref) in ("text", "id"):
-            parts.append(local[ref])
-            continue
-        text_only = False
-        if seg.kind == "epoch_ms" and types.get(ref) == "time":
-            parts.append(f"'%013d' % {local[ref]}")
-        elif seg.kind == "time" and types.get(ref) == "time":
-            label = TIME_FORMATS[seg.arg]
-            zone = src.const(tz, "Z")
-            parts.append(f"{src.const(label, 'L')}({local[ref]}, {zone})")
-        else:  # the general segment builder, on a dict of the one field it reads
-            fn = src.const(part_fn, "P")
-            parts.append(f"{fn}({local[ref]})")
-    joined = f" + {delimiter} + ".join(parts)
-    if prefix:
-        joined = f"{prefix} + {joined}"
-    if text_only and any(p in local.values() for p in parts):
-        # Only fields' text and constants: the same entity always has the same key.
-        cached = src.const(lru_cache(maxsize=65536)(_encoded_key), "KC")
-        return f"{cached}({joined})"
-    src.add(f"key{index} = ({joined}).encode()")
-    src.add(f"if len(key{index}) > MAX_KEY:")
-    src.add(f"check_key_size(key{index})", 2)
-    return f"key{index}"
-
-
-def _cached_lead(segments: tuple[Segment, ...], types: dict) -> int:
-    """How many leading segments form a cacheable prefix (0: none worth caching)."""
-    lead = 0
-    for seg in segments:
-        if seg.kind == "const" or (seg.kind == "space_pad" and types.get(seg.field) == "text"):
-            lead += 1
-        else:
-            break
-    worth = any(seg.kind == "space_pad" for seg in segments[:lead])
-    return lead if worth and lead < len(segments) else 0
-
-
-def _key_prefix(
-    src: SourceWriter,
-    table: TablePlan,
-    segments: tuple[Segment, ...],
-    part_fns: tuple[Callable[[object], str] | None, ...],
-    local: dict,
-) -> str:
-    """A local holding the key text of ``segments`` and the delimiter after them."""
-    delimiter = table.spec.decl.key.delimiter
-    signature = ("key prefix", delimiter, tuple(segments))
-    name = src.shared.get(signature)
-    if name is not None:
-        return name
-    # A constant's text, or the function of its field's value that makes the segment's text.
-    parts = [
-        keys.check_segment(seg.arg or "", "constant", delimiter) if seg.kind == "const" else fn
-        for seg, fn in zip(segments, part_fns, strict=True)
-    ]
-    refs = [seg.field for seg in segments if seg.kind != "const"]
-
-    def prefix(*values: str) -> str:
-        given = iter(values)
-        texts = [part if type(part) is str else part(next(given)) for part in parts]
-        return delimiter.join(texts) + delimiter
-
-    fn = src.const(lru_cache(maxsize=65536)(prefix), "KP")
-    name = src.shared[signature] = f"kp{len(src.shared)}"
-    src.add(f"{name} = {fn}({', '.join(local[r] for r in refs)})")
-    return name
-
-
-def _encoded_key(text: str) -> bytes:
-    return keys.check_key_size(text.encode("utf-8"))

@@ -21,7 +21,7 @@ from transforms.schema import FieldSpec
 from transforms.text import events, keys, timefmt
 from transforms.text.events import CsvText, Num
 
-__all__ = ["field_parser"]
+__all__ = ["field_parser", "map_columns_parser"]
 
 _INT64 = (-(2**63), 2**63 - 1)
 _CACHED_NAMES = 64  # a map's name lists longer than this are checked without being cached
@@ -238,7 +238,9 @@ def _check_names(name: str, upper: bool, names: tuple) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-def _map_parser(spec: FieldSpec) -> FieldParser:
+def _map_parser(spec: FieldSpec, columns: bool = False) -> FieldParser:
+    """A map field's parser; ``columns``: returning ``(pairs, qualifiers)``, the qualifiers
+    one cached tuple per distinct name list (what the builder's index fold keys series by)."""
     name = spec.name
     upper = spec.qualifier == "upper"
     most = spec.max_entries
@@ -274,10 +276,18 @@ def _map_parser(spec: FieldSpec) -> FieldParser:
             qualifiers = _check_names(name, upper, names)
         values = entries.values()
         if set(map(type, values)) == _NUMBERS_ONLY:  # the common case, in C
-            return tuple(zip(qualifiers, map(_encode, values), strict=True))
-        return tuple(zip(qualifiers, slow_values(entries), strict=True))
+            pairs = tuple(zip(qualifiers, map(_encode, values), strict=True))
+        else:
+            pairs = tuple(zip(qualifiers, slow_values(entries), strict=True))
+        return (pairs, qualifiers) if columns else pairs
 
     return mapping
+
+
+def map_columns_parser(spec: FieldSpec) -> FieldParser:
+    """A map field's value and its qualifiers: ``(((qualifier, value text), …), (qualifier,
+    …))``, refusing what :func:`field_parser` refuses (InvalidEvent, a DataError)."""
+    return _map_parser(spec, columns=True)
 
 
 def field_parser(spec: FieldSpec, key_delimiters: str = "", advice: str = "") -> FieldParser:

@@ -46,10 +46,13 @@ def build_block(
     build: Callable[[dict], Sequence[RowMutation]] | None,
     framed: Callable[[dict, list, list], None] | None = None,
     log: logging.Logger = _LOG,
+    checked: Callable[[dict, list, list], None] | None = None,
 ) -> BlockOutcome:
     """The rows of a block's items (``framed``: with their request entries, made in one go),
     every bad item kept with its reason; a builder bug costs its item only, never the block
-    (it is logged to ``log``, with its traceback)."""
+    (it is logged to ``log``, with its traceback). ``checked``: what builds, checks against
+    the limits and keeps an item that needs the check instead of ``framed`` (which folds the
+    series index as it builds: :class:`transforms.ingest.index_fold.BundleIndex`)."""
     out = BlockOutcome()
     batch, entries = out.batch, out.entries
     # only so long an item can hold an oversize cell: checked before it is kept
@@ -62,7 +65,10 @@ def build_block(
                     check_limits(rows)
                 batch += rows
             elif len(raw) > limit:
-                _build_framed_checked(framed, decode(raw), out)
+                if checked is None:
+                    _build_framed_checked(framed, decode(raw), out)
+                else:
+                    checked(decode(raw), batch, entries)
             else:  # the common case, per event: no call but the builder's
                 framed(decode(raw), batch, entries)
             continue

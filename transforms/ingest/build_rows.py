@@ -29,6 +29,7 @@ from transforms.ingest import batches as row_batches  # noqa: F401 (registers th
 from transforms.ingest import block_rows, readers
 from transforms.ingest.dead_letters import dead_letter_record
 from transforms.ingest.fingerprints import RowPrints
+from transforms.ingest.index_fold import BundleIndex, IndexPlan
 from transforms.ingest.overwrites import FIRST_NAMESPACE, RecentRows, counted, first_metric_name
 from transforms.ingest.readers import Block
 from transforms.metrics import (
@@ -43,11 +44,21 @@ from transforms.metrics import (
 from transforms.mutations import FramedRows, RowMutation, without_empty_rows
 from transforms.text import csv_dialect, events
 
-__all__ = ["DEAD_LETTER", "PRINTS", "ROWS", "BuildRows", "CsvAdapter", "OverwriteCheck", "decoder"]
+__all__ = [
+    "DEAD_LETTER",
+    "INDEX",
+    "PRINTS",
+    "ROWS",
+    "BuildRows",
+    "CsvAdapter",
+    "OverwriteCheck",
+    "decoder",
+]
 
 DEAD_LETTER = "dead_letter"
 ROWS = "rows"
 PRINTS = "prints"  # the overwrite check's fingerprints (batch): (shard, fingerprints.Prints)
+INDEX = "index"  # the series index's rows (batch, IndexPlan): a batch per bundle
 PROGRESS_SECONDS = 10.0
 _LOG = logging.getLogger(__name__)
 _CELLS = operator.itemgetter(2)  # a row's cells: empty for a row with no value
@@ -154,8 +165,10 @@ class _BuildRowsFn(beam.DoFn):
         framed: FramedBuilder | None = None,
         check: OverwriteCheck | None = None,
         numbered: str = "",
+        index: IndexPlan | None = None,
     ) -> None:
         self._builder = builder
+        self._index_plan = index
         self._pipeline = pipeline
         self._csv_adapter = csv_adapter
         self._numbered = numbered
@@ -179,6 +192,12 @@ class _BuildRowsFn(beam.DoFn):
         self._frame = self._framed
         if self._framed is not None and getattr(owner, "frame_into", None) == self._framed:
             self._frame = owner.framer()  # its compiled function, called per event as it is
+        self._index = None
+        if self._index_plan is not None:  # the builder's own framer made to fold as it builds
+            mine = self._frame is not self._framed
+            self._index = BundleIndex(self._index_plan, owner if mine else None, self._frame)
+            self._frame = self._index.frame
+            self._skipped = Metrics.counter(NAMESPACE, "series_index_rows_skipped")
         self._progress = block_rows.Progress(self._pipeline, PROGRESS_SECONDS, _LOG)
         self._tally = block_rows.ReasonTally()
         self._prints = self._recent = None
@@ -200,6 +219,8 @@ class _BuildRowsFn(beam.DoFn):
         self._tally.drain()  # what a failed (retried) bundle counted is not reported
         if self._prints is not None:  # nor what it fingerprinted
             self._prints = RowPrints(self._check.tables)
+        if self._index is not None:  # nor what it folded
+            self._index.drain()
 
     def finish_bundle(self) -> Iterable[pvalue.TaggedOutput]:
         if self._take_empty is not None:
@@ -224,6 +245,9 @@ class _BuildRowsFn(beam.DoFn):
                 )
         if self._recent is not None:
             self._report_recent()
+        index = self._index.drain() if self._index is not None else None
+        if index:
+            yield pvalue.TaggedOutput(INDEX, WindowedValue(index, MIN_TIMESTAMP, (GlobalWindow(),)))
 
     def _report_recent(self) -> None:
         """The streaming check's findings of the bundle, as counters (and a warning)."""
@@ -260,9 +284,7 @@ class _BuildRowsFn(beam.DoFn):
             )
             self._compare(block, keep.valid(out))
         else:
-            out = block_rows.build_block(
-                block.source, block.kind, block.items, decode, self._builder, self._frame, _LOG
-            )
+            out = self._build(block, decode)
         if out.unexpected:
             self._unexpected.inc(out.unexpected)
         if out.blank:
@@ -285,6 +307,20 @@ class _BuildRowsFn(beam.DoFn):
                     yield pvalue.TaggedOutput(PRINTS, shard)
         if batch:
             yield batch
+
+    def _build(self, block: Block, decode: Callable):
+        """A block built (and its rows the builder did not fold into the index, folded)."""
+        index = self._index
+        checked = index.checked if index is not None else None
+        frame = self._frame
+        out = block_rows.build_block(
+            block.source, block.kind, block.items, decode, self._builder, frame, _LOG, checked
+        )
+        if index is not None and out.batch:
+            skipped = index.add(out.batch)
+            if skipped:
+                self._skipped.inc(skipped)
+        return out
 
     def _compare(self, block: Block, records: list[tuple[int, list]]) -> None:
         """Streaming: each valid record's rows of checked tables against the worker's recent
@@ -346,7 +382,9 @@ class BuildRows(beam.PTransform):
     whose entries the writers send as they are instead of encoding every row again.
     ``check``: the overwrite check (:class:`OverwriteCheck`); a batch run's fingerprints are
     then the ``prints`` output. ``numbered``: the field given each record's number in its
-    file (a schema's ``from: record_number``; the blocks carry the numbers)."""
+    file (a schema's ``from: record_number``; the blocks carry the numbers). ``index``: the
+    series index of a batch run's rows (:class:`~transforms.ingest.index_fold.IndexPlan`),
+    folded as they are built; its rows, a batch per bundle, are the ``index`` output."""
 
     def __init__(
         self,
@@ -357,11 +395,14 @@ class BuildRows(beam.PTransform):
         framed: FramedBuilder | None = None,
         check: OverwriteCheck | None = None,
         numbered: str = "",
+        index: IndexPlan | None = None,
     ) -> None:
         super().__init__()
-        self._fn = _BuildRowsFn(builder, pipeline, csv_adapter, event_ms, framed, check, numbered)
+        self._fn = _BuildRowsFn(
+            builder, pipeline, csv_adapter, event_ms, framed, check, numbered, index
+        )
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         # Batches are FramedRows (or lists): coded and sized by transforms.ingest.batches
         build = beam.ParDo(self._fn).with_output_types(FramedRows)
-        return lines | "BuildRows" >> build.with_outputs(DEAD_LETTER, PRINTS, main=ROWS)
+        return lines | "BuildRows" >> build.with_outputs(DEAD_LETTER, PRINTS, INDEX, main=ROWS)
