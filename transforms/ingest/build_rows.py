@@ -15,7 +15,7 @@ import logging
 import operator
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import apache_beam as beam
 from apache_beam import pvalue
@@ -403,6 +403,8 @@ class BuildRows(beam.PTransform):
         )
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
-        # Batches are FramedRows (or lists): coded and sized by transforms.ingest.batches
-        build = beam.ParDo(self._fn).with_output_types(FramedRows)
+        # Batches are FramedRows (or lists): coded and sized by transforms.ingest.batches (the
+        # index's too: sized from their entries, not by pickling a bundle's every index row)
+        tagged = {INDEX: FramedRows, DEAD_LETTER: Any, PRINTS: Any}
+        build = beam.ParDo(self._fn).with_output_types(FramedRows, **tagged)
         return lines | "BuildRows" >> build.with_outputs(DEAD_LETTER, PRINTS, INDEX, main=ROWS)
