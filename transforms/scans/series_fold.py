@@ -104,17 +104,27 @@ def spans(series: TableSeries, acc: Mapping[tuple, Sequence[int]]) -> tuple[dict
     """``acc`` of :func:`fold` as ``(tag values, metric) → [first, last]``, and how many of
     its key heads were not the table's key shape."""
     out: dict[tuple, list[int]] = {}
+    get = out.get
     bad = 0
+    head_values, metrics_for = series.head_values, series.metrics_for
     for (first, second), (lo, hi) in acc.items():
         if type(first) is not bytes:
             _widen(out, (first, second), lo, hi)
             continue
-        values = series.head_values(first)
+        values = head_values(first)
         if values is None:
             bad += 1
             continue
-        for metric in series.metrics_for(second):
-            _widen(out, (values, metric), lo, hi)
+        for metric in metrics_for(second):  # _widen written out: once per series and bundle
+            key = (values, metric)
+            span = get(key)
+            if span is None:
+                out[key] = [lo, hi]
+            else:
+                if lo < span[0]:
+                    span[0] = lo
+                if hi > span[1]:
+                    span[1] = hi
     return out, bad
 
 
@@ -127,11 +137,20 @@ def index_rows(
     rows = {} if rows is None else rows
     tags: dict[tuple, list[int]] = {}  # tag values → their span over every metric
     metrics: dict[tuple, list[int]] = {}  # (tenant or "", metric) → span
+    series_keys, tenant, get = series.series_keys, series.tenant, rows.get
     for (values, metric), (lo, hi) in spans(series, acc)[0].items():
-        for key in series.series_keys(values, metric):
-            _widen(rows, key, lo, hi)
-        _widen(tags, values, lo, hi)
-        _widen(metrics, (values[0] if series.tenant and values else "", metric), lo, hi)
+        for key in series_keys(values, metric):  # _widen written out: once per series
+            span = get(key)
+            if span is None:
+                rows[key] = [lo, hi]
+            else:
+                span[0], span[1] = min(span[0], lo), max(span[1], hi)
+        span = tags.get(values)
+        if span is None:
+            tags[values] = [lo, hi]
+        else:
+            span[0], span[1] = min(span[0], lo), max(span[1], hi)
+        _widen(metrics, (values[0] if tenant and values else "", metric), lo, hi)
     scoped: dict[tuple, list[int]] = {}  # (scope, tag value) → span
     for values, (lo, hi) in tags.items():
         for scope in ("", values[0]) if series.tenant and values else ("",):
