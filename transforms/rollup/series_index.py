@@ -6,6 +6,10 @@ written once when the bundle ends: the index costs a key slice and a dictionary 
 (:func:`~transforms.scans.series_fold.fold_built`) and a few cells per series and bundle, not
 a write per event. Its cells are idempotent (the newest timestamp of a column wins), so a
 retried bundle, a re-run or another worker's bundle of the same series leaves the index exact.
+
+A batch job's own rows are folded by its build step instead, as they are built
+(:mod:`transforms.ingest.index_fold`); this step folds a stream's rows (per window) and the
+hourly rollup's.
 """
 
 from __future__ import annotations
