@@ -287,8 +287,6 @@ class TableSeries:
         self._tag_cache: dict[tuple, tuple[str, ...]] = {}
         self._cols_cache: dict[tuple, tuple[Metric, ...]] = {}
         self._keys: dict[tuple, tuple[bytes, ...]] = {}  # series and tag values → index keys
-        self._prefixes: dict[Metric, bytes] = {}  # metric → its series keys' prefix
-        self._values: dict[tuple, bytes] = {}  # tag values → their series keys' tail
         self.time_last = bool(segments) and segments[-1].kind in table_model.TIME_KINDS
         if table.rollup is not None and not point_table(table):
             self._rollup_columns()
@@ -318,16 +316,8 @@ class TableSeries:
         stream lists its series again, and encoding and hashing keys cost more than folding."""
         found = self._keys.get((values, metric))
         if found is None:
-            prefix = self._prefixes.get(metric)  # the key of its metric's components, once
-            if prefix is None:
-                prefix = self._prefixes[metric] = series_prefix(self.table.name, metric)
-            tail = self._values.get(values)  # a tag set's metrics share its encoding
-            if tail is None:
-                if len(self._values) >= 100_000:
-                    self._values.clear()
-                tail = self._values[values] = encode(values)
-            found = with_directory(prefix + tail)  # == series_key(…): encode ends each
-            self._remember((values, metric), found)  # component with SEP
+            found = with_directory(series_key(self.table.name, metric, values))
+            self._remember((values, metric), found)
         return found
 
     def value_keys(self, scope: str, value: str) -> tuple[bytes, ...]:
