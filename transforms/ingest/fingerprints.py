@@ -33,11 +33,10 @@ from __future__ import annotations
 import operator
 import zlib
 from collections.abc import Iterable, Mapping
+from itertools import compress, repeat
 from typing import NamedTuple
 
 import numpy as np
-
-from transforms.mutations import table_parts, take
 
 __all__ = [
     "IDENTITY",
@@ -187,6 +186,20 @@ def split_loc(loc: int) -> tuple[int, int | None]:
     return loc >> _OFFSET_BITS, position - 1 if position else None
 
 
+def _parts(tables: list[str]) -> list[tuple[str, slice | list[bool]]]:
+    """Where each table's rows sit in a block whose rows write ``tables`` (in order, not
+    empty): the whole block when it is one table's; a stride when every event wrote the same
+    tables in the same order (a schema's builder); else a mask per table, made in C (events
+    writing one table of several each: a market's quotes and trades)."""
+    first = tables[0]
+    if tables.count(first) == len(tables):
+        return [(first, slice(None))]
+    period = len(dict.fromkeys(tables[:8]))
+    if period < len(tables) and tables == tables[:period] * (len(tables) // period):
+        return [(table, slice(i, None, period)) for i, table in enumerate(tables[:period])]
+    return [(t, list(map(operator.eq, repeat(t), tables))) for t in dict.fromkeys(tables)]
+
+
 class Prints(NamedTuple):
     """One shard's fingerprints from one handover. ``ids``: per table, a number per row (its
     identity, and the flush it came from: see the module docstring); ``keys``: per table whose
@@ -311,15 +324,14 @@ class RowPrints:
             return
         tables = list(map(_TABLE, rows))
         if tables != self._tables:  # (a schema's blocks: each like the one before)
-            parts = table_parts(tables)
-            self._parts = [(t, where) for t, where in parts if t in self._stamped_by_key]
+            self._parts = [(t, where) for t, where in _parts(tables) if t in self._stamped_by_key]
             self._tables = tables
         added = 0
         for table, where in self._parts:
             buffer = self._buffers.get(table)
             if buffer is None:
                 buffer = self._buffers[table] = _Buffer(table, self._stamped_by_key[table])
-            part = take(rows, where)
+            part = rows[where] if type(where) is slice else list(compress(rows, where))
             buffer.add(part)
             added += len(part)
         if added:
