@@ -124,6 +124,30 @@ def test_the_check_summary_is_the_share_of_the_jobs_cpu_the_overwrite_check_cost
     assert run.check_summary({"cpu_s": 10.0}, {}) == {"ours_cpu_s_no_check": None}
 
 
+def test_the_check_pair_takes_turns_and_each_side_is_its_median_run(monkeypatch):
+    """A load that comes and goes falls on both sides: the runs alternate, and the share is
+    taken between the runs of median CPU, never the best of one side against the other's."""
+    cpu = {"ours": iter([10.9, 10.0, 10.4]), "ours_nocheck": iter([9.0, 9.9, 9.5])}
+    calls = []
+
+    def measure_fresh(tables, case, dataset, path, *flags):
+        mode = "ours_nocheck" if flags == ("nocheck",) else "ours"
+        calls.append((case, dataset, path, mode))
+        return {"cpu_s": next(cpu[mode]), "run": len(calls)}
+
+    monkeypatch.setattr(run, "measure_fresh", measure_fresh)
+    got = run.run_check_pair(["T"], "metrics", "in.jsonl", 3)
+    assert [mode for *_, mode in calls] == ["ours", "ours_nocheck"] * 3
+    assert {(case, dataset, path) for case, dataset, path, _ in calls} == {
+        ("ours", "metrics", "in.jsonl")
+    }
+    assert got["ours"] == {"cpu_s": 10.4, "run": 5}
+    assert got["ours_nocheck"] == {"cpu_s": 9.5, "run": 6}
+    assert got["check_cpu_s_runs"] == {"ours": [10.9, 10.0, 10.4], "ours_nocheck": [9.0, 9.9, 9.5]}
+    summary = run.check_summary(got["ours"], got["ours_nocheck"])
+    assert summary == {"ours_cpu_s_no_check": 9.5, "check_cpu_share": 0.087}
+
+
 def test_soak_verdict_never_says_lost_and_all_accounted_for_at_once():
     from benchmarks.soak import accounting
 

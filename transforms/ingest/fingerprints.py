@@ -33,11 +33,10 @@ from __future__ import annotations
 import operator
 import zlib
 from collections.abc import Iterable, Mapping
+from itertools import compress, repeat
 from typing import NamedTuple
 
 import numpy as np
-
-from transforms.mutations import table_parts, take
 
 __all__ = [
     "IDENTITY",
@@ -52,7 +51,7 @@ __all__ = [
 ]
 
 SHARDS = 16  # the global pass runs per shard: bits 56-59 of a key hash or an identity
-FLUSH_ROWS = 4_096  # rows buffered (keys and stamps) before one hash: few calls, cache-warm keys
+FLUSH_ROWS = 8_192  # rows buffered (keys joined per block, stamps) before one hash: few calls
 FLUSHES = 16  # flushes a worker holds before handing them on (4 bits of each row's number)
 # so a worker holds at most FLUSHES * FLUSH_ROWS rows' fingerprints; the runner then holds them
 # coded, 8 bytes a row, never a worker's copies of a whole bundle's
@@ -68,6 +67,7 @@ _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _S29, _S32, _S33 = np.uint64(29), np.uint64(32), np.uint64(33)
 # One odd multiplier per 8-byte word of a key (keys are at most 4 KiB: 512 words).
 _WORDS = (np.arange(1, 513, dtype=np.uint64) * _GOLD) | np.uint64(1)
+_SEP = b"\xff"  # between joined keys: a byte no UTF-8 text holds
 
 _TABLE = operator.itemgetter(0)
 _KEY = operator.itemgetter(1)
@@ -102,30 +102,60 @@ def key_hashes(keys: list[bytes], salt: int = 0) -> np.ndarray:
     n = len(keys)
     if not n:
         return np.zeros(0, np.uint64)
-    blob = b"".join(keys)
     width = len(keys[0])
-    if width >= 8 and len(blob) == n * width and max(map(len, keys)) == width:
-        columns = [np.ndarray((n,), "<u8", blob, at, (width,)) for at in range(0, width - 7, 8)]
-        if width % 8:  # the last 8 bytes, shifted down to the partial word's bytes
-            last = np.ndarray((n,), "<u8", blob, width - 8, (width,))
-            columns.append(last >> np.uint64(8 * (8 - width % 8)))
-        lengths = np.uint64(width)
-    else:
-        fixed = np.array(keys, dtype=bytes)
-        size = fixed.dtype.itemsize
-        if size % 8:
-            fixed = fixed.astype(f"S{size + 8 - size % 8}")
-        words = fixed.view("<u8").reshape(n, -1)
-        columns = [words[:, at] for at in range(words.shape[1])]
-        lengths = np.fromiter(map(len, keys), np.uint64, n)
+    if width >= 8:
+        blob = _SEP.join(keys)
+        same = _one_width(blob, n, width)
+        if same is None:  # a key holds the separator, and the lengths add up
+            same = max(map(len, keys)) == width
+        if same:
+            return _mixed(_words(blob, n, width), np.uint64(width), salt)
+    fixed = np.array(keys, dtype=bytes)
+    size = fixed.dtype.itemsize
+    if size % 8:
+        fixed = fixed.astype(f"S{size + 8 - size % 8}")
+    count = fixed.dtype.itemsize // 8
+    words = fixed.view("<u8").reshape(n, count).T * _WORDS[:count, None]
+    return _mixed(words, np.fromiter(map(len, keys), np.uint64, n), salt)
+
+
+def _one_width(blob: bytes, n: int, width: int) -> bool | None:
+    """Whether ``n`` keys joined by ``_SEP`` into ``blob`` are all ``width`` bytes long; None
+    when a key holds ``_SEP`` itself and their lengths add up (only measuring them tells).
+
+    Where ``_SEP`` occurs only between the keys, they are of one width if it sits every
+    ``width + 1`` bytes: two C passes over the join, not a call per key."""
+    stride = width + 1
+    if len(blob) != n * stride - 1:
+        return False
+    if blob.count(_SEP) != n - 1:
+        return None
+    return blob[width::stride] == _SEP * (n - 1)
+
+
+def _words(blob: bytes, n: int, width: int) -> np.ndarray:
+    """The words of ``n`` keys of ``width`` (≥ 8) bytes joined by ``_SEP`` into ``blob``, each
+    times its position's multiplier: a row per word position, a column per key."""
+    stride = width + 1
+    full, part = divmod(width, 8)
+    words = np.empty((full + (part > 0), n), np.uint64)
+    inside = np.ndarray((full, n), "<u8", blob, 0, (8, stride))
+    np.multiply(inside, _WORDS[:full, None], out=words[:full])
+    if part:  # the last 8 bytes, shifted down to the partial word's bytes
+        last = np.ndarray((n,), "<u8", blob, width - 8, (stride,))
+        np.right_shift(last, np.uint64(8 * (8 - part)), out=words[full])
+        words[full] *= _WORDS[full]
+    return words
+
+
+def _mixed(words: np.ndarray, lengths: np.ndarray, salt: int) -> np.ndarray:
+    """The hashes of keys from their multiplied words (:func:`_words`) and lengths."""
     with np.errstate(over="ignore"):
-        h = lengths * _M2 + np.full(n, salt & 0xFFFFFFFFFFFFFFFF, np.uint64)
-        for at, column in enumerate(columns):
-            mixed = column * _WORDS[at]
-            mixed ^= mixed >> _S32
-            mixed *= _M1
-            mixed ^= mixed >> _S29
-            h += mixed
+        words ^= words >> _S32
+        words *= _M1
+        words ^= words >> _S29
+        h = words.sum(axis=0, dtype=np.uint64)
+        h += lengths * _M2 + np.uint64(salt & 0xFFFFFFFFFFFFFFFF)
         return _fmix(h)
 
 
@@ -143,10 +173,11 @@ def source_id(source: str) -> int:
     return zlib.crc32(source.encode("utf-8")) & 0xFFFFFF
 
 
-def loc_of(source: str, kind: str, offset: int) -> int:
-    """Where a block's records are read again: the source, and a JSON-lines block's offset."""
+def _loc(sid: int, kind: str, offset: int) -> int:
+    """Where a block's records are read again: its source's id, and a JSON-lines block's
+    offset."""
     position = offset + 1 if kind == "jsonl" and 0 <= offset < _OFFSET_MASK else 0
-    return source_id(source) << _OFFSET_BITS | position
+    return sid << _OFFSET_BITS | position
 
 
 def split_loc(loc: int) -> tuple[int, int | None]:
@@ -155,13 +186,18 @@ def split_loc(loc: int) -> tuple[int, int | None]:
     return loc >> _OFFSET_BITS, position - 1 if position else None
 
 
-def table_slices(rows: list) -> Iterable[tuple[str, list]]:
-    """``(table, its rows)`` of a batch: the batch itself when it is one table's, one slice per
-    table when every event wrote the same tables in the same order (a schema's builder), else
-    grouped row by row."""
-    if not rows:
-        return ()
-    return ((table, take(rows, where)) for table, where in table_parts(list(map(_TABLE, rows))))
+def _parts(tables: list[str]) -> list[tuple[str, slice | list[bool]]]:
+    """Where each table's rows sit in a block whose rows write ``tables`` (in order, not
+    empty): the whole block when it is one table's; a stride when every event wrote the same
+    tables in the same order (a schema's builder); else a mask per table, made in C (events
+    writing one table of several each: a market's quotes and trades)."""
+    first = tables[0]
+    if tables.count(first) == len(tables):
+        return [(first, slice(None))]
+    period = len(dict.fromkeys(tables[:8]))
+    if period < len(tables) and tables == tables[:period] * (len(tables) // period):
+        return [(table, slice(i, None, period)) for i, table in enumerate(tables[:period])]
+    return [(t, list(map(operator.eq, repeat(t), tables))) for t in dict.fromkeys(tables)]
 
 
 class Prints(NamedTuple):
@@ -190,33 +226,56 @@ def _by_shard(values: np.ndarray) -> Iterable[tuple[int, np.ndarray]]:
 
 class _Buffer:
     """One table's rows not yet hashed (keys, and stamps unless the key holds them), then
-    their numbers (identity and flush), cut by shard when handed on."""
+    their numbers (identity and flush), cut by shard when handed on.
+
+    A block's keys are joined as they come, while the block is fresh in the cache: while every
+    block of a flush has keys of one width (≥ 8 bytes), the flush hashes the join of those
+    joins in place (:func:`_words`); else the keys themselves (:func:`key_hashes`)."""
 
     def __init__(self, table: str, stamped_by_key: bool) -> None:
         self.salt = table_salt(table)
-        self.keys: list[bytes] = []
+        self.count = 0  # rows since the last flush
+        self.width = 0  # their keys' width, while all are joined in blobs
+        self.blobs: list[bytes] = []  # each block's keys joined by _SEP
+        self.keys: list[bytes] | None = None  # the keys, once one block's width differs
         self.stamps: list[int] | None = None if stamped_by_key else []
         self.ids: list[np.ndarray] = []
         self.hashes: list[np.ndarray] = []  # key hashes (stamps not in the key): distinct later
 
     def add(self, rows: list) -> None:
-        self.keys += map(_KEY, rows)
+        if self.keys is None:
+            blob = _SEP.join(map(_KEY, rows))
+            width = self.width or len(rows[0][1])
+            if width >= 8 and _one_width(blob, len(rows), width):
+                self.width = width
+                self.blobs.append(blob)
+            else:  # (no key of the blobs holds _SEP: each blob was checked)
+                self.keys = [key for joined in self.blobs for key in joined.split(_SEP)]
+                self.keys += map(_KEY, rows)
+        else:
+            self.keys += map(_KEY, rows)
+        self.count += len(rows)
         if self.stamps is not None:
             self.stamps += map(_STAMP, map(_FIRST, map(_CELLS, rows)))
 
     def flush(self, flush: int) -> None:
-        if not self.keys:
+        if not self.count:
             return
-        kh = key_hashes(self.keys, self.salt)
+        if self.keys is None:
+            blob = _SEP.join(self.blobs)
+            kh = _mixed(_words(blob, self.count, self.width), np.uint64(self.width), self.salt)
+        else:
+            kh = key_hashes(self.keys, self.salt)
         if self.stamps is None:
             rid = kh & IDENTITY
         else:
-            stamps = np.fromiter(self.stamps, np.int64, len(self.stamps))
+            stamps = np.fromiter(self.stamps, np.int64, self.count)
             rid = row_ids(kh, stamps) & IDENTITY
             self.hashes.append(kh)  # made distinct when handed on: one sort, not one a flush
             self.stamps = []
-        self.ids.append(rid | np.uint64(flush) << _FLUSH_SHIFT)
-        self.keys = []
+        rid |= np.uint64(flush) << _FLUSH_SHIFT
+        self.ids.append(rid)
+        self.count, self.width, self.blobs, self.keys = 0, 0, [], None
 
     def by_shard(self) -> Iterable[tuple[int, str, np.ndarray]]:
         """``(shard, "ids", numbers)`` and ``(shard, "keys", distinct key hashes)`` of
@@ -253,24 +312,34 @@ class RowPrints:
         self._blocks: list[int] = []  # the locs of the blocks since the last flush
         self._flushes: list[np.ndarray] = []  # each flush's blocks, since the last drain
         self._sources: dict[int, set[str]] = {}
+        self._source_ids: dict[str, int] = {}  # every source seen: its id, a crc32 once
+        self._tables: list[str] = []  # the last block's tables, row by row
+        self._parts: list[tuple[str, slice | list[int]]] = []  # and its checked tables' rows
         self._pending = 0
         self.rows = 0  # rows fingerprinted (the caller counts them and resets this)
 
     def add(self, rows: list, source: str, kind: str, offset: int) -> None:
         """A block's rows (of any tables: those not checked are skipped)."""
+        if not rows:
+            return
+        tables = list(map(_TABLE, rows))
+        if tables != self._tables:  # (a schema's blocks: each like the one before)
+            self._parts = [(t, where) for t, where in _parts(tables) if t in self._stamped_by_key]
+            self._tables = tables
         added = 0
-        for table, part in table_slices(rows):
+        for table, where in self._parts:
             buffer = self._buffers.get(table)
             if buffer is None:
-                if table not in self._stamped_by_key:
-                    continue
                 buffer = self._buffers[table] = _Buffer(table, self._stamped_by_key[table])
+            part = rows[where] if type(where) is slice else list(compress(rows, where))
             buffer.add(part)
             added += len(part)
         if added:
-            loc = loc_of(source, kind, offset)
-            self._blocks.append(loc)
-            self._sources.setdefault(loc >> _OFFSET_BITS, set()).add(source)
+            sid = self._source_ids.get(source)
+            if sid is None:
+                sid = self._source_ids[source] = source_id(source)
+            self._blocks.append(_loc(sid, kind, offset))
+            self._sources.setdefault(sid, set()).add(source)
             self._pending += added
             if self._pending >= FLUSH_ROWS:
                 self._flush()
@@ -316,7 +385,9 @@ class Candidates(NamedTuple):
 
 
 def _distinct(values: np.ndarray) -> int:
-    ordered = np.sort(values)
+    """How many distinct values ``values`` holds (a concatenation of sorted runs: each
+    handover's distinct key hashes, which a stable sort merges)."""
+    ordered = np.sort(values, kind="stable")
     return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1 if len(ordered) else 0
 
 
@@ -332,8 +403,10 @@ def repeats(prints: Iterable[Prints]) -> tuple[dict[str, int], Candidates]:
     distinct: dict[str, int] = {}
     found: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for table in sorted({t for one in prints for t in (*one.ids, *one.keys)}):
-        ids = [one.ids[table] & IDENTITY for one in prints if table in one.ids]
-        ordered = np.sort(np.concatenate(ids)) if ids else np.zeros(0, np.uint64)
+        ids = [one.ids[table] for one in prints if table in one.ids]
+        ordered = np.concatenate(ids) if ids else np.zeros(0, np.uint64)  # a copy: in place
+        ordered &= IDENTITY
+        ordered.sort()
         same = ordered[1:] == ordered[:-1]
         if any(table in one.keyed for one in prints):
             keys = [one.keys[table] for one in prints if table in one.keys]
