@@ -50,7 +50,7 @@ class Check:
     """What building every checked record found."""
 
     whole: bool  # every record of every file was built (else: the sample's)
-    records: int = 0
+    records: int = 0  # records read (a partial check: where it stopped)
     dead: int = 0  # records the builder refuses
     reason: str = ""  # the first refusal's reason
     clashes: int = 0  # records whose row another record of the file overwrites
@@ -236,7 +236,12 @@ def _build_all(builder, samples: list[Sample], whole: bool, final: bool) -> _Par
             parts = pool.map(_forked_part, [(k, n) for k in range(n)])
     finally:
         _FORKED = ()
-    merged = _Part(records=max(p.records for p in parts), stopped=any(p.stopped for p in parts))
+    # every process reads every record (building its share), so the records read are the
+    # furthest any got; a check that stopped reports the first place a process stopped at,
+    # not how far another ran on before it looked (which hangs on how they were scheduled)
+    stops = [p.records for p in parts if p.stopped]
+    merged = _Part(records=min(stops) if stops else max(p.records for p in parts))
+    merged.stopped = bool(stops)
     for part in parts:
         for name in ("keys", "cells", "owner"):
             getattr(merged, name).extend(getattr(part, name))
