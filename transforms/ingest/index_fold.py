@@ -94,11 +94,7 @@ class BundleIndex:
         for fold in self._folds:
             acc = self._accs.setdefault(fold.table, {})
             for key, (lo, hi) in fold.drain().items():
-                span = acc.get(key)
-                if span is None:
-                    acc[key] = [lo, hi]
-                else:
-                    span[0], span[1] = min(span[0], lo), max(span[1], hi)
+                series_fold.widen(acc, key, lo, hi)
         rows: dict = {}
         for table, acc in self._accs.items():
             series_fold.index_rows(self._series[table], acc, rows)

@@ -11,10 +11,11 @@ from operator import itemgetter
 from transforms.mutations import table_parts, take
 from transforms.scans.series_index import TableSeries, metric_key
 
-__all__ = ["fold", "fold_built", "index_rows", "spans"]
+__all__ = ["fold", "fold_built", "index_rows", "spans", "widen"]
 
 
-def _widen(acc: dict, key: bytes, lo: int, hi: int) -> None:
+def widen(acc: dict, key: object, lo: int, hi: int) -> None:
+    """``acc[key]``, a ``[first, last]`` span, widened to take in ``lo`` and ``hi``."""
     span = acc.get(key)
     if span is None:
         acc[key] = [lo, hi]
@@ -39,14 +40,14 @@ def fold(acc: dict[tuple, list[int]], series: TableSeries, key: bytes, row_cells
             lo, hi = min(stamps), max(stamps)
             columns = tuple([c[:2] for c in row_cells]) if lo == hi else None
         if columns is not None:
-            _widen(acc, (series.head(key), columns), lo, hi)
+            widen(acc, (series.head(key), columns), lo, hi)
             return True
     found = series.tag_values(key)
     if found is None:
         return False
     values, parts = found
     for metric, (lo, hi) in series.metrics_of(parts, row_cells).items():
-        _widen(acc, (values, metric), lo, hi)
+        widen(acc, (values, metric), lo, hi)
     return True
 
 
@@ -104,27 +105,18 @@ def spans(series: TableSeries, acc: Mapping[tuple, Sequence[int]]) -> tuple[dict
     """``acc`` of :func:`fold` as ``(tag values, metric) → [first, last]``, and how many of
     its key heads were not the table's key shape."""
     out: dict[tuple, list[int]] = {}
-    get = out.get
     bad = 0
     head_values, metrics_for = series.head_values, series.metrics_for
     for (first, second), (lo, hi) in acc.items():
         if type(first) is not bytes:
-            _widen(out, (first, second), lo, hi)
+            widen(out, (first, second), lo, hi)
             continue
         values = head_values(first)
         if values is None:
             bad += 1
             continue
-        for metric in metrics_for(second):  # _widen written out: once per series and bundle
-            key = (values, metric)
-            span = get(key)
-            if span is None:
-                out[key] = [lo, hi]
-            else:
-                if lo < span[0]:
-                    span[0] = lo
-                if hi > span[1]:
-                    span[1] = hi
+        for metric in metrics_for(second):
+            widen(out, (values, metric), lo, hi)
     return out, bad
 
 
@@ -137,30 +129,22 @@ def index_rows(
     rows = {} if rows is None else rows
     tags: dict[tuple, list[int]] = {}  # tag values → their span over every metric
     metrics: dict[tuple, list[int]] = {}  # (tenant or "", metric) → span
-    series_keys, tenant, get = series.series_keys, series.tenant, rows.get
+    series_keys, tenant = series.series_keys, series.tenant
     for (values, metric), (lo, hi) in spans(series, acc)[0].items():
-        for key in series_keys(values, metric):  # _widen written out: once per series
-            span = get(key)
-            if span is None:
-                rows[key] = [lo, hi]
-            else:
-                span[0], span[1] = min(span[0], lo), max(span[1], hi)
-        span = tags.get(values)
-        if span is None:
-            tags[values] = [lo, hi]
-        else:
-            span[0], span[1] = min(span[0], lo), max(span[1], hi)
-        _widen(metrics, (values[0] if tenant and values else "", metric), lo, hi)
+        for key in series_keys(values, metric):
+            widen(rows, key, lo, hi)
+        widen(tags, values, lo, hi)
+        widen(metrics, (values[0] if tenant and values else "", metric), lo, hi)
     scoped: dict[tuple, list[int]] = {}  # (scope, tag value) → span
     for values, (lo, hi) in tags.items():
         for scope in ("", values[0]) if series.tenant and values else ("",):
             for value in values:
-                _widen(scoped, (scope, value), lo, hi)
+                widen(scoped, (scope, value), lo, hi)
     for (scope, value), (lo, hi) in scoped.items():
         for key in series.value_keys(scope, value):
-            _widen(rows, key, lo, hi)
+            widen(rows, key, lo, hi)
     name = series.table.name
     for (tenant, metric), (lo, hi) in metrics.items():
         for scope in ("", tenant) if tenant else ("",):
-            _widen(rows, metric_key(name, scope, metric), lo, hi)
+            widen(rows, metric_key(name, scope, metric), lo, hi)
     return rows
