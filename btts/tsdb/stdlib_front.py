@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import socket
 import ssl
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -207,6 +208,14 @@ class StdlibServer(ThreadingHTTPServer):
             with self._lock:
                 self._open -= 1
             self._slots.release()
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that hung up before its answer was written (a broken pipe, a reset) is
+        no error of the server's: nothing printed. Anything else: the standard library's
+        report (the exception and the client's address on stderr)."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
 
     def shutdown(self) -> None:
         self.stopping.set()

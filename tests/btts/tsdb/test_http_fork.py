@@ -353,3 +353,23 @@ def test_the_switch_makes_the_official_front(monkeypatch):
         assert isinstance(srv, server.Server)
     finally:
         srv.server_close()
+
+
+def test_a_client_that_hangs_up_is_not_reported_as_an_error(capsys):
+    """500 slow clients dropped by the benchmark printed 500 tracebacks: a broken pipe is the
+    client's leaving, not the server's fault; any other error is still reported."""
+    srv = StdlibServer(Service(), ("127.0.0.1", 0), Access(), None, 4)
+    try:
+        for gone in (BrokenPipeError(32, "Broken pipe"), ConnectionResetError(104, "reset")):
+            try:
+                raise gone
+            except ConnectionError:
+                srv.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise ValueError("a real fault")
+        except ValueError:
+            srv.handle_error(None, ("127.0.0.1", 1))
+        assert "ValueError: a real fault" in capsys.readouterr().err
+    finally:
+        srv.server_close()
