@@ -4,15 +4,30 @@ lean row's count stands for its cells), and the same row and cell counters per t
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import pytest
 
-from tests.transforms.bigtable.test_write import _Inline
 from transforms.bigtable import write as bigtable_write
+from transforms.bigtable.transport import Attempt
 from transforms.bigtable.write import _LeanBatcher, _SplitByTableFn
 from transforms.builder import wire
 from transforms.mutations import FramedRows
 
 TABLE = "projects/p/instances/i/tables/T"
+
+
+class _Inline:
+    """A pool that runs nothing: the requests the batcher hands over, answered at once."""
+
+    def __init__(self) -> None:
+        self.requests = []
+
+    def submit(self, sender, request):
+        future = Future()
+        future.set_result(Attempt(len(request.entries)))
+        self.requests.append(request)
+        return future
 
 
 def _rows() -> tuple[list, list, list]:

@@ -19,11 +19,11 @@ from apache_beam.coders import registry
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.transforms.builder.test_codegen_fork import SCHEMAS, ZONES, _bases, records
+from tests.support.lean_rows import same_rows
+from tests.support.schema_records import SCHEMAS, ZONES, records, shaped_records
 from transforms import official
 from transforms import schema as sf
 from transforms.builder import builder as generic
-from transforms.builder import wire
 from transforms.errors import InvalidEvent
 from transforms.limits import MAX_CELL_BYTES
 from transforms.mutations import (
@@ -36,29 +36,6 @@ from transforms.mutations import (
     without_empty_rows,
 )
 from transforms.text import events
-
-
-def same_rows(lean: list, entries: list, plain: list) -> int:
-    """Asserts that ``lean`` rows (with their ``entries``) land what ``plain`` rows land and
-    tell what they tell; returns how many were lean."""
-    assert len(lean) == len(entries) == len(plain)
-    made = 0
-    for row, entry, whole in zip(lean, entries, plain, strict=True):
-        assert row[:2] == whole[:2]  # table and key
-        if entry is None:  # the writer encodes it: its cells as built
-            assert not is_lean(row) and row == whole
-            continue
-        assert entry == wire.framed(wire.entry(whole))  # the bytes that land
-        assert cell_count(row) == len(whole[2]) and bool(row[2]) == bool(whole[2])
-        if whole[2]:
-            assert first_stamps([row]) == [whole[2][0][3]]
-            assert {cell[3] for cell in whole[2]} == {whole[2][0][3]}  # one stamp: all of them
-        if is_lean(row):
-            made += 1
-        else:
-            assert row == whole
-    assert cell_total(lean) == cell_total(plain)
-    return made
 
 
 def _outcome(function, record: dict) -> tuple:
@@ -95,7 +72,7 @@ def test_lean_rows_land_and_tell_what_the_plain_rows_do(name, tz, monkeypatch):
     schema = sf.loads(path) if isinstance(path, str) else sf.load(str(path))
     builder = generic.Builder(schema, tz=tz)
     lean = frozenset(builder.tables)
-    bases = _bases(path) if builder._shape is not None else []
+    bases = shaped_records(path) if builder._shape is not None else []
 
     @settings(
         max_examples=40,

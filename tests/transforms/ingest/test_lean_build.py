@@ -15,8 +15,7 @@ from apache_beam.testing.test_pipeline import TestPipeline
 from apache_beam.testing.util import assert_that, equal_to
 
 from btts.samples import data as samples
-from tests.transforms.builder.test_lean_rows import same_rows
-from tests.transforms.ingest.test_index_fold import CASES, _bad_records, _schema
+from tests.support.lean_rows import PROBES, market_records, probe_records, same_rows
 from transforms import schema as schema_lib
 from transforms.builder import wire
 from transforms.builder.builder import Builder
@@ -30,21 +29,29 @@ from transforms.mutations import cell_count, first_stamps, is_lean, without_empt
 from transforms.scans import series_index as layout
 from transforms.text import events
 
+CASES = {
+    "server_metrics": lambda rng: list(samples.metric_records(hosts=4, seconds=3600)),
+    "market_data": market_records,
+    "lean_probes": probe_records,
+    "weather_balloons": lambda rng: list(samples.balloon_records(balloons=3, minutes=60)),
+}
+
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_lean_rows_fold_the_same_index_and_land_what_whole_rows_do(name):
-    schema = _schema(name)
+    schema = schema_lib.loads(PROBES) if name == "lean_probes" else schema_lib.builtin(name)
     builder = Builder(schema)
     indexed = [t.name for t in layout.indexed_tables(schema) if t.name in builder.tables]
     lean = frozenset(builder.tables)
     rng = random.Random(name)
-    records = CASES[name](rng) + _bad_records(name)
-    rng.shuffle(records)
+    records = CASES[name](rng)
     lines = [json.dumps(r) for r in records]
     plan = IndexPlan.of(schema, indexed)
     whole = BundleIndex(plan, builder, builder.framer())
     slim = BundleIndex(plan, builder, builder.framer(lean), lean)
-    made = 0
+    built = [t for t in indexed if layout.TableSeries(schema, schema.table(t)).built]
+    apart = set(indexed) - {f.table for f in builder.folding_framer(built, lean)[1]}
+    made = bad = 0
     for at in range(0, len(lines), 7):
         block = lines[at : at + 7]
         full, thin = (
@@ -55,8 +62,11 @@ def test_lean_rows_fold_the_same_index_and_land_what_whole_rows_do(name):
         )
         assert thin.bad == full.bad and thin.entries == full.entries
         made += same_rows(thin.batch, thin.entries, full.batch)
+        bad += len(thin.bad)
+        assert not any(is_lean(row) for row in thin.batch if row[0] in apart)
         assert slim.add(thin.batch) == whole.add(full.batch) == 0
-    assert made > 0
+    assert made > 0 and (bad > 0) == (name in ("lean_probes", "market_data"))
+    assert bool(apart) == (name == "weather_balloons")  # (whose blobs and unpivoted rows)
     got, want = slim.drain(), whole.drain()
     assert got is not None and list(got) == list(want) and got.entries == want.entries
 
