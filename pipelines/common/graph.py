@@ -80,6 +80,7 @@ class Ingest(beam.PTransform):
             check=check,
             numbered=job.schema.record_number,
             index=index,
+            lean=_lean_tables(config, index is not None),
         )
         rows = built[ROWS]
         if check is not None and not check.recent_rows:  # batch: every row, every worker
@@ -169,6 +170,24 @@ class Ingest(beam.PTransform):
             table,
             operation_timeout=self._config.write_timeout_s,
         )
+
+
+def _lean_tables(config: JobConfig, folded: bool) -> tuple[str, ...]:
+    """The tables whose rows may leave the build step lean (their cells' count and stamp
+    beside the entry the builder made, :mod:`transforms.mutations`): those whose cells no step
+    after it reads. None when streaming (the overwrite check compares cells), rolled up,
+    only checked, on a remote runner (kept whole until a run there shows lean batches cross
+    its workers as they do locally), or writing aggregate tables (their split sends the other
+    rows on without entries); not the collapsed ones (``--collapse_latest``), nor those the
+    index folds from rows by a step of its own (``folded``: the build step folds them)."""
+    job = config.job
+    if config.streaming or config.hourly_rollup or config.validate_only or config.remote:
+        return ()
+    if any(f.aggregate for t in job.tables for f in job.decls[t].families):
+        return ()
+    collapsed = _latest_only(config.tables, job.tables) if config.collapse_latest else {}
+    apart = () if folded else config.indexed
+    return tuple(t for t in job.tables if t not in collapsed and t not in apart)
 
 
 def _latest_only(

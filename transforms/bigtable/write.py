@@ -66,6 +66,8 @@ from transforms.mutations import (
     MAX_MUTATIONS_PER_REQUEST,
     FramedRows,
     RowMutation,
+    cell_count,
+    cell_total,
     table_parts,
     take,
 )
@@ -129,7 +131,7 @@ class _LeanBatcher:
 
     def add(self, row) -> None:
         if type(row) is tuple or isinstance(row, RowMutation):
-            key, data, mutations = row[1], self._encode(row), len(row[2])
+            key, data, mutations = row[1], self._encode(row), cell_count(row)
         elif isinstance(row, data_mutations.RowMutationEntry):
             key, data, mutations = row.row_key, entry_bytes(row), len(row.mutations)
         elif isinstance(row, DirectRow):
@@ -165,7 +167,8 @@ class _LeanBatcher:
     def add_rows(self, rows: Sequence, made: list | None = None) -> None:
         """:meth:`add` for a batch of builder rows (plain tuples) encoded in one loop; limits
         (and rows without a cell: never sent) are checked row by row only where needed. ``made``:
-        the rows' entries framed by the builder (``FramedRows.entries``; a None is encoded here)."""
+        the rows' entries framed by the builder (``FramedRows.entries``; a None is encoded here,
+        from a whole row: a lean row always has its entry)."""
         encode = self._encode
         if made is not None and None in made:
             made = [e if e is not None else encode(r) for r, e in zip(rows, made, strict=True)]
@@ -182,14 +185,14 @@ class _LeanBatcher:
             else:
                 entries = [encode(row) for row in chunk]
             size = sum(map(len, entries))
-            mutations = sum(map(len, map(_CELLS, chunk)))
+            mutations = cell_total(chunk)
             if (
                 self._bytes + size >= self._flush_bytes
                 or self._mutations + mutations > MAX_MUTATIONS_PER_REQUEST
                 or not all(map(_CELLS, chunk))
             ):  # a limit falls inside this chunk, or a row has no cell: row by row
                 for row, data in zip(chunk, entries, strict=True):
-                    self._append(row[1], data, len(row[2]))
+                    self._append(row[1], data, cell_count(row))
             else:
                 self._entries += entries
                 self._keys += map(_KEY, chunk)
@@ -490,7 +493,7 @@ class _SplitByTableFn(beam.DoFn):
         if counts is None:
             raise ValueError(f"row for table {table!r}, which this write does not declare")
         counts[0] += len(rows)
-        counts[1] += sum(map(len, map(_CELLS, rows)))
+        counts[1] += cell_total(rows)
 
     def finish_bundle(self) -> None:
         for table, (rows, cells) in self._counts.items():

@@ -467,6 +467,7 @@ class Builder:
         if self._shape is not None:
             self._call = _shaped(self._shape, self._call)
         self._framed: Callable | None = None  # compiled when first asked for
+        self._lean: dict[frozenset[str], Callable] = {}  # framers of lean rows, by their tables
 
     def __getstate__(self) -> dict:
         return {
@@ -502,9 +503,20 @@ class Builder:
         record raises and appends nothing."""
         self.framer()(record, rows, entries)
 
-    def framer(self) -> Callable[[dict, list, list], None]:
+    def framer(self, lean: Collection[str] = ()) -> Callable[[dict, list, list], None]:
         """The compiled function behind :meth:`frame_into`, compiled on first use: the build
-        step calls it per record without a method call in between (one call per event less)."""
+        step calls it per record without a method call in between (one call per event less).
+        ``lean``: tables whose rows are lean where their entry is made (cells' count and stamp,
+        no cell tuples: :mod:`transforms.mutations`), for a step whose later steps read nothing
+        else of those rows; only the generated builder makes them."""
+        lean = frozenset(lean)
+        if lean and self._compiler is codegen and not official.uses("wire"):
+            if lean not in self._lean:
+                plan = build_plan(self.schema, self.tables, self.tz)
+                framer = codegen.build_function(plan, framed=True, lean=lean)
+                shape = self._shape
+                self._lean[lean] = framer if shape is None else _shaped_framed(shape, framer)
+            return self._lean[lean]
         if self._framed is None:
             plan = build_plan(self.schema, self.tables, self.tz)
             if self._compiler is codegen:  # entries made while building, unless the protobuf
@@ -516,17 +528,21 @@ class Builder:
                 self._framed = _shaped_framed(self._shape, self._framed)
         return self._framed
 
-    def folding_framer(self, tables: Collection[str]) -> tuple[Callable, list[TableFold]]:
+    def folding_framer(
+        self, tables: Collection[str], lean: Collection[str] = ()
+    ) -> tuple[Callable, list[TableFold]]:
         """A fresh :meth:`framer` that also folds each valid record's rows of ``tables`` into
         the series index's accumulators it returns with it (a fresh one per call: one per
         build step, which drains them per bundle); a table missing there is not folded (the
         generated source does not write its cells out, or records are shaped into several
-        events or built by the plain loop: ``BTTS_OFFICIAL=builder``)."""
+        events or built by the plain loop: ``BTTS_OFFICIAL=builder``). ``lean`` as for
+        :meth:`framer`, less the tables of ``tables`` it does not fold (folded from their
+        rows' cells)."""
         if self._shape is not None or self._compiler is not codegen or not tables:
-            return self.framer(), []
+            return self.framer(frozenset(lean) - frozenset(tables)), []
         plan = build_plan(self.schema, self.tables, self.tz)
         entries = not official.uses("wire")
-        function = codegen.build_function(plan, True, entries, frozenset(tables))
+        function = codegen.build_function(plan, True, entries, frozenset(tables), frozenset(lean))
         return function, list(function.folds)
 
     def stamp_in_key(self) -> dict[str, bool]:

@@ -127,7 +127,11 @@ _BUILD_NAMESPACE = {
 
 
 def build_function(
-    plan: BuildPlan, framed: bool = False, entries: bool = True, fold: frozenset[str] = frozenset()
+    plan: BuildPlan,
+    framed: bool = False,
+    entries: bool = True,
+    fold: frozenset[str] = frozenset(),
+    lean: frozenset[str] = frozenset(),
 ) -> Callable[[dict], list[RowMutation]]:
     """``record → rows`` for ``plan``: every field checked, then every table's row.
 
@@ -137,7 +141,10 @@ def build_function(
     None where the writer must encode the row itself; both only once nothing can fail any more
     (a bad record appends nothing). ``fold`` (framed): tables whose rows the function also folds
     into the series index's accumulators, listed as its ``folds``
-    (:class:`~transforms.builder.fold_source.TableFold`; a table it cannot fold is not there)."""
+    (:class:`~transforms.builder.fold_source.TableFold`; a table it cannot fold is not there).
+    ``lean`` (framed): tables whose rows, where their entry is made, are lean rows
+    (:func:`transforms.mutations.cell_count`: their cells' count and stamp, no cell tuples);
+    of those, only tables whose cells it writes out, and folds when ``fold`` asks it to."""
 
     src = SourceWriter(_BUILD_NAMESPACE)
     fields = [f.spec for f in plan.fields]
@@ -156,7 +163,9 @@ def build_function(
             src.add("values = {k: v for k, v in values.items() if v is not None}")
     scope = _Scope(src, plan.tz, local, types, optional)
     if framed:
-        _add_framed_rows(scope, plan.tables, wire.MutationSource(src) if entries else None, folder)
+        mut = wire.MutationSource(src) if entries else None
+        lean = _leaner(plan.tables, types, lean, fold, folder) if mut else frozenset()
+        _add_framed_rows(scope, plan.tables, mut, folder, lean)
     else:
         _add_rows(scope, plan.tables)
     function = src.function("build", f"<btts build {_safe_label(plan.label)}>")
@@ -236,33 +245,64 @@ def _add_rows(scope: _Scope, tables: tuple[TablePlan, ...]) -> None:
     src.add("return out")
 
 
+def _leaner(
+    tables: tuple[TablePlan, ...],
+    types: dict,
+    lean: frozenset[str],
+    fold: frozenset[str],
+    folder: FoldSource | None,
+) -> frozenset[str]:
+    """The tables of ``lean`` whose rows can be lean: cells written out here (the general
+    closures' rows are encoded by the writer), and folded here if ``fold`` asks for them
+    (the rows of one folded apart are folded from their cells)."""
+    return frozenset(
+        t.name
+        for t in tables
+        if t.name in lean
+        and _fast_table(t, types)
+        and (t.name not in fold or (folder is not None and folder.wanted(t)))
+    )
+
+
 def _add_framed_rows(
     scope: _Scope,
     tables: tuple[TablePlan, ...],
     mut: wire.MutationSource | None,
     folder: FoldSource | None = None,
+    lean: frozenset[str] = frozenset(),
 ) -> None:
     """The framed builder's rows and entries: kept in locals and added to the caller's lists
-    at the end, when nothing can raise any more (and then folded, ``folder``)."""
+    at the end, when nothing can raise any more (and then folded, ``folder``). A row of a
+    ``lean`` table is lean where its entry is made, else whole: its cells are then written out
+    in the row itself, unless another table's row holds the same cells whole anyway."""
     src = scope.src
     rows_out: list[str] = []
     entries_out: list[str] = []
+    forms: dict[str, tuple[str, str]] = {}  # cells local → (cells written out, their count)
+    whole = {t.signature for t in tables if t.name not in lean}  # cells some row holds
     for index, table in enumerate(tables):
         if table.spec.rows_per is not None:  # unpivoted: the writer encodes those rows
             src.add(f"up{index} = {src.const(table.rows, 'U')}(values)")
             rows_out.append(f"*up{index}")
             entries_out.append(f"*[None] * len(up{index})")
             continue
-        cells, mutations = _table_cells(scope, table, index, mut)
+        kept = table.signature in whole
+        cells, mutations = _table_cells(scope, table, index, mut, forms, kept)
         key, head = key_expression(src, table, scope.local, scope.types, scope.tz, index)
         name = src.const(table.name, "T")
         src.add(f"rk{index} = {key}")
         key = f"rk{index}"
+        stamp = f"u{cells[len('cells') :]}"  # the stamp of the (maybe shared) fast cells
         if folder and _fast_table(table, scope.types) and folder.wanted(table):
-            stamp = f"u{cells[len('cells') :]}"  # the stamp of the (maybe shared) cells
             folder.table(table, key, head, stamp, scope.local, scope.optional)
-        entries_out.append(mut.framed(mutations, key, f"re{index}") if mutations else "None")
-        rows_out.append(f"({name}, {key}, {cells})")
+        entry = mut.framed(mutations, key, f"re{index}") if mutations else "None"
+        entries_out.append(entry)
+        row = f"({name}, {key}, {cells})"
+        if table.name in lean:  # (fast cells; a row without an entry goes whole: the writer
+            written, count = forms[cells]  # encodes it from its cells)
+            row = row if kept else f"({name}, {key}, {written})"
+            row = f"(({name}, {key}, {count}, {stamp}) if {entry} is not None else {row})"
+        rows_out.append(row)
     src.add(f"out += ({', '.join(rows_out)},)")
     src.add(f"ent += ({', '.join(entries_out)},)")
     if folder:
@@ -270,10 +310,17 @@ def _add_framed_rows(
 
 
 def _table_cells(
-    scope: _Scope, table: TablePlan, index: int, mut: wire.MutationSource | None
+    scope: _Scope,
+    table: TablePlan,
+    index: int,
+    mut: wire.MutationSource | None,
+    forms: dict[str, tuple[str, str]] | None = None,
+    kept: bool = True,
 ) -> tuple[str, str | None]:
     """The expression of a table's cells tuple, and (framed) the local of their Mutations
-    bytes, None where the general closures make the cells and the writer encodes them."""
+    bytes, None where the general closures make the cells and the writer encodes them. Cells
+    written out: their local's ``forms`` (the tuple as one expression, their count), the local
+    itself only set when ``kept`` (a row holds those cells whole)."""
     src = scope.src
     if not _fast_table(table, scope.types):  # cells from the general closures
         stamp = src.const(table.stamp, "S")
@@ -285,8 +332,10 @@ def _table_cells(
     cells = src.shared.get(("cells", table.signature))
     if cells is None:  # tables with the same columns and stamps share one cells tuple
         _stamp(src, table, scope.local, scope.tz, index)
-        _cells(src, table, scope.local, scope.types, scope.optional, scope.tz, index, mut)
+        form = _cells(scope, table, index, mut, kept)
         cells = src.shared[("cells", table.signature)] = f"cells{index}"
+        if forms is not None:
+            forms[cells] = form
     return cells, (f"m{cells[len('cells') :]}" if mut else None)
 
 
@@ -442,21 +491,17 @@ def _stamp(src: SourceWriter, table: TablePlan, local: dict, tz: dt.tzinfo, inde
 
 
 def _cells(
-    src: SourceWriter,
-    table: TablePlan,
-    local: dict,
-    types: dict,
-    optional_refs: set,
-    tz: dt.tzinfo,
-    index: int,
-    mut=None,
-) -> None:
-    """Defines ``cells{index}``: the table's cells in column order, stamped by :func:`_stamp`
-    (and ``m{index}``, their Mutations' bytes, when ``mut`` is a wire.MutationSource)."""
-    out = f"cells{index}"
+    scope: _Scope, table: TablePlan, index: int, mut=None, kept: bool = True
+) -> tuple[str, str]:
+    """Defines ``cells{index}`` (unless not ``kept``): the table's cells in column order,
+    stamped by :func:`_stamp` (and ``m{index}``, their Mutations' bytes, when ``mut`` is a
+    wire.MutationSource). Returns the cells as one expression and the expression of their
+    count (an int: what a lean row holds of them)."""
+    src, local, optional_refs = scope.src, scope.local, scope.optional
     ts = f"t{index}"
     us = f"u{index}"
     parts: list[tuple[str, str | None]] = []  # (expression, optional field's local or None)
+    counted = [0]  # the fixed cells' number, then what varies: a map's entries, optional cells
     for col in table.spec.columns:
         family = src.const(col.family, "F")
         if col.each:
@@ -464,11 +509,12 @@ def _cells(
             if col.each in optional_refs:
                 entries = f"({entries} or ())"
             parts.append((f"*[({family}, q, x, {us}) for q, x in {entries}]", None))
+            counted.append(f"len({entries})")
             if mut:
                 mut.each(col.family, entries)
             continue
         ref = col.value[1]
-        value = _ENCODE[types[ref]].format(v=local[ref])
+        value = _ENCODE[scope.types[ref]].format(v=local[ref])
         if ref not in optional_refs:  # encoded once for every cell (of any table) it fills
             encoded = src.shared.get(("encoded", ref))
             if encoded is None:
@@ -478,14 +524,25 @@ def _cells(
         if isinstance(col.qualifier, str):
             qualifier = src.const(col.qualifier.encode("utf-8"), "q")
         else:
-            qualifier = _time_qualifier(src, col.qualifier[1], tz, ts)
+            qualifier = _time_qualifier(src, col.qualifier[1], scope.tz, ts)
         optional = local[ref] if ref in optional_refs else None
         parts.append((f"({family}, {qualifier}, {value}, {us})", optional))
+        if optional:
+            counted.append(f"({optional} is not None)")
+        else:
+            counted[0] += 1
         if mut:
             fixed = col.qualifier.encode("utf-8") if isinstance(col.qualifier, str) else None
             mut.cell(col.family, fixed, qualifier, value, optional)
     if mut:
         mut.mutations(f"m{index}", us)
+    if kept:
+        _cells_statements(src, f"cells{index}", parts)
+    return _cells_expression(parts), " + ".join(map(str, counted))
+
+
+def _cells_statements(src: SourceWriter, out: str, parts: list[tuple[str, str | None]]) -> None:
+    """Sets local ``out`` to the cells tuple of ``parts`` (see :func:`_cells`)."""
     if not any(optional for _, optional in parts):
         src.add(f"{out} = ({', '.join(item for item, _ in parts)},)")
         return
@@ -499,6 +556,17 @@ def _cells(
         else:
             src.add(f"{out}.append({item})")
     src.add(f"{out} = tuple({out})")
+
+
+def _cells_expression(parts: list[tuple[str, str | None]]) -> str:
+    """The cells tuple of ``parts`` as one expression: the same tuple
+    :func:`_cells_statements` makes, evaluated only where it is needed (a lean table's row
+    whose entry was not made)."""
+    items = [
+        item if optional is None else f"*(({item},) if {optional} is not None else ())"
+        for item, optional in parts
+    ]
+    return f"({', '.join(items)},)" if items else "()"
 
 
 def _time_qualifier(src: SourceWriter, fmt: str, tz: dt.tzinfo, ts: str) -> str:

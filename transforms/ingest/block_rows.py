@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from transforms.errors import InvalidEvent, reason_kind
 from transforms.limits import MAX_QUALIFIER_BYTES
 from transforms.metrics import MAX_REASON_KINDS, OTHER_REASONS, reason_metric_name
-from transforms.mutations import RowMutation, check_limits
+from transforms.mutations import RowMutation, check_limits, first_stamps
 from transforms.text import events
 
 __all__ = ["EventSpans", "Progress", "ReasonTally", "RecordRows", "build_block"]
@@ -194,7 +194,7 @@ class EventSpans:
         table = next((row[0] for row in batch if row[0] in tracked), None)
         if table is None:
             return
-        stamps = [row[2][0][3] for row in batch if row[0] == table and row[2]]
+        stamps = first_stamps([row for row in batch if row[0] == table and row[2]])
         if stamps:  # (a row may hold no cell)
             self.rows += len(stamps)
             span = self._stamps.setdefault(table, [stamps[0], stamps[0]])

@@ -14,7 +14,7 @@ import itertools
 import logging
 import operator
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import apache_beam as beam
@@ -166,8 +166,10 @@ class _BuildRowsFn(beam.DoFn):
         check: OverwriteCheck | None = None,
         numbered: str = "",
         index: IndexPlan | None = None,
+        lean: Collection[str] = (),
     ) -> None:
         self._builder = builder
+        self._lean = frozenset(lean)
         self._index_plan = index
         self._pipeline = pipeline
         self._csv_adapter = csv_adapter
@@ -190,12 +192,15 @@ class _BuildRowsFn(beam.DoFn):
         owner = getattr(self._framed or self._builder, "__self__", self._builder)
         self._take_empty = getattr(owner, "take_empty_cells", None)  # a schema's Builder
         self._frame = self._framed
+        # a stream's check compares each record's cells: its rows stay whole
+        lean = self._lean if self._check is None or not self._check.recent_rows else frozenset()
         if self._framed is not None and getattr(owner, "frame_into", None) == self._framed:
-            self._frame = owner.framer()  # its compiled function, called per event as it is
+            self._frame = owner.framer(lean)  # its compiled function, called per event as it is
         self._index = None
         if self._index_plan is not None:  # the builder's own framer made to fold as it builds
             mine = self._frame is not self._framed
-            self._index = BundleIndex(self._index_plan, owner if mine else None, self._frame)
+            frame, plan = self._frame, self._index_plan
+            self._index = BundleIndex(plan, owner if mine else None, frame, lean)
             self._frame = self._index.frame
             self._skipped = Metrics.counter(NAMESPACE, "series_index_rows_skipped")
         self._progress = block_rows.Progress(self._pipeline, PROGRESS_SECONDS, _LOG)
@@ -384,7 +389,11 @@ class BuildRows(beam.PTransform):
     then the ``prints`` output. ``numbered``: the field given each record's number in its
     file (a schema's ``from: record_number``; the blocks carry the numbers). ``index``: the
     series index of a batch run's rows (:class:`~transforms.ingest.index_fold.IndexPlan`),
-    folded as they are built; its rows, a batch per bundle, are the ``index`` output."""
+    folded as they are built; its rows, a batch per bundle, are the ``index`` output.
+    ``lean``: the tables whose rows nothing after this step reads but the writers (not
+    collapsed, rolled up, or folded into the index by a step of their own): a batch run's
+    framed rows of them are then lean where the builder made their entry (their cells' count
+    and stamp, no cell tuples: :mod:`transforms.mutations`)."""
 
     def __init__(
         self,
@@ -396,10 +405,11 @@ class BuildRows(beam.PTransform):
         check: OverwriteCheck | None = None,
         numbered: str = "",
         index: IndexPlan | None = None,
+        lean: Collection[str] = (),
     ) -> None:
         super().__init__()
         self._fn = _BuildRowsFn(
-            builder, pipeline, csv_adapter, event_ms, framed, check, numbered, index
+            builder, pipeline, csv_adapter, event_ms, framed, check, numbered, index, lean
         )
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:

@@ -38,6 +38,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from transforms.mutations import first_stamps
+
 __all__ = [
     "IDENTITY",
     "Candidates",
@@ -71,9 +73,6 @@ _SEP = b"\xff"  # between joined keys: a byte no UTF-8 text holds
 
 _TABLE = operator.itemgetter(0)
 _KEY = operator.itemgetter(1)
-_CELLS = operator.itemgetter(2)
-_FIRST = operator.itemgetter(0)
-_STAMP = operator.itemgetter(3)
 
 
 def _fmix(h: np.ndarray) -> np.ndarray:
@@ -256,7 +255,7 @@ class _Buffer:
             self.keys += map(_KEY, rows)
         self.count += len(rows)
         if self.stamps is not None:
-            self.stamps += map(_STAMP, map(_FIRST, map(_CELLS, rows)))
+            self.stamps += first_stamps(rows)  # (lean rows or whole)
 
     def flush(self, flush: int) -> None:
         if not self.count:

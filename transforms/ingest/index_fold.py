@@ -45,10 +45,17 @@ class IndexPlan(NamedTuple):
 class BundleIndex:
     """One build step's index: :attr:`frame` builds and folds (the builder's own framer
     ``frame`` of ``owner``, a schema :class:`~transforms.builder.builder.Builder`, made to
-    fold too; else ``frame`` as it is), :meth:`add` folds what it did not, :meth:`drain` gives
-    a bundle's index rows."""
+    fold too, its rows of ``lean`` tables lean but for those it leaves to :meth:`add`, which
+    folds from cells; else ``frame`` as it is), :meth:`add` folds what it did not,
+    :meth:`drain` gives a bundle's index rows."""
 
-    def __init__(self, plan: IndexPlan, owner: object | None, frame: Callable | None) -> None:
+    def __init__(
+        self,
+        plan: IndexPlan,
+        owner: object | None,
+        frame: Callable | None,
+        lean: frozenset[str] = frozenset(),
+    ) -> None:
         schema = schema_lib.loads(plan.text, plan.source, plan.proto_modules)
         self._table = plan.index_table
         self._series = {t: series_index.TableSeries(schema, schema.table(t)) for t in plan.tables}
@@ -57,7 +64,9 @@ class BundleIndex:
         self._folds: list = []
         if owner is not None and frame is not None:
             built = [t for t, s in self._series.items() if s.built]
-            self.frame, self._folds = owner.folding_framer(built)
+            lean = lean.difference(t for t, s in self._series.items() if not s.built)
+            self.frame, self._folds = owner.folding_framer(built, lean)
+            self._plain = owner.framer()  # a record built apart is folded from its cells
         folded = {f.table for f in self._folds}
         self._rest = {t: s for t, s in self._series.items() if t not in folded}
         self._folded = {t: s for t, s in self._series.items() if t in folded}
