@@ -27,8 +27,9 @@ from apache_beam.utils.windowed_value import WindowedValue
 from transforms.errors import InvalidEvent
 from transforms.ingest import batches as row_batches  # noqa: F401 (registers the coder of FramedRows)
 from transforms.ingest import block_rows, readers
+from transforms.ingest import prints_coder as prints_coding  # noqa: F401 (registers the coder of Prints)
 from transforms.ingest.dead_letters import dead_letter_record
-from transforms.ingest.fingerprints import RowPrints
+from transforms.ingest.fingerprints import Prints, RowPrints
 from transforms.ingest.index_fold import BundleIndex, IndexPlan
 from transforms.ingest.overwrites import FIRST_NAMESPACE, RecentRows, counted, first_metric_name
 from transforms.ingest.readers import Block
@@ -414,7 +415,8 @@ class BuildRows(beam.PTransform):
 
     def expand(self, lines: beam.PCollection) -> pvalue.DoOutputsTuple:
         # Batches are FramedRows (or lists): coded and sized by transforms.ingest.batches (the
-        # index's too: sized from their entries, not by pickling a bundle's every index row)
-        tagged = {INDEX: FramedRows, DEAD_LETTER: Any, PRINTS: Any}
+        # index's too: sized from their entries, not by pickling a bundle's every index row);
+        # the fingerprints as raw bytes by transforms.ingest.prints_coder
+        tagged = {INDEX: FramedRows, DEAD_LETTER: Any, PRINTS: tuple[int, Prints]}
         build = beam.ParDo(self._fn).with_output_types(FramedRows, **tagged)
         return lines | "BuildRows" >> build.with_outputs(DEAD_LETTER, PRINTS, INDEX, main=ROWS)

@@ -185,14 +185,14 @@ def split_loc(loc: int) -> tuple[int, int | None]:
     return loc >> _OFFSET_BITS, position - 1 if position else None
 
 
-def _parts(tables: list[str]) -> list[tuple[str, slice | list[bool]]]:
+def _parts(tables: list[str]) -> list[tuple[str, slice | list[bool] | None]]:
     """Where each table's rows sit in a block whose rows write ``tables`` (in order, not
-    empty): the whole block when it is one table's; a stride when every event wrote the same
+    empty): the whole block (None) when it is one table's; a stride when every event wrote the same
     tables in the same order (a schema's builder); else a mask per table, made in C (events
     writing one table of several each: a market's quotes and trades)."""
     first = tables[0]
     if tables.count(first) == len(tables):
-        return [(first, slice(None))]
+        return [(first, None)]
     period = len(dict.fromkeys(tables[:8]))
     if period < len(tables) and tables == tables[:period] * (len(tables) // period):
         return [(table, slice(i, None, period)) for i, table in enumerate(tables[:period])]
@@ -214,13 +214,16 @@ class Prints(NamedTuple):
 
 
 def _by_shard(values: np.ndarray) -> Iterable[tuple[int, np.ndarray]]:
-    """``values`` cut by shard (bits 56-59)."""
-    shard = ((values >> _SHARD_SHIFT) & np.uint64(SHARDS - 1)).astype(np.uint8)  # radix sort
-    order = np.argsort(shard, kind="stable")
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(shard, minlength=SHARDS))))
-    for index in range(SHARDS):
-        if bounds[index] < bounds[index + 1]:
-            yield index, values[order[bounds[index] : bounds[index + 1]]]
+    """``values`` cut by shard (bits 56-59), each shard's in their order: views on one
+    gathered copy (one gather, not one per shard)."""
+    shard = ((values >> _SHARD_SHIFT) & np.uint64(SHARDS - 1)).astype(np.uint8)
+    ordered = values[np.argsort(shard, kind="stable")]  # a radix sort
+    ends = np.cumsum(np.bincount(shard, minlength=SHARDS)).tolist()
+    start = 0
+    for index, end in enumerate(ends):
+        if start < end:
+            yield index, ordered[start:end]
+        start = end
 
 
 class _Buffer:
@@ -237,7 +240,7 @@ class _Buffer:
         self.width = 0  # their keys' width, while all are joined in blobs
         self.blobs: list[bytes] = []  # each block's keys joined by _SEP
         self.keys: list[bytes] | None = None  # the keys, once one block's width differs
-        self.stamps: list[int] | None = None if stamped_by_key else []
+        self.stamps: list[np.ndarray] | None = None if stamped_by_key else []  # each block's
         self.ids: list[np.ndarray] = []
         self.hashes: list[np.ndarray] = []  # key hashes (stamps not in the key): distinct later
 
@@ -254,8 +257,8 @@ class _Buffer:
         else:
             self.keys += map(_KEY, rows)
         self.count += len(rows)
-        if self.stamps is not None:
-            self.stamps += first_stamps(rows)  # (lean rows or whole)
+        if self.stamps is not None:  # read while the block is fresh, kept as numbers
+            self.stamps.append(np.array(first_stamps(rows), np.int64))  # (lean rows or whole)
 
     def flush(self, flush: int) -> None:
         if not self.count:
@@ -268,7 +271,7 @@ class _Buffer:
         if self.stamps is None:
             rid = kh & IDENTITY
         else:
-            stamps = np.fromiter(self.stamps, np.int64, self.count)
+            stamps = self.stamps[0] if len(self.stamps) == 1 else np.concatenate(self.stamps)
             rid = row_ids(kh, stamps) & IDENTITY
             self.hashes.append(kh)  # made distinct when handed on: one sort, not one a flush
             self.stamps = []
@@ -313,7 +316,7 @@ class RowPrints:
         self._sources: dict[int, set[str]] = {}
         self._source_ids: dict[str, int] = {}  # every source seen: its id, a crc32 once
         self._tables: list[str] = []  # the last block's tables, row by row
-        self._parts: list[tuple[str, slice | list[int]]] = []  # and its checked tables' rows
+        self._parts: list[tuple[str, slice | list[bool] | None]] = []  # its checked tables' rows
         self._pending = 0
         self.rows = 0  # rows fingerprinted (the caller counts them and resets this)
 
@@ -330,7 +333,10 @@ class RowPrints:
             buffer = self._buffers.get(table)
             if buffer is None:
                 buffer = self._buffers[table] = _Buffer(table, self._stamped_by_key[table])
-            part = rows[where] if type(where) is slice else list(compress(rows, where))
+            if where is None:  # the block itself (a buffer keeps no row)
+                part = rows
+            else:
+                part = rows[where] if type(where) is slice else list(compress(rows, where))
             buffer.add(part)
             added += len(part)
         if added:
