@@ -200,10 +200,6 @@ def value_prefix(scope: str) -> bytes:
     return encode((VALUE, scope))
 
 
-def series_key(table: str, metric: Metric, values: Sequence[str]) -> bytes:
-    return encode((SERIES, table, metric[0], metric[1], *values))
-
-
 def metric_key(table: str, scope: str, metric: Metric) -> bytes:
     return encode((METRIC, table, scope, metric[0], metric[1]))
 
@@ -287,6 +283,8 @@ class TableSeries:
         self._tag_cache: dict[tuple, tuple[str, ...]] = {}
         self._cols_cache: dict[tuple, tuple[Metric, ...]] = {}
         self._keys: dict[tuple, tuple[bytes, ...]] = {}  # series and tag values → index keys
+        self._prefixes: dict[Metric, bytes] = {}  # a metric → its series keys' head
+        self._tails: dict[tuple, bytes] = {}  # a tag set → its series keys' tail
         self.time_last = bool(segments) and segments[-1].kind in table_model.TIME_KINDS
         if table.rollup is not None and not point_table(table):
             self._rollup_columns()
@@ -315,8 +313,16 @@ class TableSeries:
         """The index keys of a series (:func:`with_directory`), cached: every bundle of a
         stream lists its series again, and encoding and hashing keys cost more than folding."""
         found = self._keys.get((values, metric))
-        if found is None:
-            found = with_directory(series_key(self.table.name, metric, values))
+        if found is None:  # its metric's prefix and its tag set's part, each encoded once
+            prefix = self._prefixes.get(metric)
+            if prefix is None:
+                prefix = self._prefixes[metric] = series_prefix(self.table.name, metric)
+            tags = self._tails.get(values)
+            if tags is None:
+                if len(self._tails) >= 100_000:  # bounded, as the keys are
+                    self._tails.clear()
+                tags = self._tails[values] = encode(values)
+            found = with_directory(prefix + tags)
             self._remember((values, metric), found)
         return found
 
@@ -487,13 +493,39 @@ def sampled(key: bytes) -> bool:
 
 def mutations(index_table: str, rows: Mapping[bytes, Sequence[int]]) -> FramedRows:
     """The index rows as SetCell row mutations ``(table, key, cells)``, with their request
-    entries made here (:func:`~transforms.builder.wire.marks_entry`: the writer's general
-    encoder took five times as long for these cells without a value), in a batch the runner
-    sizes from its entries."""
+    entries made here, in a batch the runner sizes from its entries.
+
+    Why not :func:`~transforms.builder.wire.marks_entry` per row (the writer's general encoder
+    took five times as long for these cells without a value): a bundle lists every series it
+    saw, a row each, and a call per row that looked up each cell's head and stamp again cost
+    the job as much as the rest of the index's rows. Every index row is the same two cells, so
+    a row is its key framed by one formatting call around the two cells' bytes, made once per
+    distinct ``(first, last)`` (:func:`_marks`: a bundle's series mostly share their first and
+    last times). A key or row too long for one-byte lengths, or an empty key, is
+    :func:`marks_entry`'s (tests compare both with the general encoder's bytes)."""
     out, entries = [], []
+    append, add = out.append, entries.append
+    known: dict[tuple[int, int], tuple[tuple[Cell, Cell], bytes]] = {}
     for key in sorted(rows):
         first, last = rows[key]
-        reverse = REVERSE - first
-        out.append((index_table, key, cells(first, last)))
-        entries.append(marks_entry(key, INDEX_FAMILY, ((FIRST, reverse), (LAST, last))))
+        made = known.get((first, last))
+        if made is None:
+            made = known[(first, last)] = _marks(first, last)
+        row_cells, tail = made
+        append((index_table, key, row_cells))
+        size = len(key)
+        body = size + 2 + len(tail)
+        if body < 128 and size:  # every length one byte: one formatting call
+            add(b"\x12%c\x0a%c%b%b" % (body, size, key, tail))
+        else:
+            add(marks_entry(key, INDEX_FAMILY, ((FIRST, REVERSE - first), (LAST, last))))
     return FramedRows(out, entries)
+
+
+def _marks(first: int, last: int) -> tuple[tuple[Cell, Cell], bytes]:
+    """An index row's two :func:`cells` and their ``Mutation`` fields' bytes: what
+    :func:`marks_entry` writes after the key, taken from its entry of a one-byte key (framed
+    as ``0x12 len 0x0a 0x01 key``: two cells of at most 25 bytes each keep every length there
+    one byte, so the key's field ends at byte 5)."""
+    entry = marks_entry(b"k", INDEX_FAMILY, ((FIRST, REVERSE - first), (LAST, last)))
+    return cells(first, last), entry[5:]
