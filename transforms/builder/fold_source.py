@@ -69,10 +69,16 @@ def _widen(acc: dict, key: object, lo: int, hi: int) -> None:
 
 
 def _other_columns(acc: dict, more: dict, head: object, columns: object, stamp: int) -> None:
-    """A row whose head is new, or whose columns are not its head's latest: the latest ones'
-    span goes to ``more``, this row's columns (with their span there, if any) become it."""
+    """A row whose head is new, or whose columns are not its head's latest (the same object,
+    the generated line's test for a map's qualifiers): equal ones widen its span and become
+    the object tested, other ones' span goes to ``more``, this row's columns (with their span
+    there, if any) become its head's latest."""
     span = acc.get(head)
     if span is not None:
+        if span[2] == columns:  # equal, not the same tuple (a name list the parser's cache
+            span[2] = columns  # did not keep): the next row of this list takes the line
+            span[0], span[1] = min(span[0], stamp), max(span[1], stamp)
+            return
         _widen(more, (head, span[2]), span[0], span[1])
     kept = more.pop((head, columns), None)
     if kept is None:
@@ -119,27 +125,37 @@ class FoldSource:
         single = len({f.name for f in spec.decl.families}) == 1
         strip = head[1] if head is not None else 0
         fold = TableFold(table.name, bool(varying), convert=_converter(layout, single, strip))
-        acc = src.const(fold.acc, "FA")
+        acc, get = src.const(fold.acc, "FA"), src.const(fold.acc.get, "FG")  # bound once
         n = len(self.folds)
         self.folds.append(fold)
         if not head_expr.isidentifier():
             self._lines.append(f"fh{n} = {head_expr}")
             head_expr = f"fh{n}"
-        self._lines.append(f"fs{n} = {acc}.get({head_expr})")
-        if varying:  # the common case: the head's columns as last time
-            self._lines += [f"fc{n} = {varying}", f"if fs{n} is not None and fs{n}[2] == fc{n}:"]
-        else:
+        self._lines.append(f"fs{n} = {get}({head_expr})")
+        if not varying:
             self._lines += [f"if fs{n} is None:", f"    {acc}[{head_expr}] = [{stamp}, {stamp}]"]
-            self._lines += ["else:"]
-        self._lines += [
-            f"    if {stamp} > fs{n}[1]:",
-            f"        fs{n}[1] = {stamp}",
-            f"    elif {stamp} < fs{n}[0]:",
-            f"        fs{n}[0] = {stamp}",
+            self._lines += self._widened(n, stamp, "elif")
+            return
+        if varying.isidentifier():  # a map's qualifiers: the parser's cached tuple, as last time
+            columns, same = varying, f"fs{n}[2] is {varying}"
+        else:  # made per record: compared by value
+            columns, same = f"fc{n}", f"fs{n}[2] == fc{n}"
+            self._lines.append(f"fc{n} = {varying}")
+        self._lines.append(f"if fs{n} is not None and {same}:")
+        self._lines += ["    " + line for line in self._widened(n, stamp, "if")]
+        other, more = src.const(_other_columns, "FO"), src.const(fold.more, "FM")
+        self._lines += ["else:", f"    {other}({acc}, {more}, {head_expr}, {columns}, {stamp})"]
+
+    @staticmethod
+    def _widened(n: int, stamp: str, first: str) -> list[str]:
+        """The lines widening span ``fs{n}`` to take in ``stamp``, the first one's keyword
+        ``first`` (an ``elif`` after a new head's line, or an ``if``)."""
+        return [
+            f"{first} {stamp} > fs{n}[1]:",
+            f"    fs{n}[1] = {stamp}",
+            f"elif {stamp} < fs{n}[0]:",
+            f"    fs{n}[0] = {stamp}",
         ]
-        if varying:
-            other, more = src.const(_other_columns, "FO"), src.const(fold.more, "FM")
-            self._lines += ["else:", f"    {other}({acc}, {more}, {head_expr}, fc{n}, {stamp})"]
 
     def emit(self) -> None:
         """The folds' lines, at the end of the function."""
