@@ -137,16 +137,15 @@ def index_rows(
     for values, metrics, lo, hi in _heads(series, acc):
         widen(tags, values, lo, hi)
         widen(held, (values[0] if tenant and values else "", metrics), lo, hi)
-        for metric in metrics:
-            for key in series_keys(values, metric):
-                span = get(key)
-                if span is None:
-                    rows[key] = [lo, hi]
-                else:
-                    if lo < span[0]:
-                        span[0] = lo
-                    if hi > span[1]:
-                        span[1] = hi
+        for key in series_keys(values, metrics):
+            span = get(key)
+            if span is None:
+                rows[key] = [lo, hi]
+            else:
+                if lo < span[0]:
+                    span[0] = lo
+                if hi > span[1]:
+                    span[1] = hi
     scoped: dict[tuple, list[int]] = {}  # (scope, tag value) → span
     for values, (lo, hi) in tags.items():
         for scope in ("", values[0]) if tenant and values else ("",):

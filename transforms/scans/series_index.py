@@ -284,7 +284,6 @@ class TableSeries:
         self._cols_cache: dict[tuple, tuple[Metric, ...]] = {}
         self._keys: dict[tuple, tuple[bytes, ...]] = {}  # series and tag values → index keys
         self._prefixes: dict[Metric, bytes] = {}  # a metric → its series keys' head
-        self._tails: dict[tuple, bytes] = {}  # a tag set → its series keys' tail
         self.time_last = bool(segments) and segments[-1].kind in table_model.TIME_KINDS
         if table.rollup is not None and not point_table(table):
             self._rollup_columns()
@@ -309,21 +308,23 @@ class TableSeries:
         found = self.tag_values(head + self._delim if self.time_last else head)
         return found[0] if found is not None else None
 
-    def series_keys(self, values: tuple[str, ...], metric: Metric) -> tuple[bytes, ...]:
-        """The index keys of a series (:func:`with_directory`), cached: every bundle of a
-        stream lists its series again, and encoding and hashing keys cost more than folding."""
-        found = self._keys.get((values, metric))
-        if found is None:  # its metric's prefix and its tag set's part, each encoded once
-            prefix = self._prefixes.get(metric)
-            if prefix is None:
-                prefix = self._prefixes[metric] = series_prefix(self.table.name, metric)
-            tags = self._tails.get(values)
-            if tags is None:
-                if len(self._tails) >= 100_000:  # bounded, as the keys are
-                    self._tails.clear()
-                tags = self._tails[values] = encode(values)
-            found = with_directory(prefix + tags)
-            self._remember((values, metric), found)
+    def series_keys(
+        self, values: tuple[str, ...], metrics: tuple[Metric, ...]
+    ) -> tuple[bytes, ...]:
+        """The index keys of a tag set's series of ``metrics`` (each :func:`with_directory`),
+        cached: every bundle of a stream lists its series again, and encoding and hashing keys
+        cost more than folding. Per tag set and column set, not per series: a key is its
+        metric's head and its tag set's tail, the tail encoded once."""
+        found = self._keys.get((values, metrics))
+        if found is None:
+            tail, prefixes, out = encode(values), self._prefixes, []
+            for metric in metrics:
+                prefix = prefixes.get(metric)
+                if prefix is None:
+                    prefix = prefixes[metric] = series_prefix(self.table.name, metric)
+                out += with_directory(prefix + tail)
+            found = tuple(out)
+            self._remember((values, metrics), found)
         return found
 
     def value_keys(self, scope: str, value: str) -> tuple[bytes, ...]:
