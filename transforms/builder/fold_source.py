@@ -68,6 +68,18 @@ def _widen(acc: dict, key: object, lo: int, hi: int) -> None:
         span[0], span[1] = min(span[0], lo), max(span[1], hi)
 
 
+class _NoColumns:
+    """What no row's columns are (not even equal to them)."""
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+
+_NEW_HEAD = (0, 0, _NoColumns())  # the span a new head's line finds: never its columns
+
+
 def _other_columns(acc: dict, more: dict, head: object, columns: object, stamp: int) -> None:
     """A row whose head is new, or whose columns are not its head's latest (the same object,
     the generated line's test for a map's qualifiers): equal ones widen its span and become
@@ -125,31 +137,33 @@ class FoldSource:
         single = len({f.name for f in spec.decl.families}) == 1
         strip = head[1] if head is not None else 0
         fold = TableFold(table.name, bool(varying), convert=_converter(layout, single, strip))
-        acc, get = src.const(fold.acc, "FA"), src.const(fold.acc.get, "FG")  # bound once
+        acc = src.const(fold.acc, "FA")
         n = len(self.folds)
         self.folds.append(fold)
         if not head_expr.isidentifier():
             self._lines.append(f"fh{n} = {head_expr}")
             head_expr = f"fh{n}"
-        self._lines.append(f"fs{n} = {get}({head_expr})")
+        # a head seen before (nearly every row): a subscript, no call and no test for None
+        self._lines += ["try:", f"    fs{n} = {acc}[{head_expr}]", "except KeyError:"]
         if not varying:
-            self._lines += [f"if fs{n} is None:", f"    {acc}[{head_expr}] = [{stamp}, {stamp}]"]
-            self._lines += self._widened(n, stamp, "elif")
+            self._lines.append(f"    fs{n} = {acc}[{head_expr}] = [{stamp}, {stamp}]")
+            self._lines += self._widened(n, stamp, "if")
             return
+        self._lines.append(f"    fs{n} = {src.const(_NEW_HEAD, 'FN')}")  # its columns are no row's
         if varying.isidentifier():  # a map's qualifiers: the parser's cached tuple, as last time
             columns, same = varying, f"fs{n}[2] is {varying}"
         else:  # made per record: compared by value
             columns, same = f"fc{n}", f"fs{n}[2] == fc{n}"
             self._lines.append(f"fc{n} = {varying}")
-        self._lines.append(f"if fs{n} is not None and {same}:")
+        self._lines.append(f"if {same}:")
         self._lines += ["    " + line for line in self._widened(n, stamp, "if")]
         other, more = src.const(_other_columns, "FO"), src.const(fold.more, "FM")
         self._lines += ["else:", f"    {other}({acc}, {more}, {head_expr}, {columns}, {stamp})"]
 
     @staticmethod
     def _widened(n: int, stamp: str, first: str) -> list[str]:
-        """The lines widening span ``fs{n}`` to take in ``stamp``, the first one's keyword
-        ``first`` (an ``elif`` after a new head's line, or an ``if``)."""
+        """The lines widening span ``fs{n}`` to take in ``stamp`` (``first``: the first
+        line's keyword)."""
         return [
             f"{first} {stamp} > fs{n}[1]:",
             f"    fs{n}[1] = {stamp}",
