@@ -68,16 +68,7 @@ def _widen(acc: dict, key: object, lo: int, hi: int) -> None:
         span[0], span[1] = min(span[0], lo), max(span[1], hi)
 
 
-class _NoColumns:
-    """What no row's columns are (not even equal to them)."""
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    __hash__ = object.__hash__
-
-
-_NEW_HEAD = (0, 0, _NoColumns())  # the span a new head's line finds: never its columns
+_NEW_HEAD = (0, 0, object())  # the span a new head's line finds: columns equal to no row's
 
 
 def _other_columns(acc: dict, more: dict, head: object, columns: object, stamp: int) -> None:
@@ -147,7 +138,7 @@ class FoldSource:
         self._lines += ["try:", f"    fs{n} = {acc}[{head_expr}]", "except KeyError:"]
         if not varying:
             self._lines.append(f"    fs{n} = {acc}[{head_expr}] = [{stamp}, {stamp}]")
-            self._lines += self._widened(n, stamp, "if")
+            self._lines += self._widened(n, stamp)
             return
         self._lines.append(f"    fs{n} = {src.const(_NEW_HEAD, 'FN')}")  # its columns are no row's
         if varying.isidentifier():  # a map's qualifiers: the parser's cached tuple, as last time
@@ -156,16 +147,15 @@ class FoldSource:
             columns, same = f"fc{n}", f"fs{n}[2] == fc{n}"
             self._lines.append(f"fc{n} = {varying}")
         self._lines.append(f"if {same}:")
-        self._lines += ["    " + line for line in self._widened(n, stamp, "if")]
+        self._lines += ["    " + line for line in self._widened(n, stamp)]
         other, more = src.const(_other_columns, "FO"), src.const(fold.more, "FM")
         self._lines += ["else:", f"    {other}({acc}, {more}, {head_expr}, {columns}, {stamp})"]
 
     @staticmethod
-    def _widened(n: int, stamp: str, first: str) -> list[str]:
-        """The lines widening span ``fs{n}`` to take in ``stamp`` (``first``: the first
-        line's keyword)."""
+    def _widened(n: int, stamp: str) -> list[str]:
+        """The lines widening span ``fs{n}`` to take in ``stamp``."""
         return [
-            f"{first} {stamp} > fs{n}[1]:",
+            f"if {stamp} > fs{n}[1]:",
             f"    fs{n}[1] = {stamp}",
             f"elif {stamp} < fs{n}[0]:",
             f"    fs{n}[0] = {stamp}",
