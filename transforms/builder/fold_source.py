@@ -7,8 +7,9 @@ of its qualifiers each) cost the series index a tenth of the job's CPU. The gene
 already holds what a row's series are made of: its key's text before the time (a field's text or
 the cached prefix), its stamp, and its columns, which are constant for a table of fixed cells
 and otherwise the map's qualifiers (one cached tuple per name list, from the field's parser) and
-whether each optional field is there. So a row costs one small tuple and one dictionary update,
-keyed by those as they are (:attr:`TableFold.acc`); a bundle's few distinct keys become
+whether each optional field is there. So a row costs one dictionary subscript by its head as
+the source has it and its span widened in place, its columns tested by identity where they are
+the parser's cached tuple (:attr:`TableFold.acc`); a bundle's few distinct keys become
 :mod:`transforms.scans.series_fold`'s ``(head bytes, columns) → [first, last]`` when it ends
 (:meth:`TableFold.drain`), the form a rebuild and the job's other folds produce.
 
