@@ -7,8 +7,9 @@ of its qualifiers each) cost the series index a tenth of the job's CPU. The gene
 already holds what a row's series are made of: its key's text before the time (a field's text or
 the cached prefix), its stamp, and its columns, which are constant for a table of fixed cells
 and otherwise the map's qualifiers (one cached tuple per name list, from the field's parser) and
-whether each optional field is there. So a row costs one small tuple and one dictionary update,
-keyed by those as they are (:attr:`TableFold.acc`); a bundle's few distinct keys become
+whether each optional field is there. So a row costs one dictionary subscript by its head as
+the source has it and its span widened in place, its columns tested by identity where they are
+the parser's cached tuple (:attr:`TableFold.acc`); a bundle's few distinct keys become
 :mod:`transforms.scans.series_fold`'s ``(head bytes, columns) → [first, last]`` when it ends
 (:meth:`TableFold.drain`), the form a rebuild and the job's other folds produce.
 
@@ -68,11 +69,20 @@ def _widen(acc: dict, key: object, lo: int, hi: int) -> None:
         span[0], span[1] = min(span[0], lo), max(span[1], hi)
 
 
+_NEW_HEAD = (0, 0, object())  # the span a new head's line finds: columns equal to no row's
+
+
 def _other_columns(acc: dict, more: dict, head: object, columns: object, stamp: int) -> None:
-    """A row whose head is new, or whose columns are not its head's latest: the latest ones'
-    span goes to ``more``, this row's columns (with their span there, if any) become it."""
+    """A row whose head is new, or whose columns are not its head's latest (the same object,
+    the generated line's test for a map's qualifiers): equal ones widen its span and become
+    the object tested, other ones' span goes to ``more``, this row's columns (with their span
+    there, if any) become its head's latest."""
     span = acc.get(head)
     if span is not None:
+        if span[2] == columns:  # equal, not the same tuple (a name list the parser's cache
+            span[2] = columns  # did not keep): the next row of this list takes the line
+            span[0], span[1] = min(span[0], stamp), max(span[1], stamp)
+            return
         _widen(more, (head, span[2]), span[0], span[1])
     kept = more.pop((head, columns), None)
     if kept is None:
@@ -125,21 +135,32 @@ class FoldSource:
         if not head_expr.isidentifier():
             self._lines.append(f"fh{n} = {head_expr}")
             head_expr = f"fh{n}"
-        self._lines.append(f"fs{n} = {acc}.get({head_expr})")
-        if varying:  # the common case: the head's columns as last time
-            self._lines += [f"fc{n} = {varying}", f"if fs{n} is not None and fs{n}[2] == fc{n}:"]
-        else:
-            self._lines += [f"if fs{n} is None:", f"    {acc}[{head_expr}] = [{stamp}, {stamp}]"]
-            self._lines += ["else:"]
-        self._lines += [
-            f"    if {stamp} > fs{n}[1]:",
-            f"        fs{n}[1] = {stamp}",
-            f"    elif {stamp} < fs{n}[0]:",
-            f"        fs{n}[0] = {stamp}",
+        # a head seen before (nearly every row): a subscript, no call and no test for None
+        self._lines += ["try:", f"    fs{n} = {acc}[{head_expr}]", "except KeyError:"]
+        if not varying:
+            self._lines.append(f"    fs{n} = {acc}[{head_expr}] = [{stamp}, {stamp}]")
+            self._lines += self._widened(n, stamp)
+            return
+        self._lines.append(f"    fs{n} = {src.const(_NEW_HEAD, 'FN')}")  # its columns are no row's
+        if varying.isidentifier():  # a map's qualifiers: the parser's cached tuple, as last time
+            columns, same = varying, f"fs{n}[2] is {varying}"
+        else:  # made per record: compared by value
+            columns, same = f"fc{n}", f"fs{n}[2] == fc{n}"
+            self._lines.append(f"fc{n} = {varying}")
+        self._lines.append(f"if {same}:")
+        self._lines += ["    " + line for line in self._widened(n, stamp)]
+        other, more = src.const(_other_columns, "FO"), src.const(fold.more, "FM")
+        self._lines += ["else:", f"    {other}({acc}, {more}, {head_expr}, {columns}, {stamp})"]
+
+    @staticmethod
+    def _widened(n: int, stamp: str) -> list[str]:
+        """The lines widening span ``fs{n}`` to take in ``stamp``."""
+        return [
+            f"if {stamp} > fs{n}[1]:",
+            f"    fs{n}[1] = {stamp}",
+            f"elif {stamp} < fs{n}[0]:",
+            f"    fs{n}[0] = {stamp}",
         ]
-        if varying:
-            other, more = src.const(_other_columns, "FO"), src.const(fold.more, "FM")
-            self._lines += ["else:", f"    {other}({acc}, {more}, {head_expr}, fc{n}, {stamp})"]
 
     def emit(self) -> None:
         """The folds' lines, at the end of the function."""

@@ -56,7 +56,10 @@ class BundleIndex:
         frame: Callable | None,
         lean: frozenset[str] = frozenset(),
     ) -> None:
-        schema = schema_lib.loads(plan.text, plan.source, plan.proto_modules)
+        schema = getattr(owner, "schema", None)  # the builder's, parsed already (a file of
+        made = (plan.text, plan.source, plan.proto_modules)  # one text is one schema)
+        if schema is None or (schema.text, schema.source, schema.proto_modules) != made:
+            schema = schema_lib.loads(*made)
         self._table = plan.index_table
         self._series = {t: series_index.TableSeries(schema, schema.table(t)) for t in plan.tables}
         self._plain = frame
@@ -101,8 +104,11 @@ class BundleIndex:
     def drain(self) -> FramedRows | None:
         """The index rows of everything folded since the last drain (None: none)."""
         for fold in self._folds:
-            acc = self._accs.setdefault(fold.table, {})
-            for key, (lo, hi) in fold.drain().items():
+            drained, acc = fold.drain(), self._accs.get(fold.table)
+            if not acc:  # the usual case: the builder folded all of the table's rows
+                self._accs[fold.table] = drained
+                continue
+            for key, (lo, hi) in drained.items():
                 series_fold.widen(acc, key, lo, hi)
         rows: dict = {}
         for table, acc in self._accs.items():

@@ -5,7 +5,7 @@ Beam, no client)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from operator import itemgetter
 
 from transforms.mutations import table_parts, take
@@ -125,26 +125,57 @@ def index_rows(
 ) -> dict[bytes, list[int]]:
     """The index rows (key → [first, last]) of one table's folded series, added to ``rows``:
     the series rows, the metric rows and the tag-value rows, each scoped globally and, for a
-    tenant-keyed table, per tenant; and the directory rows of those sampled (:func:`sampled`)."""
+    tenant-keyed table, per tenant; and the directory rows of those sampled (:func:`sampled`).
+
+    Per folded head, not per series (a bundle lists every series it saw): its span widens its
+    series' rows, its tag set's span and its column set's (the metrics it holds, listed once
+    per distinct set, widen the metric rows at the end)."""
     rows = {} if rows is None else rows
+    get, series_keys, tenant = rows.get, series.series_keys, series.tenant
     tags: dict[tuple, list[int]] = {}  # tag values → their span over every metric
-    metrics: dict[tuple, list[int]] = {}  # (tenant or "", metric) → span
-    series_keys, tenant = series.series_keys, series.tenant
-    for (values, metric), (lo, hi) in spans(series, acc)[0].items():
-        for key in series_keys(values, metric):
-            widen(rows, key, lo, hi)
+    held: dict[tuple, list[int]] = {}  # (tenant or "", metrics of a column set) → span
+    for values, metrics, lo, hi in _heads(series, acc):
         widen(tags, values, lo, hi)
-        widen(metrics, (values[0] if tenant and values else "", metric), lo, hi)
+        widen(held, (values[0] if tenant and values else "", metrics), lo, hi)
+        for key in series_keys(values, metrics):
+            span = get(key)
+            if span is None:
+                rows[key] = [lo, hi]
+            else:
+                if lo < span[0]:
+                    span[0] = lo
+                if hi > span[1]:
+                    span[1] = hi
     scoped: dict[tuple, list[int]] = {}  # (scope, tag value) → span
     for values, (lo, hi) in tags.items():
-        for scope in ("", values[0]) if series.tenant and values else ("",):
+        for scope in ("", values[0]) if tenant and values else ("",):
             for value in values:
                 widen(scoped, (scope, value), lo, hi)
     for (scope, value), (lo, hi) in scoped.items():
         for key in series.value_keys(scope, value):
             widen(rows, key, lo, hi)
+    by_metric: dict[tuple, list[int]] = {}  # (tenant or "", metric) → span
+    for (owner, metrics), (lo, hi) in held.items():
+        for metric in metrics:
+            widen(by_metric, (owner, metric), lo, hi)
     name = series.table.name
-    for (tenant, metric), (lo, hi) in metrics.items():
-        for scope in ("", tenant) if tenant else ("",):
+    for (owner, metric), (lo, hi) in by_metric.items():
+        for scope in ("", owner) if owner else ("",):
             widen(rows, metric_key(name, scope, metric), lo, hi)
     return rows
+
+
+def _heads(series: TableSeries, acc: Mapping[tuple, Sequence[int]]) -> Iterator[tuple]:
+    """``acc`` of :func:`fold` as ``(tag values, metrics, first, last)`` per entry that holds a
+    metric: a head and its columns once sorted out (cached per distinct columns), a series
+    folded at once as itself (its key heads not the table's key shape are left out)."""
+    head_values, metrics_for = series.head_values, series.metrics_for
+    for (first, second), (lo, hi) in acc.items():
+        if type(first) is not bytes:
+            yield first, (second,), lo, hi
+            continue
+        values = head_values(first)
+        if values is not None:
+            metrics = metrics_for(second)
+            if metrics:
+                yield values, metrics, lo, hi

@@ -200,10 +200,6 @@ def value_prefix(scope: str) -> bytes:
     return encode((VALUE, scope))
 
 
-def series_key(table: str, metric: Metric, values: Sequence[str]) -> bytes:
-    return encode((SERIES, table, metric[0], metric[1], *values))
-
-
 def metric_key(table: str, scope: str, metric: Metric) -> bytes:
     return encode((METRIC, table, scope, metric[0], metric[1]))
 
@@ -287,6 +283,7 @@ class TableSeries:
         self._tag_cache: dict[tuple, tuple[str, ...]] = {}
         self._cols_cache: dict[tuple, tuple[Metric, ...]] = {}
         self._keys: dict[tuple, tuple[bytes, ...]] = {}  # series and tag values → index keys
+        self._prefixes: dict[Metric, bytes] = {}  # a metric → its series keys' head
         self.time_last = bool(segments) and segments[-1].kind in table_model.TIME_KINDS
         if table.rollup is not None and not point_table(table):
             self._rollup_columns()
@@ -311,13 +308,23 @@ class TableSeries:
         found = self.tag_values(head + self._delim if self.time_last else head)
         return found[0] if found is not None else None
 
-    def series_keys(self, values: tuple[str, ...], metric: Metric) -> tuple[bytes, ...]:
-        """The index keys of a series (:func:`with_directory`), cached: every bundle of a
-        stream lists its series again, and encoding and hashing keys cost more than folding."""
-        found = self._keys.get((values, metric))
+    def series_keys(
+        self, values: tuple[str, ...], metrics: tuple[Metric, ...]
+    ) -> tuple[bytes, ...]:
+        """The index keys of a tag set's series of ``metrics`` (each :func:`with_directory`),
+        cached: every bundle of a stream lists its series again, and encoding and hashing keys
+        cost more than folding. Per tag set and column set, not per series: a key is its
+        metric's head and its tag set's tail, the tail encoded once."""
+        found = self._keys.get((values, metrics))
         if found is None:
-            found = with_directory(series_key(self.table.name, metric, values))
-            self._remember((values, metric), found)
+            tail, prefixes, out = encode(values), self._prefixes, []
+            for metric in metrics:
+                prefix = prefixes.get(metric)
+                if prefix is None:
+                    prefix = prefixes[metric] = series_prefix(self.table.name, metric)
+                out += with_directory(prefix + tail)
+            found = tuple(out)
+            self._remember((values, metrics), found)
         return found
 
     def value_keys(self, scope: str, value: str) -> tuple[bytes, ...]:
@@ -487,13 +494,39 @@ def sampled(key: bytes) -> bool:
 
 def mutations(index_table: str, rows: Mapping[bytes, Sequence[int]]) -> FramedRows:
     """The index rows as SetCell row mutations ``(table, key, cells)``, with their request
-    entries made here (:func:`~transforms.builder.wire.marks_entry`: the writer's general
-    encoder took five times as long for these cells without a value), in a batch the runner
-    sizes from its entries."""
+    entries made here, in a batch the runner sizes from its entries.
+
+    Why not :func:`~transforms.builder.wire.marks_entry` per row (the writer's general encoder
+    took five times as long for these cells without a value): a bundle lists every series it
+    saw, a row each, and a call per row that looked up each cell's head and stamp again cost
+    the job as much as the rest of the index's rows. Every index row is the same two cells, so
+    a row is its key framed by one formatting call around the two cells' bytes, made once per
+    distinct ``(first, last)`` (:func:`_marks`: a bundle's series mostly share their first and
+    last times). A key or row too long for one-byte lengths, or an empty key, is
+    :func:`marks_entry`'s (tests compare both with the general encoder's bytes)."""
     out, entries = [], []
+    append, add = out.append, entries.append
+    known: dict[tuple[int, int], tuple[tuple[Cell, Cell], bytes]] = {}
     for key in sorted(rows):
         first, last = rows[key]
-        reverse = REVERSE - first
-        out.append((index_table, key, cells(first, last)))
-        entries.append(marks_entry(key, INDEX_FAMILY, ((FIRST, reverse), (LAST, last))))
+        made = known.get((first, last))
+        if made is None:
+            made = known[(first, last)] = _marks(first, last)
+        row_cells, tail = made
+        append((index_table, key, row_cells))
+        size = len(key)
+        body = size + 2 + len(tail)
+        if body < 128 and size:  # every length one byte: one formatting call
+            add(b"\x12%c\x0a%c%b%b" % (body, size, key, tail))
+        else:
+            add(marks_entry(key, INDEX_FAMILY, ((FIRST, REVERSE - first), (LAST, last))))
     return FramedRows(out, entries)
+
+
+def _marks(first: int, last: int) -> tuple[tuple[Cell, Cell], bytes]:
+    """An index row's two :func:`cells` and their ``Mutation`` fields' bytes: what
+    :func:`marks_entry` writes after the key, taken from its entry of a one-byte key (framed
+    as ``0x12 len 0x0a 0x01 key``: two cells of at most 25 bytes each keep every length there
+    one byte, so the key's field ends at byte 5)."""
+    entry = marks_entry(b"k", INDEX_FAMILY, ((FIRST, REVERSE - first), (LAST, last)))
+    return cells(first, last), entry[5:]

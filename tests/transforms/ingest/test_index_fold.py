@@ -214,3 +214,33 @@ def test_a_builder_that_cannot_fold_leaves_it_to_the_blocks_rows():
         )
         index.add(out.batch)
     assert list(folding.drain()) == list(apart.drain())
+
+
+def test_name_lists_the_map_parser_does_not_keep_fold_as_the_index_step_does():
+    """A map of more names than the parser caches gives each record a new (equal) tuple of
+    qualifiers, which the fold's line, testing its head's last one by identity, sends the
+    long way; hosts switching between two name lists too: the same index rows either way."""
+    schema = schema_lib.builtin("server_metrics")
+    builder = Builder(schema)
+    wide = tuple(f"m{n:02d}" for n in range(70))  # past the parser's cache of name lists
+    records = [
+        *samples.metric_records(hosts=3, seconds=900, interval_s=60, metrics=wide),
+        *samples.metric_records(hosts=2, seconds=900, interval_s=90, metrics=wide[:3]),
+    ]
+    random.Random(3).shuffle(records)
+    lines = [json.dumps(r) for r in records]
+    index = BundleIndex(IndexPlan.of(schema, ["METRIC"]), builder, builder.framer())
+    series = {"METRIC": layout.TableSeries(schema, schema.table("METRIC"))}
+    accs: dict = {}
+    for at in range(0, len(lines), 10):
+        out = block_rows.build_block(
+            "f", "jsonl", lines[at : at + 10], events.parse_json_object, builder.rows,
+            index.frame, checked=index.checked,
+        )  # fmt: skip
+        assert not out.bad and index.add(out.batch) == 0
+        series_fold.fold_built(accs, series, out.batch)  # the index step's fold
+    want = series_fold.index_rows(series["METRIC"], accs["METRIC"])
+    got = index.drain()
+    assert list(got) == list(layout.mutations(schema.index.table, want))
+    assert got.entries == layout.mutations(schema.index.table, want).entries
+    assert len({layout.decode(row[1])[3] for row in got if row[1].startswith(b"s")}) == 70

@@ -57,7 +57,7 @@ def expected(entries) -> dict:
     spans: dict = {}
     for table, metric, values, ms in entries:
         for key in (
-            layout.series_key(table, metric, values),
+            layout.encode(("s", table, *metric, *values)),  # s | TABLE | FIELD | ENTRY | TAGS
             layout.metric_key(table, "", metric),
             *(layout.value_key("", v) for v in values),
         ):
@@ -213,6 +213,23 @@ def test_index_keys_sort_as_their_components(a, b):
     assert layout.encode(a + b).startswith(layout.encode(a))
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TEXT, max_size=3), st.lists(st.tuples(TEXT, TEXT), min_size=1, max_size=3))
+def test_a_tag_sets_series_keys_are_its_metrics_heads_and_its_encoded_tail(values, metrics):
+    """Series keys made of parts encoded once (each metric's head, the tag set's tail) are the
+    keys of every component encoded at once, separators and escapes included, each with the
+    directory's row when sampled; asked again (the cache), the same."""
+    schema = schema_lib.builtin("server_metrics")
+    series = layout.TableSeries(schema, schema.table("METRIC"))
+    want = []
+    for metric in metrics:
+        key = layout.encode(("s", "METRIC", *metric, *values))
+        want.append((key, layout.DIRECTORY + key) if layout.sampled(key) else (key,))
+    for _ in range(2):
+        assert series.series_keys(tuple(values), tuple(metrics)) == sum(want, ())
+        assert series.series_keys(tuple(values), tuple(metrics[:1])) == want[0]
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.dictionaries(
@@ -229,6 +246,34 @@ def test_index_rows_carry_the_entries_the_writer_would_frame(spans):
     for (table, key, row_cells), entry in zip(batch, batch.entries, strict=True):
         assert table == "IDX" and row_cells == layout.cells(*spans[key])
         assert entry == wire.framed(wire.entry((table, key, row_cells)))
+
+
+_STAMP = st.integers(-(2**62), 2**62) | st.sampled_from(
+    [0, 1, 127, 128, 2**14, layout.REVERSE - 1, layout.REVERSE, layout.REVERSE + 1]
+)
+_SPAN = st.tuples(_STAMP, _STAMP)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.dictionaries(
+        st.binary(max_size=130) | st.integers(0, 20_000).map(lambda n: b"\x00\x01\xff" * n),
+        st.sampled_from([(5, 9), (0, 0)]) | _SPAN,  # rows sharing a span share its cells
+        max_size=8,
+    )
+)
+def test_index_entries_made_in_one_pass_are_the_general_encoders_bytes(spans):
+    """Hostile keys (empty, separators, past one-byte and two-byte lengths) and stamps (zero,
+    negative, past the reversal, varints of one to ten bytes): the entries made a bundle at a
+    time are the general encoder's bytes and marks_entry's, the rows the same cells."""
+    batch = layout.mutations("IDX", spans)
+    assert [key for _, key, _ in batch] == sorted(spans)
+    for (table, key, row_cells), entry in zip(batch, batch.entries, strict=True):
+        first, last = spans[key]
+        assert table == "IDX" and row_cells == layout.cells(first, last)
+        assert entry == wire.framed(wire.entry((table, key, row_cells)))
+        marks = ((layout.FIRST, layout.REVERSE - first), (layout.LAST, last))
+        assert entry == wire.marks_entry(key, "s", marks)
 
 
 @settings(max_examples=25, deadline=None)
@@ -327,7 +372,7 @@ def test_rebuild_makes_a_damaged_index_exact_again(landed, capsys):
     target = landed[0]
     before = stored(target, "SERVER_METRICS_SERIES")
     lost = sorted(before)[::3]
-    stale = layout.series_key("METRIC", ("metrics", "GONE"), ("server9999.example.com",))
+    stale = layout.encode(("s", "METRIC", "metrics", "GONE", "server9999.example.com"))
     with BigtableDataClient(project=target.project) as client:
         table = client.get_table(target.instance, "SERVER_METRICS_SERIES")
         entries = [RowMutationEntry(k, [DeleteAllFromRow()]) for k in lost]
