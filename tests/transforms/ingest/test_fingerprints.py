@@ -7,14 +7,13 @@ widths changing between blocks or within one), in any process."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.processes import printed_under_hash_seeds
 from transforms.ingest import fingerprints
 
 TABLES = {"T": True, "U": False}  # T's key holds its stamp; U's does not (its keys are counted)
@@ -114,16 +113,7 @@ def test_a_workers_numbers_are_the_same_in_every_process():
         "import json; from tests.transforms.ingest import test_fingerprints as t;"
         "print(json.dumps(t._numbers()))"
     )
-    runs = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            env={"PYTHONHASHSEED": seed, "PATH": ""},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("1", "2")
-    }
+    runs = printed_under_hash_seeds(code)
     assert runs == {json.dumps(_numbers()) + "\n"}
 
 

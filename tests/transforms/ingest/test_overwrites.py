@@ -4,8 +4,6 @@ brute force over the same records."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from unittest import mock
 
 import numpy as np
@@ -13,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.common import report
+from tests.support.processes import printed_under_hash_seeds
 from transforms.ingest import fingerprints
 from transforms.ingest.overwrites import Place, RecentRows, analyze, first_from_metric_name
 from transforms.ingest.overwrites import first_metric_name as metric_name
@@ -25,16 +24,7 @@ def test_key_hashes_are_the_same_in_every_process():
         "from transforms.ingest import fingerprints as f;"
         f"print(f.key_hashes({keys!r}, f.table_salt('T')).tolist())"
     )
-    runs = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            env={"PYTHONHASHSEED": seed, "PATH": ""},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("1", "2")
-    }
+    runs = printed_under_hash_seeds(code)
     assert runs == {f"{fingerprints.key_hashes(keys, fingerprints.table_salt('T')).tolist()}\n"}
 
 

@@ -5,8 +5,6 @@ value to the same bytes in any process, and refuses bytes it did not write."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from unittest import mock
 
 import apache_beam as beam
@@ -16,6 +14,7 @@ from apache_beam import coders
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.processes import printed_under_hash_seeds
 from transforms.errors import SystemFailure
 from transforms.ingest import build_rows, fingerprints, prints_coder
 from transforms.ingest.fingerprints import Prints
@@ -132,16 +131,7 @@ def _coded() -> str:
 
 def test_one_value_codes_to_the_same_bytes_in_every_process():
     code = "from tests.transforms.ingest import test_prints_coder as t; print(t._coded())"
-    runs = {
-        subprocess.run(
-            [sys.executable, "-c", code],
-            env={"PYTHONHASHSEED": seed, "PATH": ""},
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-        for seed in ("1", "2")
-    }
+    runs = printed_under_hash_seeds(code)
     assert runs == {_coded() + "\n"}
     assert CODER.is_deterministic()
 
