@@ -21,10 +21,12 @@ __all__ = [
     "ReadCell",
     "ReadRow",
     "RowMutation",
+    "TableCut",
     "cell_count",
     "cell_total",
     "check_limits",
     "first_stamps",
+    "is_lean",
     "table_parts",
     "take",
     "without_empty_rows",
@@ -56,6 +58,32 @@ def take(items: list, where: slice | list[int]) -> list:
 
 
 _WHOLE = slice(None)
+_TABLE = operator.itemgetter(0)
+
+
+class TableCut:
+    """Each table's rows of a batch, as ``(table, rows)`` pairs: the build step cuts a block
+    once for every step that reads it table by table (its event spans, its fingerprints).
+
+    Why a class: a schema's builder lays out every block as the one before (each event's
+    tables in one order), so the cut of the last block is kept and only the tables compared;
+    and a job writing one table (``only``) never reads a row's table at all."""
+
+    def __init__(self, only: str | None = None) -> None:
+        self._only = only
+        self._tables: list[str] = []
+        self._where: list[tuple[str, slice | list[int]]] = []
+
+    def __call__(self, rows: list) -> list[tuple[str, list]]:
+        if not rows:
+            return []
+        if self._only is not None:
+            return [(self._only, rows)]
+        tables = list(map(_TABLE, rows))
+        if tables != self._tables:
+            self._where = table_parts(tables)
+            self._tables = tables
+        return [(table, take(rows, where)) for table, where in self._where]
 
 
 class Cell(NamedTuple):

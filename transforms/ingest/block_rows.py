@@ -13,10 +13,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from transforms.errors import InvalidEvent, reason_kind
+from transforms.ingest.fingerprints import stamp_array
 from transforms.limits import MAX_QUALIFIER_BYTES
 from transforms.metrics import MAX_REASON_KINDS, OTHER_REASONS, reason_metric_name
-from transforms.mutations import RowMutation, check_limits, first_stamps
+from transforms.mutations import RowMutation, check_limits
 from transforms.text import events
 
 __all__ = ["EventSpans", "Progress", "ReasonTally", "RecordRows", "build_block"]
@@ -187,18 +190,36 @@ class EventSpans:
     def __bool__(self) -> bool:
         return bool(self._event_ms)
 
-    def track(self, batch: list) -> None:
-        """Widen the span of cell timestamps landed in the first table of ``batch`` that is
-        stamped with event times: one pass per block, over that table's rows only."""
+    def track(
+        self,
+        batch: list,
+        parts: list[tuple[str, list]] | None = None,
+        stamps: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        """Widen the span of cell timestamps landed in one table of ``batch`` stamped with
+        event times: one pass per block, over that table's rows only.
+
+        ``parts``: ``batch`` cut by table (every row holding a cell), when the caller has cut
+        it; ``stamps``: per table, its rows' stamps another step of the block read already
+        (such a table is the one tracked: its stamps are not read again), and where this adds
+        those it reads."""
         tracked = self._event_ms
-        table = next((row[0] for row in batch if row[0] in tracked), None)
-        if table is None:
+        if parts is None:
+            table = next((row[0] for row in batch if row[0] in tracked), None)
+            parts = [] if table is None else [(table, [r for r in batch if r[0] == table and r[2]])]
+        mine = [(table, rows) for table, rows in parts if table in tracked and rows]
+        if not mine:
             return
-        stamps = first_stamps([row for row in batch if row[0] == table and row[2]])
-        if stamps:  # (a row may hold no cell)
-            self.rows += len(stamps)
-            span = self._stamps.setdefault(table, [stamps[0], stamps[0]])
-            span[0], span[1] = min(span[0], *stamps), max(span[1], *stamps)
+        table, rows = next(((t, r) for t, r in mine if stamps and t in stamps), mine[0])
+        read = stamps.get(table) if stamps is not None else None
+        if read is None:
+            read = stamp_array(rows)
+            if stamps is not None:
+                stamps[table] = read
+        self.rows += len(read)
+        low, high = int(read.min()), int(read.max())
+        span = self._stamps.setdefault(table, [low, high])
+        span[0], span[1] = min(span[0], low), max(span[1], high)
 
     def drain(self) -> list[int]:
         """The event ms of every span end tracked so far, then forgotten."""

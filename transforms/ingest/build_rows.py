@@ -42,7 +42,7 @@ from transforms.metrics import (
     REASONS_NAMESPACE,
     TIMED_ROWS,
 )
-from transforms.mutations import FramedRows, RowMutation, without_empty_rows
+from transforms.mutations import FramedRows, RowMutation, TableCut, without_empty_rows
 from transforms.text import csv_dialect, events
 
 __all__ = [
@@ -204,6 +204,8 @@ class _BuildRowsFn(beam.DoFn):
             self._index = BundleIndex(plan, owner if mine else None, frame, lean)
             self._frame = self._index.frame
             self._skipped = Metrics.counter(NAMESPACE, "series_index_rows_skipped")
+        written = getattr(owner, "tables", ())  # a schema's Builder: the tables it writes
+        self._cut = TableCut(written[0] if len(written) == 1 else None)
         self._progress = block_rows.Progress(self._pipeline, PROGRESS_SECONDS, _LOG)
         self._tally = block_rows.ReasonTally()
         self._prints = self._recent = None
@@ -304,13 +306,15 @@ class _BuildRowsFn(beam.DoFn):
             )
         self._bundle_events += out.valid
         batch = self._written(out.batch, out.entries)
-        if self._spans and batch:
-            self._spans.track(batch)
-        if self._prints is not None and batch:
-            self._prints.add(batch, block.source, block.kind, block.offset)
-            if self._prints.full:  # handed on as they come: a bundle may be a whole input
-                for shard in self._prints.drain():
-                    yield pvalue.TaggedOutput(PRINTS, shard)
+        if batch and (self._spans or self._prints is not None):
+            parts, stamps = self._cut(batch), {}  # cut and read once for both
+            if self._prints is not None:
+                self._prints.add(batch, block.source, block.kind, block.offset, parts, stamps)
+            if self._spans:
+                self._spans.track(batch, parts, stamps)
+        if self._prints is not None and self._prints.full:  # handed on as they come: a
+            for shard in self._prints.drain():  # bundle may be a whole input
+                yield pvalue.TaggedOutput(PRINTS, shard)
         if batch:
             yield batch
 

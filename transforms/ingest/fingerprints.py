@@ -33,12 +33,11 @@ from __future__ import annotations
 import operator
 import zlib
 from collections.abc import Iterable, Mapping
-from itertools import compress, repeat
 from typing import NamedTuple
 
 import numpy as np
 
-from transforms.mutations import first_stamps
+from transforms.mutations import TableCut, first_stamps, is_lean
 
 __all__ = [
     "IDENTITY",
@@ -49,6 +48,7 @@ __all__ = [
     "repeats",
     "row_ids",
     "split_loc",
+    "stamp_array",
     "table_salt",
 ]
 
@@ -71,8 +71,8 @@ _S29, _S32, _S33 = np.uint64(29), np.uint64(32), np.uint64(33)
 _WORDS = (np.arange(1, 513, dtype=np.uint64) * _GOLD) | np.uint64(1)
 _SEP = b"\xff"  # between joined keys: a byte no UTF-8 text holds
 
-_TABLE = operator.itemgetter(0)
 _KEY = operator.itemgetter(1)
+_STAMP = operator.itemgetter(3)  # a lean row's stamp
 
 
 def _fmix(h: np.ndarray) -> np.ndarray:
@@ -158,6 +158,17 @@ def _mixed(words: np.ndarray, lengths: np.ndarray, salt: int) -> np.ndarray:
         return _fmix(h)
 
 
+def stamp_array(rows: list) -> np.ndarray:
+    """The timestamp of each row's first cell (every row holds a cell), as ``int64``: read
+    straight into the array from lean rows (no list of Python ints in between)."""
+    if rows and is_lean(rows[0]) and is_lean(rows[-1]):
+        try:
+            return np.fromiter(map(_STAMP, rows), np.int64, len(rows))
+        except (IndexError, TypeError):  # lean and full rows mixed
+            pass
+    return np.array(first_stamps(rows), np.int64)
+
+
 def row_ids(kh: np.ndarray, stamps: np.ndarray | None) -> np.ndarray:
     """The row ids of rows whose keys hash to ``kh`` and whose cells are stamped ``stamps``
     (µs, int64); ``kh`` itself where the key holds the stamp (``stamps`` None)."""
@@ -183,20 +194,6 @@ def split_loc(loc: int) -> tuple[int, int | None]:
     """``(source id, offset of a JSON-lines block or None: the source whole)`` of a ``loc``."""
     position = loc & _OFFSET_MASK
     return loc >> _OFFSET_BITS, position - 1 if position else None
-
-
-def _parts(tables: list[str]) -> list[tuple[str, slice | list[bool] | None]]:
-    """Where each table's rows sit in a block whose rows write ``tables`` (in order, not
-    empty): the whole block (None) when it is one table's; a stride when every event wrote the same
-    tables in the same order (a schema's builder); else a mask per table, made in C (events
-    writing one table of several each: a market's quotes and trades)."""
-    first = tables[0]
-    if tables.count(first) == len(tables):
-        return [(first, None)]
-    period = len(dict.fromkeys(tables[:8]))
-    if period < len(tables) and tables == tables[:period] * (len(tables) // period):
-        return [(table, slice(i, None, period)) for i, table in enumerate(tables[:period])]
-    return [(t, list(map(operator.eq, repeat(t), tables))) for t in dict.fromkeys(tables)]
 
 
 class Prints(NamedTuple):
@@ -244,7 +241,9 @@ class _Buffer:
         self.ids: list[np.ndarray] = []
         self.hashes: list[np.ndarray] = []  # key hashes (stamps not in the key): distinct later
 
-    def add(self, rows: list) -> None:
+    def add(self, rows: list, stamps: np.ndarray | None = None) -> None:
+        """A block's rows of this table, and their stamps (``stamp_array``) if already read
+        (unused where the key holds them)."""
         if self.keys is None:
             blob = _SEP.join(map(_KEY, rows))
             width = self.width or len(rows[0][1])
@@ -258,7 +257,7 @@ class _Buffer:
             self.keys += map(_KEY, rows)
         self.count += len(rows)
         if self.stamps is not None:  # read while the block is fresh, kept as numbers
-            self.stamps.append(np.array(first_stamps(rows), np.int64))  # (lean rows or whole)
+            self.stamps.append(stamp_array(rows) if stamps is None else stamps)
 
     def flush(self, flush: int) -> None:
         if not self.count:
@@ -315,29 +314,45 @@ class RowPrints:
         self._flushes: list[np.ndarray] = []  # each flush's blocks, since the last drain
         self._sources: dict[int, set[str]] = {}
         self._source_ids: dict[str, int] = {}  # every source seen: its id, a crc32 once
-        self._tables: list[str] = []  # the last block's tables, row by row
-        self._parts: list[tuple[str, slice | list[bool] | None]] = []  # its checked tables' rows
+        self._cut = TableCut()  # for callers that do not hand the cut over
         self._pending = 0
         self.rows = 0  # rows fingerprinted (the caller counts them and resets this)
 
-    def add(self, rows: list, source: str, kind: str, offset: int) -> None:
-        """A block's rows (of any tables: those not checked are skipped)."""
+    def add(
+        self,
+        rows: list,
+        source: str,
+        kind: str,
+        offset: int,
+        parts: list[tuple[str, list]] | None = None,
+        stamps: dict[str, np.ndarray] | None = None,
+    ) -> None:
+        """A block's rows (of any tables: those not checked are skipped), each holding a cell.
+
+        ``parts``: the rows cut by table (:class:`~transforms.mutations.TableCut`), when the
+        caller has cut them already; ``stamps``: per table, its rows' stamps already read
+        (:func:`stamp_array`), and where this adds those it reads (for the block's other
+        steps: one read of a table's stamps per block)."""
         if not rows:
             return
-        tables = list(map(_TABLE, rows))
-        if tables != self._tables:  # (a schema's blocks: each like the one before)
-            self._parts = [(t, where) for t, where in _parts(tables) if t in self._stamped_by_key]
-            self._tables = tables
+        checked = self._stamped_by_key
         added = 0
-        for table, where in self._parts:
+        for table, part in self._cut(rows) if parts is None else parts:
+            stamped_by_key = checked.get(table)
+            if stamped_by_key is None:
+                continue
             buffer = self._buffers.get(table)
             if buffer is None:
-                buffer = self._buffers[table] = _Buffer(table, self._stamped_by_key[table])
-            if where is None:  # the block itself (a buffer keeps no row)
-                part = rows
+                buffer = self._buffers[table] = _Buffer(table, stamped_by_key)
+            if stamped_by_key:
+                buffer.add(part)
             else:
-                part = rows[where] if type(where) is slice else list(compress(rows, where))
-            buffer.add(part)
+                read = stamps.get(table) if stamps is not None else None
+                if read is None:
+                    read = stamp_array(part)
+                    if stamps is not None:
+                        stamps[table] = read
+                buffer.add(part, read)
             added += len(part)
         if added:
             sid = self._source_ids.get(source)
