@@ -131,21 +131,14 @@ def index_rows(
     series' rows, its tag set's span and its column set's (the metrics it holds, listed once
     per distinct set, widen the metric rows at the end)."""
     rows = {} if rows is None else rows
-    get, series_keys, tenant = rows.get, series.series_keys, series.tenant
+    series_keys, tenant = series.series_keys, series.tenant
     tags: dict[tuple, list[int]] = {}  # tag values → their span over every metric
     held: dict[tuple, list[int]] = {}  # (tenant or "", metrics of a column set) → span
     for values, metrics, lo, hi in _heads(series, acc):
         widen(tags, values, lo, hi)
         widen(held, (values[0] if tenant and values else "", metrics), lo, hi)
         for key in series_keys(values, metrics):
-            span = get(key)
-            if span is None:
-                rows[key] = [lo, hi]
-            else:
-                if lo < span[0]:
-                    span[0] = lo
-                if hi > span[1]:
-                    span[1] = hi
+            widen(rows, key, lo, hi)
     scoped: dict[tuple, list[int]] = {}  # (scope, tag value) → span
     for values, (lo, hi) in tags.items():
         for scope in ("", values[0]) if tenant and values else ("",):
