@@ -51,8 +51,8 @@ OURS_EVENTS = 1_000_000
 SCALING_EVENTS = (20, 500, 100_000)
 NIGHTLY_METERS = (10, 200, 2_000)  # SENSOR holds 4 days of them
 NIGHTLY_ROUNDS = (1, 1, 3)  # rounds of the nightly cases: medians
-INDEX_COST_ROUNDS = (1, 1, 3)  # rounds of the index_cost pair (with, without): medians
-CHECK_ROUNDS = (1, 1, 3)  # rounds of each dataset's check pair (ours, ours_nocheck): medians
+INDEX_COST_ROUNDS = (1, 1, 5)  # rounds of the index_cost pair (with, without): paired medians
+CHECK_ROUNDS = (1, 1, 5)  # rounds of each dataset's check pair (ours, ours_nocheck): the same
 TABLES = {
     "metrics": ["METRIC", "CURRENT_METRIC"],
     "meters": ["SENSOR"],
@@ -289,7 +289,7 @@ def run_dataset(dataset: str, path: Path, profile: int, ours_path: Path | None =
         "ours_events_per_s": out["ours"]["events_per_s"],
         "ours_vs_core": ratio(out["ours"]["events_per_s"], out["core"]["events_per_s"]),
         **cpu_summary(out["core"], out["ours"]),
-        **check_summary(out["ours"], out["ours_nocheck"]),
+        **check_summary(out),
         "check_rounds": rounds,
     }
     return out
@@ -298,30 +298,63 @@ def run_dataset(dataset: str, path: Path, profile: int, ours_path: Path | None =
 def run_check_pair(names: list[str], dataset: str, source: str, rounds: int) -> dict:
     """The in-process job with its overwrite check (``ours``, the default) and without
     (``ours_nocheck``: ``--overwrite_check=off``) on the same input, each run on a fresh
-    instance; the two take turns over ``rounds`` rounds, so that a load coming and going on a
-    shared machine falls on both, and each side is its run of median CPU (the check's share
-    is a difference of two runs: one pair alone moved it by several points).
-    ``check_cpu_s_runs``: every run's CPU seconds."""
-    runs: dict[str, list[dict]] = {"ours": [], "ours_nocheck": []}
-    for _ in range(rounds):
-        for mode, got in runs.items():
+    instance, taking turns over ``rounds`` rounds (:func:`alternating`); each side is its run
+    of median CPU. ``check_cpu_s_runs``: every run's CPU seconds, in the rounds' order."""
+
+    def side(mode: str) -> Callable[[], dict]:
+        def once() -> dict:
             log(f"[{dataset}] {mode}")
             flags = ["nocheck"] if mode == "ours_nocheck" else []
-            got.append(measure_fresh(names, "ours", dataset, source, *flags))
+            return measure_fresh(names, "ours", dataset, source, *flags)
+
+        return once
+
+    runs = alternating({mode: side(mode) for mode in ("ours", "ours_nocheck")}, rounds)
     out: dict = {mode: _median_of(got, "cpu_s") for mode, got in runs.items()}
     out["check_cpu_s_runs"] = {mode: [r["cpu_s"] for r in got] for mode, got in runs.items()}
     return out
 
 
-def check_summary(ours: dict, nocheck: dict) -> dict:
-    """What the overwrite check costs the in-process job: its CPU seconds with the check (the
-    default) and with ``--overwrite_check=off``, on the same input (each the run of median
-    CPU of :func:`run_check_pair`), and the share of the job's CPU the difference is (the
-    target: at most 5% at 1,000,000 events)."""
-    with_check, without = ours.get("cpu_s"), nocheck.get("cpu_s")
-    out = {"ours_cpu_s_no_check": without}
-    if with_check and without:
-        out["check_cpu_share"] = round((with_check - without) / with_check, 3)
+def alternating(sides: dict[str, Callable[[], dict]], rounds: int) -> dict[str, list[dict]]:
+    """Each side's run (a dict holding ``cpu_s``) once a round over ``rounds`` rounds, the
+    order turned round every other round (A B, B A, A B…): a load coming and going on a shared
+    machine falls on both sides, and so does whatever the first run of a round pays that the
+    second does not. Each side's runs are kept in the rounds' order, so that round ``i`` of
+    one side pairs with round ``i`` of the other (:func:`paired_share`)."""
+    got: dict[str, list[dict]] = {name: [] for name in sides}
+    order = list(sides)
+    for index in range(rounds):
+        for name in order if index % 2 == 0 else order[::-1]:
+            got[name].append(sides[name]())
+    return got
+
+
+def paired_share(with_step: list[float], without: list[float]) -> float | None:
+    """The share of a job's CPU a step costs, from CPU seconds of runs with and without it
+    paired by round: the median of the rounds' differences over the median run with it.
+
+    Why the median of the pairs, not the difference of the two medians: the two runs of a
+    round share what the machine was doing then, so their difference drops it; the two
+    medians may come from different rounds. None: no pair."""
+    pairs = sorted(a - b for a, b in zip(with_step, without, strict=True))
+    if not pairs or not with_step:
+        return None
+    middle = len(pairs) // 2
+    diff = pairs[middle] if len(pairs) % 2 else (pairs[middle - 1] + pairs[middle]) / 2
+    ordered = sorted(with_step)
+    return round(diff / ordered[(len(ordered) - 1) // 2], 3)
+
+
+def check_summary(pair: dict) -> dict:
+    """What the overwrite check costs the in-process job (``pair``: what
+    :func:`run_check_pair` gave): its CPU seconds without the check (the run of median CPU),
+    and the check's share of the job's CPU (:func:`paired_share`; the target: at most 5% at
+    1,000,000 events)."""
+    out = {"ours_cpu_s_no_check": pair.get("ours_nocheck", {}).get("cpu_s")}
+    runs = pair.get("check_cpu_s_runs") or {}
+    share = paired_share(runs.get("ours", []), runs.get("ours_nocheck", []))
+    if share is not None:
+        out["check_cpu_share"] = share
     return out
 
 
@@ -364,24 +397,27 @@ def run_scaling(work: Path, small: int) -> dict:
 
 def run_index_cost(work: Path, events: int, rounds: int) -> dict:
     """The job's CPU with and without its series index: the built-in server-metrics file
-    through the generic job, ``events`` events, each run on a fresh instance; the two take
-    turns over ``rounds`` rounds, so that a load coming and going on a shared machine falls on
-    both, and each side is its run of median CPU. ``cpu_share``: the index's share of the
-    job's CPU (the target: at most 5% at 1,000,000 events)."""
+    through the generic job, ``events`` events, each run on a fresh instance, the two taking
+    turns over ``rounds`` rounds (:func:`alternating`); each side is its run of median CPU.
+    ``cpu_share``: the index's share of the job's CPU (:func:`paired_share`; the target: at
+    most 5% at 1,000,000 events)."""
     path = work / f"index-cost-{events}.jsonl"
     data.metrics(path, events)
-    runs: dict[str, list[dict]] = {"noindex": [], "index": []}
-    for _ in range(rounds):
-        for mode, got in runs.items():
+
+    def side(mode: str) -> Callable[[], dict]:
+        def once() -> dict:
             log(f"[index_cost] metrics x{events} {mode}")
-            got.append(measure_fresh(TABLES["metrics"], "ours", "metrics", str(path), mode))
+            return measure_fresh(TABLES["metrics"], "ours", "metrics", str(path), mode)
+
+        return once
+
+    runs = alternating({mode: side(mode) for mode in ("index", "noindex")}, rounds)
     out = {mode: _median_of(got, "cpu_s") for mode, got in runs.items()}
-    with_index, without = out["index"]["cpu_s"], out["noindex"]["cpu_s"]
     out["events"] = events
     out["rounds"] = rounds
     out["cpu_s_runs"] = {mode: [r["cpu_s"] for r in got] for mode, got in runs.items()}
-    out["cpu_ratio"] = ratio(with_index, without)
-    out["cpu_share"] = round((with_index - without) / with_index, 3) if with_index else None
+    out["cpu_ratio"] = ratio(out["index"]["cpu_s"], out["noindex"]["cpu_s"])
+    out["cpu_share"] = paired_share(out["cpu_s_runs"]["index"], out["cpu_s_runs"]["noindex"])
     out["seconds_ratio"] = ratio(out["index"]["seconds"], out["noindex"]["seconds"])
     return out
 
@@ -504,8 +540,8 @@ def table(report: dict) -> str:
         "(bound): the most ours/core this machine allows, given the emulator's CPU for the same "
         "rows; cpu/core: the builder's CPU over the job process's CPU; CPU s / no chk: the "
         "in-process job's CPU seconds with the overwrite check (default) and without (each the "
-        "run of median CPU, the two taking turns over the rounds); check: the difference as "
-        "a share of the job's CPU"
+        "run of median CPU, the two taking turns over the rounds); check: the share of the "
+        "job's CPU the check costs, from the rounds' runs with and without it"
     )
     lines.append("targets: " + ", ".join(f"{k} {v}" for k, v in TARGETS.items()))
     lines.append(f"machine: {MACHINE['cpu_model']}, {MACHINE['cpu_count']} cores, Python "
@@ -553,7 +589,7 @@ def _of_job(cost: dict) -> str:
     before they were kept have neither)."""
     if cost.get("cpu_share") is None:
         return ""
-    return f", {_share(cost['cpu_share'])} of the job, medians of {cost['rounds']}"
+    return f", {_share(cost['cpu_share'])} of the job, {cost['rounds']} rounds"
 
 
 def _nightly_lines(n: dict) -> list[str]:

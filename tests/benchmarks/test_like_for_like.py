@@ -119,14 +119,41 @@ def test_the_cpu_summary_bounds_ours_by_the_emulators_share_of_the_machine(monke
 
 
 def test_the_check_summary_is_the_share_of_the_jobs_cpu_the_overwrite_check_costs():
-    summary = run.check_summary({"cpu_s": 10.0}, {"cpu_s": 9.4})
-    assert summary == {"ours_cpu_s_no_check": 9.4, "check_cpu_share": 0.06}
-    assert run.check_summary({"cpu_s": 10.0}, {}) == {"ours_cpu_s_no_check": None}
+    pair = {
+        "ours_nocheck": {"cpu_s": 9.4},
+        "check_cpu_s_runs": {"ours": [10.0], "ours_nocheck": [9.4]},
+    }
+    assert run.check_summary(pair) == {"ours_cpu_s_no_check": 9.4, "check_cpu_share": 0.06}
+    assert run.check_summary({}) == {"ours_cpu_s_no_check": None}
+
+
+def test_a_share_is_the_median_of_the_rounds_differences_not_the_difference_of_medians():
+    """A round's two runs share what the machine was doing then: 10.9 against 10.7 is 0.2,
+    though 10.9 is the slowest run with the step and 10.7 the slowest without."""
+    with_step, without = [10.0, 10.9, 10.2, 10.4, 10.1], [9.9, 10.7, 9.8, 10.3, 9.0]
+    # differences 0.1, 0.2, 0.4, 0.1, 1.1: median 0.2; the median run with the step 10.2
+    assert run.paired_share(with_step, without) == round(0.2 / 10.2, 3)
+    assert (sorted(with_step)[2] - sorted(without)[2]) / 10.2 > 0.02  # what medians said
+    assert run.paired_share([10.0, 11.0], [9.0, 10.6]) == round(0.7 / 10.0, 3)  # even: mean
+    assert run.paired_share([], []) is None
+
+
+def test_the_pairs_take_turns_in_an_order_turned_round_every_other_round():
+    calls = []
+
+    def side(name):
+        return lambda: calls.append(name) or {"cpu_s": float(len(calls)), "name": name}
+
+    got = run.alternating({"a": side("a"), "b": side("b")}, 5)
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a", "a", "b"]
+    assert [r["cpu_s"] for r in got["a"]] == [1.0, 4.0, 5.0, 8.0, 9.0]  # rounds' order kept
+    assert [r["cpu_s"] for r in got["b"]] == [2.0, 3.0, 6.0, 7.0, 10.0]
 
 
 def test_the_check_pair_takes_turns_and_each_side_is_its_median_run(monkeypatch):
-    """A load that comes and goes falls on both sides: the runs alternate, and the share is
-    taken between the runs of median CPU, never the best of one side against the other's."""
+    """A load that comes and goes falls on both sides: the runs alternate, each side is its
+    run of median CPU, and the share is the median of the rounds' differences, never the
+    best of one side against the other's."""
     cpu = {"ours": iter([10.9, 10.0, 10.4]), "ours_nocheck": iter([9.0, 9.9, 9.5])}
     calls = []
 
@@ -136,15 +163,17 @@ def test_the_check_pair_takes_turns_and_each_side_is_its_median_run(monkeypatch)
         return {"cpu_s": next(cpu[mode]), "run": len(calls)}
 
     monkeypatch.setattr(run, "measure_fresh", measure_fresh)
+    monkeypatch.setattr(run, "log", lambda message: None)
     got = run.run_check_pair(["T"], "metrics", "in.jsonl", 3)
-    assert [mode for *_, mode in calls] == ["ours", "ours_nocheck"] * 3
+    turns = ["ours", "ours_nocheck", "ours_nocheck", "ours", "ours", "ours_nocheck"]
+    assert [mode for *_, mode in calls] == turns
     assert {(case, dataset, path) for case, dataset, path, _ in calls} == {
         ("ours", "metrics", "in.jsonl")
     }
     assert got["ours"] == {"cpu_s": 10.4, "run": 5}
     assert got["ours_nocheck"] == {"cpu_s": 9.5, "run": 6}
     assert got["check_cpu_s_runs"] == {"ours": [10.9, 10.0, 10.4], "ours_nocheck": [9.0, 9.9, 9.5]}
-    summary = run.check_summary(got["ours"], got["ours_nocheck"])
+    summary = run.check_summary(got)  # differences 1.9, 0.1, 0.9: median 0.9 of 10.4
     assert summary == {"ours_cpu_s_no_check": 9.5, "check_cpu_share": 0.087}
 
 
@@ -275,4 +304,23 @@ def test_a_figure_edited_by_hand_is_stale(tmp_path):
     assert publish.stale(blocks) == ["doc.md (figures)"]
     doc.write_text(publish.rendered(doc.read_text(), "figures", publish.headline))
     assert publish.stale(blocks) == []
+    assert "ours / client batcher" in doc.read_text()
+
+
+def test_publishing_the_kept_report_itself_renders_it_again(tmp_path, monkeypatch):
+    """`python -m benchmarks.publish docs/benchmarks/full.json` is the kept report: rendered
+    again, not a copy of a file onto itself (a traceback once)."""
+    from benchmarks import publish
+
+    kept = tmp_path / publish.KEPT.relative_to(publish.ROOT)
+    kept.parent.mkdir(parents=True)
+    kept.write_text(publish.KEPT.read_text(encoding="utf-8"), encoding="utf-8")
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        f"<!-- figures: {publish.KEPT.relative_to(publish.ROOT)} -->\n<!-- /figures -->\n"
+    )
+    monkeypatch.setattr(publish, "KEPT", kept)
+    monkeypatch.setattr(publish, "BLOCKS", {"figures": (doc, publish.headline)})
+    monkeypatch.setattr(publish, "ROOT", tmp_path)
+    assert publish.main([str(kept)]) == 0
     assert "ours / client batcher" in doc.read_text()
