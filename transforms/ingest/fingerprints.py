@@ -284,15 +284,20 @@ class _Buffer:
         if self.ids:
             for shard, ids in _by_shard(np.concatenate(self.ids)):
                 yield shard, "ids", ids
-        if self.hashes:
-            for shard, unique in _by_shard(_sorted_distinct(np.concatenate(self.hashes))):
-                yield shard, "keys", unique
+        if self.hashes:  # cut by shard first: sixteen sorts of a sixteenth each, in cache
+            for shard, hashes in _by_shard(np.concatenate(self.hashes)):
+                yield shard, "keys", _sorted_distinct(hashes, in_place=True)
 
 
-def _sorted_distinct(values: np.ndarray) -> np.ndarray:
+def _sorted_distinct(values: np.ndarray, in_place: bool = False) -> np.ndarray:
     """``np.unique(values)`` of a 1-d array, by one sort (numpy's own unique hashes its input
-    first: several times slower on a flush's hashes)."""
-    ordered = np.sort(values)
+    first: several times slower on a flush's hashes); ``in_place``: ``values`` may be
+    sorted where it is (a copy of the caller's own)."""
+    if in_place:
+        values.sort()
+        ordered = values
+    else:
+        ordered = np.sort(values)
     if len(ordered) < 2:
         return ordered
     keep = np.empty(len(ordered), bool)
@@ -404,10 +409,13 @@ class Candidates(NamedTuple):
     sources: dict[int, set[str]]
 
 
-def _distinct(values: np.ndarray) -> int:
-    """How many distinct values ``values`` holds (a concatenation of sorted runs: each
-    handover's distinct key hashes, which a stable sort merges)."""
-    ordered = np.sort(values, kind="stable")
+def _distinct(runs: list[np.ndarray]) -> int:
+    """How many distinct values ``runs`` hold together, each run sorted and distinct (a
+    handover's distinct key hashes of a shard): a stable sort merges two or more; one alone
+    is counted as it is (a run of the job in one bundle hands each shard's keys on once)."""
+    if len(runs) < 2:
+        return len(runs[0]) if runs else 0
+    ordered = np.sort(np.concatenate(runs), kind="stable")
     return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + 1 if len(ordered) else 0
 
 
@@ -429,8 +437,7 @@ def repeats(prints: Iterable[Prints]) -> tuple[dict[str, int], Candidates]:
         ordered.sort()
         same = ordered[1:] == ordered[:-1]
         if any(table in one.keyed for one in prints):
-            keys = [one.keys[table] for one in prints if table in one.keys]
-            distinct[table] = _distinct(np.concatenate(keys)) if keys else 0
+            distinct[table] = _distinct([one.keys[table] for one in prints if table in one.keys])
         else:  # the keys hold the stamps: an identity is a key
             distinct[table] = len(ordered) - int(np.count_nonzero(same))
         twice = np.unique(ordered[1:][same])

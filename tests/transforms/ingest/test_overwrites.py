@@ -69,6 +69,15 @@ def test_distinct_key_hashes_are_numpys_unique():
         assert fingerprints._sorted_distinct(part).tolist() == np.unique(part).tolist()
 
 
+def test_distinct_values_of_sorted_distinct_runs_one_run_or_several():
+    runs = [np.array(r, np.uint64) for r in ([1, 4, 9], [2, 4, 10], [9])]
+    assert fingerprints._distinct(runs[:1]) == 3
+    assert fingerprints._distinct(runs) == 5  # 1 2 4 9 10
+    assert fingerprints._distinct([]) == 0
+    values = np.array([9, 2, 9, 5, 2], np.uint64)
+    assert fingerprints._sorted_distinct(values, in_place=True).tolist() == [2, 5, 9]
+
+
 def test_key_hashes_tell_apart_what_padding_and_tables_would_blur():
     hashes = fingerprints.key_hashes([b"a", b"a\x00", b"a\x00\x00", b"\x00a", b""])
     assert len(set(hashes.tolist())) == 5
