@@ -53,11 +53,12 @@ def headline(report: dict) -> str:
         if not d:
             continue
         s = d["summary"]
-        share = s.get("check_cpu_share")
+        share, own = s.get("check_cpu_share"), s.get("check_own_cpu_share")
         lines.append(
             f"| {name} | {_n(s['ours_rows_per_s'])} | {_n(s['ours_vs_ceiling'], '.2f')}× | "
             f"{_n(s['ours_vs_naive'], '.2f')}× | {_n(s.get('ours_cpu_s'), '.1f')} s | "
-            f"{'-' if share is None else f'{share:.1%}'} |"
+            f"{'-' if share is None else f'{share:.1%}'}"
+            f"{'' if own is None else f' (its own code {own:.1%})'} |"
         )
     lines += [f"- {line}" for line in _read_lines(report)]
     machine = report.get("machine", {})

@@ -68,6 +68,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
         "ours_cpu_s": 2.0,
         "ours_cpu_s_no_check": 1.9,
         "check_cpu_share": 0.05,
+        "check_own_cpu_share": 0.031,
     }
     report = {
         "quick": True,
@@ -93,7 +94,7 @@ def test_the_report_table_names_every_figure_and_flags_quick_runs():
     meters = next(line for line in text.splitlines() if line.startswith("meters"))
     assert meters.split() == [
         "meters", "120,000", "30,000", "in-proc", "20,000", "10,000", "150,000",
-        "1.50", "3.00", "0.20", "0.12", "0.25", "0.40", "199", "2.00", "1.90", "5.0%",
+        "1.50", "3.00", "0.20", "0.12", "0.25", "0.40", "199", "2.00", "1.90", "5.0%", "3.1%",
     ]  # fmt: skip
     assert "10x events -> 9.50x time, 1.10x peak RSS (1,000,000 events: 251 MB)" in text
     assert "rows read from the server 2,000 for a day of 2,000" in text
@@ -172,9 +173,25 @@ def test_the_check_pair_takes_turns_and_each_side_is_its_median_run(monkeypatch)
     }
     assert got["ours"] == {"cpu_s": 10.4, "run": 5}
     assert got["ours_nocheck"] == {"cpu_s": 9.5, "run": 6}
-    assert got["check_cpu_s_runs"] == {"ours": [10.9, 10.0, 10.4], "ours_nocheck": [9.0, 9.9, 9.5]}
+    assert got["check_cpu_s_runs"] == {
+        "ours": [10.9, 10.0, 10.4],
+        "ours_nocheck": [9.0, 9.9, 9.5],
+        "check_own": [0.0, 0.0, 0.0],  # these runs timed no check inside
+    }
     summary = run.check_summary(got)  # differences 1.9, 0.1, 0.9: median 0.9 of 10.4
-    assert summary == {"ours_cpu_s_no_check": 9.5, "check_cpu_share": 0.087}
+    assert summary == {
+        "ours_cpu_s_no_check": 9.5,
+        "check_cpu_share": 0.087,
+        "check_own_cpu_share": 0.0,
+    }
+
+
+def test_the_checks_own_share_is_its_timed_cpu_over_its_runs_the_median_of_them():
+    runs = {"ours": [10.0, 12.0, 8.0], "ours_nocheck": [9.8, 11.0, 7.9]}
+    runs["check_own"] = [0.3, 0.3, 0.4]  # 3.0%, 2.5%, 5.0% of their runs: median 3.0%
+    summary = run.check_summary({"ours_nocheck": {"cpu_s": 9.8}, "check_cpu_s_runs": runs})
+    assert summary["check_own_cpu_share"] == 0.03
+    assert summary["check_cpu_share"] == round(0.2 / 10.0, 3)  # differences 0.2, 1.0, 0.1
 
 
 def test_soak_verdict_never_says_lost_and_all_accounted_for_at_once():

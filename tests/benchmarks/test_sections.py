@@ -75,6 +75,23 @@ def test_a_failing_section_is_named_and_the_others_are_kept(tmp_path, monkeypatc
     assert before_last["first"] == {"figure": 1} and "broken" in before_last["failed"]
 
 
+def test_a_sections_figures_are_on_disk_before_the_next_section_runs(tmp_path, monkeypatch):
+    """A run killed in a section keeps the figures of the one before it, even when every
+    section before it passed."""
+    out = tmp_path / "toy.json"
+    seen_on_disk = []
+
+    def second(_run):
+        seen_on_disk.append(json.loads(out.read_text()))
+        return {"figure": 2}
+
+    monkeypatch.setattr(run, "SECTIONS", {"first": lambda _run: {"figure": 1}, "second": second})
+    assert run.main(["--toy", "--out", str(out)]) == 0
+    (before_second,) = seen_on_disk
+    assert before_second["first"] == {"figure": 1}
+    assert json.loads(out.read_text())["second"] == {"figure": 2}
+
+
 def test_an_unknown_section_is_refused_by_name(capsys):
     with pytest.raises(SystemExit):
         run.main(["--toy", "--sections", "datasets,nosuch"])

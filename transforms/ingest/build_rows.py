@@ -13,6 +13,7 @@ import gc
 import itertools
 import logging
 import operator
+import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -34,6 +35,7 @@ from transforms.ingest.index_fold import BundleIndex, IndexPlan
 from transforms.ingest.overwrites import FIRST_NAMESPACE, RecentRows, counted, first_metric_name
 from transforms.ingest.readers import Block
 from transforms.metrics import (
+    CHECK_CPU_US,
     CHECKED_ROWS,
     EMPTY_CELLS,
     EMPTY_ROWS,
@@ -212,6 +214,8 @@ class _BuildRowsFn(beam.DoFn):
         check = self._check
         if check is not None:
             self._checked_rows = Metrics.counter(NAMESPACE, CHECKED_ROWS)
+            self._check_cpu = Metrics.counter(NAMESPACE, CHECK_CPU_US)
+            self._check_ns = 0  # the fingerprints' thread CPU since the last report
             self._checked_tables = frozenset(check.tables)
             if check.recent_rows:
                 memory = RecentRows(check.recent_rows, check.recent_seconds)
@@ -227,6 +231,7 @@ class _BuildRowsFn(beam.DoFn):
         self._tally.drain()  # what a failed (retried) bundle counted is not reported
         if self._prints is not None:  # nor what it fingerprinted
             self._prints = RowPrints(self._check.tables)
+            self._check_ns = 0
         if self._index is not None:  # nor what it folded
             self._index.drain()
 
@@ -244,7 +249,11 @@ class _BuildRowsFn(beam.DoFn):
             if first is not None:
                 Metrics.distribution(REASONS_NAMESPACE, name).update(first)
         if self._prints is not None:
+            began = time.thread_time_ns()
             shards = self._prints.drain()
+            self._check_ns += time.thread_time_ns() - began
+            self._check_cpu.inc(self._check_ns // 1000)
+            self._check_ns = 0
             self._checked_rows.inc(self._prints.rows)
             self._prints.rows = 0
             for shard in shards:
@@ -308,12 +317,17 @@ class _BuildRowsFn(beam.DoFn):
         batch = self._written(out.batch, out.entries)
         if batch and (self._spans or self._prints is not None):
             parts, stamps = self._cut(batch), {}  # cut and read once for both
-            if self._prints is not None:
+            if self._prints is not None:  # its thread CPU, a clock read each side (~1 µs)
+                began = time.thread_time_ns()
                 self._prints.add(batch, block.source, block.kind, block.offset, parts, stamps)
+                self._check_ns += time.thread_time_ns() - began
             if self._spans:
                 self._spans.track(batch, parts, stamps)
         if self._prints is not None and self._prints.full:  # handed on as they come: a
-            for shard in self._prints.drain():  # bundle may be a whole input
+            began = time.thread_time_ns()  # bundle may be a whole input
+            shards = self._prints.drain()
+            self._check_ns += time.thread_time_ns() - began
+            for shard in shards:
                 yield pvalue.TaggedOutput(PRINTS, shard)
         if batch:
             yield batch

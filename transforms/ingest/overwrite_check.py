@@ -5,13 +5,16 @@ worker, the rows whose row id occurs twice read and built again, and compared ce
 
 Counters (namespace ``btts``): ``distinct_rows_<table>`` (exact: each shard counts the distinct
 keys it holds, and a key is in one shard), ``overwrite_cells``, ``overwrite_records``,
-``duplicate_records``; the first conflict in input order as the name of one metric in
-:data:`~transforms.ingest.overwrites.FIRST_NAMESPACE`. Nothing is written anywhere else.
+``duplicate_records``, ``overwrite_check_cpu_us`` (the CPU of the check's own code,
+:data:`~transforms.metrics.CHECK_CPU_US`); the first conflict in input order as the name of
+one metric in :data:`~transforms.ingest.overwrites.FIRST_NAMESPACE`. Nothing is written anywhere
+else.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 
 import apache_beam as beam
@@ -30,7 +33,7 @@ from transforms.ingest.overwrites import (
     first_metric_name,
 )
 from transforms.ingest.readers import line_at
-from transforms.metrics import NAMESPACE
+from transforms.metrics import CHECK_CPU_US, NAMESPACE
 from transforms.text.csv_dialect import DEFAULT, CsvDialect
 
 __all__ = ["CheckOverwrites"]
@@ -47,7 +50,9 @@ class _RepeatsFn(beam.DoFn):
 
     def process(self, element: tuple[int, Iterable[fingerprints.Prints]]):
         _shard, prints = element
+        began = time.thread_time_ns()
         distinct, candidates = fingerprints.repeats(prints)
+        Metrics.counter(NAMESPACE, CHECK_CPU_US).inc((time.thread_time_ns() - began) // 1000)
         for table, count in distinct.items():
             Metrics.counter(NAMESPACE, f"distinct_rows_{table}").inc(count)
         if candidates.tables:
@@ -74,7 +79,15 @@ class _ResolveFn(beam.DoFn):
         self._numbered = numbered
 
     def process(self, element: tuple[None, Iterable[fingerprints.Candidates]]) -> None:
-        wanted, sources = _wanted(element[1])
+        began = time.thread_time_ns()
+        try:
+            self._resolve(element[1])
+        finally:
+            spent = (time.thread_time_ns() - began) // 1000
+            Metrics.counter(NAMESPACE, CHECK_CPU_US).inc(spent)
+
+    def _resolve(self, candidates: Iterable[fingerprints.Candidates]) -> None:
+        wanted, sources = _wanted(candidates)
         rows = sum(map(len, wanted.values()))
         passes = max(1, -(-2 * rows // RESOLVE_ROWS))  # a repeated row id: two rows at least
         found = Findings()

@@ -124,6 +124,7 @@ def test_duplicates_land_conflicts_do_not_and_partial_rows_are_no_overwrite(
     assert (counts["overwrite_records"], counts["overwrite_cells"]) == (2, 2)
     assert counts["duplicate_records"] == 1
     assert counts["distinct_rows_METRIC"] == 8 and counts["distinct_rows_CURRENT_METRIC"] == 4
+    assert counts["overwrite_check_cpu_us"] > 0  # what the check's own code cost the run
     assert f"first: {source}:4 and {source}:6 both write METRIC row 'web3#1426535581000'" in str(
         failed.value
     )
@@ -184,6 +185,7 @@ def test_counts_are_exact_with_two_worker_processes(target, tmp_path):
     assert counts["duplicate_records"] == 4
     assert counts["distinct_rows_METRIC"] == 4 * 40
     assert counts["distinct_rows_CURRENT_METRIC"] == 4 * 40
+    assert counts["overwrite_check_cpu_us"] > 0  # both workers' and the passes' after them
     assert len(engine.read_rows(target, "METRIC")) == 4 * 40
 
 
