@@ -73,11 +73,18 @@ def _read_lines(report: dict) -> list[str]:
     out = []
     cost = report.get("index_cost")
     if cost:
-        out.append(
-            f"series index: {(cost['cpu_ratio'] - 1):.0%} more job CPU "
-            f"({cost['noindex']['cpu_s']:.1f} s → {cost['index']['cpu_s']:.1f} s for "
-            f"{cost['events']:,} events)"
-        )
+        runs = f"{cost['noindex']['cpu_s']:.1f} s → {cost['index']['cpu_s']:.1f} s for"
+        if cost.get("cpu_share") is None:  # a report from before the share was kept
+            out.append(
+                f"series index: {(cost['cpu_ratio'] - 1):.0%} more job CPU ({runs} "
+                f"{cost['events']:,} events)"
+            )
+        else:
+            out.append(
+                f"series index: {cost['cpu_share']:.1%} of the job's CPU, over "
+                f"{cost['rounds']} rounds with and without it ({runs} {cost['events']:,} "
+                "events, the runs of median CPU)"
+            )
     for r in (report.get("read_scale") or {}).get("results", []):
         if "star_error" not in r:
             out.append(

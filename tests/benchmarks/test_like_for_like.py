@@ -341,3 +341,21 @@ def test_publishing_the_kept_report_itself_renders_it_again(tmp_path, monkeypatc
     monkeypatch.setattr(publish, "ROOT", tmp_path)
     assert publish.main([str(kept)]) == 0
     assert "ours / client batcher" in doc.read_text()
+
+
+def test_the_headline_gives_the_index_its_share_of_the_job_and_its_rounds():
+    from benchmarks import publish
+
+    cost = {
+        "noindex": {"cpu_s": 11.2},
+        "index": {"cpu_s": 11.9},
+        "cpu_ratio": 1.062,
+        "events": 1_000_000,
+        "rounds": 5,
+        "cpu_share": 0.046,
+    }
+    (line,) = publish._read_lines({"index_cost": cost})
+    assert line.startswith("series index: 4.6% of the job's CPU, over 5 rounds")
+    assert "11.2 s → 11.9 s for 1,000,000 events" in line
+    (old,) = publish._read_lines({"index_cost": {**cost, "cpu_share": None}})
+    assert old.startswith("series index: 6% more job CPU")
