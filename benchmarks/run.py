@@ -361,7 +361,7 @@ def check_summary(pair: dict) -> dict:
     if share is not None:
         out["check_cpu_share"] = share
     timed = runs.get("check_own") or []  # reports from before the job timed it have none
-    own = sorted(o / c for o, c in zip(timed, runs.get("ours", [])[: len(timed)], strict=True) if c)
+    own = sorted(o / c for o, c in zip(timed, runs["ours"], strict=True) if c) if timed else []
     if own:
         out["check_own_cpu_share"] = round(own[(len(own) - 1) // 2], 3)
     return out
