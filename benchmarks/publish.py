@@ -80,10 +80,12 @@ def _read_lines(report: dict) -> list[str]:
                 f"{cost['events']:,} events)"
             )
         else:
+            own = cost.get("own_cpu_share")
             out.append(
                 f"series index: {cost['cpu_share']:.1%} of the job's CPU, over "
                 f"{cost['rounds']} rounds with and without it ({runs} {cost['events']:,} "
                 "events, the runs of median CPU)"
+                + ("" if own is None else f"; its own code {own:.1%}")
             )
     for r in (report.get("read_scale") or {}).get("results", []):
         if "star_error" not in r:

@@ -361,10 +361,18 @@ def check_summary(pair: dict) -> dict:
     if share is not None:
         out["check_cpu_share"] = share
     timed = runs.get("check_own") or []  # reports from before the job timed it have none
-    own = sorted(o / c for o, c in zip(timed, runs["ours"], strict=True) if c) if timed else []
-    if own:
-        out["check_own_cpu_share"] = round(own[(len(own) - 1) // 2], 3)
+    own = own_share(timed, runs["ours"]) if timed else None
+    if own is not None:
+        out["check_own_cpu_share"] = own
     return out
+
+
+def own_share(own: list[float], cpu: list[float]) -> float | None:
+    """A step's share of a job's CPU from its own CPU seconds as the job timed them, run by
+    run (``own[i]`` of the run of ``cpu[i]`` CPU seconds): the median of the runs' shares
+    (the lower middle one of an even count; None: no run)."""
+    shares = sorted(o / c for o, c in zip(own, cpu, strict=True) if c)
+    return round(shares[(len(shares) - 1) // 2], 3) if shares else None
 
 
 def cpu_summary(core: dict, ours: dict) -> dict:
@@ -409,7 +417,10 @@ def run_index_cost(work: Path, events: int, rounds: int) -> dict:
     through the generic job, ``events`` events, each run on a fresh instance, the two taking
     turns over ``rounds`` rounds (:func:`alternating`); each side is its run of median CPU.
     ``cpu_share``: the index's share of the job's CPU (:func:`paired_share`; the target: at
-    most 5% at 1,000,000 events)."""
+    most 5% at 1,000,000 events); ``own_cpu_share``: its own code's (:func:`own_share`), what
+    the job timed of it (``series_index_cpu_us``: its drains, the rows the builder did not
+    fold) and the builder's fold of as many events (``fold_ns_per_event``, measured apart:
+    :func:`benchmarks.cases.fold`), without the runner's cost of writing its rows."""
     path = work / f"index-cost-{events}.jsonl"
     data.metrics(path, events)
 
@@ -427,6 +438,14 @@ def run_index_cost(work: Path, events: int, rounds: int) -> dict:
     out["cpu_s_runs"] = {mode: [r["cpu_s"] for r in got] for mode, got in runs.items()}
     out["cpu_ratio"] = ratio(out["index"]["cpu_s"], out["noindex"]["cpu_s"])
     out["cpu_share"] = paired_share(out["cpu_s_runs"]["index"], out["cpu_s_runs"]["noindex"])
+    # its own code: what the job timed of it, and the builder's fold of as many events
+    log("[index_cost] the builder's fold, per event")
+    folding = measure("fold", "metrics", str(path))
+    out["fold_ns_per_event"] = folding["ns_per_event"]
+    fold_s = folding["ns_per_event"] * events / 1e9
+    timed = [r.get("index_cpu_s", 0.0) for r in runs["index"]]
+    out["cpu_s_runs"]["index_own"] = [round(t + fold_s, 6) for t in timed]
+    out["own_cpu_share"] = own_share(out["cpu_s_runs"]["index_own"], out["cpu_s_runs"]["index"])
     out["seconds_ratio"] = ratio(out["index"]["seconds"], out["noindex"]["seconds"])
     return out
 
@@ -599,7 +618,9 @@ def _of_job(cost: dict) -> str:
     before they were kept have neither)."""
     if cost.get("cpu_share") is None:
         return ""
-    return f", {_share(cost['cpu_share'])} of the job, {cost['rounds']} rounds"
+    own = cost.get("own_cpu_share")  # reports from before its own code was timed have none
+    mine = "" if own is None else f" (own code {_share(own)})"
+    return f", {_share(cost['cpu_share'])} of the job{mine}, {cost['rounds']} rounds"
 
 
 def _nightly_lines(n: dict) -> list[str]:

@@ -15,6 +15,7 @@ __all__ = [
     "EMPTY_CELLS",
     "EMPTY_ROWS",
     "EVENT_TIMES",
+    "INDEX_CPU_US",
     "MAX_REASON_KINDS",
     "NAMESPACE",
     "OTHER_REASONS",
@@ -76,6 +77,11 @@ CHECKED_ROWS = "overwrite_checked_rows"
 # pass, and the reading again of the rows whose row id repeats. What the runner spends moving the
 # fingerprints (8 bytes a row) between the steps is not in it.
 CHECK_CPU_US = "overwrite_check_cpu_us"
+# The CPU the batch build step's series index spent outside the builder, in microseconds of its
+# threads: folding the rows the builder did not fold, and each bundle's drain into index rows.
+# The builder's own fold runs per event inside the generated source, where a clock read would
+# cost more than the fold: ``make bench`` measures it apart (benchmarks.cases ``fold``).
+INDEX_CPU_US = "series_index_cpu_us"
 
 
 # -- which worker did what ----------------------------------------------------------------------

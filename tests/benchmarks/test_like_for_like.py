@@ -194,6 +194,15 @@ def test_the_checks_own_share_is_its_timed_cpu_over_its_runs_the_median_of_them(
     assert summary["check_cpu_share"] == round(0.2 / 10.0, 3)  # differences 0.2, 1.0, 0.1
 
 
+def test_a_steps_own_share_is_the_median_of_its_runs_shares():
+    # 3.0%, 2.5%, 5.0% (a run of no CPU left out): the middle one
+    assert run.own_share([0.3, 0.3, 0.4, 0.1], [10.0, 12.0, 8.0, 0.0]) == 0.03
+    assert run.own_share([0.3, 0.4], [10.0, 8.0]) == 0.03  # even: the lower middle
+    assert run.own_share([], []) is None
+    with pytest.raises(ValueError):  # a run without its own figure is a bug, not a skip
+        run.own_share([0.3], [10.0, 12.0])
+
+
 def test_soak_verdict_never_says_lost_and_all_accounted_for_at_once():
     from benchmarks.soak import accounting
 
@@ -357,5 +366,8 @@ def test_the_headline_gives_the_index_its_share_of_the_job_and_its_rounds():
     (line,) = publish._read_lines({"index_cost": cost})
     assert line.startswith("series index: 4.6% of the job's CPU, over 5 rounds")
     assert "11.2 s → 11.9 s for 1,000,000 events" in line
+    assert "own code" not in line  # a report from before the index's own code was timed
+    (own,) = publish._read_lines({"index_cost": {**cost, "own_cpu_share": 0.031}})
+    assert own.endswith("; its own code 3.1%")
     (old,) = publish._read_lines({"index_cost": {**cost, "cpu_share": None}})
     assert old.startswith("series index: 6% more job CPU")

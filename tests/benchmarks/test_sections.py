@@ -42,6 +42,22 @@ def test_each_other_section_runs_and_reports(tmp_path, section):
     run.table(report)  # the printed summary reads every figure it names
 
 
+def test_the_index_cost_section_gives_the_index_its_own_codes_share(tmp_path):
+    """Beside the paired difference: the CPU the job timed of the index (its drains) and the
+    builder's fold, measured apart, over each run with the index."""
+    status, report = _toy(tmp_path, "--sections", "index_cost")
+    assert (status, report["failed"]) == (0, {})
+    cost = report["index_cost"]
+    runs = cost["cpu_s_runs"]
+    assert len(runs["index_own"]) == len(runs["index"]) == cost["rounds"]
+    assert all(own > 0 for own in runs["index_own"])  # every run with it timed its drain
+    assert isinstance(cost["fold_ns_per_event"], float)
+    assert cost["own_cpu_share"] == run.own_share(
+        runs["index_own"], runs["index"]
+    )  # 0.0 at toy size
+    assert "own code" in run.table(report)
+
+
 def test_startup_ingests_into_the_tables_the_job_writes(tmp_path):
     """The start-up section's ingest landed the rows its query reads (its tables, the series
     index too, made by the job itself): issue 58's `SERVER_METRICS_SERIES does not exist`."""

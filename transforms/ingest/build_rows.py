@@ -40,6 +40,7 @@ from transforms.metrics import (
     EMPTY_CELLS,
     EMPTY_ROWS,
     EVENT_TIMES,
+    INDEX_CPU_US,
     NAMESPACE,
     REASONS_NAMESPACE,
     TIMED_ROWS,
@@ -206,6 +207,8 @@ class _BuildRowsFn(beam.DoFn):
             self._index = BundleIndex(plan, owner if mine else None, frame, lean)
             self._frame = self._index.frame
             self._skipped = Metrics.counter(NAMESPACE, "series_index_rows_skipped")
+            self._index_cpu = Metrics.counter(NAMESPACE, INDEX_CPU_US)
+            self._index_ns = 0  # the index's thread CPU outside the builder, this bundle
         written = getattr(owner, "tables", ())  # a schema's Builder: the tables it writes
         self._cut = TableCut(written[0] if len(written) == 1 else None)
         self._progress = block_rows.Progress(self._pipeline, PROGRESS_SECONDS, _LOG)
@@ -234,6 +237,7 @@ class _BuildRowsFn(beam.DoFn):
             self._check_ns = 0
         if self._index is not None:  # nor what it folded
             self._index.drain()
+            self._index_ns = 0
 
     def finish_bundle(self) -> Iterable[pvalue.TaggedOutput]:
         if self._take_empty is not None:
@@ -262,7 +266,7 @@ class _BuildRowsFn(beam.DoFn):
                 )
         if self._recent is not None:
             self._report_recent()
-        index = self._index.drain() if self._index is not None else None
+        index = self._drain_index()
         if index:
             yield pvalue.TaggedOutput(INDEX, WindowedValue(index, MIN_TIMESTAMP, (GlobalWindow(),)))
 
@@ -341,10 +345,23 @@ class _BuildRowsFn(beam.DoFn):
             block.source, block.kind, block.items, decode, self._builder, frame, _LOG, checked
         )
         if index is not None and out.batch:
+            began = time.thread_time_ns()
             skipped = index.add(out.batch)
+            self._index_ns += time.thread_time_ns() - began
             if skipped:
                 self._skipped.inc(skipped)
         return out
+
+    def _drain_index(self) -> FramedRows | None:
+        """The bundle's index rows (None: no index, or nothing folded), and the index's CPU
+        of the bundle counted (:data:`~transforms.metrics.INDEX_CPU_US`)."""
+        if self._index is None:
+            return None
+        began = time.thread_time_ns()
+        rows = self._index.drain()
+        self._index_cpu.inc((self._index_ns + time.thread_time_ns() - began) // 1000)
+        self._index_ns = 0
+        return rows
 
     def _compare(self, block: Block, records: list[tuple[int, list]]) -> None:
         """Streaming: each valid record's rows of checked tables against the worker's recent
