@@ -125,7 +125,7 @@ def test_duplicates_land_conflicts_do_not_and_partial_rows_are_no_overwrite(
     assert counts["duplicate_records"] == 1
     assert counts["distinct_rows_METRIC"] == 8 and counts["distinct_rows_CURRENT_METRIC"] == 4
     assert counts["overwrite_check_cpu_us"] > 0  # what the check's own code cost the run
-    assert counts["series_index_cpu_us"] > 0  # and the series index, beside the builder's fold
+    assert counts["series_index_cpu_us"] > 0  # and the index's, outside the builder's fold
     assert f"first: {source}:4 and {source}:6 both write METRIC row 'web3#1426535581000'" in str(
         failed.value
     )
